@@ -1,0 +1,128 @@
+//! Identity of a Kubernetes object, as every stage of the agent names it.
+//!
+//! Objects flow through the agent as `serde_json::Value` (key order preserved); an [`ObjectKey`] is
+//! how errors, plans and reports name one: `Kind/namespace/name` (or `Kind/name` when cluster-scoped).
+
+use serde_json::Value;
+use std::fmt;
+
+/// The identity of one object: group, version, kind, namespace (if any) and name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+pub struct ObjectKey {
+    /// API group; empty for the core group.
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+/// An object that cannot be identified.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ObjectKeyError {
+    #[error("object has no apiVersion")]
+    MissingApiVersion,
+    #[error("object has no kind")]
+    MissingKind,
+    #[error("{kind} has no metadata.name")]
+    MissingName { kind: String },
+    #[error("object is not a mapping")]
+    NotAnObject,
+}
+
+impl ObjectKey {
+    /// Reads the identity of `obj` from `apiVersion`, `kind`, `metadata.namespace` and `metadata.name`.
+    pub fn from_object(obj: &Value) -> Result<Self, ObjectKeyError> {
+        let map = obj.as_object().ok_or(ObjectKeyError::NotAnObject)?;
+        let api_version = map
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .ok_or(ObjectKeyError::MissingApiVersion)?;
+        let kind = map
+            .get("kind")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .ok_or(ObjectKeyError::MissingKind)?;
+        let meta = map.get("metadata");
+        let name = meta
+            .and_then(|m| m.get("name"))
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| ObjectKeyError::MissingName { kind: kind.to_string() })?;
+        let namespace = meta
+            .and_then(|m| m.get("namespace"))
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string);
+        let (group, version) = split_api_version(api_version);
+        Ok(ObjectKey {
+            group: group.to_string(),
+            version: version.to_string(),
+            kind: kind.to_string(),
+            namespace,
+            name: name.to_string(),
+        })
+    }
+
+    /// `group/version`, or `version` for the core group.
+    pub fn api_version(&self) -> String {
+        join_api_version(&self.group, &self.version)
+    }
+}
+
+impl fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.namespace {
+            Some(ns) => write!(f, "{}/{}/{}", self.kind, ns, self.name),
+            None => write!(f, "{}/{}", self.kind, self.name),
+        }
+    }
+}
+
+/// Splits `apiVersion` into `(group, version)`; the core group is `""`.
+pub fn split_api_version(api_version: &str) -> (&str, &str) {
+    match api_version.rsplit_once('/') {
+        Some((g, v)) => (g, v),
+        None => ("", api_version),
+    }
+}
+
+/// Joins a group and a version into an `apiVersion`.
+pub fn join_api_version(group: &str, version: &str) -> String {
+    if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn reads_identity_and_displays_kind_namespace_name() {
+        let key = ObjectKey::from_object(&json!({
+            "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2",
+            "kind": "AROCluster",
+            "metadata": {"name": "dev", "namespace": "team-a"}
+        }))
+        .unwrap();
+        assert_eq!(key.group, "infrastructure.cluster.x-k8s.io");
+        assert_eq!(key.to_string(), "AROCluster/team-a/dev");
+        assert_eq!(key.api_version(), "infrastructure.cluster.x-k8s.io/v1beta2");
+    }
+
+    #[test]
+    fn core_group_and_missing_fields() {
+        let key = ObjectKey::from_object(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}})).unwrap();
+        assert_eq!((key.group.as_str(), key.to_string().as_str()), ("", "Namespace/a"));
+        assert_eq!(ObjectKey::from_object(&json!({"kind": "X"})), Err(ObjectKeyError::MissingApiVersion));
+        assert_eq!(
+            ObjectKey::from_object(&json!({"apiVersion": "v1", "kind": "X", "metadata": {}})),
+            Err(ObjectKeyError::MissingName { kind: "X".into() })
+        );
+    }
+}

@@ -1,0 +1,92 @@
+//! YAML in and out, for every stage: one parser (serde-saphyr), one emitter.
+//!
+//! Documents are read into `serde_json::Value` (key order kept), the form objects take everywhere
+//! in the agent. Errors carry the line and column the parser reports.
+
+use serde_json::Value;
+
+/// A YAML document that could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid YAML{}: {message}", location_suffix(*line, *column))]
+pub struct YamlError {
+    /// 1-based line, when the parser knows it.
+    pub line: Option<usize>,
+    pub column: Option<usize>,
+    pub message: String,
+}
+
+fn location_suffix(line: Option<usize>, column: Option<usize>) -> String {
+    match (line, column) {
+        (Some(l), Some(c)) => format!(" at line {l} column {c}"),
+        (Some(l), None) => format!(" at line {l}"),
+        _ => String::new(),
+    }
+}
+
+impl YamlError {
+    fn from_saphyr(err: serde_saphyr::Error) -> Self {
+        let location = err.location();
+        let message = err.without_snippet().to_string();
+        YamlError {
+            line: location.map(|l| l.line() as usize),
+            column: location.map(|l| l.column() as usize),
+            message,
+        }
+    }
+}
+
+/// Parses one YAML (or JSON) document.
+pub fn from_str(input: &str) -> Result<Value, YamlError> {
+    serde_saphyr::from_str(input).map_err(YamlError::from_saphyr)
+}
+
+/// Parses a stream of `---`-separated documents; empty and null documents are skipped.
+pub fn from_multi_str(input: &str) -> Result<Vec<Value>, YamlError> {
+    serde_saphyr::from_multiple::<Value>(input)
+        .map(|docs| docs.into_iter().filter(|d| !d.is_null()).collect())
+        .map_err(YamlError::from_saphyr)
+}
+
+/// Emits one document as YAML.
+pub fn to_string(value: &Value) -> String {
+    // Serialising a JSON value cannot fail: every key is a string and every number finite.
+    serde_saphyr::to_string(value).expect("a JSON value always serialises to YAML")
+}
+
+/// Emits documents as a `---`-separated stream, as `kustomize build` does.
+pub fn to_multi_string(values: &[Value]) -> String {
+    let mut out = String::new();
+    for (i, v) in values.iter().enumerate() {
+        if i > 0 {
+            out.push_str("---\n");
+        }
+        out.push_str(&to_string(v));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn reads_documents_with_types() {
+        let docs = from_multi_str("a: 1\nb: true\nc: \"1\"\nd: 1.5\ne: null\n---\n---\nx: [1, two]\n").unwrap();
+        assert_eq!(docs, vec![json!({"a": 1, "b": true, "c": "1", "d": 1.5, "e": null}), json!({"x": [1, "two"]})]);
+    }
+
+    #[test]
+    fn error_names_the_line() {
+        let err = from_str("a: 1\nb: [\n").unwrap_err();
+        assert!(err.line.is_some(), "{err:?}");
+        assert!(err.to_string().contains("line"), "{err}");
+    }
+
+    #[test]
+    fn round_trips() {
+        let v = json!({"kind": "ConfigMap", "data": {"k": "yes", "n": "012", "e": ""}, "list": [1, {"a": null}]});
+        assert_eq!(from_str(&to_string(&v)).unwrap(), v);
+        assert_eq!(from_multi_str(&to_multi_string(&[v.clone(), v.clone()])).unwrap().len(), 2);
+    }
+}
