@@ -5,6 +5,7 @@
 
 use serde_json::Value;
 use std::fmt;
+use std::path::PathBuf;
 
 /// The identity of one object: group, version, kind, namespace (if any) and name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
@@ -95,6 +96,31 @@ pub fn join_api_version(group: &str, version: &str) -> String {
     } else {
         format!("{group}/{version}")
     }
+}
+
+/// Where a rendered object came from: the file (relative to the repository root) and the document in it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+pub struct Origin {
+    pub file: PathBuf,
+    /// 0-based index of the YAML document in the file.
+    pub document: usize,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.document == 0 {
+            write!(f, "{}", self.file.display())
+        } else {
+            write!(f, "{} (document {})", self.file.display(), self.document + 1)
+        }
+    }
+}
+
+/// A rendered object with the place it was defined.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SourcedObject {
+    pub object: Value,
+    pub origin: Origin,
 }
 
 #[cfg(test)]
