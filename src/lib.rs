@@ -2,3 +2,7 @@
 
 pub mod object;
 pub mod yaml;
+pub mod controlplane;
+pub mod cli;
+pub mod plan;
+pub mod reconcile;

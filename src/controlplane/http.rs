@@ -1,0 +1,480 @@
+//! The HTTP face of the control plane: routes Kubernetes API paths to discovery, reads, writes and
+//! watches; decodes bodies (JSON or YAML, at most 3 MiB); answers errors as `Status` bodies.
+
+use super::discovery;
+use super::error::ApiError;
+use super::objects::{self, DeleteOptions, PatchType, Subresource, Target, WriteOptions, as_version};
+use super::selector::{FieldSelector, LabelSelector};
+use super::state::State;
+use super::table::{IncludeObject, table};
+use super::watch::{self, StreamSettings, WatchFilter, WatchStart};
+use super::Shared;
+use axum::body::Body;
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use bytes::Bytes;
+use http::{HeaderMap, Method, Request, StatusCode, header};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Answers one request.
+pub async fn handle(shared: Arc<Shared>, req: Request<Body>) -> Response {
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let query = parse_query(req.uri().query().unwrap_or(""));
+    let result = serve(shared, req, &query).await;
+    match result {
+        Ok(resp) => resp,
+        Err(e) => {
+            tracing::debug!(%method, %path, code = e.code, reason = e.reason.as_str(), message = %e.message, "request refused");
+            json_response(StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), &e.to_status())
+        }
+    }
+}
+
+type Query = HashMap<String, String>;
+
+fn parse_query(q: &str) -> Query {
+    q.split('&')
+        .filter(|p| !p.is_empty())
+        .map(|pair| {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            let decode = |s: &str| percent_encoding::percent_decode_str(&s.replace('+', " ")).decode_utf8_lossy().into_owned();
+            (decode(k), decode(v))
+        })
+        .collect()
+}
+
+fn json_response(code: StatusCode, body: &Value) -> Response {
+    bytes_response(code, serde_json::to_vec(body).expect("JSON values serialise"))
+}
+
+fn bytes_response(code: StatusCode, body: Vec<u8>) -> Response {
+    (code, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// A parsed API path.
+enum Route {
+    Version,
+    Health,
+    CoreVersions,
+    Groups,
+    Group(String),
+    Resources(String, String),
+    OpenApiRoot,
+    OpenApi(String, String),
+    Object { group: String, version: String, namespace: Option<String>, plural: String, name: Option<String>, sub: Option<String> },
+}
+
+fn route(path: &str) -> Option<Route> {
+    let segs: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
+    let (group, version, rest) = match segs.as_slice() {
+        ["version"] => return Some(Route::Version),
+        ["healthz" | "readyz" | "livez", ..] => return Some(Route::Health),
+        ["api"] => return Some(Route::CoreVersions),
+        ["openapi", "v3"] => return Some(Route::OpenApiRoot),
+        ["openapi", "v3", "api", v] => return Some(Route::OpenApi(String::new(), v.to_string())),
+        ["openapi", "v3", "apis", g, v] => return Some(Route::OpenApi(g.to_string(), v.to_string())),
+        ["apis"] => return Some(Route::Groups),
+        ["apis", g] => return Some(Route::Group(g.to_string())),
+        ["api", v] => return Some(Route::Resources(String::new(), v.to_string())),
+        ["apis", g, v] => return Some(Route::Resources(g.to_string(), v.to_string())),
+        ["api", v, rest @ ..] => (String::new(), v.to_string(), rest),
+        ["apis", g, v, rest @ ..] => (g.to_string(), v.to_string(), rest),
+        _ => return None,
+    };
+    let s = |x: &&str| x.to_string();
+    let obj = |namespace: Option<String>, plural: &str, name: Option<&&str>, sub: Option<&&str>| Route::Object {
+        group: group.clone(),
+        version: version.clone(),
+        namespace,
+        plural: plural.to_string(),
+        name: name.map(s),
+        sub: sub.map(s),
+    };
+    Some(match rest {
+        // /api/v1/namespaces/{name}[/status] addresses a Namespace object itself.
+        ["namespaces", name] if group.is_empty() => obj(None, "namespaces", Some(name), None),
+        ["namespaces", name, sub @ ("status" | "finalize")] if group.is_empty() => obj(None, "namespaces", Some(name), Some(sub)),
+        ["namespaces", ns, plural] => obj(Some(ns.to_string()), plural, None, None),
+        ["namespaces", ns, plural, name] => obj(Some(ns.to_string()), plural, Some(name), None),
+        ["namespaces", ns, plural, name, sub] => obj(Some(ns.to_string()), plural, Some(name), Some(sub)),
+        [plural] => obj(None, plural, None, None),
+        [plural, name] => obj(None, plural, Some(name), None),
+        [plural, name, sub] => obj(None, plural, Some(name), Some(sub)),
+        _ => return None,
+    })
+}
+
+async fn serve(shared: Arc<Shared>, req: Request<Body>, query: &Query) -> Result<Response, ApiError> {
+    let route = route(req.uri().path()).ok_or_else(ApiError::unknown_path)?;
+    let registry = shared.state.lock().expect("state lock").registry();
+    let read_only = |m: &Method| m == Method::GET || m == Method::HEAD;
+    match route {
+        Route::Object { group, version, namespace, plural, name, sub } => {
+            let rt = registry.by_resource(&group, &version, &plural).ok_or_else(ApiError::unknown_path)?;
+            let subresource = match sub.as_deref() {
+                None => None,
+                Some("status") if rt.status_subresource => Some(Subresource::Status),
+                Some("finalize") if rt.kind == "Namespace" && !rt.custom => None,
+                Some(_) => return Err(ApiError::unknown_path()),
+            };
+            if rt.namespaced && namespace.is_none() && (name.is_some() || req.method() == Method::POST) {
+                return Err(ApiError::bad_request(format!(
+                    "{} is namespaced: use /{}/namespaces/{{namespace}}/{plural}",
+                    rt.qualified_plural(),
+                    if group.is_empty() { format!("api/{version}") } else { format!("apis/{group}/{version}") }
+                )));
+            }
+            if !rt.namespaced && namespace.is_some() {
+                return Err(ApiError::unknown_path());
+            }
+            let target = Target { rt, version, namespace, name, subresource };
+            resource(shared, target, req, query).await
+        }
+        _ if !read_only(req.method()) => Err(ApiError::method_not_allowed(format!("{} is not supported on this path", req.method()))),
+        Route::Version => Ok(json_response(StatusCode::OK, &discovery::version())),
+        Route::Health => Ok((StatusCode::OK, "ok").into_response()),
+        Route::CoreVersions => Ok(json_response(StatusCode::OK, &discovery::core_versions())),
+        Route::Groups => Ok(json_response(StatusCode::OK, &discovery::group_list(&registry))),
+        Route::Group(g) => discovery::group(&registry, &g).map(|d| json_response(StatusCode::OK, &d)).ok_or_else(ApiError::unknown_path),
+        Route::OpenApiRoot => Ok(json_response(StatusCode::OK, &discovery::openapi_v3_root(&registry))),
+        Route::OpenApi(g, v) => discovery::openapi_v3_group_version(&registry, &g, &v)
+            .map(|d| json_response(StatusCode::OK, &d))
+            .ok_or_else(ApiError::unknown_path),
+        Route::Resources(g, v) => {
+            discovery::resource_list(&registry, &g, &v).map(|d| json_response(StatusCode::OK, &d)).ok_or_else(ApiError::unknown_path)
+        }
+    }
+}
+
+fn wants_table(headers: &HeaderMap) -> bool {
+    headers.get(header::ACCEPT).and_then(|a| a.to_str().ok()).is_some_and(|a| a.contains("as=Table"))
+}
+
+fn flag(query: &Query, k: &str) -> bool {
+    matches!(query.get(k).map(String::as_str), Some("true" | "1"))
+}
+
+fn dry_run(query: &Query) -> Result<bool, ApiError> {
+    match query.get("dryRun").map(String::as_str) {
+        None | Some("") => Ok(false),
+        Some("All") => Ok(true),
+        Some(other) => Err(ApiError::bad_request(format!("Invalid dryRun value {other:?}: supported values: \"All\""))),
+    }
+}
+
+fn now() -> String {
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+async fn resource(shared: Arc<Shared>, target: Target, req: Request<Body>, query: &Query) -> Result<Response, ApiError> {
+    let method = req.method().clone();
+    let table = wants_table(req.headers()).then(|| IncludeObject::parse(query.get("includeObject").map(String::as_str)));
+    match (&method, target.name.is_some()) {
+        (&Method::GET, true) => get(&shared, &target, table),
+        (&Method::GET, false) if flag(query, "watch") => watch(&shared, target, query, table),
+        (&Method::GET, false) => list(&shared, &target, query, table),
+        (&Method::POST, false) | (&Method::PUT, true) | (&Method::PATCH, true) => write(shared, target, req, query).await,
+        (&Method::DELETE, true) => {
+            let body = read_body(&shared, req).await?;
+            let body = if body.is_empty() { json!({}) } else { decode(&body, "application/json")? };
+            let opts = DeleteOptions::from_body(&body)?;
+            let dry = dry_run(query)? || body.get("dryRun").and_then(Value::as_array).is_some_and(|a| !a.is_empty());
+            let name = target.name.clone().expect("matched with a name");
+            let t = target.clone();
+            let obj = run_write(&shared, dry, move |txn| objects::delete(txn, &t, &name, &opts, &now())).await?;
+            let still_there = obj.pointer("/metadata/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty());
+            let code = if still_there { StatusCode::ACCEPTED } else { StatusCode::OK };
+            Ok(json_response(code, &as_version(&obj, &target.rt, &target.version)))
+        }
+        (&Method::DELETE, false) => {
+            let labels = LabelSelector::parse(query.get("labelSelector").map(String::as_str).unwrap_or(""))?;
+            let fields = FieldSelector::parse(query.get("fieldSelector").map(String::as_str).unwrap_or(""))?;
+            let dry = dry_run(query)?;
+            let t = target.clone();
+            let deleted = run_write_many(&shared, dry, move |txn| {
+                let prefix = prefix_of(&t);
+                let mut out = Vec::new();
+                for (_, obj) in txn.scan(&prefix) {
+                    if labels.matches(&obj) && fields.matches(&obj) {
+                        let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
+                        out.push(objects::delete(txn, &t, &name, &DeleteOptions::default(), &now())?);
+                    }
+                }
+                Ok(out)
+            })
+            .await?;
+            let items: Vec<Value> = deleted.iter().map(|o| as_version(o, &target.rt, &target.version)).collect();
+            Ok(json_response(StatusCode::OK, &json!({"apiVersion": target.rt.api_version(&target.version), "kind": target.rt.list_kind, "metadata": {}, "items": items})))
+        }
+        _ => Err(ApiError::method_not_allowed(format!("{method} is not supported on {}", target.rt.qualified_plural()))),
+    }
+}
+
+fn prefix_of(target: &Target) -> String {
+    match &target.namespace {
+        Some(ns) => format!("{}{}/", target.rt.key_prefix(), ns),
+        None => target.rt.key_prefix(),
+    }
+}
+
+fn get(shared: &Shared, target: &Target, table_fmt: Option<IncludeObject>) -> Result<Response, ApiError> {
+    let name = target.name.as_deref().expect("GET with a name");
+    let state = shared.state.lock().expect("state lock");
+    let entry = state.get(&target.key(name)).ok_or_else(|| ApiError::not_found(&target.rt.group, &target.rt.plural, name))?;
+    let obj = as_version(&entry.object, &target.rt, &target.version);
+    let rv = state.resource_version().to_string();
+    drop(state);
+    let obj = match (target.subresource, table_fmt) {
+        (None, Some(include)) => table(&target.rt, &[obj], &rv, include, chrono::Utc::now()),
+        _ => obj,
+    };
+    Ok(json_response(StatusCode::OK, &obj))
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ContinueToken {
+    rv: u64,
+    after: String,
+}
+
+fn list(shared: &Shared, target: &Target, query: &Query, table_fmt: Option<IncludeObject>) -> Result<Response, ApiError> {
+    let labels = LabelSelector::parse(query.get("labelSelector").map(String::as_str).unwrap_or(""))?;
+    let fields = FieldSelector::parse(query.get("fieldSelector").map(String::as_str).unwrap_or(""))?;
+    let limit = match query.get("limit").filter(|l| !l.is_empty()) {
+        Some(l) => Some(l.parse::<usize>().map_err(|_| ApiError::bad_request(format!("limit: invalid value {l:?}")))?).filter(|l| *l > 0),
+        None => None,
+    };
+    let token = match query.get("continue").filter(|c| !c.is_empty()) {
+        Some(c) => {
+            let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(c).map_err(|_| ApiError::bad_request("continue: invalid token"))?;
+            Some(serde_json::from_slice::<ContinueToken>(&raw).map_err(|_| ApiError::bad_request("continue: invalid token"))?)
+        }
+        None => None,
+    };
+    let prefix = prefix_of(target);
+    let state = shared.state.lock().expect("state lock");
+    let list_rv = match &token {
+        Some(t) if !state.can_resume_from(t.rv) => {
+            return Err(ApiError::gone("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter."));
+        }
+        Some(t) => t.rv,
+        None => state.resource_version(),
+    };
+    let same_version = target.version == target.rt.storage_version;
+    let mut selected = Vec::new();
+    let mut next = None;
+    for (key, entry) in state.range(&prefix, token.as_ref().map(|t| t.after.as_str())) {
+        if !labels.is_empty() && !labels.matches(&entry.object) || !fields.matches(&entry.object) {
+            continue;
+        }
+        if limit.is_some_and(|l| selected.len() >= l) {
+            next = Some(ContinueToken { rv: list_rv, after: selected_last_key(&selected) });
+            break;
+        }
+        selected.push((key.clone(), entry.clone()));
+    }
+    drop(state);
+    let mut metadata = json!({"resourceVersion": list_rv.to_string()});
+    if let Some(n) = next {
+        let raw = serde_json::to_vec(&n).expect("token serialises");
+        metadata["continue"] = json!(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw));
+    }
+    if let Some(include) = table_fmt {
+        let objs: Vec<Value> = selected.iter().map(|(_, e)| as_version(&e.object, &target.rt, &target.version)).collect();
+        let mut t = table(&target.rt, &objs, &list_rv.to_string(), include, chrono::Utc::now());
+        t["metadata"] = metadata;
+        return Ok(json_response(StatusCode::OK, &t));
+    }
+    // Splice the cached JSON of each object: LIST costs a copy, not a re-serialisation.
+    let head = json!({"apiVersion": target.rt.api_version(&target.version), "kind": target.rt.list_kind, "metadata": metadata});
+    let mut out = serde_json::to_vec(&head).expect("JSON values serialise");
+    out.pop();
+    out.extend_from_slice(b",\"items\":[");
+    for (i, (_, e)) in selected.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        if same_version {
+            out.extend_from_slice(&e.json);
+        } else {
+            out.extend_from_slice(&serde_json::to_vec(&as_version(&e.object, &target.rt, &target.version)).expect("JSON values serialise"));
+        }
+    }
+    out.extend_from_slice(b"]}");
+    Ok(bytes_response(StatusCode::OK, out))
+}
+
+fn selected_last_key(selected: &[(String, super::state::Entry)]) -> String {
+    selected.last().map(|(k, _)| k.clone()).unwrap_or_default()
+}
+
+fn watch(shared: &Shared, target: Target, query: &Query, table_fmt: Option<IncludeObject>) -> Result<Response, ApiError> {
+    let labels = LabelSelector::parse(query.get("labelSelector").map(String::as_str).unwrap_or(""))?;
+    let fields = FieldSelector::parse(query.get("fieldSelector").map(String::as_str).unwrap_or(""))?;
+    let timeout = match query.get("timeoutSeconds").filter(|t| !t.is_empty()) {
+        Some(t) => Duration::from_secs(t.parse::<u64>().map_err(|_| ApiError::bad_request(format!("timeoutSeconds: invalid value {t:?}")))?),
+        None => Duration::from_secs(1800),
+    };
+    let bookmarks = flag(query, "allowWatchBookmarks");
+    let send_initial = query.get("sendInitialEvents").map(|v| v == "true");
+    let rv_param = query.get("resourceVersion").map(String::as_str).unwrap_or("");
+    let filter = WatchFilter { rt: target.rt.clone(), version: target.version.clone(), namespace: target.namespace.clone(), labels, fields, table: table_fmt };
+    let settings = StreamSettings { timeout, bookmarks, bookmark_interval: shared.config.bookmark_interval };
+
+    let state = shared.state.lock().expect("state lock");
+    let start = if send_initial == Some(true) || rv_param.is_empty() || rv_param == "0" {
+        // Start with the current state as ADDED events, as upstream does for an unset/0 resourceVersion.
+        let initial: Vec<Bytes> = state
+            .range(&prefix_of(&target), None)
+            .filter(|(_, e)| filter.labels.matches(&e.object) && filter.fields.matches(&e.object))
+            .map(|(_, e)| filter.line("ADDED", &e.object))
+            .collect();
+        WatchStart {
+            initial,
+            replay: vec![],
+            receiver: state.subscribe(),
+            resource_version: state.resource_version(),
+            initial_events_end: send_initial == Some(true) && bookmarks,
+        }
+    } else {
+        let rv: u64 = rv_param.parse().map_err(|_| ApiError::bad_request(format!("resourceVersion: invalid value {rv_param:?}")))?;
+        match state.events_since(rv) {
+            Ok(replay) => WatchStart { initial: vec![], replay, receiver: state.subscribe(), resource_version: rv, initial_events_end: false },
+            Err(gone) => {
+                drop(state);
+                let lines = watch::expired_stream(&gone);
+                let stream = futures::stream::iter(lines.into_iter().map(Ok::<_, std::convert::Infallible>));
+                return Ok(stream_response(Body::from_stream(stream)));
+            }
+        }
+    };
+    drop(state);
+    let rx = watch::spawn(filter, start, settings);
+    Ok(stream_response(Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx))))
+}
+
+fn stream_response(body: Body) -> Response {
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::CACHE_CONTROL, "no-cache, private")
+        .body(body)
+        .expect("static response parts are valid")
+}
+
+async fn read_body(shared: &Shared, req: Request<Body>) -> Result<Bytes, ApiError> {
+    let limit = shared.config.max_body_bytes;
+    if let Some(len) = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok())
+        && len > limit
+    {
+        return Err(ApiError::too_large(limit));
+    }
+    axum::body::to_bytes(req.into_body(), limit).await.map_err(|_| ApiError::too_large(limit))
+}
+
+/// Decodes a JSON or YAML body by its content type.
+fn decode(body: &[u8], content_type: &str) -> Result<Value, ApiError> {
+    let text = std::str::from_utf8(body).map_err(|_| ApiError::bad_request("the request body is not UTF-8"))?;
+    if content_type.contains("yaml") {
+        crate::yaml::from_str(text).map_err(|e| ApiError::bad_request(format!("the request body is not valid YAML: {e}")))
+    } else {
+        serde_json::from_str(text).map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))
+    }
+}
+
+fn field_manager(headers: &HeaderMap, query: &Query) -> Result<String, ApiError> {
+    if let Some(m) = query.get("fieldManager").filter(|m| !m.is_empty()) {
+        if m.len() > 128 {
+            return Err(ApiError::bad_request("fieldManager: Too long: must have at most 128 bytes"));
+        }
+        return Ok(m.clone());
+    }
+    let ua = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let prefix = ua.split('/').next().unwrap_or("").trim();
+    Ok(if prefix.is_empty() { "unknown".into() } else { prefix.chars().take(128).collect() })
+}
+
+async fn write(shared: Arc<Shared>, target: Target, req: Request<Body>, query: &Query) -> Result<Response, ApiError> {
+    let method = req.method().clone();
+    let content_type = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("application/json").to_string();
+    let opts = WriteOptions { field_manager: field_manager(req.headers(), query)?, force: flag(query, "force"), now: now() };
+    let dry = dry_run(query)?;
+    let patch_type = if method == Method::PATCH {
+        Some(PatchType::from_content_type(&content_type).ok_or_else(|| ApiError::unsupported_media_type(&content_type))?)
+    } else {
+        if !(content_type.starts_with("application/json") || content_type.contains("yaml")) {
+            return Err(ApiError::unsupported_media_type(&content_type));
+        }
+        None
+    };
+    if opts.force && patch_type != Some(PatchType::Apply) {
+        return Err(ApiError::bad_request("force: Forbidden: may not be specified for non-apply patch"));
+    }
+    let body = read_body(&shared, req).await?;
+    let body = decode(&body, &content_type)?;
+    let t = target.clone();
+    let obj = run_write(&shared, dry, move |txn| match (method.as_str(), patch_type) {
+        ("POST", _) => objects::create(txn, &t, body, &opts),
+        ("PUT", _) => objects::update(txn, &t, body, &opts),
+        (_, Some(pt)) => objects::patch(txn, &t, pt, body, &opts),
+        _ => Err(ApiError::method_not_allowed("unsupported write")),
+    })
+    .await?;
+    let created = obj.pointer("/metadata/generation") == Some(&json!(1))
+        && target.name.is_none()
+        && obj.pointer("/metadata/managedFields").is_some();
+    let code = if created { StatusCode::CREATED } else { StatusCode::OK };
+    let mut out = as_version(&obj, &target.rt, &target.version);
+    if target.subresource.is_none() && target.rt.status_subresource && target.rt.custom {
+        // Nothing to strip: status is returned as stored, like upstream.
+    }
+    if dry && out.pointer("/metadata/resourceVersion").is_some() && !exists_now(&shared, &target, &out) {
+        out["metadata"].as_object_mut().map(|m| m.remove("resourceVersion"));
+    }
+    Ok(json_response(code, &out))
+}
+
+fn exists_now(shared: &Shared, target: &Target, obj: &Value) -> bool {
+    let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+    shared.state.lock().expect("state lock").get(&target.key(name)).is_some()
+}
+
+/// Runs a write in a transaction on a blocking thread (the commit fsyncs); commits unless dry-run.
+async fn run_write<F>(shared: &Arc<Shared>, dry: bool, f: F) -> Result<Arc<Value>, ApiError>
+where
+    F: FnOnce(&mut super::state::Txn) -> Result<Arc<Value>, ApiError> + Send + 'static,
+{
+    run_write_many(shared, dry, f).await
+}
+
+async fn run_write_many<F, R>(shared: &Arc<Shared>, dry: bool, f: F) -> Result<R, ApiError>
+where
+    F: FnOnce(&mut super::state::Txn) -> Result<R, ApiError> + Send + 'static,
+    R: Send + 'static,
+{
+    let shared = shared.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut state = shared.state.lock().expect("state lock");
+        let (result, changes) = transact(&state, f);
+        let result = result?;
+        if !dry {
+            state.commit(changes)?;
+        }
+        Ok(result)
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("write task failed: {e}")))?
+}
+
+fn transact<F, R>(state: &State, f: F) -> (Result<R, ApiError>, super::state::TxnChanges)
+where
+    F: FnOnce(&mut super::state::Txn) -> Result<R, ApiError>,
+{
+    let mut txn = state.begin();
+    let r = f(&mut txn);
+    (r, txn.into_changes())
+}

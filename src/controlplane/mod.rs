@@ -1,0 +1,187 @@
+//! The local control plane: a Kubernetes-compatible API server with a durable store.
+//!
+//! No kube-apiserver can be installed where aro-gitops is developed, and users without a cluster
+//! still want to see the agent work, so the project brings its own. It speaks the subset of the
+//! Kubernetes API the agent, kube-rs and kubectl rely on (discovery, CRUD, server-side apply,
+//! merge/JSON/strategic patches, status subresources, finalizers, garbage collection, watches) and
+//! keeps its state in redb so a crash loses no acknowledged write.
+//!
+//! The same router serves a loopback socket ([`ControlPlane::serve`]) and in-process clients
+//! ([`ControlPlane::client`]).
+
+pub mod crds;
+mod discovery;
+pub mod error;
+mod gc;
+mod http;
+pub mod kubeconfig;
+mod objects;
+pub mod patch;
+mod registry;
+mod selector;
+pub mod ssa;
+mod state;
+mod store;
+mod table;
+mod watch;
+
+pub use error::{ApiError, ControlPlaneError};
+
+use objects::{Target, WriteOptions};
+use serde_json::{Value, json};
+use state::State;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The field manager the control plane itself writes with (preloaded CRDs, default namespaces).
+pub const SYSTEM_MANAGER: &str = "aro-gitops-control-plane";
+
+/// How to run a control plane.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where the store lives; one directory per control plane.
+    pub state_dir: PathBuf,
+    /// Install the CRDs of every kind the agent handles at start.
+    pub preload_crds: bool,
+    /// How many watch events are kept for watches to resume from.
+    pub event_log_capacity: usize,
+    pub bookmark_interval: Duration,
+    /// Largest request body accepted (upstream: 3 MiB).
+    pub max_body_bytes: usize,
+}
+
+impl Config {
+    pub fn new(state_dir: impl Into<PathBuf>) -> Self {
+        Config {
+            state_dir: state_dir.into(),
+            preload_crds: true,
+            event_log_capacity: 100_000,
+            bookmark_interval: Duration::from_secs(30),
+            max_body_bytes: 3 * 1024 * 1024,
+        }
+    }
+}
+
+pub(crate) struct Shared {
+    state: Mutex<State>,
+    config: Config,
+}
+
+/// A running local control plane (cheap to clone).
+#[derive(Clone)]
+pub struct ControlPlane {
+    shared: Arc<Shared>,
+}
+
+impl ControlPlane {
+    /// Opens the store in `config.state_dir`, creates the standard namespaces and, unless turned
+    /// off, installs or updates the preloaded CRDs.
+    pub fn open(config: Config) -> Result<ControlPlane, ControlPlaneError> {
+        let (store, loaded) = store::Store::open(&config.state_dir)?;
+        let state = State::open(store, loaded, config.event_log_capacity)?;
+        let cp = ControlPlane { shared: Arc::new(Shared { state: Mutex::new(state), config }) };
+        cp.bootstrap()?;
+        Ok(cp)
+    }
+
+    fn bootstrap(&self) -> Result<(), ControlPlaneError> {
+        let mut objects: Vec<Value> = ["default", "kube-system", "kube-public", "kube-node-lease"]
+            .iter()
+            .map(|ns| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
+            .collect();
+        if self.shared.config.preload_crds {
+            objects.extend(crds::preloaded());
+        }
+        for obj in objects {
+            self.ensure(obj)?;
+        }
+        Ok(())
+    }
+
+    /// Creates `obj` if absent, or applies it as the control plane's own manager if it differs.
+    fn ensure(&self, obj: Value) -> Result<(), ControlPlaneError> {
+        let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
+        let fail = |e: ApiError| ControlPlaneError::Preload { name: name.clone(), message: e.message };
+        let mut state = self.shared.state.lock().expect("state lock");
+        let registry = state.registry();
+        let (group, version) = crate::object::split_api_version(obj["apiVersion"].as_str().unwrap_or(""));
+        let kind = obj["kind"].as_str().unwrap_or("");
+        let rt = registry.by_kind(group, kind).ok_or_else(|| fail(ApiError::unknown_path()))?;
+        let target = Target { version: version.to_string(), namespace: None, name: Some(name.clone()), subresource: None, rt };
+        let opts = WriteOptions { field_manager: SYSTEM_MANAGER.into(), force: true, now: chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string() };
+        let mut txn = state.begin();
+        objects::patch(&mut txn, &target, objects::PatchType::Apply, obj, &opts).map_err(fail)?;
+        let changes = txn.into_changes();
+        state.commit(changes).map_err(fail)?;
+        Ok(())
+    }
+
+    /// The HTTP router, for serving on a socket or in-process.
+    pub fn router(&self) -> axum::Router {
+        let shared = self.shared.clone();
+        axum::Router::new().fallback(move |req: axum::extract::Request| {
+            let shared = shared.clone();
+            async move { http::handle(shared, req).await }
+        })
+    }
+
+    /// A `kube::Client` talking to this control plane in-process (no socket).
+    pub fn client(&self) -> kube::Client {
+        kube::Client::new(self.router(), "default")
+    }
+
+    /// Serves on `listener` until the future is dropped or the process ends.
+    pub async fn serve(&self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
+        axum::serve(listener, self.router()).await
+    }
+
+    /// Binds `addr` (loopback unless `allow_non_loopback`) and serves in the background.
+    pub async fn spawn(&self, addr: SocketAddr, allow_non_loopback: bool) -> Result<ServerHandle, ControlPlaneError> {
+        if !addr.ip().is_loopback() && !allow_non_loopback {
+            return Err(ControlPlaneError::NonLoopback { addr: addr.to_string() });
+        }
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|source| ControlPlaneError::Listen { addr: addr.to_string(), source })?;
+        let local = listener.local_addr().map_err(|source| ControlPlaneError::Listen { addr: addr.to_string(), source })?;
+        let router = self.router();
+        let task = tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, router).await {
+                tracing::error!(error = %e, "control plane server stopped");
+            }
+        });
+        Ok(ServerHandle { addr: local, task })
+    }
+
+    /// The current global resourceVersion.
+    pub fn resource_version(&self) -> u64 {
+        self.shared.state.lock().expect("state lock").resource_version()
+    }
+}
+
+/// A control plane served on a socket; dropping the handle stops serving.
+pub struct ServerHandle {
+    pub addr: SocketAddr,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ServerHandle {
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// A `kube::Client` for this server over its socket.
+    pub fn client(&self) -> Result<kube::Client, ControlPlaneError> {
+        let url: ::http::Uri = self.url().parse().map_err(|e: ::http::uri::InvalidUri| ControlPlaneError::Client(e.to_string()))?;
+        let config = kube::Config::new(url);
+        kube::Client::try_from(config).map_err(|e| ControlPlaneError::Client(e.to_string()))
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}

@@ -1,0 +1,562 @@
+//! What each API write does to an object: create, update, patch (four kinds), delete, and the
+//! per-kind rules (Secrets, Namespaces, CRDs). Every function works inside one [`Txn`]; the
+//! caller commits it (or drops it, for `dryRun=All`).
+
+use super::error::ApiError;
+use super::gc;
+use super::patch::{self, MergeKeys};
+use super::registry::{ResourceType, crd_resource_type};
+use super::ssa;
+use super::state::Txn;
+use base64::Engine;
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+
+/// The subresource a request addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subresource {
+    Status,
+}
+
+impl Subresource {
+    pub fn as_str(self) -> &'static str {
+        "status"
+    }
+}
+
+/// Which object (or collection) a request is about.
+#[derive(Clone)]
+pub struct Target {
+    pub rt: Arc<ResourceType>,
+    pub version: String,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub subresource: Option<Subresource>,
+}
+
+impl Target {
+    pub fn key(&self, name: &str) -> String {
+        self.rt.storage_key(self.namespace.as_deref().unwrap_or(""), name)
+    }
+
+    fn api_version(&self) -> String {
+        self.rt.api_version(&self.version)
+    }
+
+    fn not_found(&self, name: &str) -> ApiError {
+        ApiError::not_found(&self.rt.group, &self.rt.plural, name)
+    }
+
+    fn invalid(&self, name: &str, what: &str) -> ApiError {
+        ApiError::invalid(&self.rt.kind, &self.rt.group, name, what)
+    }
+}
+
+/// Options every write carries.
+#[derive(Debug, Clone)]
+pub struct WriteOptions {
+    pub field_manager: String,
+    pub force: bool,
+    /// RFC 3339, seconds precision.
+    pub now: String,
+}
+
+/// The kinds of PATCH, by content type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PatchType {
+    Apply,
+    Merge,
+    Json,
+    Strategic,
+}
+
+impl PatchType {
+    pub fn from_content_type(ct: &str) -> Option<Self> {
+        match ct.split(';').next().unwrap_or("").trim() {
+            "application/apply-patch+yaml" | "application/apply-patch+json" => Some(PatchType::Apply),
+            "application/merge-patch+json" => Some(PatchType::Merge),
+            "application/json-patch+json" => Some(PatchType::Json),
+            "application/strategic-merge-patch+json" => Some(PatchType::Strategic),
+            _ => None,
+        }
+    }
+}
+
+/// `propagationPolicy` of a DELETE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Propagation {
+    Orphan,
+    #[default]
+    Background,
+    Foreground,
+}
+
+/// The parts of DeleteOptions this server honours.
+#[derive(Debug, Clone, Default)]
+pub struct DeleteOptions {
+    pub propagation: Propagation,
+    pub precondition_uid: Option<String>,
+    pub precondition_rv: Option<String>,
+}
+
+impl DeleteOptions {
+    pub fn from_body(body: &Value) -> Result<Self, ApiError> {
+        let propagation = match body.get("propagationPolicy").and_then(Value::as_str) {
+            None | Some("Background") => Propagation::Background,
+            Some("Foreground") => Propagation::Foreground,
+            Some("Orphan") => Propagation::Orphan,
+            Some(other) => return Err(ApiError::bad_request(format!("propagationPolicy: Unsupported value: {other:?}"))),
+        };
+        let propagation = if body.get("orphanDependents").and_then(Value::as_bool) == Some(true) { Propagation::Orphan } else { propagation };
+        let pre = |f: &str| body.pointer(&format!("/preconditions/{f}")).and_then(Value::as_str).map(str::to_string);
+        Ok(DeleteOptions { propagation, precondition_uid: pre("uid"), precondition_rv: pre("resourceVersion") })
+    }
+}
+
+/// Serves a stored object in the version the client asked for.
+pub fn as_version(obj: &Value, rt: &ResourceType, version: &str) -> Value {
+    let mut out = obj.clone();
+    out["apiVersion"] = json!(rt.api_version(version));
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation shared by writes
+
+/// DNS-1123 subdomain (most kinds) or label (Namespaces).
+fn check_name(name: &str, label_only: bool) -> Result<(), String> {
+    let max = if label_only { 63 } else { 253 };
+    let allowed = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || (!label_only && c == '.');
+    let ends_ok = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    if name.is_empty() || name.len() > max || !name.chars().all(allowed) || !ends_ok(name.chars().next()) || !ends_ok(name.chars().last()) {
+        let what = if label_only { "RFC 1123 label" } else { "RFC 1123 subdomain" };
+        return Err(format!(
+            "metadata.name: Invalid value: {name:?}: a lowercase {what} must consist of lower case alphanumeric characters{}, and must start and end with an alphanumeric character (at most {max} characters)",
+            if label_only { " or '-'" } else { ", '-' or '.'" }
+        ));
+    }
+    Ok(())
+}
+
+/// Checks the body names this kind and version, and returns its name (possibly generated).
+fn check_identity(target: &Target, body: &Value, creating: bool) -> Result<String, ApiError> {
+    let Some(map) = body.as_object() else {
+        return Err(ApiError::bad_request("the request body must be a JSON or YAML object"));
+    };
+    let kind = map.get("kind").and_then(Value::as_str).unwrap_or("");
+    let api_version = map.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    if kind.is_empty() {
+        return Err(ApiError::bad_request(format!("Object 'Kind' is missing in the request body for {}", target.rt.qualified_plural())));
+    }
+    if api_version.is_empty() {
+        return Err(ApiError::bad_request(format!("Object 'apiVersion' is missing in the request body for {kind}")));
+    }
+    let (group, version) = crate::object::split_api_version(api_version);
+    if kind != target.rt.kind || group != target.rt.group || !target.rt.serves(version) {
+        return Err(ApiError::bad_request(format!(
+            "the API version in the data ({api_version}) and kind ({kind}) do not match the expected {} {}",
+            target.api_version(),
+            target.rt.kind
+        )));
+    }
+    let meta = map.get("metadata").and_then(Value::as_object);
+    let body_ns = meta.and_then(|m| m.get("namespace")).and_then(Value::as_str).filter(|s| !s.is_empty());
+    if let (Some(b), Some(p)) = (body_ns, target.namespace.as_deref())
+        && b != p
+    {
+        return Err(ApiError::bad_request(format!(
+            "the namespace of the provided object ({b}) does not match the namespace sent on the request ({p})"
+        )));
+    }
+    let mut name = meta.and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("").to_string();
+    if let Some(url_name) = target.name.as_deref() {
+        if !name.is_empty() && name != url_name {
+            return Err(ApiError::bad_request(format!("the name of the object ({name}) does not match the name on the URL ({url_name})")));
+        }
+        name = url_name.to_string();
+    }
+    if name.is_empty() && creating {
+        if let Some(prefix) = meta.and_then(|m| m.get("generateName")).and_then(Value::as_str) {
+            let suffix: String = uuid::Uuid::new_v4().simple().to_string().chars().filter(char::is_ascii_alphanumeric).take(5).collect();
+            name = format!("{prefix}{suffix}");
+        }
+    }
+    if name.is_empty() {
+        return Err(target.invalid("", "metadata.name: Required value: name or generateName is required"));
+    }
+    check_name(&name, target.rt.kind == "Namespace" && target.rt.group.is_empty()).map_err(|e| target.invalid(&name, &e))?;
+    Ok(name)
+}
+
+/// Creating in a namespace needs the namespace to exist and not be terminating.
+fn check_namespace_open(txn: &Txn, target: &Target) -> Result<(), ApiError> {
+    if !target.rt.namespaced {
+        return Ok(());
+    }
+    let ns = target.namespace.as_deref().ok_or_else(|| {
+        ApiError::bad_request(format!("{} is namespaced: the request must name a namespace", target.rt.qualified_plural()))
+    })?;
+    match txn.get(&format!("/Namespace//{ns}")) {
+        None => Err(ApiError::not_found("", "namespaces", ns)),
+        Some(n) if n.pointer("/metadata/deletionTimestamp").is_some() => Err(ApiError::forbidden(format!(
+            "{} \"{}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
+            target.rt.qualified_plural(),
+            target.name.as_deref().unwrap_or("")
+        ))),
+        Some(_) => Ok(()),
+    }
+}
+
+/// Per-kind normalisation the API server does on every write.
+fn normalise_kind(target: &Target, name: &str, obj: &mut Value) -> Result<(), ApiError> {
+    match (target.rt.group.as_str(), target.rt.kind.as_str()) {
+        ("", "Secret") => {
+            if let Some(Value::Object(string_data)) = obj.as_object_mut().and_then(|m| m.remove("stringData")) {
+                let data = obj["data"].as_object_mut().map(std::mem::take).unwrap_or_default();
+                let mut data = data;
+                for (k, v) in string_data {
+                    let s = v.as_str().unwrap_or_default();
+                    data.insert(k, json!(base64::engine::general_purpose::STANDARD.encode(s)));
+                }
+                obj["data"] = Value::Object(data);
+            }
+            if let Some(data) = obj.get("data").and_then(Value::as_object) {
+                for (k, v) in data {
+                    let ok = v.as_str().is_some_and(|s| base64::engine::general_purpose::STANDARD.decode(s).is_ok());
+                    if !ok {
+                        // Never echo the value: it is secret.
+                        return Err(target.invalid(name, &format!("data[{k}]: Invalid value: <hidden>: must be base64-encoded bytes")));
+                    }
+                }
+            }
+            if obj.get("type").is_none() {
+                obj["type"] = json!("Opaque");
+            }
+        }
+        ("", "Namespace") => {
+            if obj.pointer("/spec/finalizers").is_none() {
+                obj["spec"]["finalizers"] = json!(["kubernetes"]);
+            }
+            if obj.pointer("/status/phase").is_none() {
+                obj["status"] = json!({"phase": "Active"});
+            }
+        }
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+            let rt = crd_resource_type(obj).map_err(|e| target.invalid(name, &e.0))?;
+            let accepted = obj.pointer("/spec/names").cloned().unwrap_or(json!({}));
+            let mut accepted = accepted;
+            accepted["singular"] = json!(rt.singular);
+            accepted["listKind"] = json!(rt.list_kind);
+            let stored: Vec<Value> = obj["spec"]["versions"].as_array().into_iter().flatten().filter(|v| v["storage"] == json!(true)).map(|v| v["name"].clone()).collect();
+            obj["status"] = json!({
+                "acceptedNames": accepted,
+                "storedVersions": stored,
+                "conditions": [
+                    {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts", "message": "no conflicts found", "lastTransitionTime": obj.pointer("/metadata/creationTimestamp").cloned().unwrap_or(json!(null))},
+                    {"type": "Established", "status": "True", "reason": "InitialNamesAccepted", "message": "the initial names have been accepted", "lastTransitionTime": obj.pointer("/metadata/creationTimestamp").cloned().unwrap_or(json!(null))},
+                ],
+            });
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Everything but metadata and status: a change here bumps `generation`.
+fn spec_part(obj: &Value) -> Map<String, Value> {
+    let mut m = obj.as_object().cloned().unwrap_or_default();
+    for k in ["metadata", "status", "apiVersion", "kind"] {
+        m.remove(k);
+    }
+    m
+}
+
+const SERVER_METADATA: &[&str] = &["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "resourceVersion", "selfLink"];
+
+// ---------------------------------------------------------------------------------------------
+// Writes
+
+/// POST.
+pub fn create(txn: &mut Txn, target: &Target, mut body: Value, opts: &WriteOptions) -> Result<Arc<Value>, ApiError> {
+    let name = check_identity(target, &body, true)?;
+    let key = target.key(&name);
+    if txn.get(&key).is_some() {
+        return Err(ApiError::already_exists(&target.rt.group, &target.rt.plural, &name));
+    }
+    check_namespace_open(txn, target)?;
+    if target.rt.status_subresource && !is_builtin_with_server_status(target) {
+        body.as_object_mut().map(|m| m.remove("status"));
+    }
+    prepare_new(target, &name, &mut body, opts)?;
+    ssa::record_update(None, &mut body, &opts.field_manager, &target.rt.schema, None, &target.api_version(), &opts.now);
+    Ok(txn.put(&key, body))
+}
+
+fn is_builtin_with_server_status(target: &Target) -> bool {
+    !target.rt.custom && (target.rt.kind == "Namespace" || target.rt.kind == "CustomResourceDefinition")
+}
+
+/// Server-set metadata and kind rules for an object about to be created.
+fn prepare_new(target: &Target, name: &str, obj: &mut Value, opts: &WriteOptions) -> Result<(), ApiError> {
+    if !obj.get("metadata").is_some_and(Value::is_object) {
+        obj["metadata"] = json!({});
+    }
+    let meta = obj["metadata"].as_object_mut().expect("metadata is an object");
+    for k in SERVER_METADATA {
+        meta.remove(*k);
+    }
+    meta.remove("generateName");
+    meta.insert("name".into(), json!(name));
+    match target.namespace.as_deref().filter(|_| target.rt.namespaced) {
+        Some(ns) => meta.insert("namespace".into(), json!(ns)),
+        None => meta.remove("namespace"),
+    };
+    meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+    meta.insert("creationTimestamp".into(), json!(opts.now));
+    meta.insert("generation".into(), json!(1));
+    obj["apiVersion"] = json!(target.rt.api_version(&target.rt.storage_version));
+    normalise_kind(target, name, obj)
+}
+
+/// PUT (of the object or its status).
+pub fn update(txn: &mut Txn, target: &Target, body: Value, opts: &WriteOptions) -> Result<Arc<Value>, ApiError> {
+    let name = check_identity(target, &body, false)?;
+    let key = target.key(&name);
+    let old = txn.get(&key).ok_or_else(|| target.not_found(&name))?;
+    let body_rv = body.pointer("/metadata/resourceVersion").and_then(Value::as_str).filter(|s| !s.is_empty());
+    if let Some(rv) = body_rv
+        && Some(rv) != old.pointer("/metadata/resourceVersion").and_then(Value::as_str)
+    {
+        return Err(ApiError::conflict(&target.rt.group, &target.rt.plural, &name, "the object has been modified; please apply your changes to the latest version and try again"));
+    }
+    let new = scope_to_subresource(target, &old, body);
+    finish_write(txn, target, &key, &name, old, new, opts, false)
+}
+
+/// PATCH of any kind.
+pub fn patch(txn: &mut Txn, target: &Target, patch_type: PatchType, body: Value, opts: &WriteOptions) -> Result<Arc<Value>, ApiError> {
+    let name = target.name.clone().ok_or_else(|| ApiError::method_not_allowed("PATCH needs an object name"))?;
+    let key = target.key(&name);
+    let old = txn.get(&key);
+    if patch_type == PatchType::Apply {
+        return apply(txn, target, &key, &name, old, body, opts);
+    }
+    let old = old.ok_or_else(|| target.not_found(&name))?;
+    let mut new = (*old).clone();
+    let result = match patch_type {
+        PatchType::Merge => patch::merge_patch(&mut new, &body),
+        PatchType::Json => patch::json_patch(&mut new, &body),
+        PatchType::Strategic => {
+            if target.rt.custom {
+                return Err(ApiError::new(
+                    415,
+                    super::error::Reason::UnsupportedMediaType,
+                    "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+                ));
+            }
+            patch::strategic_merge_patch(&mut new, &body, &MergeKeys::builtin(&target.rt.group, &target.rt.kind))
+        }
+        PatchType::Apply => unreachable!("handled above"),
+    };
+    result.map_err(|e| match e.http_status() {
+        422 => target.invalid(&name, &e.to_string()),
+        _ => ApiError::bad_request(e.to_string()),
+    })?;
+    // A patch that sets metadata.resourceVersion is a precondition, as upstream.
+    if let Some(rv) = body.pointer("/metadata/resourceVersion").and_then(Value::as_str)
+        && Some(rv) != old.pointer("/metadata/resourceVersion").and_then(Value::as_str)
+    {
+        return Err(ApiError::conflict(&target.rt.group, &target.rt.plural, &name, "the object has been modified; please apply your changes to the latest version and try again"));
+    }
+    check_patched_identity(target, &name, &old, &new)?;
+    let new = scope_to_subresource(target, &old, new);
+    finish_write(txn, target, &key, &name, old, new, opts, false)
+}
+
+fn check_patched_identity(target: &Target, name: &str, old: &Value, new: &Value) -> Result<(), ApiError> {
+    for (path, what) in [("/metadata/name", "metadata.name"), ("/metadata/namespace", "metadata.namespace"), ("/kind", "kind")] {
+        if new.pointer(path) != old.pointer(path) {
+            return Err(target.invalid(name, &format!("{what}: Invalid value: field is immutable")));
+        }
+    }
+    if !new.is_object() {
+        return Err(ApiError::bad_request("the patched object is not a JSON object"));
+    }
+    Ok(())
+}
+
+/// For a status write keep everything but `.status` from `old`; for a main-resource write of a
+/// kind with a status subresource keep `old`'s `.status`.
+fn scope_to_subresource(target: &Target, old: &Value, mut new: Value) -> Value {
+    match target.subresource {
+        Some(Subresource::Status) => {
+            let mut out = old.clone();
+            match new.as_object_mut().and_then(|m| m.remove("status")) {
+                Some(s) => out["status"] = s,
+                None => {
+                    out.as_object_mut().map(|m| m.remove("status"));
+                }
+            }
+            out
+        }
+        None if target.rt.status_subresource => {
+            match old.get("status") {
+                Some(s) => new["status"] = s.clone(),
+                None => {
+                    new.as_object_mut().map(|m| m.remove("status"));
+                }
+            }
+            new
+        }
+        None => new,
+    }
+}
+
+/// Server-side apply: creates when absent, merges by field ownership otherwise.
+fn apply(txn: &mut Txn, target: &Target, key: &str, name: &str, old: Option<Arc<Value>>, body: Value, opts: &WriteOptions) -> Result<Arc<Value>, ApiError> {
+    check_identity(target, &body, false)?;
+    if opts.field_manager.is_empty() || opts.field_manager == "unknown" {
+        return Err(ApiError::bad_request("PATCH with application/apply-patch+yaml requires the fieldManager query parameter"));
+    }
+    let mut applied = body;
+    match target.subresource {
+        Some(Subresource::Status) => {
+            let status = applied.get("status").cloned();
+            let mut m = Map::new();
+            for k in ["apiVersion", "kind", "metadata"] {
+                if let Some(v) = applied.get(k) {
+                    m.insert(k.into(), v.clone());
+                }
+            }
+            if let Some(s) = status {
+                m.insert("status".into(), s);
+            }
+            applied = Value::Object(m);
+        }
+        None if target.rt.status_subresource => {
+            applied.as_object_mut().map(|m| m.remove("status"));
+        }
+        None => {}
+    }
+    if let Some(meta) = applied.get_mut("metadata").and_then(Value::as_object_mut) {
+        for k in SERVER_METADATA {
+            meta.remove(*k);
+        }
+        meta.remove("managedFields");
+    }
+    if old.is_none() {
+        if target.subresource.is_some() {
+            return Err(target.not_found(name));
+        }
+        check_namespace_open(txn, target)?;
+    }
+    let api_version = target.api_version();
+    let req = ssa::ApplyRequest {
+        live: old.as_deref(),
+        applied: &applied,
+        manager: &opts.field_manager,
+        force: opts.force,
+        schema: &target.rt.schema,
+        subresource: target.subresource.map(Subresource::as_str),
+        api_version: &api_version,
+        now: &opts.now,
+    };
+    let mut merged = ssa::apply(&req).map_err(|c| ApiError::apply_conflict(&target.rt.group, &target.rt.plural, name, c.to_string()))?;
+    match old {
+        None => {
+            let managed = merged.pointer("/metadata/managedFields").cloned();
+            prepare_new(target, name, &mut merged, opts)?;
+            if let Some(m) = managed {
+                merged["metadata"]["managedFields"] = m;
+            }
+            Ok(txn.put(key, merged))
+        }
+        Some(old) => {
+            let merged = scope_to_subresource(target, &old, merged);
+            finish_write(txn, target, key, name, old, merged, opts, true)
+        }
+    }
+}
+
+/// Common end of every update: keep server metadata, bump generation, record managed fields,
+/// skip no-ops, and complete a pending deletion once the last finalizer is gone.
+#[allow(clippy::too_many_arguments)]
+fn finish_write(
+    txn: &mut Txn,
+    target: &Target,
+    key: &str,
+    name: &str,
+    old: Arc<Value>,
+    mut new: Value,
+    opts: &WriteOptions,
+    managed_fields_done: bool,
+) -> Result<Arc<Value>, ApiError> {
+    if !new.get("metadata").is_some_and(Value::is_object) {
+        new["metadata"] = json!({});
+    }
+    {
+        let meta = new["metadata"].as_object_mut().expect("metadata is an object");
+        for k in SERVER_METADATA.iter().chain(["name", "namespace"].iter()) {
+            match old.get("metadata").and_then(|m| m.get(*k)) {
+                Some(v) => meta.insert(k.to_string(), v.clone()),
+                None => meta.remove(*k),
+            };
+        }
+        if !managed_fields_done {
+            match old.pointer("/metadata/managedFields") {
+                Some(v) => meta.insert("managedFields".into(), v.clone()),
+                None => meta.remove("managedFields"),
+            };
+        }
+    }
+    new["apiVersion"] = old["apiVersion"].clone();
+    if target.rt.kind == "Namespace" && target.subresource.is_none() {
+        // spec.finalizers only change through the finalize subresource upstream.
+        new["spec"] = old.get("spec").cloned().unwrap_or(json!({}));
+    }
+    normalise_kind(target, name, &mut new)?;
+    if spec_part(&new) != spec_part(&old) {
+        let generation = old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0) + 1;
+        new["metadata"]["generation"] = json!(generation);
+    }
+    if !managed_fields_done {
+        ssa::record_update(
+            Some(&old),
+            &mut new,
+            &opts.field_manager,
+            &target.rt.schema,
+            target.subresource.map(Subresource::as_str),
+            &target.api_version(),
+            &opts.now,
+        );
+    }
+    if new == *old {
+        return Ok(old);
+    }
+    let deleting = new.pointer("/metadata/deletionTimestamp").is_some();
+    let finalizers_left = new.pointer("/metadata/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty());
+    if deleting && !finalizers_left {
+        txn.put(key, new);
+        return gc::remove(txn, key).ok_or_else(|| target.not_found(name));
+    }
+    Ok(txn.put(key, new))
+}
+
+/// DELETE of one object. Returns the object as it stands after the call (with a deletionTimestamp
+/// while finalizers hold it, or at its final resourceVersion once gone).
+pub fn delete(txn: &mut Txn, target: &Target, name: &str, opts: &DeleteOptions, now: &str) -> Result<Arc<Value>, ApiError> {
+    let key = target.key(name);
+    let obj = txn.get(&key).ok_or_else(|| target.not_found(name))?;
+    let meta_str = |f: &str| obj.pointer(&format!("/metadata/{f}")).and_then(Value::as_str).map(str::to_string);
+    if let Some(uid) = &opts.precondition_uid
+        && Some(uid) != meta_str("uid").as_ref()
+    {
+        return Err(ApiError::conflict(&target.rt.group, &target.rt.plural, name, &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {}", meta_str("uid").unwrap_or_default())));
+    }
+    if let Some(rv) = &opts.precondition_rv
+        && Some(rv) != meta_str("resourceVersion").as_ref()
+    {
+        return Err(ApiError::conflict(&target.rt.group, &target.rt.plural, name, &format!("Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}", meta_str("resourceVersion").unwrap_or_default())));
+    }
+    Ok(gc::delete(txn, &key, opts.propagation, now).unwrap_or(obj))
+}

@@ -1,0 +1,311 @@
+//! The kinds the control plane serves: the built-in ones, and every kind a CustomResourceDefinition
+//! defines. Rebuilt whenever a CRD is written or deleted, so discovery follows the CRDs exactly.
+
+use super::ssa::Schema;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// One additional printer column of a CRD version (`kubectl get` columns).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrinterColumn {
+    pub name: String,
+    pub type_: String,
+    pub json_path: String,
+    pub priority: i64,
+}
+
+/// A kind served by the control plane.
+#[derive(Debug)]
+pub struct ResourceType {
+    pub group: String,
+    /// Served versions, most preferred first.
+    pub versions: Vec<String>,
+    pub storage_version: String,
+    pub kind: String,
+    pub list_kind: String,
+    pub plural: String,
+    pub singular: String,
+    pub short_names: Vec<String>,
+    pub categories: Vec<String>,
+    pub namespaced: bool,
+    pub status_subresource: bool,
+    /// Defined by a CustomResourceDefinition (strategic merge patch is refused for these, as upstream).
+    pub custom: bool,
+    pub schema: Arc<Schema>,
+    pub printer_columns: Vec<PrinterColumn>,
+}
+
+impl ResourceType {
+    /// `secrets` or `aroclusters.infrastructure.cluster.x-k8s.io`.
+    pub fn qualified_plural(&self) -> String {
+        if self.group.is_empty() { self.plural.clone() } else { format!("{}.{}", self.plural, self.group) }
+    }
+
+    /// The prefix of storage keys for objects of this kind.
+    pub fn key_prefix(&self) -> String {
+        format!("{}/{}/", self.group, self.kind)
+    }
+
+    /// The storage key of one object.
+    pub fn storage_key(&self, namespace: &str, name: &str) -> String {
+        format!("{}/{}/{}/{}", self.group, self.kind, namespace, name)
+    }
+
+    pub fn api_version(&self, version: &str) -> String {
+        crate::object::join_api_version(&self.group, version)
+    }
+
+    pub fn serves(&self, version: &str) -> bool {
+        self.versions.iter().any(|v| v == version)
+    }
+}
+
+struct Builtin {
+    group: &'static str,
+    version: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+    short: &'static [&'static str],
+    namespaced: bool,
+    status: bool,
+}
+
+const BUILTINS: &[Builtin] = &[
+    Builtin { group: "", version: "v1", kind: "Namespace", plural: "namespaces", short: &["ns"], namespaced: false, status: true },
+    Builtin { group: "", version: "v1", kind: "Secret", plural: "secrets", short: &[], namespaced: true, status: false },
+    Builtin { group: "", version: "v1", kind: "ConfigMap", plural: "configmaps", short: &["cm"], namespaced: true, status: false },
+    Builtin { group: "", version: "v1", kind: "Service", plural: "services", short: &["svc"], namespaced: true, status: true },
+    Builtin { group: "", version: "v1", kind: "Endpoints", plural: "endpoints", short: &["ep"], namespaced: true, status: false },
+    Builtin { group: "", version: "v1", kind: "Event", plural: "events", short: &["ev"], namespaced: true, status: false },
+    Builtin { group: "coordination.k8s.io", version: "v1", kind: "Lease", plural: "leases", short: &[], namespaced: true, status: false },
+    Builtin {
+        group: "apiextensions.k8s.io",
+        version: "v1",
+        kind: "CustomResourceDefinition",
+        plural: "customresourcedefinitions",
+        short: &["crd", "crds"],
+        namespaced: false,
+        status: true,
+    },
+    Builtin { group: "apiregistration.k8s.io", version: "v1", kind: "APIService", plural: "apiservices", short: &[], namespaced: false, status: true },
+];
+
+/// A CustomResourceDefinition the control plane cannot serve.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct CrdError(pub String);
+
+/// Reads a CRD into the kind it defines, checking what the API server checks.
+pub fn crd_resource_type(crd: &Value) -> Result<ResourceType, CrdError> {
+    let spec = crd.get("spec").ok_or_else(|| CrdError("spec: Required value".into()))?;
+    let s = |v: &Value, field: &str| v.get(field).and_then(Value::as_str).unwrap_or("").to_string();
+    let group = s(spec, "group");
+    let names = spec.get("names").cloned().unwrap_or(Value::Null);
+    let plural = s(&names, "plural");
+    let kind = s(&names, "kind");
+    if group.is_empty() || !group.contains('.') {
+        return Err(CrdError(format!("spec.group: Invalid value: {group:?}: should be a domain with at least one dot")));
+    }
+    if plural.is_empty() || kind.is_empty() {
+        return Err(CrdError("spec.names: plural and kind are required".into()));
+    }
+    let expected = format!("{plural}.{group}");
+    let name = crd.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+    if name != expected {
+        return Err(CrdError(format!("metadata.name: Invalid value: {name:?}: must be spec.names.plural+\".\"+spec.group ({expected:?})")));
+    }
+    let namespaced = match spec.get("scope").and_then(Value::as_str) {
+        Some("Namespaced") => true,
+        Some("Cluster") => false,
+        other => return Err(CrdError(format!("spec.scope: Unsupported value: {other:?}: supported values: \"Cluster\", \"Namespaced\""))),
+    };
+    let versions = spec.get("versions").and_then(Value::as_array).filter(|v| !v.is_empty());
+    let versions = versions.ok_or_else(|| CrdError("spec.versions: Invalid value: must have at least one version".into()))?;
+    let storage: Vec<&Value> = versions.iter().filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true)).collect();
+    if storage.len() != 1 {
+        return Err(CrdError("spec.versions: Invalid value: must have exactly one version marked as storage version".into()));
+    }
+    let storage_version = s(storage[0], "name");
+    let mut served: Vec<String> = versions
+        .iter()
+        .filter(|v| v.get("served").and_then(Value::as_bool).unwrap_or(false))
+        .map(|v| s(v, "name"))
+        .collect();
+    served.sort_by(|a, b| version_priority(b).cmp(&version_priority(a)).then(a.cmp(b)));
+    let storage_def = storage[0];
+    let status_subresource = storage_def.pointer("/subresources/status").is_some();
+    let schema = storage_def
+        .pointer("/schema/openAPIV3Schema")
+        .map(Schema::from_openapi_v3)
+        .unwrap_or_else(Schema::any_object);
+    let printer_columns = storage_def
+        .get("additionalPrinterColumns")
+        .and_then(Value::as_array)
+        .map(|cols| {
+            cols.iter()
+                .map(|c| PrinterColumn {
+                    name: s(c, "name"),
+                    type_: s(c, "type"),
+                    json_path: s(c, "jsonPath"),
+                    priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let strings = |field: &str| -> Vec<String> {
+        names.get(field).and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect()).unwrap_or_default()
+    };
+    let list_kind = Some(s(&names, "listKind")).filter(|l| !l.is_empty()).unwrap_or_else(|| format!("{kind}List"));
+    let singular = Some(s(&names, "singular")).filter(|l| !l.is_empty()).unwrap_or_else(|| kind.to_lowercase());
+    Ok(ResourceType {
+        group,
+        versions: served,
+        storage_version,
+        list_kind,
+        plural,
+        singular,
+        short_names: strings("shortNames"),
+        categories: strings("categories"),
+        namespaced,
+        status_subresource,
+        custom: true,
+        schema: Arc::new(schema),
+        printer_columns,
+        kind,
+    })
+}
+
+/// Kubernetes' version ordering: GA > beta > alpha, higher numbers first; others last, alphabetically.
+pub fn version_priority(v: &str) -> (u8, u64, u64) {
+    let Some(rest) = v.strip_prefix('v') else { return (0, 0, 0) };
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    let Ok(major) = digits.parse::<u64>() else { return (0, 0, 0) };
+    let tail = &rest[digits.len()..];
+    if tail.is_empty() {
+        return (3, major, 0);
+    }
+    for (prefix, rank) in [("beta", 2u8), ("alpha", 1u8)] {
+        if let Some(n) = tail.strip_prefix(prefix)
+            && let Ok(minor) = n.parse::<u64>()
+        {
+            return (rank, major, minor);
+        }
+    }
+    (0, 0, 0)
+}
+
+/// Every kind served, with lookups by resource (plural) and by kind.
+#[derive(Default)]
+pub struct Registry {
+    types: Vec<Arc<ResourceType>>,
+    by_resource: HashMap<(String, String), usize>,
+    by_kind: HashMap<(String, String), usize>,
+}
+
+impl Registry {
+    /// The built-in kinds plus the kinds of these CRDs; a CRD that cannot be served is skipped
+    /// (it was rejected when written, so this only happens to stored state from another version).
+    pub fn new<'a>(crds: impl IntoIterator<Item = &'a Value>) -> Registry {
+        let mut reg = Registry::default();
+        for b in BUILTINS {
+            reg.insert(ResourceType {
+                group: b.group.into(),
+                versions: vec![b.version.into()],
+                storage_version: b.version.into(),
+                kind: b.kind.into(),
+                list_kind: format!("{}List", b.kind),
+                plural: b.plural.into(),
+                singular: b.kind.to_lowercase(),
+                short_names: b.short.iter().map(|s| s.to_string()).collect(),
+                categories: vec![],
+                namespaced: b.namespaced,
+                status_subresource: b.status,
+                custom: false,
+                schema: Arc::new(Schema::builtin(b.group, b.kind)),
+                printer_columns: vec![],
+            });
+        }
+        for crd in crds {
+            match crd_resource_type(crd) {
+                Ok(t) => reg.insert(t),
+                Err(e) => tracing::warn!(error = %e, "stored CustomResourceDefinition cannot be served"),
+            }
+        }
+        reg
+    }
+
+    fn insert(&mut self, t: ResourceType) {
+        let i = self.types.len();
+        self.by_resource.insert((t.group.clone(), t.plural.clone()), i);
+        self.by_kind.insert((t.group.clone(), t.kind.clone()), i);
+        self.types.push(Arc::new(t));
+    }
+
+    /// The kind served at `/{group}/{version}/{plural}`.
+    pub fn by_resource(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceType>> {
+        let t = &self.types[*self.by_resource.get(&(group.to_string(), plural.to_string()))?];
+        t.serves(version).then(|| t.clone())
+    }
+
+    pub fn by_kind(&self, group: &str, kind: &str) -> Option<Arc<ResourceType>> {
+        self.by_kind.get(&(group.to_string(), kind.to_string())).map(|i| self.types[*i].clone())
+    }
+
+    pub fn types(&self) -> &[Arc<ResourceType>] {
+        &self.types
+    }
+
+    /// Whether `group/version` is served at all.
+    pub fn serves_group_version(&self, group: &str, version: &str) -> bool {
+        self.types.iter().any(|t| t.group == group && t.serves(version))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn crd() -> Value {
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "widgets", "kind": "Widget", "shortNames": ["wd"]},
+                "versions": [
+                    {"name": "v1alpha1", "served": true, "storage": false, "schema": {"openAPIV3Schema": {"type": "object"}}},
+                    {"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
+                     "schema": {"openAPIV3Schema": {"type": "object"}}}]}
+        })
+    }
+
+    #[test]
+    fn crd_defines_a_kind() {
+        let t = crd_resource_type(&crd()).unwrap();
+        assert_eq!((t.kind.as_str(), t.list_kind.as_str(), t.singular.as_str()), ("Widget", "WidgetList", "widget"));
+        assert_eq!(t.versions, vec!["v1", "v1alpha1"]);
+        assert!(t.status_subresource && t.namespaced && t.custom);
+        let reg = Registry::new([&crd()]);
+        assert!(reg.by_resource("example.com", "v1alpha1", "widgets").is_some());
+        assert!(reg.by_resource("example.com", "v2", "widgets").is_none());
+        assert!(reg.by_resource("", "v1", "secrets").is_some());
+    }
+
+    #[test]
+    fn crd_errors_say_what_is_wrong() {
+        let mut bad = crd();
+        bad["metadata"]["name"] = json!("widget.example.com");
+        assert!(crd_resource_type(&bad).unwrap_err().0.contains("must be spec.names.plural"));
+        let mut bad = crd();
+        bad["spec"]["versions"][0]["storage"] = json!(true);
+        assert!(crd_resource_type(&bad).unwrap_err().0.contains("exactly one"));
+    }
+
+    #[test]
+    fn versions_order_like_kubernetes() {
+        let mut v = vec!["v1beta1", "v1", "v1alpha2", "v2beta1", "v1api20240610preview", "v1beta2"];
+        v.sort_by(|a, b| version_priority(b).cmp(&version_priority(a)).then(a.cmp(b)));
+        assert_eq!(v, vec!["v1", "v2beta1", "v1beta2", "v1beta1", "v1alpha2", "v1api20240610preview"]);
+    }
+}

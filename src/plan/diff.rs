@@ -1,0 +1,412 @@
+//! What applying one object would do (create, update, nothing, delete) and the unified diff a person
+//! reads in a plan; plus the per-unit summary line.
+//!
+//! Both sides are compared in the form [`comparable`] gives them and rendered as YAML. Secret values
+//! never appear: each `data`/`stringData` value is replaced by a marker saying whether it changed.
+
+use super::normalize::{comparable, is_secret};
+use crate::object::ObjectKey;
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// What the plan does with one object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Action {
+    Create,
+    Update,
+    Unchanged,
+    Delete,
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Action::Create => "create",
+            Action::Update => "update",
+            Action::Unchanged => "unchanged",
+            Action::Delete => "delete",
+        })
+    }
+}
+
+/// The planned action for one object and its unified diff (empty when unchanged).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectDiff {
+    pub key: ObjectKey,
+    pub action: Action,
+    /// Unified diff, `live/<key>` → `desired/<key>`, 3 lines of context; Secret values hidden.
+    pub diff: String,
+}
+
+/// Markers shown in place of Secret values.
+pub const HIDDEN_UNCHANGED: &str = "(value hidden, unchanged)";
+pub const HIDDEN_CHANGED: &str = "(value hidden, changed)";
+pub const HIDDEN_BEFORE: &str = "(value hidden, before change)";
+pub const HIDDEN_ADDED: &str = "(value hidden, added)";
+pub const HIDDEN_REMOVED: &str = "(value hidden, removed)";
+
+/// Plans one object: `desired` from git (None: it left git), `live` from the cluster (None: not there).
+///
+/// The key is read from `desired`, else from `live`. Both absent gives `Unchanged` with an empty key
+/// and diff; callers have no reason to ask.
+pub fn diff_object(desired: Option<&Value>, live: Option<&Value>) -> ObjectDiff {
+    let key = desired.or(live).map(key_of).unwrap_or_else(empty_key);
+    let empty = Value::Object(Map::new());
+    let (action, old, new) = match (desired, live) {
+        (None, None) => {
+            return ObjectDiff {
+                key,
+                action: Action::Unchanged,
+                diff: String::new(),
+            };
+        }
+        (Some(d), None) => (Action::Create, None, Some(comparable(d, &empty).0)),
+        // Projecting the live object onto itself keeps all of it but the server-set fields.
+        (None, Some(l)) => (Action::Delete, Some(comparable(l, l).0), None),
+        (Some(d), Some(l)) => {
+            let (d, l) = comparable(d, l);
+            if d == l {
+                return ObjectDiff {
+                    key,
+                    action: Action::Unchanged,
+                    diff: String::new(),
+                };
+            }
+            (Action::Update, Some(l), Some(d))
+        }
+    };
+    let (old, new) = hide_secret_values(old, new);
+    let render = |v: &Option<Value>| v.as_ref().map(crate::yaml::to_string).unwrap_or_default();
+    let diff = unified(&render(&old), &render(&new), &key);
+    ObjectDiff { key, action, diff }
+}
+
+fn unified(old: &str, new: &str, key: &ObjectKey) -> String {
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("live/{key}"), &format!("desired/{key}"))
+        .to_string()
+}
+
+/// Replaces the values of a Secret's `data` and `stringData` on both sides by markers. Values are
+/// compared before they are hidden, so the markers say whether each key changed.
+fn hide_secret_values(old: Option<Value>, new: Option<Value>) -> (Option<Value>, Option<Value>) {
+    let secret = old.as_ref().is_some_and(is_secret) || new.as_ref().is_some_and(is_secret);
+    if !secret {
+        return (old, new);
+    }
+    let (mut old, mut new) = (old, new);
+    for field in ["data", "stringData"] {
+        let o = old.as_ref().and_then(|v| v.get(field)).cloned();
+        let n = new.as_ref().and_then(|v| v.get(field)).cloned();
+        let (ho, hn) = hide_pair(o.as_ref(), n.as_ref());
+        if let (Some(v), Some(h)) = (old.as_mut(), ho) {
+            v[field] = h;
+        }
+        if let (Some(v), Some(h)) = (new.as_mut(), hn) {
+            v[field] = h;
+        }
+    }
+    (old, new)
+}
+
+fn hide_pair(old: Option<&Value>, new: Option<&Value>) -> (Option<Value>, Option<Value>) {
+    let marker = |s: &str| Value::String(s.to_string());
+    // `Some(None)`: side absent; `Some(Some(map))`: a map; `None`: present but not a map (malformed).
+    fn as_map(v: Option<&Value>) -> Option<Option<&Map<String, Value>>> {
+        match v {
+            None => Some(None),
+            Some(Value::Object(m)) => Some(Some(m)),
+            Some(_) => None,
+        }
+    }
+    match (as_map(old), as_map(new)) {
+        (Some(old_map), Some(new_map)) => {
+            let empty = Map::new();
+            let (om, nm) = (old_map.unwrap_or(&empty), new_map.unwrap_or(&empty));
+            let hide = |own: &Map<String, Value>, other: &Map<String, Value>, side_is_new: bool| {
+                let mut out = Map::new();
+                for (k, v) in own {
+                    let m = match other.get(k) {
+                        Some(ov) if ov == v => HIDDEN_UNCHANGED,
+                        Some(_) if side_is_new => HIDDEN_CHANGED,
+                        Some(_) => HIDDEN_BEFORE,
+                        None if side_is_new => HIDDEN_ADDED,
+                        None => HIDDEN_REMOVED,
+                    };
+                    out.insert(k.clone(), marker(m));
+                }
+                Value::Object(out)
+            };
+            (
+                old_map.map(|_| hide(om, nm, false)),
+                new_map.map(|_| hide(nm, om, true)),
+            )
+        }
+        _ => {
+            let same = old == new;
+            let side = |v: Option<&Value>, changed: &str| {
+                v.map(|_| marker(if same { HIDDEN_UNCHANGED } else { changed }))
+            };
+            (side(old, HIDDEN_BEFORE), side(new, HIDDEN_CHANGED))
+        }
+    }
+}
+
+/// Reads an object's key, leniently: plans also show objects whose identity is incomplete.
+fn key_of(obj: &Value) -> ObjectKey {
+    ObjectKey::from_object(obj).unwrap_or_else(|_| {
+        let s = |p: &str| {
+            obj.pointer(p)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let api_version = s("/apiVersion");
+        let (group, version) = crate::object::split_api_version(&api_version);
+        let namespace = Some(s("/metadata/namespace")).filter(|n| !n.is_empty());
+        ObjectKey {
+            group: group.into(),
+            version: version.into(),
+            kind: s("/kind"),
+            namespace,
+            name: s("/metadata/name"),
+        }
+    })
+}
+
+fn empty_key() -> ObjectKey {
+    ObjectKey {
+        group: String::new(),
+        version: String::new(),
+        kind: String::new(),
+        namespace: None,
+        name: String::new(),
+    }
+}
+
+/// Counts per action for one unit; displays as "2 to create, 1 to update, 5 unchanged, 0 to delete".
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UnitSummary {
+    pub creates: usize,
+    pub updates: usize,
+    pub unchanged: usize,
+    pub deletes: usize,
+}
+
+impl UnitSummary {
+    pub fn from_diffs<'a>(diffs: impl IntoIterator<Item = &'a ObjectDiff>) -> Self {
+        let mut s = UnitSummary::default();
+        for d in diffs {
+            s.add(d.action);
+        }
+        s
+    }
+
+    pub fn add(&mut self, action: Action) {
+        match action {
+            Action::Create => self.creates += 1,
+            Action::Update => self.updates += 1,
+            Action::Unchanged => self.unchanged += 1,
+            Action::Delete => self.deletes += 1,
+        }
+    }
+
+    /// True when applying the unit would change something.
+    pub fn has_changes(&self) -> bool {
+        self.creates + self.updates + self.deletes > 0
+    }
+}
+
+impl<'a> FromIterator<&'a ObjectDiff> for UnitSummary {
+    fn from_iter<I: IntoIterator<Item = &'a ObjectDiff>>(iter: I) -> Self {
+        UnitSummary::from_diffs(iter)
+    }
+}
+
+impl fmt::Display for UnitSummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} to create, {} to update, {} unchanged, {} to delete",
+            self.creates, self.updates, self.unchanged, self.deletes
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn cm(data: Value) -> Value {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg", "namespace": "ns"}, "data": data})
+    }
+
+    fn secret(data: Value) -> Value {
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "ns"}, "data": data})
+    }
+
+    #[test]
+    fn create_update_unchanged_delete() {
+        let desired = cm(json!({"a": "1"}));
+        let mut live = cm(json!({"a": "1"}));
+        live["metadata"]["uid"] = json!("123");
+
+        let create = diff_object(Some(&desired), None);
+        assert_eq!(
+            (create.action, create.key.to_string().as_str()),
+            (Action::Create, "ConfigMap/ns/cfg")
+        );
+        assert!(
+            create
+                .diff
+                .starts_with("--- live/ConfigMap/ns/cfg\n+++ desired/ConfigMap/ns/cfg\n"),
+            "{}",
+            create.diff
+        );
+        assert!(
+            create.diff.contains("+  a: '1'") || create.diff.contains("+  a: \"1\""),
+            "{}",
+            create.diff
+        );
+
+        let same = diff_object(Some(&desired), Some(&live));
+        assert_eq!((same.action, same.diff.as_str()), (Action::Unchanged, ""));
+
+        let update = diff_object(Some(&cm(json!({"a": "2"}))), Some(&live));
+        assert_eq!(update.action, Action::Update);
+        let changed: Vec<&str> = update
+            .diff
+            .lines()
+            .filter(|l| l.starts_with(['+', '-']) && !l.starts_with("+++") && !l.starts_with("---"))
+            .collect();
+        assert_eq!(changed.len(), 2, "{}", update.diff);
+        assert!(!update.diff.contains("uid"), "{}", update.diff);
+
+        let delete = diff_object(None, Some(&live));
+        assert_eq!(delete.action, Action::Delete);
+        assert!(
+            delete
+                .diff
+                .lines()
+                .skip(2)
+                .filter(|l| !l.starts_with('@'))
+                .all(|l| l.starts_with('-')),
+            "{}",
+            delete.diff
+        );
+        assert!(!delete.diff.contains("uid"), "{}", delete.diff);
+    }
+
+    #[test]
+    fn context_is_three_lines() {
+        let many: Map<String, Value> = (0..20)
+            .map(|i| (format!("k{i:02}"), json!(i.to_string())))
+            .collect();
+        let mut changed = many.clone();
+        changed.insert("k10".into(), json!("changed"));
+        let d = diff_object(
+            Some(&cm(Value::Object(changed))),
+            Some(&cm(Value::Object(many))),
+        );
+        let body: Vec<&str> = d.diff.lines().skip(3).collect();
+        assert_eq!(body.len(), 3 + 2 + 3, "{}", d.diff);
+    }
+
+    #[test]
+    fn secret_values_never_shown() {
+        let live = secret(json!({"same": "c2FtZQ==", "changes": "b2xk", "goes": "Z29uZQ=="}));
+        let mut desired = secret(json!({"same": "c2FtZQ==", "changes": "bmV3"}));
+        desired["stringData"] = json!({"added": "plaintext-secret"});
+        let d = diff_object(Some(&desired), Some(&live));
+        assert_eq!(d.action, Action::Update);
+        for value in [
+            "c2FtZQ==",
+            "b2xk",
+            "bmV3",
+            "Z29uZQ==",
+            "plaintext-secret",
+            "cGxhaW50ZXh0LXNlY3JldA==",
+        ] {
+            assert!(!d.diff.contains(value), "leaked {value}:\n{}", d.diff);
+        }
+        assert!(
+            d.diff.contains(&format!("-  changes: {HIDDEN_BEFORE}")),
+            "{}",
+            d.diff
+        );
+        assert!(
+            d.diff.contains(&format!("+  changes: {HIDDEN_CHANGED}")),
+            "{}",
+            d.diff
+        );
+        assert!(
+            d.diff.contains(&format!("   same: {HIDDEN_UNCHANGED}")),
+            "{}",
+            d.diff
+        );
+        assert!(
+            d.diff.contains(&format!("+  added: {HIDDEN_ADDED}")),
+            "{}",
+            d.diff
+        );
+        // A key only live is outside the projection onto desired keys (see `normalize`), so not listed.
+        assert!(!d.diff.contains("goes"), "{}", d.diff);
+
+        let create = diff_object(Some(&desired), None);
+        let delete = diff_object(None, Some(&live));
+        for d in [&create, &delete] {
+            assert!(
+                !d.diff.contains("c2FtZQ==") && !d.diff.contains("plaintext"),
+                "{}",
+                d.diff
+            );
+        }
+        assert!(
+            create.diff.contains(&format!("+  added: {HIDDEN_ADDED}")),
+            "{}",
+            create.diff
+        );
+        assert!(
+            delete.diff.contains(&format!("-  goes: {HIDDEN_REMOVED}")),
+            "{}",
+            delete.diff
+        );
+        assert!(diff_object(Some(&live), Some(&live)).diff.is_empty());
+    }
+
+    #[test]
+    fn key_falls_back_and_both_absent() {
+        let d = diff_object(
+            Some(&json!({"kind": "Thing", "metadata": {"name": "x"}})),
+            None,
+        );
+        assert_eq!(d.key.to_string(), "Thing/x");
+        assert_eq!(diff_object(None, None).action, Action::Unchanged);
+    }
+
+    #[test]
+    fn summary() {
+        let a = |action| ObjectDiff {
+            key: empty_key(),
+            action,
+            diff: String::new(),
+        };
+        let diffs = [
+            a(Action::Create),
+            a(Action::Create),
+            a(Action::Update),
+            a(Action::Unchanged),
+        ];
+        let s = UnitSummary::from_diffs(&diffs);
+        assert_eq!(
+            s.to_string(),
+            "2 to create, 1 to update, 1 unchanged, 0 to delete"
+        );
+        assert!(s.has_changes());
+        let s: UnitSummary = diffs[3..].iter().collect();
+        assert!(!s.has_changes());
+    }
+}

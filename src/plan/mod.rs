@@ -1,0 +1,10 @@
+//! The plan stage: compares what git wants with what is live, object by object, and orders each unit's
+//! objects by their dependencies. Pure decisions, no IO: the apply stage acts on what this stage returns.
+
+pub mod diff;
+pub mod graph;
+pub mod normalize;
+
+pub use diff::{Action, ObjectDiff, UnitSummary, diff_object};
+pub use graph::{CycleError, Graph, Node, build};
+pub use normalize::comparable;

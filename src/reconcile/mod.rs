@@ -1,0 +1,3 @@
+//! The reconcile stage: the embedded ARO reconcilers and the readiness rule they share.
+
+pub mod readiness;
