@@ -5,7 +5,11 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
-#[command(name = "aro-gitops", version, about = "GitOps reconciliation agent for ARO HCP clusters")]
+#[command(
+    name = "aro-gitops",
+    version,
+    about = "GitOps reconciliation agent for ARO HCP clusters"
+)]
 pub struct Cli {
     #[command(flatten)]
     pub logging: LogArgs,

@@ -1,8 +1,10 @@
 //! aro-gitops: a GitOps reconciliation agent for ARO HCP clusters.
 
-pub mod object;
-pub mod yaml;
-pub mod controlplane;
 pub mod cli;
+pub mod controlplane;
+pub mod object;
 pub mod plan;
 pub mod reconcile;
+pub mod source;
+pub mod validate;
+pub mod yaml;

@@ -4,8 +4,11 @@ use aro_gitops::controlplane::{self, ControlPlane};
 use clap::Parser;
 
 fn init_tracing(cli: &Cli) {
-    let filter = tracing_subscriber::EnvFilter::try_new(&cli.logging.log).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let filter = tracing_subscriber::EnvFilter::try_new(&cli.logging.log)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     match cli.logging.log_format {
         LogFormat::Json => builder.json().init(),
         LogFormat::Text => builder.init(),
@@ -29,12 +32,19 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .await?
         .with_context(|| format!("opening the control plane state in {}", state.display()))?;
     let handle = cp.spawn(args.listen, args.allow_non_loopback).await?;
-    let kubeconfig = args.kubeconfig.unwrap_or_else(|| args.state.join("kubeconfig"));
+    let kubeconfig = args
+        .kubeconfig
+        .unwrap_or_else(|| args.state.join("kubeconfig"));
     controlplane::kubeconfig::write(&kubeconfig, &handle.url())?;
     println!("aro-gitops local control plane serving at {}", handle.url());
     println!("kubeconfig: {}", kubeconfig.display());
-    println!("try: kubectl --kubeconfig {} get crds", kubeconfig.display());
-    tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
+    println!(
+        "try: kubectl --kubeconfig {} get crds",
+        kubeconfig.display()
+    );
+    tokio::signal::ctrl_c()
+        .await
+        .context("waiting for Ctrl-C")?;
     drop(handle);
     Ok(())
 }

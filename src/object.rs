@@ -8,7 +8,9 @@ use std::fmt;
 use std::path::PathBuf;
 
 /// The identity of one object: group, version, kind, namespace (if any) and name.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct ObjectKey {
     /// API group; empty for the core group.
     pub group: String,
@@ -50,7 +52,9 @@ impl ObjectKey {
             .and_then(|m| m.get("name"))
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
-            .ok_or_else(|| ObjectKeyError::MissingName { kind: kind.to_string() })?;
+            .ok_or_else(|| ObjectKeyError::MissingName {
+                kind: kind.to_string(),
+            })?;
         let namespace = meta
             .and_then(|m| m.get("namespace"))
             .and_then(Value::as_str)
@@ -99,7 +103,9 @@ pub fn join_api_version(group: &str, version: &str) -> String {
 }
 
 /// Where a rendered object came from: the file (relative to the repository root) and the document in it.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct Origin {
     pub file: PathBuf,
     /// 0-based index of the YAML document in the file.
@@ -111,7 +117,12 @@ impl fmt::Display for Origin {
         if self.document == 0 {
             write!(f, "{}", self.file.display())
         } else {
-            write!(f, "{} (document {})", self.file.display(), self.document + 1)
+            write!(
+                f,
+                "{} (document {})",
+                self.file.display(),
+                self.document + 1
+            )
         }
     }
 }
@@ -143,9 +154,18 @@ mod tests {
 
     #[test]
     fn core_group_and_missing_fields() {
-        let key = ObjectKey::from_object(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}})).unwrap();
-        assert_eq!((key.group.as_str(), key.to_string().as_str()), ("", "Namespace/a"));
-        assert_eq!(ObjectKey::from_object(&json!({"kind": "X"})), Err(ObjectKeyError::MissingApiVersion));
+        let key = ObjectKey::from_object(
+            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}}),
+        )
+        .unwrap();
+        assert_eq!(
+            (key.group.as_str(), key.to_string().as_str()),
+            ("", "Namespace/a")
+        );
+        assert_eq!(
+            ObjectKey::from_object(&json!({"kind": "X"})),
+            Err(ObjectKeyError::MissingApiVersion)
+        );
         assert_eq!(
             ObjectKey::from_object(&json!({"apiVersion": "v1", "kind": "X", "metadata": {}})),
             Err(ObjectKeyError::MissingName { kind: "X".into() })

@@ -72,8 +72,16 @@ mod tests {
 
     #[test]
     fn reads_documents_with_types() {
-        let docs = from_multi_str("a: 1\nb: true\nc: \"1\"\nd: 1.5\ne: null\n---\n---\nx: [1, two]\n").unwrap();
-        assert_eq!(docs, vec![json!({"a": 1, "b": true, "c": "1", "d": 1.5, "e": null}), json!({"x": [1, "two"]})]);
+        let docs =
+            from_multi_str("a: 1\nb: true\nc: \"1\"\nd: 1.5\ne: null\n---\n---\nx: [1, two]\n")
+                .unwrap();
+        assert_eq!(
+            docs,
+            vec![
+                json!({"a": 1, "b": true, "c": "1", "d": 1.5, "e": null}),
+                json!({"x": [1, "two"]})
+            ]
+        );
     }
 
     #[test]
@@ -87,6 +95,11 @@ mod tests {
     fn round_trips() {
         let v = json!({"kind": "ConfigMap", "data": {"k": "yes", "n": "012", "e": ""}, "list": [1, {"a": null}]});
         assert_eq!(from_str(&to_string(&v)).unwrap(), v);
-        assert_eq!(from_multi_str(&to_multi_string(&[v.clone(), v.clone()])).unwrap().len(), 2);
+        assert_eq!(
+            from_multi_str(&to_multi_string(&[v.clone(), v.clone()]))
+                .unwrap()
+                .len(),
+            2
+        );
     }
 }

@@ -5,7 +5,16 @@ use super::registry::{Registry, ResourceType, version_priority};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
-const VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+const VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
 
 pub fn version() -> Value {
     json!({
@@ -113,11 +122,28 @@ mod tests {
     fn builtins_are_discoverable() {
         let reg = Registry::new([]);
         let core = resource_list(&reg, "", "v1").unwrap();
-        let names: Vec<&str> = core["resources"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
+        let names: Vec<&str> = core["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].as_str().unwrap())
+            .collect();
         assert!(names.contains(&"secrets") && names.contains(&"namespaces/status"));
         let groups = group_list(&reg);
-        let gnames: Vec<&str> = groups["groups"].as_array().unwrap().iter().map(|g| g["name"].as_str().unwrap()).collect();
-        assert_eq!(gnames, vec!["apiextensions.k8s.io", "apiregistration.k8s.io", "coordination.k8s.io"]);
+        let gnames: Vec<&str> = groups["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            gnames,
+            vec![
+                "apiextensions.k8s.io",
+                "apiregistration.k8s.io",
+                "coordination.k8s.io"
+            ]
+        );
         assert!(resource_list(&reg, "example.com", "v1").is_none());
     }
 }
@@ -126,12 +152,23 @@ mod tests {
 /// accepts `fieldValidation` (server-side validation) before it applies.
 pub fn openapi_v3_root(reg: &Registry) -> Value {
     let mut paths = serde_json::Map::new();
-    let mut gvs: Vec<(String, String)> = reg.types().iter().flat_map(|t| t.versions.iter().map(|v| (t.group.clone(), v.clone()))).collect();
+    let mut gvs: Vec<(String, String)> = reg
+        .types()
+        .iter()
+        .flat_map(|t| t.versions.iter().map(|v| (t.group.clone(), v.clone())))
+        .collect();
     gvs.sort();
     gvs.dedup();
     for (g, v) in gvs {
-        let p = if g.is_empty() { format!("api/{v}") } else { format!("apis/{g}/{v}") };
-        paths.insert(p.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{p}")}));
+        let p = if g.is_empty() {
+            format!("api/{v}")
+        } else {
+            format!("apis/{g}/{v}")
+        };
+        paths.insert(
+            p.clone(),
+            json!({"serverRelativeURL": format!("/openapi/v3/{p}")}),
+        );
     }
     json!({"paths": paths})
 }
@@ -141,12 +178,24 @@ pub fn openapi_v3_group_version(reg: &Registry, group: &str, version: &str) -> O
     if !reg.serves_group_version(group, version) {
         return None;
     }
-    let base = if group.is_empty() { format!("/api/{version}") } else { format!("/apis/{group}/{version}") };
+    let base = if group.is_empty() {
+        format!("/api/{version}")
+    } else {
+        format!("/apis/{group}/{version}")
+    };
     let param = |name: &str| json!({"name": name, "in": "query", "schema": {"type": "string", "uniqueItems": true}});
     let mut paths = serde_json::Map::new();
-    for t in reg.types().iter().filter(|t| t.group == group && t.serves(version)) {
+    for t in reg
+        .types()
+        .iter()
+        .filter(|t| t.group == group && t.serves(version))
+    {
         let gvk = json!({"group": group, "version": version, "kind": t.kind});
-        let item = if t.namespaced { format!("{base}/namespaces/{{namespace}}/{}/{{name}}", t.plural) } else { format!("{base}/{}/{{name}}", t.plural) };
+        let item = if t.namespaced {
+            format!("{base}/namespaces/{{namespace}}/{}/{{name}}", t.plural)
+        } else {
+            format!("{base}/{}/{{name}}", t.plural)
+        };
         let op = |action: &str| {
             json!({
                 "x-kubernetes-action": action,

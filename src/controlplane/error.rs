@@ -61,23 +61,40 @@ pub struct StatusDetails {
 
 impl ApiError {
     pub fn new(code: u16, reason: Reason, message: impl Into<String>) -> Self {
-        ApiError { code, reason, message: message.into(), details: None }
+        ApiError {
+            code,
+            reason,
+            message: message.into(),
+            details: None,
+        }
     }
 
     fn with_details(mut self, group: &str, resource: &str, name: &str) -> Self {
-        self.details = Some(StatusDetails { name: name.into(), group: group.into(), resource: resource.into() });
+        self.details = Some(StatusDetails {
+            name: name.into(),
+            group: group.into(),
+            resource: resource.into(),
+        });
         self
     }
 
     /// `secrets "x" not found`, as the API server words it.
     pub fn not_found(group: &str, resource: &str, name: &str) -> Self {
-        ApiError::new(404, Reason::NotFound, format!("{} \"{name}\" not found", qualified(group, resource)))
-            .with_details(group, resource, name)
+        ApiError::new(
+            404,
+            Reason::NotFound,
+            format!("{} \"{name}\" not found", qualified(group, resource)),
+        )
+        .with_details(group, resource, name)
     }
 
     pub fn already_exists(group: &str, resource: &str, name: &str) -> Self {
-        ApiError::new(409, Reason::AlreadyExists, format!("{} \"{name}\" already exists", qualified(group, resource)))
-            .with_details(group, resource, name)
+        ApiError::new(
+            409,
+            Reason::AlreadyExists,
+            format!("{} \"{name}\" already exists", qualified(group, resource)),
+        )
+        .with_details(group, resource, name)
     }
 
     /// A stale `resourceVersion` (optimistic concurrency).
@@ -85,7 +102,10 @@ impl ApiError {
         ApiError::new(
             409,
             Reason::Conflict,
-            format!("Operation cannot be fulfilled on {} \"{name}\": {why}", qualified(group, resource)),
+            format!(
+                "Operation cannot be fulfilled on {} \"{name}\": {why}",
+                qualified(group, resource)
+            ),
         )
         .with_details(group, resource, name)
     }
@@ -97,8 +117,16 @@ impl ApiError {
 
     /// 422: `Kind.group "name" is invalid: <what>`.
     pub fn invalid(kind: &str, group: &str, name: &str, what: &str) -> Self {
-        let kind_group = if group.is_empty() { kind.to_string() } else { format!("{kind}.{group}") };
-        ApiError::new(422, Reason::Invalid, format!("{kind_group} \"{name}\" is invalid: {what}"))
+        let kind_group = if group.is_empty() {
+            kind.to_string()
+        } else {
+            format!("{kind}.{group}")
+        };
+        ApiError::new(
+            422,
+            Reason::Invalid,
+            format!("{kind_group} \"{name}\" is invalid: {what}"),
+        )
     }
 
     pub fn bad_request(message: impl Into<String>) -> Self {
@@ -110,11 +138,21 @@ impl ApiError {
     }
 
     pub fn unsupported_media_type(content_type: &str) -> Self {
-        ApiError::new(415, Reason::UnsupportedMediaType, format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/apply-patch+yaml, application/merge-patch+json, application/json-patch+json, application/strategic-merge-patch+json (got {content_type:?})"))
+        ApiError::new(
+            415,
+            Reason::UnsupportedMediaType,
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/apply-patch+yaml, application/merge-patch+json, application/json-patch+json, application/strategic-merge-patch+json (got {content_type:?})"
+            ),
+        )
     }
 
     pub fn too_large(limit: usize) -> Self {
-        ApiError::new(413, Reason::RequestEntityTooLarge, format!("the request body is larger than the limit of {limit} bytes"))
+        ApiError::new(
+            413,
+            Reason::RequestEntityTooLarge,
+            format!("the request body is larger than the limit of {limit} bytes"),
+        )
     }
 
     pub fn gone(message: impl Into<String>) -> Self {
@@ -127,7 +165,11 @@ impl ApiError {
 
     /// The path names no resource this server knows.
     pub fn unknown_path() -> Self {
-        ApiError::new(404, Reason::NotFound, "the server could not find the requested resource")
+        ApiError::new(
+            404,
+            Reason::NotFound,
+            "the server could not find the requested resource",
+        )
     }
 
     pub fn internal(message: impl Into<String>) -> Self {
@@ -157,26 +199,49 @@ impl ApiError {
 }
 
 fn qualified(group: &str, resource: &str) -> String {
-    if group.is_empty() { resource.to_string() } else { format!("{resource}.{group}") }
+    if group.is_empty() {
+        resource.to_string()
+    } else {
+        format!("{resource}.{group}")
+    }
 }
 
 /// Errors of starting or running the control plane (not answered to clients).
 #[derive(Debug, thiserror::Error)]
 pub enum ControlPlaneError {
     #[error("cannot open the state store at {path}: {source}")]
-    OpenStore { path: std::path::PathBuf, source: Box<redb::Error> },
+    OpenStore {
+        path: std::path::PathBuf,
+        source: Box<redb::Error>,
+    },
     #[error("state store at {path}: {source}")]
-    Store { path: std::path::PathBuf, source: Box<redb::Error> },
+    Store {
+        path: std::path::PathBuf,
+        source: Box<redb::Error>,
+    },
     #[error("state store at {path} holds an object that cannot be read ({key}): {message}")]
-    CorruptObject { path: std::path::PathBuf, key: String, message: String },
+    CorruptObject {
+        path: std::path::PathBuf,
+        key: String,
+        message: String,
+    },
     #[error("cannot create the state directory {path}: {source}")]
-    StateDir { path: std::path::PathBuf, source: std::io::Error },
+    StateDir {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
     #[error("cannot listen on {addr}: {source}")]
-    Listen { addr: String, source: std::io::Error },
+    Listen {
+        addr: String,
+        source: std::io::Error,
+    },
     #[error("refusing to listen on non-loopback address {addr} without --allow-non-loopback")]
     NonLoopback { addr: String },
     #[error("cannot write the kubeconfig {path}: {source}")]
-    Kubeconfig { path: std::path::PathBuf, source: std::io::Error },
+    Kubeconfig {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
     #[error("preloaded CustomResourceDefinition {name} was rejected: {message}")]
     Preload { name: String, message: String },
     #[error("cannot build a client for the control plane: {0}")]
@@ -195,8 +260,18 @@ mod tests {
         assert_eq!(s["reason"], "NotFound");
         assert_eq!(s["code"], 404);
         assert_eq!(s["details"]["kind"], "secrets");
-        let e = ApiError::conflict("infrastructure.cluster.x-k8s.io", "aroclusters", "dev", "the object has been modified");
-        assert!(e.message.starts_with("Operation cannot be fulfilled on aroclusters.infrastructure.cluster.x-k8s.io \"dev\""));
-        assert_eq!(ApiError::invalid("Secret", "", "x", "metadata.name: bad").message, "Secret \"x\" is invalid: metadata.name: bad");
+        let e = ApiError::conflict(
+            "infrastructure.cluster.x-k8s.io",
+            "aroclusters",
+            "dev",
+            "the object has been modified",
+        );
+        assert!(e.message.starts_with(
+            "Operation cannot be fulfilled on aroclusters.infrastructure.cluster.x-k8s.io \"dev\""
+        ));
+        assert_eq!(
+            ApiError::invalid("Secret", "", "x", "metadata.name: bad").message,
+            "Secret \"x\" is invalid: metadata.name: bad"
+        );
     }
 }

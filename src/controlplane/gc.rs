@@ -19,14 +19,24 @@ fn str_at<'a>(obj: &'a Value, pointer: &str) -> Option<&'a str> {
 fn finalizers(obj: &Value) -> Vec<String> {
     obj.pointer("/metadata/finalizers")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
         .unwrap_or_default()
 }
 
 /// The storage-key parts: (group, kind, namespace, name).
 fn key_parts(key: &str) -> (&str, &str, &str, &str) {
     let mut it = key.splitn(4, '/');
-    (it.next().unwrap_or(""), it.next().unwrap_or(""), it.next().unwrap_or(""), it.next().unwrap_or(""))
+    (
+        it.next().unwrap_or(""),
+        it.next().unwrap_or(""),
+        it.next().unwrap_or(""),
+        it.next().unwrap_or(""),
+    )
 }
 
 /// Starts deleting the object at `key`. Returns the object as it now stands, or `None` if absent.
@@ -51,7 +61,10 @@ pub fn delete(txn: &mut Txn, key: &str, propagation: Propagation, now: &str) -> 
         }
     }
     let has_dependents = !txn.dependents_of(&uid).is_empty();
-    if propagation == Propagation::Foreground && has_dependents && !finalizers(&obj_now).iter().any(|f| f == FOREGROUND) {
+    if propagation == Propagation::Foreground
+        && has_dependents
+        && !finalizers(&obj_now).iter().any(|f| f == FOREGROUND)
+    {
         push_finalizer(&mut obj_now, FOREGROUND);
         held = true;
     }
@@ -59,14 +72,19 @@ pub fn delete(txn: &mut Txn, key: &str, propagation: Propagation, now: &str) -> 
         held = true; // until emptied, below
     }
     if held {
-        let staged = if *obj != obj_now { txn.put(key, obj_now) } else { obj.clone() };
+        let staged = if *obj != obj_now {
+            txn.put(key, obj_now)
+        } else {
+            obj.clone()
+        };
         if propagation == Propagation::Foreground {
             for dep in txn.dependents_of(&uid) {
                 delete(txn, &dep, Propagation::Foreground, now);
             }
         }
         if is_namespace {
-            for (k, _) in txn.scan_keys(|k| key_parts(k).2 == name && !k.starts_with("/Namespace/")) {
+            for (k, _) in txn.scan_keys(|k| key_parts(k).2 == name && !k.starts_with("/Namespace/"))
+            {
                 delete(txn, &k, Propagation::Background, now);
             }
         }
@@ -91,7 +109,10 @@ fn crd_instances_prefix(crd: &Value) -> Option<String> {
 }
 
 fn push_finalizer(obj: &mut Value, f: &str) {
-    let list = obj["metadata"]["finalizers"].as_array().cloned().unwrap_or_default();
+    let list = obj["metadata"]["finalizers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let mut list = list;
     list.push(json!(f));
     obj["metadata"]["finalizers"] = Value::Array(list);
@@ -104,7 +125,9 @@ fn orphan_dependents(txn: &mut Txn, uid: &str) {
             if let Some(refs) = d["metadata"]["ownerReferences"].as_array_mut() {
                 refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(uid));
                 if refs.is_empty() {
-                    d["metadata"].as_object_mut().map(|m| m.remove("ownerReferences"));
+                    d["metadata"]
+                        .as_object_mut()
+                        .map(|m| m.remove("ownerReferences"));
                 }
             }
             txn.put(&dep, d);
@@ -118,10 +141,17 @@ fn try_complete(txn: &mut Txn, key: &str) -> Option<Arc<Value>> {
     let obj = txn.get(key)?;
     obj.pointer("/metadata/deletionTimestamp")?;
     let (group, kind, _, name) = key_parts(key);
-    if group.is_empty() && kind == "Namespace" && !txn.scan_keys(|k| key_parts(k).2 == name && !k.starts_with("/Namespace/")).is_empty() {
+    if group.is_empty()
+        && kind == "Namespace"
+        && !txn
+            .scan_keys(|k| key_parts(k).2 == name && !k.starts_with("/Namespace/"))
+            .is_empty()
+    {
         return None;
     }
-    if key.starts_with(CRD_PREFIX) && crd_instances_prefix(&obj).is_some_and(|p| !txn.scan(&p).is_empty()) {
+    if key.starts_with(CRD_PREFIX)
+        && crd_instances_prefix(&obj).is_some_and(|p| !txn.scan(&p).is_empty())
+    {
         return None;
     }
     let mut fins = finalizers(&obj);
@@ -134,7 +164,9 @@ fn try_complete(txn: &mut Txn, key: &str) -> Option<Arc<Value>> {
         let mut o = (*obj).clone();
         o["metadata"]["finalizers"] = json!(fins);
         if fins.is_empty() {
-            o["metadata"].as_object_mut().map(|m| m.remove("finalizers"));
+            o["metadata"]
+                .as_object_mut()
+                .map(|m| m.remove("finalizers"));
         }
         txn.put(key, o);
     }
@@ -148,11 +180,16 @@ fn try_complete(txn: &mut Txn, key: &str) -> Option<Arc<Value>> {
 pub fn remove(txn: &mut Txn, key: &str) -> Option<Arc<Value>> {
     let gone = txn.remove(key)?;
     let uid = str_at(&gone, "/metadata/uid").unwrap_or("").to_string();
-    let now = str_at(&gone, "/metadata/deletionTimestamp").unwrap_or("").to_string();
+    let now = str_at(&gone, "/metadata/deletionTimestamp")
+        .unwrap_or("")
+        .to_string();
     // Dependents: deleted when no other owner of theirs exists; otherwise the dangling reference goes.
     for dep in txn.dependents_of(&uid) {
         let Some(d) = txn.get(&dep) else { continue };
-        let other_owner_alive = owner_uids(&d).iter().filter(|u| **u != uid).any(|u| owner_exists(txn, &dep, u));
+        let other_owner_alive = owner_uids(&d)
+            .iter()
+            .filter(|u| **u != uid)
+            .any(|u| owner_exists(txn, &dep, u));
         if other_owner_alive {
             let mut d = (*d).clone();
             if let Some(refs) = d["metadata"]["ownerReferences"].as_array_mut() {
@@ -170,7 +207,9 @@ pub fn remove(txn: &mut Txn, key: &str) -> Option<Arc<Value>> {
     }
     for owner_uid in owner_uids(&gone) {
         for (k, o) in txn.scan_keys(|_| true) {
-            if str_at(&o, "/metadata/uid") == Some(owner_uid.as_str()) && o.pointer("/metadata/deletionTimestamp").is_some() {
+            if str_at(&o, "/metadata/uid") == Some(owner_uid.as_str())
+                && o.pointer("/metadata/deletionTimestamp").is_some()
+            {
                 try_complete(txn, &k);
             }
         }

@@ -1,14 +1,16 @@
 //! The HTTP face of the control plane: routes Kubernetes API paths to discovery, reads, writes and
 //! watches; decodes bodies (JSON or YAML, at most 3 MiB); answers errors as `Status` bodies.
 
+use super::Shared;
 use super::discovery;
 use super::error::ApiError;
-use super::objects::{self, DeleteOptions, PatchType, Subresource, Target, WriteOptions, as_version};
+use super::objects::{
+    self, DeleteOptions, PatchType, Subresource, Target, WriteOptions, as_version,
+};
 use super::selector::{FieldSelector, LabelSelector};
 use super::state::State;
 use super::table::{IncludeObject, table};
 use super::watch::{self, StreamSettings, WatchFilter, WatchStart};
-use super::Shared;
 use axum::body::Body;
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
@@ -29,7 +31,10 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Body>) -> Response {
         Ok(resp) => resp,
         Err(e) => {
             tracing::debug!(%method, %path, code = e.code, reason = e.reason.as_str(), message = %e.message, "request refused");
-            json_response(StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), &e.to_status())
+            json_response(
+                StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+                &e.to_status(),
+            )
         }
     }
 }
@@ -41,14 +46,21 @@ fn parse_query(q: &str) -> Query {
         .filter(|p| !p.is_empty())
         .map(|pair| {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            let decode = |s: &str| percent_encoding::percent_decode_str(&s.replace('+', " ")).decode_utf8_lossy().into_owned();
+            let decode = |s: &str| {
+                percent_encoding::percent_decode_str(&s.replace('+', " "))
+                    .decode_utf8_lossy()
+                    .into_owned()
+            };
             (decode(k), decode(v))
         })
         .collect()
 }
 
 fn json_response(code: StatusCode, body: &Value) -> Response {
-    bytes_response(code, serde_json::to_vec(body).expect("JSON values serialise"))
+    bytes_response(
+        code,
+        serde_json::to_vec(body).expect("JSON values serialise"),
+    )
 }
 
 fn bytes_response(code: StatusCode, body: Vec<u8>) -> Response {
@@ -65,7 +77,14 @@ enum Route {
     Resources(String, String),
     OpenApiRoot,
     OpenApi(String, String),
-    Object { group: String, version: String, namespace: Option<String>, plural: String, name: Option<String>, sub: Option<String> },
+    Object {
+        group: String,
+        version: String,
+        namespace: Option<String>,
+        plural: String,
+        name: Option<String>,
+        sub: Option<String>,
+    },
 }
 
 fn route(path: &str) -> Option<Route> {
@@ -76,7 +95,9 @@ fn route(path: &str) -> Option<Route> {
         ["api"] => return Some(Route::CoreVersions),
         ["openapi", "v3"] => return Some(Route::OpenApiRoot),
         ["openapi", "v3", "api", v] => return Some(Route::OpenApi(String::new(), v.to_string())),
-        ["openapi", "v3", "apis", g, v] => return Some(Route::OpenApi(g.to_string(), v.to_string())),
+        ["openapi", "v3", "apis", g, v] => {
+            return Some(Route::OpenApi(g.to_string(), v.to_string()));
+        }
         ["apis"] => return Some(Route::Groups),
         ["apis", g] => return Some(Route::Group(g.to_string())),
         ["api", v] => return Some(Route::Resources(String::new(), v.to_string())),
@@ -86,21 +107,27 @@ fn route(path: &str) -> Option<Route> {
         _ => return None,
     };
     let s = |x: &&str| x.to_string();
-    let obj = |namespace: Option<String>, plural: &str, name: Option<&&str>, sub: Option<&&str>| Route::Object {
-        group: group.clone(),
-        version: version.clone(),
-        namespace,
-        plural: plural.to_string(),
-        name: name.map(s),
-        sub: sub.map(s),
+    let obj = |namespace: Option<String>, plural: &str, name: Option<&&str>, sub: Option<&&str>| {
+        Route::Object {
+            group: group.clone(),
+            version: version.clone(),
+            namespace,
+            plural: plural.to_string(),
+            name: name.map(s),
+            sub: sub.map(s),
+        }
     };
     Some(match rest {
         // /api/v1/namespaces/{name}[/status] addresses a Namespace object itself.
         ["namespaces", name] if group.is_empty() => obj(None, "namespaces", Some(name), None),
-        ["namespaces", name, sub @ ("status" | "finalize")] if group.is_empty() => obj(None, "namespaces", Some(name), Some(sub)),
+        ["namespaces", name, sub @ ("status" | "finalize")] if group.is_empty() => {
+            obj(None, "namespaces", Some(name), Some(sub))
+        }
         ["namespaces", ns, plural] => obj(Some(ns.to_string()), plural, None, None),
         ["namespaces", ns, plural, name] => obj(Some(ns.to_string()), plural, Some(name), None),
-        ["namespaces", ns, plural, name, sub] => obj(Some(ns.to_string()), plural, Some(name), Some(sub)),
+        ["namespaces", ns, plural, name, sub] => {
+            obj(Some(ns.to_string()), plural, Some(name), Some(sub))
+        }
         [plural] => obj(None, plural, None, None),
         [plural, name] => obj(None, plural, Some(name), None),
         [plural, name, sub] => obj(None, plural, Some(name), Some(sub)),
@@ -108,50 +135,90 @@ fn route(path: &str) -> Option<Route> {
     })
 }
 
-async fn serve(shared: Arc<Shared>, req: Request<Body>, query: &Query) -> Result<Response, ApiError> {
+async fn serve(
+    shared: Arc<Shared>,
+    req: Request<Body>,
+    query: &Query,
+) -> Result<Response, ApiError> {
     let route = route(req.uri().path()).ok_or_else(ApiError::unknown_path)?;
     let registry = shared.state.lock().expect("state lock").registry();
     let read_only = |m: &Method| m == Method::GET || m == Method::HEAD;
     match route {
-        Route::Object { group, version, namespace, plural, name, sub } => {
-            let rt = registry.by_resource(&group, &version, &plural).ok_or_else(ApiError::unknown_path)?;
+        Route::Object {
+            group,
+            version,
+            namespace,
+            plural,
+            name,
+            sub,
+        } => {
+            let rt = registry
+                .by_resource(&group, &version, &plural)
+                .ok_or_else(ApiError::unknown_path)?;
             let subresource = match sub.as_deref() {
                 None => None,
                 Some("status") if rt.status_subresource => Some(Subresource::Status),
                 Some("finalize") if rt.kind == "Namespace" && !rt.custom => None,
                 Some(_) => return Err(ApiError::unknown_path()),
             };
-            if rt.namespaced && namespace.is_none() && (name.is_some() || req.method() == Method::POST) {
+            if rt.namespaced
+                && namespace.is_none()
+                && (name.is_some() || req.method() == Method::POST)
+            {
                 return Err(ApiError::bad_request(format!(
                     "{} is namespaced: use /{}/namespaces/{{namespace}}/{plural}",
                     rt.qualified_plural(),
-                    if group.is_empty() { format!("api/{version}") } else { format!("apis/{group}/{version}") }
+                    if group.is_empty() {
+                        format!("api/{version}")
+                    } else {
+                        format!("apis/{group}/{version}")
+                    }
                 )));
             }
             if !rt.namespaced && namespace.is_some() {
                 return Err(ApiError::unknown_path());
             }
-            let target = Target { rt, version, namespace, name, subresource };
+            let target = Target {
+                rt,
+                version,
+                namespace,
+                name,
+                subresource,
+            };
             resource(shared, target, req, query).await
         }
-        _ if !read_only(req.method()) => Err(ApiError::method_not_allowed(format!("{} is not supported on this path", req.method()))),
+        _ if !read_only(req.method()) => Err(ApiError::method_not_allowed(format!(
+            "{} is not supported on this path",
+            req.method()
+        ))),
         Route::Version => Ok(json_response(StatusCode::OK, &discovery::version())),
         Route::Health => Ok((StatusCode::OK, "ok").into_response()),
         Route::CoreVersions => Ok(json_response(StatusCode::OK, &discovery::core_versions())),
-        Route::Groups => Ok(json_response(StatusCode::OK, &discovery::group_list(&registry))),
-        Route::Group(g) => discovery::group(&registry, &g).map(|d| json_response(StatusCode::OK, &d)).ok_or_else(ApiError::unknown_path),
-        Route::OpenApiRoot => Ok(json_response(StatusCode::OK, &discovery::openapi_v3_root(&registry))),
+        Route::Groups => Ok(json_response(
+            StatusCode::OK,
+            &discovery::group_list(&registry),
+        )),
+        Route::Group(g) => discovery::group(&registry, &g)
+            .map(|d| json_response(StatusCode::OK, &d))
+            .ok_or_else(ApiError::unknown_path),
+        Route::OpenApiRoot => Ok(json_response(
+            StatusCode::OK,
+            &discovery::openapi_v3_root(&registry),
+        )),
         Route::OpenApi(g, v) => discovery::openapi_v3_group_version(&registry, &g, &v)
             .map(|d| json_response(StatusCode::OK, &d))
             .ok_or_else(ApiError::unknown_path),
-        Route::Resources(g, v) => {
-            discovery::resource_list(&registry, &g, &v).map(|d| json_response(StatusCode::OK, &d)).ok_or_else(ApiError::unknown_path)
-        }
+        Route::Resources(g, v) => discovery::resource_list(&registry, &g, &v)
+            .map(|d| json_response(StatusCode::OK, &d))
+            .ok_or_else(ApiError::unknown_path),
     }
 }
 
 fn wants_table(headers: &HeaderMap) -> bool {
-    headers.get(header::ACCEPT).and_then(|a| a.to_str().ok()).is_some_and(|a| a.contains("as=Table"))
+    headers
+        .get(header::ACCEPT)
+        .and_then(|a| a.to_str().ok())
+        .is_some_and(|a| a.contains("as=Table"))
 }
 
 fn flag(query: &Query, k: &str) -> bool {
@@ -162,7 +229,9 @@ fn dry_run(query: &Query) -> Result<bool, ApiError> {
     match query.get("dryRun").map(String::as_str) {
         None | Some("") => Ok(false),
         Some("All") => Ok(true),
-        Some(other) => Err(ApiError::bad_request(format!("Invalid dryRun value {other:?}: supported values: \"All\""))),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "Invalid dryRun value {other:?}: supported values: \"All\""
+        ))),
     }
 }
 
@@ -170,29 +239,60 @@ fn now() -> String {
     chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
-async fn resource(shared: Arc<Shared>, target: Target, req: Request<Body>, query: &Query) -> Result<Response, ApiError> {
+async fn resource(
+    shared: Arc<Shared>,
+    target: Target,
+    req: Request<Body>,
+    query: &Query,
+) -> Result<Response, ApiError> {
     let method = req.method().clone();
-    let table = wants_table(req.headers()).then(|| IncludeObject::parse(query.get("includeObject").map(String::as_str)));
+    let table = wants_table(req.headers())
+        .then(|| IncludeObject::parse(query.get("includeObject").map(String::as_str)));
     match (&method, target.name.is_some()) {
         (&Method::GET, true) => get(&shared, &target, table),
         (&Method::GET, false) if flag(query, "watch") => watch(&shared, target, query, table),
         (&Method::GET, false) => list(&shared, &target, query, table),
-        (&Method::POST, false) | (&Method::PUT, true) | (&Method::PATCH, true) => write(shared, target, req, query).await,
+        (&Method::POST, false) | (&Method::PUT, true) | (&Method::PATCH, true) => {
+            write(shared, target, req, query).await
+        }
         (&Method::DELETE, true) => {
             let body = read_body(&shared, req).await?;
-            let body = if body.is_empty() { json!({}) } else { decode(&body, "application/json")? };
+            let body = if body.is_empty() {
+                json!({})
+            } else {
+                decode(&body, "application/json")?
+            };
             let opts = DeleteOptions::from_body(&body)?;
-            let dry = dry_run(query)? || body.get("dryRun").and_then(Value::as_array).is_some_and(|a| !a.is_empty());
+            let dry = dry_run(query)?
+                || body
+                    .get("dryRun")
+                    .and_then(Value::as_array)
+                    .is_some_and(|a| !a.is_empty());
             let name = target.name.clone().expect("matched with a name");
             let t = target.clone();
-            let obj = run_write(&shared, dry, move |txn| objects::delete(txn, &t, &name, &opts, &now())).await?;
-            let still_there = obj.pointer("/metadata/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty());
-            let code = if still_there { StatusCode::ACCEPTED } else { StatusCode::OK };
-            Ok(json_response(code, &as_version(&obj, &target.rt, &target.version)))
+            let obj = run_write(&shared, dry, move |txn| {
+                objects::delete(txn, &t, &name, &opts, &now())
+            })
+            .await?;
+            let still_there = obj
+                .pointer("/metadata/finalizers")
+                .and_then(Value::as_array)
+                .is_some_and(|f| !f.is_empty());
+            let code = if still_there {
+                StatusCode::ACCEPTED
+            } else {
+                StatusCode::OK
+            };
+            Ok(json_response(
+                code,
+                &as_version(&obj, &target.rt, &target.version),
+            ))
         }
         (&Method::DELETE, false) => {
-            let labels = LabelSelector::parse(query.get("labelSelector").map(String::as_str).unwrap_or(""))?;
-            let fields = FieldSelector::parse(query.get("fieldSelector").map(String::as_str).unwrap_or(""))?;
+            let labels =
+                LabelSelector::parse(query.get("labelSelector").map(String::as_str).unwrap_or(""))?;
+            let fields =
+                FieldSelector::parse(query.get("fieldSelector").map(String::as_str).unwrap_or(""))?;
             let dry = dry_run(query)?;
             let t = target.clone();
             let deleted = run_write_many(&shared, dry, move |txn| {
@@ -200,17 +300,36 @@ async fn resource(shared: Arc<Shared>, target: Target, req: Request<Body>, query
                 let mut out = Vec::new();
                 for (_, obj) in txn.scan(&prefix) {
                     if labels.matches(&obj) && fields.matches(&obj) {
-                        let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
-                        out.push(objects::delete(txn, &t, &name, &DeleteOptions::default(), &now())?);
+                        let name = obj
+                            .pointer("/metadata/name")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string();
+                        out.push(objects::delete(
+                            txn,
+                            &t,
+                            &name,
+                            &DeleteOptions::default(),
+                            &now(),
+                        )?);
                     }
                 }
                 Ok(out)
             })
             .await?;
-            let items: Vec<Value> = deleted.iter().map(|o| as_version(o, &target.rt, &target.version)).collect();
-            Ok(json_response(StatusCode::OK, &json!({"apiVersion": target.rt.api_version(&target.version), "kind": target.rt.list_kind, "metadata": {}, "items": items})))
+            let items: Vec<Value> = deleted
+                .iter()
+                .map(|o| as_version(o, &target.rt, &target.version))
+                .collect();
+            Ok(json_response(
+                StatusCode::OK,
+                &json!({"apiVersion": target.rt.api_version(&target.version), "kind": target.rt.list_kind, "metadata": {}, "items": items}),
+            ))
         }
-        _ => Err(ApiError::method_not_allowed(format!("{method} is not supported on {}", target.rt.qualified_plural()))),
+        _ => Err(ApiError::method_not_allowed(format!(
+            "{method} is not supported on {}",
+            target.rt.qualified_plural()
+        ))),
     }
 }
 
@@ -221,10 +340,16 @@ fn prefix_of(target: &Target) -> String {
     }
 }
 
-fn get(shared: &Shared, target: &Target, table_fmt: Option<IncludeObject>) -> Result<Response, ApiError> {
+fn get(
+    shared: &Shared,
+    target: &Target,
+    table_fmt: Option<IncludeObject>,
+) -> Result<Response, ApiError> {
     let name = target.name.as_deref().expect("GET with a name");
     let state = shared.state.lock().expect("state lock");
-    let entry = state.get(&target.key(name)).ok_or_else(|| ApiError::not_found(&target.rt.group, &target.rt.plural, name))?;
+    let entry = state
+        .get(&target.key(name))
+        .ok_or_else(|| ApiError::not_found(&target.rt.group, &target.rt.plural, name))?;
     let obj = as_version(&entry.object, &target.rt, &target.version);
     let rv = state.resource_version().to_string();
     drop(state);
@@ -241,17 +366,33 @@ struct ContinueToken {
     after: String,
 }
 
-fn list(shared: &Shared, target: &Target, query: &Query, table_fmt: Option<IncludeObject>) -> Result<Response, ApiError> {
-    let labels = LabelSelector::parse(query.get("labelSelector").map(String::as_str).unwrap_or(""))?;
-    let fields = FieldSelector::parse(query.get("fieldSelector").map(String::as_str).unwrap_or(""))?;
+fn list(
+    shared: &Shared,
+    target: &Target,
+    query: &Query,
+    table_fmt: Option<IncludeObject>,
+) -> Result<Response, ApiError> {
+    let labels =
+        LabelSelector::parse(query.get("labelSelector").map(String::as_str).unwrap_or(""))?;
+    let fields =
+        FieldSelector::parse(query.get("fieldSelector").map(String::as_str).unwrap_or(""))?;
     let limit = match query.get("limit").filter(|l| !l.is_empty()) {
-        Some(l) => Some(l.parse::<usize>().map_err(|_| ApiError::bad_request(format!("limit: invalid value {l:?}")))?).filter(|l| *l > 0),
+        Some(l) => Some(
+            l.parse::<usize>()
+                .map_err(|_| ApiError::bad_request(format!("limit: invalid value {l:?}")))?,
+        )
+        .filter(|l| *l > 0),
         None => None,
     };
     let token = match query.get("continue").filter(|c| !c.is_empty()) {
         Some(c) => {
-            let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(c).map_err(|_| ApiError::bad_request("continue: invalid token"))?;
-            Some(serde_json::from_slice::<ContinueToken>(&raw).map_err(|_| ApiError::bad_request("continue: invalid token"))?)
+            let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(c)
+                .map_err(|_| ApiError::bad_request("continue: invalid token"))?;
+            Some(
+                serde_json::from_slice::<ContinueToken>(&raw)
+                    .map_err(|_| ApiError::bad_request("continue: invalid token"))?,
+            )
         }
         None => None,
     };
@@ -259,7 +400,9 @@ fn list(shared: &Shared, target: &Target, query: &Query, table_fmt: Option<Inclu
     let state = shared.state.lock().expect("state lock");
     let list_rv = match &token {
         Some(t) if !state.can_resume_from(t.rv) => {
-            return Err(ApiError::gone("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter."));
+            return Err(ApiError::gone(
+                "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
+            ));
         }
         Some(t) => t.rv,
         None => state.resource_version(),
@@ -272,7 +415,10 @@ fn list(shared: &Shared, target: &Target, query: &Query, table_fmt: Option<Inclu
             continue;
         }
         if limit.is_some_and(|l| selected.len() >= l) {
-            next = Some(ContinueToken { rv: list_rv, after: selected_last_key(&selected) });
+            next = Some(ContinueToken {
+                rv: list_rv,
+                after: selected_last_key(&selected),
+            });
             break;
         }
         selected.push((key.clone(), entry.clone()));
@@ -284,8 +430,17 @@ fn list(shared: &Shared, target: &Target, query: &Query, table_fmt: Option<Inclu
         metadata["continue"] = json!(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw));
     }
     if let Some(include) = table_fmt {
-        let objs: Vec<Value> = selected.iter().map(|(_, e)| as_version(&e.object, &target.rt, &target.version)).collect();
-        let mut t = table(&target.rt, &objs, &list_rv.to_string(), include, chrono::Utc::now());
+        let objs: Vec<Value> = selected
+            .iter()
+            .map(|(_, e)| as_version(&e.object, &target.rt, &target.version))
+            .collect();
+        let mut t = table(
+            &target.rt,
+            &objs,
+            &list_rv.to_string(),
+            include,
+            chrono::Utc::now(),
+        );
         t["metadata"] = metadata;
         return Ok(json_response(StatusCode::OK, &t));
     }
@@ -301,7 +456,10 @@ fn list(shared: &Shared, target: &Target, query: &Query, table_fmt: Option<Inclu
         if same_version {
             out.extend_from_slice(&e.json);
         } else {
-            out.extend_from_slice(&serde_json::to_vec(&as_version(&e.object, &target.rt, &target.version)).expect("JSON values serialise"));
+            out.extend_from_slice(
+                &serde_json::to_vec(&as_version(&e.object, &target.rt, &target.version))
+                    .expect("JSON values serialise"),
+            );
         }
     }
     out.extend_from_slice(b"]}");
@@ -312,18 +470,42 @@ fn selected_last_key(selected: &[(String, super::state::Entry)]) -> String {
     selected.last().map(|(k, _)| k.clone()).unwrap_or_default()
 }
 
-fn watch(shared: &Shared, target: Target, query: &Query, table_fmt: Option<IncludeObject>) -> Result<Response, ApiError> {
-    let labels = LabelSelector::parse(query.get("labelSelector").map(String::as_str).unwrap_or(""))?;
-    let fields = FieldSelector::parse(query.get("fieldSelector").map(String::as_str).unwrap_or(""))?;
-    let timeout = match query.get("timeoutSeconds").filter(|t| !t.is_empty()) {
-        Some(t) => Duration::from_secs(t.parse::<u64>().map_err(|_| ApiError::bad_request(format!("timeoutSeconds: invalid value {t:?}")))?),
-        None => Duration::from_secs(1800),
-    };
+fn watch(
+    shared: &Shared,
+    target: Target,
+    query: &Query,
+    table_fmt: Option<IncludeObject>,
+) -> Result<Response, ApiError> {
+    let labels =
+        LabelSelector::parse(query.get("labelSelector").map(String::as_str).unwrap_or(""))?;
+    let fields =
+        FieldSelector::parse(query.get("fieldSelector").map(String::as_str).unwrap_or(""))?;
+    let timeout =
+        match query.get("timeoutSeconds").filter(|t| !t.is_empty()) {
+            Some(t) => Duration::from_secs(t.parse::<u64>().map_err(|_| {
+                ApiError::bad_request(format!("timeoutSeconds: invalid value {t:?}"))
+            })?),
+            None => Duration::from_secs(1800),
+        };
     let bookmarks = flag(query, "allowWatchBookmarks");
     let send_initial = query.get("sendInitialEvents").map(|v| v == "true");
-    let rv_param = query.get("resourceVersion").map(String::as_str).unwrap_or("");
-    let filter = WatchFilter { rt: target.rt.clone(), version: target.version.clone(), namespace: target.namespace.clone(), labels, fields, table: table_fmt };
-    let settings = StreamSettings { timeout, bookmarks, bookmark_interval: shared.config.bookmark_interval };
+    let rv_param = query
+        .get("resourceVersion")
+        .map(String::as_str)
+        .unwrap_or("");
+    let filter = WatchFilter {
+        rt: target.rt.clone(),
+        version: target.version.clone(),
+        namespace: target.namespace.clone(),
+        labels,
+        fields,
+        table: table_fmt,
+    };
+    let settings = StreamSettings {
+        timeout,
+        bookmarks,
+        bookmark_interval: shared.config.bookmark_interval,
+    };
 
     let state = shared.state.lock().expect("state lock");
     let start = if send_initial == Some(true) || rv_param.is_empty() || rv_param == "0" {
@@ -341,20 +523,31 @@ fn watch(shared: &Shared, target: Target, query: &Query, table_fmt: Option<Inclu
             initial_events_end: send_initial == Some(true) && bookmarks,
         }
     } else {
-        let rv: u64 = rv_param.parse().map_err(|_| ApiError::bad_request(format!("resourceVersion: invalid value {rv_param:?}")))?;
+        let rv: u64 = rv_param.parse().map_err(|_| {
+            ApiError::bad_request(format!("resourceVersion: invalid value {rv_param:?}"))
+        })?;
         match state.events_since(rv) {
-            Ok(replay) => WatchStart { initial: vec![], replay, receiver: state.subscribe(), resource_version: rv, initial_events_end: false },
+            Ok(replay) => WatchStart {
+                initial: vec![],
+                replay,
+                receiver: state.subscribe(),
+                resource_version: rv,
+                initial_events_end: false,
+            },
             Err(gone) => {
                 drop(state);
                 let lines = watch::expired_stream(&gone);
-                let stream = futures::stream::iter(lines.into_iter().map(Ok::<_, std::convert::Infallible>));
+                let stream =
+                    futures::stream::iter(lines.into_iter().map(Ok::<_, std::convert::Infallible>));
                 return Ok(stream_response(Body::from_stream(stream)));
             }
         }
     };
     drop(state);
     let rx = watch::spawn(filter, start, settings);
-    Ok(stream_response(Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx))))
+    Ok(stream_response(Body::from_stream(
+        tokio_stream::wrappers::ReceiverStream::new(rx),
+    )))
 }
 
 fn stream_response(body: Body) -> Response {
@@ -368,43 +561,78 @@ fn stream_response(body: Body) -> Response {
 
 async fn read_body(shared: &Shared, req: Request<Body>) -> Result<Bytes, ApiError> {
     let limit = shared.config.max_body_bytes;
-    if let Some(len) = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok())
+    if let Some(len) = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok())
         && len > limit
     {
         return Err(ApiError::too_large(limit));
     }
-    axum::body::to_bytes(req.into_body(), limit).await.map_err(|_| ApiError::too_large(limit))
+    axum::body::to_bytes(req.into_body(), limit)
+        .await
+        .map_err(|_| ApiError::too_large(limit))
 }
 
 /// Decodes a JSON or YAML body by its content type.
 fn decode(body: &[u8], content_type: &str) -> Result<Value, ApiError> {
-    let text = std::str::from_utf8(body).map_err(|_| ApiError::bad_request("the request body is not UTF-8"))?;
+    let text = std::str::from_utf8(body)
+        .map_err(|_| ApiError::bad_request("the request body is not UTF-8"))?;
     if content_type.contains("yaml") {
-        crate::yaml::from_str(text).map_err(|e| ApiError::bad_request(format!("the request body is not valid YAML: {e}")))
+        crate::yaml::from_str(text)
+            .map_err(|e| ApiError::bad_request(format!("the request body is not valid YAML: {e}")))
     } else {
-        serde_json::from_str(text).map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))
+        serde_json::from_str(text)
+            .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))
     }
 }
 
 fn field_manager(headers: &HeaderMap, query: &Query) -> Result<String, ApiError> {
     if let Some(m) = query.get("fieldManager").filter(|m| !m.is_empty()) {
         if m.len() > 128 {
-            return Err(ApiError::bad_request("fieldManager: Too long: must have at most 128 bytes"));
+            return Err(ApiError::bad_request(
+                "fieldManager: Too long: must have at most 128 bytes",
+            ));
         }
         return Ok(m.clone());
     }
-    let ua = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let ua = headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
     let prefix = ua.split('/').next().unwrap_or("").trim();
-    Ok(if prefix.is_empty() { "unknown".into() } else { prefix.chars().take(128).collect() })
+    Ok(if prefix.is_empty() {
+        "unknown".into()
+    } else {
+        prefix.chars().take(128).collect()
+    })
 }
 
-async fn write(shared: Arc<Shared>, target: Target, req: Request<Body>, query: &Query) -> Result<Response, ApiError> {
+async fn write(
+    shared: Arc<Shared>,
+    target: Target,
+    req: Request<Body>,
+    query: &Query,
+) -> Result<Response, ApiError> {
     let method = req.method().clone();
-    let content_type = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("application/json").to_string();
-    let opts = WriteOptions { field_manager: field_manager(req.headers(), query)?, force: flag(query, "force"), now: now() };
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json")
+        .to_string();
+    let opts = WriteOptions {
+        field_manager: field_manager(req.headers(), query)?,
+        force: flag(query, "force"),
+        now: now(),
+    };
     let dry = dry_run(query)?;
     let patch_type = if method == Method::PATCH {
-        Some(PatchType::from_content_type(&content_type).ok_or_else(|| ApiError::unsupported_media_type(&content_type))?)
+        Some(
+            PatchType::from_content_type(&content_type)
+                .ok_or_else(|| ApiError::unsupported_media_type(&content_type))?,
+        )
     } else {
         if !(content_type.starts_with("application/json") || content_type.contains("yaml")) {
             return Err(ApiError::unsupported_media_type(&content_type));
@@ -412,35 +640,54 @@ async fn write(shared: Arc<Shared>, target: Target, req: Request<Body>, query: &
         None
     };
     if opts.force && patch_type != Some(PatchType::Apply) {
-        return Err(ApiError::bad_request("force: Forbidden: may not be specified for non-apply patch"));
+        return Err(ApiError::bad_request(
+            "force: Forbidden: may not be specified for non-apply patch",
+        ));
     }
     let body = read_body(&shared, req).await?;
     let body = decode(&body, &content_type)?;
     let t = target.clone();
-    let obj = run_write(&shared, dry, move |txn| match (method.as_str(), patch_type) {
-        ("POST", _) => objects::create(txn, &t, body, &opts),
-        ("PUT", _) => objects::update(txn, &t, body, &opts),
-        (_, Some(pt)) => objects::patch(txn, &t, pt, body, &opts),
-        _ => Err(ApiError::method_not_allowed("unsupported write")),
+    let obj = run_write(&shared, dry, move |txn| {
+        match (method.as_str(), patch_type) {
+            ("POST", _) => objects::create(txn, &t, body, &opts),
+            ("PUT", _) => objects::update(txn, &t, body, &opts),
+            (_, Some(pt)) => objects::patch(txn, &t, pt, body, &opts),
+            _ => Err(ApiError::method_not_allowed("unsupported write")),
+        }
     })
     .await?;
     let created = obj.pointer("/metadata/generation") == Some(&json!(1))
         && target.name.is_none()
         && obj.pointer("/metadata/managedFields").is_some();
-    let code = if created { StatusCode::CREATED } else { StatusCode::OK };
+    let code = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
     let mut out = as_version(&obj, &target.rt, &target.version);
     if target.subresource.is_none() && target.rt.status_subresource && target.rt.custom {
         // Nothing to strip: status is returned as stored, like upstream.
     }
-    if dry && out.pointer("/metadata/resourceVersion").is_some() && !exists_now(&shared, &target, &out) {
-        out["metadata"].as_object_mut().map(|m| m.remove("resourceVersion"));
+    if dry && let Some(meta) = out.get_mut("metadata").and_then(Value::as_object_mut) {
+        // Like upstream, a dry run assigns no resourceVersion: an existing object keeps its own
+        // (so `kubectl diff` shows no resourceVersion change), a new one has none.
+        match live_resource_version(&shared, &target, &obj) {
+            Some(rv) => meta.insert("resourceVersion".into(), rv),
+            None => meta.remove("resourceVersion"),
+        };
     }
     Ok(json_response(code, &out))
 }
 
-fn exists_now(shared: &Shared, target: &Target, obj: &Value) -> bool {
-    let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
-    shared.state.lock().expect("state lock").get(&target.key(name)).is_some()
+fn live_resource_version(shared: &Shared, target: &Target, obj: &Value) -> Option<Value> {
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let state = shared.state.lock().expect("state lock");
+    state
+        .get(&target.key(name))
+        .and_then(|e| e.object.pointer("/metadata/resourceVersion").cloned())
 }
 
 /// Runs a write in a transaction on a blocking thread (the commit fsyncs); commits unless dry-run.

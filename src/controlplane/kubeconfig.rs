@@ -19,7 +19,10 @@ pub fn render(url: &str) -> String {
 
 /// Writes the kubeconfig for `url` to `path`.
 pub fn write(path: &Path, url: &str) -> Result<(), ControlPlaneError> {
-    std::fs::write(path, render(url)).map_err(|source| ControlPlaneError::Kubeconfig { path: path.to_path_buf(), source })
+    std::fs::write(path, render(url)).map_err(|source| ControlPlaneError::Kubeconfig {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 #[cfg(test)]
@@ -28,7 +31,10 @@ mod tests {
     fn kubeconfig_names_the_server() {
         let text = super::render("http://127.0.0.1:6443");
         let v = crate::yaml::from_str(&text).unwrap();
-        assert_eq!(v["clusters"][0]["cluster"]["server"], "http://127.0.0.1:6443");
+        assert_eq!(
+            v["clusters"][0]["cluster"]["server"],
+            "http://127.0.0.1:6443"
+        );
         assert_eq!(v["current-context"], "aro-gitops-local");
     }
 }

@@ -81,7 +81,12 @@ impl ControlPlane {
     pub fn open(config: Config) -> Result<ControlPlane, ControlPlaneError> {
         let (store, loaded) = store::Store::open(&config.state_dir)?;
         let state = State::open(store, loaded, config.event_log_capacity)?;
-        let cp = ControlPlane { shared: Arc::new(Shared { state: Mutex::new(state), config }) };
+        let cp = ControlPlane {
+            shared: Arc::new(Shared {
+                state: Mutex::new(state),
+                config,
+            }),
+        };
         cp.bootstrap()?;
         Ok(cp)
     }
@@ -102,15 +107,42 @@ impl ControlPlane {
 
     /// Creates `obj` if absent, or applies it as the control plane's own manager if it differs.
     fn ensure(&self, obj: Value) -> Result<(), ControlPlaneError> {
-        let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
-        let fail = |e: ApiError| ControlPlaneError::Preload { name: name.clone(), message: e.message };
+        let name = obj
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let fail = |e: ApiError| ControlPlaneError::Preload {
+            name: name.clone(),
+            message: e.message,
+        };
         let mut state = self.shared.state.lock().expect("state lock");
         let registry = state.registry();
-        let (group, version) = crate::object::split_api_version(obj["apiVersion"].as_str().unwrap_or(""));
+        let (group, version) =
+            crate::object::split_api_version(obj["apiVersion"].as_str().unwrap_or(""));
         let kind = obj["kind"].as_str().unwrap_or("");
-        let rt = registry.by_kind(group, kind).ok_or_else(|| fail(ApiError::unknown_path()))?;
-        let target = Target { version: version.to_string(), namespace: None, name: Some(name.clone()), subresource: None, rt };
-        let opts = WriteOptions { field_manager: SYSTEM_MANAGER.into(), force: true, now: chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string() };
+        let rt = registry
+            .by_kind(group, kind)
+            .ok_or_else(|| fail(ApiError::unknown_path()))?;
+        let target = Target {
+            version: version.to_string(),
+            namespace: None,
+            name: Some(name.clone()),
+            subresource: None,
+            rt,
+        };
+        if let Some(live) = state.get(&target.key(&name))
+            && obj
+                .get("spec")
+                .is_none_or(|spec| live.object.get("spec") == Some(spec))
+        {
+            return Ok(());
+        }
+        let opts = WriteOptions {
+            field_manager: SYSTEM_MANAGER.into(),
+            force: true,
+            now: chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        };
         let mut txn = state.begin();
         objects::patch(&mut txn, &target, objects::PatchType::Apply, obj, &opts).map_err(fail)?;
         let changes = txn.into_changes();
@@ -138,14 +170,28 @@ impl ControlPlane {
     }
 
     /// Binds `addr` (loopback unless `allow_non_loopback`) and serves in the background.
-    pub async fn spawn(&self, addr: SocketAddr, allow_non_loopback: bool) -> Result<ServerHandle, ControlPlaneError> {
+    pub async fn spawn(
+        &self,
+        addr: SocketAddr,
+        allow_non_loopback: bool,
+    ) -> Result<ServerHandle, ControlPlaneError> {
         if !addr.ip().is_loopback() && !allow_non_loopback {
-            return Err(ControlPlaneError::NonLoopback { addr: addr.to_string() });
+            return Err(ControlPlaneError::NonLoopback {
+                addr: addr.to_string(),
+            });
         }
         let listener = tokio::net::TcpListener::bind(addr)
             .await
-            .map_err(|source| ControlPlaneError::Listen { addr: addr.to_string(), source })?;
-        let local = listener.local_addr().map_err(|source| ControlPlaneError::Listen { addr: addr.to_string(), source })?;
+            .map_err(|source| ControlPlaneError::Listen {
+                addr: addr.to_string(),
+                source,
+            })?;
+        let local = listener
+            .local_addr()
+            .map_err(|source| ControlPlaneError::Listen {
+                addr: addr.to_string(),
+                source,
+            })?;
         let router = self.router();
         let task = tokio::spawn(async move {
             if let Err(e) = axum::serve(listener, router).await {
@@ -157,7 +203,11 @@ impl ControlPlane {
 
     /// The current global resourceVersion.
     pub fn resource_version(&self) -> u64 {
-        self.shared.state.lock().expect("state lock").resource_version()
+        self.shared
+            .state
+            .lock()
+            .expect("state lock")
+            .resource_version()
     }
 }
 
@@ -174,7 +224,10 @@ impl ServerHandle {
 
     /// A `kube::Client` for this server over its socket.
     pub fn client(&self) -> Result<kube::Client, ControlPlaneError> {
-        let url: ::http::Uri = self.url().parse().map_err(|e: ::http::uri::InvalidUri| ControlPlaneError::Client(e.to_string()))?;
+        let url: ::http::Uri = self
+            .url()
+            .parse()
+            .map_err(|e: ::http::uri::InvalidUri| ControlPlaneError::Client(e.to_string()))?;
         let config = kube::Config::new(url);
         kube::Client::try_from(config).map_err(|e| ControlPlaneError::Client(e.to_string()))
     }

@@ -36,7 +36,8 @@ pub struct Target {
 
 impl Target {
     pub fn key(&self, name: &str) -> String {
-        self.rt.storage_key(self.namespace.as_deref().unwrap_or(""), name)
+        self.rt
+            .storage_key(self.namespace.as_deref().unwrap_or(""), name)
     }
 
     fn api_version(&self) -> String {
@@ -73,7 +74,9 @@ pub enum PatchType {
 impl PatchType {
     pub fn from_content_type(ct: &str) -> Option<Self> {
         match ct.split(';').next().unwrap_or("").trim() {
-            "application/apply-patch+yaml" | "application/apply-patch+json" => Some(PatchType::Apply),
+            "application/apply-patch+yaml" | "application/apply-patch+json" => {
+                Some(PatchType::Apply)
+            }
             "application/merge-patch+json" => Some(PatchType::Merge),
             "application/json-patch+json" => Some(PatchType::Json),
             "application/strategic-merge-patch+json" => Some(PatchType::Strategic),
@@ -105,11 +108,27 @@ impl DeleteOptions {
             None | Some("Background") => Propagation::Background,
             Some("Foreground") => Propagation::Foreground,
             Some("Orphan") => Propagation::Orphan,
-            Some(other) => return Err(ApiError::bad_request(format!("propagationPolicy: Unsupported value: {other:?}"))),
+            Some(other) => {
+                return Err(ApiError::bad_request(format!(
+                    "propagationPolicy: Unsupported value: {other:?}"
+                )));
+            }
         };
-        let propagation = if body.get("orphanDependents").and_then(Value::as_bool) == Some(true) { Propagation::Orphan } else { propagation };
-        let pre = |f: &str| body.pointer(&format!("/preconditions/{f}")).and_then(Value::as_str).map(str::to_string);
-        Ok(DeleteOptions { propagation, precondition_uid: pre("uid"), precondition_rv: pre("resourceVersion") })
+        let propagation = if body.get("orphanDependents").and_then(Value::as_bool) == Some(true) {
+            Propagation::Orphan
+        } else {
+            propagation
+        };
+        let pre = |f: &str| {
+            body.pointer(&format!("/preconditions/{f}"))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        Ok(DeleteOptions {
+            propagation,
+            precondition_uid: pre("uid"),
+            precondition_rv: pre("resourceVersion"),
+        })
     }
 }
 
@@ -126,13 +145,28 @@ pub fn as_version(obj: &Value, rt: &ResourceType, version: &str) -> Value {
 /// DNS-1123 subdomain (most kinds) or label (Namespaces).
 fn check_name(name: &str, label_only: bool) -> Result<(), String> {
     let max = if label_only { 63 } else { 253 };
-    let allowed = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || (!label_only && c == '.');
+    let allowed = |c: char| {
+        c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || (!label_only && c == '.')
+    };
     let ends_ok = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-    if name.is_empty() || name.len() > max || !name.chars().all(allowed) || !ends_ok(name.chars().next()) || !ends_ok(name.chars().last()) {
-        let what = if label_only { "RFC 1123 label" } else { "RFC 1123 subdomain" };
+    if name.is_empty()
+        || name.len() > max
+        || !name.chars().all(allowed)
+        || !ends_ok(name.chars().next())
+        || !ends_ok(name.chars().last())
+    {
+        let what = if label_only {
+            "RFC 1123 label"
+        } else {
+            "RFC 1123 subdomain"
+        };
         return Err(format!(
             "metadata.name: Invalid value: {name:?}: a lowercase {what} must consist of lower case alphanumeric characters{}, and must start and end with an alphanumeric character (at most {max} characters)",
-            if label_only { " or '-'" } else { ", '-' or '.'" }
+            if label_only {
+                " or '-'"
+            } else {
+                ", '-' or '.'"
+            }
         ));
     }
     Ok(())
@@ -141,15 +175,22 @@ fn check_name(name: &str, label_only: bool) -> Result<(), String> {
 /// Checks the body names this kind and version, and returns its name (possibly generated).
 fn check_identity(target: &Target, body: &Value, creating: bool) -> Result<String, ApiError> {
     let Some(map) = body.as_object() else {
-        return Err(ApiError::bad_request("the request body must be a JSON or YAML object"));
+        return Err(ApiError::bad_request(
+            "the request body must be a JSON or YAML object",
+        ));
     };
     let kind = map.get("kind").and_then(Value::as_str).unwrap_or("");
     let api_version = map.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     if kind.is_empty() {
-        return Err(ApiError::bad_request(format!("Object 'Kind' is missing in the request body for {}", target.rt.qualified_plural())));
+        return Err(ApiError::bad_request(format!(
+            "Object 'Kind' is missing in the request body for {}",
+            target.rt.qualified_plural()
+        )));
     }
     if api_version.is_empty() {
-        return Err(ApiError::bad_request(format!("Object 'apiVersion' is missing in the request body for {kind}")));
+        return Err(ApiError::bad_request(format!(
+            "Object 'apiVersion' is missing in the request body for {kind}"
+        )));
     }
     let (group, version) = crate::object::split_api_version(api_version);
     if kind != target.rt.kind || group != target.rt.group || !target.rt.serves(version) {
@@ -160,7 +201,10 @@ fn check_identity(target: &Target, body: &Value, creating: bool) -> Result<Strin
         )));
     }
     let meta = map.get("metadata").and_then(Value::as_object);
-    let body_ns = meta.and_then(|m| m.get("namespace")).and_then(Value::as_str).filter(|s| !s.is_empty());
+    let body_ns = meta
+        .and_then(|m| m.get("namespace"))
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty());
     if let (Some(b), Some(p)) = (body_ns, target.namespace.as_deref())
         && b != p
     {
@@ -168,23 +212,45 @@ fn check_identity(target: &Target, body: &Value, creating: bool) -> Result<Strin
             "the namespace of the provided object ({b}) does not match the namespace sent on the request ({p})"
         )));
     }
-    let mut name = meta.and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("").to_string();
+    let mut name = meta
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     if let Some(url_name) = target.name.as_deref() {
         if !name.is_empty() && name != url_name {
-            return Err(ApiError::bad_request(format!("the name of the object ({name}) does not match the name on the URL ({url_name})")));
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({name}) does not match the name on the URL ({url_name})"
+            )));
         }
         name = url_name.to_string();
     }
     if name.is_empty() && creating {
-        if let Some(prefix) = meta.and_then(|m| m.get("generateName")).and_then(Value::as_str) {
-            let suffix: String = uuid::Uuid::new_v4().simple().to_string().chars().filter(char::is_ascii_alphanumeric).take(5).collect();
+        if let Some(prefix) = meta
+            .and_then(|m| m.get("generateName"))
+            .and_then(Value::as_str)
+        {
+            let suffix: String = uuid::Uuid::new_v4()
+                .simple()
+                .to_string()
+                .chars()
+                .filter(char::is_ascii_alphanumeric)
+                .take(5)
+                .collect();
             name = format!("{prefix}{suffix}");
         }
     }
     if name.is_empty() {
-        return Err(target.invalid("", "metadata.name: Required value: name or generateName is required"));
+        return Err(target.invalid(
+            "",
+            "metadata.name: Required value: name or generateName is required",
+        ));
     }
-    check_name(&name, target.rt.kind == "Namespace" && target.rt.group.is_empty()).map_err(|e| target.invalid(&name, &e))?;
+    check_name(
+        &name,
+        target.rt.kind == "Namespace" && target.rt.group.is_empty(),
+    )
+    .map_err(|e| target.invalid(&name, &e))?;
     Ok(name)
 }
 
@@ -194,15 +260,20 @@ fn check_namespace_open(txn: &Txn, target: &Target) -> Result<(), ApiError> {
         return Ok(());
     }
     let ns = target.namespace.as_deref().ok_or_else(|| {
-        ApiError::bad_request(format!("{} is namespaced: the request must name a namespace", target.rt.qualified_plural()))
+        ApiError::bad_request(format!(
+            "{} is namespaced: the request must name a namespace",
+            target.rt.qualified_plural()
+        ))
     })?;
     match txn.get(&format!("/Namespace//{ns}")) {
         None => Err(ApiError::not_found("", "namespaces", ns)),
-        Some(n) if n.pointer("/metadata/deletionTimestamp").is_some() => Err(ApiError::forbidden(format!(
-            "{} \"{}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
-            target.rt.qualified_plural(),
-            target.name.as_deref().unwrap_or("")
-        ))),
+        Some(n) if n.pointer("/metadata/deletionTimestamp").is_some() => {
+            Err(ApiError::forbidden(format!(
+                "{} \"{}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
+                target.rt.qualified_plural(),
+                target.name.as_deref().unwrap_or("")
+            )))
+        }
         Some(_) => Ok(()),
     }
 }
@@ -211,21 +282,36 @@ fn check_namespace_open(txn: &Txn, target: &Target) -> Result<(), ApiError> {
 fn normalise_kind(target: &Target, name: &str, obj: &mut Value) -> Result<(), ApiError> {
     match (target.rt.group.as_str(), target.rt.kind.as_str()) {
         ("", "Secret") => {
-            if let Some(Value::Object(string_data)) = obj.as_object_mut().and_then(|m| m.remove("stringData")) {
-                let data = obj["data"].as_object_mut().map(std::mem::take).unwrap_or_default();
+            if let Some(Value::Object(string_data)) =
+                obj.as_object_mut().and_then(|m| m.remove("stringData"))
+            {
+                let data = obj["data"]
+                    .as_object_mut()
+                    .map(std::mem::take)
+                    .unwrap_or_default();
                 let mut data = data;
                 for (k, v) in string_data {
                     let s = v.as_str().unwrap_or_default();
-                    data.insert(k, json!(base64::engine::general_purpose::STANDARD.encode(s)));
+                    data.insert(
+                        k,
+                        json!(base64::engine::general_purpose::STANDARD.encode(s)),
+                    );
                 }
                 obj["data"] = Value::Object(data);
             }
             if let Some(data) = obj.get("data").and_then(Value::as_object) {
                 for (k, v) in data {
-                    let ok = v.as_str().is_some_and(|s| base64::engine::general_purpose::STANDARD.decode(s).is_ok());
+                    let ok = v.as_str().is_some_and(|s| {
+                        base64::engine::general_purpose::STANDARD.decode(s).is_ok()
+                    });
                     if !ok {
                         // Never echo the value: it is secret.
-                        return Err(target.invalid(name, &format!("data[{k}]: Invalid value: <hidden>: must be base64-encoded bytes")));
+                        return Err(target.invalid(
+                            name,
+                            &format!(
+                                "data[{k}]: Invalid value: <hidden>: must be base64-encoded bytes"
+                            ),
+                        ));
                     }
                 }
             }
@@ -247,7 +333,13 @@ fn normalise_kind(target: &Target, name: &str, obj: &mut Value) -> Result<(), Ap
             let mut accepted = accepted;
             accepted["singular"] = json!(rt.singular);
             accepted["listKind"] = json!(rt.list_kind);
-            let stored: Vec<Value> = obj["spec"]["versions"].as_array().into_iter().flatten().filter(|v| v["storage"] == json!(true)).map(|v| v["name"].clone()).collect();
+            let stored: Vec<Value> = obj["spec"]["versions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|v| v["storage"] == json!(true))
+                .map(|v| v["name"].clone())
+                .collect();
             obj["status"] = json!({
                 "acceptedNames": accepted,
                 "storedVersions": stored,
@@ -271,37 +363,70 @@ fn spec_part(obj: &Value) -> Map<String, Value> {
     m
 }
 
-const SERVER_METADATA: &[&str] = &["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "resourceVersion", "selfLink"];
+const SERVER_METADATA: &[&str] = &[
+    "uid",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "generation",
+    "resourceVersion",
+    "selfLink",
+];
 
 // ---------------------------------------------------------------------------------------------
 // Writes
 
 /// POST.
-pub fn create(txn: &mut Txn, target: &Target, mut body: Value, opts: &WriteOptions) -> Result<Arc<Value>, ApiError> {
+pub fn create(
+    txn: &mut Txn,
+    target: &Target,
+    mut body: Value,
+    opts: &WriteOptions,
+) -> Result<Arc<Value>, ApiError> {
     let name = check_identity(target, &body, true)?;
     let key = target.key(&name);
     if txn.get(&key).is_some() {
-        return Err(ApiError::already_exists(&target.rt.group, &target.rt.plural, &name));
+        return Err(ApiError::already_exists(
+            &target.rt.group,
+            &target.rt.plural,
+            &name,
+        ));
     }
     check_namespace_open(txn, target)?;
     if target.rt.status_subresource && !is_builtin_with_server_status(target) {
         body.as_object_mut().map(|m| m.remove("status"));
     }
     prepare_new(target, &name, &mut body, opts)?;
-    ssa::record_update(None, &mut body, &opts.field_manager, &target.rt.schema, None, &target.api_version(), &opts.now);
+    ssa::record_update(
+        None,
+        &mut body,
+        &opts.field_manager,
+        &target.rt.schema,
+        None,
+        &target.api_version(),
+        &opts.now,
+    );
     Ok(txn.put(&key, body))
 }
 
 fn is_builtin_with_server_status(target: &Target) -> bool {
-    !target.rt.custom && (target.rt.kind == "Namespace" || target.rt.kind == "CustomResourceDefinition")
+    !target.rt.custom
+        && (target.rt.kind == "Namespace" || target.rt.kind == "CustomResourceDefinition")
 }
 
 /// Server-set metadata and kind rules for an object about to be created.
-fn prepare_new(target: &Target, name: &str, obj: &mut Value, opts: &WriteOptions) -> Result<(), ApiError> {
+fn prepare_new(
+    target: &Target,
+    name: &str,
+    obj: &mut Value,
+    opts: &WriteOptions,
+) -> Result<(), ApiError> {
     if !obj.get("metadata").is_some_and(Value::is_object) {
         obj["metadata"] = json!({});
     }
-    let meta = obj["metadata"].as_object_mut().expect("metadata is an object");
+    let meta = obj["metadata"]
+        .as_object_mut()
+        .expect("metadata is an object");
     for k in SERVER_METADATA {
         meta.remove(*k);
     }
@@ -319,23 +444,48 @@ fn prepare_new(target: &Target, name: &str, obj: &mut Value, opts: &WriteOptions
 }
 
 /// PUT (of the object or its status).
-pub fn update(txn: &mut Txn, target: &Target, body: Value, opts: &WriteOptions) -> Result<Arc<Value>, ApiError> {
+pub fn update(
+    txn: &mut Txn,
+    target: &Target,
+    body: Value,
+    opts: &WriteOptions,
+) -> Result<Arc<Value>, ApiError> {
     let name = check_identity(target, &body, false)?;
     let key = target.key(&name);
     let old = txn.get(&key).ok_or_else(|| target.not_found(&name))?;
-    let body_rv = body.pointer("/metadata/resourceVersion").and_then(Value::as_str).filter(|s| !s.is_empty());
+    let body_rv = body
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty());
     if let Some(rv) = body_rv
-        && Some(rv) != old.pointer("/metadata/resourceVersion").and_then(Value::as_str)
+        && Some(rv)
+            != old
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
     {
-        return Err(ApiError::conflict(&target.rt.group, &target.rt.plural, &name, "the object has been modified; please apply your changes to the latest version and try again"));
+        return Err(ApiError::conflict(
+            &target.rt.group,
+            &target.rt.plural,
+            &name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        ));
     }
     let new = scope_to_subresource(target, &old, body);
     finish_write(txn, target, &key, &name, old, new, opts, false)
 }
 
 /// PATCH of any kind.
-pub fn patch(txn: &mut Txn, target: &Target, patch_type: PatchType, body: Value, opts: &WriteOptions) -> Result<Arc<Value>, ApiError> {
-    let name = target.name.clone().ok_or_else(|| ApiError::method_not_allowed("PATCH needs an object name"))?;
+pub fn patch(
+    txn: &mut Txn,
+    target: &Target,
+    patch_type: PatchType,
+    body: Value,
+    opts: &WriteOptions,
+) -> Result<Arc<Value>, ApiError> {
+    let name = target
+        .name
+        .clone()
+        .ok_or_else(|| ApiError::method_not_allowed("PATCH needs an object name"))?;
     let key = target.key(&name);
     let old = txn.get(&key);
     if patch_type == PatchType::Apply {
@@ -354,7 +504,11 @@ pub fn patch(txn: &mut Txn, target: &Target, patch_type: PatchType, body: Value,
                     "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
                 ));
             }
-            patch::strategic_merge_patch(&mut new, &body, &MergeKeys::builtin(&target.rt.group, &target.rt.kind))
+            patch::strategic_merge_patch(
+                &mut new,
+                &body,
+                &MergeKeys::builtin(&target.rt.group, &target.rt.kind),
+            )
         }
         PatchType::Apply => unreachable!("handled above"),
     };
@@ -363,24 +517,45 @@ pub fn patch(txn: &mut Txn, target: &Target, patch_type: PatchType, body: Value,
         _ => ApiError::bad_request(e.to_string()),
     })?;
     // A patch that sets metadata.resourceVersion is a precondition, as upstream.
-    if let Some(rv) = body.pointer("/metadata/resourceVersion").and_then(Value::as_str)
-        && Some(rv) != old.pointer("/metadata/resourceVersion").and_then(Value::as_str)
+    if let Some(rv) = body
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        && Some(rv)
+            != old
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
     {
-        return Err(ApiError::conflict(&target.rt.group, &target.rt.plural, &name, "the object has been modified; please apply your changes to the latest version and try again"));
+        return Err(ApiError::conflict(
+            &target.rt.group,
+            &target.rt.plural,
+            &name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        ));
     }
     check_patched_identity(target, &name, &old, &new)?;
     let new = scope_to_subresource(target, &old, new);
     finish_write(txn, target, &key, &name, old, new, opts, false)
 }
 
-fn check_patched_identity(target: &Target, name: &str, old: &Value, new: &Value) -> Result<(), ApiError> {
-    for (path, what) in [("/metadata/name", "metadata.name"), ("/metadata/namespace", "metadata.namespace"), ("/kind", "kind")] {
+fn check_patched_identity(
+    target: &Target,
+    name: &str,
+    old: &Value,
+    new: &Value,
+) -> Result<(), ApiError> {
+    for (path, what) in [
+        ("/metadata/name", "metadata.name"),
+        ("/metadata/namespace", "metadata.namespace"),
+        ("/kind", "kind"),
+    ] {
         if new.pointer(path) != old.pointer(path) {
             return Err(target.invalid(name, &format!("{what}: Invalid value: field is immutable")));
         }
     }
     if !new.is_object() {
-        return Err(ApiError::bad_request("the patched object is not a JSON object"));
+        return Err(ApiError::bad_request(
+            "the patched object is not a JSON object",
+        ));
     }
     Ok(())
 }
@@ -413,10 +588,20 @@ fn scope_to_subresource(target: &Target, old: &Value, mut new: Value) -> Value {
 }
 
 /// Server-side apply: creates when absent, merges by field ownership otherwise.
-fn apply(txn: &mut Txn, target: &Target, key: &str, name: &str, old: Option<Arc<Value>>, body: Value, opts: &WriteOptions) -> Result<Arc<Value>, ApiError> {
+fn apply(
+    txn: &mut Txn,
+    target: &Target,
+    key: &str,
+    name: &str,
+    old: Option<Arc<Value>>,
+    body: Value,
+    opts: &WriteOptions,
+) -> Result<Arc<Value>, ApiError> {
     check_identity(target, &body, false)?;
     if opts.field_manager.is_empty() || opts.field_manager == "unknown" {
-        return Err(ApiError::bad_request("PATCH with application/apply-patch+yaml requires the fieldManager query parameter"));
+        return Err(ApiError::bad_request(
+            "PATCH with application/apply-patch+yaml requires the fieldManager query parameter",
+        ));
     }
     let mut applied = body;
     match target.subresource {
@@ -461,7 +646,9 @@ fn apply(txn: &mut Txn, target: &Target, key: &str, name: &str, old: Option<Arc<
         api_version: &api_version,
         now: &opts.now,
     };
-    let mut merged = ssa::apply(&req).map_err(|c| ApiError::apply_conflict(&target.rt.group, &target.rt.plural, name, c.to_string()))?;
+    let mut merged = ssa::apply(&req).map_err(|c| {
+        ApiError::apply_conflict(&target.rt.group, &target.rt.plural, name, c.to_string())
+    })?;
     match old {
         None => {
             let managed = merged.pointer("/metadata/managedFields").cloned();
@@ -495,7 +682,9 @@ fn finish_write(
         new["metadata"] = json!({});
     }
     {
-        let meta = new["metadata"].as_object_mut().expect("metadata is an object");
+        let meta = new["metadata"]
+            .as_object_mut()
+            .expect("metadata is an object");
         for k in SERVER_METADATA.iter().chain(["name", "namespace"].iter()) {
             match old.get("metadata").and_then(|m| m.get(*k)) {
                 Some(v) => meta.insert(k.to_string(), v.clone()),
@@ -516,7 +705,11 @@ fn finish_write(
     }
     normalise_kind(target, name, &mut new)?;
     if spec_part(&new) != spec_part(&old) {
-        let generation = old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0) + 1;
+        let generation = old
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(0)
+            + 1;
         new["metadata"]["generation"] = json!(generation);
     }
     if !managed_fields_done {
@@ -534,7 +727,10 @@ fn finish_write(
         return Ok(old);
     }
     let deleting = new.pointer("/metadata/deletionTimestamp").is_some();
-    let finalizers_left = new.pointer("/metadata/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty());
+    let finalizers_left = new
+        .pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|f| !f.is_empty());
     if deleting && !finalizers_left {
         txn.put(key, new);
         return gc::remove(txn, key).ok_or_else(|| target.not_found(name));
@@ -544,19 +740,45 @@ fn finish_write(
 
 /// DELETE of one object. Returns the object as it stands after the call (with a deletionTimestamp
 /// while finalizers hold it, or at its final resourceVersion once gone).
-pub fn delete(txn: &mut Txn, target: &Target, name: &str, opts: &DeleteOptions, now: &str) -> Result<Arc<Value>, ApiError> {
+pub fn delete(
+    txn: &mut Txn,
+    target: &Target,
+    name: &str,
+    opts: &DeleteOptions,
+    now: &str,
+) -> Result<Arc<Value>, ApiError> {
     let key = target.key(name);
     let obj = txn.get(&key).ok_or_else(|| target.not_found(name))?;
-    let meta_str = |f: &str| obj.pointer(&format!("/metadata/{f}")).and_then(Value::as_str).map(str::to_string);
+    let meta_str = |f: &str| {
+        obj.pointer(&format!("/metadata/{f}"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
     if let Some(uid) = &opts.precondition_uid
         && Some(uid) != meta_str("uid").as_ref()
     {
-        return Err(ApiError::conflict(&target.rt.group, &target.rt.plural, name, &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {}", meta_str("uid").unwrap_or_default())));
+        return Err(ApiError::conflict(
+            &target.rt.group,
+            &target.rt.plural,
+            name,
+            &format!(
+                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                meta_str("uid").unwrap_or_default()
+            ),
+        ));
     }
     if let Some(rv) = &opts.precondition_rv
         && Some(rv) != meta_str("resourceVersion").as_ref()
     {
-        return Err(ApiError::conflict(&target.rt.group, &target.rt.plural, name, &format!("Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}", meta_str("resourceVersion").unwrap_or_default())));
+        return Err(ApiError::conflict(
+            &target.rt.group,
+            &target.rt.plural,
+            name,
+            &format!(
+                "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                meta_str("resourceVersion").unwrap_or_default()
+            ),
+        ));
     }
     Ok(gc::delete(txn, &key, opts.propagation, now).unwrap_or(obj))
 }

@@ -39,7 +39,11 @@ pub struct ResourceType {
 impl ResourceType {
     /// `secrets` or `aroclusters.infrastructure.cluster.x-k8s.io`.
     pub fn qualified_plural(&self) -> String {
-        if self.group.is_empty() { self.plural.clone() } else { format!("{}.{}", self.plural, self.group) }
+        if self.group.is_empty() {
+            self.plural.clone()
+        } else {
+            format!("{}.{}", self.plural, self.group)
+        }
     }
 
     /// The prefix of storage keys for objects of this kind.
@@ -72,13 +76,69 @@ struct Builtin {
 }
 
 const BUILTINS: &[Builtin] = &[
-    Builtin { group: "", version: "v1", kind: "Namespace", plural: "namespaces", short: &["ns"], namespaced: false, status: true },
-    Builtin { group: "", version: "v1", kind: "Secret", plural: "secrets", short: &[], namespaced: true, status: false },
-    Builtin { group: "", version: "v1", kind: "ConfigMap", plural: "configmaps", short: &["cm"], namespaced: true, status: false },
-    Builtin { group: "", version: "v1", kind: "Service", plural: "services", short: &["svc"], namespaced: true, status: true },
-    Builtin { group: "", version: "v1", kind: "Endpoints", plural: "endpoints", short: &["ep"], namespaced: true, status: false },
-    Builtin { group: "", version: "v1", kind: "Event", plural: "events", short: &["ev"], namespaced: true, status: false },
-    Builtin { group: "coordination.k8s.io", version: "v1", kind: "Lease", plural: "leases", short: &[], namespaced: true, status: false },
+    Builtin {
+        group: "",
+        version: "v1",
+        kind: "Namespace",
+        plural: "namespaces",
+        short: &["ns"],
+        namespaced: false,
+        status: true,
+    },
+    Builtin {
+        group: "",
+        version: "v1",
+        kind: "Secret",
+        plural: "secrets",
+        short: &[],
+        namespaced: true,
+        status: false,
+    },
+    Builtin {
+        group: "",
+        version: "v1",
+        kind: "ConfigMap",
+        plural: "configmaps",
+        short: &["cm"],
+        namespaced: true,
+        status: false,
+    },
+    Builtin {
+        group: "",
+        version: "v1",
+        kind: "Service",
+        plural: "services",
+        short: &["svc"],
+        namespaced: true,
+        status: true,
+    },
+    Builtin {
+        group: "",
+        version: "v1",
+        kind: "Endpoints",
+        plural: "endpoints",
+        short: &["ep"],
+        namespaced: true,
+        status: false,
+    },
+    Builtin {
+        group: "",
+        version: "v1",
+        kind: "Event",
+        plural: "events",
+        short: &["ev"],
+        namespaced: true,
+        status: false,
+    },
+    Builtin {
+        group: "coordination.k8s.io",
+        version: "v1",
+        kind: "Lease",
+        plural: "leases",
+        short: &[],
+        namespaced: true,
+        status: false,
+    },
     Builtin {
         group: "apiextensions.k8s.io",
         version: "v1",
@@ -88,7 +148,15 @@ const BUILTINS: &[Builtin] = &[
         namespaced: false,
         status: true,
     },
-    Builtin { group: "apiregistration.k8s.io", version: "v1", kind: "APIService", plural: "apiservices", short: &[], namespaced: false, status: true },
+    Builtin {
+        group: "apiregistration.k8s.io",
+        version: "v1",
+        kind: "APIService",
+        plural: "apiservices",
+        short: &[],
+        namespaced: false,
+        status: true,
+    },
 ];
 
 /// A CustomResourceDefinition the control plane cannot serve.
@@ -98,33 +166,62 @@ pub struct CrdError(pub String);
 
 /// Reads a CRD into the kind it defines, checking what the API server checks.
 pub fn crd_resource_type(crd: &Value) -> Result<ResourceType, CrdError> {
-    let spec = crd.get("spec").ok_or_else(|| CrdError("spec: Required value".into()))?;
-    let s = |v: &Value, field: &str| v.get(field).and_then(Value::as_str).unwrap_or("").to_string();
+    let spec = crd
+        .get("spec")
+        .ok_or_else(|| CrdError("spec: Required value".into()))?;
+    let s = |v: &Value, field: &str| {
+        v.get(field)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
     let group = s(spec, "group");
     let names = spec.get("names").cloned().unwrap_or(Value::Null);
     let plural = s(&names, "plural");
     let kind = s(&names, "kind");
     if group.is_empty() || !group.contains('.') {
-        return Err(CrdError(format!("spec.group: Invalid value: {group:?}: should be a domain with at least one dot")));
+        return Err(CrdError(format!(
+            "spec.group: Invalid value: {group:?}: should be a domain with at least one dot"
+        )));
     }
     if plural.is_empty() || kind.is_empty() {
         return Err(CrdError("spec.names: plural and kind are required".into()));
     }
     let expected = format!("{plural}.{group}");
-    let name = crd.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+    let name = crd
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     if name != expected {
-        return Err(CrdError(format!("metadata.name: Invalid value: {name:?}: must be spec.names.plural+\".\"+spec.group ({expected:?})")));
+        return Err(CrdError(format!(
+            "metadata.name: Invalid value: {name:?}: must be spec.names.plural+\".\"+spec.group ({expected:?})"
+        )));
     }
     let namespaced = match spec.get("scope").and_then(Value::as_str) {
         Some("Namespaced") => true,
         Some("Cluster") => false,
-        other => return Err(CrdError(format!("spec.scope: Unsupported value: {other:?}: supported values: \"Cluster\", \"Namespaced\""))),
+        other => {
+            return Err(CrdError(format!(
+                "spec.scope: Unsupported value: {other:?}: supported values: \"Cluster\", \"Namespaced\""
+            )));
+        }
     };
-    let versions = spec.get("versions").and_then(Value::as_array).filter(|v| !v.is_empty());
-    let versions = versions.ok_or_else(|| CrdError("spec.versions: Invalid value: must have at least one version".into()))?;
-    let storage: Vec<&Value> = versions.iter().filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true)).collect();
+    let versions = spec
+        .get("versions")
+        .and_then(Value::as_array)
+        .filter(|v| !v.is_empty());
+    let versions = versions.ok_or_else(|| {
+        CrdError("spec.versions: Invalid value: must have at least one version".into())
+    })?;
+    let storage: Vec<&Value> = versions
+        .iter()
+        .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        .collect();
     if storage.len() != 1 {
-        return Err(CrdError("spec.versions: Invalid value: must have exactly one version marked as storage version".into()));
+        return Err(CrdError(
+            "spec.versions: Invalid value: must have exactly one version marked as storage version"
+                .into(),
+        ));
     }
     let storage_version = s(storage[0], "name");
     let mut served: Vec<String> = versions
@@ -154,10 +251,23 @@ pub fn crd_resource_type(crd: &Value) -> Result<ResourceType, CrdError> {
         })
         .unwrap_or_default();
     let strings = |field: &str| -> Vec<String> {
-        names.get(field).and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect()).unwrap_or_default()
+        names
+            .get(field)
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
     };
-    let list_kind = Some(s(&names, "listKind")).filter(|l| !l.is_empty()).unwrap_or_else(|| format!("{kind}List"));
-    let singular = Some(s(&names, "singular")).filter(|l| !l.is_empty()).unwrap_or_else(|| kind.to_lowercase());
+    let list_kind = Some(s(&names, "listKind"))
+        .filter(|l| !l.is_empty())
+        .unwrap_or_else(|| format!("{kind}List"));
+    let singular = Some(s(&names, "singular"))
+        .filter(|l| !l.is_empty())
+        .unwrap_or_else(|| kind.to_lowercase());
     Ok(ResourceType {
         group,
         versions: served,
@@ -178,9 +288,13 @@ pub fn crd_resource_type(crd: &Value) -> Result<ResourceType, CrdError> {
 
 /// Kubernetes' version ordering: GA > beta > alpha, higher numbers first; others last, alphabetically.
 pub fn version_priority(v: &str) -> (u8, u64, u64) {
-    let Some(rest) = v.strip_prefix('v') else { return (0, 0, 0) };
+    let Some(rest) = v.strip_prefix('v') else {
+        return (0, 0, 0);
+    };
     let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-    let Ok(major) = digits.parse::<u64>() else { return (0, 0, 0) };
+    let Ok(major) = digits.parse::<u64>() else {
+        return (0, 0, 0);
+    };
     let tail = &rest[digits.len()..];
     if tail.is_empty() {
         return (3, major, 0);
@@ -229,7 +343,9 @@ impl Registry {
         for crd in crds {
             match crd_resource_type(crd) {
                 Ok(t) => reg.insert(t),
-                Err(e) => tracing::warn!(error = %e, "stored CustomResourceDefinition cannot be served"),
+                Err(e) => {
+                    tracing::warn!(error = %e, "stored CustomResourceDefinition cannot be served")
+                }
             }
         }
         reg
@@ -237,19 +353,29 @@ impl Registry {
 
     fn insert(&mut self, t: ResourceType) {
         let i = self.types.len();
-        self.by_resource.insert((t.group.clone(), t.plural.clone()), i);
+        self.by_resource
+            .insert((t.group.clone(), t.plural.clone()), i);
         self.by_kind.insert((t.group.clone(), t.kind.clone()), i);
         self.types.push(Arc::new(t));
     }
 
     /// The kind served at `/{group}/{version}/{plural}`.
-    pub fn by_resource(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceType>> {
-        let t = &self.types[*self.by_resource.get(&(group.to_string(), plural.to_string()))?];
+    pub fn by_resource(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Option<Arc<ResourceType>> {
+        let t = &self.types[*self
+            .by_resource
+            .get(&(group.to_string(), plural.to_string()))?];
         t.serves(version).then(|| t.clone())
     }
 
     pub fn by_kind(&self, group: &str, kind: &str) -> Option<Arc<ResourceType>> {
-        self.by_kind.get(&(group.to_string(), kind.to_string())).map(|i| self.types[*i].clone())
+        self.by_kind
+            .get(&(group.to_string(), kind.to_string()))
+            .map(|i| self.types[*i].clone())
     }
 
     pub fn types(&self) -> &[Arc<ResourceType>] {
@@ -258,7 +384,9 @@ impl Registry {
 
     /// Whether `group/version` is served at all.
     pub fn serves_group_version(&self, group: &str, version: &str) -> bool {
-        self.types.iter().any(|t| t.group == group && t.serves(version))
+        self.types
+            .iter()
+            .any(|t| t.group == group && t.serves(version))
     }
 }
 
@@ -283,11 +411,17 @@ mod tests {
     #[test]
     fn crd_defines_a_kind() {
         let t = crd_resource_type(&crd()).unwrap();
-        assert_eq!((t.kind.as_str(), t.list_kind.as_str(), t.singular.as_str()), ("Widget", "WidgetList", "widget"));
+        assert_eq!(
+            (t.kind.as_str(), t.list_kind.as_str(), t.singular.as_str()),
+            ("Widget", "WidgetList", "widget")
+        );
         assert_eq!(t.versions, vec!["v1", "v1alpha1"]);
         assert!(t.status_subresource && t.namespaced && t.custom);
         let reg = Registry::new([&crd()]);
-        assert!(reg.by_resource("example.com", "v1alpha1", "widgets").is_some());
+        assert!(
+            reg.by_resource("example.com", "v1alpha1", "widgets")
+                .is_some()
+        );
         assert!(reg.by_resource("example.com", "v2", "widgets").is_none());
         assert!(reg.by_resource("", "v1", "secrets").is_some());
     }
@@ -296,16 +430,43 @@ mod tests {
     fn crd_errors_say_what_is_wrong() {
         let mut bad = crd();
         bad["metadata"]["name"] = json!("widget.example.com");
-        assert!(crd_resource_type(&bad).unwrap_err().0.contains("must be spec.names.plural"));
+        assert!(
+            crd_resource_type(&bad)
+                .unwrap_err()
+                .0
+                .contains("must be spec.names.plural")
+        );
         let mut bad = crd();
         bad["spec"]["versions"][0]["storage"] = json!(true);
-        assert!(crd_resource_type(&bad).unwrap_err().0.contains("exactly one"));
+        assert!(
+            crd_resource_type(&bad)
+                .unwrap_err()
+                .0
+                .contains("exactly one")
+        );
     }
 
     #[test]
     fn versions_order_like_kubernetes() {
-        let mut v = vec!["v1beta1", "v1", "v1alpha2", "v2beta1", "v1api20240610preview", "v1beta2"];
+        let mut v = vec![
+            "v1beta1",
+            "v1",
+            "v1alpha2",
+            "v2beta1",
+            "v1api20240610preview",
+            "v1beta2",
+        ];
         v.sort_by(|a, b| version_priority(b).cmp(&version_priority(a)).then(a.cmp(b)));
-        assert_eq!(v, vec!["v1", "v2beta1", "v1beta2", "v1beta1", "v1alpha2", "v1api20240610preview"]);
+        assert_eq!(
+            v,
+            vec![
+                "v1",
+                "v2beta1",
+                "v1beta2",
+                "v1beta1",
+                "v1alpha2",
+                "v1api20240610preview"
+            ]
+        );
     }
 }

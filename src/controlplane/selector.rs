@@ -19,7 +19,11 @@ pub struct LabelSelector(Vec<Requirement>);
 
 impl LabelSelector {
     pub fn parse(input: &str) -> Result<Self, ApiError> {
-        let bad = |why: &str| ApiError::bad_request(format!("unable to parse requirement: invalid label selector {input:?}: {why}"));
+        let bad = |why: &str| {
+            ApiError::bad_request(format!(
+                "unable to parse requirement: invalid label selector {input:?}: {why}"
+            ))
+        };
         let mut reqs = Vec::new();
         for part in split_top_level(input) {
             let part = part.trim();
@@ -29,13 +33,25 @@ impl LabelSelector {
             let req = if let Some(key) = part.strip_prefix('!') {
                 Requirement::DoesNotExist(label_key(key.trim()).map_err(|e| bad(&e))?)
             } else if let Some((k, rest)) = split_word(part, " notin ") {
-                Requirement::NotIn(label_key(k).map_err(|e| bad(&e))?, set_values(rest).map_err(|e| bad(&e))?)
+                Requirement::NotIn(
+                    label_key(k).map_err(|e| bad(&e))?,
+                    set_values(rest).map_err(|e| bad(&e))?,
+                )
             } else if let Some((k, rest)) = split_word(part, " in ") {
-                Requirement::In(label_key(k).map_err(|e| bad(&e))?, set_values(rest).map_err(|e| bad(&e))?)
+                Requirement::In(
+                    label_key(k).map_err(|e| bad(&e))?,
+                    set_values(rest).map_err(|e| bad(&e))?,
+                )
             } else if let Some((k, v)) = part.split_once("!=") {
-                Requirement::NotEquals(label_key(k.trim()).map_err(|e| bad(&e))?, v.trim().to_string())
+                Requirement::NotEquals(
+                    label_key(k.trim()).map_err(|e| bad(&e))?,
+                    v.trim().to_string(),
+                )
             } else if let Some((k, v)) = part.split_once("==").or_else(|| part.split_once('=')) {
-                Requirement::Equals(label_key(k.trim()).map_err(|e| bad(&e))?, v.trim().to_string())
+                Requirement::Equals(
+                    label_key(k.trim()).map_err(|e| bad(&e))?,
+                    v.trim().to_string(),
+                )
             } else {
                 Requirement::Exists(label_key(part).map_err(|e| bad(&e))?)
             };
@@ -81,17 +97,31 @@ fn split_top_level(input: &str) -> Vec<&str> {
 }
 
 fn split_word<'a>(part: &'a str, word: &str) -> Option<(&'a str, &'a str)> {
-    part.find(word).map(|i| (part[..i].trim(), part[i + word.len()..].trim()))
+    part.find(word)
+        .map(|i| (part[..i].trim(), part[i + word.len()..].trim()))
 }
 
 fn label_key(k: &str) -> Result<String, String> {
-    let ok = !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c));
-    if ok { Ok(k.to_string()) } else { Err(format!("invalid label key {k:?}")) }
+    let ok = !k.is_empty()
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c));
+    if ok {
+        Ok(k.to_string())
+    } else {
+        Err(format!("invalid label key {k:?}"))
+    }
 }
 
 fn set_values(rest: &str) -> Result<Vec<String>, String> {
-    let inner = rest.strip_prefix('(').and_then(|r| r.strip_suffix(')')).ok_or("expected a set like (a,b)")?;
-    Ok(inner.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect())
+    let inner = rest
+        .strip_prefix('(')
+        .and_then(|r| r.strip_suffix(')'))
+        .ok_or("expected a set like (a,b)")?;
+    Ok(inner
+        .split(',')
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+        .collect())
 }
 
 /// A parsed `fieldSelector`; only `metadata.name` and `metadata.namespace` are supported, as for
@@ -108,11 +138,15 @@ impl FieldSelector {
             } else if let Some((f, v)) = part.split_once("==").or_else(|| part.split_once('=')) {
                 (f, true, v)
             } else {
-                return Err(ApiError::bad_request(format!("invalid field selector {input:?}: {part:?} is not field=value")));
+                return Err(ApiError::bad_request(format!(
+                    "invalid field selector {input:?}: {part:?} is not field=value"
+                )));
             };
             let field = field.trim();
             if field != "metadata.name" && field != "metadata.namespace" {
-                return Err(ApiError::bad_request(format!("field label not supported: {field}")));
+                return Err(ApiError::bad_request(format!(
+                    "field label not supported: {field}"
+                )));
             }
             reqs.push((field.to_string(), equal, value.trim().to_string()));
         }
@@ -121,7 +155,11 @@ impl FieldSelector {
 
     pub fn matches(&self, obj: &Value) -> bool {
         self.0.iter().all(|(field, equal, value)| {
-            let pointer = if field == "metadata.name" { "/metadata/name" } else { "/metadata/namespace" };
+            let pointer = if field == "metadata.name" {
+                "/metadata/name"
+            } else {
+                "/metadata/namespace"
+            };
             let actual = obj.pointer(pointer).and_then(Value::as_str).unwrap_or("");
             (actual == value) == *equal
         })
@@ -148,7 +186,11 @@ mod tests {
             ("!app", false),
             ("", true),
         ] {
-            assert_eq!(LabelSelector::parse(sel).unwrap().matches(&obj), want, "{sel}");
+            assert_eq!(
+                LabelSelector::parse(sel).unwrap().matches(&obj),
+                want,
+                "{sel}"
+            );
         }
         assert!(LabelSelector::parse("app in web").is_err());
         assert!(LabelSelector::parse("a b=c").is_err());
@@ -157,8 +199,21 @@ mod tests {
     #[test]
     fn field_selectors() {
         let obj = json!({"metadata": {"name": "a", "namespace": "n"}});
-        assert!(FieldSelector::parse("metadata.name=a").unwrap().matches(&obj));
-        assert!(!FieldSelector::parse("metadata.namespace!=n").unwrap().matches(&obj));
-        assert!(FieldSelector::parse("spec.x=1").unwrap_err().message.contains("not supported"));
+        assert!(
+            FieldSelector::parse("metadata.name=a")
+                .unwrap()
+                .matches(&obj)
+        );
+        assert!(
+            !FieldSelector::parse("metadata.namespace!=n")
+                .unwrap()
+                .matches(&obj)
+        );
+        assert!(
+            FieldSelector::parse("spec.x=1")
+                .unwrap_err()
+                .message
+                .contains("not supported")
+        );
     }
 }

@@ -81,29 +81,61 @@ pub struct State {
 pub const CRD_PREFIX: &str = "apiextensions.k8s.io/CustomResourceDefinition/";
 
 impl State {
-    pub fn open(store: Store, loaded: Loaded, event_capacity: usize) -> Result<State, ControlPlaneError> {
+    pub fn open(
+        store: Store,
+        loaded: Loaded,
+        event_capacity: usize,
+    ) -> Result<State, ControlPlaneError> {
         let mut objects = BTreeMap::new();
         let mut dependents: HashMap<String, BTreeSet<String>> = HashMap::new();
         for (key, bytes) in loaded.objects {
-            let value: Value = serde_json::from_slice(&bytes).map_err(|e| ControlPlaneError::CorruptObject {
-                path: Default::default(),
-                key: key.clone(),
-                message: e.to_string(),
-            })?;
+            let value: Value =
+                serde_json::from_slice(&bytes).map_err(|e| ControlPlaneError::CorruptObject {
+                    path: Default::default(),
+                    key: key.clone(),
+                    message: e.to_string(),
+                })?;
             for uid in owner_uids(&value) {
                 dependents.entry(uid).or_default().insert(key.clone());
             }
-            objects.insert(key, Entry { object: Arc::new(value), json: Arc::new(bytes) });
+            objects.insert(
+                key,
+                Entry {
+                    object: Arc::new(value),
+                    json: Arc::new(bytes),
+                },
+            );
         }
         let mut events = VecDeque::new();
         for (rv, bytes) in loaded.events {
-            let Ok(ev) = serde_json::from_slice::<Value>(&bytes) else { continue };
-            let (Some(t), Some(key)) = (ev["type"].as_str().and_then(EventType::parse), ev["key"].as_str()) else { continue };
+            let Ok(ev) = serde_json::from_slice::<Value>(&bytes) else {
+                continue;
+            };
+            let (Some(t), Some(key)) = (
+                ev["type"].as_str().and_then(EventType::parse),
+                ev["key"].as_str(),
+            ) else {
+                continue;
+            };
             let object = Entry::new(Arc::new(ev["object"].clone()));
-            events.push_back(Arc::new(WatchEvent { resource_version: rv, type_: t, key: key.to_string(), object, previous: None }));
+            events.push_back(Arc::new(WatchEvent {
+                resource_version: rv,
+                type_: t,
+                key: key.to_string(),
+                object,
+                previous: None,
+            }));
         }
-        let compacted = events.front().map(|e| e.resource_version - 1).unwrap_or(loaded.resource_version);
-        let registry = Arc::new(Registry::new(objects.range(CRD_PREFIX.to_string()..).take_while(|(k, _)| k.starts_with(CRD_PREFIX)).map(|(_, e)| &*e.object)));
+        let compacted = events
+            .front()
+            .map(|e| e.resource_version - 1)
+            .unwrap_or(loaded.resource_version);
+        let registry = Arc::new(Registry::new(
+            objects
+                .range(CRD_PREFIX.to_string()..)
+                .take_while(|(k, _)| k.starts_with(CRD_PREFIX))
+                .map(|(_, e)| &*e.object),
+        ));
         let (sender, _) = broadcast::channel(16_384);
         Ok(State {
             store,
@@ -131,20 +163,34 @@ impl State {
     }
 
     /// Objects whose key starts with `prefix`, in key order, starting after `after` when given.
-    pub fn range<'a>(&'a self, prefix: &'a str, after: Option<&str>) -> impl Iterator<Item = (&'a String, &'a Entry)> + 'a {
+    pub fn range<'a>(
+        &'a self,
+        prefix: &'a str,
+        after: Option<&str>,
+    ) -> impl Iterator<Item = (&'a String, &'a Entry)> + 'a {
         let start = match after {
             Some(a) => std::ops::Bound::Excluded(a.to_string()),
             None => std::ops::Bound::Included(prefix.to_string()),
         };
-        self.objects.range((start, std::ops::Bound::Unbounded)).take_while(move |(k, _)| k.starts_with(prefix))
+        self.objects
+            .range((start, std::ops::Bound::Unbounded))
+            .take_while(move |(k, _)| k.starts_with(prefix))
     }
 
     /// Events after `rv`, or 410 when the log no longer reaches back that far.
     pub fn events_since(&self, rv: u64) -> Result<Vec<Arc<WatchEvent>>, ApiError> {
         if rv < self.compacted {
-            return Err(ApiError::gone(format!("too old resource version: {rv} ({})", self.compacted)));
+            return Err(ApiError::gone(format!(
+                "too old resource version: {rv} ({})",
+                self.compacted
+            )));
         }
-        Ok(self.events.iter().filter(|e| e.resource_version > rv).cloned().collect())
+        Ok(self
+            .events
+            .iter()
+            .filter(|e| e.resource_version > rv)
+            .cloned()
+            .collect())
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<WatchEvent>> {
@@ -157,7 +203,12 @@ impl State {
     }
 
     pub fn begin(&self) -> Txn<'_> {
-        Txn { state: self, overlay: BTreeMap::new(), changes: Vec::new(), resource_version: self.resource_version }
+        Txn {
+            state: self,
+            overlay: BTreeMap::new(),
+            changes: Vec::new(),
+            resource_version: self.resource_version,
+        }
     }
 
     /// Makes a transaction's changes durable, then visible.
@@ -165,7 +216,10 @@ impl State {
         if txn.changes.is_empty() {
             return Ok(());
         }
-        let mut batch = Batch { resource_version: txn.resource_version, ..Batch::default() };
+        let mut batch = Batch {
+            resource_version: txn.resource_version,
+            ..Batch::default()
+        };
         let mut events = Vec::new();
         let mut crds_changed = false;
         for change in &txn.changes {
@@ -177,7 +231,10 @@ impl State {
                 batch.puts.push((change.key.clone(), entry.json.to_vec()));
             }
             let record = json!({"type": change.type_.as_str(), "key": change.key, "object": &*change.object});
-            batch.events.push((change.resource_version, serde_json::to_vec(&record).expect("JSON values serialise")));
+            batch.events.push((
+                change.resource_version,
+                serde_json::to_vec(&record).expect("JSON values serialise"),
+            ));
             events.push(Arc::new(WatchEvent {
                 resource_version: change.resource_version,
                 type_: change.type_,
@@ -188,13 +245,20 @@ impl State {
         }
         let overflow = (self.events.len() + events.len()).saturating_sub(self.event_capacity);
         let new_compacted = if overflow > 0 {
-            let last_dropped = self.events.iter().chain(events.iter()).nth(overflow - 1).map(|e| e.resource_version);
+            let last_dropped = self
+                .events
+                .iter()
+                .chain(events.iter())
+                .nth(overflow - 1)
+                .map(|e| e.resource_version);
             last_dropped
         } else {
             None
         };
         batch.trim_events_below = new_compacted.map(|rv| rv + 1);
-        self.store.commit(&batch).map_err(|e| ApiError::internal(e.to_string()))?;
+        self.store
+            .commit(&batch)
+            .map_err(|e| ApiError::internal(e.to_string()))?;
 
         self.resource_version = txn.resource_version;
         for ev in events {
@@ -214,7 +278,10 @@ impl State {
             }
             if ev.type_ != EventType::Deleted {
                 for uid in owner_uids(&ev.object.object) {
-                    self.dependents.entry(uid).or_default().insert(ev.key.clone());
+                    self.dependents
+                        .entry(uid)
+                        .or_default()
+                        .insert(ev.key.clone());
                 }
             }
             self.events.push_back(ev.clone());
@@ -222,13 +289,19 @@ impl State {
             let _ = self.sender.send(ev);
         }
         if let Some(rv) = new_compacted {
-            while self.events.front().is_some_and(|e| e.resource_version <= rv) {
+            while self
+                .events
+                .front()
+                .is_some_and(|e| e.resource_version <= rv)
+            {
                 self.events.pop_front();
             }
             self.compacted = rv;
         }
         if crds_changed {
-            self.registry = Arc::new(Registry::new(self.range(CRD_PREFIX, None).map(|(_, e)| &*e.object)));
+            self.registry = Arc::new(Registry::new(
+                self.range(CRD_PREFIX, None).map(|(_, e)| &*e.object),
+            ));
         }
         Ok(())
     }
@@ -238,7 +311,12 @@ impl State {
 pub fn owner_uids(obj: &Value) -> Vec<String> {
     obj.pointer("/metadata/ownerReferences")
         .and_then(Value::as_array)
-        .map(|refs| refs.iter().filter_map(|r| r.get("uid").and_then(Value::as_str)).map(str::to_string).collect())
+        .map(|refs| {
+            refs.iter()
+                .filter_map(|r| r.get("uid").and_then(Value::as_str))
+                .map(str::to_string)
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -274,28 +352,51 @@ impl<'s> Txn<'s> {
 
     /// Keys (committed or staged) starting with `prefix`, with their current objects.
     pub fn scan(&self, prefix: &str) -> Vec<(String, Arc<Value>)> {
-        let mut keys: BTreeSet<String> = self.state.range(prefix, None).map(|(k, _)| k.clone()).collect();
-        keys.extend(self.overlay.keys().filter(|k| k.starts_with(prefix)).cloned());
-        keys.into_iter().filter_map(|k| self.get(&k).map(|v| (k, v))).collect()
+        let mut keys: BTreeSet<String> = self
+            .state
+            .range(prefix, None)
+            .map(|(k, _)| k.clone())
+            .collect();
+        keys.extend(
+            self.overlay
+                .keys()
+                .filter(|k| k.starts_with(prefix))
+                .cloned(),
+        );
+        keys.into_iter()
+            .filter_map(|k| self.get(&k).map(|v| (k, v)))
+            .collect()
     }
 
     /// Every object (committed or staged) matching `pred` on its key.
     pub fn scan_keys(&self, pred: impl Fn(&str) -> bool) -> Vec<(String, Arc<Value>)> {
-        let mut keys: BTreeSet<String> = self.state.objects.keys().filter(|k| pred(k)).cloned().collect();
+        let mut keys: BTreeSet<String> = self
+            .state
+            .objects
+            .keys()
+            .filter(|k| pred(k))
+            .cloned()
+            .collect();
         keys.extend(self.overlay.keys().filter(|k| pred(k)).cloned());
-        keys.into_iter().filter_map(|k| self.get(&k).map(|v| (k, v))).collect()
+        keys.into_iter()
+            .filter_map(|k| self.get(&k).map(|v| (k, v)))
+            .collect()
     }
 
     /// Keys of live objects whose ownerReferences name `uid`.
     pub fn dependents_of(&self, uid: &str) -> Vec<String> {
-        let mut keys: BTreeSet<String> = self.state.dependents.get(uid).cloned().unwrap_or_default();
+        let mut keys: BTreeSet<String> =
+            self.state.dependents.get(uid).cloned().unwrap_or_default();
         for (k, v) in &self.overlay {
             match v {
                 Some(obj) if owner_uids(obj).iter().any(|u| u == uid) => {
                     keys.insert(k.clone());
                 }
                 _ => {
-                    if !v.as_ref().is_some_and(|o| owner_uids(o).iter().any(|u| u == uid)) {
+                    if !v
+                        .as_ref()
+                        .is_some_and(|o| owner_uids(o).iter().any(|u| u == uid))
+                    {
                         keys.remove(k);
                     }
                 }
@@ -315,9 +416,19 @@ impl<'s> Txn<'s> {
         let rv = self.next_rv();
         object["metadata"]["resourceVersion"] = json!(rv.to_string());
         let object = Arc::new(object);
-        let type_ = if previous.is_some() { EventType::Modified } else { EventType::Added };
+        let type_ = if previous.is_some() {
+            EventType::Modified
+        } else {
+            EventType::Added
+        };
         self.overlay.insert(key.to_string(), Some(object.clone()));
-        self.changes.push(Change { key: key.to_string(), type_, object: object.clone(), previous, resource_version: rv });
+        self.changes.push(Change {
+            key: key.to_string(),
+            type_,
+            object: object.clone(),
+            previous,
+            resource_version: rv,
+        });
         object
     }
 
@@ -340,6 +451,9 @@ impl<'s> Txn<'s> {
     }
 
     pub fn into_changes(self) -> TxnChanges {
-        TxnChanges { changes: self.changes, resource_version: self.resource_version }
+        TxnChanges {
+            changes: self.changes,
+            resource_version: self.resource_version,
+        }
     }
 }

@@ -40,18 +40,25 @@ pub struct Store {
 impl Store {
     /// Opens (or creates) the store in `dir` and reads everything in it.
     pub fn open(dir: &Path) -> Result<(Store, Loaded), ControlPlaneError> {
-        std::fs::create_dir_all(dir)
-            .map_err(|source| ControlPlaneError::StateDir { path: dir.to_path_buf(), source })?;
+        std::fs::create_dir_all(dir).map_err(|source| ControlPlaneError::StateDir {
+            path: dir.to_path_buf(),
+            source,
+        })?;
         let path = dir.join("state.redb");
-        let db = Database::create(&path)
-            .map_err(|e| ControlPlaneError::OpenStore { path: path.clone(), source: Box::new(e.into()) })?;
+        let db = Database::create(&path).map_err(|e| ControlPlaneError::OpenStore {
+            path: path.clone(),
+            source: Box::new(e.into()),
+        })?;
         let store = Store { db, path };
         let loaded = store.load()?;
         Ok((store, loaded))
     }
 
     fn err(&self, e: impl Into<redb::Error>) -> ControlPlaneError {
-        ControlPlaneError::Store { path: self.path.clone(), source: Box::new(e.into()) }
+        ControlPlaneError::Store {
+            path: self.path.clone(),
+            source: Box::new(e.into()),
+        }
     }
 
     fn load(&self) -> Result<Loaded, ControlPlaneError> {
@@ -76,8 +83,16 @@ impl Store {
             events.push((k.value(), v.value().to_vec()));
         }
         let meta = r.open_table(META).map_err(|e| self.err(e))?;
-        let resource_version = meta.get(META_RV).map_err(|e| self.err(e))?.map(|v| v.value()).unwrap_or(0);
-        Ok(Loaded { objects, events, resource_version })
+        let resource_version = meta
+            .get(META_RV)
+            .map_err(|e| self.err(e))?
+            .map(|v| v.value())
+            .unwrap_or(0);
+        Ok(Loaded {
+            objects,
+            events,
+            resource_version,
+        })
     }
 
     /// Commits one batch durably.
@@ -89,17 +104,24 @@ impl Store {
                 objects.remove(key.as_str()).map_err(|e| self.err(e))?;
             }
             for (key, value) in &batch.puts {
-                objects.insert(key.as_str(), value.as_slice()).map_err(|e| self.err(e))?;
+                objects
+                    .insert(key.as_str(), value.as_slice())
+                    .map_err(|e| self.err(e))?;
             }
             let mut events = w.open_table(EVENTS).map_err(|e| self.err(e))?;
             for (rv, value) in &batch.events {
-                events.insert(*rv, value.as_slice()).map_err(|e| self.err(e))?;
+                events
+                    .insert(*rv, value.as_slice())
+                    .map_err(|e| self.err(e))?;
             }
             if let Some(below) = batch.trim_events_below {
-                events.retain_in(..below, |_, _| false).map_err(|e| self.err(e))?;
+                events
+                    .retain_in(..below, |_, _| false)
+                    .map_err(|e| self.err(e))?;
             }
             let mut meta = w.open_table(META).map_err(|e| self.err(e))?;
-            meta.insert(META_RV, batch.resource_version).map_err(|e| self.err(e))?;
+            meta.insert(META_RV, batch.resource_version)
+                .map_err(|e| self.err(e))?;
         }
         w.commit().map_err(|e| self.err(e))?;
         Ok(())
@@ -127,11 +149,20 @@ mod tests {
                     })
                     .unwrap();
             }
-            store.commit(&Batch { deletes: vec!["/Secret/ns/s1".into()], resource_version: 6, ..Batch::default() }).unwrap();
+            store
+                .commit(&Batch {
+                    deletes: vec!["/Secret/ns/s1".into()],
+                    resource_version: 6,
+                    ..Batch::default()
+                })
+                .unwrap();
         }
         let (_, loaded) = Store::open(dir.path()).unwrap();
         assert_eq!(loaded.resource_version, 6);
         assert_eq!(loaded.objects.len(), 4);
-        assert_eq!(loaded.events.iter().map(|e| e.0).collect::<Vec<_>>(), vec![3, 4, 5]);
+        assert_eq!(
+            loaded.events.iter().map(|e| e.0).collect::<Vec<_>>(),
+            vec![3, 4, 5]
+        );
     }
 }

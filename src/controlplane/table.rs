@@ -34,7 +34,11 @@ fn columns(rt: &ResourceType) -> Vec<Column> {
     let col = |name: &str, type_: &str, path: Option<&str>, priority: i64| Column {
         name: name.into(),
         type_: type_.into(),
-        format: if name == "Name" { "name".into() } else { String::new() },
+        format: if name == "Name" {
+            "name".into()
+        } else {
+            String::new()
+        },
         priority,
         json_path: path.map(str::to_string),
     };
@@ -68,7 +72,13 @@ fn columns(rt: &ResourceType) -> Vec<Column> {
 }
 
 /// Builds a Table of `objects` (already in the requested version).
-pub fn table(rt: &ResourceType, objects: &[Value], resource_version: &str, include: IncludeObject, now: chrono::DateTime<chrono::Utc>) -> Value {
+pub fn table(
+    rt: &ResourceType,
+    objects: &[Value],
+    resource_version: &str,
+    include: IncludeObject,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Value {
     let cols = columns(rt);
     let defs: Vec<Value> = cols
         .iter()
@@ -94,20 +104,39 @@ pub fn table(rt: &ResourceType, objects: &[Value], resource_version: &str, inclu
 
 fn cell(c: &Column, obj: &Value, now: chrono::DateTime<chrono::Utc>) -> Value {
     let Some(path) = &c.json_path else {
-        return obj.pointer("/metadata/name").cloned().unwrap_or(Value::Null);
+        return obj
+            .pointer("/metadata/name")
+            .cloned()
+            .unwrap_or(Value::Null);
     };
     if path == "#data" {
-        return json!(obj.get("data").and_then(Value::as_object).map(|m| m.len()).unwrap_or(0));
+        return json!(
+            obj.get("data")
+                .and_then(Value::as_object)
+                .map(|m| m.len())
+                .unwrap_or(0)
+        );
     }
     let values = json_path(obj, path);
     let v = match values.len() {
         0 => return Value::Null,
         1 => values[0].clone(),
-        _ => json!(values.iter().map(|v| scalar_text(v)).collect::<Vec<_>>().join(",")),
+        _ => json!(
+            values
+                .iter()
+                .map(|v| scalar_text(v))
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
     };
     if c.type_ == "date" {
-        return match v.as_str().and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok()) {
-            Some(t) => json!(human_age(now.signed_duration_since(t.with_timezone(&chrono::Utc)))),
+        return match v
+            .as_str()
+            .and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok())
+        {
+            Some(t) => json!(human_age(
+                now.signed_duration_since(t.with_timezone(&chrono::Utc))
+            )),
             None => Value::Null,
         };
     }
@@ -135,7 +164,11 @@ pub fn human_age(d: chrono::TimeDelta) -> String {
 
 /// Evaluates the JSONPath subset printer columns use. Unsupported syntax yields no values.
 pub fn json_path<'a>(obj: &'a Value, path: &str) -> Vec<&'a Value> {
-    let path = path.trim().trim_start_matches('{').trim_end_matches('}').trim_start_matches('$');
+    let path = path
+        .trim()
+        .trim_start_matches('{')
+        .trim_end_matches('}')
+        .trim_start_matches('$');
     let mut current = vec![obj];
     let mut rest = path;
     while !rest.is_empty() {
@@ -145,15 +178,24 @@ pub fn json_path<'a>(obj: &'a Value, path: &str) -> Vec<&'a Value> {
             current = current.into_iter().filter_map(|v| v.get(field)).collect();
             rest = &r[end..];
         } else if let Some(r) = rest.strip_prefix('[') {
-            let Some(end) = r.find(']') else { return vec![] };
+            let Some(end) = r.find(']') else {
+                return vec![];
+            };
             let inner = &r[..end];
             rest = &r[end + 1..];
             current = if inner == "*" {
-                current.into_iter().flat_map(|v| v.as_array().into_iter().flatten()).collect()
+                current
+                    .into_iter()
+                    .flat_map(|v| v.as_array().into_iter().flatten())
+                    .collect()
             } else if let Ok(i) = inner.parse::<usize>() {
                 current.into_iter().filter_map(|v| v.get(i)).collect()
-            } else if let Some(filter) = inner.strip_prefix("?(@.").and_then(|f| f.strip_suffix(')')) {
-                let Some((field, want)) = filter.split_once("==") else { return vec![] };
+            } else if let Some(filter) =
+                inner.strip_prefix("?(@.").and_then(|f| f.strip_suffix(')'))
+            {
+                let Some((field, want)) = filter.split_once("==") else {
+                    return vec![];
+                };
                 let want = want.trim().trim_matches(|c| c == '"' || c == '\'');
                 current
                     .into_iter()
@@ -177,7 +219,10 @@ mod tests {
     #[test]
     fn json_path_subset() {
         let obj = json!({"status": {"conditions": [{"type": "Ready", "status": "True"}, {"type": "Other", "status": "False"}]}, "spec": {"a": [1, 2]}});
-        assert_eq!(json_path(&obj, ".status.conditions[?(@.type==\"Ready\")].status"), vec![&json!("True")]);
+        assert_eq!(
+            json_path(&obj, ".status.conditions[?(@.type==\"Ready\")].status"),
+            vec![&json!("True")]
+        );
         assert_eq!(json_path(&obj, ".spec.a[1]"), vec![&json!(2)]);
         assert!(json_path(&obj, ".missing.x").is_empty());
     }

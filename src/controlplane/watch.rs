@@ -61,12 +61,17 @@ impl WatchFilter {
         let obj = as_version(obj, &self.rt, &self.version);
         let obj = match self.table {
             Some(include) => {
-                let rv = obj.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or("").to_string();
+                let rv = obj
+                    .pointer("/metadata/resourceVersion")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
                 table(&self.rt, &[obj], &rv, include, chrono::Utc::now())
             }
             None => obj,
         };
-        let mut line = serde_json::to_vec(&json!({"type": type_, "object": obj})).expect("JSON values serialise");
+        let mut line = serde_json::to_vec(&json!({"type": type_, "object": obj}))
+            .expect("JSON values serialise");
         line.push(b'\n');
         Bytes::from(line)
     }
@@ -77,7 +82,8 @@ impl WatchFilter {
             meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
         let obj = json!({"kind": self.rt.kind, "apiVersion": self.rt.api_version(&self.version), "metadata": meta});
-        let mut line = serde_json::to_vec(&json!({"type": "BOOKMARK", "object": obj})).expect("JSON values serialise");
+        let mut line = serde_json::to_vec(&json!({"type": "BOOKMARK", "object": obj}))
+            .expect("JSON values serialise");
         line.push(b'\n');
         Bytes::from(line)
     }
@@ -102,35 +108,57 @@ pub struct StreamSettings {
 
 /// A stream answering "too old resource version" the way upstream does inside a watch.
 pub fn expired_stream(err: &ApiError) -> Vec<Bytes> {
-    let mut line = serde_json::to_vec(&json!({"type": "ERROR", "object": err.to_status()})).expect("JSON values serialise");
+    let mut line = serde_json::to_vec(&json!({"type": "ERROR", "object": err.to_status()}))
+        .expect("JSON values serialise");
     line.push(b'\n');
     vec![Bytes::from(line)]
 }
 
 /// Runs the watch, feeding lines into a channel the HTTP body reads. Ends at the timeout, when the
 /// client goes away, or when it falls too far behind (it then resumes from its last resourceVersion).
-pub fn spawn(filter: WatchFilter, start: WatchStart, settings: StreamSettings) -> mpsc::Receiver<Result<Bytes, std::convert::Infallible>> {
+pub fn spawn(
+    filter: WatchFilter,
+    start: WatchStart,
+    settings: StreamSettings,
+) -> mpsc::Receiver<Result<Bytes, std::convert::Infallible>> {
     let (tx, rx) = mpsc::channel(256);
     tokio::spawn(async move {
-        let WatchStart { initial, replay, mut receiver, mut resource_version, initial_events_end } = start;
+        let WatchStart {
+            initial,
+            replay,
+            mut receiver,
+            mut resource_version,
+            initial_events_end,
+        } = start;
         for line in initial {
             if tx.send(Ok(line)).await.is_err() {
                 return;
             }
         }
-        if initial_events_end && tx.send(Ok(filter.bookmark(resource_version, true))).await.is_err() {
+        if initial_events_end
+            && tx
+                .send(Ok(filter.bookmark(resource_version, true)))
+                .await
+                .is_err()
+        {
             return;
         }
         for ev in replay {
             resource_version = ev.resource_version;
             if let Some(t) = filter.view(&ev)
-                && tx.send(Ok(filter.line(t.as_str(), &ev.object.object))).await.is_err()
+                && tx
+                    .send(Ok(filter.line(t.as_str(), &ev.object.object)))
+                    .await
+                    .is_err()
             {
                 return;
             }
         }
         let deadline = tokio::time::Instant::now() + settings.timeout;
-        let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + settings.bookmark_interval, settings.bookmark_interval);
+        let mut ticker = tokio::time::interval_at(
+            tokio::time::Instant::now() + settings.bookmark_interval,
+            settings.bookmark_interval,
+        );
         loop {
             tokio::select! {
                 _ = tokio::time::sleep_until(deadline) => {

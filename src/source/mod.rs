@@ -1,0 +1,360 @@
+//! The source stage: the agent's only contact with git.
+//!
+//! [`Source`] fetches a repository (https, ssh, git, file URL or a local path) at a branch, tag or commit,
+//! checks the commit's files out under the state directory and remembers the last good revision across
+//! restarts; when the remote cannot be reached it keeps serving that revision and says so
+//! ([`SyncOutcome::Stale`]). It also commits reports back ([`Source::publish`]) as a bot, only when their
+//! content changed, retrying when a concurrent push wins the race.
+//!
+//! A plain directory (not a git repository) is imported into a bare origin under the state directory on
+//! every sync, so the same fetch, commit and push path runs against it as against a real remote.
+//!
+//! State directory layout: `mirror.git` (bare repository the remote is fetched into), `checkout/<sha>`
+//! (the files of the current revision), `last-good` (the last good revision), and `origin.git` for a
+//! plain directory.
+
+mod checkout;
+mod error;
+mod origin;
+mod remote;
+mod reports;
+mod sync;
+#[cfg(test)]
+mod testutil;
+
+pub use error::SourceError;
+pub use remote::TOKEN_ENV;
+pub use reports::MAX_PUSH_ATTEMPTS;
+
+use git2::Repository;
+use remote::RemoteUrl;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::Mutex;
+
+/// What to check out.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum GitRef {
+    Branch(String),
+    Tag(String),
+    /// A full or abbreviated (at least 4 hex digits) commit id.
+    Commit(String),
+    /// Whatever the remote's HEAD points to.
+    RemoteHead,
+}
+
+impl FromStr for GitRef {
+    type Err = SourceError;
+
+    /// Accepts `branch:NAME`, `tag:NAME`, `commit:SHA`, `refs/heads/NAME`, `refs/tags/NAME`, `HEAD` (or an
+    /// empty string), a full 40-digit commit id, and otherwise a branch name.
+    fn from_str(input: &str) -> Result<Self, SourceError> {
+        let invalid = |reason| SourceError::InvalidRef {
+            input: input.to_string(),
+            reason,
+        };
+        let parsed = if input.is_empty() || input == "HEAD" {
+            GitRef::RemoteHead
+        } else if let Some(name) = input
+            .strip_prefix("branch:")
+            .or_else(|| input.strip_prefix("refs/heads/"))
+        {
+            GitRef::Branch(name.to_string())
+        } else if let Some(name) = input
+            .strip_prefix("tag:")
+            .or_else(|| input.strip_prefix("refs/tags/"))
+        {
+            GitRef::Tag(name.to_string())
+        } else if let Some(sha) = input.strip_prefix("commit:") {
+            GitRef::Commit(sha.to_ascii_lowercase())
+        } else if input.len() == 40 && input.bytes().all(|b| b.is_ascii_hexdigit()) {
+            GitRef::Commit(input.to_ascii_lowercase())
+        } else {
+            GitRef::Branch(input.to_string())
+        };
+        match &parsed {
+            GitRef::Branch(name)
+                if !git2::Reference::is_valid_name(&format!("refs/heads/{name}")) =>
+            {
+                Err(invalid("not a valid branch name"))
+            }
+            GitRef::Tag(name) if !git2::Reference::is_valid_name(&format!("refs/tags/{name}")) => {
+                Err(invalid("not a valid tag name"))
+            }
+            GitRef::Commit(sha)
+                if !(4..=40).contains(&sha.len())
+                    || !sha.bytes().all(|b| b.is_ascii_hexdigit()) =>
+            {
+                Err(invalid("a commit is 4 to 40 hex digits"))
+            }
+            _ => Ok(parsed),
+        }
+    }
+}
+
+impl fmt::Display for GitRef {
+    /// The form [`GitRef::from_str`] reads back: `branch:main`, `tag:v1`, `commit:SHA` or `HEAD`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GitRef::Branch(name) => write!(f, "branch:{name}"),
+            GitRef::Tag(name) => write!(f, "tag:{name}"),
+            GitRef::Commit(sha) => write!(f, "commit:{sha}"),
+            GitRef::RemoteHead => f.write_str("HEAD"),
+        }
+    }
+}
+
+/// Where the source is and where its state lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceConfig {
+    /// A URL (https, ssh, git, file, scp-like `user@host:path`) or a local path to a git repository or a
+    /// plain directory. Credentials in it are used but never shown.
+    pub url: String,
+    pub reference: GitRef,
+    pub state_dir: PathBuf,
+}
+
+/// A commit and the directory holding its files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Revision {
+    /// Full commit id.
+    pub commit: String,
+    /// `state_dir/checkout/<commit>`: the commit's files (no `.git`). Only the latest checkout is kept.
+    pub checkout: PathBuf,
+}
+
+/// The result of [`Source::sync`].
+#[derive(Debug)]
+pub enum SyncOutcome {
+    /// A revision other than the last good one.
+    Fresh(Revision),
+    /// The same revision as the last good one (also right after a restart).
+    Unchanged(Revision),
+    /// The remote could not be fetched or the reference resolved: the last good revision is kept.
+    Stale {
+        last_good: Revision,
+        error: SourceError,
+    },
+}
+
+impl SyncOutcome {
+    /// The revision to work from, whatever happened.
+    pub fn revision(&self) -> &Revision {
+        match self {
+            SyncOutcome::Fresh(r)
+            | SyncOutcome::Unchanged(r)
+            | SyncOutcome::Stale { last_good: r, .. } => r,
+        }
+    }
+}
+
+/// Where reports are committed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReportTarget {
+    /// A branch of their own (created as an orphan branch holding only reports), files at its root.
+    StatusBranch { branch: String },
+    /// The source branch itself, files under `prefix`.
+    SourceBranch { branch: String, prefix: PathBuf },
+}
+
+impl Default for ReportTarget {
+    fn default() -> Self {
+        ReportTarget::StatusBranch {
+            branch: "aro-gitops/status".to_string(),
+        }
+    }
+}
+
+impl ReportTarget {
+    pub fn branch(&self) -> &str {
+        match self {
+            ReportTarget::StatusBranch { branch } | ReportTarget::SourceBranch { branch, .. } => {
+                branch
+            }
+        }
+    }
+
+    /// Where a report file lands in the repository.
+    pub fn repo_path(&self, file: &Path) -> PathBuf {
+        match self {
+            ReportTarget::StatusBranch { .. } => file.to_path_buf(),
+            ReportTarget::SourceBranch { prefix, .. } => prefix.join(file),
+        }
+    }
+
+    /// True when every changed path is a report, so the change needs no reconcile (see
+    /// [`Source::changed_paths`]). Reports on a status branch never share a branch with sources.
+    pub fn only_reports(&self, changed: &[PathBuf]) -> bool {
+        match self {
+            ReportTarget::StatusBranch { .. } => changed.is_empty(),
+            ReportTarget::SourceBranch { prefix, .. } => {
+                changed.iter().all(|path| path.starts_with(prefix))
+            }
+        }
+    }
+}
+
+/// Who commits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub name: String,
+    pub email: String,
+}
+
+impl Default for Identity {
+    /// The agent's bot identity.
+    fn default() -> Self {
+        Identity {
+            name: "aro-gitops".to_string(),
+            email: "aro-gitops@users.noreply.local".to_string(),
+        }
+    }
+}
+
+/// A git source: see the module documentation.
+#[derive(Debug)]
+pub struct Source {
+    reference: GitRef,
+    state_dir: PathBuf,
+    /// What is fetched from and pushed to (the local origin for a plain directory).
+    remote: RemoteUrl,
+    /// A plain directory imported into `state_dir/origin.git` before each sync.
+    plain_dir: Option<PathBuf>,
+    last_good: Option<Revision>,
+    /// Serialises publishes sharing this source across threads.
+    publishing: Mutex<()>,
+}
+
+impl Source {
+    /// Prepares the state directory and reads the last good revision left by a previous run. Does not
+    /// touch the network.
+    pub fn open(config: SourceConfig) -> Result<Source, SourceError> {
+        let SourceConfig {
+            url,
+            reference,
+            state_dir,
+        } = config;
+        std::fs::create_dir_all(&state_dir)
+            .map_err(SourceError::io(&state_dir, "create state directory"))?;
+        let state_dir =
+            std::path::absolute(&state_dir).map_err(SourceError::io(&state_dir, "resolve"))?;
+        let plain_dir = origin::plain_directory(&url);
+        let remote = match &plain_dir {
+            Some(dir) => {
+                let origin = state_dir.join(origin::ORIGIN_DIR);
+                RemoteUrl::new(&origin.to_string_lossy(), Some(dir.display().to_string()))
+            }
+            None => RemoteUrl::new(&url, None),
+        };
+        let last_good =
+            checkout::load_last_good(&state_dir, remote.shown(), &reference).map(|commit| {
+                Revision {
+                    checkout: checkout::checkout_dir(&state_dir, &commit),
+                    commit,
+                }
+            });
+        tracing::info!(
+            url = remote.shown(),
+            reference = %reference,
+            plain_directory = plain_dir.is_some(),
+            last_good = last_good.as_ref().map(|r| r.commit.as_str()),
+            "git source opened"
+        );
+        Ok(Source {
+            reference,
+            state_dir,
+            remote,
+            plain_dir,
+            last_good,
+            publishing: Mutex::new(()),
+        })
+    }
+
+    /// The source URL as it may be shown (credentials stripped), or the plain directory.
+    pub fn url(&self) -> &str {
+        self.remote.shown()
+    }
+
+    pub fn reference(&self) -> &GitRef {
+        &self.reference
+    }
+
+    /// The last revision that was fetched and checked out, if any (kept across restarts).
+    pub fn last_good(&self) -> Option<&Revision> {
+        self.last_good.as_ref()
+    }
+
+    /// Paths (repository-relative) that differ between two commits known locally, sorted. A rename shows
+    /// as both its old and new path.
+    pub fn changed_paths(&self, from: &str, to: &str) -> Result<Vec<PathBuf>, SourceError> {
+        let range = format!("{from}..{to}");
+        let error = self.remote.git_error(&range, "diff");
+        let repo = self.mirror()?;
+        let tree = |rev: &str| {
+            repo.revparse_single(rev)
+                .and_then(|object| object.peel_to_tree())
+        };
+        let (old, new) = (tree(from).map_err(&error)?, tree(to).map_err(&error)?);
+        let diff = repo
+            .diff_tree_to_tree(Some(&old), Some(&new), None)
+            .map_err(&error)?;
+        let paths: BTreeSet<PathBuf> = diff
+            .deltas()
+            .flat_map(|delta| [delta.old_file().path(), delta.new_file().path()])
+            .flatten()
+            .map(Path::to_path_buf)
+            .collect();
+        Ok(paths.into_iter().collect())
+    }
+
+    /// Commits `files` (report-relative path → content) onto `target` as `identity` and pushes, only when
+    /// some content differs from the branch tip. Returns the new commit, or `None` when nothing changed.
+    /// Files already on the branch and not named are kept. When a concurrent push wins, fetches, rebuilds
+    /// the commit on the new tip and retries, up to [`MAX_PUSH_ATTEMPTS`] times.
+    pub fn publish(
+        &self,
+        target: &ReportTarget,
+        files: &BTreeMap<PathBuf, Vec<u8>>,
+        message: &str,
+        identity: &Identity,
+    ) -> Result<Option<String>, SourceError> {
+        self.publish_with(target, files, message, identity, &mut |_| {})
+    }
+
+    fn publish_with(
+        &self,
+        target: &ReportTarget,
+        files: &BTreeMap<PathBuf, Vec<u8>>,
+        message: &str,
+        identity: &Identity,
+        before_push: &mut dyn FnMut(u32),
+    ) -> Result<Option<String>, SourceError> {
+        let _guard = self
+            .publishing
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let repo = self.mirror()?;
+        let publish = reports::Publish {
+            repo: &repo,
+            remote: &self.remote,
+            target,
+            files,
+            message,
+            identity,
+        };
+        publish.run(before_push)
+    }
+
+    /// The local bare repository the remote is fetched into.
+    fn mirror(&self) -> Result<Repository, SourceError> {
+        let path = self.state_dir.join("mirror.git");
+        Repository::open_bare(&path)
+            .or_else(|_| Repository::init_bare(&path))
+            .map_err(
+                self.remote
+                    .git_error(&self.reference.to_string(), "open mirror"),
+            )
+    }
+}

@@ -1,0 +1,326 @@
+//! Talking to the remote repository: credentials, fetch and push through libgit2.
+//!
+//! Remotes are always anonymous (`git_remote_create_anonymous`), so a URL carrying a token is never written
+//! to the local repository's config. [`RemoteUrl`] keeps the raw URL for libgit2 and a redacted form for
+//! messages and logs; every libgit2 message is passed through [`RemoteUrl::redact`] before it is shown.
+
+use super::SourceError;
+use git2::{
+    AutotagOption, Cred, CredentialType, ErrorCode, FetchOptions, Oid, PushOptions,
+    RemoteCallbacks, Repository,
+};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Environment variable holding an https token (used as the password; the user defaults to `x-access-token`).
+pub const TOKEN_ENV: &str = "GIT_TOKEN";
+
+/// A remote URL with its credentials kept apart from what is shown (`Debug` shows only the redacted URL).
+#[derive(Clone)]
+pub(super) struct RemoteUrl {
+    raw: String,
+    shown: String,
+    secrets: Vec<String>,
+}
+
+impl RemoteUrl {
+    /// `raw` is handed to libgit2; `shown` (when given) replaces the redacted URL in messages.
+    pub fn new(raw: &str, shown: Option<String>) -> Self {
+        let (redacted, mut secrets) = redact_url(raw);
+        if let Ok(token) = std::env::var(TOKEN_ENV)
+            && !token.is_empty()
+        {
+            secrets.push(token);
+        }
+        RemoteUrl {
+            raw: raw.to_string(),
+            shown: shown.unwrap_or(redacted),
+            secrets,
+        }
+    }
+
+    /// The URL as it may appear in messages and logs.
+    pub fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    /// Turns a libgit2 error from a local operation into a [`SourceError::Git`] naming this URL.
+    pub fn git_error(
+        &self,
+        reference: &str,
+        op: &'static str,
+    ) -> impl Fn(git2::Error) -> SourceError + '_ {
+        let reference = reference.to_string();
+        move |e| SourceError::Git {
+            url: self.shown.clone(),
+            reference: reference.clone(),
+            op,
+            message: self.redact(e.message()),
+        }
+    }
+
+    /// `text` with the raw URL and every known secret replaced.
+    pub fn redact(&self, text: &str) -> String {
+        let mut out = text.replace(&self.raw, &self.shown);
+        for secret in &self.secrets {
+            out = out.replace(secret.as_str(), "***");
+        }
+        out
+    }
+}
+
+impl std::fmt::Debug for RemoteUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("RemoteUrl").field(&self.shown).finish()
+    }
+}
+
+/// Splits credentials out of a URL: the redacted URL and the secret strings it contained.
+///
+/// A password is replaced by `***`; for http(s) a lone user part is taken to be a token and replaced too;
+/// a query string is dropped. An ssh user name (`ssh://git@host`) is not a secret and stays.
+pub(super) fn redact_url(url: &str) -> (String, Vec<String>) {
+    let mut secrets = Vec::new();
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return (url.to_string(), secrets);
+    };
+    let (rest, query) = match rest.split_once('?') {
+        Some((before, query)) => {
+            secrets.push(query.to_string());
+            (before, Some("***"))
+        }
+        None => (rest, None),
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    let authority = match authority.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            let userinfo = match userinfo.split_once(':') {
+                Some((user, password)) => {
+                    secrets.push(password.to_string());
+                    format!("{user}:***")
+                }
+                None if scheme.starts_with("http") => {
+                    secrets.push(userinfo.to_string());
+                    "***".to_string()
+                }
+                None => userinfo.to_string(),
+            };
+            format!("{userinfo}@{host}")
+        }
+        None => authority.to_string(),
+    };
+    secrets.retain(|s| !s.is_empty());
+    let query = query.map(|q| format!("?{q}")).unwrap_or_default();
+    (format!("{scheme}://{authority}{path}{query}"), secrets)
+}
+
+/// What the remote advertised during a fetch: every ref name (including `HEAD`) with its object.
+pub(super) type Advertised = BTreeMap<String, Oid>;
+
+/// Fetches `refspecs` from `url` into `repo` and returns the remote's advertisement.
+pub(super) fn fetch(
+    repo: &Repository,
+    url: &RemoteUrl,
+    refspecs: &[&str],
+) -> Result<Advertised, git2::Error> {
+    let mut remote = repo.remote_anonymous(&url.raw)?;
+    let tried = RefCell::new(Tried::default());
+    let mut options = FetchOptions::new();
+    options.remote_callbacks(callbacks(&tried));
+    options.download_tags(AutotagOption::None);
+    remote.fetch(refspecs, Some(&mut options), None)?;
+    Ok(remote
+        .list()?
+        .iter()
+        .map(|head| (head.name().to_string(), head.oid()))
+        .collect())
+}
+
+/// The result of a push the remote answered.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum PushOutcome {
+    Pushed,
+    /// Not a fast-forward, or the ref moved while pushing: fetch and try again.
+    Rejected(String),
+}
+
+/// Pushes `refspec` (`<local ref>:<remote ref>`, never forced) to `url`.
+pub(super) fn push(
+    repo: &Repository,
+    url: &RemoteUrl,
+    refspec: &str,
+) -> Result<PushOutcome, git2::Error> {
+    let mut remote = repo.remote_anonymous(&url.raw)?;
+    let tried = RefCell::new(Tried::default());
+    let rejected = RefCell::new(None::<String>);
+    let mut cbs = callbacks(&tried);
+    cbs.push_update_reference(|refname, status| {
+        if let Some(status) = status {
+            *rejected.borrow_mut() = Some(format!("{refname}: {status}"));
+        }
+        Ok(())
+    });
+    let mut options = PushOptions::new();
+    options.remote_callbacks(cbs);
+    match remote.push(&[refspec], Some(&mut options)) {
+        Err(e) if e.code() == ErrorCode::NotFastForward => {
+            return Ok(PushOutcome::Rejected(e.message().to_string()));
+        }
+        Err(e) => return Err(e),
+        Ok(()) => {}
+    }
+    Ok(match rejected.take() {
+        Some(message) => PushOutcome::Rejected(message),
+        None => PushOutcome::Pushed,
+    })
+}
+
+/// Which credentials were already offered during one connection (libgit2 asks again after each failure).
+#[derive(Debug, Default)]
+struct Tried {
+    username: bool,
+    agent: bool,
+    keys: usize,
+    token: bool,
+    helper: bool,
+    default: bool,
+}
+
+fn callbacks(tried: &RefCell<Tried>) -> RemoteCallbacks<'_> {
+    let mut cbs = RemoteCallbacks::new();
+    cbs.credentials(move |url, user, allowed| {
+        credentials(&mut tried.borrow_mut(), url, user, allowed)
+    });
+    cbs
+}
+
+/// Offers, in order and each once: the ssh agent, the default ssh keys, `GIT_TOKEN`, the git credential
+/// helper, then the platform default. Only the method's name is logged, never the credential.
+fn credentials(
+    tried: &mut Tried,
+    url: &str,
+    user_from_url: Option<&str>,
+    allowed: CredentialType,
+) -> Result<Cred, git2::Error> {
+    if allowed.contains(CredentialType::USERNAME) && !tried.username {
+        tried.username = true;
+        return Cred::username(user_from_url.unwrap_or("git"));
+    }
+    if allowed.contains(CredentialType::SSH_KEY) {
+        let user = user_from_url.unwrap_or("git");
+        if !tried.agent {
+            tried.agent = true;
+            tracing::debug!(method = "ssh-agent", "offering credentials");
+            return Cred::ssh_key_from_agent(user);
+        }
+        let keys = default_ssh_keys();
+        while tried.keys < keys.len() {
+            let key = &keys[tried.keys];
+            tried.keys += 1;
+            if key.exists() {
+                tracing::debug!(method = "ssh-key", key = %key.display(), "offering credentials");
+                return Cred::ssh_key(user, None, key, None);
+            }
+        }
+    }
+    if allowed.contains(CredentialType::USER_PASS_PLAINTEXT) {
+        if !tried.token {
+            tried.token = true;
+            if let Ok(token) = std::env::var(TOKEN_ENV)
+                && !token.is_empty()
+            {
+                tracing::debug!(method = TOKEN_ENV, "offering credentials");
+                return Cred::userpass_plaintext(user_from_url.unwrap_or("x-access-token"), &token);
+            }
+        }
+        if !tried.helper {
+            tried.helper = true;
+            if let Ok(config) = git2::Config::open_default()
+                && let Ok(cred) = Cred::credential_helper(&config, url, user_from_url)
+            {
+                tracing::debug!(method = "credential-helper", "offering credentials");
+                return Ok(cred);
+            }
+        }
+    }
+    if allowed.contains(CredentialType::DEFAULT) && !tried.default {
+        tried.default = true;
+        return Cred::default();
+    }
+    Err(git2::Error::from_str(
+        "authentication failed: tried ssh-agent, ~/.ssh keys, GIT_TOKEN and the git credential helper",
+    ))
+}
+
+fn default_ssh_keys() -> Vec<PathBuf> {
+    let Some(home) = std::env::var_os("HOME") else {
+        return Vec::new();
+    };
+    let ssh = PathBuf::from(home).join(".ssh");
+    ["id_ed25519", "id_ecdsa", "id_rsa"]
+        .iter()
+        .map(|name| ssh.join(name))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strips_passwords_and_https_tokens_but_keeps_ssh_users() {
+        let cases = [
+            (
+                "https://user:s3cret@example.com/org/repo.git",
+                "https://user:***@example.com/org/repo.git",
+                vec!["s3cret"],
+            ),
+            (
+                "https://ghp_token@github.com/org/repo",
+                "https://***@github.com/org/repo",
+                vec!["ghp_token"],
+            ),
+            (
+                "ssh://git@example.com/repo.git",
+                "ssh://git@example.com/repo.git",
+                vec![],
+            ),
+            (
+                "https://example.com/repo?access_token=abc",
+                "https://example.com/repo?***",
+                vec!["access_token=abc"],
+            ),
+            (
+                "git@example.com:org/repo.git",
+                "git@example.com:org/repo.git",
+                vec![],
+            ),
+            ("/srv/git/repo.git", "/srv/git/repo.git", vec![]),
+        ];
+        for (url, shown, secrets) in cases {
+            assert_eq!(
+                redact_url(url),
+                (
+                    shown.to_string(),
+                    secrets.iter().map(|s| s.to_string()).collect()
+                ),
+                "{url}"
+            );
+        }
+    }
+
+    #[test]
+    fn redacts_raw_url_and_secrets_in_messages() {
+        let url = RemoteUrl::new("https://bot:hunter2@example.com/r.git", None);
+        let message =
+            url.redact("failed to fetch https://bot:hunter2@example.com/r.git (password hunter2)");
+        assert_eq!(
+            message,
+            "failed to fetch https://bot:***@example.com/r.git (password ***)"
+        );
+        assert_eq!(url.shown(), "https://bot:***@example.com/r.git");
+        assert!(!format!("{url:?}").contains("hunter2"));
+    }
+}

@@ -1,0 +1,352 @@
+//! Syncing: import a plain directory, fetch, resolve the reference, check out, remember the last good
+//! revision, and fall back to it when any of the remote side fails.
+
+use super::checkout;
+use super::origin;
+use super::remote::{self, Advertised};
+use super::{GitRef, Revision, Source, SourceError, SyncOutcome};
+use git2::{Oid, Repository};
+
+/// Every branch (under `refs/remotes/origin/`) and every tag; references are resolved against what the
+/// remote advertised, so nothing stale left in the mirror is ever used.
+const SYNC_REFSPECS: [&str; 2] = [
+    "+refs/heads/*:refs/remotes/origin/*",
+    "+refs/tags/*:refs/tags/*",
+];
+
+impl Source {
+    /// Fetches and resolves the reference, checks the commit out under the state directory and records it
+    /// as the last good revision. When the remote cannot be fetched or the reference is gone, returns
+    /// [`SyncOutcome::Stale`] with the last good revision (its files restored if they were removed), or the
+    /// error itself when there never was a good revision.
+    pub fn sync(&mut self) -> Result<SyncOutcome, SourceError> {
+        let reference = self.reference.to_string();
+        let git_error = self.remote.git_error(&reference, "check out");
+        let repo = self.mirror()?;
+        let commit = match self.fetch_and_resolve(&repo) {
+            Ok(commit) => commit,
+            Err(error) => {
+                let Some(last_good) = self.last_good.clone() else {
+                    tracing::warn!(url = self.remote.shown(), %reference, %error, "source unavailable and never synced");
+                    return Err(error);
+                };
+                let commit = Oid::from_str(&last_good.commit).map_err(&git_error)?;
+                checkout::materialize(&repo, commit, &self.state_dir, &git_error)?;
+                tracing::warn!(url = self.remote.shown(), %reference, last_good = %last_good.commit, %error, "source unavailable; keeping the last good revision");
+                return Ok(SyncOutcome::Stale { last_good, error });
+            }
+        };
+        let checkout = checkout::materialize(&repo, commit, &self.state_dir, &git_error)?;
+        let revision = Revision {
+            commit: commit.to_string(),
+            checkout,
+        };
+        if self
+            .last_good
+            .as_ref()
+            .is_some_and(|last| last.commit == revision.commit)
+        {
+            tracing::debug!(url = self.remote.shown(), %reference, commit = %revision.commit, "source unchanged");
+            return Ok(SyncOutcome::Unchanged(revision));
+        }
+        checkout::store_last_good(
+            &self.state_dir,
+            self.remote.shown(),
+            &self.reference,
+            &revision.commit,
+        )?;
+        checkout::remove_other_checkouts(&self.state_dir, &revision.commit);
+        tracing::info!(url = self.remote.shown(), %reference, commit = %revision.commit, "new revision");
+        self.last_good = Some(revision.clone());
+        Ok(SyncOutcome::Fresh(revision))
+    }
+
+    /// Imports the plain directory (if any), fetches and resolves the reference to a commit in `repo`.
+    fn fetch_and_resolve(&self, repo: &Repository) -> Result<Oid, SourceError> {
+        if let Some(dir) = &self.plain_dir {
+            origin::import(dir, &self.state_dir.join(origin::ORIGIN_DIR))?;
+        }
+        let advertised =
+            remote::fetch(repo, &self.remote, &SYNC_REFSPECS).map_err(|e| SourceError::Fetch {
+                url: self.remote.shown().to_string(),
+                reference: self.reference.to_string(),
+                message: self.remote.redact(e.message()),
+            })?;
+        resolve(repo, &advertised, &self.reference).ok_or_else(|| SourceError::RefNotFound {
+            url: self.remote.shown().to_string(),
+            reference: self.reference.to_string(),
+        })
+    }
+}
+
+/// The commit `reference` names: branches, tags and HEAD as the remote advertised them (tags peeled), a
+/// commit id among the fetched objects.
+fn resolve(repo: &Repository, advertised: &Advertised, reference: &GitRef) -> Option<Oid> {
+    let oid = match reference {
+        GitRef::Branch(name) => *advertised.get(&format!("refs/heads/{name}"))?,
+        GitRef::Tag(name) => *advertised.get(&format!("refs/tags/{name}"))?,
+        GitRef::RemoteHead => *advertised.get("HEAD")?,
+        GitRef::Commit(sha) => repo.find_commit_by_prefix(sha).ok()?.id(),
+    };
+    Some(
+        repo.find_object(oid, None)
+            .ok()?
+            .peel_to_commit()
+            .ok()?
+            .id(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::testutil::{GitDaemon, Upstream, closed_port, git};
+    use crate::source::{SourceConfig, TOKEN_ENV};
+    use std::fs;
+    use std::path::Path;
+
+    fn open(url: &str, reference: GitRef, state_dir: &Path) -> Source {
+        Source::open(SourceConfig {
+            url: url.to_string(),
+            reference,
+            state_dir: state_dir.to_path_buf(),
+        })
+        .unwrap()
+    }
+
+    fn fresh(outcome: SyncOutcome) -> Revision {
+        match outcome {
+            SyncOutcome::Fresh(revision) => revision,
+            other => panic!("expected Fresh, got {other:?}"),
+        }
+    }
+
+    fn read(revision: &Revision, path: &str) -> String {
+        fs::read_to_string(revision.checkout.join(path)).unwrap()
+    }
+
+    #[test]
+    fn checks_out_branch_tag_commit_and_remote_head() {
+        let tmp = tempfile::tempdir().unwrap();
+        let up = Upstream::new(tmp.path());
+        let first = up.commit(&[("app/a.yaml", "a: 1\n")], "first");
+        git(&up.work, &["tag", "-a", "v1", "-m", "release 1"]);
+        git(&up.work, &["push", "-q", "origin", "v1"]);
+        let second = up.commit(&[("app/a.yaml", "a: 2\n")], "second");
+        git(&up.work, &["checkout", "-q", "-b", "dev"]);
+        let on_dev = up.commit(&[("app/a.yaml", "a: dev\n")], "dev");
+
+        let cases = [
+            ("branch:main", &second, "a: 2\n"),
+            ("dev", &on_dev, "a: dev\n"),
+            ("tag:v1", &first, "a: 1\n"),
+            (first.as_str(), &first, "a: 1\n"),
+            (&format!("commit:{}", &first[..8]), &first, "a: 1\n"),
+            ("HEAD", &second, "a: 2\n"),
+        ];
+        for (i, (reference, commit, content)) in cases.into_iter().enumerate() {
+            let state = tmp.path().join(format!("state-{i}"));
+            let revision = fresh(
+                open(&up.url(), reference.parse().unwrap(), &state)
+                    .sync()
+                    .unwrap(),
+            );
+            assert_eq!(&revision.commit, commit, "{reference}");
+            assert_eq!(read(&revision, "app/a.yaml"), content, "{reference}");
+            assert!(!revision.checkout.join(".git").exists());
+        }
+    }
+
+    #[test]
+    fn fetch_picks_up_a_new_commit_and_replaces_the_checkout() {
+        let tmp = tempfile::tempdir().unwrap();
+        let up = Upstream::new(tmp.path());
+        let first = up.commit(&[("a.yaml", "a: 1\n"), ("gone.yaml", "x\n")], "first");
+        let mut source = open(
+            &up.url(),
+            GitRef::Branch("main".into()),
+            &tmp.path().join("state"),
+        );
+        let old = fresh(source.sync().unwrap());
+        assert_eq!(old.commit, first);
+        assert!(matches!(source.sync().unwrap(), SyncOutcome::Unchanged(r) if r == old));
+
+        fs::remove_file(up.work.join("gone.yaml")).unwrap();
+        let second = up.commit(&[("a.yaml", "a: 2\n")], "second");
+        let new = fresh(source.sync().unwrap());
+        assert_eq!(new.commit, second);
+        assert_eq!(read(&new, "a.yaml"), "a: 2\n");
+        assert!(!new.checkout.join("gone.yaml").exists());
+        assert!(!old.checkout.exists(), "the previous checkout is removed");
+        assert_eq!(
+            source.changed_paths(&first, &second).unwrap(),
+            vec![Path::new("a.yaml"), Path::new("gone.yaml")]
+        );
+    }
+
+    #[test]
+    fn plain_directory_is_imported_and_only_commits_on_change() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("examples-repo");
+        fs::create_dir_all(dir.join("clusters")).unwrap();
+        fs::write(dir.join("clusters/dev.yaml"), "kind: AROCluster\n").unwrap();
+        let mut source = open(
+            dir.to_str().unwrap(),
+            GitRef::RemoteHead,
+            &tmp.path().join("state"),
+        );
+        assert_eq!(source.url(), dir.to_str().unwrap());
+
+        let first = fresh(source.sync().unwrap());
+        assert_eq!(read(&first, "clusters/dev.yaml"), "kind: AROCluster\n");
+        assert!(matches!(source.sync().unwrap(), SyncOutcome::Unchanged(_)));
+        let origin = tmp.path().join("state/origin.git");
+        assert_eq!(
+            git(&origin, &["rev-list", "--count", "main"]),
+            "1",
+            "no commit when unchanged"
+        );
+
+        fs::write(dir.join("clusters/dev.yaml"), "kind: AROCluster # edited\n").unwrap();
+        let second = fresh(source.sync().unwrap());
+        assert_eq!(
+            read(&second, "clusters/dev.yaml"),
+            "kind: AROCluster # edited\n"
+        );
+        assert_eq!(git(&origin, &["rev-list", "--count", "main"]), "2");
+    }
+
+    #[test]
+    fn unreachable_remote_keeps_the_last_good_revision_across_restarts() {
+        let tmp = tempfile::tempdir().unwrap();
+        let up = Upstream::new(tmp.path());
+        let commit = up.commit(&[("a.yaml", "a: 1\n")], "first");
+        let state = tmp.path().join("state");
+        let good = fresh(
+            open(&up.url(), GitRef::Branch("main".into()), &state)
+                .sync()
+                .unwrap(),
+        );
+
+        let moved = tmp.path().join("moved.git");
+        fs::rename(&up.bare, &moved).unwrap();
+        fs::remove_dir_all(&good.checkout).unwrap();
+        let mut restarted = open(&up.url(), GitRef::Branch("main".into()), &state);
+        assert_eq!(restarted.last_good(), Some(&good));
+        match restarted.sync().unwrap() {
+            SyncOutcome::Stale { last_good, error } => {
+                assert_eq!(last_good.commit, commit);
+                assert_eq!(
+                    read(&last_good, "a.yaml"),
+                    "a: 1\n",
+                    "files restored from the mirror"
+                );
+                assert!(matches!(error, SourceError::Fetch { .. }), "{error}");
+                assert!(error.to_string().contains(&up.url()), "{error}");
+            }
+            other => panic!("expected Stale, got {other:?}"),
+        }
+
+        fs::rename(&moved, &up.bare).unwrap();
+        assert!(matches!(restarted.sync().unwrap(), SyncOutcome::Unchanged(r) if r == good));
+
+        git(&up.bare, &["update-ref", "-d", "refs/heads/main"]);
+        match restarted.sync().unwrap() {
+            SyncOutcome::Stale {
+                error: SourceError::RefNotFound { reference, .. },
+                ..
+            } => assert_eq!(reference, "branch:main"),
+            other => panic!("expected Stale with RefNotFound, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn never_synced_and_unreachable_is_an_error_without_credentials() {
+        let tmp = tempfile::tempdir().unwrap();
+        let port = closed_port();
+        let url = format!("git://127.0.0.1:{port}/repo.git");
+        let error = open(&url, GitRef::RemoteHead, &tmp.path().join("a"))
+            .sync()
+            .unwrap_err();
+        assert!(
+            matches!(error, SourceError::Fetch { .. }) && error.to_string().contains(&url),
+            "{error}"
+        );
+
+        let secret_url = format!("https://bot:s3cret-token@127.0.0.1:{port}/repo.git");
+        let error = open(&secret_url, GitRef::RemoteHead, &tmp.path().join("b"))
+            .sync()
+            .unwrap_err()
+            .to_string();
+        assert!(!error.contains("s3cret-token"), "{error}");
+        assert!(
+            error.contains(&format!("https://bot:***@127.0.0.1:{port}/repo.git")),
+            "{error}"
+        );
+        assert!(
+            std::env::var(TOKEN_ENV).is_err()
+                || !error.contains(&std::env::var(TOKEN_ENV).unwrap())
+        );
+    }
+
+    #[test]
+    fn network_remote_over_git_daemon_then_stale_when_it_stops() {
+        let tmp = tempfile::tempdir().unwrap();
+        let up = Upstream::new(tmp.path());
+        let commit = up.commit(&[("a.yaml", "a: 1\n")], "first");
+        let daemon = GitDaemon::start(tmp.path());
+        let url = daemon.url("remote.git");
+        let mut source = open(
+            &url,
+            GitRef::Branch("main".into()),
+            &tmp.path().join("state"),
+        );
+        assert_eq!(fresh(source.sync().unwrap()).commit, commit);
+
+        drop(daemon);
+        match source.sync().unwrap() {
+            SyncOutcome::Stale { last_good, error } => {
+                assert_eq!(last_good.commit, commit);
+                assert!(error.to_string().contains(&url), "{error}");
+            }
+            other => panic!("expected Stale, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn parses_references_from_the_command_line() {
+        let sha = "0123456789abcdef0123456789abcdef01234567";
+        let cases = [
+            ("main", GitRef::Branch("main".into())),
+            ("refs/heads/team/a", GitRef::Branch("team/a".into())),
+            ("branch:release", GitRef::Branch("release".into())),
+            ("tag:v1.2", GitRef::Tag("v1.2".into())),
+            ("refs/tags/v1", GitRef::Tag("v1".into())),
+            (sha, GitRef::Commit(sha.into())),
+            ("commit:ABCD123", GitRef::Commit("abcd123".into())),
+            ("HEAD", GitRef::RemoteHead),
+            ("", GitRef::RemoteHead),
+        ];
+        for (input, expected) in cases {
+            let parsed: GitRef = input.parse().unwrap();
+            assert_eq!(parsed, expected, "{input}");
+            assert_eq!(
+                parsed.to_string().parse::<GitRef>().unwrap(),
+                expected,
+                "round trip of {input}"
+            );
+        }
+        for bad in [
+            "commit:xyz",
+            "commit:abc",
+            "branch:a..b",
+            "tag:",
+            "bad name",
+        ] {
+            assert!(
+                matches!(bad.parse::<GitRef>(), Err(SourceError::InvalidRef { .. })),
+                "{bad}"
+            );
+        }
+    }
+}

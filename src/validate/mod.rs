@@ -1,0 +1,141 @@
+//! Validation of rendered objects before anything is planned or applied.
+//!
+//! Checks, for every object of a render:
+//! - identity: `apiVersion`, `kind` and `metadata.name` are present;
+//! - the JSON Schema of its kind (`schemas/<kind>.schema.json`: AROCluster, AROControlPlane,
+//!   AROMachinePool, AzureClusterIdentity, AutoNodePolicy), which holds the ARO rules (embedded
+//!   entries identified, exactly one HcpOpenShiftCluster / HcpOpenShiftClustersNodePool, reserved
+//!   names);
+//! - duplicates: one group/kind/namespace/name defined twice, counting ASO resources embedded in
+//!   the ARO kinds (in their owner's namespace, where the agent applies them);
+//! - the reconcile-policy annotations, on objects and on embedded resources.
+//!
+//! Messages name the file, the object and the JSON pointer of the field, never a Secret's data.
+
+mod rules;
+mod schema;
+
+#[cfg(test)]
+mod examples_tests;
+
+use crate::object::{ObjectKey, Origin, SourcedObject};
+use serde_json::Value;
+use std::fmt;
+
+pub use rules::{POLICY_VALUES, RECONCILE_POLICY, RECONCILE_POLICY_IF_EXISTS};
+
+/// One problem found in the rendered objects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValidationError {
+    /// The file (and document) the object came from.
+    pub origin: Option<Origin>,
+    /// The object, when it can be identified.
+    pub object: Option<ObjectKey>,
+    /// What is wrong; starts with the JSON pointer of the field when one field is at fault.
+    pub message: String,
+}
+
+impl fmt::Display for ValidationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(origin) = &self.origin {
+            write!(f, "{origin}: ")?;
+        }
+        if let Some(object) = &self.object {
+            write!(f, "{object}: ")?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ValidationError {}
+
+/// Validates rendered objects: identity, the schema of known kinds, duplicates (naming both
+/// origins) and the reconcile-policy annotations, including on ASO resources embedded in the ARO
+/// kinds' `spec.resources`. Returns every problem, in the order of the objects; empty when clean.
+pub fn validate(objects: &[SourcedObject]) -> Vec<ValidationError> {
+    let mut errors = Vec::new();
+    let mut duplicates = rules::Duplicates::default();
+    for sourced in objects {
+        let origin = &sourced.origin;
+        let obj = &sourced.object;
+        let error = |object: Option<&ObjectKey>, message: String| ValidationError {
+            origin: Some(origin.clone()),
+            object: object.cloned(),
+            message,
+        };
+        let key = match ObjectKey::from_object(obj) {
+            Ok(key) => key,
+            Err(e) => {
+                errors.push(error(None, e.to_string()));
+                continue;
+            }
+        };
+        if let Some(schema) = schema::for_kind(&key.kind) {
+            errors.extend(
+                schema
+                    .check(obj)
+                    .into_iter()
+                    .map(|v| error(Some(&key), v.to_string())),
+            );
+        }
+        errors.extend(
+            rules::policy_problems(obj, "")
+                .into_iter()
+                .map(|m| error(Some(&key), m)),
+        );
+        let place = rules::Place {
+            origin: origin.clone(),
+            owner: None,
+        };
+        if let Some(message) = duplicates.record(&key, place) {
+            errors.push(error(Some(&key), message));
+        }
+        for (index, entry) in rules::embedded(obj) {
+            let prefix = rules::embedded_pointer(index, entry);
+            errors.extend(
+                rules::policy_problems(entry, &prefix)
+                    .into_iter()
+                    .map(|m| error(Some(&key), m)),
+            );
+            // Entries without identity are reported by the owner's schema.
+            if let Ok(mut embedded_key) = ObjectKey::from_object(entry) {
+                embedded_key.namespace = key.namespace.clone();
+                let place = rules::Place {
+                    origin: origin.clone(),
+                    owner: Some((key.clone(), index)),
+                };
+                if let Some(message) = duplicates.record(&embedded_key, place) {
+                    errors.push(error(Some(&embedded_key), message));
+                }
+            }
+        }
+    }
+    errors
+}
+
+/// Validates a machine-readable cluster report against `schemas/report.schema.json`, plus what a
+/// schema cannot say (the chain's step is within its total). Each message starts with a JSON pointer.
+pub fn validate_report(report: &Value) -> Vec<String> {
+    let mut problems: Vec<String> = schema::report()
+        .check(report)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let step = report.pointer("/chain/step").and_then(Value::as_u64);
+    let total = report.pointer("/chain/total").and_then(Value::as_u64);
+    if let (Some(step), Some(total)) = (step, total)
+        && step > total
+    {
+        problems.push(format!(
+            "/chain/step: step {step} is beyond the chain's {total} steps"
+        ));
+    }
+    problems
+}
+
+#[cfg(test)]
+mod fixtures;
+#[cfg(test)]
+mod kind_tests;
+#[cfg(test)]
+mod tests;
