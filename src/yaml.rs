@@ -35,14 +35,23 @@ impl YamlError {
     }
 }
 
+/// How scalars are typed: as kustomize (go-yaml v3) types them. `yes`/`no`/`on`/`off`/`y`/`n` stay
+/// strings (YAML 1.2 booleans only), and `0777` is the octal number 511.
+fn options() -> serde_saphyr::Options {
+    let mut options = serde_saphyr::Options::default();
+    options.strict_booleans = true;
+    options.legacy_octal_numbers = true;
+    options
+}
+
 /// Parses one YAML (or JSON) document.
 pub fn from_str(input: &str) -> Result<Value, YamlError> {
-    serde_saphyr::from_str(input).map_err(YamlError::from_saphyr)
+    serde_saphyr::from_str_with_options(input, options()).map_err(YamlError::from_saphyr)
 }
 
 /// Parses a stream of `---`-separated documents; empty and null documents are skipped.
 pub fn from_multi_str(input: &str) -> Result<Vec<Value>, YamlError> {
-    serde_saphyr::from_multiple::<Value>(input)
+    serde_saphyr::from_multiple_with_options::<Value>(input, options())
         .map(|docs| docs.into_iter().filter(|d| !d.is_null()).collect())
         .map_err(YamlError::from_saphyr)
 }
@@ -81,6 +90,15 @@ mod tests {
                 json!({"a": 1, "b": true, "c": "1", "d": 1.5, "e": null}),
                 json!({"x": [1, "two"]})
             ]
+        );
+    }
+
+    #[test]
+    fn scalars_are_typed_like_kustomize() {
+        let v = from_str("a: yes\nb: n\nc: on\nd: true\ne: 0777\nf: 10\n").unwrap();
+        assert_eq!(
+            v,
+            json!({"a": "yes", "b": "n", "c": "on", "d": true, "e": 511, "f": 10})
         );
     }
 

@@ -646,3 +646,44 @@ async fn socket_client_works_like_in_process() {
         "non-loopback needs an explicit opt-in"
     );
 }
+
+/// Regression: a server-side apply to /status kept the old managedFields, so a field the manager
+/// stopped applying inside a condition (here `severity`) was never removed.
+#[tokio::test]
+async fn status_applies_own_their_fields_and_drop_what_they_stop_applying() {
+    let c = local_cluster(false);
+    install_widgets(&c.client).await;
+    let api = widgets(&c.client, "default");
+    api.create(&PostParams::default(), &widget("w", json!({"size": 1})))
+        .await
+        .unwrap();
+    let pp = PatchParams::apply("controller").force();
+    let status = |cond: Value| json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "status": {"conditions": [cond]}});
+    let first = api
+        .patch_status("w", &pp, &Patch::Apply(status(json!({"type": "Ready", "status": "False", "severity": "Info", "reason": "Reconciling"}))))
+        .await
+        .unwrap();
+    let entry = first
+        .metadata
+        .managed_fields
+        .unwrap()
+        .into_iter()
+        .find(|m| m.manager.as_deref() == Some("controller"))
+        .unwrap();
+    assert_eq!(entry.subresource.as_deref(), Some("status"));
+    let second = api
+        .patch_status(
+            "w",
+            &pp,
+            &Patch::Apply(status(
+                json!({"type": "Ready", "status": "True", "reason": "Succeeded"}),
+            )),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        second.data["status"]["conditions"],
+        json!([{"type": "Ready", "status": "True", "reason": "Succeeded"}])
+    );
+    assert_eq!(second.metadata.generation, Some(1));
+}

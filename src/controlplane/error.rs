@@ -57,6 +57,8 @@ pub struct StatusDetails {
     pub name: String,
     pub group: String,
     pub resource: String,
+    /// `(reason, message, field)` of each cause, e.g. each field of an apply conflict.
+    pub causes: Vec<(String, String, String)>,
 }
 
 impl ApiError {
@@ -74,6 +76,7 @@ impl ApiError {
             name: name.into(),
             group: group.into(),
             resource: resource.into(),
+            causes: Vec::new(),
         });
         self
     }
@@ -111,8 +114,19 @@ impl ApiError {
     }
 
     /// A server-side-apply conflict between field managers.
-    pub fn apply_conflict(group: &str, resource: &str, name: &str, message: String) -> Self {
-        ApiError::new(409, Reason::Conflict, message).with_details(group, resource, name)
+    pub fn apply_conflict(
+        group: &str,
+        resource: &str,
+        name: &str,
+        message: String,
+        causes: Vec<(String, String, String)>,
+    ) -> Self {
+        let mut e =
+            ApiError::new(409, Reason::Conflict, message).with_details(group, resource, name);
+        if let Some(d) = e.details.as_mut() {
+            d.causes = causes;
+        }
+        e
     }
 
     /// 422: `Kind.group "name" is invalid: <what>`.
@@ -191,6 +205,14 @@ impl ApiError {
             let mut details = json!({"name": d.name, "kind": d.resource});
             if !d.group.is_empty() {
                 details["group"] = json!(d.group);
+            }
+            if !d.causes.is_empty() {
+                let causes: Vec<Value> = d
+                    .causes
+                    .iter()
+                    .map(|(reason, message, field)| json!({"reason": reason, "message": message, "field": field}))
+                    .collect();
+                details["causes"] = json!(causes);
             }
             status["details"] = details;
         }

@@ -647,27 +647,26 @@ async fn write(
     let body = read_body(&shared, req).await?;
     let body = decode(&body, &content_type)?;
     let t = target.clone();
-    let obj = run_write(&shared, dry, move |txn| {
-        match (method.as_str(), patch_type) {
+    let (obj, created) = run_write_many(&shared, dry, move |txn| {
+        let existed = t
+            .name
+            .as_deref()
+            .is_some_and(|n| txn.get(&t.key(n)).is_some());
+        let obj = match (method.as_str(), patch_type) {
             ("POST", _) => objects::create(txn, &t, body, &opts),
             ("PUT", _) => objects::update(txn, &t, body, &opts),
             (_, Some(pt)) => objects::patch(txn, &t, pt, body, &opts),
             _ => Err(ApiError::method_not_allowed("unsupported write")),
-        }
+        }?;
+        Ok((obj, !existed))
     })
     .await?;
-    let created = obj.pointer("/metadata/generation") == Some(&json!(1))
-        && target.name.is_none()
-        && obj.pointer("/metadata/managedFields").is_some();
     let code = if created {
         StatusCode::CREATED
     } else {
         StatusCode::OK
     };
     let mut out = as_version(&obj, &target.rt, &target.version);
-    if target.subresource.is_none() && target.rt.status_subresource && target.rt.custom {
-        // Nothing to strip: status is returned as stored, like upstream.
-    }
     if dry && let Some(meta) = out.get_mut("metadata").and_then(Value::as_object_mut) {
         // Like upstream, a dry run assigns no resourceVersion: an existing object keeps its own
         // (so `kubectl diff` shows no resourceVersion change), a new one has none.

@@ -572,6 +572,16 @@ fn scope_to_subresource(target: &Target, old: &Value, mut new: Value) -> Value {
                     out.as_object_mut().map(|m| m.remove("status"));
                 }
             }
+            // Field ownership of the status write travels with it (apply computed it already;
+            // other writes get it recomputed from `old` later).
+            match new.pointer("/metadata/managedFields") {
+                Some(m) => out["metadata"]["managedFields"] = m.clone(),
+                None => {
+                    out["metadata"]
+                        .as_object_mut()
+                        .map(|m| m.remove("managedFields"));
+                }
+            }
             out
         }
         None if target.rt.status_subresource => {
@@ -647,7 +657,16 @@ fn apply(
         now: &opts.now,
     };
     let mut merged = ssa::apply(&req).map_err(|c| {
-        ApiError::apply_conflict(&target.rt.group, &target.rt.plural, name, c.to_string())
+        ApiError::apply_conflict(
+            &target.rt.group,
+            &target.rt.plural,
+            name,
+            c.to_string(),
+            c.causes()
+                .into_iter()
+                .map(|(r, m, f)| (r.to_string(), m, f))
+                .collect(),
+        )
     })?;
     match old {
         None => {

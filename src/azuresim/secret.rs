@@ -1,0 +1,204 @@
+//! The credential Secrets ASO writes for an HcpOpenShiftCluster, simulated (pure).
+//!
+//! ASO writes the cluster's kubeconfig into the Secrets named by `spec.operatorSpec.secrets`
+//! (`adminCredentials`, `userCredentials`: `{name, key}`). The simulator writes the same Secrets, in
+//! the cluster's namespace and owned by it, holding a syntactically valid kubeconfig whose server is
+//! the simulated API URL and whose token is obviously fake. Each Secret carries
+//! [`SIMULATED_ANNOTATION`] so nobody takes it for a real credential.
+
+use super::azure;
+use base64::Engine as _;
+use serde_json::{Map, Value, json};
+
+/// Annotation on every Secret the simulator writes.
+pub const SIMULATED_ANNOTATION: &str = "aro-gitops.dev/simulated";
+
+/// Its value.
+pub const SIMULATED_NOTE: &str = "Written by the aro-gitops Azure simulator: the cluster does not exist and the credential is fake";
+
+/// The bearer token in every simulated kubeconfig: never valid anywhere.
+pub const FAKE_TOKEN: &str = "sha256~aro-gitops-simulated-token-NOT-A-REAL-CREDENTIAL";
+
+/// The key a Secret destination uses when it names none.
+const DEFAULT_KEY: &str = "value";
+
+/// The Secrets (as apply bodies) ASO would write for `cluster`, one per Secret name; empty when
+/// `spec.operatorSpec.secrets` names none.
+pub fn credential_secrets(cluster: &Value) -> Vec<Value> {
+    let mut by_name: Vec<(String, Map<String, Value>)> = Vec::new();
+    for (field, user) in [("adminCredentials", "admin"), ("userCredentials", "user")] {
+        let Some(dest) = cluster.pointer(&format!("/spec/operatorSpec/secrets/{field}")) else {
+            continue;
+        };
+        let Some(name) = dest
+            .get("name")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+        else {
+            continue;
+        };
+        let key = dest
+            .get("key")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .unwrap_or(DEFAULT_KEY);
+        let encoded = base64::engine::general_purpose::STANDARD.encode(kubeconfig(cluster, user));
+        match by_name.iter_mut().find(|(n, _)| n == name) {
+            Some((_, data)) => {
+                data.insert(key.into(), json!(encoded));
+            }
+            None => by_name.push((
+                name.to_string(),
+                Map::from_iter([(key.to_string(), json!(encoded))]),
+            )),
+        }
+    }
+    let meta = |p: &str| cluster.pointer(p).cloned().unwrap_or(Value::Null);
+    by_name
+        .into_iter()
+        .map(|(name, data)| {
+            json!({
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {
+                    "name": name,
+                    "namespace": meta("/metadata/namespace"),
+                    "annotations": {SIMULATED_ANNOTATION: SIMULATED_NOTE},
+                    "ownerReferences": [{
+                        "apiVersion": meta("/apiVersion"),
+                        "kind": meta("/kind"),
+                        "name": meta("/metadata/name"),
+                        "uid": meta("/metadata/uid"),
+                        "controller": true,
+                        "blockOwnerDeletion": true,
+                    }],
+                },
+                "type": "Opaque",
+                "data": data,
+            })
+        })
+        .collect()
+}
+
+/// A kubeconfig for `user` on the simulated cluster: server = the simulated API URL, fake token.
+pub fn kubeconfig(cluster: &Value, user: &str) -> String {
+    let cluster_name = azure::azure_name(cluster);
+    let context = format!("{user}@{cluster_name}");
+    let doc = json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": cluster_name, "cluster": {"server": azure::api_url(cluster), "insecure-skip-tls-verify": true}}],
+        "users": [{"name": user, "user": {"token": FAKE_TOKEN}}],
+        "contexts": [{"name": context, "context": {"cluster": cluster_name, "user": user, "namespace": "default"}}],
+        "current-context": context,
+        "preferences": {},
+    });
+    format!(
+        "# Simulated kubeconfig written by the aro-gitops Azure simulator.\n\
+         # The cluster does not exist and the token is fake.\n{}",
+        crate::yaml::to_string(&doc)
+    )
+}
+
+/// True when `live` already holds everything `desired` (from [`credential_secrets`]) sets: its data,
+/// annotations, owner references (by uid) and type. Compares values without exposing them.
+pub fn is_up_to_date(live: &Value, desired: &Value) -> bool {
+    let entries = |v: &Value, p: &str| {
+        v.pointer(p)
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let contains = |p: &str| {
+        let have = entries(live, p);
+        entries(desired, p)
+            .iter()
+            .all(|(k, v)| have.get(k) == Some(v))
+    };
+    let uids = |v: &Value| -> Vec<Value> {
+        v.pointer("/metadata/ownerReferences")
+            .and_then(Value::as_array)
+            .map(|refs| refs.iter().map(|r| r["uid"].clone()).collect())
+            .unwrap_or_default()
+    };
+    let live_uids = uids(live);
+    contains("/data")
+        && contains("/metadata/annotations")
+        && uids(desired).iter().all(|u| live_uids.contains(u))
+        && live.get("type") == desired.get("type")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cluster(secrets: Value) -> Value {
+        json!({
+            "apiVersion": "redhatopenshift.azure.com/v1api20240610preview",
+            "kind": "HcpOpenShiftCluster",
+            "metadata": {"name": "c1", "namespace": "team", "uid": "u-1"},
+            "spec": {"location": "westeurope", "operatorSpec": {"secrets": secrets}},
+        })
+    }
+
+    fn decoded(secret: &Value, key: &str) -> Value {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(secret["data"][key].as_str().unwrap())
+            .unwrap();
+        crate::yaml::from_str(&String::from_utf8(bytes).unwrap()).expect("a valid kubeconfig")
+    }
+
+    #[test]
+    fn admin_kubeconfig_secret_points_at_the_simulated_api_with_a_fake_token() {
+        let c = cluster(json!({"adminCredentials": {"name": "c1-kubeconfig", "key": "value"}}));
+        let secrets = credential_secrets(&c);
+        assert_eq!(secrets.len(), 1);
+        let s = &secrets[0];
+        assert_eq!(s["metadata"]["name"], "c1-kubeconfig");
+        assert_eq!(s["metadata"]["namespace"], "team");
+        assert_eq!(
+            s["metadata"]["annotations"][SIMULATED_ANNOTATION],
+            SIMULATED_NOTE
+        );
+        assert_eq!(s["metadata"]["ownerReferences"][0]["uid"], "u-1");
+        assert_eq!(
+            s["metadata"]["ownerReferences"][0]["kind"],
+            "HcpOpenShiftCluster"
+        );
+        let kc = decoded(s, "value");
+        assert_eq!(kc["kind"], "Config");
+        assert_eq!(kc["clusters"][0]["cluster"]["server"], azure::api_url(&c));
+        assert_eq!(kc["users"][0]["user"]["token"], FAKE_TOKEN);
+        assert_eq!(kc["current-context"], kc["contexts"][0]["name"]);
+    }
+
+    #[test]
+    fn destinations_sharing_a_secret_become_one_secret_and_none_means_none() {
+        let c = cluster(
+            json!({"adminCredentials": {"name": "k", "key": "admin"}, "userCredentials": {"name": "k", "key": "user"}}),
+        );
+        let secrets = credential_secrets(&c);
+        assert_eq!(secrets.len(), 1);
+        assert_eq!(decoded(&secrets[0], "user")["users"][0]["name"], "user");
+        assert_eq!(decoded(&secrets[0], "admin")["users"][0]["name"], "admin");
+        assert!(credential_secrets(&cluster(json!({}))).is_empty());
+        let defaulted = credential_secrets(&cluster(json!({"adminCredentials": {"name": "k"}})));
+        assert!(defaulted[0]["data"]["value"].is_string());
+    }
+
+    #[test]
+    fn up_to_date_compares_data_annotations_owner_and_type() {
+        let c = cluster(json!({"adminCredentials": {"name": "k", "key": "value"}}));
+        let desired = credential_secrets(&c).remove(0);
+        let mut live = desired.clone();
+        live["metadata"]["resourceVersion"] = json!("7");
+        live["metadata"]["annotations"]["other"] = json!("x");
+        assert!(is_up_to_date(&live, &desired));
+        let mut changed = live.clone();
+        changed["data"]["value"] = json!("b3RoZXI=");
+        assert!(!is_up_to_date(&changed, &desired));
+        let mut orphan = live.clone();
+        orphan["metadata"]["ownerReferences"] = json!([]);
+        assert!(!is_up_to_date(&orphan, &desired));
+    }
+}

@@ -1,0 +1,247 @@
+//! The kustomization `namespace` field, as kustomize v5.5 applies it, and which types are cluster-scoped.
+//!
+//! kustomize sets `metadata.namespace` (overriding what is there) on every object it does not know to be
+//! cluster-scoped; what it knows is the OpenAPI data it embeds (Kubernetes 1.21, GA and beta versions only),
+//! so the table below is by group, version and kind: a newer cluster-scoped type (`ValidatingAdmissionPolicy`,
+//! any custom resource) gets a namespace from kustomize, and so it does here. It also, like kustomize:
+//! renames a `v1` `Namespace` to the namespace; sets `namespace` on `RoleBinding`/`ClusterRoleBinding`
+//! subjects named `default`; sets `spec.service.namespace` on `apiregistration.k8s.io` `APIService`s
+//! (creating it when absent); and replaces an existing CRD conversion webhook service namespace.
+
+use crate::object::split_api_version;
+use serde_json::{Map, Value};
+
+/// Cluster-scoped types in kustomize v5.5's built-in OpenAPI data: (group, kind, versions).
+const CLUSTER_SCOPED: &[(&str, &str, &[&str])] = &[
+    ("", "ComponentStatus", &["v1"]),
+    ("", "Namespace", &["v1"]),
+    ("", "Node", &["v1"]),
+    ("", "PersistentVolume", &["v1"]),
+    (
+        "admissionregistration.k8s.io",
+        "MutatingWebhookConfiguration",
+        &["v1", "v1beta1"],
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "ValidatingWebhookConfiguration",
+        &["v1", "v1beta1"],
+    ),
+    (
+        "apiextensions.k8s.io",
+        "CustomResourceDefinition",
+        &["v1", "v1beta1"],
+    ),
+    ("apiregistration.k8s.io", "APIService", &["v1", "v1beta1"]),
+    (
+        "certificates.k8s.io",
+        "CertificateSigningRequest",
+        &["v1", "v1beta1"],
+    ),
+    ("flowcontrol.apiserver.k8s.io", "FlowSchema", &["v1beta1"]),
+    (
+        "flowcontrol.apiserver.k8s.io",
+        "PriorityLevelConfiguration",
+        &["v1beta1"],
+    ),
+    ("networking.k8s.io", "IngressClass", &["v1", "v1beta1"]),
+    ("node.k8s.io", "RuntimeClass", &["v1", "v1beta1"]),
+    ("policy", "PodSecurityPolicy", &["v1beta1"]),
+    (
+        "rbac.authorization.k8s.io",
+        "ClusterRole",
+        &["v1", "v1beta1"],
+    ),
+    (
+        "rbac.authorization.k8s.io",
+        "ClusterRoleBinding",
+        &["v1", "v1beta1"],
+    ),
+    ("scheduling.k8s.io", "PriorityClass", &["v1", "v1beta1"]),
+    ("storage.k8s.io", "CSIDriver", &["v1", "v1beta1"]),
+    ("storage.k8s.io", "CSINode", &["v1", "v1beta1"]),
+    ("storage.k8s.io", "StorageClass", &["v1", "v1beta1"]),
+    ("storage.k8s.io", "VolumeAttachment", &["v1", "v1beta1"]),
+];
+
+/// Whether kustomize knows `apiVersion`/`kind` to be cluster-scoped (unknown types count as namespaced).
+pub fn is_cluster_scoped(api_version: &str, kind: &str) -> bool {
+    let (group, version) = split_api_version(api_version);
+    CLUSTER_SCOPED
+        .iter()
+        .any(|(g, k, versions)| *g == group && *k == kind && versions.contains(&version))
+}
+
+/// Applies a kustomization's `namespace` to one object (already checked to have apiVersion, kind, metadata).
+pub fn set_namespace(obj: &mut Value, namespace: &str) {
+    let api_version = obj
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let kind = obj
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let (group, _) = split_api_version(&api_version);
+    let ns = || Value::String(namespace.to_string());
+
+    if !is_cluster_scoped(&api_version, &kind)
+        && let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut)
+    {
+        meta.insert("namespace".into(), ns());
+    }
+    match (group, kind.as_str()) {
+        ("", "Namespace") if api_version == "v1" => {
+            if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.insert("name".into(), ns());
+            }
+        }
+        (_, "RoleBinding" | "ClusterRoleBinding") => {
+            if let Some(subjects) = obj.get_mut("subjects").and_then(Value::as_array_mut) {
+                for subject in subjects.iter_mut().filter_map(Value::as_object_mut) {
+                    if subject.get("name").and_then(Value::as_str) == Some("default") {
+                        subject.insert("namespace".into(), ns());
+                    }
+                }
+            }
+        }
+        ("apiregistration.k8s.io", "APIService") => {
+            let spec = child_mapping(obj.as_object_mut().expect("objects are mappings"), "spec");
+            child_mapping(spec, "service").insert("namespace".into(), ns());
+        }
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+            let service = obj
+                .pointer_mut("/spec/conversion/webhook/clientConfig/service")
+                .and_then(Value::as_object_mut);
+            if let Some(service) = service.filter(|s| s.contains_key("namespace")) {
+                service.insert("namespace".into(), ns());
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `map[key]` as a mapping, created (or replacing a non-mapping) when needed.
+fn child_mapping<'a>(map: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String, Value> {
+    let slot = map.entry(key).or_insert_with(|| Value::Object(Map::new()));
+    if !slot.is_object() {
+        *slot = Value::Object(Map::new());
+    }
+    slot.as_object_mut().expect("just made a mapping")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn with_ns(mut obj: Value) -> Value {
+        set_namespace(&mut obj, "team");
+        obj
+    }
+
+    #[test]
+    fn the_cluster_scoped_kinds_named_in_the_guide_are_left_alone() {
+        for (api_version, kind) in [
+            ("v1", "Namespace"),
+            ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+            ("rbac.authorization.k8s.io/v1", "ClusterRole"),
+            ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+            ("apiregistration.k8s.io/v1", "APIService"),
+            ("v1", "PersistentVolume"),
+            ("storage.k8s.io/v1", "StorageClass"),
+            ("scheduling.k8s.io/v1", "PriorityClass"),
+            (
+                "admissionregistration.k8s.io/v1",
+                "ValidatingWebhookConfiguration",
+            ),
+            (
+                "admissionregistration.k8s.io/v1",
+                "MutatingWebhookConfiguration",
+            ),
+        ] {
+            assert!(is_cluster_scoped(api_version, kind), "{api_version} {kind}");
+        }
+        // As in kustomize: by group and version, and types it does not know are namespaced.
+        assert!(!is_cluster_scoped("example.com/v1", "ClusterRole"));
+        assert!(!is_cluster_scoped(
+            "rbac.authorization.k8s.io/v1alpha1",
+            "ClusterRoleBinding"
+        ));
+        assert!(!is_cluster_scoped(
+            "admissionregistration.k8s.io/v1",
+            "ValidatingAdmissionPolicy"
+        ));
+        assert!(!is_cluster_scoped("cert-manager.io/v1", "ClusterIssuer"));
+    }
+
+    #[test]
+    fn namespaced_objects_get_the_namespace_overriding_theirs() {
+        let out = with_ns(
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "x"}}),
+        );
+        assert_eq!(out["metadata"], json!({"name": "a", "namespace": "team"}));
+        let out = with_ns(
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}}),
+        );
+        assert_eq!(out["metadata"]["namespace"], "team");
+        let cr = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "c", "namespace": "foo"}});
+        assert_eq!(with_ns(cr.clone()), cr);
+    }
+
+    #[test]
+    fn namespace_objects_are_renamed() {
+        let out = with_ns(
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "old", "labels": {"a": "b"}}}),
+        );
+        assert_eq!(
+            out["metadata"],
+            json!({"name": "team", "labels": {"a": "b"}})
+        );
+    }
+
+    #[test]
+    fn role_binding_subjects_named_default_get_the_namespace() {
+        let out = with_ns(json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "b"},
+            "subjects": [
+                {"kind": "ServiceAccount", "name": "default", "namespace": "x"},
+                {"kind": "ServiceAccount", "name": "sa", "namespace": "old"},
+                {"kind": "Group", "name": "default"}
+            ]
+        }));
+        assert_eq!(out["subjects"][0]["namespace"], "team");
+        assert_eq!(out["subjects"][1]["namespace"], "old");
+        assert_eq!(out["subjects"][2]["namespace"], "team");
+        assert!(out["metadata"].get("namespace").is_none());
+    }
+
+    #[test]
+    fn api_service_and_crd_conversion_services() {
+        let out = with_ns(
+            json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": {"name": "v1.x"}}),
+        );
+        assert_eq!(out["spec"], json!({"service": {"namespace": "team"}}));
+        let out = with_ns(
+            json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": {"name": "v1.x"},
+            "spec": {"group": "x", "service": {"name": "s", "namespace": "old"}}}),
+        );
+        assert_eq!(
+            out["spec"]["service"],
+            json!({"name": "s", "namespace": "team"})
+        );
+        let crd = |service: Value| {
+            json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "a.x.io"},
+                "spec": {"conversion": {"strategy": "Webhook", "webhook": {"clientConfig": {"service": service}}}}})
+        };
+        let out = with_ns(crd(json!({"name": "s", "namespace": "old"})));
+        assert_eq!(
+            out.pointer("/spec/conversion/webhook/clientConfig/service/namespace"),
+            Some(&json!("team"))
+        );
+        let unset = crd(json!({"name": "s"}));
+        assert_eq!(with_ns(unset.clone()), unset);
+    }
+}

@@ -1,0 +1,306 @@
+//! kubectl wait and watch, deletion (finalizers, owners, namespaces), dry runs and generation.
+
+use super::*;
+use crate::common::kubectl::{LineReader, poll_until};
+use std::process::Stdio;
+
+// ---------------------------------------------------------------------------------------------
+// wait and watch
+
+#[test]
+fn wait_for_condition_ready_set_by_another_client() {
+    let (_s, k) = start_with_gizmos();
+    apply(&k, "ci", &gizmo("g", "default", 1, None));
+    let mut wait = k
+        .command(&[
+            "wait",
+            "--for=condition=Ready",
+            "gizmo/g",
+            "--timeout=20s",
+            "-v=6",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kubectl wait starts");
+    let mut log = LineReader::new(wait.stderr.take().unwrap());
+    let mut out = LineReader::new(wait.stdout.take().unwrap());
+    // kubectl logs each request at -v=6: once its watch is open, the condition is set elsewhere.
+    log.wait_for(T, "kubectl wait watching", |l| {
+        l.contains("watch=true") && l.contains(" 200 OK")
+    });
+    k.ok(&[
+        "patch",
+        "gizmo",
+        "g",
+        "--subresource=status",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"status":{"conditions":[{"type":"Ready","status":"True"}]}}"#,
+    ]);
+    out.wait_for(T, "condition met", |l| {
+        l.contains("gizmo.kubectl.example.com/g condition met")
+    });
+    let status = poll_until(T, "kubectl wait to exit", || {
+        wait.try_wait().expect("try_wait")
+    });
+    assert!(
+        status.success(),
+        "kubectl wait failed; its log:\n{}",
+        log.seen.join("\n")
+    );
+}
+
+#[test]
+fn get_watch_shows_a_change_made_by_another_kubectl() {
+    let (_s, k) = start_with_gizmos();
+    apply(&k, "ci", &gizmo("g", "default", 1, None));
+    let mut watch = k
+        .command(&["get", "gizmos", "--watch"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("kubectl get --watch starts");
+    let mut lines = LineReader::new(watch.stdout.take().unwrap());
+    let row = |name: &'static str, size: &'static str| {
+        move |l: &str| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            cols.len() >= 2 && cols[0] == name && cols[1] == size
+        }
+    };
+    let header = lines.wait_for(T, "the header", |l| l.starts_with("NAME"));
+    assert!(
+        header.contains("SIZE"),
+        "printer columns come from the CRD: {header}"
+    );
+    lines.wait_for(T, "g with size 1", row("g", "1"));
+    k.ok(&[
+        "patch",
+        "gizmo",
+        "g",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"size":7}}"#,
+    ]);
+    lines.wait_for(T, "g with size 7", row("g", "7"));
+    apply(&k, "ci", &gizmo("h", "default", 3, None));
+    lines.wait_for(T, "the new object h", row("h", "3"));
+    let _ = watch.kill();
+    let _ = watch.wait();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deletion: finalizers, owners, namespaces
+
+#[test]
+fn finalizers_hold_a_delete_until_removed() {
+    let (_s, k) = start_with_gizmos();
+    let manifest = "apiVersion: kubectl.example.com/v1\nkind: Gizmo\nmetadata:\n  name: held\n  finalizers: [kubectl.example.com/hold]\nspec:\n  size: 1\n";
+    apply(&k, "ci", manifest);
+    k.ok(&["delete", "gizmo", "held", "--wait=false"]);
+    let g = k
+        .get_json(&["gizmo", "held"])
+        .expect("a finalizer holds the object");
+    assert!(g["metadata"]["deletionTimestamp"].is_string(), "{g}");
+    assert_eq!(
+        g["metadata"]["finalizers"],
+        json!(["kubectl.example.com/hold"])
+    );
+
+    k.ok(&[
+        "patch",
+        "gizmo",
+        "held",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"metadata":{"finalizers":[]}}"#,
+    ]);
+    poll_until(T, "the gizmo to go once its finalizer is removed", || {
+        k.get_json(&["gizmo", "held"]).is_none().then_some(())
+    });
+}
+
+#[test]
+fn owner_deletion_cascades_to_dependents() {
+    let (_s, k) = start_with_gizmos();
+    apply(&k, "ci", &gizmo("owner", "default", 1, None));
+    let uid = str_at(&k.get_json(&["gizmo", "owner"]).unwrap(), "/metadata/uid").to_string();
+    let owner_ref = format!(
+        "  ownerReferences:\n  - apiVersion: kubectl.example.com/v1\n    kind: Gizmo\n    name: owner\n    uid: {uid}\n"
+    );
+    apply(
+        &k,
+        "ci",
+        &format!(
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: dep\n  namespace: default\n{owner_ref}data:\n  a: {}\n",
+            b64("1")
+        ),
+    );
+    apply(
+        &k,
+        "ci",
+        &format!(
+            "apiVersion: resources.azure.com/v1api20200601\nkind: ResourceGroup\nmetadata:\n  name: dep-rg\n  namespace: default\n{owner_ref}spec:\n  location: westeurope\n"
+        ),
+    );
+    create(&k, &secret("unrelated", "default", &[("a", "1")]));
+
+    k.ok(&["delete", "gizmo", "owner", "--timeout=20s"]);
+    poll_until(T, "the dependent Secret to be collected", || {
+        k.get_json(&["secret", "dep"]).is_none().then_some(())
+    });
+    poll_until(T, "the dependent ResourceGroup to be collected", || {
+        k.get_json(&["resourcegroup", "dep-rg"])
+            .is_none()
+            .then_some(())
+    });
+    assert!(
+        k.get_json(&["secret", "unrelated"]).is_some(),
+        "objects without the ownerReference stay"
+    );
+}
+
+#[test]
+fn namespace_deletion_removes_its_objects() {
+    let (_s, k) = start_with_gizmos();
+    create(
+        &k,
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: x\n",
+    );
+    apply(&k, "ci", &gizmo("g", "x", 1, None));
+    create(&k, &secret("s", "x", &[("a", "1")]));
+    create(&k, &secret("s", "default", &[("a", "1")]));
+
+    k.ok(&["delete", "ns", "x", "--timeout=20s"]);
+    poll_until(T, "namespace x to go", || {
+        k.get_json(&["namespace", "x"]).is_none().then_some(())
+    });
+    assert!(k.get_json(&["gizmo", "g", "-n", "x"]).is_none());
+    assert!(k.get_json(&["secret", "s", "-n", "x"]).is_none());
+    assert!(
+        k.get_json(&["secret", "s", "-n", "default"]).is_some(),
+        "other namespaces keep their objects"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dry run and generation
+
+#[test]
+fn dry_run_server_stores_nothing() {
+    let (_s, k) = start_with_gizmos();
+    let out = k.ok_stdin(
+        &["apply", "--server-side", "--dry-run=server", "-f", "-"],
+        &gizmo("g", "default", 1, None),
+    );
+    assert!(out.contains("(server dry run)"), "{out}");
+    assert!(
+        k.get_json(&["gizmo", "g"]).is_none(),
+        "a dry-run apply creates nothing"
+    );
+    let printed = k.ok_stdin(
+        &["create", "-f", "-", "--dry-run=server", "-o", "json"],
+        &secret("s", "default", &[("a", "1")]),
+    );
+    let printed: Value = serde_json::from_str(&printed).unwrap();
+    assert_eq!(
+        printed["data"]["a"],
+        b64("1"),
+        "the dry run answers the object as it would be stored"
+    );
+    assert!(
+        k.get_json(&["secret", "s"]).is_none(),
+        "a dry-run create stores nothing"
+    );
+
+    apply(&k, "ci", &gizmo("g", "default", 1, None));
+    let before = k.get_json(&["gizmo", "g"]).unwrap();
+    k.ok(&[
+        "patch",
+        "gizmo",
+        "g",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"size":9}}"#,
+        "--dry-run=server",
+    ]);
+    k.ok(&["delete", "gizmo", "g", "--dry-run=server"]);
+    let after = k
+        .get_json(&["gizmo", "g"])
+        .expect("a dry-run delete deletes nothing");
+    assert_eq!(after, before, "dry-run patch and delete change nothing");
+}
+
+#[test]
+fn status_writes_do_not_bump_generation_spec_writes_do() {
+    let (_s, k) = start_with_gizmos();
+    apply(&k, "ci", &gizmo("g", "default", 1, None));
+    let get = || k.get_json(&["gizmo", "g"]).unwrap();
+    let g0 = get();
+    assert_eq!(g0["metadata"]["generation"], 1);
+
+    k.ok(&[
+        "patch",
+        "gizmo",
+        "g",
+        "--subresource=status",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"status":{"conditions":[{"type":"Ready","status":"False"}]}}"#,
+    ]);
+    let g1 = get();
+    assert_eq!(g1["status"]["conditions"][0]["status"], "False");
+    assert_eq!(
+        g1["metadata"]["generation"], 1,
+        "a status write keeps the generation"
+    );
+    assert_ne!(
+        g1["metadata"]["resourceVersion"],
+        g0["metadata"]["resourceVersion"]
+    );
+
+    // Status sent to the main resource is ignored (status subresource).
+    k.ok(&[
+        "patch",
+        "gizmo",
+        "g",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"status":{"conditions":[{"type":"Ready","status":"True"}]}}"#,
+    ]);
+    assert_eq!(get()["status"]["conditions"][0]["status"], "False");
+
+    k.ok(&["label", "gizmo", "g", "team=a"]);
+    assert_eq!(
+        get()["metadata"]["generation"],
+        1,
+        "a metadata write keeps the generation"
+    );
+
+    apply(&k, "ci", &gizmo("g", "default", 2, None));
+    assert_eq!(
+        get()["metadata"]["generation"],
+        2,
+        "an applied spec change bumps the generation"
+    );
+    k.ok(&[
+        "patch",
+        "gizmo",
+        "g",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"size":3}}"#,
+    ]);
+    assert_eq!(
+        get()["metadata"]["generation"],
+        3,
+        "a patched spec change bumps the generation"
+    );
+}
