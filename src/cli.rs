@@ -3,6 +3,7 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -35,9 +36,87 @@ pub enum LogFormat {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Reconcile the clusters a git repository defines: render, plan, apply, report.
+    Run(RunArgs),
+    /// Show what a run would change, as unified diffs per object and a summary per unit.
+    Plan(PlanArgs),
+    /// Render one folder (or file) to multi-document YAML on stdout, like `kustomize build`.
+    Render(RenderArgs),
+    /// Render and validate the units under a path (a repository, or one unit's folder).
+    Validate(ValidateArgs),
     /// The local control plane: a Kubernetes-compatible API server with a durable store.
     #[command(subcommand, name = "control-plane")]
     ControlPlane(ControlPlaneCommand),
+}
+
+/// Where the desired state comes from and where live state is.
+#[derive(Debug, Args)]
+pub struct SourceArgs {
+    /// Git URL (https, ssh, git, file) or a local path; a plain folder becomes a local bare origin.
+    #[arg(long)]
+    pub repo: String,
+    /// Branch, tag or commit (`branch:x`, `tag:v1`, `commit:<sha>`, or a name); default: the remote HEAD.
+    #[arg(long = "ref", default_value = "")]
+    pub reference: String,
+    /// The cluster to work on; without it the embedded local control plane is used (Azure simulated).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// State directory: the embedded control plane, the git mirror and checkouts.
+    #[arg(long, default_value = ".aro-gitops")]
+    pub state: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Work until every unit has converged or is stuck, then print a summary and exit
+    /// (non-zero if any unit failed or did not settle in time).
+    #[arg(long)]
+    pub once: bool,
+    /// With --once: how long to wait for units to settle.
+    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
+    pub timeout: Duration,
+    /// How often to fetch the repository when following it.
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    pub interval: Duration,
+    /// The Azure simulator's provisioning delay per resource (embedded control plane only).
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    pub sim_delay: Duration,
+    /// Branch the reports are committed to (default: a dedicated status branch).
+    #[arg(
+        long,
+        default_value = "aro-gitops/status",
+        conflicts_with = "report_path"
+    )]
+    pub report_branch: String,
+    /// Commit reports onto the source branch under this folder instead of a status branch.
+    #[arg(long)]
+    pub report_path: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct RenderArgs {
+    /// The folder (with a kustomization, or of plain YAML files) or file to render.
+    pub dir: PathBuf,
+    /// The repository root nothing may be read from outside of (default: the enclosing git
+    /// work tree, else the current directory).
+    #[arg(long)]
+    pub root: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// A repository (all its units) or one unit's folder.
+    pub path: PathBuf,
+    #[arg(long)]
+    pub root: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

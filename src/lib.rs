@@ -1,5 +1,7 @@
 //! aro-gitops: a GitOps reconciliation agent for ARO HCP clusters.
 
+pub mod agent;
+pub mod apply;
 pub mod azuresim;
 pub mod cli;
 pub mod controlplane;
@@ -7,6 +9,8 @@ pub mod object;
 pub mod plan;
 pub mod reconcile;
 pub mod render;
+pub mod report;
 pub mod source;
+pub mod unit;
 pub mod validate;
 pub mod yaml;

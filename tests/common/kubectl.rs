@@ -27,24 +27,18 @@ pub struct Server {
 impl Server {
     /// Starts a server on a fresh temporary state directory, on a free loopback port.
     pub fn start() -> Server {
-        Server::start_on(tempfile::tempdir().expect("tempdir"))
+        Server::start_on(tempfile::tempdir().expect("tempdir"), "127.0.0.1:0")
     }
 
-    /// Starts a server whose state lives in `dir/state`.
-    fn start_on(dir: tempfile::TempDir) -> Server {
+    /// Starts a server whose state lives in `dir/state`, listening on `listen`.
+    fn start_on(dir: tempfile::TempDir, listen: &str) -> Server {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(dir.path().join("server.log"))
             .expect("server log file");
         let mut child = Command::new(env!("CARGO_BIN_EXE_aro-gitops"))
-            .args([
-                "control-plane",
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--state",
-            ])
+            .args(["control-plane", "serve", "--listen", listen, "--state"])
             .arg(dir.path().join("state"))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -105,11 +99,13 @@ impl Server {
         let _ = self.child.wait();
     }
 
-    /// Kills this server (if still running) and starts a new one on the same state directory.
+    /// Kills this server (if still running) and starts a new one on the same state directory and
+    /// the same address, so clients can reconnect.
     pub fn restart(mut self) -> Server {
         self.kill9();
         let dir = self.dir.take().expect("dir");
-        Server::start_on(dir)
+        let addr = self.addr.clone();
+        Server::start_on(dir, &addr)
     }
 
     /// A kubectl bound to this server's kubeconfig, with its own discovery cache (ports get reused

@@ -1,0 +1,72 @@
+//! Where the agent's live state is: a real cluster from a kubeconfig, or the embedded local
+//! control plane with the Azure simulator playing ASO beside it.
+
+use super::AgentError;
+use crate::apply::{Cluster, RequestCounter};
+use crate::azuresim::{AzureSimulator, SimConfig};
+use crate::controlplane::{self, ControlPlane};
+use crate::report::AzureMode;
+use std::path::Path;
+use std::time::Duration;
+
+/// The cluster the agent works on, and what runs beside it.
+pub struct Environment {
+    pub cluster: Cluster,
+    pub azure: AzureMode,
+    pub control_plane: Option<ControlPlane>,
+    simulator: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Environment {
+    /// With a kubeconfig: that cluster, whatever ASO it runs. Without: the local control plane in
+    /// `state_dir/control-plane` (CRDs preloaded) and the Azure simulator.
+    /// `sim_delay: None` starts no simulator (read-only commands).
+    pub async fn start(
+        state_dir: &Path,
+        kubeconfig: Option<&Path>,
+        sim_delay: Option<Duration>,
+    ) -> Result<Environment, AgentError> {
+        if let Some(path) = kubeconfig {
+            let cluster = Cluster::connect(Some(path)).await?;
+            return Ok(Environment {
+                cluster,
+                azure: AzureMode::Real,
+                control_plane: None,
+                simulator: None,
+            });
+        }
+        let config = controlplane::Config::new(state_dir.join("control-plane"));
+        let cp = tokio::task::spawn_blocking(move || ControlPlane::open(config))
+            .await
+            .map_err(|e| AgentError::Task(e.to_string()))??;
+        let counter = RequestCounter::default();
+        let service = tower::ServiceBuilder::new()
+            .layer(counter.layer())
+            .service(cp.router());
+        let cluster = Cluster::new(kube::Client::new(service, "default"), counter);
+        let simulator = sim_delay.map(|d| {
+            AzureSimulator::new(
+                cp.client(),
+                SimConfig {
+                    provisioning_delay: d,
+                },
+            )
+            .spawn()
+        });
+        tracing::info!(state = %state_dir.display(), "using the embedded local control plane; Azure is SIMULATED");
+        Ok(Environment {
+            cluster,
+            azure: AzureMode::Simulated,
+            control_plane: Some(cp),
+            simulator,
+        })
+    }
+}
+
+impl Drop for Environment {
+    fn drop(&mut self) {
+        if let Some(s) = &self.simulator {
+            s.abort();
+        }
+    }
+}

@@ -1,0 +1,455 @@
+//! The agent: source → render → plan → apply → reconcile → report, per unit, driven by git
+//! revisions and by watches on live state.
+//!
+//! `run` prepares every unit of the current revision, passes over each until it has converged
+//! or is stuck (a pass applies whatever is unblocked and never waits), is woken by watches in
+//! between, and commits the reports back to git. With `once` it stops when every unit has
+//! settled or the deadline passes; otherwise it keeps following the repository.
+
+mod env;
+mod pass;
+mod plan;
+pub mod prepare;
+mod progress;
+mod watch;
+
+pub use env::Environment;
+pub use plan::{PlanOutput, UnitPlan, plan};
+
+use crate::report::{self, UnitOutcome};
+use crate::source::{GitRef, Identity, ReportTarget, Source, SourceConfig, SyncOutcome};
+use crate::unit::{self, Unit};
+use prepare::Prepared;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// What `aro-gitops run` was asked to do.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    pub repo: String,
+    pub reference: GitRef,
+    pub state_dir: PathBuf,
+    pub kubeconfig: Option<PathBuf>,
+    pub once: bool,
+    /// With `once`: how long to wait for units to settle.
+    pub timeout: Duration,
+    /// The Azure simulator's provisioning delay (embedded control plane only).
+    pub sim_delay: Duration,
+    /// How often to fetch the source when following it.
+    pub interval: Duration,
+    pub report_target: ReportTarget,
+    /// Progress bars (a terminal) instead of plain lines.
+    pub progress_bars: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error(transparent)]
+    Source(#[from] crate::source::SourceError),
+    #[error(transparent)]
+    Units(#[from] crate::unit::UnitError),
+    #[error(transparent)]
+    Apply(#[from] crate::apply::ApplyError),
+    #[error(transparent)]
+    ControlPlane(#[from] crate::controlplane::ControlPlaneError),
+    #[error("publishing reports failed: {0}")]
+    Publish(crate::source::SourceError),
+    #[error("background task failed: {0}")]
+    Task(String),
+}
+
+/// How a run ended.
+#[derive(Debug)]
+pub struct RunSummary {
+    pub outcomes: Vec<UnitOutcome>,
+    pub reads: u64,
+    pub writes: u64,
+    pub report_commit: Option<String>,
+    /// Units that neither converged nor failed before the deadline.
+    pub timed_out: Vec<String>,
+}
+
+impl RunSummary {
+    /// A unit failed (an error or a failed object) or did not settle in time.
+    pub fn failed(&self) -> bool {
+        !self.timed_out.is_empty()
+            || self
+                .outcomes
+                .iter()
+                .any(|o| report::phase(o) == report::Phase::Failed)
+    }
+}
+
+/// Runs the agent.
+pub async fn run(config: RunConfig) -> Result<RunSummary, AgentError> {
+    let env = Environment::start(
+        &config.state_dir,
+        config.kubeconfig.as_deref(),
+        Some(config.sim_delay),
+    )
+    .await?;
+    let source = Arc::new(Mutex::new(Source::open(SourceConfig {
+        url: config.repo.clone(),
+        reference: config.reference.clone(),
+        state_dir: config.state_dir.join("source"),
+    })?));
+    let mut agent = Agent {
+        env,
+        source,
+        config,
+        progress: None,
+    };
+    agent.run().await
+}
+
+struct Agent {
+    env: Environment,
+    source: Arc<Mutex<Source>>,
+    config: RunConfig,
+    progress: Option<progress::Progress>,
+}
+
+/// One revision, prepared.
+struct Revision {
+    commit: String,
+    stale: Option<String>,
+    units: Vec<(Unit, Result<Prepared, Vec<report::UnitError>>)>,
+}
+
+impl Agent {
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Source) -> T + Send + 'static,
+    ) -> Result<T, AgentError> {
+        let source = self.source.clone();
+        tokio::task::spawn_blocking(move || f(&mut source.lock().expect("source lock")))
+            .await
+            .map_err(|e| AgentError::Task(e.to_string()))
+    }
+
+    /// Fetches the source and prepares every unit of the revision it gives.
+    async fn load(&self) -> Result<Revision, AgentError> {
+        let outcome = self.blocking(|s| s.sync()).await??;
+        let (revision, stale) = match &outcome {
+            SyncOutcome::Fresh(r) | SyncOutcome::Unchanged(r) => (r.clone(), None),
+            SyncOutcome::Stale { last_good, error } => {
+                tracing::warn!(error = %error, commit = %last_good.commit, "source unreachable: using the last good revision");
+                (last_good.clone(), Some(error.to_string()))
+            }
+        };
+        let root = revision.checkout.clone();
+        let units = tokio::task::spawn_blocking(move || -> Result<_, AgentError> {
+            let units = unit::discover(&root)?;
+            Ok(units
+                .into_iter()
+                .map(|u| {
+                    let p = prepare::prepare(&root, &u);
+                    (u, p)
+                })
+                .collect::<Vec<_>>())
+        })
+        .await
+        .map_err(|e| AgentError::Task(e.to_string()))??;
+        Ok(Revision {
+            commit: revision.commit,
+            stale,
+            units,
+        })
+    }
+
+    async fn run(&mut self) -> Result<RunSummary, AgentError> {
+        let mut rev = self.load().await?;
+        tracing::info!(commit = %rev.commit, units = rev.units.len(), "revision loaded");
+        self.progress = Some(progress::Progress::new(
+            self.config.progress_bars,
+            rev.units.iter().map(|(u, _)| u.name()),
+        ));
+        let deadline = Instant::now() + self.config.timeout;
+        let mut outcomes = self.converge(&rev, Some(deadline)).await?;
+        let mut published = BTreeMap::new();
+        let commit = self.publish(&outcomes, &mut published).await?;
+        if self.config.once {
+            return Ok(self.summary(outcomes, commit));
+        }
+        // Follow the repository: fetch on an interval, re-converge on a new revision.
+        loop {
+            tokio::time::sleep(self.config.interval).await;
+            let previous = rev.commit.clone();
+            let next = self.load().await?;
+            let changed = self
+                .blocking({
+                    let (from, to) = (previous.clone(), next.commit.clone());
+                    move |s| s.changed_paths(&from, &to)
+                })
+                .await?
+                .unwrap_or_default();
+            if next.commit != previous && !self.config.report_target.only_reports(&changed) {
+                tracing::info!(from = %previous, to = %next.commit, "new revision");
+                rev = next;
+            }
+            outcomes = self.converge(&rev, None).await?;
+            self.publish(&outcomes, &mut published).await?;
+        }
+    }
+
+    /// Passes over every unit until each has converged or failed (or `deadline`), woken by watches.
+    async fn converge(
+        &mut self,
+        rev: &Revision,
+        deadline: Option<Instant>,
+    ) -> Result<Vec<UnitOutcome>, AgentError> {
+        let azure = self.env.azure;
+        let mut outcomes: Vec<UnitOutcome> = rev
+            .units
+            .iter()
+            .map(|(u, p)| match p {
+                Ok(p) => UnitOutcome {
+                    unit: u.name(),
+                    cluster: p.cluster.clone(),
+                    revision: rev.commit.clone(),
+                    stale_source: rev.stale.clone(),
+                    azure,
+                    objects: vec![],
+                    errors: vec![],
+                    live: vec![],
+                },
+                Err(errors) => UnitOutcome {
+                    unit: u.name(),
+                    cluster: None,
+                    revision: rev.commit.clone(),
+                    stale_source: rev.stale.clone(),
+                    azure,
+                    objects: vec![],
+                    errors: errors.clone(),
+                    live: vec![],
+                },
+            })
+            .collect();
+        let kinds: BTreeSet<(String, String, String)> = rev
+            .units
+            .iter()
+            .filter_map(|(_, p)| p.as_ref().ok())
+            .flat_map(|p| {
+                p.objects.iter().map(|o| {
+                    (
+                        o.key.group.clone(),
+                        o.key.version.clone(),
+                        o.key.kind.clone(),
+                    )
+                })
+            })
+            .chain([(String::new(), "v1".to_string(), "Secret".to_string())])
+            .collect();
+        let (mut changes, _watches) = watch::start(&self.env.cluster, &kinds).await;
+        let mut due: BTreeSet<usize> = rev
+            .units
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, p))| p.is_ok())
+            .map(|(i, _)| i)
+            .collect();
+        for (i, o) in outcomes
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| rev.units[*i].1.is_err())
+        {
+            self.progress.as_mut().expect("progress set").update(i, o);
+        }
+        loop {
+            for &i in &due {
+                let Ok(prepared) = &rev.units[i].1 else {
+                    continue;
+                };
+                let mut next = pass::run(
+                    &self.env.cluster,
+                    prepared,
+                    &rev.commit,
+                    azure,
+                    rev.stale.clone(),
+                )
+                .await;
+                carry_actions(&outcomes[i], &mut next);
+                outcomes[i] = next;
+                self.progress
+                    .as_mut()
+                    .expect("progress set")
+                    .update(i, &outcomes[i]);
+            }
+            let pending: BTreeSet<usize> = (0..outcomes.len())
+                .filter(|&i| {
+                    rev.units[i].1.is_ok()
+                        && report::phase(&outcomes[i]) != report::Phase::Converged
+                        && report::phase(&outcomes[i]) != report::Phase::Failed
+                })
+                .collect();
+            if pending.is_empty() {
+                break;
+            }
+            let wait = match deadline {
+                Some(d) if Instant::now() >= d => break,
+                Some(d) => d - Instant::now(),
+                None => self.config.interval,
+            };
+            let Ok(Some(first)) = tokio::time::timeout(wait, changes.recv()).await else {
+                if deadline.is_some() {
+                    continue; // deadline check at the top of the next round
+                }
+                break;
+            };
+            // Collect what else changed in a short window, then wake the units it concerns.
+            let mut namespaces = BTreeSet::from([first]);
+            let settle = tokio::time::sleep(Duration::from_millis(30));
+            tokio::pin!(settle);
+            loop {
+                tokio::select! {
+                    _ = &mut settle => break,
+                    Some(ns) = changes.recv() => { namespaces.insert(ns); }
+                }
+            }
+            due = pending
+                .into_iter()
+                .filter(|&i| {
+                    let Ok(p) = &rev.units[i].1 else { return false };
+                    namespaces.contains(&None)
+                        || p.objects
+                            .iter()
+                            .any(|o| namespaces.contains(&o.key.namespace))
+                })
+                .collect();
+        }
+        self.progress.as_mut().expect("progress set").finish();
+        Ok(outcomes)
+    }
+
+    /// Commits the reports whose content changed since the last publish.
+    async fn publish(
+        &self,
+        outcomes: &[UnitOutcome],
+        published: &mut BTreeMap<PathBuf, Vec<u8>>,
+    ) -> Result<Option<String>, AgentError> {
+        let mut files = BTreeMap::new();
+        for o in outcomes {
+            let r = report::build(o);
+            let (md, yaml) = report::outcome_paths(o);
+            files.insert(md, report::to_markdown(&r).into_bytes());
+            files.insert(yaml, report::to_yaml(&r).into_bytes());
+        }
+        if files.iter().all(|(p, b)| published.get(p) == Some(b)) {
+            return Ok(None);
+        }
+        let target = self.config.report_target.clone();
+        let short: String = outcomes
+            .first()
+            .map(|o| o.revision.chars().take(12).collect())
+            .unwrap_or_default();
+        let message = format!("aro-gitops: status of {short}");
+        let to_publish = files.clone();
+        let commit = self
+            .blocking(move |s| s.publish(&target, &to_publish, &message, &Identity::default()))
+            .await?
+            .map_err(AgentError::Publish)?;
+        *published = files;
+        if let Some(c) = &commit {
+            tracing::info!(commit = %c, "reports committed");
+        }
+        Ok(commit)
+    }
+
+    fn summary(&self, outcomes: Vec<UnitOutcome>, report_commit: Option<String>) -> RunSummary {
+        let counter = self.env.cluster.counter();
+        let timed_out = outcomes
+            .iter()
+            .filter(|o| {
+                !matches!(
+                    report::phase(o),
+                    report::Phase::Converged | report::Phase::Failed
+                )
+            })
+            .map(|o| o.unit.clone())
+            .collect();
+        RunSummary {
+            outcomes,
+            reads: counter.reads(),
+            writes: counter.writes(),
+            report_commit,
+            timed_out,
+        }
+    }
+}
+
+/// A run reports what it did to each object: a create or update in an earlier pass of this run
+/// is not forgotten when a later pass finds the object unchanged.
+fn carry_actions(previous: &UnitOutcome, next: &mut UnitOutcome) {
+    use crate::report::ObjectAction;
+    for o in &mut next.objects {
+        if o.action != ObjectAction::Unchanged {
+            continue;
+        }
+        if let Some(p) = previous.objects.iter().find(|p| p.key == o.key)
+            && matches!(p.action, ObjectAction::Created | ObjectAction::Updated)
+        {
+            o.action = p.action.clone();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::object::ObjectKey;
+    use crate::report::{AzureMode, ObjectAction, ObjectOutcome};
+
+    fn outcome(actions: &[(&str, ObjectAction)]) -> UnitOutcome {
+        UnitOutcome {
+            unit: "u".into(),
+            cluster: None,
+            revision: "r".into(),
+            stale_source: None,
+            azure: AzureMode::Simulated,
+            objects: actions
+                .iter()
+                .map(|(n, a)| ObjectOutcome {
+                    key: ObjectKey {
+                        group: String::new(),
+                        version: "v1".into(),
+                        kind: "ConfigMap".into(),
+                        namespace: None,
+                        name: n.to_string(),
+                    },
+                    action: a.clone(),
+                    ready: true,
+                    reason: None,
+                    message: None,
+                })
+                .collect(),
+            errors: vec![],
+            live: vec![],
+        }
+    }
+
+    #[test]
+    fn earlier_creates_survive_later_unchanged_passes() {
+        let first = outcome(&[
+            ("a", ObjectAction::Created),
+            ("b", ObjectAction::Blocked { on: vec![] }),
+            ("c", ObjectAction::Updated),
+        ]);
+        let mut second = outcome(&[
+            ("a", ObjectAction::Unchanged),
+            ("b", ObjectAction::Created),
+            ("c", ObjectAction::Failed),
+        ]);
+        carry_actions(&first, &mut second);
+        let actions: Vec<_> = second.objects.iter().map(|o| o.action.clone()).collect();
+        assert_eq!(
+            actions,
+            vec![
+                ObjectAction::Created,
+                ObjectAction::Created,
+                ObjectAction::Failed
+            ]
+        );
+    }
+}

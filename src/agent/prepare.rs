@@ -1,0 +1,199 @@
+//! Preparing a unit for a pass: render it, validate it, expand the ASO resources its ARO objects
+//! embed, and order everything by the dependency graph. Any error stops this unit only.
+
+use crate::object::{ObjectKey, Origin, SourcedObject};
+use crate::plan::graph::{self, Node};
+use crate::reconcile::aro::{self, HCP_CLUSTER};
+use crate::report::UnitError;
+use crate::unit::Unit;
+use serde_json::Value;
+use std::path::Path;
+
+/// One object the unit wants live: from git, or embedded in an ARO object from git.
+#[derive(Debug, Clone)]
+pub struct PlannedObject {
+    pub key: ObjectKey,
+    pub object: Value,
+    pub origin: Origin,
+    /// Index (in [`Prepared::objects`]) of the ARO object this one is embedded in.
+    pub embedded_in: Option<usize>,
+}
+
+/// A unit ready for passes: its objects, their dependencies and the order to apply them in.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub unit: Unit,
+    pub objects: Vec<PlannedObject>,
+    /// `deps[i]`: indexes of the objects `objects[i]` depends on.
+    pub deps: Vec<Vec<usize>>,
+    pub order: Vec<usize>,
+    /// The unit's CAPI Cluster, which names its report.
+    pub cluster: Option<ObjectKey>,
+}
+
+fn error(origin: Option<&Origin>, object: Option<ObjectKey>, message: String) -> UnitError {
+    UnitError {
+        object,
+        file: origin.map(|o| o.file.clone()),
+        message,
+    }
+}
+
+/// Renders, validates, expands and orders `unit` from the checkout at `root`.
+pub fn prepare(root: &Path, unit: &Unit) -> Result<Prepared, Vec<UnitError>> {
+    let rendered = crate::render::render(root, &unit.path).map_err(|e| {
+        vec![error(
+            Some(&Origin {
+                file: e.file().to_path_buf(),
+                document: 0,
+            }),
+            None,
+            e.to_string(),
+        )]
+    })?;
+    let problems = crate::validate::validate(&rendered);
+    if !problems.is_empty() {
+        return Err(problems
+            .into_iter()
+            .map(|p| error(p.origin.as_ref(), p.object.clone(), p.to_string()))
+            .collect());
+    }
+    expand(unit, rendered)
+}
+
+/// The HcpOpenShiftCluster name of each AROControlPlane, by (namespace, cluster name).
+fn hcp_names(rendered: &[SourcedObject]) -> Vec<(Option<String>, String, String)> {
+    rendered
+        .iter()
+        .filter(|s| s.object.get("kind").and_then(Value::as_str) == Some("AROControlPlane"))
+        .filter_map(|s| {
+            let hcp = s
+                .object
+                .pointer("/spec/resources")?
+                .as_array()?
+                .iter()
+                .find(|r| r.get("kind").and_then(Value::as_str) == Some(HCP_CLUSTER))?;
+            let name = hcp.pointer("/metadata/name")?.as_str()?.to_string();
+            let ns = s
+                .object
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            Some((ns, aro_cluster_name(&s.object).to_string(), name))
+        })
+        .collect()
+}
+
+fn aro_cluster_name(obj: &Value) -> &str {
+    obj.pointer("/metadata/labels/cluster.x-k8s.io~1cluster-name")
+        .or_else(|| obj.pointer("/spec/clusterName"))
+        .and_then(Value::as_str)
+        .or_else(|| obj.pointer("/metadata/name").and_then(Value::as_str))
+        .unwrap_or("")
+}
+
+fn expand(unit: &Unit, rendered: Vec<SourcedObject>) -> Result<Prepared, Vec<UnitError>> {
+    let hcps = hcp_names(&rendered);
+    let mut objects = Vec::new();
+    let mut errors = Vec::new();
+    for s in rendered {
+        let key = ObjectKey::from_object(&s.object).expect("validated objects have an identity");
+        let parent = objects.len();
+        let embedded = if aro::is_aro_kind(&key.group, &key.kind) {
+            let ns = key.namespace.clone();
+            let cluster = aro_cluster_name(&s.object).to_string();
+            let in_ns: Vec<&(Option<String>, String, String)> =
+                hcps.iter().filter(|(n, _, _)| *n == ns).collect();
+            let hcp = in_ns
+                .iter()
+                .find(|(_, c, _)| *c == cluster)
+                .or(if in_ns.len() == 1 {
+                    in_ns.first()
+                } else {
+                    None
+                })
+                .map(|(_, _, h)| h.as_str());
+            match aro::embedded_resources(&s.object, hcp) {
+                Ok(e) => e,
+                Err(e) => {
+                    errors.push(error(Some(&s.origin), Some(key.clone()), e.to_string()));
+                    vec![]
+                }
+            }
+        } else {
+            vec![]
+        };
+        let origin = s.origin.clone();
+        objects.push(PlannedObject {
+            key,
+            object: s.object,
+            origin: s.origin,
+            embedded_in: None,
+        });
+        for e in embedded {
+            match ObjectKey::from_object(&e) {
+                Ok(k) => objects.push(PlannedObject {
+                    key: k,
+                    object: e,
+                    origin: origin.clone(),
+                    embedded_in: Some(parent),
+                }),
+                Err(err) => errors.push(error(
+                    Some(&origin),
+                    Some(objects[parent].key.clone()),
+                    format!("embedded resource: {err}"),
+                )),
+            }
+        }
+    }
+    let mut seen = std::collections::HashMap::new();
+    for (i, o) in objects.iter().enumerate() {
+        if let Some(first) = seen.insert(o.key.clone(), i) {
+            errors.push(error(
+                Some(&o.origin),
+                Some(o.key.clone()),
+                format!(
+                    "{} is defined twice in the unit (also in {})",
+                    o.key, objects[first].origin
+                ),
+            ));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let nodes: Vec<Node> = objects
+        .iter()
+        .map(|o| Node {
+            key: o.key.clone(),
+            object: &o.object,
+            embedded_in: o.embedded_in.map(|p| objects[p].key.clone()),
+        })
+        .collect();
+    let g = graph::build(&nodes);
+    let order = g.order().map_err(|cycle| {
+        let first = cycle
+            .members
+            .first()
+            .and_then(|k| objects.iter().find(|o| &o.key == k));
+        vec![error(
+            first.map(|o| &o.origin),
+            first.map(|o| o.key.clone()),
+            cycle.to_string(),
+        )]
+    })?;
+    let deps = (0..objects.len())
+        .map(|i| g.dependencies(i).to_vec())
+        .collect();
+    let cluster = objects
+        .iter()
+        .find(|o| o.key.kind == "Cluster" && o.key.group == "cluster.x-k8s.io")
+        .map(|o| o.key.clone());
+    Ok(Prepared {
+        unit: unit.clone(),
+        objects,
+        deps,
+        order,
+        cluster,
+    })
+}

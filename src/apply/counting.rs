@@ -1,0 +1,98 @@
+//! Counts the requests the agent sends, split into reads and writes, so a run can prove that a
+//! second pass over an unchanged repository writes nothing.
+
+use http::{Method, Request};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use tower::{Layer, Service};
+
+/// Shared counters of requests sent through a client.
+#[derive(Debug, Clone, Default)]
+pub struct RequestCounter {
+    reads: Arc<AtomicU64>,
+    writes: Arc<AtomicU64>,
+}
+
+impl RequestCounter {
+    pub fn reads(&self) -> u64 {
+        self.reads.load(Ordering::Relaxed)
+    }
+
+    /// POST, PUT, PATCH and DELETE requests.
+    pub fn writes(&self) -> u64 {
+        self.writes.load(Ordering::Relaxed)
+    }
+
+    fn record(&self, method: &Method) {
+        let counter = if [Method::POST, Method::PUT, Method::PATCH, Method::DELETE].contains(method)
+        {
+            &self.writes
+        } else {
+            &self.reads
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn layer(&self) -> CountLayer {
+        CountLayer(self.clone())
+    }
+}
+
+/// A tower layer that records every request in a [`RequestCounter`].
+#[derive(Debug, Clone)]
+pub struct CountLayer(RequestCounter);
+
+impl<S> Layer<S> for CountLayer {
+    type Service = Count<S>;
+    fn layer(&self, inner: S) -> Count<S> {
+        Count {
+            inner,
+            counter: self.0.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Count<S> {
+    inner: S,
+    counter: RequestCounter,
+}
+
+impl<S, B> Service<Request<B>> for Count<S>
+where
+    S: Service<Request<B>>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        self.counter.record(req.method());
+        self.inner.call(req)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_and_reads_are_told_apart() {
+        let c = RequestCounter::default();
+        for m in [
+            Method::GET,
+            Method::PATCH,
+            Method::POST,
+            Method::GET,
+            Method::DELETE,
+        ] {
+            c.record(&m);
+        }
+        assert_eq!((c.reads(), c.writes()), (2, 3));
+    }
+}

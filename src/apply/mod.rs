@@ -1,0 +1,256 @@
+//! The apply stage: the agent's only way to read and write live state, through `kube::Client`.
+//!
+//! [`Cluster`] resolves kinds through discovery (so an object of a kind the cluster does not
+//! serve fails with a clear error), reads live objects, and writes with server-side apply under
+//! the agent's field managers. Every request is counted.
+
+mod counting;
+
+pub use counting::{CountLayer, RequestCounter};
+
+use crate::object::{ObjectKey, join_api_version};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Mutex;
+
+/// The field manager the agent applies what git says with.
+pub const FIELD_MANAGER: &str = "aro-gitops";
+/// The field manager of what the embedded reconcilers write (status, the mirrored endpoint).
+pub const RECONCILER_MANAGER: &str = "aro-gitops-reconciler";
+/// The field manager of the owned-kinds annotation the shared applier records on ARO objects.
+/// Separate from the others: server-side apply removes what a manager stops applying, and each
+/// of these writes carries only its own fields.
+pub const OWNERSHIP_MANAGER: &str = "aro-gitops-ownership";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    #[error(
+        "{key}: the cluster serves no kind {kind} in {api_version} (is its CustomResourceDefinition installed?)"
+    )]
+    UnknownKind {
+        key: ObjectKey,
+        kind: String,
+        api_version: String,
+    },
+    #[error("{key}: {verb} failed: {source}")]
+    Api {
+        key: ObjectKey,
+        verb: &'static str,
+        source: Box<kube::Error>,
+    },
+    #[error("discovery of {api_version} failed: {source}")]
+    Discovery {
+        api_version: String,
+        source: Box<kube::Error>,
+    },
+    #[error("cannot connect to the cluster: {0}")]
+    Connect(String),
+}
+
+/// A served kind: how to address it.
+#[derive(Debug, Clone)]
+pub struct Kind {
+    pub resource: ApiResource,
+    pub namespaced: bool,
+}
+
+/// Live state, as the agent reaches it.
+pub struct Cluster {
+    client: kube::Client,
+    counter: RequestCounter,
+    kinds: Mutex<HashMap<String, HashMap<String, Kind>>>,
+}
+
+impl Cluster {
+    pub fn new(client: kube::Client, counter: RequestCounter) -> Self {
+        Cluster {
+            client,
+            counter,
+            kinds: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// A client for the cluster in `kubeconfig` (or the in-cluster / default config when `None`),
+    /// with every request counted.
+    pub async fn connect(kubeconfig: Option<&Path>) -> Result<Cluster, ApplyError> {
+        let config = match kubeconfig {
+            Some(path) => {
+                let kc = kube::config::Kubeconfig::read_from(path)
+                    .map_err(|e| ApplyError::Connect(format!("{}: {e}", path.display())))?;
+                kube::Config::from_custom_kubeconfig(
+                    kc,
+                    &kube::config::KubeConfigOptions::default(),
+                )
+                .await
+                .map_err(|e| ApplyError::Connect(format!("{}: {e}", path.display())))?
+            }
+            None => kube::Config::infer()
+                .await
+                .map_err(|e| ApplyError::Connect(e.to_string()))?,
+        };
+        let counter = RequestCounter::default();
+        let client = kube::client::ClientBuilder::try_from(config)
+            .map_err(|e| ApplyError::Connect(e.to_string()))?
+            .with_layer(&counter.layer())
+            .build();
+        Ok(Cluster::new(client, counter))
+    }
+
+    pub fn client(&self) -> &kube::Client {
+        &self.client
+    }
+
+    pub fn counter(&self) -> &RequestCounter {
+        &self.counter
+    }
+
+    /// How `group/version` `kind` is served, or `None` when it is not. Discovery of each
+    /// group/version is cached; a miss is looked up again (a CRD may have been installed since).
+    pub async fn kind(
+        &self,
+        group: &str,
+        version: &str,
+        kind: &str,
+    ) -> Result<Option<Kind>, ApplyError> {
+        let api_version = join_api_version(group, version);
+        if let Some(k) = self
+            .kinds
+            .lock()
+            .expect("kinds lock")
+            .get(&api_version)
+            .and_then(|m| m.get(kind))
+        {
+            return Ok(Some(k.clone()));
+        }
+        let list = if group.is_empty() {
+            self.client.list_core_api_resources(version).await
+        } else {
+            self.client.list_api_group_resources(&api_version).await
+        };
+        let list = match list {
+            Ok(l) => l,
+            Err(kube::Error::Api(s)) if s.code == 404 => return Ok(None),
+            Err(e) => {
+                return Err(ApplyError::Discovery {
+                    api_version,
+                    source: Box::new(e),
+                });
+            }
+        };
+        let mut served = HashMap::new();
+        for r in list.resources.iter().filter(|r| !r.name.contains('/')) {
+            let resource = ApiResource {
+                group: group.to_string(),
+                version: version.to_string(),
+                api_version: api_version.clone(),
+                kind: r.kind.clone(),
+                plural: r.name.clone(),
+            };
+            served.insert(
+                r.kind.clone(),
+                Kind {
+                    resource,
+                    namespaced: r.namespaced,
+                },
+            );
+        }
+        let found = served.get(kind).cloned();
+        self.kinds
+            .lock()
+            .expect("kinds lock")
+            .insert(api_version, served);
+        Ok(found)
+    }
+
+    async fn api_for(&self, key: &ObjectKey) -> Result<Api<DynamicObject>, ApplyError> {
+        let kind = self
+            .kind(&key.group, &key.version, &key.kind)
+            .await?
+            .ok_or_else(|| ApplyError::UnknownKind {
+                key: key.clone(),
+                kind: key.kind.clone(),
+                api_version: key.api_version(),
+            })?;
+        Ok(match (&key.namespace, kind.namespaced) {
+            (Some(ns), true) => Api::namespaced_with(self.client.clone(), ns, &kind.resource),
+            (None, true) => Api::default_namespaced_with(self.client.clone(), &kind.resource),
+            (_, false) => Api::all_with(self.client.clone(), &kind.resource),
+        })
+    }
+
+    /// The live object, or `None`.
+    pub async fn get(&self, key: &ObjectKey) -> Result<Option<Value>, ApplyError> {
+        let api = self.api_for(key).await?;
+        let obj = api.get_opt(&key.name).await.map_err(|e| ApplyError::Api {
+            key: key.clone(),
+            verb: "get",
+            source: Box::new(e),
+        })?;
+        Ok(obj.map(|o| serde_json::to_value(o).expect("objects serialise")))
+    }
+
+    /// Every live object of a kind in a namespace (one LIST).
+    pub async fn list(
+        &self,
+        key: &ObjectKey,
+        label_selector: Option<&str>,
+    ) -> Result<Vec<Value>, ApplyError> {
+        let api = self.api_for(key).await?;
+        let mut lp = ListParams::default();
+        if let Some(sel) = label_selector {
+            lp = lp.labels(sel);
+        }
+        let list = api.list(&lp).await.map_err(|e| ApplyError::Api {
+            key: key.clone(),
+            verb: "list",
+            source: Box::new(e),
+        })?;
+        Ok(list
+            .items
+            .into_iter()
+            .map(|o| serde_json::to_value(o).expect("objects serialise"))
+            .collect())
+    }
+
+    /// Server-side apply of `obj` as `manager`, taking over fields other managers set (git wins).
+    pub async fn apply(
+        &self,
+        key: &ObjectKey,
+        obj: &Value,
+        manager: &str,
+    ) -> Result<Value, ApplyError> {
+        let api = self.api_for(key).await?;
+        let pp = PatchParams::apply(manager).force();
+        let out = api
+            .patch(&key.name, &pp, &Patch::Apply(obj))
+            .await
+            .map_err(|e| ApplyError::Api {
+                key: key.clone(),
+                verb: "apply",
+                source: Box::new(e),
+            })?;
+        Ok(serde_json::to_value(out).expect("objects serialise"))
+    }
+
+    /// Server-side apply of `obj`'s status as `manager`.
+    pub async fn apply_status(
+        &self,
+        key: &ObjectKey,
+        obj: &Value,
+        manager: &str,
+    ) -> Result<Value, ApplyError> {
+        let api = self.api_for(key).await?;
+        let pp = PatchParams::apply(manager).force();
+        let out = api
+            .patch_status(&key.name, &pp, &Patch::Apply(obj))
+            .await
+            .map_err(|e| ApplyError::Api {
+                key: key.clone(),
+                verb: "status apply",
+                source: Box::new(e),
+            })?;
+        Ok(serde_json::to_value(out).expect("objects serialise"))
+    }
+}

@@ -1,0 +1,228 @@
+//! The report for people: Markdown that reads well in a GitHub pull request and as plain text.
+//!
+//! A headline with the phase and the step on the dependency chain, the revision (short and full), a
+//! visible note when Azure is simulated or the source is stale, the chain, a table of objects and the
+//! errors. Free text from conditions and errors is escaped so it cannot break a table or open HTML.
+
+use super::chain::{Chain, StepState};
+use super::model::{Action, AzureMode, ClusterReport, ReportError, ReportObject};
+use std::fmt::Write;
+
+/// Longest text shown in one table cell; the YAML report has it whole.
+const MAX_CELL: usize = 300;
+
+/// Renders the report as Markdown. Same report, same bytes.
+pub fn to_markdown(report: &ClusterReport) -> String {
+    let mut out = String::new();
+    headline(&mut out, report);
+    if report.azure == AzureMode::Simulated {
+        out.push_str(
+            "> [!WARNING]\n> **Simulated Azure.** Nothing in this report happened in real Azure: \
+             the agent's Azure simulator created and judged every Azure resource below.\n\n",
+        );
+    }
+    if let Some(reason) = &report.stale_source {
+        let _ = write!(
+            out,
+            "> [!CAUTION]\n> **Stale source.** The repository could not be read ({}); the last \
+             good revision was applied again.\n\n",
+            inline(reason)
+        );
+    }
+    facts(&mut out, report);
+    chain_section(&mut out, &report.chain);
+    objects_section(&mut out, report);
+    errors_section(&mut out, &report.errors);
+    let end = out.trim_end().len();
+    out.truncate(end);
+    out.push('\n');
+    out
+}
+
+fn title(report: &ClusterReport) -> String {
+    match &report.cluster {
+        Some(c) => format!("{}/{}", c.namespace, c.name),
+        None => format!("unit {}", report.unit),
+    }
+}
+
+fn headline(out: &mut String, report: &ClusterReport) {
+    let chain = &report.chain;
+    let at = match chain.current() {
+        None => "no cluster known".to_string(),
+        Some(_) if chain.is_complete() => {
+            format!("step {}/{}, complete", chain.step, chain.total)
+        }
+        Some(s) if s.state == StepState::Failed => {
+            format!("step {}/{}, {} failed", chain.step, chain.total, s.name)
+        }
+        Some(s) => format!("step {}/{}, {}", chain.step, chain.total, s.name),
+    };
+    let _ = writeln!(
+        out,
+        "# {}: {} ({at})\n",
+        inline(&title(report)),
+        report.phase.as_str()
+    );
+    let _ = writeln!(out, "**Stage:** {}\n", inline(&chain.stage));
+}
+
+fn facts(out: &mut String, report: &ClusterReport) {
+    let revision = &report.revision;
+    let short: String = revision.chars().take(7).collect();
+    if short.len() < revision.len() {
+        let _ = writeln!(out, "- **Revision:** `{short}` (`{revision}`)");
+    } else {
+        let _ = writeln!(out, "- **Revision:** `{revision}`");
+    }
+    let _ = writeln!(out, "- **Unit:** `{}`", report.unit.replace('`', "'"));
+    let azure = match report.azure {
+        AzureMode::Simulated => "simulated (not real Azure)",
+        AzureMode::Real => "real",
+    };
+    let _ = writeln!(out, "- **Azure:** {azure}\n");
+}
+
+fn chain_section(out: &mut String, chain: &Chain) {
+    out.push_str("## Dependency chain\n\n");
+    if chain.current().is_none() {
+        out.push_str("No cluster known: the unit failed before its Cluster was read.\n\n");
+        return;
+    }
+    out.push_str("| # | Step | State | Detail |\n|---|---|---|---|\n");
+    for s in &chain.steps {
+        let state = match s.state {
+            StepState::Done => "done",
+            StepState::Waiting if s.step == chain.step => "**waiting**",
+            StepState::Waiting => "waiting",
+            StepState::Failed => "**FAILED**",
+            StepState::NotApplicable => "not applicable",
+        };
+        let detail = s.detail.as_deref().map(cell).unwrap_or_default();
+        let _ = writeln!(out, "| {} | {} | {state} | {detail} |", s.step, s.name);
+    }
+    out.push_str(
+        "\nSteps are numbered 1 to 10 by aro-gitops: the seed's steps 9 and 10 (Cluster API's \
+         InfrastructureProvisioned and connecting to the cluster) belong to Cluster API and are not \
+         tracked here; our 9 and 10 are the node pools and the ExternalAuth.\n\n",
+    );
+}
+
+fn objects_section(out: &mut String, report: &ClusterReport) {
+    let _ = writeln!(out, "## Objects ({})\n", report.objects.len());
+    if report.objects.is_empty() {
+        out.push_str("No objects.\n\n");
+        return;
+    }
+    out.push_str("| Kind | Name | Action | Ready | Reason / Message |\n|---|---|---|---|---|\n");
+    let home = report.cluster.as_ref().map(|c| c.namespace.as_str());
+    for o in &report.objects {
+        let name = match o.namespace.as_deref() {
+            Some(ns) if Some(ns) != home => format!("{ns}/{}", o.name),
+            _ => o.name.clone(),
+        };
+        let ready = match (o.action, o.ready) {
+            (Action::Deleted, _) => "–",
+            (_, true) => "yes",
+            (_, false) => "no",
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {ready} | {} |",
+            o.kind,
+            cell(&name),
+            action(o),
+            reason_message(o)
+        );
+    }
+    out.push('\n');
+}
+
+fn action(o: &ReportObject) -> String {
+    match o.action {
+        Action::Blocked if !o.blocked_on.is_empty() => {
+            let on: Vec<String> = o.blocked_on.iter().map(|k| format!("`{k}`")).collect();
+            format!("blocked on {}", on.join(", "))
+        }
+        Action::Failed => "**failed**".to_string(),
+        other => other.as_str().to_string(),
+    }
+}
+
+fn reason_message(o: &ReportObject) -> String {
+    match (o.reason.as_deref(), o.message.as_deref()) {
+        (Some(r), Some(m)) => format!("{}: {}", cell(r), cell(m)),
+        (Some(t), None) | (None, Some(t)) => cell(t),
+        (None, None) => String::new(),
+    }
+}
+
+fn errors_section(out: &mut String, errors: &[ReportError]) {
+    let _ = writeln!(out, "## Errors ({})\n", errors.len());
+    if errors.is_empty() {
+        out.push_str("None.\n");
+        return;
+    }
+    for e in errors {
+        let mut place = Vec::new();
+        if let Some(object) = &e.object {
+            place.push(format!("`{object}`"));
+        }
+        if let Some(file) = &e.file {
+            place.push(format!("in `{}`", file.replace('`', "'")));
+        }
+        let lead = if place.is_empty() {
+            "-".to_string()
+        } else {
+            format!("- {}:", place.join(" "))
+        };
+        let message = e.message.trim_end();
+        if message.contains('\n') {
+            let fence = if message.contains("```") {
+                "~~~~"
+            } else {
+                "```"
+            };
+            let _ = writeln!(out, "{lead}\n\n  {fence}text");
+            for line in message.lines() {
+                let _ = writeln!(out, "  {line}");
+            }
+            let _ = writeln!(out, "  {fence}\n");
+        } else {
+            let _ = writeln!(out, "{lead} {}", inline(message));
+        }
+    }
+}
+
+/// Free text on one line, safe in Markdown: no HTML (every `&` is escaped, so a cut never splits an
+/// entity unnoticed), no emphasis, no table breaks.
+fn inline(text: &str) -> String {
+    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut out = String::with_capacity(one_line.len());
+    for c in one_line.chars() {
+        match c {
+            '|' => out.push_str("\\|"),
+            '*' => out.push_str("\\*"),
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Free text in a table cell, cut to [`MAX_CELL`] characters.
+fn cell(text: &str) -> String {
+    let escaped = inline(text);
+    if escaped.chars().count() <= MAX_CELL {
+        return escaped;
+    }
+    let mut cut: String = escaped.chars().take(MAX_CELL).collect();
+    // Do not leave half an escape behind.
+    while cut.ends_with('\\') || cut.rfind('&').is_some_and(|i| !cut[i..].contains(';')) {
+        cut.pop();
+    }
+    cut.push('…');
+    cut
+}

@@ -1,0 +1,182 @@
+//! What a report is made from (the outcome of one unit's reconcile pass, filled by the agent) and what
+//! it is made into (the [`ClusterReport`], serialised as `schemas/report.schema.json` describes).
+//!
+//! The report types hold no timestamps and nothing else that changes between two passes over the same
+//! state, and never a Secret's data: only identities, actions, readiness and messages.
+
+use super::chain::Chain;
+use crate::object::ObjectKey;
+use serde::Serialize;
+use serde_json::Value;
+use std::path::PathBuf;
+
+/// Which Azure answered the embedded resources.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AzureMode {
+    /// The agent's built-in simulator: results must never be presented as real.
+    Simulated,
+    Real,
+}
+
+/// What the pass did to one object.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ObjectAction {
+    Created,
+    Updated,
+    Unchanged,
+    /// Not applied: waiting for these objects first.
+    Blocked {
+        on: Vec<ObjectKey>,
+    },
+    Failed,
+    Deleted,
+}
+
+/// One object of the unit and what happened to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectOutcome {
+    pub key: ObjectKey,
+    pub action: ObjectAction,
+    pub ready: bool,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+}
+
+/// A problem of the unit, with the object and file it concerns where known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnitError {
+    pub object: Option<ObjectKey>,
+    pub file: Option<PathBuf>,
+    pub message: String,
+}
+
+/// Everything one reconcile pass of one unit produced, as the report needs it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnitOutcome {
+    /// Repository-relative unit path, e.g. `clusters/dev`.
+    pub unit: String,
+    /// The unit's CAPI Cluster; `None` if the unit failed before one was known.
+    pub cluster: Option<ObjectKey>,
+    /// Commit sha applied (or attempted).
+    pub revision: String,
+    /// `Some(reason)` when the source was unreachable and the last good revision was used.
+    pub stale_source: Option<String>,
+    pub azure: AzureMode,
+    /// In apply order.
+    pub objects: Vec<ObjectOutcome>,
+    pub errors: Vec<UnitError>,
+    /// Live objects of the unit (ARO kinds, ASO kinds including embedded ones, the kubeconfig Secret's
+    /// metadata only), read to place the cluster on the dependency chain.
+    pub live: Vec<Value>,
+}
+
+/// Where a cluster stands overall.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum Phase {
+    /// Every object ready, no error.
+    Converged,
+    /// Not everything ready yet, nothing blocked or failed.
+    Progressing,
+    /// Some object waits for another one.
+    Blocked,
+    /// An error, a failed object, or a failed step on the dependency chain: a person has to look.
+    Failed,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Converged => "Converged",
+            Phase::Progressing => "Progressing",
+            Phase::Blocked => "Blocked",
+            Phase::Failed => "Failed",
+        }
+    }
+}
+
+/// The machine-readable report of one cluster (or of a unit that failed before its cluster was known).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterReport {
+    pub api_version: &'static str,
+    pub kind: &'static str,
+    pub unit: String,
+    /// `None` when the unit failed before its cluster was known.
+    pub cluster: Option<ClusterRef>,
+    pub revision: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stale_source: Option<String>,
+    pub azure: AzureMode,
+    pub phase: Phase,
+    pub chain: Chain,
+    pub objects: Vec<ReportObject>,
+    pub errors: Vec<ReportError>,
+}
+
+/// The `apiVersion` of [`ClusterReport`].
+pub const REPORT_API_VERSION: &str = "aro-gitops.dev/v1alpha1";
+/// The `kind` of [`ClusterReport`].
+pub const REPORT_KIND: &str = "ClusterReport";
+
+/// The CAPI Cluster a report is about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ClusterRef {
+    pub namespace: String,
+    pub name: String,
+}
+
+/// The action of one object, as the report spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    Created,
+    Updated,
+    Unchanged,
+    Blocked,
+    Failed,
+    Deleted,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Created => "created",
+            Action::Updated => "updated",
+            Action::Unchanged => "unchanged",
+            Action::Blocked => "blocked",
+            Action::Failed => "failed",
+            Action::Deleted => "deleted",
+        }
+    }
+}
+
+/// One object in the report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReportObject {
+    pub api_version: String,
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub name: String,
+    pub action: Action,
+    /// `Kind/namespace/name` of what a blocked object waits for; sorted, without repeats.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub blocked_on: Vec<String>,
+    pub ready: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// One error in the report.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct ReportError {
+    /// `Kind/namespace/name`, or null when no object is concerned.
+    pub object: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    pub message: String,
+}

@@ -1,0 +1,179 @@
+//! Units of reconciliation: each cluster definition in the repository is rendered, planned,
+//! applied and reported on its own, so one broken definition never stops the others.
+//!
+//! How units are found: if the repository root has `aro-gitops.yaml` with a `units` list of
+//! folders, those are the units, in that order. Otherwise every folder directly under `clusters/`
+//! that has a kustomization file (`kustomization.yaml`, `kustomization.yml` or `Kustomization`)
+//! is a unit, in name order.
+
+use serde_json::Value;
+use std::path::{Component, Path, PathBuf};
+
+/// The repository settings file that overrides unit discovery.
+pub const SETTINGS_FILE: &str = "aro-gitops.yaml";
+const KUSTOMIZATION_FILES: &[&str] = &["kustomization.yaml", "kustomization.yml", "Kustomization"];
+
+/// One unit: a folder of the repository, named by its repo-relative path.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Unit {
+    pub path: PathBuf,
+}
+
+impl Unit {
+    /// The unit's name as shown to people: its path with `/` separators.
+    pub fn name(&self) -> String {
+        self.path.to_string_lossy().replace('\\', "/")
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum UnitError {
+    #[error("{file}: {message}")]
+    Settings { file: PathBuf, message: String },
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "no units found: the repository has no {SETTINGS_FILE} listing units and no folder under clusters/ with a kustomization"
+    )]
+    NoUnits,
+}
+
+/// Finds the units of the repository checked out at `root`.
+pub fn discover(root: &Path) -> Result<Vec<Unit>, UnitError> {
+    let settings = root.join(SETTINGS_FILE);
+    if settings.is_file() {
+        return from_settings(root, &settings);
+    }
+    let clusters = root.join("clusters");
+    let entries = match std::fs::read_dir(&clusters) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(UnitError::NoUnits),
+        Err(source) => {
+            return Err(UnitError::Io {
+                path: clusters,
+                source,
+            });
+        }
+    };
+    let mut units = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|source| UnitError::Io {
+            path: clusters.clone(),
+            source,
+        })?;
+        let path = entry.path();
+        if path.is_dir() && KUSTOMIZATION_FILES.iter().any(|f| path.join(f).is_file()) {
+            units.push(Unit {
+                path: PathBuf::from("clusters").join(entry.file_name()),
+            });
+        }
+    }
+    units.sort();
+    if units.is_empty() {
+        return Err(UnitError::NoUnits);
+    }
+    Ok(units)
+}
+
+fn from_settings(root: &Path, file: &Path) -> Result<Vec<Unit>, UnitError> {
+    let rel = PathBuf::from(SETTINGS_FILE);
+    let bad = |message: String| UnitError::Settings {
+        file: rel.clone(),
+        message,
+    };
+    let text = std::fs::read_to_string(file).map_err(|source| UnitError::Io {
+        path: rel.clone(),
+        source,
+    })?;
+    let doc = crate::yaml::from_str(&text).map_err(|e| bad(e.to_string()))?;
+    let list = doc
+        .get("units")
+        .and_then(Value::as_array)
+        .ok_or_else(|| bad("`units` must be a list of folders".into()))?;
+    let mut units = Vec::new();
+    for (i, entry) in list.iter().enumerate() {
+        let p = entry
+            .as_str()
+            .ok_or_else(|| bad(format!("units[{i}] must be a folder path")))?;
+        let path = PathBuf::from(p.trim_end_matches('/'));
+        if path.is_absolute() || path.components().any(|c| matches!(c, Component::ParentDir)) {
+            return Err(bad(format!(
+                "units[{i}] {p:?} must be a path inside the repository"
+            )));
+        }
+        if !root.join(&path).is_dir() {
+            return Err(bad(format!("units[{i}] {p:?} is not a folder")));
+        }
+        let unit = Unit { path };
+        if units.contains(&unit) {
+            return Err(bad(format!("units[{i}] {p:?} is listed twice")));
+        }
+        units.push(unit);
+    }
+    if units.is_empty() {
+        return Err(UnitError::NoUnits);
+    }
+    Ok(units)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn touch(root: &Path, rel: &str) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, "resources: []\n").unwrap();
+    }
+
+    #[test]
+    fn every_cluster_folder_with_a_kustomization_is_a_unit() {
+        let d = tempfile::tempdir().unwrap();
+        touch(d.path(), "clusters/prod/kustomization.yaml");
+        touch(d.path(), "clusters/dev/Kustomization");
+        touch(d.path(), "clusters/notes/readme.yaml");
+        touch(d.path(), "base/kustomization.yaml");
+        let units = discover(d.path()).unwrap();
+        assert_eq!(
+            units.iter().map(Unit::name).collect::<Vec<_>>(),
+            vec!["clusters/dev", "clusters/prod"]
+        );
+    }
+
+    #[test]
+    fn settings_file_overrides_discovery() {
+        let d = tempfile::tempdir().unwrap();
+        touch(d.path(), "fleet/a/kustomization.yaml");
+        touch(d.path(), "clusters/dev/kustomization.yaml");
+        std::fs::write(d.path().join(SETTINGS_FILE), "units:\n  - fleet/a\n").unwrap();
+        assert_eq!(
+            discover(d.path()).unwrap(),
+            vec![Unit {
+                path: "fleet/a".into()
+            }]
+        );
+        std::fs::write(d.path().join(SETTINGS_FILE), "units:\n  - ../outside\n").unwrap();
+        assert!(
+            discover(d.path())
+                .unwrap_err()
+                .to_string()
+                .contains("inside the repository")
+        );
+        std::fs::write(d.path().join(SETTINGS_FILE), "units: [missing]\n").unwrap();
+        assert!(
+            discover(d.path())
+                .unwrap_err()
+                .to_string()
+                .contains("aro-gitops.yaml: units[0] \"missing\" is not a folder")
+        );
+    }
+
+    #[test]
+    fn no_units_is_an_error() {
+        let d = tempfile::tempdir().unwrap();
+        assert!(matches!(discover(d.path()), Err(UnitError::NoUnits)));
+    }
+}
