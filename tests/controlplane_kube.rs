@@ -687,3 +687,70 @@ async fn status_applies_own_their_fields_and_drop_what_they_stop_applying() {
     );
     assert_eq!(second.metadata.generation, Some(1));
 }
+
+#[tokio::test]
+async fn cluster_scoped_kind_without_status_subresource() {
+    let c = local_cluster(false);
+    let crds: Api<CustomResourceDefinition> = Api::all(c.client.clone());
+    let crd: CustomResourceDefinition = serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "regions.example.com"},
+        "spec": {"group": "example.com", "scope": "Cluster", "names": {"plural": "regions", "kind": "Region"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+    }))
+    .unwrap();
+    let created = crds.create(&PostParams::default(), &crd).await.unwrap();
+    let established = created.status.unwrap().conditions.unwrap().into_iter().any(|c| c.type_ == "Established" && c.status == "True");
+    assert!(established, "CRDs are Established at once");
+    let gvk = GroupVersionKind::gvk("example.com", "v1", "Region");
+    let api: Api<DynamicObject> = Api::all_with(c.client.clone(), &ApiResource::from_gvk_with_plural(&gvk, "regions"));
+    let r: DynamicObject = serde_json::from_value(json!({"apiVersion": "example.com/v1", "kind": "Region", "metadata": {"name": "eastus"}, "status": {"phase": "set-on-create"}})).unwrap();
+    let r = api.create(&PostParams::default(), &r).await.unwrap();
+    assert!(r.metadata.namespace.is_none());
+    assert_eq!(r.data["status"]["phase"], "set-on-create", "without a status subresource, status is an ordinary field");
+    let err = api.patch_status("eastus", &PatchParams::default(), &Patch::Merge(json!({"status": {}}))).await.unwrap_err();
+    assert_eq!(status_code(&err), 404, "no /status without the subresource");
+}
+
+#[tokio::test]
+async fn strategic_merge_patch_merges_service_ports_by_key() {
+    let c = local_cluster(false);
+    let api: Api<k8s_openapi::api::core::v1::Service> = Api::namespaced(c.client.clone(), "default");
+    let svc = serde_json::from_value(json!({"metadata": {"name": "web"}, "spec": {"ports": [{"name": "http", "port": 80}, {"name": "https", "port": 443}]}})).unwrap();
+    api.create(&PostParams::default(), &svc).await.unwrap();
+    let patched = api
+        .patch("web", &PatchParams::default(), &Patch::Strategic(json!({"spec": {"ports": [{"port": 80, "targetPort": 8080}]}})))
+        .await
+        .unwrap();
+    let ports = patched.spec.unwrap().ports.unwrap();
+    assert_eq!(ports.len(), 2, "the port list is merged by its key, not replaced");
+    assert_eq!(ports.iter().find(|p| p.port == 80).unwrap().target_port, Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(8080)));
+    // Custom resources do not take strategic merge patches, as upstream.
+    install_widgets(&c.client).await;
+    widgets(&c.client, "default").create(&PostParams::default(), &widget("w", json!({}))).await.unwrap();
+    let err = widgets(&c.client, "default").patch("w", &PatchParams::default(), &Patch::Strategic(json!({"spec": {}}))).await.unwrap_err();
+    assert_eq!(status_code(&err), 415);
+}
+
+#[tokio::test]
+async fn watches_send_bookmarks_and_end_at_their_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = aro_gitops::controlplane::Config::new(dir.path());
+    config.preload_crds = false;
+    config.bookmark_interval = Duration::from_millis(100);
+    let cp = aro_gitops::controlplane::ControlPlane::open(config).unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(cp.client(), "default");
+    let rv = cp.resource_version().to_string();
+    let started = std::time::Instant::now();
+    let wp = WatchParams { bookmarks: true, ..WatchParams::default() }.timeout(1);
+    let mut stream = api.watch(&wp, &rv).await.unwrap().boxed();
+    let mut bookmarks = 0;
+    while let Some(ev) = tokio::time::timeout(T, stream.next()).await.expect("the stream ends by itself") {
+        if let Ok(WatchEvent::Bookmark(b)) = ev {
+            assert_eq!(b.metadata.resource_version, rv);
+            bookmarks += 1;
+        }
+    }
+    assert!(bookmarks >= 2, "bookmarks arrive on the interval ({bookmarks})");
+    assert!(started.elapsed() < Duration::from_secs(5), "the watch closed at its timeout");
+}

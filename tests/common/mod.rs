@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod git;
 pub mod kubectl;
 
 use aro_gitops::controlplane::{Config, ControlPlane};

@@ -1,0 +1,94 @@
+//! Git fixtures for the integration tests: the `git` CLI run as a developer would (no user or
+//! system config, a fixed identity), and folder copies to edit a repository in a tempdir.
+
+use std::path::Path;
+use std::process::Command;
+
+/// Runs `git args` in `dir`; panics with git's stderr on failure. Returns stdout, trimmed.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let output = Command::new("git")
+        .args(["-c", "init.defaultBranch=main"])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "Dev")
+        .env("GIT_AUTHOR_EMAIL", "dev@example.com")
+        .env("GIT_COMMITTER_NAME", "Dev")
+        .env("GIT_COMMITTER_EMAIL", "dev@example.com")
+        .output()
+        .expect("git runs");
+    assert!(
+        output.status.success(),
+        "git {args:?} in {}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout)
+        .expect("git output is UTF-8")
+        .trim()
+        .to_string()
+}
+
+/// `git show rev:path` in the repository at `repo`; `None` when the file (or rev) does not exist.
+pub fn show(repo: &Path, rev: &str, path: &str) -> Option<String> {
+    let output = Command::new("git")
+        .args(["show", &format!("{rev}:{path}")])
+        .current_dir(repo)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .expect("git runs");
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8(output.stdout).expect("report files are UTF-8"))
+}
+
+/// The commits reachable from `rev` in `repo`, newest first; empty when `rev` does not exist.
+pub fn commits(repo: &Path, rev: &str) -> Vec<String> {
+    let output = Command::new("git")
+        .args(["rev-list", rev, "--"])
+        .current_dir(repo)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .expect("git runs");
+    if !output.status.success() {
+        return Vec::new();
+    }
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Copies the folder `from` to `to` (created), recursively; `.git` folders are skipped.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create the copy's folder");
+    for entry in std::fs::read_dir(from).expect("read the folder to copy") {
+        let entry = entry.expect("folder entry");
+        let target = to.join(entry.file_name());
+        let kind = entry.file_type().expect("file type");
+        if kind.is_dir() {
+            if entry.file_name() != ".git" {
+                copy_dir(&entry.path(), &target);
+            }
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy a file");
+        }
+    }
+}
+
+/// Makes `dir` a git repository on `main` with everything in it committed; returns the commit.
+pub fn init_and_commit(dir: &Path, message: &str) -> String {
+    git(dir, &["init", "-q"]);
+    commit_all(dir, message)
+}
+
+/// Commits every change in the work tree at `dir`; returns the commit.
+pub fn commit_all(dir: &Path, message: &str) -> String {
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-qm", message]);
+    git(dir, &["rev-parse", "HEAD"])
+}
