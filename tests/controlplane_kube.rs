@@ -700,35 +700,76 @@ async fn cluster_scoped_kind_without_status_subresource() {
     }))
     .unwrap();
     let created = crds.create(&PostParams::default(), &crd).await.unwrap();
-    let established = created.status.unwrap().conditions.unwrap().into_iter().any(|c| c.type_ == "Established" && c.status == "True");
+    let established = created
+        .status
+        .unwrap()
+        .conditions
+        .unwrap()
+        .into_iter()
+        .any(|c| c.type_ == "Established" && c.status == "True");
     assert!(established, "CRDs are Established at once");
     let gvk = GroupVersionKind::gvk("example.com", "v1", "Region");
-    let api: Api<DynamicObject> = Api::all_with(c.client.clone(), &ApiResource::from_gvk_with_plural(&gvk, "regions"));
+    let api: Api<DynamicObject> = Api::all_with(
+        c.client.clone(),
+        &ApiResource::from_gvk_with_plural(&gvk, "regions"),
+    );
     let r: DynamicObject = serde_json::from_value(json!({"apiVersion": "example.com/v1", "kind": "Region", "metadata": {"name": "eastus"}, "status": {"phase": "set-on-create"}})).unwrap();
     let r = api.create(&PostParams::default(), &r).await.unwrap();
     assert!(r.metadata.namespace.is_none());
-    assert_eq!(r.data["status"]["phase"], "set-on-create", "without a status subresource, status is an ordinary field");
-    let err = api.patch_status("eastus", &PatchParams::default(), &Patch::Merge(json!({"status": {}}))).await.unwrap_err();
+    assert_eq!(
+        r.data["status"]["phase"], "set-on-create",
+        "without a status subresource, status is an ordinary field"
+    );
+    let err = api
+        .patch_status(
+            "eastus",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {}})),
+        )
+        .await
+        .unwrap_err();
     assert_eq!(status_code(&err), 404, "no /status without the subresource");
 }
 
 #[tokio::test]
 async fn strategic_merge_patch_merges_service_ports_by_key() {
     let c = local_cluster(false);
-    let api: Api<k8s_openapi::api::core::v1::Service> = Api::namespaced(c.client.clone(), "default");
+    let api: Api<k8s_openapi::api::core::v1::Service> =
+        Api::namespaced(c.client.clone(), "default");
     let svc = serde_json::from_value(json!({"metadata": {"name": "web"}, "spec": {"ports": [{"name": "http", "port": 80}, {"name": "https", "port": 443}]}})).unwrap();
     api.create(&PostParams::default(), &svc).await.unwrap();
     let patched = api
-        .patch("web", &PatchParams::default(), &Patch::Strategic(json!({"spec": {"ports": [{"port": 80, "targetPort": 8080}]}})))
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Strategic(json!({"spec": {"ports": [{"port": 80, "targetPort": 8080}]}})),
+        )
         .await
         .unwrap();
     let ports = patched.spec.unwrap().ports.unwrap();
-    assert_eq!(ports.len(), 2, "the port list is merged by its key, not replaced");
-    assert_eq!(ports.iter().find(|p| p.port == 80).unwrap().target_port, Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(8080)));
+    assert_eq!(
+        ports.len(),
+        2,
+        "the port list is merged by its key, not replaced"
+    );
+    assert_eq!(
+        ports.iter().find(|p| p.port == 80).unwrap().target_port,
+        Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(8080))
+    );
     // Custom resources do not take strategic merge patches, as upstream.
     install_widgets(&c.client).await;
-    widgets(&c.client, "default").create(&PostParams::default(), &widget("w", json!({}))).await.unwrap();
-    let err = widgets(&c.client, "default").patch("w", &PatchParams::default(), &Patch::Strategic(json!({"spec": {}}))).await.unwrap_err();
+    widgets(&c.client, "default")
+        .create(&PostParams::default(), &widget("w", json!({})))
+        .await
+        .unwrap();
+    let err = widgets(&c.client, "default")
+        .patch(
+            "w",
+            &PatchParams::default(),
+            &Patch::Strategic(json!({"spec": {}})),
+        )
+        .await
+        .unwrap_err();
     assert_eq!(status_code(&err), 415);
 }
 
@@ -742,15 +783,28 @@ async fn watches_send_bookmarks_and_end_at_their_timeout() {
     let api: Api<ConfigMap> = Api::namespaced(cp.client(), "default");
     let rv = cp.resource_version().to_string();
     let started = std::time::Instant::now();
-    let wp = WatchParams { bookmarks: true, ..WatchParams::default() }.timeout(1);
+    let wp = WatchParams {
+        bookmarks: true,
+        ..WatchParams::default()
+    }
+    .timeout(1);
     let mut stream = api.watch(&wp, &rv).await.unwrap().boxed();
     let mut bookmarks = 0;
-    while let Some(ev) = tokio::time::timeout(T, stream.next()).await.expect("the stream ends by itself") {
+    while let Some(ev) = tokio::time::timeout(T, stream.next())
+        .await
+        .expect("the stream ends by itself")
+    {
         if let Ok(WatchEvent::Bookmark(b)) = ev {
             assert_eq!(b.metadata.resource_version, rv);
             bookmarks += 1;
         }
     }
-    assert!(bookmarks >= 2, "bookmarks arrive on the interval ({bookmarks})");
-    assert!(started.elapsed() < Duration::from_secs(5), "the watch closed at its timeout");
+    assert!(
+        bookmarks >= 2,
+        "bookmarks arrive on the interval ({bookmarks})"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the watch closed at its timeout"
+    );
 }

@@ -83,10 +83,13 @@ pub fn delete(txn: &mut Txn, key: &str, propagation: Propagation, now: &str) -> 
             }
         }
         if is_namespace {
+            // One completion check at the end, not one per object removed.
+            txn.defer_namespace(name, true);
             for (k, _) in txn.scan_keys(|k| key_parts(k).2 == name && !k.starts_with("/Namespace/"))
             {
                 delete(txn, &k, Propagation::Background, now);
             }
+            txn.defer_namespace(name, false);
         }
         if is_crd {
             if let Some(prefix) = crd_instances_prefix(&staged) {
@@ -189,7 +192,7 @@ pub fn remove(txn: &mut Txn, key: &str) -> Option<Arc<Value>> {
         let other_owner_alive = owner_uids(&d)
             .iter()
             .filter(|u| **u != uid)
-            .any(|u| owner_exists(txn, &dep, u));
+            .any(|u| txn.key_of_uid(u).is_some());
         if other_owner_alive {
             let mut d = (*d).clone();
             if let Some(refs) = d["metadata"]["ownerReferences"].as_array_mut() {
@@ -202,16 +205,16 @@ pub fn remove(txn: &mut Txn, key: &str) -> Option<Arc<Value>> {
     }
     // Whatever was waiting for this object to go may now be complete.
     let (_, _, namespace, _) = key_parts(key);
-    if !namespace.is_empty() {
+    if !namespace.is_empty() && !txn.namespace_deferred(namespace) {
         try_complete(txn, &format!("/Namespace//{namespace}"));
     }
     for owner_uid in owner_uids(&gone) {
-        for (k, o) in txn.scan_keys(|_| true) {
-            if str_at(&o, "/metadata/uid") == Some(owner_uid.as_str())
-                && o.pointer("/metadata/deletionTimestamp").is_some()
-            {
-                try_complete(txn, &k);
-            }
+        if let Some(k) = txn.key_of_uid(&owner_uid)
+            && txn
+                .get(&k)
+                .is_some_and(|o| o.pointer("/metadata/deletionTimestamp").is_some())
+        {
+            try_complete(txn, &k);
         }
     }
     let (group, kind, _, _) = key_parts(key);
@@ -224,12 +227,4 @@ pub fn remove(txn: &mut Txn, key: &str) -> Option<Arc<Value>> {
         }
     }
     Some(gone)
-}
-
-/// Whether an owner with `uid` exists, looking first in the dependent's own namespace.
-fn owner_exists(txn: &Txn, dependent_key: &str, uid: &str) -> bool {
-    let (_, _, ns, _) = key_parts(dependent_key);
-    txn.scan_keys(|k| key_parts(k).2 == ns || key_parts(k).2.is_empty())
-        .iter()
-        .any(|(_, v)| str_at(v, "/metadata/uid") == Some(uid))
 }

@@ -68,6 +68,8 @@ pub struct State {
     objects: BTreeMap<String, Entry>,
     /// Owner uid → keys of objects that name it in ownerReferences.
     dependents: HashMap<String, BTreeSet<String>>,
+    /// uid → key of every object.
+    uids: HashMap<String, String>,
     resource_version: u64,
     events: VecDeque<Arc<WatchEvent>>,
     event_capacity: usize,
@@ -88,6 +90,7 @@ impl State {
     ) -> Result<State, ControlPlaneError> {
         let mut objects = BTreeMap::new();
         let mut dependents: HashMap<String, BTreeSet<String>> = HashMap::new();
+        let mut uids = HashMap::new();
         for (key, bytes) in loaded.objects {
             let value: Value =
                 serde_json::from_slice(&bytes).map_err(|e| ControlPlaneError::CorruptObject {
@@ -97,6 +100,9 @@ impl State {
                 })?;
             for uid in owner_uids(&value) {
                 dependents.entry(uid).or_default().insert(key.clone());
+            }
+            if let Some(uid) = object_uid(&value) {
+                uids.insert(uid.to_string(), key.clone());
             }
             objects.insert(
                 key,
@@ -141,6 +147,7 @@ impl State {
             store,
             objects,
             dependents,
+            uids,
             resource_version: loaded.resource_version,
             events,
             event_capacity: event_capacity.max(1),
@@ -208,6 +215,7 @@ impl State {
             overlay: BTreeMap::new(),
             changes: Vec::new(),
             resource_version: self.resource_version,
+            deferred: BTreeSet::new(),
         }
     }
 
@@ -266,6 +274,16 @@ impl State {
                 EventType::Deleted => self.objects.remove(&ev.key),
                 _ => self.objects.insert(ev.key.clone(), ev.object.clone()),
             };
+            if let Some(old) = &old
+                && let Some(uid) = object_uid(&old.object)
+            {
+                self.uids.remove(uid);
+            }
+            if let Some(uid) =
+                object_uid(&ev.object.object).filter(|_| ev.type_ != EventType::Deleted)
+            {
+                self.uids.insert(uid.to_string(), ev.key.clone());
+            }
             if let Some(old) = old {
                 for uid in owner_uids(&old.object) {
                     if let Some(set) = self.dependents.get_mut(&uid) {
@@ -307,6 +325,10 @@ impl State {
     }
 }
 
+fn object_uid(obj: &Value) -> Option<&str> {
+    obj.pointer("/metadata/uid").and_then(Value::as_str)
+}
+
 /// The uids an object's ownerReferences name.
 pub fn owner_uids(obj: &Value) -> Vec<String> {
     obj.pointer("/metadata/ownerReferences")
@@ -340,9 +362,37 @@ pub struct Txn<'s> {
     overlay: BTreeMap<String, Option<Arc<Value>>>,
     changes: Vec<Change>,
     resource_version: u64,
+    /// Namespaces whose completion check waits until their bulk delete is done.
+    deferred: BTreeSet<String>,
 }
 
 impl<'s> Txn<'s> {
+    /// The key of the live (committed or staged) object with this uid.
+    pub fn key_of_uid(&self, uid: &str) -> Option<String> {
+        for (k, v) in &self.overlay {
+            if v.as_deref().and_then(object_uid) == Some(uid) {
+                return Some(k.clone());
+            }
+        }
+        let key = self.state.uids.get(uid)?;
+        self.get(key)
+            .filter(|v| object_uid(v) == Some(uid))
+            .map(|_| key.clone())
+    }
+
+    /// Holds namespace-completion checks for `namespace` (while its content is deleted in bulk).
+    pub fn defer_namespace(&mut self, namespace: &str, defer: bool) {
+        if defer {
+            self.deferred.insert(namespace.to_string());
+        } else {
+            self.deferred.remove(namespace);
+        }
+    }
+
+    pub fn namespace_deferred(&self, namespace: &str) -> bool {
+        self.deferred.contains(namespace)
+    }
+
     pub fn get(&self, key: &str) -> Option<Arc<Value>> {
         match self.overlay.get(key) {
             Some(v) => v.clone(),
