@@ -105,8 +105,7 @@ fn apply(k: &Kubectl, manager: &str, manifest: &str) -> String {
     )
 }
 
-/// `kubectl create -f -`. (Not `kubectl create secret|namespace`: those send protobuf, which
-/// this server does not decode.)
+/// `kubectl create -f -`.
 fn create(k: &Kubectl, manifest: &str) -> String {
     k.ok_stdin(&["create", "-f", "-"], manifest)
 }

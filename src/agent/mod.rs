@@ -47,17 +47,35 @@ pub struct RunConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
     #[error(transparent)]
-    Source(#[from] crate::source::SourceError),
+    Source(Box<crate::source::SourceError>),
     #[error(transparent)]
     Units(#[from] crate::unit::UnitError),
     #[error(transparent)]
-    Apply(#[from] crate::apply::ApplyError),
+    Apply(Box<crate::apply::ApplyError>),
     #[error(transparent)]
-    ControlPlane(#[from] crate::controlplane::ControlPlaneError),
+    ControlPlane(Box<crate::controlplane::ControlPlaneError>),
     #[error("publishing reports failed: {0}")]
-    Publish(crate::source::SourceError),
+    Publish(Box<crate::source::SourceError>),
     #[error("background task failed: {0}")]
     Task(String),
+}
+
+impl From<crate::source::SourceError> for AgentError {
+    fn from(e: crate::source::SourceError) -> Self {
+        AgentError::Source(Box::new(e))
+    }
+}
+
+impl From<crate::apply::ApplyError> for AgentError {
+    fn from(e: crate::apply::ApplyError) -> Self {
+        AgentError::Apply(Box::new(e))
+    }
+}
+
+impl From<crate::controlplane::ControlPlaneError> for AgentError {
+    fn from(e: crate::controlplane::ControlPlaneError) -> Self {
+        AgentError::ControlPlane(Box::new(e))
+    }
 }
 
 /// How a run ended.
@@ -346,10 +364,19 @@ impl Agent {
             .unwrap_or_default();
         let message = format!("aro-gitops: status of {short}");
         let to_publish = files.clone();
-        let commit = self
+        let commit = match self
             .blocking(move |s| s.publish(&target, &to_publish, &message, &Identity::default()))
             .await?
-            .map_err(AgentError::Publish)?;
+        {
+            Ok(commit) => commit,
+            // The remote is unreachable (that is why the revision is stale): the reports wait
+            // for it to come back (`published` is left as it was, so they are tried again).
+            Err(e) if outcomes.iter().any(|o| o.stale_source.is_some()) => {
+                tracing::warn!(error = %e, "the source is unreachable: reports not published");
+                return Ok(None);
+            }
+            Err(e) => return Err(AgentError::Publish(Box::new(e))),
+        };
         *published = files;
         if let Some(c) = &commit {
             tracing::info!(commit = %c, "reports committed");

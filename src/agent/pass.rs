@@ -79,11 +79,11 @@ fn unblocks(key: &ObjectKey, live: Option<&Value>) -> bool {
 
 /// Secrets are kept for the chain (the kubeconfig) without their data.
 fn without_secret_data(mut obj: Value) -> Value {
-    if obj.get("kind").and_then(Value::as_str) == Some("Secret") {
-        if let Some(m) = obj.as_object_mut() {
-            m.remove("data");
-            m.remove("stringData");
-        }
+    if obj.get("kind").and_then(Value::as_str) == Some("Secret")
+        && let Some(m) = obj.as_object_mut()
+    {
+        m.remove("data");
+        m.remove("stringData");
     }
     obj
 }

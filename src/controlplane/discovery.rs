@@ -114,40 +114,6 @@ pub fn resource_list(reg: &Registry, group: &str, version: &str) -> Option<Value
     }))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn builtins_are_discoverable() {
-        let reg = Registry::new([]);
-        let core = resource_list(&reg, "", "v1").unwrap();
-        let names: Vec<&str> = core["resources"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["name"].as_str().unwrap())
-            .collect();
-        assert!(names.contains(&"secrets") && names.contains(&"namespaces/status"));
-        let groups = group_list(&reg);
-        let gnames: Vec<&str> = groups["groups"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|g| g["name"].as_str().unwrap())
-            .collect();
-        assert_eq!(
-            gnames,
-            vec![
-                "apiextensions.k8s.io",
-                "apiregistration.k8s.io",
-                "coordination.k8s.io"
-            ]
-        );
-        assert!(resource_list(&reg, "example.com", "v1").is_none());
-    }
-}
-
 /// `/openapi/v3`: where each group/version's document is. kubectl reads it to learn that PATCH
 /// accepts `fieldValidation` (server-side validation) before it applies.
 pub fn openapi_v3_root(reg: &Registry) -> Value {
@@ -212,4 +178,38 @@ pub fn openapi_v3_group_version(reg: &Registry, group: &str, version: &str) -> O
         "paths": paths,
         "components": {"schemas": {}},
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_are_discoverable() {
+        let reg = Registry::new([]);
+        let core = resource_list(&reg, "", "v1").unwrap();
+        let names: Vec<&str> = core["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].as_str().unwrap())
+            .collect();
+        assert!(names.contains(&"secrets") && names.contains(&"namespaces/status"));
+        let groups = group_list(&reg);
+        let gnames: Vec<&str> = groups["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            gnames,
+            vec![
+                "apiextensions.k8s.io",
+                "apiregistration.k8s.io",
+                "coordination.k8s.io"
+            ]
+        );
+        assert!(resource_list(&reg, "example.com", "v1").is_none());
+    }
 }

@@ -49,7 +49,7 @@ pub struct ApiError {
     pub reason: Reason,
     pub message: String,
     /// `details` of the Status: the object's name, group and resource (plural).
-    pub details: Option<StatusDetails>,
+    pub details: Option<Box<StatusDetails>>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -72,12 +72,12 @@ impl ApiError {
     }
 
     fn with_details(mut self, group: &str, resource: &str, name: &str) -> Self {
-        self.details = Some(StatusDetails {
+        self.details = Some(Box::new(StatusDetails {
             name: name.into(),
             group: group.into(),
             resource: resource.into(),
             causes: Vec::new(),
-        });
+        }));
         self
     }
 
@@ -156,7 +156,7 @@ impl ApiError {
             415,
             Reason::UnsupportedMediaType,
             format!(
-                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/apply-patch+yaml, application/merge-patch+json, application/json-patch+json, application/strategic-merge-patch+json (got {content_type:?})"
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (POST/PUT of core kinds), application/apply-patch+yaml, application/merge-patch+json, application/json-patch+json, application/strategic-merge-patch+json (got {content_type:?})"
             ),
         )
     }

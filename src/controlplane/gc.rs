@@ -91,11 +91,9 @@ pub fn delete(txn: &mut Txn, key: &str, propagation: Propagation, now: &str) -> 
             }
             txn.defer_namespace(name, false);
         }
-        if is_crd {
-            if let Some(prefix) = crd_instances_prefix(&staged) {
-                for (k, _) in txn.scan(&prefix) {
-                    delete(txn, &k, Propagation::Background, now);
-                }
+        if is_crd && let Some(prefix) = crd_instances_prefix(&staged) {
+            for (k, _) in txn.scan(&prefix) {
+                delete(txn, &k, Propagation::Background, now);
             }
         }
         return Some(try_complete(txn, key).unwrap_or(staged));

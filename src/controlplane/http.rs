@@ -7,6 +7,7 @@ use super::error::ApiError;
 use super::objects::{
     self, DeleteOptions, PatchType, Subresource, Target, WriteOptions, as_version,
 };
+use super::protobuf;
 use super::selector::{FieldSelector, LabelSelector};
 use super::state::State;
 use super::table::{IncludeObject, table};
@@ -575,8 +576,21 @@ async fn read_body(shared: &Shared, req: Request<Body>) -> Result<Bytes, ApiErro
         .map_err(|_| ApiError::too_large(limit))
 }
 
-/// Decodes a JSON or YAML body by its content type.
+/// Decodes a JSON, YAML or Kubernetes protobuf body by its content type.
 fn decode(body: &[u8], content_type: &str) -> Result<Value, ApiError> {
+    if protobuf::is_protobuf(content_type) {
+        return protobuf::decode(body).map_err(|e| {
+            if e.is_unsupported_kind() {
+                ApiError::new(
+                    415,
+                    super::error::Reason::UnsupportedMediaType,
+                    e.to_string(),
+                )
+            } else {
+                ApiError::bad_request(format!("the request body is not valid protobuf: {e}"))
+            }
+        });
+    }
     let text = std::str::from_utf8(body)
         .map_err(|_| ApiError::bad_request("the request body is not UTF-8"))?;
     if content_type.contains("yaml") {
@@ -634,7 +648,10 @@ async fn write(
                 .ok_or_else(|| ApiError::unsupported_media_type(&content_type))?,
         )
     } else {
-        if !(content_type.starts_with("application/json") || content_type.contains("yaml")) {
+        if !(content_type.starts_with("application/json")
+            || content_type.contains("yaml")
+            || protobuf::is_protobuf(&content_type))
+        {
             return Err(ApiError::unsupported_media_type(&content_type));
         }
         None

@@ -17,6 +17,7 @@ mod http;
 pub mod kubeconfig;
 mod objects;
 pub mod patch;
+mod protobuf;
 mod registry;
 mod selector;
 pub mod ssa;

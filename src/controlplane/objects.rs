@@ -225,20 +225,20 @@ fn check_identity(target: &Target, body: &Value, creating: bool) -> Result<Strin
         }
         name = url_name.to_string();
     }
-    if name.is_empty() && creating {
-        if let Some(prefix) = meta
+    if name.is_empty()
+        && creating
+        && let Some(prefix) = meta
             .and_then(|m| m.get("generateName"))
             .and_then(Value::as_str)
-        {
-            let suffix: String = uuid::Uuid::new_v4()
-                .simple()
-                .to_string()
-                .chars()
-                .filter(char::is_ascii_alphanumeric)
-                .take(5)
-                .collect();
-            name = format!("{prefix}{suffix}");
-        }
+    {
+        let suffix: String = uuid::Uuid::new_v4()
+            .simple()
+            .to_string()
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .take(5)
+            .collect();
+        name = format!("{prefix}{suffix}");
     }
     if name.is_empty() {
         return Err(target.invalid(

@@ -253,13 +253,11 @@ impl State {
         }
         let overflow = (self.events.len() + events.len()).saturating_sub(self.event_capacity);
         let new_compacted = if overflow > 0 {
-            let last_dropped = self
-                .events
+            self.events
                 .iter()
                 .chain(events.iter())
                 .nth(overflow - 1)
-                .map(|e| e.resource_version);
-            last_dropped
+                .map(|e| e.resource_version)
         } else {
             None
         };

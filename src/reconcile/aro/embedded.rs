@@ -12,7 +12,7 @@ pub const OWNED_KINDS_ANNOTATION: &str = "sigs.k8s.io/cluster-api-provider-azure
 pub enum EmbeddedError {
     #[error("{owner}: spec.resources[{index}]: {message}")]
     Invalid {
-        owner: ObjectKey,
+        owner: Box<ObjectKey>,
         index: usize,
         message: String,
     },
@@ -20,7 +20,7 @@ pub enum EmbeddedError {
         "{owner}: incompatible value: value at spec.resources[{index}].{path} set by user to {user} but must be {want}"
     )]
     Incompatible {
-        owner: ObjectKey,
+        owner: Box<ObjectKey>,
         index: usize,
         path: String,
         user: String,
@@ -60,13 +60,13 @@ pub fn embedded_resources(
     hcp_name: Option<&str>,
 ) -> Result<Vec<Value>, EmbeddedError> {
     let owner_key = ObjectKey::from_object(owner).map_err(|e| EmbeddedError::Invalid {
-        owner: ObjectKey {
+        owner: Box::new(ObjectKey {
             group: String::new(),
             version: String::new(),
             kind: "?".into(),
             namespace: None,
             name: "?".into(),
-        },
+        }),
         index: 0,
         message: e.to_string(),
     })?;
@@ -84,7 +84,7 @@ pub fn embedded_resources(
     let mut out = Vec::with_capacity(list.len());
     for (index, entry) in list.iter().enumerate() {
         let invalid = |message: String| EmbeddedError::Invalid {
-            owner: owner_key.clone(),
+            owner: Box::new(owner_key.clone()),
             index,
             message,
         };
@@ -147,7 +147,7 @@ fn set_owner(
 ) -> Result<(), EmbeddedError> {
     match str_at(obj, "/spec/owner/name") {
         Some(user) if user != want => Err(EmbeddedError::Incompatible {
-            owner: owner.clone(),
+            owner: Box::new(owner.clone()),
             index,
             path: "spec.owner.name".into(),
             user: format!("{user:?}"),

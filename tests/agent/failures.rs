@@ -1,0 +1,203 @@
+//! A broken definition fails its unit alone: the other unit converges, and the error names the
+//! object and the file (and the line, for YAML that does not parse).
+
+use super::*;
+use aro_gitops::report::UnitError;
+
+/// Runs the fleet after `edit` (to `clusters/dev`): prod converges, dev fails. Returns dev's
+/// outcome, after checking its report on the status branch carries the same errors.
+async fn dev_fails_alone(f: &Fixture) -> UnitOutcome {
+    let summary = f.run().await;
+    assert!(summary.failed());
+    assert_converged(outcome(&summary, PROD));
+    let dev = outcome(&summary, DEV).clone();
+    assert_eq!(report::phase(&dev), Phase::Failed, "{}", describe(&dev));
+    assert!(!dev.errors.is_empty(), "{}", describe(&dev));
+
+    let (_, yaml) = report::outcome_paths(&dev);
+    let yaml = yaml.to_string_lossy().into_owned();
+    let text = f
+        .report(&yaml)
+        .unwrap_or_else(|| panic!("dev's report {yaml} on the status branch"));
+    let r = aro_gitops::yaml::from_str(&text).expect("the report is YAML");
+    assert_eq!(r["unit"], DEV);
+    assert_eq!(r["phase"], "Failed", "{text}");
+    let messages: Vec<&str> = r["errors"]
+        .as_array()
+        .expect("errors")
+        .iter()
+        .map(|e| e["message"].as_str().unwrap())
+        .collect();
+    for e in &dev.errors {
+        assert!(messages.contains(&e.message.as_str()), "{text}");
+    }
+    assert!(
+        f.report("reports/aro-prod/prod.yaml")
+            .is_some_and(|p| p.contains("phase: Converged")),
+        "prod reported as converged"
+    );
+    dev
+}
+
+/// The one error whose message contains `needle`.
+fn error_with<'a>(dev: &'a UnitOutcome, needle: &str) -> &'a UnitError {
+    let found: Vec<&UnitError> = dev
+        .errors
+        .iter()
+        .filter(|e| e.message.contains(needle))
+        .collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "one error with {needle:?}: {}",
+        describe(dev)
+    );
+    found[0]
+}
+
+fn assert_names(e: &UnitError, file: &str, object: Option<&str>) {
+    assert!(e.message.contains(file), "{file} in {:?}", e.message);
+    assert_eq!(e.file.as_deref(), Some(Path::new(file)), "{e:?}");
+    if let Some(object) = object {
+        assert!(e.message.contains(object), "{object} in {:?}", e.message);
+        assert_eq!(
+            e.object.as_ref().map(ToString::to_string).as_deref(),
+            Some(object),
+            "{e:?}"
+        );
+    }
+    assert!(
+        !e.message.contains("/checkout/"),
+        "repository-relative paths only: {:?}",
+        e.message
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dependency_cycle_fails_its_unit_naming_both_members() {
+    let f = Fixture::plain();
+    f.write(
+        "clusters/dev/cycle.yaml",
+        "# Each needs the other first.\n\
+         apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: left\nspec:\n  peerRef:\n    kind: ConfigMap\n    name: right\n\
+         ---\n\
+         apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: right\nspec:\n  peerRef:\n    kind: ConfigMap\n    name: left\n",
+    );
+    f.add_resource(DEV, "cycle.yaml");
+    let dev = dev_fails_alone(&f).await;
+    assert_eq!(dev.errors.len(), 1, "{}", describe(&dev));
+    let e = error_with(&dev, "dependency cycle");
+    for member in ["ConfigMap/aro-dev/left", "ConfigMap/aro-dev/right"] {
+        assert!(e.message.contains(member), "{member} in {:?}", e.message);
+    }
+    assert_eq!(
+        e.file.as_deref(),
+        Some(Path::new("clusters/dev/cycle.yaml"))
+    );
+    // Nothing of dev was applied.
+    let namespace = ObjectKey {
+        group: String::new(),
+        version: "v1".into(),
+        kind: "Namespace".into(),
+        namespace: None,
+        name: "aro-dev".into(),
+    };
+    let dev_ns = f
+        .inspect(|cluster| async move { cluster.get(&namespace).await.expect("get") })
+        .await;
+    assert!(dev_ns.is_none(), "{dev_ns:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_yaml_fails_its_unit_naming_the_file_and_line() {
+    let f = Fixture::plain();
+    f.write(
+        "clusters/dev/broken.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: broken\ndata:\n  a: b\n c: d\n",
+    );
+    f.add_resource(DEV, "broken.yaml");
+    let dev = dev_fails_alone(&f).await;
+    let e = error_with(&dev, "clusters/dev/broken.yaml");
+    assert_names(e, "clusters/dev/broken.yaml", None);
+    assert!(e.message.contains("line 7"), "{:?}", e.message);
+    assert!(dev.objects.is_empty(), "{}", describe(&dev));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_kind_fails_its_unit_naming_the_object_and_file() {
+    let f = Fixture::plain();
+    f.write(
+        "clusters/dev/widget.yaml",
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: gadget\nspec:\n  size: 3\n",
+    );
+    f.add_resource(DEV, "widget.yaml");
+    let dev = dev_fails_alone(&f).await;
+    let e = error_with(&dev, "Widget/aro-dev/gadget");
+    assert_names(e, "clusters/dev/widget.yaml", Some("Widget/aro-dev/gadget"));
+    let widget = dev
+        .objects
+        .iter()
+        .find(|o| o.key.kind == "Widget")
+        .expect("the widget's outcome");
+    assert_eq!(widget.action, ObjectAction::Failed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_duplicate_object_fails_its_unit_naming_both_origins() {
+    let f = Fixture::plain();
+    let cluster = std::fs::read_to_string(f.repo.join("clusters/dev/cluster.yaml")).unwrap();
+    f.write("clusters/dev/cluster-again.yaml", &cluster);
+    f.add_resource(DEV, "cluster-again.yaml");
+    let dev = dev_fails_alone(&f).await;
+    // Caught while rendering, before the kustomization's namespace is set: the object is named
+    // without it.
+    let e = error_with(&dev, "clusters/dev/cluster-again.yaml");
+    assert_names(e, "clusters/dev/cluster-again.yaml", None);
+    assert!(e.message.contains("Cluster/dev"), "{:?}", e.message);
+    assert!(
+        e.message.contains("clusters/dev/cluster.yaml"),
+        "the first definition is named too: {:?}",
+        e.message
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_duplicate_embedded_resource_fails_its_unit_naming_both_owners() {
+    let f = Fixture::plain();
+    // The infra pool's embedded node pool takes the workers pool's name.
+    f.replace(
+        "clusters/dev/machinepools.yaml",
+        "name: aro-dev-infra",
+        "name: aro-dev-workers",
+    );
+    let dev = dev_fails_alone(&f).await;
+    let pool = "HcpOpenShiftClustersNodePool/aro-dev/aro-dev-workers";
+    let e = error_with(&dev, pool);
+    assert_names(e, "clusters/dev/machinepools.yaml", Some(pool));
+    for owner in [
+        "AROMachinePool/aro-dev/dev-workers",
+        "AROMachinePool/aro-dev/dev-infra",
+    ] {
+        assert!(e.message.contains(owner), "{owner} in {:?}", e.message);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schema_violation_fails_its_unit_naming_the_object_and_file() {
+    let f = Fixture::plain();
+    let file = "clusters/dev/arocontrolplane.yaml";
+    let text = std::fs::read_to_string(f.repo.join(file)).unwrap();
+    let mut acp = aro_gitops::yaml::from_str(&text).unwrap();
+    let resources = acp["spec"]["resources"].as_array_mut().unwrap();
+    resources.retain(|r| r["kind"] != "HcpOpenShiftCluster");
+    assert_eq!(resources.len(), 1, "only the ExternalAuth is left");
+    f.write(file, &aro_gitops::yaml::to_string(&acp));
+    let dev = dev_fails_alone(&f).await;
+    let e = error_with(&dev, "AROControlPlane/aro-dev/dev");
+    assert_names(e, file, Some("AROControlPlane/aro-dev/dev"));
+    assert!(
+        e.message.contains("/spec/resources"),
+        "the field is named: {:?}",
+        e.message
+    );
+}
