@@ -81,9 +81,10 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         "requests to the cluster: {} reads, {} writes",
         summary.reads, summary.writes
     );
-    match &summary.report_commit {
-        Some(c) => println!("reports committed: {c}"),
-        None => println!("reports unchanged: nothing committed"),
+    match (&summary.report_commit, &summary.report_error) {
+        (_, Some(e)) => println!("reports NOT committed: {e}"),
+        (Some(c), None) => println!("reports committed: {c}"),
+        (None, None) => println!("reports unchanged: nothing committed"),
     }
     for o in &summary.outcomes {
         if let Some(stale) = &o.stale_source {

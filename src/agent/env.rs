@@ -63,6 +63,24 @@ impl Environment {
     }
 }
 
+impl Environment {
+    /// Stops the simulator and lets go of the embedded control plane, waiting until its store is
+    /// released (so the same state can be opened again right away).
+    pub async fn shutdown(mut self) {
+        if let Some(s) = self.simulator.take() {
+            s.abort();
+            let _ = s.await;
+        }
+        let cp = self.control_plane.take();
+        drop(self);
+        if let Some(cp) = cp
+            && !cp.close(Duration::from_secs(10)).await
+        {
+            tracing::warn!("the embedded control plane was still in use after 10 s");
+        }
+    }
+}
+
 impl Drop for Environment {
     fn drop(&mut self) {
         if let Some(s) = &self.simulator {

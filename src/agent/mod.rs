@@ -87,12 +87,15 @@ pub struct RunSummary {
     pub report_commit: Option<String>,
     /// Units that neither converged nor failed before the deadline.
     pub timed_out: Vec<String>,
+    /// Why the reports could not be committed, if they could not.
+    pub report_error: Option<String>,
 }
 
 impl RunSummary {
     /// A unit failed (an error or a failed object) or did not settle in time.
     pub fn failed(&self) -> bool {
         !self.timed_out.is_empty()
+            || self.report_error.is_some()
             || self
                 .outcomes
                 .iter()
@@ -187,28 +190,46 @@ impl Agent {
         let deadline = Instant::now() + self.config.timeout;
         let mut outcomes = self.converge(&rev, Some(deadline)).await?;
         let mut published = BTreeMap::new();
-        let commit = self.publish(&outcomes, &mut published).await?;
+        let (commit, report_error) = match self.publish(&outcomes, &mut published).await {
+            Ok(c) => (c, None),
+            Err(e) => {
+                tracing::error!(error = %e, "reports were not published");
+                (None, Some(e.to_string()))
+            }
+        };
         if self.config.once {
-            return Ok(self.summary(outcomes, commit));
+            let mut summary = self.summary(outcomes, commit);
+            summary.report_error = report_error;
+            return Ok(summary);
         }
-        // Follow the repository: fetch on an interval, re-converge on a new revision.
+        // Follow the repository: fetch on an interval, re-converge on a new revision. Nothing in
+        // here ends the agent: a failure is logged and tried again on the next round.
         loop {
             tokio::time::sleep(self.config.interval).await;
             let previous = rev.commit.clone();
-            let next = self.load().await?;
-            let changed = self
-                .blocking({
-                    let (from, to) = (previous.clone(), next.commit.clone());
-                    move |s| s.changed_paths(&from, &to)
-                })
-                .await?
-                .unwrap_or_default();
-            if next.commit != previous && !self.config.report_target.only_reports(&changed) {
-                tracing::info!(from = %previous, to = %next.commit, "new revision");
-                rev = next;
+            match self.load().await {
+                Ok(next) => {
+                    let changed = self
+                        .blocking({
+                            let (from, to) = (previous.clone(), next.commit.clone());
+                            move |s| s.changed_paths(&from, &to)
+                        })
+                        .await?
+                        .unwrap_or_default();
+                    if next.commit != previous && !self.config.report_target.only_reports(&changed)
+                    {
+                        tracing::info!(from = %previous, to = %next.commit, "new revision");
+                        rev = next;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, commit = %previous, "loading the source failed; keeping the current revision")
+                }
             }
             outcomes = self.converge(&rev, None).await?;
-            self.publish(&outcomes, &mut published).await?;
+            if let Err(e) = self.publish(&outcomes, &mut published).await {
+                tracing::warn!(error = %e, "reports were not published; retrying next round");
+            }
         }
     }
 
@@ -402,6 +423,7 @@ impl Agent {
             writes: counter.writes(),
             report_commit,
             timed_out,
+            report_error: None,
         }
     }
 }

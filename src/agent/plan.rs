@@ -133,6 +133,7 @@ pub async fn plan(
             errors,
         });
     }
+    env.shutdown().await;
     Ok(PlanOutput {
         commit: revision.commit,
         against,

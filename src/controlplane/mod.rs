@@ -202,6 +202,20 @@ impl ControlPlane {
         Ok(ServerHandle { addr: local, task })
     }
 
+    /// Waits (up to `timeout`) until nothing else holds this control plane (in-process clients,
+    /// servers, watches), then closes it, so its state directory can be opened again at once.
+    /// Returns whether it was released in time.
+    pub async fn close(self, timeout: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        while Arc::strong_count(&self.shared) > 1 {
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        true
+    }
+
     /// The current global resourceVersion.
     pub fn resource_version(&self) -> u64 {
         self.shared

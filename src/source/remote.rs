@@ -152,6 +152,9 @@ pub(super) fn push(
     url: &RemoteUrl,
     refspec: &str,
 ) -> Result<PushOutcome, git2::Error> {
+    if let Some(target) = local_work_tree(&url.raw) {
+        return push_to_work_tree(repo, &target, refspec);
+    }
     let mut remote = repo.remote_anonymous(&url.raw)?;
     let tried = RefCell::new(Tried::default());
     let rejected = RefCell::new(None::<String>);
@@ -175,6 +178,89 @@ pub(super) fn push(
         Some(message) => PushOutcome::Rejected(message),
         None => PushOutcome::Pushed,
     })
+}
+
+/// A local path (or `file://` URL) naming a repository with a work tree: libgit2 cannot push there.
+fn local_work_tree(raw: &str) -> Option<Repository> {
+    let path = raw.strip_prefix("file://").unwrap_or(raw);
+    if path.contains("://") {
+        return None;
+    }
+    Repository::open(path).ok().filter(|r| !r.is_bare())
+}
+
+/// The push libgit2 does not do: into a local repository with a work tree. Copies the objects
+/// the new commit needs into it, then moves the branch only if it still points where our commit
+/// was built (compare-and-swap), so a concurrent writer makes this a lost race, as a push would.
+fn push_to_work_tree(
+    repo: &Repository,
+    target: &Repository,
+    refspec: &str,
+) -> Result<PushOutcome, git2::Error> {
+    let (local_ref, remote_ref) = refspec
+        .split_once(':')
+        .ok_or_else(|| git2::Error::from_str("refspec without ':'"))?;
+    if target
+        .head()
+        .ok()
+        .and_then(|h| h.name().ok().map(str::to_string))
+        .as_deref()
+        == Some(remote_ref)
+    {
+        return Err(git2::Error::from_str(&format!(
+            "{remote_ref} is checked out in the target work tree; publish to another branch"
+        )));
+    }
+    let commit = repo.find_reference(local_ref)?.peel_to_commit()?;
+    copy_objects(repo, target, commit.id())?;
+    let expected = commit.parent_ids().next();
+    let message = "aro-gitops: publish reports";
+    let moved = match expected {
+        Some(old) => target
+            .reference_matching(remote_ref, commit.id(), true, old, message)
+            .map(|_| ()),
+        None => target
+            .reference(remote_ref, commit.id(), false, message)
+            .map(|_| ()),
+    };
+    match moved {
+        Ok(()) => Ok(PushOutcome::Pushed),
+        Err(e) if matches!(e.code(), ErrorCode::Modified | ErrorCode::Exists) => {
+            Ok(PushOutcome::Rejected(e.message().to_string()))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Copies `oid` and everything it reaches that `to` lacks from `from`'s object database.
+fn copy_objects(from: &Repository, to: &Repository, oid: git2::Oid) -> Result<(), git2::Error> {
+    let (src, dst) = (from.odb()?, to.odb()?);
+    let mut todo = vec![oid];
+    while let Some(id) = todo.pop() {
+        if dst.exists(id) {
+            continue;
+        }
+        let object = src.read(id)?;
+        match object.kind() {
+            git2::ObjectType::Commit => {
+                let c = from.find_commit(id)?;
+                todo.push(c.tree_id());
+                todo.extend(c.parent_ids());
+            }
+            git2::ObjectType::Tree => {
+                let t = from.find_tree(id)?;
+                // Gitlinks (submodule commits) live in another repository.
+                todo.extend(
+                    t.iter()
+                        .filter(|e| e.kind() != Some(git2::ObjectType::Commit))
+                        .map(|e| e.id()),
+                );
+            }
+            _ => {}
+        }
+        dst.write(object.kind(), object.data())?;
+    }
+    Ok(())
 }
 
 /// Which credentials were already offered during one connection (libgit2 asks again after each failure).

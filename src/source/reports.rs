@@ -286,6 +286,92 @@ mod tests {
         );
     }
 
+    /// libgit2 cannot push into a repository with a work tree; reports still land there, and a
+    /// concurrent commit to the status branch is a lost race that is retried, as over the wire.
+    #[test]
+    fn publish_into_a_local_work_tree_repository() {
+        let tmp = tempfile::tempdir().unwrap();
+        let work = tmp.path().join("fleet");
+        std::fs::create_dir_all(&work).unwrap();
+        git(&work, &["init", "-q", "-b", "main"]);
+        std::fs::write(work.join("app.yaml"), "a: 1\n").unwrap();
+        git(&work, &["add", "-A"]);
+        git(
+            &work,
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@e",
+                "commit",
+                "-qm",
+                "app",
+            ],
+        );
+        let source = open(work.to_str().unwrap(), &tmp.path().join("state"));
+        let (target, bot) = (ReportTarget::default(), Identity::default());
+        let mut competed = false;
+        let first = source
+            .publish_with(
+                &target,
+                &files(&[("r.yaml", "1\n")]),
+                "reports",
+                &bot,
+                &mut |_| {},
+            )
+            .unwrap()
+            .unwrap();
+        assert_eq!(git(&work, &["rev-parse", STATUS]), first);
+        let second = source
+            .publish_with(
+                &target,
+                &files(&[("r.yaml", "2\n")]),
+                "reports",
+                &bot,
+                &mut |attempt| {
+                    if attempt == 1 {
+                        // Someone else moves the branch between our fetch and our push.
+                        let tree = git(&work, &["rev-parse", &format!("{STATUS}^{{tree}}")]);
+                        let other = git(
+                            &work,
+                            &[
+                                "-c",
+                                "user.name=t",
+                                "-c",
+                                "user.email=t@e",
+                                "commit-tree",
+                                &tree,
+                                "-p",
+                                STATUS,
+                                "-m",
+                                "other",
+                            ],
+                        );
+                        git(
+                            &work,
+                            &["update-ref", &format!("refs/heads/{STATUS}"), &other],
+                        );
+                        competed = true;
+                    }
+                },
+            )
+            .unwrap()
+            .unwrap();
+        assert!(competed);
+        assert_eq!(git(&work, &["rev-parse", STATUS]), second);
+        assert_eq!(
+            git(&work, &["log", "--format=%s", STATUS]),
+            "reports\nother\nreports",
+            "both changes kept"
+        );
+        assert_eq!(read_at(&work, STATUS, "r.yaml").as_deref(), Some("2\n"));
+        assert_eq!(
+            git(&work, &["status", "--porcelain"]),
+            "",
+            "the work tree is untouched"
+        );
+    }
+
     #[test]
     fn publish_over_git_daemon_wins_a_race_and_keeps_both_changes() {
         let tmp = tempfile::tempdir().unwrap();
