@@ -16,6 +16,8 @@ mod converge;
 mod failures;
 #[path = "agent/git_source.rs"]
 mod git_source;
+#[path = "agent/kubeconfig.rs"]
+mod kubeconfig;
 #[path = "agent/rerun.rs"]
 mod rerun;
 
