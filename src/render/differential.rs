@@ -1,7 +1,6 @@
 //! Differential checks against kustomize itself: the same trees rendered here and by `kubectl kustomize`
-//! (kustomize v5.5, skipped when kubectl is not on PATH), and kustomize's own test cases replayed in
-//! `../shared/conformance/kustomize` (skipped when absent; cases using fields render v0 refuses are skipped).
-//! Documents are compared as values, in order.
+//! (kustomize v5.5, skipped when kubectl is not on PATH). kustomize's own test cases are run by
+//! `tests/render_conformance.rs`. Documents are compared as values, in order.
 
 use super::tests::tree;
 use super::*;
@@ -322,55 +321,6 @@ fn matches_kubectl_kustomize_on_the_example_repository() {
         let ours = values(render(&repo, rel).unwrap_or_else(|e| panic!("{e}")));
         assert_same(&ours, &expected, &rel.display().to_string());
     }
-}
-
-/// kustomize's own cases (replayed with kustomize v5.5 into `../shared/conformance/kustomize`) that render v0
-/// can take: same documents in the same order, or an error where kustomize fails.
-#[test]
-fn matches_kustomize_conformance_cases_it_supports() {
-    let cases = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/kustomize");
-    let Ok(entries) = std::fs::read_dir(&cases) else {
-        eprintln!("skipped: {} not found", cases.display());
-        return;
-    };
-    let mut dirs: Vec<_> = entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.join("tree").is_dir())
-        .collect();
-    dirs.sort();
-    let (mut compared, mut skipped) = (Vec::new(), 0);
-    for case in dirs {
-        let name = case.file_name().unwrap().to_string_lossy().into_owned();
-        let target = std::fs::read_to_string(case.join("target")).unwrap_or_else(|_| ".".into());
-        let result = render(&case.join("tree"), Path::new(target.trim()));
-        if matches!(
-            &result,
-            Err(RenderError::UnsupportedField { .. }
-                | RenderError::UnknownField { .. }
-                | RenderError::InvalidKustomization { .. })
-        ) {
-            skipped += 1;
-            continue;
-        }
-        match std::fs::read_to_string(case.join("expected.yaml")) {
-            Ok(expected) => {
-                let expected = crate::yaml::from_multi_str(&expected).unwrap();
-                let ours =
-                    values(result.unwrap_or_else(|e| {
-                        panic!("{name}: kustomize succeeds, render failed: {e}")
-                    }));
-                assert_same(&ours, &expected, &name);
-            }
-            Err(_) => assert!(result.is_err(), "{name}: kustomize fails, render succeeded"),
-        }
-        compared.push(name);
-    }
-    eprintln!(
-        "compared {} conformance cases ({skipped} skipped as unsupported): {compared:?}",
-        compared.len()
-    );
-    assert!(!compared.is_empty(), "no conformance case was compared");
 }
 
 /// Scalars typed as kustomize (kyaml) types them: `y`/`n`/`yes`/`on` stay strings and `0777` is 511.

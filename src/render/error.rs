@@ -60,7 +60,7 @@ pub enum RenderError {
     InvalidKustomization { file: PathBuf, problem: String },
 
     /// A kustomize field this renderer does not implement.
-    #[error("{}: kustomization field `{field}` is not supported by render v0", file.display())]
+    #[error("{}: kustomization field `{field}` is not supported", file.display())]
     UnsupportedField { file: PathBuf, field: String },
 
     /// A field kustomize itself does not know.
@@ -73,6 +73,23 @@ pub enum RenderError {
         file.display()
     )]
     RemoteResource { file: PathBuf, entry: String },
+
+    /// A file a kustomization names outside its own folder (kustomize's load restrictor refuses it).
+    #[error(
+        "{}: `{entry}` is not in or below {}: a kustomization may only read files in its own folder",
+        file.display(),
+        dir.display()
+    )]
+    OutsideKustomization {
+        file: PathBuf,
+        entry: String,
+        dir: PathBuf,
+    },
+
+    /// A kustomization that cannot be built as written: a patch target that matches nothing, a generator
+    /// colliding with an object, a transformer that cannot apply... `problem` says what and where.
+    #[error("{}: {problem}", file.display())]
+    Build { file: PathBuf, problem: String },
 
     /// A `resources` entry naming nothing.
     #[error("{}: resource `{entry}`: {} does not exist", file.display(), path.display())]
@@ -157,6 +174,8 @@ impl RenderError {
             | RenderError::RemoteResource { file, .. }
             | RenderError::MissingResource { file, .. }
             | RenderError::NotAKustomization { file, .. }
+            | RenderError::OutsideKustomization { file, .. }
+            | RenderError::Build { file, .. }
             | RenderError::Cycle { file, .. }
             | RenderError::NamespaceConflict { file, .. } => file,
         }

@@ -1,26 +1,34 @@
-//! The kustomization file: finding it in a folder and reading the fields render v0 supports.
+//! The kustomization file: finding it in a folder and reading it into a [`Kustomization`].
 //!
-//! Supported: `apiVersion`/`kind` (`kustomize.config.k8s.io/v1beta1` `Kustomization`, both optional as in
-//! kustomize), `resources`, `namespace`, and `metadata` (which kustomize does not use for output). Every other
-//! kustomize field is refused by name unless it is empty (`[]`, `{}`, `""` or null), which changes nothing.
+//! Every field of kustomize v5.5's `Kustomization` is known. Names match case-insensitively (as kustomize's
+//! JSON decoding does: `nameprefix` is `namePrefix`), an unknown field is an error, and the deprecated
+//! spellings are converted as kustomize converts them (`bases` into `resources`, `imageTags` into
+//! `images`, `patches` written as a list of paths into `patchesStrategicMerge`). Fields this renderer does
+//! not implement (helm charts, plugin generators and transformers, validators...) are refused by name
+//! unless empty (`[]`, `{}`, `""` or null change nothing).
 
 use super::documents::{type_name, yaml_error};
 use super::error::RenderError;
-use serde_json::Value;
+use super::fieldspec::{FieldSpec, list_from_value};
+use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
 /// The names kustomize recognises, in the order it looks for them.
 pub const KUSTOMIZATION_FILE_NAMES: [&str; 3] =
     ["kustomization.yaml", "kustomization.yml", "Kustomization"];
 
-const API_VERSION: &str = "kustomize.config.k8s.io/v1beta1";
-const KIND: &str = "Kustomization";
+const KUSTOMIZATION_VERSION: &str = "kustomize.config.k8s.io/v1beta1";
+const COMPONENT_VERSION: &str = "kustomize.config.k8s.io/v1alpha1";
 
-/// Fields of kustomize's Kustomization (v5.5) that render v0 does not implement.
-const UNSUPPORTED_FIELDS: &[&str] = &[
+/// Every field of kustomize v5.5's Kustomization, as spelled there.
+const FIELDS: &[&str] = &[
+    "apiVersion",
+    "kind",
+    "metadata",
     "openapi",
     "namePrefix",
     "nameSuffix",
+    "namespace",
     "commonLabels",
     "labels",
     "commonAnnotations",
@@ -33,6 +41,7 @@ const UNSUPPORTED_FIELDS: &[&str] = &[
     "replicas",
     "vars",
     "sortOptions",
+    "resources",
     "components",
     "crds",
     "bases",
@@ -50,13 +59,115 @@ const UNSUPPORTED_FIELDS: &[&str] = &[
     "buildMetadata",
 ];
 
-/// What render v0 takes from a kustomization file.
+/// Fields refused when not empty: this renderer does not implement them.
+const UNSUPPORTED: &[&str] = &[
+    "openapi",
+    "crds",
+    "helmGlobals",
+    "helmCharts",
+    "helmChartInflationGenerator",
+    "generators",
+    "transformers",
+    "validators",
+    "inventory",
+    "configMapGenerator",
+    "secretGenerator",
+    "generatorOptions",
+];
+
+/// Whether the file is a Kustomization or a Component.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Kind {
+    #[default]
+    Kustomization,
+    Component,
+}
+
+/// A patch of `patches` or `patchesJson6902`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PatchEntry {
+    pub path: Option<String>,
+    pub patch: Option<String>,
+    pub target: Option<Selector>,
+    pub allow_name_change: bool,
+    pub allow_kind_change: bool,
+}
+
+/// Which objects a patch or replacement applies to.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Selector {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub name: String,
+    pub namespace: String,
+    pub label_selector: String,
+    pub annotation_selector: String,
+}
+
+/// An `images` entry.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Image {
+    pub name: String,
+    pub new_name: String,
+    pub new_tag: String,
+    pub tag_suffix: String,
+    pub digest: String,
+}
+
+/// A `labels` entry.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Label {
+    pub pairs: Vec<(String, String)>,
+    pub include_selectors: bool,
+    pub include_templates: bool,
+    pub fields: Vec<FieldSpec>,
+}
+
+/// A `vars` entry.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Var {
+    pub name: String,
+    pub api_version: String,
+    pub kind: String,
+    pub obj_name: String,
+    pub namespace: String,
+    pub field_path: String,
+}
+
+/// `sortOptions`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SortOrder {
+    Legacy {
+        first: Option<Vec<String>>,
+        last: Option<Vec<String>>,
+    },
+    Fifo,
+}
+
+/// What a kustomization file says.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Kustomization {
-    /// `resources` entries as written, in order.
+    pub kind: Kind,
     pub resources: Vec<String>,
-    /// `namespace`, when set and not empty.
+    pub components: Vec<String>,
     pub namespace: Option<String>,
+    pub name_prefix: String,
+    pub name_suffix: String,
+    pub common_labels: Vec<(String, String)>,
+    pub labels: Vec<Label>,
+    pub common_annotations: Vec<(String, String)>,
+    pub patches_strategic_merge: Vec<String>,
+    pub patches_json6902: Vec<PatchEntry>,
+    pub patches: Vec<PatchEntry>,
+    pub images: Vec<Image>,
+    pub replicas: Vec<(String, i64)>,
+    /// `replacements` entries as written (a `path` to a file, or a replacement).
+    pub replacements: Vec<Value>,
+    pub vars: Vec<Var>,
+    pub configurations: Vec<String>,
+    pub sort: Option<SortOrder>,
+    pub build_metadata: Vec<String>,
 }
 
 /// The kustomization file in `dir`, if there is one; two or more is an error, as in kustomize.
@@ -84,7 +195,7 @@ pub fn parse(file: &Path, text: &str) -> Result<Kustomization, RenderError> {
         problem,
     };
     let doc = crate::yaml::from_str(text).map_err(|e| yaml_error(file, e, 1))?;
-    let map = match doc {
+    let raw = match doc {
         Value::Object(map) => map,
         Value::Null => return Err(invalid("kustomization is empty".into())),
         other => {
@@ -94,92 +205,346 @@ pub fn parse(file: &Path, text: &str) -> Result<Kustomization, RenderError> {
             )));
         }
     };
-
-    let kind = string_field(&map, "kind").map_err(&invalid)?;
-    let api_version = string_field(&map, "apiVersion").map_err(&invalid)?;
-    match kind {
-        None | Some(KIND) => {}
-        Some("Component") => {
-            return Err(invalid(
-                "kind Component is not supported by render v0 (only Kustomization)".into(),
-            ));
-        }
-        Some(other) => {
-            return Err(invalid(format!(
-                "kind is `{other}`; a kustomization's kind is {KIND}"
-            )));
-        }
-    }
-    if let Some(v) = api_version.filter(|v| *v != API_VERSION) {
-        return Err(invalid(format!(
-            "apiVersion is `{v}`; a Kustomization's apiVersion is {API_VERSION}"
-        )));
-    }
-
-    for (field, value) in &map {
-        match field.as_str() {
-            "apiVersion" | "kind" | "resources" | "namespace" | "metadata" => {}
-            f if UNSUPPORTED_FIELDS.contains(&f) => {
-                if !is_empty(value) {
-                    return Err(RenderError::UnsupportedField {
+    let mut map = Map::new();
+    for (key, value) in raw {
+        let canonical = match key.as_str() {
+            // kustomize renames this one before decoding.
+            "imageTags" => "images",
+            k => match FIELDS.iter().find(|f| f.eq_ignore_ascii_case(k)) {
+                Some(f) => *f,
+                None => {
+                    return Err(RenderError::UnknownField {
                         file: file.to_path_buf(),
-                        field: f.to_string(),
+                        field: key,
                     });
                 }
+            },
+        };
+        map.insert(canonical.to_string(), value);
+    }
+    for field in UNSUPPORTED {
+        if map.get(*field).is_some_and(|v| !is_empty(v)) {
+            return Err(RenderError::UnsupportedField {
+                file: file.to_path_buf(),
+                field: field.to_string(),
+            });
+        }
+    }
+    read(&map).map_err(invalid)
+}
+
+fn read(map: &Map<String, Value>) -> Result<Kustomization, String> {
+    let kind = match string(map, "kind")?.as_deref() {
+        None | Some("") | Some("Kustomization") => Kind::Kustomization,
+        Some("Component") => Kind::Component,
+        Some(other) => {
+            return Err(format!(
+                "kind is `{other}`; it should be Kustomization or Component"
+            ));
+        }
+    };
+    let required = match kind {
+        Kind::Kustomization => KUSTOMIZATION_VERSION,
+        Kind::Component => COMPONENT_VERSION,
+    };
+    if let Some(v) = string(map, "apiVersion")?.filter(|v| !v.is_empty() && v != required) {
+        return Err(format!(
+            "apiVersion is `{v}`; the apiVersion of a {} is {required}",
+            match kind {
+                Kind::Kustomization => "Kustomization",
+                Kind::Component => "Component",
             }
-            f => {
-                return Err(RenderError::UnknownField {
-                    file: file.to_path_buf(),
-                    field: f.to_string(),
-                });
-            }
+        ));
+    }
+
+    let mut k = Kustomization {
+        kind,
+        ..Default::default()
+    };
+    k.resources = strings(map, "resources")?;
+    k.resources.extend(strings(map, "bases")?);
+    k.components = strings(map, "components")?;
+    k.namespace = string(map, "namespace")?.filter(|s| !s.is_empty());
+    k.name_prefix = string(map, "namePrefix")?.unwrap_or_default();
+    k.name_suffix = string(map, "nameSuffix")?.unwrap_or_default();
+    k.common_labels = string_map(map, "commonLabels")?;
+    k.common_annotations = string_map(map, "commonAnnotations")?;
+    k.configurations = strings(map, "configurations")?;
+    k.build_metadata = strings(map, "buildMetadata")?;
+    for option in &k.build_metadata {
+        if !matches!(
+            option.as_str(),
+            "originAnnotations" | "transformerAnnotations" | "managedByLabel"
+        ) {
+            return Err(format!("buildMetadata option `{option}` is unknown"));
         }
     }
 
-    let resources = match map.get("resources") {
-        None | Some(Value::Null) => Vec::new(),
+    // `patches` written as a list with a path string in it is the old patchesStrategicMerge.
+    let legacy_patches = map
+        .get("patches")
+        .and_then(Value::as_array)
+        .is_some_and(|items| items.iter().any(Value::is_string));
+    k.patches_strategic_merge = strings(map, "patchesStrategicMerge")?;
+    if legacy_patches {
+        k.patches_strategic_merge.extend(strings(map, "patches")?);
+    } else {
+        k.patches = list(map, "patches", patch_entry)?;
+    }
+    k.patches_json6902 = list(map, "patchesJson6902", patch_entry)?;
+    k.images = list(map, "images", image)?;
+    k.replicas = list(map, "replicas", replica)?;
+    k.vars = list(map, "vars", var)?;
+    k.labels = list(map, "labels", label)?;
+    k.replacements = list(map, "replacements", |v| Ok(v.clone()))?;
+    k.sort = sort_options(map.get("sortOptions"))?;
+    Ok(k)
+}
+
+fn list<T>(
+    map: &Map<String, Value>,
+    field: &str,
+    f: impl Fn(&Value) -> Result<T, String>,
+) -> Result<Vec<T>, String> {
+    match map.get(field) {
+        None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Array(items)) => items
             .iter()
             .enumerate()
-            .map(|(i, item)| match item {
-                Value::String(s) if !s.is_empty() => Ok(s.clone()),
-                other => Err(invalid(format!(
-                    "resources entry {} is {}, not a path",
-                    i + 1,
-                    if other.is_string() {
-                        "empty"
-                    } else {
-                        type_name(other)
-                    }
-                ))),
-            })
-            .collect::<Result<_, _>>()?,
-        Some(other) => {
-            return Err(invalid(format!(
-                "`resources` is {}, not a list",
-                type_name(other)
-            )));
-        }
-    };
-    let namespace = string_field(&map, "namespace")
-        .map_err(&invalid)?
-        .filter(|s| !s.is_empty())
-        .map(str::to_string);
-    Ok(Kustomization {
-        resources,
-        namespace,
+            .map(|(i, item)| f(item).map_err(|e| format!("`{field}` entry {}: {e}", i + 1)))
+            .collect(),
+        Some(other) => Err(format!("`{field}` is {}, not a list", type_name(other))),
+    }
+}
+
+fn mapping<'a>(v: &'a Value, allowed: &[&str]) -> Result<&'a Map<String, Value>, String> {
+    let map = v
+        .as_object()
+        .ok_or_else(|| format!("is {}, not a mapping", type_name(v)))?;
+    if let Some(unknown) = map.keys().find(|k| !allowed.contains(&k.as_str())) {
+        return Err(format!("unknown field `{unknown}`"));
+    }
+    Ok(map)
+}
+
+fn string(map: &Map<String, Value>, name: &str) -> Result<Option<String>, String> {
+    match map.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(format!("`{name}` is {}, not a string", type_name(other))),
+    }
+}
+
+fn bool_field(map: &Map<String, Value>, name: &str) -> Result<bool, String> {
+    match map.get(name) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(other) => Err(format!(
+            "`{name}` is {}, not true or false",
+            type_name(other)
+        )),
+    }
+}
+
+fn strings(map: &Map<String, Value>, name: &str) -> Result<Vec<String>, String> {
+    list(map, name, |item| match item {
+        Value::String(s) if !s.is_empty() => Ok(s.clone()),
+        Value::String(_) => Err("is empty".into()),
+        other => Err(format!("is {}, not a string", type_name(other))),
     })
 }
 
-/// A string field, or `None` when absent or null.
-fn string_field<'a>(
-    map: &'a serde_json::Map<String, Value>,
-    name: &str,
-) -> Result<Option<&'a str>, String> {
-    match map.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(other) => Err(format!("`{name}` is {}, not a string", type_name(other))),
+/// A mapping of strings, kept in key order (kustomize applies labels and annotations sorted by key).
+fn string_map(map: &Map<String, Value>, name: &str) -> Result<Vec<(String, String)>, String> {
+    let mut pairs = match map.get(name) {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Object(m)) => m
+            .iter()
+            .map(|(k, v)| match v {
+                Value::String(s) => Ok((k.clone(), s.clone())),
+                Value::Null => Ok((k.clone(), String::new())),
+                other => Err(format!(
+                    "`{name}` value of `{k}` is {}, not a string (quote it)",
+                    type_name(other)
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        Some(other) => return Err(format!("`{name}` is {}, not a mapping", type_name(other))),
+    };
+    pairs.sort();
+    Ok(pairs)
+}
+
+fn patch_entry(v: &Value) -> Result<PatchEntry, String> {
+    let map = mapping(v, &["path", "patch", "target", "options"])?;
+    let options = match map.get("options") {
+        None | Some(Value::Null) => Map::new(),
+        Some(o) => mapping(o, &["allowNameChange", "allowKindChange"])
+            .map_err(|e| format!("`options` {e}"))?
+            .clone(),
+    };
+    Ok(PatchEntry {
+        path: string(map, "path")?.filter(|s| !s.is_empty()),
+        patch: string(map, "patch")?,
+        target: match map.get("target") {
+            None | Some(Value::Null) => None,
+            Some(t) => Some(selector(t).map_err(|e| format!("`target` {e}"))?),
+        },
+        allow_name_change: bool_field(&options, "allowNameChange")?,
+        allow_kind_change: bool_field(&options, "allowKindChange")?,
+    })
+}
+
+/// A target selector (`patches`, `replacements`).
+pub fn selector(v: &Value) -> Result<Selector, String> {
+    let map = mapping(
+        v,
+        &[
+            "group",
+            "version",
+            "kind",
+            "name",
+            "namespace",
+            "labelSelector",
+            "annotationSelector",
+        ],
+    )?;
+    let get = |k: &str| string(map, k).map(Option::unwrap_or_default);
+    Ok(Selector {
+        group: get("group")?,
+        version: get("version")?,
+        kind: get("kind")?,
+        name: get("name")?,
+        namespace: get("namespace")?,
+        label_selector: get("labelSelector")?,
+        annotation_selector: get("annotationSelector")?,
+    })
+}
+
+fn image(v: &Value) -> Result<Image, String> {
+    let map = mapping(v, &["name", "newName", "newTag", "tagSuffix", "digest"])?;
+    let get = |k: &str| -> Result<String, String> {
+        match map.get(k) {
+            None | Some(Value::Null) => Ok(String::new()),
+            Some(Value::String(s)) => Ok(s.clone()),
+            // A tag written as a number (`newTag: 1.8`) is its text.
+            Some(Value::Number(n)) => Ok(n.to_string()),
+            Some(other) => Err(format!("`{k}` is {}, not a string", type_name(other))),
+        }
+    };
+    Ok(Image {
+        name: get("name")?,
+        new_name: get("newName")?,
+        new_tag: get("newTag")?,
+        tag_suffix: get("tagSuffix")?,
+        digest: get("digest")?,
+    })
+}
+
+fn replica(v: &Value) -> Result<(String, i64), String> {
+    let map = mapping(v, &["name", "count"])?;
+    let name = string(map, "name")?.unwrap_or_default();
+    let count = match map.get("count") {
+        None | Some(Value::Null) => 0,
+        Some(Value::Number(n)) => n
+            .as_i64()
+            .ok_or_else(|| "`count` is not a whole number".to_string())?,
+        Some(other) => return Err(format!("`count` is {}, not a number", type_name(other))),
+    };
+    Ok((name, count))
+}
+
+fn var(v: &Value) -> Result<Var, String> {
+    let map = mapping(v, &["name", "objref", "fieldref"])?;
+    let objref = mapping(
+        map.get("objref").unwrap_or(&Value::Null),
+        &[
+            "apiVersion",
+            "group",
+            "version",
+            "kind",
+            "name",
+            "namespace",
+        ],
+    )
+    .map_err(|e| format!("`objref` {e}"))?;
+    let get = |k: &str| string(objref, k).map(Option::unwrap_or_default);
+    let mut api_version = get("apiVersion")?;
+    if api_version.is_empty() {
+        let (group, version) = (get("group")?, get("version")?);
+        api_version = crate::object::join_api_version(&group, &version);
+    }
+    let field_path = match map.get("fieldref") {
+        None | Some(Value::Null) => String::new(),
+        Some(f) => string(
+            mapping(f, &["fieldpath"]).map_err(|e| format!("`fieldref` {e}"))?,
+            "fieldpath",
+        )?
+        .unwrap_or_default(),
+    };
+    Ok(Var {
+        name: string(map, "name")?.unwrap_or_default(),
+        api_version,
+        kind: get("kind")?,
+        obj_name: get("name")?,
+        namespace: get("namespace")?,
+        field_path: if field_path.is_empty() {
+            "metadata.name".into()
+        } else {
+            field_path
+        },
+    })
+}
+
+fn label(v: &Value) -> Result<Label, String> {
+    let map = mapping(
+        v,
+        &["pairs", "includeSelectors", "includeTemplates", "fields"],
+    )?;
+    Ok(Label {
+        pairs: string_map(map, "pairs")?,
+        include_selectors: bool_field(map, "includeSelectors")?,
+        include_templates: bool_field(map, "includeTemplates")?,
+        fields: map
+            .get("fields")
+            .map(list_from_value)
+            .transpose()
+            .map_err(|e| format!("`fields`: {e}"))?
+            .unwrap_or_default(),
+    })
+}
+
+fn sort_options(v: Option<&Value>) -> Result<Option<SortOrder>, String> {
+    let Some(v) = v.filter(|v| !v.is_null()) else {
+        return Ok(None);
+    };
+    let map =
+        mapping(v, &["order", "legacySortOptions"]).map_err(|e| format!("`sortOptions` {e}"))?;
+    match string(map, "order")?.as_deref() {
+        Some("fifo") => {
+            if map.get("legacySortOptions").is_some_and(|v| !v.is_null()) {
+                return Err("`sortOptions`: legacySortOptions needs order legacy".into());
+            }
+            Ok(Some(SortOrder::Fifo))
+        }
+        Some("legacy") => {
+            let (first, last) = match map.get("legacySortOptions") {
+                None | Some(Value::Null) => (None, None),
+                Some(o) => {
+                    let o = mapping(o, &["orderFirst", "orderLast"])
+                        .map_err(|e| format!("`legacySortOptions` {e}"))?;
+                    (
+                        Some(strings(o, "orderFirst")?),
+                        Some(strings(o, "orderLast")?),
+                    )
+                }
+            };
+            Ok(Some(SortOrder::Legacy { first, last }))
+        }
+        None | Some("") => Err("`sortOptions` needs an order (legacy or fifo)".into()),
+        Some(other) => Err(format!(
+            "`sortOptions`: unknown order `{other}` (legacy or fifo)"
+        )),
     }
 }
 
@@ -194,117 +559,5 @@ fn is_empty(v: &Value) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn parse_ok(text: &str) -> Kustomization {
-        parse(Path::new("k/kustomization.yaml"), text).unwrap()
-    }
-
-    fn parse_err(text: &str) -> String {
-        parse(Path::new("k/kustomization.yaml"), text)
-            .unwrap_err()
-            .to_string()
-    }
-
-    #[test]
-    fn reads_resources_and_namespace() {
-        let k = parse_ok(
-            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nmetadata: {name: x}\n\
-             namespace: team\nresources: [a.yaml, ../base, sub/]\n",
-        );
-        assert_eq!(k.resources, vec!["a.yaml", "../base", "sub/"]);
-        assert_eq!(k.namespace.as_deref(), Some("team"));
-        assert_eq!(
-            parse_ok("resources: []\nnamespace: ''\n"),
-            Kustomization::default()
-        );
-        assert_eq!(parse_ok("resources:\n"), Kustomization::default());
-    }
-
-    #[test]
-    fn unsupported_and_unknown_fields_are_named() {
-        assert_eq!(
-            parse_err("resources: [a.yaml]\npatches:\n- path: p.yaml\n"),
-            "k/kustomization.yaml: kustomization field `patches` is not supported by render v0"
-        );
-        assert_eq!(
-            parse_err("namePrefix: dev-\n"),
-            "k/kustomization.yaml: kustomization field `namePrefix` is not supported by render v0"
-        );
-        assert!(
-            parse_err("configMapGenerator: [{name: a}]\n")
-                .contains("`configMapGenerator` is not supported")
-        );
-        assert!(parse_err("bases: [../b]\n").contains("`bases` is not supported"));
-        assert_eq!(
-            parse_err("resources: []\nfoo: bar\n"),
-            "k/kustomization.yaml: unknown kustomization field `foo`"
-        );
-        // Empty values change nothing, in kustomize or here.
-        assert_eq!(
-            parse_ok("patches: []\nnamePrefix: ''\nimages: null\ncommonLabels: {}\n"),
-            Kustomization::default()
-        );
-    }
-
-    #[test]
-    fn kind_and_api_version_are_checked() {
-        assert!(
-            parse_err("apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n")
-                .contains("kind Component is not supported")
-        );
-        assert!(
-            parse_err("kind: Foo\n")
-                .contains("kind is `Foo`; a kustomization's kind is Kustomization")
-        );
-        assert!(
-            parse_err("apiVersion: kustomize.config.k8s.io/v2\n")
-                .contains("apiVersion is `kustomize.config.k8s.io/v2`")
-        );
-        assert_eq!(parse_ok("kind: Kustomization\n"), Kustomization::default());
-    }
-
-    #[test]
-    fn malformed_files_and_fields() {
-        assert_eq!(
-            parse_err(""),
-            "k/kustomization.yaml: kustomization is empty"
-        );
-        assert_eq!(
-            parse_err("# only a comment\n"),
-            "k/kustomization.yaml: kustomization is empty"
-        );
-        assert!(parse_err("- a\n").contains("kustomization is a list, not a mapping"));
-        assert!(parse_err("resources: a.yaml\n").contains("`resources` is a string, not a list"));
-        assert!(
-            parse_err("resources: [a.yaml, {x: 1}]\n")
-                .contains("resources entry 2 is a mapping, not a path")
-        );
-        assert!(parse_err("resources: ['']\n").contains("resources entry 1 is empty"));
-        assert!(parse_err("namespace: [a]\n").contains("`namespace` is a list, not a string"));
-        let err = parse(Path::new("k/kustomization.yaml"), "resources: [a\n").unwrap_err();
-        assert!(
-            matches!(err, RenderError::Yaml { line: Some(1), .. }),
-            "{err:?}"
-        );
-        assert_eq!(err.to_string().matches("line").count(), 1, "{err}");
-    }
-
-    #[test]
-    fn finds_the_file_and_refuses_two() {
-        let dir = tempfile::tempdir().unwrap();
-        assert_eq!(find(dir.path(), Path::new("x")).unwrap(), None);
-        std::fs::write(dir.path().join("Kustomization"), "").unwrap();
-        assert_eq!(
-            find(dir.path(), Path::new("x")).unwrap(),
-            Some(dir.path().join("Kustomization"))
-        );
-        std::fs::write(dir.path().join("kustomization.yml"), "").unwrap();
-        let err = find(dir.path(), Path::new("x")).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "x: found multiple kustomization files: kustomization.yml, Kustomization"
-        );
-    }
-}
+#[path = "kustomization_tests.rs"]
+mod tests;

@@ -1,25 +1,41 @@
 //! Render: turns a folder of the repository into the Kubernetes objects it declares, each with its origin.
 //!
-//! Render v0 reads plain YAML files and kustomizations that use `resources` and `namespace` only; a later
-//! native kustomize implementation replaces the internals behind the same [`render`] and [`RenderError`].
-//! Nothing is fetched and nothing is run: remote bases are refused, and every path must resolve (after `..`
-//! and symlinks) inside the repository root.
+//! A native implementation of kustomize v5.5 (`kubectl kustomize`): kustomizations with resources,
+//! components, namespace, name prefixes and suffixes, labels and annotations, strategic-merge and JSON 6902
+//! patches, images, replicas, replacements and vars, with references to renamed objects fixed as kustomize
+//! fixes them. Nothing is fetched and nothing is run: remote bases, plugins and helm charts are refused by
+//! name, and every path must resolve (after `..` and symlinks) inside the repository root (files a
+//! kustomization reads, inside its own folder, as kustomize requires).
 //!
-//! - A folder with a kustomization file renders as `kubectl kustomize` would (for the supported fields).
+//! - A folder with a kustomization file renders as `kubectl kustomize` would.
 //! - A plain folder renders as if it had a kustomization listing its `.yaml`/`.yml` files and subfolders
 //!   in lexical order (hidden entries skipped): a subfolder with a kustomization file renders as one, a plain
 //!   one recursively the same way.
 //! - A single file renders its documents.
 //!
-//! Whatever the input, references to moved objects are then fixed as kustomize does (see [`references`]) and
-//! objects come out in kustomize's default ("legacy") order (see [`resources`]).
+//! Objects come out in kustomize's default ("legacy") order (see [`order`]) unless the kustomization asks
+//! for another with `sortOptions`.
 
+mod config;
+mod config_tables;
 mod documents;
 mod error;
+mod fieldspec;
+mod images;
 mod kustomization;
+mod labels;
+mod namereference;
+mod names;
 mod namespace;
-mod references;
+mod order;
+mod patches;
+mod replacements;
+mod resid;
 mod resources;
+mod selector;
+mod smp;
+mod target;
+mod vars;
 
 #[cfg(test)]
 mod differential;
@@ -27,8 +43,10 @@ mod differential;
 pub use error::RenderError;
 
 use crate::object::SourcedObject;
-use resources::{Resource, ResourceSet};
+use kustomization::{Kind, SortOrder};
+use resources::{ResMap, Resource};
 use std::path::{Component, Path, PathBuf};
+use target::Accumulator;
 
 /// Renders `dir` (a folder with a kustomization, or a folder of plain YAML files, or one YAML file) inside the
 /// repository `root`. `dir` may be absolute or relative to `root`. Objects come out in the order `kubectl
@@ -68,22 +86,90 @@ pub fn render(root: &Path, dir: &Path) -> Result<Vec<SourcedObject>, RenderError
         });
     }
 
-    let mut resources = if path.is_dir() {
-        renderer.folder(&path)?
+    let folder = if path.is_dir() {
+        Some(path.clone())
     } else {
         let named_as_kustomization = path
             .file_name()
             .and_then(|n| n.to_str())
             .is_some_and(|n| kustomization::KUSTOMIZATION_FILE_NAMES.contains(&n));
-        match path.parent() {
-            Some(parent) if named_as_kustomization => renderer.folder(parent)?,
-            _ => renderer.file(&path)?,
+        path.parent()
+            .filter(|_| named_as_kustomization)
+            .map(Path::to_path_buf)
+    };
+    let (acc, sort, file) = match folder {
+        Some(folder) => renderer.top_folder(&folder)?,
+        None => {
+            let mut acc = Accumulator::default();
+            for res in renderer.file(&path)? {
+                acc.resources.append(res)?;
+            }
+            acc.config = config::TransformerConfig::builtin();
+            (acc, None, renderer.shown(&path))
         }
     };
-    references::follow_moved_references(&mut resources)?;
-    resources::sort_like_kustomize(&mut resources);
+    let resources = finish(acc, sort.as_ref(), &file)?;
     tracing::debug!(dir = %renderer.shown(&path).display(), objects = resources.len(), "rendered");
     Ok(resources.into_iter().map(|r| r.sourced).collect())
+}
+
+/// What is done once for the whole build: hash suffixes on generated names, references to renamed objects,
+/// vars, and the output order.
+fn finish(
+    acc: Accumulator,
+    sort: Option<&SortOrder>,
+    file: &Path,
+) -> Result<Vec<Resource>, RenderError> {
+    let Accumulator {
+        mut resources,
+        config,
+        vars,
+    } = acc;
+    namereference::fix(&mut resources, &config.name_reference)?;
+    vars::resolve(&mut resources, &vars, &config.var_reference)?;
+    let mut objects = resources.into_vec();
+    check_cluster_identities(&objects)?;
+    match sort {
+        Some(SortOrder::Fifo) => {}
+        Some(SortOrder::Legacy { first, last }) => {
+            let mut order = order::LegacyOrder::default();
+            if let Some(first) = first {
+                order.first = first.clone();
+            }
+            if let Some(last) = last {
+                order.last = last.clone();
+            }
+            order::sort_legacy(&mut objects, &order);
+        }
+        None => order::sort_like_kustomize(&mut objects),
+    }
+    let _ = file;
+    Ok(objects)
+}
+
+/// No two output objects may be the same object on a cluster: same group, kind, namespace and name (kustomize
+/// would also let two versions of one object through).
+fn check_cluster_identities(objects: &[Resource]) -> Result<(), RenderError> {
+    let mut seen: std::collections::HashMap<(String, String, String, String), usize> =
+        std::collections::HashMap::new();
+    for (i, res) in objects.iter().enumerate() {
+        let id = res.cur_id();
+        let key = (
+            id.gvk.group.clone(),
+            id.gvk.kind.clone(),
+            id.effective_namespace().to_string(),
+            id.name.clone(),
+        );
+        if let Some(&first) = seen.get(&key) {
+            return Err(RenderError::Duplicate {
+                id: id.to_string(),
+                first: objects[first].sourced.origin.clone(),
+                second: res.sourced.origin.clone(),
+            });
+        }
+        seen.insert(key, i);
+    }
+    Ok(())
 }
 
 struct Renderer {
@@ -103,10 +189,50 @@ impl Renderer {
         }
     }
 
-    /// A canonical folder: its kustomization if it has one, else its plain files and subfolders.
-    fn folder(&mut self, dir: &Path) -> Result<Vec<Resource>, RenderError> {
+    /// The folder asked for: its kustomization if it has one (with its sort options), else its plain files
+    /// and subfolders.
+    fn top_folder(
+        &mut self,
+        dir: &Path,
+    ) -> Result<(Accumulator, Option<SortOrder>, PathBuf), RenderError> {
         match kustomization::find(dir, &self.shown(dir))? {
-            Some(file) => self.within(dir, |r| r.kustomization(dir, &file)),
+            Some(file) => {
+                let shown = self.shown(&file);
+                let text = std::fs::read_to_string(&file).map_err(|source| RenderError::Read {
+                    path: shown.clone(),
+                    source,
+                })?;
+                let k = kustomization::parse(&shown, &text)?;
+                if k.kind == Kind::Component {
+                    return Err(target::build_error(
+                        &shown,
+                        "is a Component: it can only be built as part of a kustomization".into(),
+                    ));
+                }
+                let acc = self.accumulate_kustomization(
+                    dir,
+                    &file,
+                    Kind::Kustomization,
+                    Accumulator::default(),
+                )?;
+                Ok((acc, k.sort, shown))
+            }
+            None => {
+                let acc = self.within(dir, |r| r.plain_folder(dir))?;
+                Ok((acc, None, self.shown(dir)))
+            }
+        }
+    }
+
+    /// A folder inside a plain folder: its kustomization if it has one, else its plain files and subfolders.
+    fn folder(&mut self, dir: &Path) -> Result<Accumulator, RenderError> {
+        match kustomization::find(dir, &self.shown(dir))? {
+            Some(file) => self.accumulate_kustomization(
+                dir,
+                &file,
+                Kind::Kustomization,
+                Accumulator::default(),
+            ),
             None => self.within(dir, |r| r.plain_folder(dir)),
         }
     }
@@ -131,74 +257,9 @@ impl Renderer {
             .collect())
     }
 
-    fn kustomization(&mut self, dir: &Path, file: &Path) -> Result<Vec<Resource>, RenderError> {
-        let file_shown = self.shown(file);
-        let text = std::fs::read_to_string(file).map_err(|source| RenderError::Read {
-            path: file_shown.clone(),
-            source,
-        })?;
-        let k = kustomization::parse(&file_shown, &text)?;
-
-        let mut set = ResourceSet::default();
-        for entry in &k.resources {
-            for obj in self.resource(dir, &file_shown, entry)? {
-                set.add(obj)?;
-            }
-        }
-        let mut objects = set.into_vec();
-        let Some(ns) = &k.namespace else {
-            return Ok(objects);
-        };
-        for res in &mut objects {
-            namespace::set_namespace(&mut res.sourced.object, ns);
-            res.moved = true;
-        }
-        let mut set = ResourceSet::default();
-        for obj in objects {
-            set.add(obj).map_err(|e| match e {
-                RenderError::Duplicate { id, first, second } => RenderError::NamespaceConflict {
-                    file: file_shown.clone(),
-                    id,
-                    first,
-                    second,
-                },
-                other => other,
-            })?;
-        }
-        Ok(set.into_vec())
-    }
-
-    /// One `resources` entry of the kustomization `file` in `dir`: a file, or a folder with a kustomization.
-    fn resource(
-        &mut self,
-        dir: &Path,
-        file: &Path,
-        entry: &str,
-    ) -> Result<Vec<Resource>, RenderError> {
-        if is_remote(entry) {
-            return Err(RenderError::RemoteResource {
-                file: file.to_path_buf(),
-                entry: entry.to_string(),
-            });
-        }
-        let path = self.resolve(dir, file, entry)?;
-        if !path.is_dir() {
-            return self.file(&path);
-        }
-        self.check_cycle(&path, file, entry)?;
-        match kustomization::find(&path, &self.shown(&path))? {
-            Some(kfile) => self.within(&path, |r| r.kustomization(&path, &kfile)),
-            None => Err(RenderError::NotAKustomization {
-                file: file.to_path_buf(),
-                entry: entry.to_string(),
-                dir: self.shown(&path),
-            }),
-        }
-    }
-
     /// A folder without a kustomization: its YAML files and subfolders, in lexical order. A subfolder
     /// renders as a kustomization if it has one, else as a plain folder in turn.
-    fn plain_folder(&mut self, dir: &Path) -> Result<Vec<Resource>, RenderError> {
+    fn plain_folder(&mut self, dir: &Path) -> Result<Accumulator, RenderError> {
         let shown = self.shown(dir);
         let read_err = |source| RenderError::Read {
             path: shown.clone(),
@@ -211,26 +272,32 @@ impl Renderer {
             .map_err(read_err)?;
         entries.sort();
 
-        let mut set = ResourceSet::default();
+        let mut acc = Accumulator {
+            resources: ResMap::default(),
+            config: config::TransformerConfig::builtin(),
+            vars: Vec::new(),
+        };
         for name in entries {
             let Some(name) = name.to_str().filter(|n| !n.starts_with('.')) else {
                 continue;
             };
-            let objects = if dir.join(name).is_dir() {
+            if dir.join(name).is_dir() {
                 let path = self.resolve(dir, &shown, name)?;
                 self.check_cycle(&path, &shown, name)?;
-                self.folder(&path)?
+                let sub = self.folder(&path)?;
+                acc.resources.append_all(sub.resources)?;
+                acc.config
+                    .merge(&sub.config)
+                    .map_err(|p| target::build_error(&shown, p))?;
+                acc.vars.extend(sub.vars);
             } else if name.ends_with(".yaml") || name.ends_with(".yml") {
                 let path = self.resolve(dir, &shown, name)?;
-                self.file(&path)?
-            } else {
-                continue;
-            };
-            for obj in objects {
-                set.add(obj)?;
+                for res in self.file(&path)? {
+                    acc.resources.append(res)?;
+                }
             }
         }
-        Ok(set.into_vec())
+        Ok(acc)
     }
 
     /// The canonical path of `entry` (relative to the canonical folder `dir`), as referenced from `at`;

@@ -1,202 +1,380 @@
-//! The objects a render accumulates, each identity at most once, and the order they come out in.
+//! The objects a render accumulates ([`ResMap`]), each with what kustomize remembers of it ([`Resource`]).
 //!
-//! Identity is (API group, kind, namespace, name), the namespace being kustomize's "effective" one: none
-//! for a cluster-scoped type, `default` for a namespaced object without one. Unlike kustomize, the version is
-//! not part of it: `apps/v1` and `apps/v1beta1` Deployments of one name are the same object on a cluster.
-//!
-//! Output order is what `kubectl kustomize` (kustomize v5.5) prints by default, its "legacy" order: kinds
-//! in a fixed priority list first (Namespace, ResourceQuota, StorageClass, CRDs, ...) and webhook
-//! configurations last, everything else in between by `group_version_kind`, then by namespace and name.
+//! kustomize keeps, besides the object, the identities it had before transformers renamed or moved it
+//! (used to fix references, match patches and merge generators), the name prefixes and suffixes applied to
+//! it (to choose between several possible referrals), and for generated objects how they merge and whether
+//! their name gets a content hash. A [`ResMap`] holds objects in the order added with no identity twice, as
+//! kustomize compares identities (group, version, kind, name, effective namespace).
 
 use super::error::RenderError;
-use super::namespace::is_cluster_scoped;
-use crate::object::{ObjectKey, SourcedObject, split_api_version};
-use serde_json::Value;
-use std::cmp::Ordering;
-use std::collections::HashMap;
+use super::resid::{Gvk, ResId, str_at};
+use crate::object::SourcedObject;
+use serde_json::{Map, Value};
 
-/// An object being rendered, with what kustomize remembers of its history (for [`super::references`]).
+/// How a generated object combines with an existing one of the same identity.
+#[allow(dead_code)] // constructed by the generators (configMapGenerator, secretGenerator)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Behavior {
+    #[default]
+    Create,
+    Merge,
+    Replace,
+}
+
+/// What kustomize remembers of a generated object.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Generated {
+    pub behavior: Behavior,
+    /// Whether the name gets a content-hash suffix at the end of the build.
+    pub hash_suffix: bool,
+}
+
+/// A previous identity: kind, name and effective namespace (group and version are always the current ones).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct PreviousId {
+    kind: String,
+    name: String,
+    namespace: String,
+}
+
+/// An object being rendered, with its history.
 #[derive(Debug, Clone)]
 pub struct Resource {
     pub sourced: SourcedObject,
-    /// Effective namespace as loaded from its file; `None` when cluster-scoped.
-    pub original_namespace: Option<String>,
-    /// Whether a kustomization's `namespace` has been applied to it (kustomize then records its previous id).
-    pub moved: bool,
+    previous: Vec<PreviousId>,
+    /// Name prefixes applied, innermost first.
+    pub prefixes: Vec<String>,
+    /// Name suffixes applied, innermost first.
+    pub suffixes: Vec<String>,
+    /// Set for objects made by a generator.
+    #[allow(dead_code)] // read once the generators are wired in
+    pub generated: Option<Generated>,
 }
 
 impl Resource {
     pub fn loaded(sourced: SourcedObject) -> Self {
-        let original_namespace = effective_namespace(&sourced.object);
         Resource {
             sourced,
-            original_namespace,
-            moved: false,
+            previous: Vec::new(),
+            prefixes: Vec::new(),
+            suffixes: Vec::new(),
+            generated: None,
         }
     }
 
     pub fn object(&self) -> &Value {
         &self.sourced.object
     }
+
+    pub fn object_mut(&mut self) -> &mut Value {
+        &mut self.sourced.object
+    }
+
+    pub fn gvk(&self) -> Gvk {
+        Gvk::of(self.object())
+    }
+
+    pub fn name(&self) -> &str {
+        str_at(self.object(), "/metadata/name")
+    }
+
+    pub fn namespace(&self) -> &str {
+        str_at(self.object(), "/metadata/namespace")
+    }
+
+    pub fn kind(&self) -> &str {
+        str_at(self.object(), "/kind")
+    }
+
+    /// The current identity.
+    pub fn cur_id(&self) -> ResId {
+        ResId::of(self.object())
+    }
+
+    /// The identities the object had before, oldest first (not including the current one).
+    pub fn prev_ids(&self) -> Vec<ResId> {
+        let gvk = self.gvk();
+        self.previous
+            .iter()
+            .map(|p| ResId {
+                gvk: Gvk {
+                    kind: p.kind.clone(),
+                    ..gvk.clone()
+                },
+                name: p.name.clone(),
+                namespace: p.namespace.clone(),
+            })
+            .collect()
+    }
+
+    /// The identity the object was loaded with.
+    pub fn org_id(&self) -> ResId {
+        self.prev_ids()
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| self.cur_id())
+    }
+
+    /// Records the current identity as a previous one (before a transformer changes it).
+    pub fn store_previous_id(&mut self) {
+        let id = self.cur_id();
+        self.previous.push(PreviousId {
+            kind: id.gvk.kind.clone(),
+            name: id.name.clone(),
+            namespace: id.effective_namespace().to_string(),
+        });
+    }
+
+    /// Whether the name prefixes and suffixes of the two end alike (kustomize's `PrefixesSuffixesEquals`).
+    pub fn prefixes_suffixes_equal(&self, other: &Resource) -> bool {
+        same_ending(&self.prefixes, &other.prefixes) && same_ending(&self.suffixes, &other.suffixes)
+    }
+
+    pub fn set_name(&mut self, name: &str) {
+        metadata(self.object_mut()).insert("name".into(), Value::String(name.to_string()));
+    }
+
+    pub fn set_namespace(&mut self, namespace: &str) {
+        let meta = metadata(self.object_mut());
+        if namespace.is_empty() {
+            meta.shift_remove("namespace");
+        } else {
+            meta.insert("namespace".into(), Value::String(namespace.to_string()));
+        }
+    }
+
+    pub fn set_kind(&mut self, kind: &str) {
+        if let Some(map) = self.object_mut().as_object_mut() {
+            map.insert("kind".into(), Value::String(kind.to_string()));
+        }
+    }
+
+    /// `metadata.labels` or `metadata.annotations` as string pairs (non-strings skipped).
+    pub fn string_map(&self, field: &str) -> Vec<(String, String)> {
+        self.object()
+            .pointer(&format!("/metadata/{field}"))
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Whether the object says it is local configuration, never to be output.
+    pub fn is_local_config(&self) -> bool {
+        self.object()
+            .pointer("/metadata/annotations/config.kubernetes.io~1local-config")
+            .and_then(Value::as_str)
+            == Some("true")
+    }
+
+    /// Takes over, for a generated object merging into or replacing `old`: `old`'s name, namespace and
+    /// history, and the labels and annotations of both (this object's winning).
+    #[allow(dead_code)] // used by `ResMap::absorb`
+    fn take_identity_from(&mut self, old: &Resource) {
+        for field in ["labels", "annotations"] {
+            let mut merged: Map<String, Value> = old
+                .object()
+                .pointer(&format!("/metadata/{field}"))
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            if let Some(mine) = self
+                .object()
+                .pointer(&format!("/metadata/{field}"))
+                .and_then(Value::as_object)
+            {
+                for (k, v) in mine {
+                    merged.insert(k.clone(), v.clone());
+                }
+            }
+            let meta = metadata(self.object_mut());
+            if merged.is_empty() {
+                meta.shift_remove(field);
+            } else {
+                meta.insert(field.into(), Value::Object(merged));
+            }
+        }
+        self.set_name(old.name());
+        self.set_namespace(old.namespace());
+        self.previous = old.previous.clone();
+        self.prefixes = old.prefixes.clone();
+        self.suffixes = old.suffixes.clone();
+    }
+
+    /// `data` and `binaryData` of `old` under this object's own (which win).
+    #[allow(dead_code)] // used by `ResMap::absorb`
+    fn merge_data_from(&mut self, old: &Resource) {
+        for field in ["data", "binaryData"] {
+            let Some(theirs) = old.object().get(field).and_then(Value::as_object) else {
+                continue;
+            };
+            let mut merged = theirs.clone();
+            if let Some(mine) = self.object().get(field).and_then(Value::as_object) {
+                for (k, v) in mine {
+                    merged.insert(k.clone(), v.clone());
+                }
+            }
+            if let Some(map) = self.object_mut().as_object_mut() {
+                map.insert(field.into(), Value::Object(merged));
+            }
+        }
+    }
+}
+
+/// `obj.metadata`, created when missing.
+pub fn metadata(obj: &mut Value) -> &mut Map<String, Value> {
+    let map = obj.as_object_mut().expect("objects are mappings");
+    let slot = map
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !slot.is_object() {
+        *slot = Value::Object(Map::new());
+    }
+    slot.as_object_mut().expect("just made a mapping")
+}
+
+/// Whether the shorter list is a suffix of the longer one.
+fn same_ending(a: &[String], b: &[String]) -> bool {
+    a.iter().rev().zip(b.iter().rev()).all(|(x, y)| x == y)
 }
 
 /// Objects in the order added, with no identity twice.
-#[derive(Debug, Default)]
-pub struct ResourceSet {
-    objects: Vec<Resource>,
-    index: HashMap<Identity, usize>,
+#[derive(Debug, Default, Clone)]
+pub struct ResMap {
+    list: Vec<Resource>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct Identity {
-    group: String,
-    kind: String,
-    namespace: Option<String>,
-    name: String,
-}
+impl ResMap {
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
 
-impl ResourceSet {
-    /// Adds `obj`, or says where its identity was first defined.
-    pub fn add(&mut self, res: Resource) -> Result<(), RenderError> {
-        let id = identity(res.object());
-        if let Some(&i) = self.index.get(&id) {
-            return Err(RenderError::Duplicate {
-                id: display_key(res.object()),
-                first: self.objects[i].sourced.origin.clone(),
-                second: res.sourced.origin,
-            });
-        }
-        self.index.insert(id, self.objects.len());
-        self.objects.push(res);
-        Ok(())
+    #[allow(dead_code)]
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    pub fn resources(&self) -> &[Resource] {
+        &self.list
+    }
+
+    pub fn resources_mut(&mut self) -> &mut [Resource] {
+        &mut self.list
     }
 
     pub fn into_vec(self) -> Vec<Resource> {
-        self.objects
+        self.list
     }
-}
 
-pub fn str_at<'a>(obj: &'a Value, pointer: &str) -> &'a str {
-    obj.pointer(pointer)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-}
-
-/// Whether kustomize takes `obj` to be cluster-scoped.
-pub fn cluster_scoped(obj: &Value) -> bool {
-    is_cluster_scoped(str_at(obj, "/apiVersion"), str_at(obj, "/kind"))
-}
-
-/// kustomize's "effective" namespace: `None` when cluster-scoped, `default` when namespaced without one.
-pub fn effective_namespace(obj: &Value) -> Option<String> {
-    if cluster_scoped(obj) {
-        return None;
+    #[allow(dead_code)] // tests and generators
+    pub fn from_vec(list: Vec<Resource>) -> Self {
+        ResMap { list }
     }
-    Some(match str_at(obj, "/metadata/namespace") {
-        "" => "default".to_string(),
-        ns => ns.to_string(),
-    })
-}
 
-fn identity(obj: &Value) -> Identity {
-    Identity {
-        group: split_api_version(str_at(obj, "/apiVersion")).0.to_string(),
-        kind: str_at(obj, "/kind").to_string(),
-        namespace: effective_namespace(obj),
-        name: str_at(obj, "/metadata/name").to_string(),
-    }
-}
-
-/// `Kind/namespace/name` (or `Kind/name`), as the agent names objects everywhere.
-pub fn display_key(obj: &Value) -> String {
-    ObjectKey::from_object(obj)
-        .map(|k| k.to_string())
-        .unwrap_or_else(|_| str_at(obj, "/metadata/name").to_string())
-}
-
-/// kustomize's default (legacy) order; the kind lists are kustomize's, fixed ("DO NOT CHANGE" upstream).
-const ORDER_FIRST: &[&str] = &[
-    "Namespace",
-    "ResourceQuota",
-    "StorageClass",
-    "CustomResourceDefinition",
-    "ServiceAccount",
-    "PodSecurityPolicy",
-    "Role",
-    "ClusterRole",
-    "RoleBinding",
-    "ClusterRoleBinding",
-    "ConfigMap",
-    "Secret",
-    "Endpoints",
-    "Service",
-    "LimitRange",
-    "PriorityClass",
-    "PersistentVolume",
-    "PersistentVolumeClaim",
-    "Deployment",
-    "StatefulSet",
-    "CronJob",
-    "PodDisruptionBudget",
-];
-const ORDER_LAST: &[&str] = &[
-    "MutatingWebhookConfiguration",
-    "ValidatingWebhookConfiguration",
-];
-
-/// Sorts objects into the order `kubectl kustomize` prints them.
-pub fn sort_like_kustomize(objects: &mut [Resource]) {
-    objects.sort_by(|a, b| compare(a.object(), b.object()));
-}
-
-fn kind_rank(kind: &str) -> i64 {
-    if let Some(i) = ORDER_FIRST.iter().position(|k| *k == kind) {
-        return i as i64 - ORDER_FIRST.len() as i64;
-    }
-    ORDER_LAST
-        .iter()
-        .position(|k| *k == kind)
-        .map_or(0, |i| i as i64 + 1)
-}
-
-fn or<'a>(s: &'a str, placeholder: &'a str) -> &'a str {
-    if s.is_empty() { placeholder } else { s }
-}
-
-fn compare(a: &Value, b: &Value) -> Ordering {
-    let gvk = |o: &Value| {
-        let (group, version) = split_api_version(str_at(o, "/apiVersion"));
-        (
-            group.to_string(),
-            version.to_string(),
-            str_at(o, "/kind").to_string(),
-        )
-    };
-    let (ga, gb) = (gvk(a), gvk(b));
-    if ga != gb {
-        let by_rank = kind_rank(&ga.2).cmp(&kind_rank(&gb.2));
-        if by_rank != Ordering::Equal {
-            return by_rank;
+    /// Adds `res`, or says where its identity was first defined.
+    pub fn append(&mut self, res: Resource) -> Result<(), RenderError> {
+        let id = res.cur_id();
+        if let Some(first) = self.list.iter().find(|r| r.cur_id().same_as(&id)) {
+            return Err(RenderError::Duplicate {
+                id: id.to_string(),
+                first: first.sourced.origin.clone(),
+                second: res.sourced.origin,
+            });
         }
-        let key = |(g, v, k): &(String, String, String)| {
-            format!("{}_{}_{}", or(g, "~G"), or(v, "~V"), or(k, "~K"))
-        };
-        let by_gvk = key(&ga).cmp(&key(&gb));
-        // kustomize's quirk: Namespaces of the core group come before those of other groups.
-        if ga.2 == "Namespace" && gb.2 == "Namespace" && (ga.0.is_empty() || gb.0.is_empty()) {
-            return by_gvk.reverse();
-        }
-        return by_gvk;
+        self.list.push(res);
+        Ok(())
     }
-    // Same type: by `namespace|name` as one string, as kustomize compares them.
-    let key = |o: &Value| {
-        format!(
-            "{}|{}",
-            or(str_at(o, "/metadata/namespace"), "~X"),
-            or(str_at(o, "/metadata/name"), "~N")
-        )
-    };
-    key(a).cmp(&key(b))
+
+    pub fn append_all(&mut self, other: ResMap) -> Result<(), RenderError> {
+        for res in other.list {
+            self.append(res)?;
+        }
+        Ok(())
+    }
+
+    /// Adds a generated object: appended if its identity is new (unless it asks to merge or replace),
+    /// else merged into or replacing the object it names, as its `behavior` says. Errors are problems
+    /// to report against the kustomization that generated it.
+    #[allow(dead_code)] // used once the generators are wired in
+    pub fn absorb(&mut self, mut res: Resource) -> Result<(), String> {
+        let id = res.cur_id();
+        let mut matches: Vec<usize> = self.indices(|r| r.org_id().same_as(&id));
+        if matches.is_empty() {
+            matches = self.indices(|r| r.cur_id().same_as(&id));
+        }
+        let behavior = res
+            .generated
+            .as_ref()
+            .map(|g| g.behavior)
+            .unwrap_or_default();
+        match (matches.as_slice(), behavior) {
+            ([], Behavior::Create) => {
+                self.list.push(res);
+                Ok(())
+            }
+            ([], _) => Err(format!(
+                "{id} does not exist; cannot merge or replace (behavior {})",
+                behavior_name(behavior)
+            )),
+            ([i], Behavior::Merge | Behavior::Replace) => {
+                let old = &self.list[*i];
+                res.take_identity_from(old);
+                if behavior == Behavior::Merge {
+                    res.merge_data_from(old);
+                }
+                self.list[*i] = res;
+                Ok(())
+            }
+            ([_], Behavior::Create) => Err(format!(
+                "{id} already exists; a generator for it needs behavior merge or replace"
+            )),
+            (several, _) => Err(format!(
+                "found {} objects that could accept the merge of {id}",
+                several.len()
+            )),
+        }
+    }
+
+    fn indices(&self, f: impl Fn(&Resource) -> bool) -> Vec<usize> {
+        (0..self.list.len()).filter(|&i| f(&self.list[i])).collect()
+    }
+
+    /// The one object whose current or any previous identity is `id` (kustomize's `GetById`).
+    pub fn index_by_id(&self, id: &ResId) -> Result<usize, String> {
+        let found =
+            self.indices(|r| r.cur_id().same_as(id) || r.prev_ids().iter().any(|p| p.same_as(id)));
+        match found.as_slice() {
+            [one] => Ok(*one),
+            [] => Err(format!("no object {id} ({})", id.gvk.api_version())),
+            _ => Err(format!(
+                "{} objects match {id} ({})",
+                found.len(),
+                id.gvk.api_version()
+            )),
+        }
+    }
+
+    /// Drops the objects for which `f` is false.
+    pub fn retain(&mut self, f: impl FnMut(&Resource) -> bool) {
+        self.list.retain(f);
+    }
+
+    /// Removes the object at `i`.
+    pub fn remove(&mut self, i: usize) -> Resource {
+        self.list.remove(i)
+    }
+}
+
+#[allow(dead_code)]
+fn behavior_name(b: Behavior) -> &'static str {
+    match b {
+        Behavior::Create => "create",
+        Behavior::Merge => "merge",
+        Behavior::Replace => "replace",
+    }
 }
 
 #[cfg(test)]
@@ -220,69 +398,28 @@ mod tests {
         })
     }
 
-    fn names(objects: &[Resource]) -> Vec<String> {
-        objects
-            .iter()
-            .map(|o| o.object()["metadata"]["name"].as_str().unwrap().to_string())
-            .collect()
-    }
-
-    #[test]
-    fn sorts_in_kustomize_legacy_order() {
-        let mut objects = vec![
-            obj(
-                "admissionregistration.k8s.io/v1",
-                "ValidatingWebhookConfiguration",
-                None,
-                "vw",
-            ),
-            obj("apps/v1", "Deployment", Some("team"), "zdep"),
-            obj("batch/v1", "Job", Some("team"), "job"),
-            obj("apps/v1", "DaemonSet", Some("team"), "ds"),
-            obj("v1", "Pod", Some("team"), "pod"),
-            obj("example.com/v1", "Namespace", None, "xns"),
-            obj("v1", "Namespace", None, "ns"),
-            obj("v1", "ConfigMap", Some("a-b"), "cm2"),
-            obj("v1", "ConfigMap", Some("a"), "cm1"),
-            obj("v1", "ConfigMap", None, "cm0"),
-            obj(
-                "admissionregistration.k8s.io/v1",
-                "MutatingWebhookConfiguration",
-                None,
-                "mw",
-            ),
-            obj("rbac.authorization.k8s.io/v1", "ClusterRole", None, "cr"),
-        ];
-        sort_like_kustomize(&mut objects);
-        // "a-b|cm2" < "a|cm1" bytewise, as in kustomize; "~X" (no namespace) sorts last; the core group "~G"
-        // after named groups.
-        assert_eq!(
-            names(&objects),
-            [
-                "ns", "xns", "cr", "cm2", "cm1", "cm0", "zdep", "ds", "job", "pod", "mw", "vw"
-            ]
-        );
-    }
-
     #[test]
     fn refuses_a_second_object_with_the_same_identity() {
-        let mut set = ResourceSet::default();
-        set.add(obj("apps/v1", "Deployment", None, "d")).unwrap();
-        set.add(obj("apps/v1", "Deployment", Some("other"), "d"))
+        let mut set = ResMap::default();
+        set.append(obj("apps/v1", "Deployment", None, "d")).unwrap();
+        set.append(obj("apps/v1", "Deployment", Some("other"), "d"))
             .unwrap();
-        set.add(obj("v1", "Service", None, "d")).unwrap();
-        let mut second = obj("apps/v1beta1", "Deployment", Some("default"), "d");
+        set.append(obj("v1", "Service", None, "d")).unwrap();
+        // Another version is another identity for kustomize.
+        set.append(obj("apps/v1beta1", "Deployment", None, "d"))
+            .unwrap();
+        let mut second = obj("apps/v1", "Deployment", Some("default"), "d");
         second.sourced.origin = Origin {
             file: "b.yaml".into(),
             document: 1,
         };
-        let err = set.add(second).unwrap_err();
+        let err = set.append(second).unwrap_err();
         assert_eq!(
             err.to_string(),
             "Deployment/default/d: may not add resource with an already registered id: defined in d.yaml and again in b.yaml (document 2)"
         );
         // Cluster-scoped: the namespace field does not make a different object.
-        set.add(obj(
+        set.append(obj(
             "rbac.authorization.k8s.io/v1",
             "ClusterRole",
             None,
@@ -290,7 +427,7 @@ mod tests {
         ))
         .unwrap();
         assert!(
-            set.add(obj(
+            set.append(obj(
                 "rbac.authorization.k8s.io/v1",
                 "ClusterRole",
                 Some("x"),
@@ -298,6 +435,62 @@ mod tests {
             ))
             .is_err()
         );
-        assert_eq!(set.into_vec().len(), 4);
+        assert_eq!(set.len(), 5);
+    }
+
+    #[test]
+    fn previous_ids_and_prefix_suffix_matching() {
+        let mut r = obj("v1", "ConfigMap", None, "cm");
+        assert_eq!(r.org_id(), r.cur_id());
+        r.store_previous_id();
+        r.set_name("p-cm");
+        r.set_namespace("ns");
+        r.prefixes.push("p-".into());
+        assert_eq!(r.org_id().name, "cm");
+        assert_eq!(r.org_id().namespace, "default");
+        assert_eq!(r.cur_id().to_string(), "ConfigMap/ns/p-cm");
+        let mut other = obj("v1", "Secret", None, "s");
+        assert!(r.prefixes_suffixes_equal(&other));
+        other.prefixes = vec!["q-".into()];
+        assert!(!r.prefixes_suffixes_equal(&other));
+        other.prefixes = vec!["p-".into(), "p-".into()];
+        assert!(r.prefixes_suffixes_equal(&other));
+    }
+
+    #[test]
+    fn generated_objects_merge_replace_or_conflict() {
+        let mut map = ResMap::default();
+        let mut base = obj("v1", "ConfigMap", None, "cm");
+        base.sourced.object["data"] = json!({"a": "1", "b": "2"});
+        base.sourced.object["metadata"]["labels"] = json!({"x": "base", "y": "base"});
+        base.store_previous_id();
+        base.set_name("p-cm");
+        map.append(base).unwrap();
+
+        let mut merge = obj("v1", "ConfigMap", None, "cm");
+        merge.sourced.object["data"] = json!({"b": "3"});
+        merge.sourced.object["metadata"]["labels"] = json!({"y": "overlay"});
+        merge.generated = Some(Generated {
+            behavior: Behavior::Merge,
+            hash_suffix: true,
+        });
+        map.absorb(merge).unwrap();
+        let got = map.resources()[0].object();
+        assert_eq!(got["metadata"]["name"], "p-cm");
+        assert_eq!(got["data"], json!({"a": "1", "b": "3"}));
+        assert_eq!(
+            got["metadata"]["labels"],
+            json!({"x": "base", "y": "overlay"})
+        );
+
+        let mut create = obj("v1", "ConfigMap", None, "cm");
+        create.generated = Some(Generated::default());
+        assert!(map.absorb(create).unwrap_err().contains("already exists"));
+        let mut replace = obj("v1", "ConfigMap", None, "nope");
+        replace.generated = Some(Generated {
+            behavior: Behavior::Replace,
+            hash_suffix: false,
+        });
+        assert!(map.absorb(replace).unwrap_err().contains("does not exist"));
     }
 }

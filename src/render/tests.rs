@@ -246,7 +246,8 @@ fn the_load_restrictor_refuses_anything_outside_the_root() {
     // The path asked for itself.
     let e = render(&root, Path::new("../outside.yaml")).unwrap_err();
     assert!(matches!(e, RenderError::OutsideRoot { .. }), "{e}");
-    // `..` that stays inside is fine.
+    // A file above the kustomization's folder is refused even inside the repository, as kustomize refuses
+    // it; a folder there (a base) is fine.
     std::fs::write(
         root.join("k/kustomization.yaml"),
         "resources: [../in.yaml]\n",
@@ -254,9 +255,25 @@ fn the_load_restrictor_refuses_anything_outside_the_root() {
     .unwrap();
     std::fs::write(root.join("in.yaml"), cm("in")).unwrap();
     assert_eq!(
+        err_in(&root, "k"),
+        "k/kustomization.yaml: `../in.yaml` is not in or below k: a kustomization may only read files in its own folder"
+    );
+    std::fs::write(root.join("k/kustomization.yaml"), "resources: [../base]\n").unwrap();
+    std::fs::create_dir(root.join("base")).unwrap();
+    std::fs::write(
+        root.join("base/kustomization.yaml"),
+        "resources: [in.yaml]\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("base/in.yaml"), cm("in")).unwrap();
+    assert_eq!(
         ids(&render(&root, Path::new("k")).unwrap()),
         ["ConfigMap/in"]
     );
+}
+
+fn err_in(root: &Path, dir: &str) -> String {
+    render(root, Path::new(dir)).unwrap_err().to_string()
 }
 
 #[cfg(unix)]
@@ -334,21 +351,21 @@ fn unsupported_fields_name_the_field_and_the_file() {
     let t = tree(&[
         (
             "k/kustomization.yaml",
-            "resources: [a.yaml]\nnamePrefix: dev-\n",
+            "resources: [a.yaml]\nhelmCharts: [{name: x}]\n",
         ),
         ("k/a.yaml", &cm("a")),
     ]);
     assert_eq!(
         err(&t, "k"),
-        "k/kustomization.yaml: kustomization field `namePrefix` is not supported by render v0"
+        "k/kustomization.yaml: kustomization field `helmCharts` is not supported"
     );
     let t = tree(&[
         ("k/kustomization.yaml", "resources: [a]\n"),
-        ("k/a/Kustomization", "components: [../c]\n"),
+        ("k/a/Kustomization", "validators: [v.yaml]\n"),
     ]);
     assert_eq!(
         err(&t, "k"),
-        "k/a/Kustomization: kustomization field `components` is not supported by render v0"
+        "k/a/Kustomization: kustomization field `validators` is not supported"
     );
 }
 

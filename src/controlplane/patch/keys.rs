@@ -1,7 +1,9 @@
 //! Which lists a strategic merge patch merges instead of replacing, per field path.
 //!
 //! Kubernetes reads this from the `patchStrategy`/`patchMergeKey` struct tags of the Go API types;
-//! [`MergeKeys::builtin`] mirrors those tags for the kinds the local control plane serves.
+//! [`MergeKeys::builtin`] mirrors those tags for the kinds the local control plane serves, and
+//! [`MergeKeys::kubernetes`] for every built-in kind with mergeable lists (workloads and their pod
+//! templates included), as kustomize's patches need them.
 
 use std::collections::BTreeMap;
 
@@ -80,11 +82,136 @@ impl MergeKeys {
         }
     }
 
+    /// The tables of the Kubernetes API types (`group` is `""` for core), following the
+    /// `patchStrategy`/`patchMergeKey` tags of k8s.io/api, or `None` for a group/kind that is not a
+    /// built-in Kubernetes type (custom resources have no patch strategies: their lists are replaced).
+    ///
+    /// Built-in kinds get `metadata.ownerReferences` (by `uid`) and `metadata.finalizers` (a set), and:
+    /// - pod specs (`Pod` at `spec`, `PodTemplate` at `template.spec`, `ReplicationController`,
+    ///   `Deployment`, `ReplicaSet`, `DaemonSet`, `StatefulSet`, `Job` at `spec.template.spec`, `CronJob`
+    ///   at `spec.jobTemplate.spec.template.spec`): `containers`, `initContainers`,
+    ///   `ephemeralContainers`, `volumes`, `imagePullSecrets`, `resourceClaims`, `schedulingGates` by
+    ///   `name`, `hostAliases` by `ip`, `topologySpreadConstraints` by `topologyKey`; in each container
+    ///   `env` by `name`, `ports` by `containerPort`, `volumeMounts` by `mountPath`, `volumeDevices` by
+    ///   `devicePath` (`envFrom`, `args`, `command` and the rest are replaced);
+    /// - `status.conditions` by `type` on workloads, pods, namespaces, nodes, claims, services,
+    ///   disruption budgets and API services; pod `status.podIPs` by `ip`;
+    /// - `Service` `spec.ports` by `port`; `ServiceAccount` `secrets` by `name`; `Node`
+    ///   `spec.podCIDRs` as a set, `status.addresses` by `type`; admission webhook configurations
+    ///   `webhooks` by `name`.
+    #[must_use]
+    pub fn kubernetes(group: &str, kind: &str) -> Option<Self> {
+        if !KUBERNETES_GROUPS.contains(&group) {
+            return None;
+        }
+        let common = Self::new()
+            .with_key("metadata.ownerReferences", "uid")
+            .with_set("metadata.finalizers");
+        let pod_spec = match (group, kind) {
+            ("", "Pod") => Some("spec"),
+            ("", "PodTemplate") => Some("template.spec"),
+            ("", "ReplicationController")
+            | ("apps" | "extensions", "Deployment" | "ReplicaSet" | "DaemonSet")
+            | ("apps", "StatefulSet")
+            | ("batch", "Job") => Some("spec.template.spec"),
+            ("batch", "CronJob") => Some("spec.jobTemplate.spec.template.spec"),
+            _ => None,
+        };
+        let keys = match pod_spec {
+            Some(at) => common
+                .with_pod_spec(at)
+                .with_key("status.conditions", "type"),
+            None => common,
+        };
+        Some(match (group, kind) {
+            ("", "Pod") => keys.with_key("status.podIPs", "ip"),
+            ("", "Service") => keys
+                .with_key("spec.ports", "port")
+                .with_key("status.conditions", "type"),
+            ("", "ServiceAccount") => keys.with_key("secrets", "name"),
+            ("", "Node") => keys
+                .with_set("spec.podCIDRs")
+                .with_key("status.addresses", "type")
+                .with_key("status.conditions", "type"),
+            ("", "Namespace" | "PersistentVolumeClaim")
+            | ("policy", "PodDisruptionBudget")
+            | ("apiregistration.k8s.io", "APIService") => {
+                keys.with_key("status.conditions", "type")
+            }
+            (
+                "admissionregistration.k8s.io",
+                "ValidatingWebhookConfiguration" | "MutatingWebhookConfiguration",
+            ) => keys.with_key("webhooks", "name"),
+            _ => keys,
+        })
+    }
+
+    /// The mergeable lists of a pod spec at `at`.
+    fn with_pod_spec(mut self, at: &str) -> Self {
+        for list in ["containers", "initContainers", "ephemeralContainers"] {
+            let c = format!("{at}.{list}");
+            self = self
+                .with_key(&c, "name")
+                .with_key(&format!("{c}.env"), "name")
+                .with_key(&format!("{c}.ports"), "containerPort")
+                .with_key(&format!("{c}.volumeMounts"), "mountPath")
+                .with_key(&format!("{c}.volumeDevices"), "devicePath");
+        }
+        for list in [
+            "volumes",
+            "imagePullSecrets",
+            "resourceClaims",
+            "schedulingGates",
+        ] {
+            self = self.with_key(&format!("{at}.{list}"), "name");
+        }
+        self.with_key(&format!("{at}.hostAliases"), "ip")
+            .with_key(&format!("{at}.topologySpreadConstraints"), "topologyKey")
+    }
+
     /// The strategy of the list at `path`, if it merges.
     pub(super) fn strategy(&self, path: &str) -> Option<&ListStrategy> {
         self.lists.get(path)
     }
+
+    /// The merge key of the list at `path`, if it merges by key.
+    pub fn merge_key(&self, path: &str) -> Option<&str> {
+        match self.lists.get(path) {
+            Some(ListStrategy::ByKey(key)) => Some(key),
+            _ => None,
+        }
+    }
+
+    /// Whether the list at `path` is a set of primitives.
+    pub fn is_set(&self, path: &str) -> bool {
+        matches!(self.lists.get(path), Some(ListStrategy::Set))
+    }
 }
+
+/// The API groups of the Kubernetes built-in types.
+const KUBERNETES_GROUPS: &[&str] = &[
+    "",
+    "admissionregistration.k8s.io",
+    "apiextensions.k8s.io",
+    "apiregistration.k8s.io",
+    "apps",
+    "authentication.k8s.io",
+    "authorization.k8s.io",
+    "autoscaling",
+    "batch",
+    "certificates.k8s.io",
+    "coordination.k8s.io",
+    "discovery.k8s.io",
+    "events.k8s.io",
+    "extensions",
+    "flowcontrol.apiserver.k8s.io",
+    "networking.k8s.io",
+    "node.k8s.io",
+    "policy",
+    "rbac.authorization.k8s.io",
+    "scheduling.k8s.io",
+    "storage.k8s.io",
+];
 
 #[cfg(test)]
 mod tests {
@@ -126,6 +253,50 @@ mod tests {
             );
             assert_eq!(keys.strategy("status.conditions"), None, "{group}/{kind}");
         }
+    }
+
+    #[test]
+    fn kubernetes_tables_cover_pod_templates() {
+        let deploy = MergeKeys::kubernetes("apps", "Deployment").unwrap();
+        assert_eq!(
+            deploy.merge_key("spec.template.spec.containers"),
+            Some("name")
+        );
+        assert_eq!(
+            deploy.merge_key("spec.template.spec.initContainers.env"),
+            Some("name")
+        );
+        assert_eq!(
+            deploy.merge_key("spec.template.spec.containers.volumeMounts"),
+            Some("mountPath")
+        );
+        assert_eq!(
+            deploy.merge_key("spec.template.spec.containers.envFrom"),
+            None
+        );
+        assert!(deploy.is_set("metadata.finalizers"));
+        let cron = MergeKeys::kubernetes("batch", "CronJob").unwrap();
+        assert_eq!(
+            cron.merge_key("spec.jobTemplate.spec.template.spec.volumes"),
+            Some("name")
+        );
+        let pod = MergeKeys::kubernetes("", "Pod").unwrap();
+        assert_eq!(
+            pod.merge_key("spec.containers.ports"),
+            Some("containerPort")
+        );
+        let hook = MergeKeys::kubernetes(
+            "admissionregistration.k8s.io",
+            "ValidatingWebhookConfiguration",
+        )
+        .unwrap();
+        assert_eq!(hook.merge_key("webhooks"), Some("name"));
+        assert_eq!(MergeKeys::kubernetes("example.com", "Widget"), None);
+        // The control plane's tables are unchanged.
+        assert_eq!(
+            MergeKeys::builtin("apps", "Deployment").merge_key("spec.template.spec.containers"),
+            None
+        );
     }
 
     #[test]

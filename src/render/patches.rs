@@ -1,0 +1,309 @@
+//! `patchesStrategicMerge`, `patches` and `patchesJson6902`, as kustomize v5.5 applies them.
+//!
+//! - A `patchesStrategicMerge` entry is inline YAML or a file of patches; each patch applies to the object
+//!   its own `apiVersion`/`kind`/`metadata` name (found by original, else current, identity: exactly one
+//!   must match).
+//! - A `patches` entry (inline `patch` or a `path`) is a strategic merge patch or a JSON 6902 patch (it may
+//!   not read as both). With a `target`, it applies to every selected object (none is fine); a strategic
+//!   merge patch without one applies to the object it names; a JSON patch needs a target.
+//! - A `patchesJson6902` entry is a JSON 6902 patch (JSON or YAML) for its `target`.
+//!
+//! A strategic merge patch keeps the object's name, namespace and kind (unless `allowNameChange` /
+//! `allowKindChange`), and deletes the object when it says `$patch: delete` at the top.
+
+use super::Renderer;
+use super::error::RenderError;
+use super::kustomization::{PatchEntry, Selector};
+use super::resid::ResId;
+use super::resources::ResMap;
+use super::selector::Matcher;
+use super::smp::{self, Outcome};
+use super::target::{Target, build_error};
+use crate::controlplane::patch::json_patch;
+use serde_json::Value;
+
+/// A strategic merge patch document, with what it may change.
+struct SmPatch {
+    doc: Value,
+    allow_name_change: bool,
+    allow_kind_change: bool,
+}
+
+/// Applies `patchesStrategicMerge`.
+pub fn strategic_merge_patches(
+    r: &Renderer,
+    t: &Target,
+    resources: &mut ResMap,
+) -> Result<(), RenderError> {
+    if t.k.patches_strategic_merge.is_empty() {
+        return Ok(());
+    }
+    let mut all = Vec::new();
+    for (i, entry) in t.k.patches_strategic_merge.iter().enumerate() {
+        let what = format!("patchesStrategicMerge entry {}", i + 1);
+        let docs = match inline_patches(entry) {
+            Some(docs) => docs,
+            None => {
+                let (_, text, shown) = r.read_in(t.dir, t.file, entry)?;
+                parse_sm(&text).map_err(|e| {
+                    build_error(t.file, format!("{what} ({}): {e}", shown.display()))
+                })?
+            }
+        };
+        all.extend(docs.into_iter().map(|doc| (what.clone(), doc)));
+    }
+    if all.is_empty() {
+        return Err(build_error(
+            t.file,
+            "patchesStrategicMerge: the patches are empty".into(),
+        ));
+    }
+    for (what, doc) in all {
+        let patch = SmPatch {
+            doc,
+            allow_name_change: false,
+            allow_kind_change: false,
+        };
+        apply_to_named(resources, &patch)
+            .map_err(|e| build_error(t.file, format!("{what}: {e}")))?;
+    }
+    Ok(())
+}
+
+/// Applies `patches`.
+pub fn patches(r: &Renderer, t: &Target, resources: &mut ResMap) -> Result<(), RenderError> {
+    for (i, entry) in t.k.patches.iter().enumerate() {
+        let what = format!("patches entry {}", i + 1);
+        apply_patch_entry(r, t, resources, entry, &what, false)?;
+    }
+    Ok(())
+}
+
+/// Applies `patchesJson6902`.
+pub fn json6902_patches(
+    r: &Renderer,
+    t: &Target,
+    resources: &mut ResMap,
+) -> Result<(), RenderError> {
+    for (i, entry) in t.k.patches_json6902.iter().enumerate() {
+        let what = format!("patchesJson6902 entry {}", i + 1);
+        apply_patch_entry(r, t, resources, entry, &what, true)?;
+    }
+    Ok(())
+}
+
+fn apply_patch_entry(
+    r: &Renderer,
+    t: &Target,
+    resources: &mut ResMap,
+    entry: &PatchEntry,
+    what: &str,
+    json_only: bool,
+) -> Result<(), RenderError> {
+    let err = |problem: String| build_error(t.file, format!("{what}: {problem}"));
+    let inline = entry
+        .patch
+        .as_deref()
+        .map(str::trim)
+        .filter(|p| !p.is_empty());
+    let content = match (inline, &entry.path) {
+        (Some(_), Some(_)) => return Err(err("`patch` and `path` cannot both be set".into())),
+        (None, None) => return Err(err("one of `patch` and `path` is required".into())),
+        (Some(p), None) => p.to_string(),
+        (None, Some(path)) => r.read_in(t.dir, t.file, path)?.1,
+    };
+
+    let json = parse_json_patch(&content);
+    if json_only {
+        let ops = json.map_err(|e| err(format!("not a JSON 6902 patch: {e}")))?;
+        let target = entry
+            .target
+            .as_ref()
+            .ok_or_else(|| err("a JSON 6902 patch needs a `target`".into()))?;
+        return apply_json(resources, target, &ops, false).map_err(err);
+    }
+    let sm = parse_sm(&content);
+    match (sm, json) {
+        (Ok(_), Ok(_)) => Err(err(
+            "the patch reads both as a strategic merge patch and as a JSON 6902 patch".into(),
+        )),
+        (Err(sm), Err(js)) => Err(err(format!(
+            "the patch is neither a strategic merge patch ({sm}) nor a JSON 6902 patch ({js})"
+        ))),
+        (Err(_), Ok(ops)) => {
+            let target = entry
+                .target
+                .as_ref()
+                .ok_or_else(|| err("a JSON 6902 patch needs a `target`".into()))?;
+            apply_json(resources, target, &ops, true).map_err(err)
+        }
+        (Ok(docs), Err(_)) => {
+            for doc in docs {
+                let patch = SmPatch {
+                    doc,
+                    allow_name_change: entry.allow_name_change,
+                    allow_kind_change: entry.allow_kind_change,
+                };
+                match &entry.target {
+                    None => apply_to_named(resources, &patch).map_err(err)?,
+                    Some(target) => apply_to_selected(resources, target, &patch).map_err(err)?,
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The patches of an entry written inline, or `None` when the entry is a file name.
+fn inline_patches(entry: &str) -> Option<Vec<Value>> {
+    let docs = crate::yaml::from_multi_str(entry).ok()?;
+    (!docs.is_empty() && docs.iter().all(Value::is_object)).then_some(docs)
+}
+
+/// Strategic merge patches: every document a mapping (no document at all is fine).
+fn parse_sm(text: &str) -> Result<Vec<Value>, String> {
+    let docs = crate::yaml::from_multi_str(text).map_err(|e| e.to_string())?;
+    if let Some(bad) = docs.iter().find(|d| !d.is_object()) {
+        return Err(format!(
+            "a patch document is {}, not a mapping",
+            super::documents::type_name(bad)
+        ));
+    }
+    Ok(docs)
+}
+
+/// A JSON 6902 patch (JSON, or YAML when it does not start with `[`): a list of operations.
+fn parse_json_patch(text: &str) -> Result<Value, String> {
+    if text.is_empty() {
+        return Err("empty".into());
+    }
+    let value = if text.starts_with('[') {
+        serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?
+    } else {
+        crate::yaml::from_str(text).map_err(|e| e.to_string())?
+    };
+    match value {
+        Value::Array(_) => Ok(value),
+        Value::Null => Ok(Value::Array(Vec::new())),
+        other => Err(format!(
+            "is {}, not a list of operations",
+            super::documents::type_name(&other)
+        )),
+    }
+}
+
+/// The identity a patch document names.
+fn patch_id(doc: &Value) -> ResId {
+    ResId::of(doc)
+}
+
+/// Applies a patch to the one object its identity names.
+fn apply_to_named(resources: &mut ResMap, patch: &SmPatch) -> Result<(), String> {
+    let id = patch_id(&patch.doc);
+    let i = resources
+        .index_by_id(&id)
+        .map_err(|e| format!("no unique target for patch {id}: {e}"))?;
+    apply_sm(resources, i, patch)
+}
+
+fn apply_to_selected(
+    resources: &mut ResMap,
+    target: &Selector,
+    patch: &SmPatch,
+) -> Result<(), String> {
+    let matcher = Matcher::new(target)?;
+    let selected: Vec<usize> = (0..resources.len())
+        .filter(|&i| matcher.matches(&resources.resources()[i]))
+        .collect();
+    // Indices shift when an object is deleted: go from the end.
+    for i in selected.into_iter().rev() {
+        apply_sm(resources, i, patch)?;
+    }
+    Ok(())
+}
+
+fn apply_sm(resources: &mut ResMap, i: usize, patch: &SmPatch) -> Result<(), String> {
+    let res = &mut resources.resources_mut()[i];
+    let id = res.cur_id();
+    let (name, namespace, kind) = (
+        res.name().to_string(),
+        res.namespace().to_string(),
+        res.kind().to_string(),
+    );
+    if patch.allow_name_change || patch.allow_kind_change {
+        res.store_previous_id();
+    }
+    let mut doc = patch.doc.clone();
+    if let Some(map) = doc.as_object_mut() {
+        // The patch is applied as if written for the target's apiVersion.
+        map.insert(
+            "apiVersion".into(),
+            res.object()
+                .get("apiVersion")
+                .cloned()
+                .unwrap_or(Value::Null),
+        );
+    }
+    match smp::apply(res.object_mut(), &doc).map_err(|e| format!("patching {id}: {e}"))? {
+        Outcome::Deleted => {
+            resources.remove(i);
+            return Ok(());
+        }
+        Outcome::Patched => {}
+    }
+    if !res.object().is_object() || res.object().as_object().is_some_and(|m| m.is_empty()) {
+        resources.remove(i);
+        return Ok(());
+    }
+    if !patch.allow_kind_change {
+        res.set_kind(&kind);
+    }
+    if !patch.allow_name_change {
+        res.set_name(&name);
+    }
+    res.set_namespace(&namespace);
+    Ok(())
+}
+
+fn apply_json(
+    resources: &mut ResMap,
+    target: &Selector,
+    ops: &Value,
+    store_previous: bool,
+) -> Result<(), String> {
+    let matcher = Matcher::new(target)?;
+    let selected: Vec<usize> = (0..resources.len())
+        .filter(|&i| matcher.matches(&resources.resources()[i]))
+        .collect();
+    for i in selected {
+        let res = &mut resources.resources_mut()[i];
+        let id = res.cur_id();
+        if store_previous {
+            res.store_previous_id();
+        }
+        json_patch(res.object_mut(), ops).map_err(|e| format!("patching {id}: {e}"))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patch_kinds_are_told_apart() {
+        assert!(parse_sm("").unwrap().is_empty());
+        assert!(parse_json_patch("").is_err());
+        // Comments only: both readings succeed, which kustomize refuses.
+        assert!(parse_sm("# c\n").is_ok() && parse_json_patch("# c\n").is_ok());
+        assert!(parse_sm("- op: add\n  path: /a\n  value: 1\n").is_err());
+        assert!(parse_json_patch("- op: add\n  path: /a\n  value: 1\n").is_ok());
+        assert!(parse_json_patch("[{\"op\": \"remove\", \"path\": \"/a\"}]").is_ok());
+        assert!(parse_json_patch("kind: X\n").is_err());
+        assert_eq!(inline_patches("patch.yaml"), None);
+        assert_eq!(
+            inline_patches("kind: X\nmetadata: {name: a}\n").map(|d| d.len()),
+            Some(1)
+        );
+    }
+}

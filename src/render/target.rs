@@ -1,0 +1,289 @@
+//! One kustomization built as kustomize builds it (its `KustTarget`): resources, then components, then
+//! generators, then the built-in transformers in kustomize's order, then its `vars` are recorded and local
+//! configuration objects dropped.
+//!
+//! The transformer order is kustomize v5.5's: `patchesStrategicMerge`, `patches`, `namespace`,
+//! `namePrefix`, `nameSuffix`, `labels` then `commonLabels`, `commonAnnotations`, `patchesJson6902`,
+//! `replicas`, `images`, `replacements`. A component runs over everything its parent has accumulated so far.
+//! Name references, hash suffixes and vars are resolved once, by the caller, for the whole build.
+
+use super::Renderer;
+use super::config::TransformerConfig;
+use super::error::RenderError;
+use super::kustomization::{self, Kind, Kustomization};
+use super::resources::ResMap;
+use super::{images, labels, names, patches, replacements};
+use std::path::{Path, PathBuf};
+
+/// What a build has accumulated: objects, the transformer configuration, and `vars` to resolve.
+#[derive(Debug, Default, Clone)]
+pub struct Accumulator {
+    pub resources: ResMap,
+    pub config: TransformerConfig,
+    /// Each var with the kustomization file declaring it.
+    pub vars: Vec<(kustomization::Var, PathBuf)>,
+}
+
+impl Accumulator {
+    /// Takes in what a sub-kustomization accumulated.
+    fn merge(&mut self, other: Accumulator, file: &Path) -> Result<(), RenderError> {
+        self.resources.append_all(other.resources)?;
+        self.config.merge(&other.config).map_err(|problem| {
+            build_error(
+                file,
+                format!("merging transformer configurations: {problem}"),
+            )
+        })?;
+        self.merge_vars(other.vars)
+    }
+
+    fn merge_vars(&mut self, vars: Vec<(kustomization::Var, PathBuf)>) -> Result<(), RenderError> {
+        for (var, file) in vars {
+            if let Some((_, first)) = self.vars.iter().find(|(v, _)| v.name == var.name) {
+                return Err(build_error(
+                    &file,
+                    format!(
+                        "var `{}` is already declared in {}",
+                        var.name,
+                        first.display()
+                    ),
+                ));
+            }
+            self.vars.push((var, file));
+        }
+        Ok(())
+    }
+}
+
+pub fn build_error(file: &Path, problem: String) -> RenderError {
+    RenderError::Build {
+        file: file.to_path_buf(),
+        problem,
+    }
+}
+
+/// A kustomization being built: its folder (canonical), its file (as shown) and what it says.
+pub struct Target<'a> {
+    pub dir: &'a Path,
+    pub file: &'a Path,
+    pub k: &'a Kustomization,
+}
+
+impl Renderer {
+    /// Builds the kustomization in the canonical folder `dir` whose file is `kfile`, into `acc`.
+    pub(super) fn accumulate_kustomization(
+        &mut self,
+        dir: &Path,
+        kfile: &Path,
+        expect: Kind,
+        acc: Accumulator,
+    ) -> Result<Accumulator, RenderError> {
+        let shown = self.shown(kfile);
+        let text = std::fs::read_to_string(kfile).map_err(|source| RenderError::Read {
+            path: shown.clone(),
+            source,
+        })?;
+        let k = kustomization::parse(&shown, &text)?;
+        match (expect, k.kind) {
+            (Kind::Component, Kind::Kustomization) => {
+                return Err(build_error(
+                    &shown,
+                    "is listed under `components` but is not a Component (kind: Component)".into(),
+                ));
+            }
+            (Kind::Kustomization, Kind::Component) => {
+                return Err(build_error(
+                    &shown,
+                    "is a Component; list it under `components`, not `resources`".into(),
+                ));
+            }
+            _ => {}
+        }
+        let target = Target {
+            dir,
+            file: &shown,
+            k: &k,
+        };
+        self.within(dir, |r| r.accumulate_target(&target, acc))
+    }
+
+    fn accumulate_target(
+        &mut self,
+        t: &Target,
+        mut acc: Accumulator,
+    ) -> Result<Accumulator, RenderError> {
+        for entry in &t.k.resources {
+            self.accumulate_resource(t, entry, &mut acc)?;
+        }
+        for entry in &t.k.components {
+            let dir = self.resolve(t.dir, t.file, entry)?;
+            if !dir.is_dir() {
+                return Err(build_error(
+                    t.file,
+                    format!("component `{entry}` is not a folder with a kustomization"),
+                ));
+            }
+            self.check_cycle(&dir, t.file, entry)?;
+            let kfile = self.kustomization_file(&dir, t.file, entry)?;
+            acc = self.accumulate_kustomization(&dir, &kfile, Kind::Component, acc)?;
+        }
+
+        let mut config = TransformerConfig::builtin();
+        for entry in &t.k.configurations {
+            let (_, text, shown) = self.read_in(t.dir, t.file, entry)?;
+            let value = crate::yaml::from_str(&text)
+                .map_err(|e| super::documents::yaml_error(&shown, e, 1))?;
+            let custom = TransformerConfig::from_value(&value)
+                .map_err(|problem| build_error(&shown, problem))?;
+            config
+                .merge(&custom)
+                .map_err(|problem| build_error(&shown, problem))?;
+        }
+        acc.config.merge(&config).map_err(|problem| {
+            build_error(
+                t.file,
+                format!("merging transformer configurations: {problem}"),
+            )
+        })?;
+
+        self.run_transformers(t, &mut acc)?;
+
+        let vars = t.k.vars.iter().map(|v| (v.clone(), t.file.to_path_buf()));
+        acc.merge_vars(vars.collect())?;
+        acc.resources.retain(|r| !r.is_local_config());
+        Ok(acc)
+    }
+
+    fn run_transformers(&mut self, t: &Target, acc: &mut Accumulator) -> Result<(), RenderError> {
+        let file = t.file;
+        let k = t.k;
+        patches::strategic_merge_patches(self, t, &mut acc.resources)?;
+        patches::patches(self, t, &mut acc.resources)?;
+        if let Some(ns) = &k.namespace {
+            names::set_namespace(&mut acc.resources, ns, &acc.config.namespace, file)?;
+        }
+        names::add_prefix(&mut acc.resources, &k.name_prefix, &acc.config.name_prefix)
+            .map_err(|p| build_error(file, format!("namePrefix: {p}")))?;
+        names::add_suffix(&mut acc.resources, &k.name_suffix, &acc.config.name_suffix)
+            .map_err(|p| build_error(file, format!("nameSuffix: {p}")))?;
+        for (i, label) in k.labels.iter().enumerate() {
+            labels::apply_label_entry(&mut acc.resources, label, &acc.config)
+                .map_err(|p| build_error(file, format!("labels entry {}: {p}", i + 1)))?;
+        }
+        labels::set_labels(
+            &mut acc.resources,
+            &k.common_labels,
+            &acc.config.common_labels,
+        )
+        .map_err(|p| build_error(file, format!("commonLabels: {p}")))?;
+        labels::set_annotations(
+            &mut acc.resources,
+            &k.common_annotations,
+            &acc.config.common_annotations,
+        )
+        .map_err(|p| build_error(file, format!("commonAnnotations: {p}")))?;
+        patches::json6902_patches(self, t, &mut acc.resources)?;
+        for (name, count) in &k.replicas {
+            images::set_replicas(&mut acc.resources, name, *count, &acc.config.replicas)
+                .map_err(|p| build_error(file, format!("replicas: {p}")))?;
+        }
+        for (i, image) in k.images.iter().enumerate() {
+            images::set_image(&mut acc.resources, image, &acc.config.images)
+                .map_err(|p| build_error(file, format!("images entry {}: {p}", i + 1)))?;
+        }
+        replacements::apply_all(self, t, &mut acc.resources)?;
+        Ok(())
+    }
+
+    /// One `resources` entry: a file of objects, or a folder with a kustomization.
+    fn accumulate_resource(
+        &mut self,
+        t: &Target,
+        entry: &str,
+        acc: &mut Accumulator,
+    ) -> Result<(), RenderError> {
+        if super::is_remote(entry) {
+            return Err(RenderError::RemoteResource {
+                file: t.file.to_path_buf(),
+                entry: entry.to_string(),
+            });
+        }
+        let path = self.resolve(t.dir, t.file, entry)?;
+        if !path.is_dir() {
+            self.check_in_dir(t.dir, &path, t.file, entry)?;
+            for res in self.file(&path)? {
+                acc.resources.append(res)?;
+            }
+            return Ok(());
+        }
+        self.check_cycle(&path, t.file, entry)?;
+        let kfile = self.kustomization_file(&path, t.file, entry)?;
+        let sub = self.accumulate_kustomization(
+            &path,
+            &kfile,
+            Kind::Kustomization,
+            Accumulator::default(),
+        )?;
+        acc.merge(sub, t.file)
+    }
+
+    /// The kustomization file of a folder named by `entry` in `file`.
+    fn kustomization_file(
+        &self,
+        dir: &Path,
+        file: &Path,
+        entry: &str,
+    ) -> Result<PathBuf, RenderError> {
+        match kustomization::find(dir, &self.shown(dir))? {
+            Some(kfile) => Ok(kfile),
+            None => Err(RenderError::NotAKustomization {
+                file: file.to_path_buf(),
+                entry: entry.to_string(),
+                dir: self.shown(dir),
+            }),
+        }
+    }
+
+    /// Reads a file a kustomization names (`entry`, relative to its folder `dir`): it must be inside that
+    /// folder, as kustomize's load restrictor requires. Returns the canonical path, the text and the path
+    /// as shown.
+    pub(super) fn read_in(
+        &self,
+        dir: &Path,
+        file: &Path,
+        entry: &str,
+    ) -> Result<(PathBuf, String, PathBuf), RenderError> {
+        if super::is_remote(entry) {
+            return Err(RenderError::RemoteResource {
+                file: file.to_path_buf(),
+                entry: entry.to_string(),
+            });
+        }
+        let path = self.resolve(dir, file, entry)?;
+        self.check_in_dir(dir, &path, file, entry)?;
+        let shown = self.shown(&path);
+        let text = std::fs::read_to_string(&path).map_err(|source| RenderError::Read {
+            path: shown.clone(),
+            source,
+        })?;
+        Ok((path, text, shown))
+    }
+
+    /// kustomize reads files only in or below the kustomization's folder.
+    fn check_in_dir(
+        &self,
+        dir: &Path,
+        path: &Path,
+        file: &Path,
+        entry: &str,
+    ) -> Result<(), RenderError> {
+        if path.starts_with(dir) {
+            return Ok(());
+        }
+        Err(RenderError::OutsideKustomization {
+            file: file.to_path_buf(),
+            entry: entry.to_string(),
+            dir: self.shown(dir),
+        })
+    }
+}
