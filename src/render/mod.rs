@@ -16,6 +16,7 @@
 
 mod documents;
 mod error;
+pub mod generators;
 mod kustomization;
 mod namespace;
 mod references;
