@@ -21,6 +21,7 @@ mod config_tables;
 mod documents;
 mod error;
 mod fieldspec;
+pub mod generators;
 mod images;
 mod kustomization;
 mod labels;
