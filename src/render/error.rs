@@ -91,6 +91,15 @@ pub enum RenderError {
     #[error("{}: {problem}", file.display())]
     Build { file: PathBuf, problem: String },
 
+    /// A `configMapGenerator` or `secretGenerator` entry that cannot be expanded or merged.
+    #[error("{}", generator_message(file, source))]
+    Generator {
+        /// The kustomization file of the generator.
+        file: PathBuf,
+        #[source]
+        source: super::generators::GeneratorError,
+    },
+
     /// A `resources` entry naming nothing.
     #[error("{}: resource `{entry}`: {} does not exist", file.display(), path.display())]
     MissingResource {
@@ -176,9 +185,21 @@ impl RenderError {
             | RenderError::NotAKustomization { file, .. }
             | RenderError::OutsideKustomization { file, .. }
             | RenderError::Build { file, .. }
+            | RenderError::Generator { file, .. }
             | RenderError::Cycle { file, .. }
             | RenderError::NamespaceConflict { file, .. } => file,
         }
+    }
+}
+
+/// A generator error names its file, unless it is about an object (then the file is added).
+fn generator_message(file: &Path, source: &super::generators::GeneratorError) -> String {
+    let text = source.to_string();
+    let prefix = format!("{}: ", file.display());
+    if text.starts_with(&prefix) {
+        text
+    } else {
+        format!("{prefix}{text}")
     }
 }
 

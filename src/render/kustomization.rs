@@ -70,9 +70,6 @@ const UNSUPPORTED: &[&str] = &[
     "transformers",
     "validators",
     "inventory",
-    "configMapGenerator",
-    "secretGenerator",
-    "generatorOptions",
 ];
 
 /// Whether the file is a Kustomization or a Component.
@@ -168,6 +165,11 @@ pub struct Kustomization {
     pub configurations: Vec<String>,
     pub sort: Option<SortOrder>,
     pub build_metadata: Vec<String>,
+    /// `configMapGenerator`, `secretGenerator` and `generatorOptions` as written (null when absent), read
+    /// by [`super::generators`].
+    pub config_map_generator: Value,
+    pub secret_generator: Value,
+    pub generator_options: Value,
 }
 
 /// The kustomization file in `dir`, if there is one; two or more is an error, as in kustomize.
@@ -207,18 +209,16 @@ pub fn parse(file: &Path, text: &str) -> Result<Kustomization, RenderError> {
     };
     let mut map = Map::new();
     for (key, value) in raw {
-        let canonical = match key.as_str() {
+        let canonical = match FIELDS.iter().find(|f| f.eq_ignore_ascii_case(&key)) {
             // kustomize renames this one before decoding.
-            "imageTags" => "images",
-            k => match FIELDS.iter().find(|f| f.eq_ignore_ascii_case(k)) {
-                Some(f) => *f,
-                None => {
-                    return Err(RenderError::UnknownField {
-                        file: file.to_path_buf(),
-                        field: key,
-                    });
-                }
-            },
+            Some(&"imageTags") => "images",
+            Some(f) => *f,
+            None => {
+                return Err(RenderError::UnknownField {
+                    file: file.to_path_buf(),
+                    field: key,
+                });
+            }
         };
         map.insert(canonical.to_string(), value);
     }
@@ -298,6 +298,10 @@ fn read(map: &Map<String, Value>) -> Result<Kustomization, String> {
     k.labels = list(map, "labels", label)?;
     k.replacements = list(map, "replacements", |v| Ok(v.clone()))?;
     k.sort = sort_options(map.get("sortOptions"))?;
+    let raw = |field: &str| map.get(field).cloned().unwrap_or(Value::Null);
+    k.config_map_generator = raw("configMapGenerator");
+    k.secret_generator = raw("secretGenerator");
+    k.generator_options = raw("generatorOptions");
     Ok(k)
 }
 

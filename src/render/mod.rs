@@ -98,7 +98,7 @@ pub fn render(root: &Path, dir: &Path) -> Result<Vec<SourcedObject>, RenderError
             .filter(|_| named_as_kustomization)
             .map(Path::to_path_buf)
     };
-    let (acc, sort, file) = match folder {
+    let (acc, sort) = match folder {
         Some(folder) => renderer.top_folder(&folder)?,
         None => {
             let mut acc = Accumulator::default();
@@ -106,26 +106,35 @@ pub fn render(root: &Path, dir: &Path) -> Result<Vec<SourcedObject>, RenderError
                 acc.resources.append(res)?;
             }
             acc.config = config::TransformerConfig::builtin();
-            (acc, None, renderer.shown(&path))
+            (acc, None)
         }
     };
-    let resources = finish(acc, sort.as_ref(), &file)?;
+    let resources = finish(acc, sort.as_ref())?;
     tracing::debug!(dir = %renderer.shown(&path).display(), objects = resources.len(), "rendered");
     Ok(resources.into_iter().map(|r| r.sourced).collect())
 }
 
 /// What is done once for the whole build: hash suffixes on generated names, references to renamed objects,
 /// vars, and the output order.
-fn finish(
-    acc: Accumulator,
-    sort: Option<&SortOrder>,
-    file: &Path,
-) -> Result<Vec<Resource>, RenderError> {
+fn finish(acc: Accumulator, sort: Option<&SortOrder>) -> Result<Vec<Resource>, RenderError> {
     let Accumulator {
         mut resources,
         config,
         vars,
     } = acc;
+    for res in resources.resources_mut() {
+        if !res.generated.as_ref().is_some_and(|g| g.hash_suffix) {
+            continue;
+        }
+        let hash =
+            generators::content_hash(res.object()).map_err(|source| RenderError::Generator {
+                file: res.sourced.origin.file.clone(),
+                source,
+            })?;
+        res.store_previous_id();
+        let name = format!("{}-{hash}", res.name());
+        res.set_name(&name);
+    }
     namereference::fix(&mut resources, &config.name_reference)?;
     vars::resolve(&mut resources, &vars, &config.var_reference)?;
     let mut objects = resources.into_vec();
@@ -144,7 +153,6 @@ fn finish(
         }
         None => order::sort_like_kustomize(&mut objects),
     }
-    let _ = file;
     Ok(objects)
 }
 
@@ -192,10 +200,7 @@ impl Renderer {
 
     /// The folder asked for: its kustomization if it has one (with its sort options), else its plain files
     /// and subfolders.
-    fn top_folder(
-        &mut self,
-        dir: &Path,
-    ) -> Result<(Accumulator, Option<SortOrder>, PathBuf), RenderError> {
+    fn top_folder(&mut self, dir: &Path) -> Result<(Accumulator, Option<SortOrder>), RenderError> {
         match kustomization::find(dir, &self.shown(dir))? {
             Some(file) => {
                 let shown = self.shown(&file);
@@ -216,11 +221,11 @@ impl Renderer {
                     Kind::Kustomization,
                     Accumulator::default(),
                 )?;
-                Ok((acc, k.sort, shown))
+                Ok((acc, k.sort))
             }
             None => {
                 let acc = self.within(dir, |r| r.plain_folder(dir))?;
-                Ok((acc, None, self.shown(dir)))
+                Ok((acc, None))
             }
         }
     }

@@ -7,22 +7,13 @@
 //! kustomize compares identities (group, version, kind, name, effective namespace).
 
 use super::error::RenderError;
+use super::generators::{self, Behavior};
 use super::resid::{Gvk, ResId, str_at};
 use crate::object::SourcedObject;
 use serde_json::{Map, Value};
 
-/// How a generated object combines with an existing one of the same identity.
-#[allow(dead_code)] // constructed by the generators (configMapGenerator, secretGenerator)
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Behavior {
-    #[default]
-    Create,
-    Merge,
-    Replace,
-}
-
 /// What kustomize remembers of a generated object.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Generated {
     pub behavior: Behavior,
     /// Whether the name gets a content-hash suffix at the end of the build.
@@ -47,7 +38,6 @@ pub struct Resource {
     /// Name suffixes applied, innermost first.
     pub suffixes: Vec<String>,
     /// Set for objects made by a generator.
-    #[allow(dead_code)] // read once the generators are wired in
     pub generated: Option<Generated>,
 }
 
@@ -169,59 +159,6 @@ impl Resource {
             .and_then(Value::as_str)
             == Some("true")
     }
-
-    /// Takes over, for a generated object merging into or replacing `old`: `old`'s name, namespace and
-    /// history, and the labels and annotations of both (this object's winning).
-    #[allow(dead_code)] // used by `ResMap::absorb`
-    fn take_identity_from(&mut self, old: &Resource) {
-        for field in ["labels", "annotations"] {
-            let mut merged: Map<String, Value> = old
-                .object()
-                .pointer(&format!("/metadata/{field}"))
-                .and_then(Value::as_object)
-                .cloned()
-                .unwrap_or_default();
-            if let Some(mine) = self
-                .object()
-                .pointer(&format!("/metadata/{field}"))
-                .and_then(Value::as_object)
-            {
-                for (k, v) in mine {
-                    merged.insert(k.clone(), v.clone());
-                }
-            }
-            let meta = metadata(self.object_mut());
-            if merged.is_empty() {
-                meta.shift_remove(field);
-            } else {
-                meta.insert(field.into(), Value::Object(merged));
-            }
-        }
-        self.set_name(old.name());
-        self.set_namespace(old.namespace());
-        self.previous = old.previous.clone();
-        self.prefixes = old.prefixes.clone();
-        self.suffixes = old.suffixes.clone();
-    }
-
-    /// `data` and `binaryData` of `old` under this object's own (which win).
-    #[allow(dead_code)] // used by `ResMap::absorb`
-    fn merge_data_from(&mut self, old: &Resource) {
-        for field in ["data", "binaryData"] {
-            let Some(theirs) = old.object().get(field).and_then(Value::as_object) else {
-                continue;
-            };
-            let mut merged = theirs.clone();
-            if let Some(mine) = self.object().get(field).and_then(Value::as_object) {
-                for (k, v) in mine {
-                    merged.insert(k.clone(), v.clone());
-                }
-            }
-            if let Some(map) = self.object_mut().as_object_mut() {
-                map.insert(field.into(), Value::Object(merged));
-            }
-        }
-    }
 }
 
 /// `obj.metadata`, created when missing.
@@ -252,11 +189,6 @@ impl ResMap {
         self.list.len()
     }
 
-    #[allow(dead_code)]
-    pub fn is_empty(&self) -> bool {
-        self.list.is_empty()
-    }
-
     pub fn resources(&self) -> &[Resource] {
         &self.list
     }
@@ -269,7 +201,7 @@ impl ResMap {
         self.list
     }
 
-    #[allow(dead_code)] // tests and generators
+    #[cfg(test)]
     pub fn from_vec(list: Vec<Resource>) -> Self {
         ResMap { list }
     }
@@ -296,41 +228,38 @@ impl ResMap {
     }
 
     /// Adds a generated object: appended if its identity is new (unless it asks to merge or replace),
-    /// else merged into or replacing the object it names, as its `behavior` says. Errors are problems
-    /// to report against the kustomization that generated it.
-    #[allow(dead_code)] // used once the generators are wired in
-    pub fn absorb(&mut self, mut res: Resource) -> Result<(), String> {
+    /// else merged into or replacing the object it names (found by original, else current, identity), as
+    /// its `behavior` says. Errors are problems to report against the kustomization that generated it.
+    pub fn absorb(&mut self, res: Resource) -> Result<(), String> {
         let id = res.cur_id();
         let mut matches: Vec<usize> = self.indices(|r| r.org_id().same_as(&id));
         if matches.is_empty() {
             matches = self.indices(|r| r.cur_id().same_as(&id));
         }
-        let behavior = res
-            .generated
-            .as_ref()
-            .map(|g| g.behavior)
-            .unwrap_or_default();
-        match (matches.as_slice(), behavior) {
+        let generated = res.generated.clone().unwrap_or(Generated {
+            behavior: Behavior::Create,
+            hash_suffix: false,
+        });
+        match (matches.as_slice(), generated.behavior) {
             ([], Behavior::Create) => {
                 self.list.push(res);
                 Ok(())
             }
-            ([], _) => Err(format!(
-                "{id} does not exist; cannot merge or replace (behavior {})",
+            ([], behavior) => Err(format!(
+                "{id} does not exist; cannot {} it",
                 behavior_name(behavior)
             )),
-            ([i], Behavior::Merge | Behavior::Replace) => {
-                let old = &self.list[*i];
-                res.take_identity_from(old);
-                if behavior == Behavior::Merge {
-                    res.merge_data_from(old);
-                }
-                self.list[*i] = res;
+            ([i], behavior) => {
+                let old = &mut self.list[*i];
+                generators::merge_into(old.object_mut(), res.object(), behavior)
+                    .map_err(|e| e.to_string())?;
+                let old_hash = old.generated.as_ref().is_some_and(|g| g.hash_suffix);
+                old.generated = Some(Generated {
+                    behavior,
+                    hash_suffix: generators::hash_after_merge(old_hash, generated.hash_suffix),
+                });
                 Ok(())
             }
-            ([_], Behavior::Create) => Err(format!(
-                "{id} already exists; a generator for it needs behavior merge or replace"
-            )),
             (several, _) => Err(format!(
                 "found {} objects that could accept the merge of {id}",
                 several.len()
@@ -368,7 +297,6 @@ impl ResMap {
     }
 }
 
-#[allow(dead_code)]
 fn behavior_name(b: Behavior) -> &'static str {
     match b {
         Behavior::Create => "create",
@@ -484,7 +412,10 @@ mod tests {
         );
 
         let mut create = obj("v1", "ConfigMap", None, "cm");
-        create.generated = Some(Generated::default());
+        create.generated = Some(Generated {
+            behavior: Behavior::Create,
+            hash_suffix: true,
+        });
         assert!(map.absorb(create).unwrap_err().contains("already exists"));
         let mut replace = obj("v1", "ConfigMap", None, "nope");
         replace.generated = Some(Generated {

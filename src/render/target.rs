@@ -10,9 +10,11 @@
 use super::Renderer;
 use super::config::TransformerConfig;
 use super::error::RenderError;
+use super::generators::{self, GeneratorContext};
 use super::kustomization::{self, Kind, Kustomization};
-use super::resources::ResMap;
+use super::resources::{Generated, ResMap, Resource};
 use super::{images, labels, names, patches, replacements};
+use crate::object::{Origin, SourcedObject};
 use std::path::{Path, PathBuf};
 
 /// What a build has accumulated: objects, the transformer configuration, and `vars` to resolve.
@@ -146,12 +148,51 @@ impl Renderer {
             )
         })?;
 
+        self.run_generators(t, &mut acc)?;
         self.run_transformers(t, &mut acc)?;
 
         let vars = t.k.vars.iter().map(|v| (v.clone(), t.file.to_path_buf()));
         acc.merge_vars(vars.collect())?;
         acc.resources.retain(|r| !r.is_local_config());
         Ok(acc)
+    }
+
+    /// `configMapGenerator` then `secretGenerator`: each object added, or merged into or replacing the one
+    /// it names.
+    fn run_generators(&mut self, t: &Target, acc: &mut Accumulator) -> Result<(), RenderError> {
+        let ctx = GeneratorContext {
+            root: &self.root,
+            dir: t.dir,
+            file: t.file,
+        };
+        let gen_err = |source| RenderError::Generator {
+            file: t.file.to_path_buf(),
+            source,
+        };
+        let mut generated =
+            generators::config_maps(&t.k.config_map_generator, &t.k.generator_options, &ctx)
+                .map_err(gen_err)?;
+        generated.extend(
+            generators::secrets(&t.k.secret_generator, &t.k.generator_options, &ctx)
+                .map_err(gen_err)?,
+        );
+        for g in generated {
+            let mut res = Resource::loaded(SourcedObject {
+                object: g.object,
+                origin: Origin {
+                    file: t.file.to_path_buf(),
+                    document: 0,
+                },
+            });
+            res.generated = Some(Generated {
+                behavior: g.behavior,
+                hash_suffix: g.hash,
+            });
+            acc.resources.absorb(res).map_err(|problem| {
+                build_error(t.file, format!("merging generated objects: {problem}"))
+            })?;
+        }
+        Ok(())
     }
 
     fn run_transformers(&mut self, t: &Target, acc: &mut Accumulator) -> Result<(), RenderError> {
