@@ -179,18 +179,22 @@ fn expand(
     Ok(())
 }
 
-/// The fields every object needs: `apiVersion`, `kind`, `metadata.name` (strings), and a string
-/// `metadata.namespace` if any.
+/// The fields every object needs, as kustomize requires them: `kind` and `metadata.name` (strings), and
+/// `apiVersion` and `metadata.namespace` strings if present (kustomize accepts an object without
+/// `apiVersion`).
 fn check_object(obj: &Value) -> Result<(), String> {
     let mut missing = Vec::new();
     let mut wrong = Vec::new();
+    match obj.get("apiVersion") {
+        None | Some(Value::Null) | Some(Value::String(_)) => {}
+        Some(other) => wrong.push(format!("apiVersion is {}, not a string", type_name(other))),
+    }
     let mut string_field = |value: Option<&Value>, name: &'static str| match value {
         None | Some(Value::Null) => missing.push(name),
         Some(Value::String(s)) if s.is_empty() => missing.push(name),
         Some(Value::String(_)) => {}
         Some(other) => wrong.push(format!("{name} is {}, not a string", type_name(other))),
     };
-    string_field(obj.get("apiVersion"), "apiVersion");
     string_field(obj.get("kind"), "kind");
     match obj.get("metadata") {
         None | Some(Value::Null) => missing.push("metadata.name"),
@@ -382,13 +386,13 @@ mod tests {
         );
         assert_eq!(
             msg(&format!(
-                "{CM_A}---\n# c\nkind: Secret\nmetadata: {{name: s}}\ndata: {{password: aHVudGVyMg==}}\n"
+                "{CM_A}---\n# c\napiVersion: v1\nmetadata: {{name: s}}\ndata: {{password: aHVudGVyMg==}}\n"
             )),
-            "apps/x.yaml: document 2 (line 6): missing apiVersion (object Secret/s)"
+            "apps/x.yaml: document 2 (line 6): missing kind (object named s)"
         );
         assert_eq!(
             msg("metadata: {name: nm}\n"),
-            "apps/x.yaml: document 1 (line 1): missing apiVersion, kind (object named nm)"
+            "apps/x.yaml: document 1 (line 1): missing kind (object named nm)"
         );
         assert_eq!(
             msg("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: 12, namespace: [a]}\n"),

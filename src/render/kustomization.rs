@@ -272,11 +272,12 @@ fn read(map: &Map<String, Value>) -> Result<Kustomization, String> {
     k.configurations = strings(map, "configurations")?;
     k.build_metadata = strings(map, "buildMetadata")?;
     for option in &k.build_metadata {
-        if !matches!(
-            option.as_str(),
-            "originAnnotations" | "transformerAnnotations" | "managedByLabel"
-        ) {
-            return Err(format!("buildMetadata option `{option}` is unknown"));
+        match option.as_str() {
+            "originAnnotations" => {}
+            "transformerAnnotations" | "managedByLabel" => {
+                return Err(format!("buildMetadata option `{option}` is not supported"));
+            }
+            _ => return Err(format!("buildMetadata option `{option}` is unknown")),
         }
     }
 

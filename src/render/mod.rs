@@ -98,7 +98,7 @@ pub fn render(root: &Path, dir: &Path) -> Result<Vec<SourcedObject>, RenderError
             .filter(|_| named_as_kustomization)
             .map(Path::to_path_buf)
     };
-    let (acc, sort) = match folder {
+    let (acc, sort, origins) = match folder {
         Some(folder) => renderer.top_folder(&folder)?,
         None => {
             let mut acc = Accumulator::default();
@@ -106,16 +106,21 @@ pub fn render(root: &Path, dir: &Path) -> Result<Vec<SourcedObject>, RenderError
                 acc.resources.append(res)?;
             }
             acc.config = config::TransformerConfig::builtin();
-            (acc, None)
+            (acc, None, None)
         }
     };
-    let resources = finish(acc, sort.as_ref())?;
+    let mut resources = finish(acc, sort.as_ref())?;
+    if let Some(top) = origins {
+        for res in &mut resources {
+            annotate_origin(res, &top);
+        }
+    }
     tracing::debug!(dir = %renderer.shown(&path).display(), objects = resources.len(), "rendered");
     Ok(resources.into_iter().map(|r| r.sourced).collect())
 }
 
 /// What is done once for the whole build: hash suffixes on generated names, references to renamed objects,
-/// vars, and the output order.
+/// vars, dropping local configuration, and the output order.
 fn finish(acc: Accumulator, sort: Option<&SortOrder>) -> Result<Vec<Resource>, RenderError> {
     let Accumulator {
         mut resources,
@@ -137,6 +142,7 @@ fn finish(acc: Accumulator, sort: Option<&SortOrder>) -> Result<Vec<Resource>, R
     }
     namereference::fix(&mut resources, &config.name_reference)?;
     vars::resolve(&mut resources, &vars, &config.var_reference)?;
+    resources.retain(|r| !r.is_local_config());
     let mut objects = resources.into_vec();
     check_cluster_identities(&objects)?;
     match sort {
@@ -154,6 +160,50 @@ fn finish(acc: Accumulator, sort: Option<&SortOrder>) -> Result<Vec<Resource>, R
         None => order::sort_like_kustomize(&mut objects),
     }
     Ok(objects)
+}
+
+/// kustomize's `config.kubernetes.io/origin` annotation (`buildMetadata: [originAnnotations]`): the file an
+/// object was loaded from, or the kustomization that generated it, relative to the folder built.
+fn annotate_origin(res: &mut Resource, top: &Path) {
+    let file = relative_to(&res.sourced.origin.file, top);
+    let text = match (&res.generated, res.kind()) {
+        (Some(_), kind) => format!(
+            "configuredIn: {}\nconfiguredBy:\n  apiVersion: builtin\n  kind: {kind}Generator\n",
+            file.display()
+        ),
+        (None, _) => format!("path: {}\n", file.display()),
+    };
+    let meta = resources::metadata(res.object_mut());
+    let annotations = meta
+        .entry("annotations")
+        .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
+    if let Some(map) = annotations.as_object_mut() {
+        map.insert(
+            "config.kubernetes.io/origin".into(),
+            serde_json::Value::String(text),
+        );
+    }
+}
+
+/// `path` (repository-relative) relative to the folder `base` (repository-relative), with `..` as needed.
+fn relative_to(path: &Path, base: &Path) -> PathBuf {
+    let norm = |p: &Path| -> Vec<String> {
+        normalize(p)
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .filter(|c| c != ".")
+            .collect()
+    };
+    let (path, base) = (norm(path), norm(base));
+    let common = path.iter().zip(&base).take_while(|(a, b)| a == b).count();
+    let mut out = PathBuf::new();
+    for _ in common..base.len() {
+        out.push("..");
+    }
+    for part in &path[common..] {
+        out.push(part);
+    }
+    out
 }
 
 /// No two output objects may be the same object on a cluster: same group, kind, namespace and name (kustomize
@@ -181,6 +231,10 @@ fn check_cluster_identities(objects: &[Resource]) -> Result<(), RenderError> {
     Ok(())
 }
 
+/// What the folder asked for builds into: the objects accumulated, the output order it asks for, and the
+/// folder to annotate origins relative to (when it asks for origin annotations).
+type TopBuild = (Accumulator, Option<SortOrder>, Option<PathBuf>);
+
 struct Renderer {
     /// The canonical repository root.
     root: PathBuf,
@@ -200,7 +254,7 @@ impl Renderer {
 
     /// The folder asked for: its kustomization if it has one (with its sort options), else its plain files
     /// and subfolders.
-    fn top_folder(&mut self, dir: &Path) -> Result<(Accumulator, Option<SortOrder>), RenderError> {
+    fn top_folder(&mut self, dir: &Path) -> Result<TopBuild, RenderError> {
         match kustomization::find(dir, &self.shown(dir))? {
             Some(file) => {
                 let shown = self.shown(&file);
@@ -221,11 +275,17 @@ impl Renderer {
                     Kind::Kustomization,
                     Accumulator::default(),
                 )?;
-                Ok((acc, k.sort))
+                // `buildMetadata` of the kustomization built applies to the whole build.
+                let origins = k
+                    .build_metadata
+                    .iter()
+                    .any(|o| o == "originAnnotations")
+                    .then(|| self.shown(dir));
+                Ok((acc, k.sort, origins))
             }
             None => {
                 let acc = self.within(dir, |r| r.plain_folder(dir))?;
-                Ok((acc, None))
+                Ok((acc, None, None))
             }
         }
     }

@@ -2,8 +2,9 @@
 //!
 //! Each records the identity an object had before (kustomize's previous ids), which later lets references
 //! to the old name be fixed, patches in overlays find the object by the name they know, and generators merge
-//! into it. Prefixes and suffixes are also remembered per object: when several renamed objects could be the
-//! target of one reference, the one renamed alike wins. As in kustomize, CRDs, `apiregistration.k8s.io`
+//! into it. Prefixes and suffixes are also remembered per object (empty ones too, one per kustomization the
+//! object went through): when several renamed objects could be the target of one reference, the one renamed
+//! alike wins. As in kustomize, CRDs, `apiregistration.k8s.io`
 //! APIServices and Namespaces keep their names.
 
 use super::error::RenderError;
@@ -89,13 +90,16 @@ fn rename(
         }
         let gvk = res.org_id().gvk;
         for spec in specs.iter().filter(|s| s.applies_to(&gvk)) {
-            if spec.path == "metadata/name" && !affix.is_empty() {
+            if spec.path == "metadata/name" {
+                // Recorded even when empty: it tells which kustomizations an object went through.
                 if prefix {
                     res.prefixes.push(affix.to_string());
                 } else {
                     res.suffixes.push(affix.to_string());
                 }
-                res.store_previous_id();
+                if !affix.is_empty() {
+                    res.store_previous_id();
+                }
             }
             if affix.is_empty() {
                 continue;

@@ -39,6 +39,8 @@ pub struct Resource {
     pub suffixes: Vec<String>,
     /// Set for objects made by a generator.
     pub generated: Option<Generated>,
+    /// The `vars` whose value is read from this object.
+    pub var_names: Vec<String>,
 }
 
 impl Resource {
@@ -49,6 +51,7 @@ impl Resource {
             prefixes: Vec::new(),
             suffixes: Vec::new(),
             generated: None,
+            var_names: Vec::new(),
         }
     }
 
@@ -251,6 +254,9 @@ impl ResMap {
             )),
             ([i], behavior) => {
                 let old = &mut self.list[*i];
+                if behavior == Behavior::Replace {
+                    old.sourced.origin = res.sourced.origin.clone();
+                }
                 generators::merge_into(old.object_mut(), res.object(), behavior)
                     .map_err(|e| e.to_string())?;
                 let old_hash = old.generated.as_ref().is_some_and(|g| g.hash_suffix);

@@ -1,11 +1,12 @@
 //! One kustomization built as kustomize builds it (its `KustTarget`): resources, then components, then
-//! generators, then the built-in transformers in kustomize's order, then its `vars` are recorded and local
-//! configuration objects dropped.
+//! generators, then the built-in transformers in kustomize's order, then its `vars` are recorded.
 //!
 //! The transformer order is kustomize v5.5's: `patchesStrategicMerge`, `patches`, `namespace`,
 //! `namePrefix`, `nameSuffix`, `labels` then `commonLabels`, `commonAnnotations`, `patchesJson6902`,
 //! `replicas`, `images`, `replacements`. A component runs over everything its parent has accumulated so far.
-//! Name references, hash suffixes and vars are resolved once, by the caller, for the whole build.
+//! Name references, hash suffixes and vars are resolved once, by the caller, for the whole build, and local
+//! configuration objects (`config.kubernetes.io/local-config: "true"`) dropped only then, so they can still
+//! be the source of references.
 
 use super::Renderer;
 use super::config::TransformerConfig;
@@ -151,9 +152,11 @@ impl Renderer {
         self.run_generators(t, &mut acc)?;
         self.run_transformers(t, &mut acc)?;
 
+        for var in &t.k.vars {
+            super::vars::bind(&mut acc.resources, var).map_err(|p| build_error(t.file, p))?;
+        }
         let vars = t.k.vars.iter().map(|v| (v.clone(), t.file.to_path_buf()));
         acc.merge_vars(vars.collect())?;
-        acc.resources.retain(|r| !r.is_local_config());
         Ok(acc)
     }
 

@@ -457,13 +457,13 @@ fn secret_values_never_appear_in_errors() {
 fn render_error_file_is_repository_relative() {
     let t = tree(&[
         ("k/kustomization.yaml", "resources: [a.yaml]\n"),
-        ("k/a.yaml", "kind: X\nmetadata: {name: thing}\n"),
+        ("k/a.yaml", "apiVersion: v1\nmetadata: {name: thing}\n"),
     ]);
     let e = render(t.path(), Path::new("k")).unwrap_err();
     assert_eq!(e.file(), Path::new("k/a.yaml"));
     assert_eq!(
         e.to_string(),
-        "k/a.yaml: document 1 (line 1): missing apiVersion (object X/thing)"
+        "k/a.yaml: document 1 (line 1): missing kind (object named thing)"
     );
 }
 

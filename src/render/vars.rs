@@ -1,8 +1,10 @@
 //! `vars` (deprecated in kustomize, still supported): `$(NAME)` in the fields of the `varReference`
 //! configuration is replaced by a field of an object, once the whole build is done.
 //!
-//! A var names an object by `objref` (apiVersion, kind, name, maybe namespace; matched against the object's
-//! current or any previous identity when the var's kustomization is built) and a field by `fieldref.fieldpath`
+//! A var names an object by `objref` (apiVersion, kind, name, maybe namespace), matched against the current
+//! or any previous identity of the objects of the var's kustomization when it is built (so a var names the
+//! object of its own kustomization even when another one later has the same original name), and a field by
+//! `fieldref.fieldpath`
 //! (dotted, with `[n]` list indices or `[key=value]` element selectors; `metadata.name` by default). A string
 //! that is exactly `$(NAME)` takes the field's value with its type; elsewhere the value is written as text.
 //! `$$` is a literal `$`, and references to unknown names are left as written.
@@ -68,8 +70,9 @@ pub fn resolve(
     Ok(())
 }
 
-/// The one object a var refers to.
-fn find_target<'a>(list: &'a [Resource], var: &Var) -> Result<&'a Resource, String> {
+/// Binds `var` to the one object of `resources` its `objref` names (none is fine: the var then fails when
+/// resolved, unless another object is bound to it).
+pub fn bind(resources: &mut ResMap, var: &Var) -> Result<(), String> {
     let (group, version) = split_api_version(&var.api_version);
     let wanted = ResId {
         gvk: Gvk {
@@ -85,24 +88,41 @@ fn find_target<'a>(list: &'a [Resource], var: &Var) -> Result<&'a Resource, Stri
             && id.gvk == wanted.gvk
             && (wanted.namespace.is_empty() || id.same_namespace(&wanted))
     };
-    let found: Vec<&Resource> = list
-        .iter()
-        .filter(|r| matches(&r.cur_id()) || r.prev_ids().iter().any(matches))
+    let found: Vec<usize> = (0..resources.len())
+        .filter(|&i| {
+            let r = &resources.resources()[i];
+            matches(&r.cur_id()) || r.prev_ids().iter().any(matches)
+        })
         .collect();
     match found.as_slice() {
-        [one] => Ok(one),
-        [] => Err(format!(
-            "no object {} {}/{} to take the value from",
-            var.api_version, var.kind, var.obj_name
-        )),
-        _ => Err(format!(
-            "{} objects match {} {}/{}: cannot tell which one to take the value from",
-            found.len(),
+        [] => Ok(()),
+        [one] => {
+            resources.resources_mut()[*one]
+                .var_names
+                .push(var.name.clone());
+            Ok(())
+        }
+        several => Err(format!(
+            "var `{}`: {} objects match {} {}/{}: cannot tell which one to take the value from",
+            var.name,
+            several.len(),
             var.api_version,
             var.kind,
             var.obj_name
         )),
     }
+}
+
+/// The object bound to a var.
+fn find_target<'a>(list: &'a [Resource], var: &Var) -> Result<&'a Resource, String> {
+    list.iter()
+        .find(|r| r.var_names.contains(&var.name))
+        .ok_or_else(|| {
+            format!(
+                "no object {} {}/{} to take the value from",
+                var.api_version, var.kind, var.obj_name
+            )
+        })
 }
 
 /// The value at a dotted field path (`a.b[0].c`, `a[name=x].b`).
