@@ -66,8 +66,6 @@ const UNSUPPORTED: &[&str] = &[
     "helmGlobals",
     "helmCharts",
     "helmChartInflationGenerator",
-    "generators",
-    "transformers",
     "validators",
     "inventory",
 ];
@@ -167,6 +165,9 @@ pub struct Kustomization {
     pub build_metadata: Vec<String>,
     /// `configMapGenerator`, `secretGenerator` and `generatorOptions` as written (null when absent), read
     /// by [`super::generators`].
+    /// `generators` and `transformers` entries (built-in plugin configurations, see [`super::plugins`]).
+    pub generators: Vec<String>,
+    pub transformers: Vec<String>,
     pub config_map_generator: Value,
     pub secret_generator: Value,
     pub generator_options: Value,
@@ -299,6 +300,8 @@ fn read(map: &Map<String, Value>) -> Result<Kustomization, String> {
     k.labels = list(map, "labels", label)?;
     k.replacements = list(map, "replacements", |v| Ok(v.clone()))?;
     k.sort = sort_options(map.get("sortOptions"))?;
+    k.generators = strings(map, "generators")?;
+    k.transformers = strings(map, "transformers")?;
     let raw = |field: &str| map.get(field).cloned().unwrap_or(Value::Null);
     k.config_map_generator = raw("configMapGenerator");
     k.secret_generator = raw("secretGenerator");
@@ -380,7 +383,7 @@ fn string_map(map: &Map<String, Value>, name: &str) -> Result<Vec<(String, Strin
     Ok(pairs)
 }
 
-fn patch_entry(v: &Value) -> Result<PatchEntry, String> {
+pub fn patch_entry(v: &Value) -> Result<PatchEntry, String> {
     let map = mapping(v, &["path", "patch", "target", "options"])?;
     let options = match map.get("options") {
         None | Some(Value::Null) => Map::new(),
@@ -426,7 +429,7 @@ pub fn selector(v: &Value) -> Result<Selector, String> {
     })
 }
 
-fn image(v: &Value) -> Result<Image, String> {
+pub fn image(v: &Value) -> Result<Image, String> {
     let map = mapping(v, &["name", "newName", "newTag", "tagSuffix", "digest"])?;
     let get = |k: &str| -> Result<String, String> {
         match map.get(k) {
@@ -446,7 +449,7 @@ fn image(v: &Value) -> Result<Image, String> {
     })
 }
 
-fn replica(v: &Value) -> Result<(String, i64), String> {
+pub fn replica(v: &Value) -> Result<(String, i64), String> {
     let map = mapping(v, &["name", "count"])?;
     let name = string(map, "name")?.unwrap_or_default();
     let count = match map.get("count") {

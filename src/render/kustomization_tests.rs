@@ -67,7 +67,7 @@ fn unsupported_and_unknown_fields_are_named() {
         parse_err("resources: [a.yaml]\nhelmCharts:\n- name: x\n"),
         "k/kustomization.yaml: kustomization field `helmCharts` is not supported"
     );
-    assert!(parse_err("transformers: [t.yaml]\n").contains("`transformers` is not supported"));
+    assert!(parse_err("validators: [v.yaml]\n").contains("`validators` is not supported"));
     assert_eq!(
         parse_err("resources: []\nfoo: bar\n"),
         "k/kustomization.yaml: unknown kustomization field `foo`"

@@ -30,6 +30,7 @@ mod names;
 mod namespace;
 mod order;
 mod patches;
+mod plugins;
 mod replacements;
 mod resid;
 mod resources;
@@ -167,10 +168,17 @@ fn finish(acc: Accumulator, sort: Option<&SortOrder>) -> Result<Vec<Resource>, R
 fn annotate_origin(res: &mut Resource, top: &Path) {
     let file = relative_to(&res.sourced.origin.file, top);
     let text = match (&res.generated, res.kind()) {
-        (Some(_), kind) => format!(
-            "configuredIn: {}\nconfiguredBy:\n  apiVersion: builtin\n  kind: {kind}Generator\n",
-            file.display()
-        ),
+        (Some(g), kind) => {
+            let name = g
+                .configured_by
+                .as_ref()
+                .map(|n| format!("  name: {n}\n"))
+                .unwrap_or_default();
+            format!(
+                "configuredIn: {}\nconfiguredBy:\n  apiVersion: builtin\n  kind: {kind}Generator\n{name}",
+                file.display()
+            )
+        }
         (None, _) => format!("path: {}\n", file.display()),
     };
     let meta = resources::metadata(res.object_mut());

@@ -38,9 +38,27 @@ pub fn strategic_merge_patches(
     if t.k.patches_strategic_merge.is_empty() {
         return Ok(());
     }
+    strategic_merge_list(
+        r,
+        t,
+        resources,
+        &t.k.patches_strategic_merge,
+        "patchesStrategicMerge",
+    )
+}
+
+/// Applies a list of strategic merge patches (each inline or a file), as `patchesStrategicMerge` does;
+/// `field` names the list in errors.
+pub fn strategic_merge_list(
+    r: &Renderer,
+    t: &Target,
+    resources: &mut ResMap,
+    entries: &[String],
+    field: &str,
+) -> Result<(), RenderError> {
     let mut all = Vec::new();
-    for (i, entry) in t.k.patches_strategic_merge.iter().enumerate() {
-        let what = format!("patchesStrategicMerge entry {}", i + 1);
+    for (i, entry) in entries.iter().enumerate() {
+        let what = format!("{field} entry {}", i + 1);
         let docs = match inline_patches(entry) {
             Some(docs) => docs,
             None => {
@@ -55,7 +73,7 @@ pub fn strategic_merge_patches(
     if all.is_empty() {
         return Err(build_error(
             t.file,
-            "patchesStrategicMerge: the patches are empty".into(),
+            format!("{field}: the patches are empty"),
         ));
     }
     for (what, doc) in all {
@@ -92,7 +110,7 @@ pub fn json6902_patches(
     Ok(())
 }
 
-fn apply_patch_entry(
+pub fn apply_patch_entry(
     r: &Renderer,
     t: &Target,
     resources: &mut ResMap,

@@ -19,8 +19,20 @@ use serde_json::{Map, Value};
 
 /// Applies the kustomization's `replacements`, in order.
 pub fn apply_all(r: &Renderer, t: &Target, resources: &mut ResMap) -> Result<(), RenderError> {
-    for (i, entry) in t.k.replacements.iter().enumerate() {
-        let what = format!("replacements entry {}", i + 1);
+    apply_entries(r, t, resources, &t.k.replacements, "replacements")
+}
+
+/// Applies replacement entries (each a replacement, or `path` to a file of them); `field` names the list
+/// in errors.
+pub fn apply_entries(
+    r: &Renderer,
+    t: &Target,
+    resources: &mut ResMap,
+    entries: &[Value],
+    field: &str,
+) -> Result<(), RenderError> {
+    for (i, entry) in entries.iter().enumerate() {
+        let what = format!("{field} entry {}", i + 1);
         let path = entry.get("path").and_then(Value::as_str);
         let list: Vec<(Value, String)> = match path {
             Some(path) if entry.as_object().is_some_and(|m| m.len() == 1) => {

@@ -18,6 +18,8 @@ pub struct Generated {
     pub behavior: Behavior,
     /// Whether the name gets a content-hash suffix at the end of the build.
     pub hash_suffix: bool,
+    /// The `metadata.name` of the plugin configuration that generated it (`generators` field), if any.
+    pub configured_by: Option<String>,
 }
 
 /// A previous identity: kind, name and effective namespace (group and version are always the current ones).
@@ -242,6 +244,7 @@ impl ResMap {
         let generated = res.generated.clone().unwrap_or(Generated {
             behavior: Behavior::Create,
             hash_suffix: false,
+            configured_by: None,
         });
         match (matches.as_slice(), generated.behavior) {
             ([], Behavior::Create) => {
@@ -254,8 +257,12 @@ impl ResMap {
             )),
             ([i], behavior) => {
                 let old = &mut self.list[*i];
+                // The origin stays the first generator's on a merge, becomes this one's on a replace.
+                let mut configured_by =
+                    old.generated.as_ref().and_then(|g| g.configured_by.clone());
                 if behavior == Behavior::Replace {
                     old.sourced.origin = res.sourced.origin.clone();
+                    configured_by = generated.configured_by.clone();
                 }
                 generators::merge_into(old.object_mut(), res.object(), behavior)
                     .map_err(|e| e.to_string())?;
@@ -263,6 +270,7 @@ impl ResMap {
                 old.generated = Some(Generated {
                     behavior,
                     hash_suffix: generators::hash_after_merge(old_hash, generated.hash_suffix),
+                    configured_by,
                 });
                 Ok(())
             }
@@ -407,6 +415,7 @@ mod tests {
         merge.generated = Some(Generated {
             behavior: Behavior::Merge,
             hash_suffix: true,
+            configured_by: None,
         });
         map.absorb(merge).unwrap();
         let got = map.resources()[0].object();
@@ -421,12 +430,14 @@ mod tests {
         create.generated = Some(Generated {
             behavior: Behavior::Create,
             hash_suffix: true,
+            configured_by: None,
         });
         assert!(map.absorb(create).unwrap_err().contains("already exists"));
         let mut replace = obj("v1", "ConfigMap", None, "nope");
         replace.generated = Some(Generated {
             behavior: Behavior::Replace,
             hash_suffix: false,
+            configured_by: None,
         });
         assert!(map.absorb(replace).unwrap_err().contains("does not exist"));
     }

@@ -14,7 +14,7 @@ use super::error::RenderError;
 use super::generators::{self, GeneratorContext};
 use super::kustomization::{self, Kind, Kustomization};
 use super::resources::{Generated, ResMap, Resource};
-use super::{images, labels, names, patches, replacements};
+use super::{images, labels, names, patches, plugins, replacements};
 use crate::object::{Origin, SourcedObject};
 use std::path::{Path, PathBuf};
 
@@ -190,12 +190,14 @@ impl Renderer {
             res.generated = Some(Generated {
                 behavior: g.behavior,
                 hash_suffix: g.hash,
+                configured_by: None,
             });
             acc.resources.absorb(res).map_err(|problem| {
                 build_error(t.file, format!("merging generated objects: {problem}"))
             })?;
         }
-        Ok(())
+        let configs = plugins::load_configs(self, t, &t.k.generators, "generators")?;
+        plugins::generate(self, t, acc, configs)
     }
 
     fn run_transformers(&mut self, t: &Target, acc: &mut Accumulator) -> Result<(), RenderError> {
@@ -236,7 +238,8 @@ impl Renderer {
                 .map_err(|p| build_error(file, format!("images entry {}: {p}", i + 1)))?;
         }
         replacements::apply_all(self, t, &mut acc.resources)?;
-        Ok(())
+        let configs = plugins::load_configs(self, t, &t.k.transformers, "transformers")?;
+        plugins::transform(self, t, &mut acc.resources, configs)
     }
 
     /// One `resources` entry: a file of objects, or a folder with a kustomization.
@@ -272,7 +275,7 @@ impl Renderer {
     }
 
     /// The kustomization file of a folder named by `entry` in `file`.
-    fn kustomization_file(
+    pub(super) fn kustomization_file(
         &self,
         dir: &Path,
         file: &Path,
@@ -314,7 +317,7 @@ impl Renderer {
     }
 
     /// kustomize reads files only in or below the kustomization's folder.
-    fn check_in_dir(
+    pub(super) fn check_in_dir(
         &self,
         dir: &Path,
         path: &Path,

@@ -1,0 +1,274 @@
+//! `generators` and `transformers` configured with kustomize's built-in plugins.
+//!
+//! Each entry is inline YAML, a file, or a folder with a kustomization (built, its objects taken), holding
+//! plugin configurations: objects of `apiVersion: builtin` naming a built-in generator
+//! (`ConfigMapGenerator`, `SecretGenerator`) or transformer (`PatchTransformer`,
+//! `PatchStrategicMergeTransformer`, `PatchJson6902Transformer`, `NamespaceTransformer`,
+//! `PrefixTransformer`, `SuffixTransformer`, `LabelTransformer`, `AnnotationsTransformer`,
+//! `ImageTagTransformer`, `ReplicaCountTransformer`, `ReplacementTransformer`). Files they name are read
+//! relative to the kustomization listing them. Anything else (exec or Go plugins, KRM functions, other
+//! built-ins) is refused by name: nothing is ever run.
+
+use super::Renderer;
+use super::error::RenderError;
+use super::fieldspec::{FieldSpec, list_from_value};
+use super::generators::{self, GeneratorContext};
+use super::kustomization::{Kind, image, patch_entry, replica};
+use super::resources::{Generated, ResMap, Resource};
+use super::target::{Accumulator, Target, build_error};
+use super::{images, labels, names, patches, replacements};
+use serde_json::{Map, Value};
+
+/// The plugin configurations listed in `entries` (`field` names the list in errors).
+pub fn load_configs(
+    r: &mut Renderer,
+    t: &Target,
+    entries: &[String],
+    field: &str,
+) -> Result<Vec<Resource>, RenderError> {
+    let mut configs = Vec::new();
+    for entry in entries {
+        let inline = crate::yaml::from_multi_str(entry)
+            .ok()
+            .is_some_and(|docs| !docs.is_empty() && docs.iter().all(Value::is_object));
+        if inline {
+            configs.extend(
+                super::documents::parse_objects(t.file, entry)?
+                    .into_iter()
+                    .map(Resource::loaded),
+            );
+            continue;
+        }
+        if super::is_remote(entry) {
+            return Err(RenderError::RemoteResource {
+                file: t.file.to_path_buf(),
+                entry: entry.clone(),
+            });
+        }
+        let path = r.resolve(t.dir, t.file, entry)?;
+        if path.is_dir() {
+            r.check_cycle(&path, t.file, entry)?;
+            let kfile = r.kustomization_file(&path, t.file, entry)?;
+            let acc = r.accumulate_kustomization(
+                &path,
+                &kfile,
+                Kind::Kustomization,
+                Accumulator::default(),
+            )?;
+            configs.extend(acc.resources.into_vec());
+        } else {
+            r.check_in_dir(t.dir, &path, t.file, entry)?;
+            configs.extend(r.file(&path)?);
+        }
+    }
+    for config in &configs {
+        let api_version = config
+            .object()
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if api_version != "builtin" {
+            return Err(build_error(
+                t.file,
+                format!(
+                    "{field}: {} {} is a plugin ({}): only kustomize's built-in generators and transformers \
+                     (apiVersion: builtin) are supported",
+                    config.kind(),
+                    config.name(),
+                    config.sourced.origin
+                ),
+            ));
+        }
+    }
+    Ok(configs)
+}
+
+/// The configuration's own fields (without `apiVersion`, `kind`, `metadata`).
+fn fields(config: &Resource) -> Map<String, Value> {
+    let mut map = config.object().as_object().cloned().unwrap_or_default();
+    for k in ["apiVersion", "kind", "metadata"] {
+        map.shift_remove(k);
+    }
+    map
+}
+
+/// Runs built-in generator configurations.
+pub fn generate(
+    r: &Renderer,
+    t: &Target,
+    acc: &mut Accumulator,
+    configs: Vec<Resource>,
+) -> Result<(), RenderError> {
+    let ctx = GeneratorContext {
+        root: &r.root,
+        dir: t.dir,
+        file: t.file,
+    };
+    for config in configs {
+        let mut args = fields(&config);
+        for (field, meta) in [("name", config.name()), ("namespace", config.namespace())] {
+            if args
+                .get(field)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .is_empty()
+                && !meta.is_empty()
+            {
+                args.insert(field.into(), Value::String(meta.to_string()));
+            }
+        }
+        let list = Value::Array(vec![Value::Object(args)]);
+        let gen_err = |source| RenderError::Generator {
+            file: t.file.to_path_buf(),
+            source,
+        };
+        let generated = match config.kind() {
+            "ConfigMapGenerator" => {
+                generators::config_maps(&list, &Value::Null, &ctx).map_err(gen_err)?
+            }
+            "SecretGenerator" => generators::secrets(&list, &Value::Null, &ctx).map_err(gen_err)?,
+            other => {
+                return Err(build_error(
+                    t.file,
+                    format!("generators: built-in generator {other} is not supported"),
+                ));
+            }
+        };
+        for g in generated {
+            let mut res = Resource::loaded(crate::object::SourcedObject {
+                object: g.object,
+                origin: config.sourced.origin.clone(),
+            });
+            res.generated = Some(Generated {
+                behavior: g.behavior,
+                hash_suffix: g.hash,
+                configured_by: Some(config.name().to_string()),
+            });
+            acc.resources.absorb(res).map_err(|problem| {
+                build_error(t.file, format!("merging generated objects: {problem}"))
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs built-in transformer configurations, in order.
+pub fn transform(
+    r: &Renderer,
+    t: &Target,
+    resources: &mut ResMap,
+    configs: Vec<Resource>,
+) -> Result<(), RenderError> {
+    for config in configs {
+        let kind = config.kind().to_string();
+        let what = format!("transformers: {kind} {}", config.name());
+        let err = |p: String| build_error(t.file, format!("{what}: {p}"));
+        let f = fields(&config);
+        let specs = |default: Vec<FieldSpec>| -> Result<Vec<FieldSpec>, RenderError> {
+            match f.get("fieldSpecs") {
+                Some(v) => list_from_value(v).map_err(|e| err(format!("fieldSpecs: {e}"))),
+                None => Ok(default),
+            }
+        };
+        let string = |k: &str| {
+            f.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let pairs = |k: &str| -> Vec<(String, String)> {
+            let mut v: Vec<(String, String)> = f
+                .get(k)
+                .and_then(Value::as_object)
+                .map(|m| {
+                    m.iter()
+                        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            v.sort();
+            v
+        };
+        match kind.as_str() {
+            "PatchTransformer" => {
+                let entry = patch_entry(&Value::Object(f.clone())).map_err(err)?;
+                patches::apply_patch_entry(r, t, resources, &entry, &what, false)?;
+            }
+            "PatchJson6902Transformer" => {
+                let mut m = f.clone();
+                if let Some(op) = m.shift_remove("jsonOp") {
+                    m.insert("patch".into(), op);
+                }
+                let entry = patch_entry(&Value::Object(m)).map_err(err)?;
+                patches::apply_patch_entry(r, t, resources, &entry, &what, true)?;
+            }
+            "PatchStrategicMergeTransformer" => {
+                let mut list: Vec<String> = f
+                    .get("paths")
+                    .and_then(Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(Value::as_str)
+                            .map(str::to_string)
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let inline = string("patches");
+                if !inline.is_empty() {
+                    list.push(inline);
+                }
+                patches::strategic_merge_list(r, t, resources, &list, &what)?;
+            }
+            "NamespaceTransformer" => {
+                for option in ["unsetOnly", "setRoleBindingSubjects"] {
+                    if f.get(option).is_some_and(|v| !v.is_null()) {
+                        return Err(err(format!("option `{option}` is not supported")));
+                    }
+                }
+                let ns = config.namespace().to_string();
+                if !ns.is_empty() {
+                    names::set_namespace(resources, &ns, &specs(Vec::new())?, t.file)?;
+                }
+            }
+            "PrefixTransformer" => {
+                let specs = specs(vec![FieldSpec::new("metadata/name", false)])?;
+                names::add_prefix(resources, &string("prefix"), &specs).map_err(err)?;
+            }
+            "SuffixTransformer" => {
+                let specs = specs(vec![FieldSpec::new("metadata/name", false)])?;
+                names::add_suffix(resources, &string("suffix"), &specs).map_err(err)?;
+            }
+            "LabelTransformer" => {
+                labels::set_labels(resources, &pairs("labels"), &specs(Vec::new())?)
+                    .map_err(err)?;
+            }
+            "AnnotationsTransformer" => {
+                labels::set_annotations(resources, &pairs("annotations"), &specs(Vec::new())?)
+                    .map_err(err)?;
+            }
+            "ImageTagTransformer" => {
+                let img = image(f.get("imageTag").unwrap_or(&Value::Null)).map_err(err)?;
+                images::set_image(resources, &img, &specs(Vec::new())?).map_err(err)?;
+            }
+            "ReplicaCountTransformer" => {
+                let (name, count) =
+                    replica(f.get("replica").unwrap_or(&Value::Null)).map_err(err)?;
+                images::set_replicas(resources, &name, count, &specs(Vec::new())?).map_err(err)?;
+            }
+            "ReplacementTransformer" => {
+                let list: Vec<Value> = f
+                    .get("replacements")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                replacements::apply_entries(r, t, resources, &list, &what)?;
+            }
+            other => {
+                return Err(err(format!(
+                    "built-in transformer {other} is not supported"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
