@@ -59,12 +59,12 @@ fn legacy_walk(
         Value::Object(map) => {
             for (key, child) in map.iter_mut() {
                 legacy_walk(child, update)?;
-                if key == "containers" || key == "initContainers" {
-                    if let Value::Array(containers) = child {
-                        for c in containers {
-                            if let Some(img) = c.get_mut("image") {
-                                update(img)?;
-                            }
+                if (key == "containers" || key == "initContainers")
+                    && let Value::Array(containers) = child
+                {
+                    for c in containers {
+                        if let Some(img) = c.get_mut("image") {
+                            update(img)?;
                         }
                     }
                 }

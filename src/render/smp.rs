@@ -136,23 +136,22 @@ fn add_at(v: &mut Value, parts: &[&str], fields: &[&str]) {
                 add_at(item, parts, fields);
             }
         }
-        Value::Object(map) => match parts.split_first() {
-            Some((first, rest)) => {
-                if let Some(child) = map.get_mut(*first) {
-                    if rest.is_empty() {
-                        if let Value::Array(items) = child {
-                            for item in items.iter_mut().filter_map(Value::as_object_mut) {
-                                let key = synthetic_key(item, fields);
-                                item.insert(SYNTH.into(), Value::String(key));
-                            }
-                        }
-                    } else {
-                        add_at(child, rest, fields);
-                    }
+        Value::Object(map) => {
+            let Some((first, rest)) = parts.split_first() else {
+                return;
+            };
+            let Some(child) = map.get_mut(*first) else {
+                return;
+            };
+            if !rest.is_empty() {
+                add_at(child, rest, fields);
+            } else if let Value::Array(items) = child {
+                for item in items.iter_mut().filter_map(Value::as_object_mut) {
+                    let key = synthetic_key(item, fields);
+                    item.insert(SYNTH.into(), Value::String(key));
                 }
             }
-            None => {}
-        },
+        }
         _ => {}
     }
 }
