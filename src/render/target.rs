@@ -1,5 +1,5 @@
-//! One kustomization built as kustomize builds it (its `KustTarget`): resources, then components, then
-//! generators, then the built-in transformers in kustomize's order, then its `vars` are recorded.
+//! One kustomization built as kustomize builds it (its `KustTarget`): resources, then generators, then
+//! components, then the built-in transformers in kustomize's order, then its `vars` are recorded.
 //!
 //! The transformer order is kustomize v5.5's: `patchesStrategicMerge`, `patches`, `namespace`,
 //! `namePrefix`, `nameSuffix`, `labels` then `commonLabels`, `commonAnnotations`, `patchesJson6902`,
@@ -118,19 +118,6 @@ impl Renderer {
         for entry in &t.k.resources {
             self.accumulate_resource(t, entry, &mut acc)?;
         }
-        for entry in &t.k.components {
-            let dir = self.resolve(t.dir, t.file, entry)?;
-            if !dir.is_dir() {
-                return Err(build_error(
-                    t.file,
-                    format!("component `{entry}` is not a folder with a kustomization"),
-                ));
-            }
-            self.check_cycle(&dir, t.file, entry)?;
-            let kfile = self.kustomization_file(&dir, t.file, entry)?;
-            acc = self.accumulate_kustomization(&dir, &kfile, Kind::Component, acc)?;
-        }
-
         let mut config = TransformerConfig::builtin();
         for entry in &t.k.configurations {
             let (_, text, shown) = self.read_in(t.dir, t.file, entry)?;
@@ -150,6 +137,19 @@ impl Renderer {
         })?;
 
         self.run_generators(t, &mut acc)?;
+        // Components come after the generators, before the transformers (kustomize v5).
+        for entry in &t.k.components {
+            let dir = self.resolve(t.dir, t.file, entry)?;
+            if !dir.is_dir() {
+                return Err(build_error(
+                    t.file,
+                    format!("component `{entry}` is not a folder with a kustomization"),
+                ));
+            }
+            self.check_cycle(&dir, t.file, entry)?;
+            let kfile = self.kustomization_file(&dir, t.file, entry)?;
+            acc = self.accumulate_kustomization(&dir, &kfile, Kind::Component, acc)?;
+        }
         self.run_transformers(t, &mut acc)?;
 
         for var in &t.k.vars {
