@@ -336,3 +336,40 @@ fn yaml_scalars_are_typed_as_kustomize_types_them() {
     let expected = kubectl_kustomize(t.path()).unwrap();
     assert_eq!(values(render(t.path(), Path::new(".")).unwrap()), expected);
 }
+
+/// The trees under `testdata/differential` (see its README): render's output is kustomize's, as stored and
+/// (when kubectl is on PATH) as kubectl prints it now.
+#[test]
+fn matches_kustomize_on_the_stored_trees() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/render/testdata/differential");
+    let mut cases: Vec<_> = std::fs::read_dir(&data)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("tree").is_dir())
+        .collect();
+    cases.sort();
+    assert!(!cases.is_empty());
+    let live = kubectl_on_path();
+    for case in cases {
+        let targets = std::fs::read_to_string(case.join("targets")).unwrap();
+        for target in targets.lines().filter(|l| !l.trim().is_empty()) {
+            let what = format!("{}: {target}", case.file_name().unwrap().to_string_lossy());
+            let stored = std::fs::read_to_string(
+                case.join("expected")
+                    .join(format!("{}.yaml", target.replace('/', "_"))),
+            )
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+            let expected = crate::yaml::from_multi_str(&stored).unwrap();
+            let ours = values(
+                render(&case.join("tree"), Path::new(target))
+                    .unwrap_or_else(|e| panic!("{what}: {e}")),
+            );
+            assert_same(&ours, &expected, &what);
+            if live {
+                let now = kubectl_kustomize(&case.join("tree").join(target))
+                    .unwrap_or_else(|e| panic!("{what}: kubectl failed: {e}"));
+                assert_same(&now, &expected, &format!("{what} (stored output is stale)"));
+            }
+        }
+    }
+}
