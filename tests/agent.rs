@@ -157,9 +157,21 @@ impl Fixture {
     pub fn add_resource(&self, unit: &str, file: &str) {
         self.replace(
             &format!("{unit}/kustomization.yaml"),
-            "  - machinepools.yaml\n",
-            &format!("  - machinepools.yaml\n  - {file}\n"),
+            "resources:\n",
+            &format!("resources:\n  - {file}\n"),
         );
+    }
+
+    /// Appends a JSON 6902 patch to the unit's kustomization (the overlay's own patches run after its
+    /// components, so names are the cluster's by then).
+    pub fn add_patch(&self, unit: &str, kind: &str, name: &str, ops: &str) {
+        let rel = format!("{unit}/kustomization.yaml");
+        let text = std::fs::read_to_string(self.repo.join(&rel)).expect("read the kustomization");
+        assert!(!text.contains("\npatches:"), "one patch list per test");
+        let ops: String = ops.lines().map(|l| format!("      {l}\n")).collect();
+        let patch =
+            format!("patches:\n  - target: {{kind: {kind}, name: {name}}}\n    patch: |-\n{ops}");
+        self.write(&rel, &format!("{text}\n{patch}"));
     }
 
     fn commit_if_git(&self, message: &str) {

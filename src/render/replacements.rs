@@ -10,6 +10,7 @@
 
 use super::Renderer;
 use super::error::RenderError;
+use super::fieldpath::{Found, NodeKind, node_mut, write_value};
 use super::kustomization::{Selector, selector};
 use super::resid::{GvkSelector, ResId};
 use super::resources::{ResMap, Resource};
@@ -155,15 +156,11 @@ fn source_value(list: &[Resource], source: &Map<String, Value>) -> Result<Value,
         .get("fieldPath")
         .and_then(Value::as_str)
         .unwrap_or("metadata.name");
-    let parts = split_path(path);
-    let mut found = Vec::new();
-    let mut obj = res.object().clone();
-    visit(&mut obj, &parts, false, &mut |v| {
-        found.push(v.clone());
-        Ok(())
-    })?;
-    let value = match found.as_slice() {
-        [one] if !is_empty(one) => one.clone(),
+    let parts = super::fieldpath::parse(path);
+    let found = super::fieldpath::get(res.object(), &parts)
+        .map_err(|e| format!("{}: fieldPath `{path}`: {e}", res.cur_id()))?;
+    let value = match found {
+        Some(one) if !is_empty(one) => one.clone(),
         _ => {
             return Err(format!(
                 "fieldPath `{path}` is missing in replacement source {}",
@@ -303,12 +300,12 @@ fn apply_target(resources: &mut ResMap, value: &Value, target: &Value) -> Result
         }
         let id = res.cur_id();
         for path in &field_paths {
-            let parts = split_path(path);
-            let found = visit(res.object_mut(), &parts, options.create, &mut |field| {
-                set_value(field, value, &options)
-            })
-            .map_err(|e| format!("{id}: field {path}: {e}"))?;
-            if found == 0 {
+            let parts = super::fieldpath::parse(path);
+            let create = options.create.then(|| NodeKind::of(value));
+            let obj = res.object_mut();
+            let found = super::fieldpath::find(obj, &parts, create)
+                .map_err(|e| format!("{id}: field {path}: {e}"))?;
+            if found.is_empty() {
                 return Err(format!(
                     "unable to {} field {path:?} in replacement target {id}",
                     if options.create {
@@ -318,9 +315,44 @@ fn apply_target(resources: &mut ResMap, value: &Value, target: &Value) -> Result
                     }
                 ));
             }
+            for f in found {
+                let Found::Node { path: at, untagged } = f else {
+                    continue;
+                };
+                let Some(node) = node_mut(obj, &at) else {
+                    continue;
+                };
+                let text = delimited_text(node, value, &options)?;
+                *node = write_value(node, untagged, value, text)
+                    .map_err(|e| format!("{id}: field {path}: {e}"))?;
+            }
         }
     }
     Ok(())
+}
+
+/// With `options.delimiter`: the target's text with its `index`-th part replaced by the value (a negative
+/// index puts it first, one past the end appends it), as kustomize does.
+fn delimited_text(
+    node: &Value,
+    value: &Value,
+    options: &Options,
+) -> Result<Option<String>, String> {
+    let Some(delim) = &options.delimiter else {
+        return Ok(None);
+    };
+    let current =
+        scalar_text(node).ok_or("delimiter option can only be used with scalar values")?;
+    let v = scalar_text(value).unwrap_or_default();
+    let mut parts: Vec<String> = current.split(delim.as_str()).map(str::to_string).collect();
+    if options.index < 0 {
+        parts.insert(0, v);
+    } else if options.index as usize >= parts.len() {
+        parts.push(v);
+    } else {
+        parts[options.index as usize] = v;
+    }
+    Ok(Some(parts.join(delim)))
 }
 
 fn select_id(s: &Selector) -> ResId {
@@ -333,44 +365,6 @@ fn select_id(s: &Selector) -> ResId {
         name: s.name.clone(),
         namespace: s.namespace.clone(),
     }
-}
-
-fn set_value(field: &mut Value, value: &Value, options: &Options) -> Result<(), String> {
-    let mut value = value.clone();
-    if let Some(delim) = &options.delimiter {
-        let current =
-            scalar_text(field).ok_or("delimiter option can only be used with scalar values")?;
-        let v = scalar_text(&value).unwrap_or_default();
-        let mut parts: Vec<String> = current.split(delim.as_str()).map(str::to_string).collect();
-        if options.index < 0 {
-            parts.insert(0, v);
-        } else if options.index as usize >= parts.len() {
-            parts.push(v);
-        } else {
-            parts[options.index as usize] = v;
-        }
-        value = Value::String(parts.join(delim));
-    }
-    *field = match (&*field, &value) {
-        (Value::Object(_) | Value::Array(_) | Value::Null, _) => value,
-        (_, Value::Object(_) | Value::Array(_)) => value,
-        (Value::String(_), v) => Value::String(scalar_text(v).unwrap_or_default()),
-        (Value::Number(_), v) => {
-            let text = scalar_text(v).unwrap_or_default();
-            serde_json::from_str::<serde_json::Number>(&text)
-                .map(Value::Number)
-                .unwrap_or(Value::String(text))
-        }
-        (Value::Bool(_), v) => {
-            let text = scalar_text(v).unwrap_or_default();
-            match text.as_str() {
-                "true" => Value::Bool(true),
-                "false" => Value::Bool(false),
-                _ => Value::String(text),
-            }
-        }
-    };
-    Ok(())
 }
 
 fn scalar_text(v: &Value) -> Option<String> {
@@ -390,118 +384,6 @@ fn is_empty(v: &Value) -> bool {
         Value::Array(a) => a.is_empty(),
         Value::String(_) | Value::Number(_) | Value::Bool(_) => false,
     }
-}
-
-/// Splits a field path at dots outside brackets.
-pub fn split_path(path: &str) -> Vec<String> {
-    let mut parts = Vec::new();
-    let mut current = String::new();
-    let mut depth = 0;
-    for c in path.chars() {
-        match c {
-            '[' => {
-                depth += 1;
-                current.push(c);
-            }
-            ']' => {
-                depth -= 1;
-                current.push(c);
-            }
-            '.' if depth == 0 => parts.push(std::mem::take(&mut current)),
-            c => current.push(c),
-        }
-    }
-    parts.push(current);
-    parts.into_iter().filter(|p| !p.is_empty()).collect()
-}
-
-/// Calls `f` on every node a path designates, creating missing ones when asked; returns how many.
-fn visit(
-    v: &mut Value,
-    parts: &[String],
-    create: bool,
-    f: &mut dyn FnMut(&mut Value) -> Result<(), String>,
-) -> Result<usize, String> {
-    let Some((first, rest)) = parts.split_first() else {
-        f(v)?;
-        return Ok(1);
-    };
-    let first = first.as_str();
-    if let Some(sel) = first.strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
-        let (key, want) = sel
-            .split_once('=')
-            .ok_or_else(|| format!("`{first}` must have the form [key=value]"))?;
-        if v.is_null() && create {
-            *v = Value::Array(Vec::new());
-        }
-        let Value::Array(items) = v else {
-            return Ok(0);
-        };
-        let mut count = 0;
-        let mut matched = false;
-        for item in items.iter_mut() {
-            if want == "*" || item.get(key).and_then(scalar_text_ref).as_deref() == Some(want) {
-                matched = true;
-                count += visit(item, rest, create, f)?;
-            }
-        }
-        if !matched && create && want != "*" {
-            let mut element = Map::new();
-            element.insert(key.to_string(), Value::String(want.to_string()));
-            items.push(Value::Object(element));
-            let last = items.last_mut().expect("just pushed");
-            count += visit(last, rest, create, f)?;
-        }
-        return Ok(count);
-    }
-    match v {
-        Value::Array(items) => {
-            let mut count = 0;
-            if first == "*" {
-                for item in items.iter_mut() {
-                    count += visit(item, rest, create, f)?;
-                }
-            } else if let Ok(i) = first.parse::<usize>()
-                && let Some(item) = items.get_mut(i)
-            {
-                count += visit(item, rest, create, f)?;
-            }
-            Ok(count)
-        }
-        Value::Object(map) => {
-            if first == "*" {
-                let mut count = 0;
-                for child in map.values_mut() {
-                    count += visit(child, rest, create, f)?;
-                }
-                return Ok(count);
-            }
-            if !map.contains_key(first) {
-                if !create {
-                    return Ok(0);
-                }
-                let fresh = if rest.first().is_some_and(|r| r.starts_with('[')) {
-                    Value::Array(Vec::new())
-                } else if rest.is_empty() {
-                    Value::Null
-                } else {
-                    Value::Object(Map::new())
-                };
-                map.insert(first.to_string(), fresh);
-            }
-            let child = map.get_mut(first).expect("present");
-            visit(child, rest, create, f)
-        }
-        Value::Null if create => {
-            *v = Value::Object(Map::new());
-            visit(v, parts, create, f)
-        }
-        _ => Ok(0),
-    }
-}
-
-fn scalar_text_ref(v: &Value) -> Option<String> {
-    scalar_text(v)
 }
 
 #[cfg(test)]

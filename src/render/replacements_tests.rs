@@ -71,7 +71,8 @@ fn delimiters_create_and_errors() {
         d["spec"]["template"]["spec"]["containers"][0]["image"],
         "x:1.2"
     );
-    assert_eq!(d["metadata"]["labels"]["version"], "1.2");
+    // A scalar created by the replacement is typed from its text, as kustomize prints it (`version: 1.2`).
+    assert_eq!(d["metadata"]["labels"]["version"], json!(1.2));
     let err = apply(
         &mut m,
         &json!({"source": {"kind": "Secret"}, "targets": []}),

@@ -1,8 +1,7 @@
-//! Tests over `examples-repo/`: the example fleet validates clean, file by file and cluster by
-//! cluster, and broken copies of it are caught.
+//! Tests over `examples-repo/`: the example fleet, rendered unit by unit, validates clean, and
+//! broken copies of it are caught.
 
 use super::*;
-use crate::yaml;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -10,81 +9,18 @@ fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples-repo")
 }
 
-fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            yaml_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "yaml" || e == "yml") {
-            out.push(path);
-        }
-    }
+/// The objects of one unit, rendered as the agent renders it.
+fn unit_objects(name: &str) -> Vec<SourcedObject> {
+    crate::render::render(&repo_root(), Path::new("clusters").join(name).as_path())
+        .unwrap_or_else(|e| panic!("clusters/{name}: {e}"))
 }
 
-/// The objects of one file, with origins relative to the repository root.
-fn read_objects(path: &Path) -> Vec<SourcedObject> {
-    let text = std::fs::read_to_string(path).unwrap();
-    let docs = yaml::from_multi_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let file = path.strip_prefix(repo_root()).unwrap().to_path_buf();
-    docs.into_iter()
-        .enumerate()
-        .map(|(document, object)| SourcedObject {
-            object,
-            origin: Origin {
-                file: file.clone(),
-                document,
-            },
-        })
-        .collect()
-}
-
-fn is_kustomization(path: &Path) -> bool {
-    path.file_name().is_some_and(|n| n == "kustomization.yaml")
-}
-
-/// Every object in the repository (kustomization files are the renderer's input, not objects).
+/// Every object of every unit.
 fn all_objects() -> Vec<SourcedObject> {
-    let mut files = Vec::new();
-    yaml_files(&repo_root(), &mut files);
-    files
+    ["dev", "prod"]
         .iter()
-        .filter(|f| !is_kustomization(f))
-        .flat_map(|f| read_objects(f))
+        .flat_map(|n| unit_objects(n))
         .collect()
-}
-
-/// The objects of one folder with a kustomization, as the renderer of this stage builds them: its
-/// `resources` (files, and folders with a kustomization) in order, then its `namespace` set.
-fn unit_objects(dir: &Path) -> Vec<SourcedObject> {
-    let kustomization =
-        yaml::from_str(&std::fs::read_to_string(dir.join("kustomization.yaml")).unwrap()).unwrap();
-    let mut objects = Vec::new();
-    for entry in kustomization["resources"].as_array().unwrap() {
-        let path = dir.join(entry.as_str().unwrap());
-        assert!(
-            path.exists(),
-            "{} lists {} which does not exist",
-            dir.display(),
-            path.display()
-        );
-        if path.is_dir() {
-            objects.extend(unit_objects(&path))
-        } else {
-            objects.extend(read_objects(&path))
-        }
-    }
-    if let Some(ns) = kustomization.get("namespace").and_then(Value::as_str) {
-        for o in &mut objects {
-            if o.object["kind"] != "Namespace" {
-                o.object["metadata"]["namespace"] = Value::from(ns);
-            }
-        }
-    }
-    objects
 }
 
 fn rendered(messages: &[ValidationError]) -> Vec<String> {
@@ -101,7 +37,7 @@ fn find<'a>(objects: &'a mut [SourcedObject], kind: &str, name: &str) -> &'a mut
 }
 
 #[test]
-fn every_example_file_validates_clean() {
+fn every_example_unit_validates_clean() {
     let objects = all_objects();
     assert!(
         objects.len() >= 18,
@@ -115,9 +51,8 @@ fn every_example_file_validates_clean() {
 
 #[test]
 fn each_cluster_unit_validates_clean_in_its_namespace() {
-    let clusters = repo_root().join("clusters");
     for name in ["dev", "prod"] {
-        let objects = unit_objects(&clusters.join(name));
+        let objects = unit_objects(name);
         let errors = validate(&objects);
         assert!(errors.is_empty(), "{name}: {:#?}", rendered(&errors));
         let namespace = format!("aro-{name}");
@@ -204,15 +139,16 @@ fn a_broken_copy_is_caught() {
     assert_eq!(
         rendered(&validate(&objects)),
         vec![
-            "clusters/dev/arocontrolplane.yaml: AROControlPlane/dev: /spec/resources: must hold exactly one HcpOpenShiftCluster; \
-             it holds none",
-            "clusters/prod/arocluster.yaml: AROCluster/prod: /spec/resources/4 (Vault/arogitops-prod-kv)/metadata/annotations/\
-             serviceoperator.azure.com~1reconcile-policy: \"orphan\" is not a reconcile policy: use manage, skip or detach-on-delete",
-            "clusters/dev/extra.yaml: AROMachinePool/dev-workers: defined twice: in clusters/dev/machinepools.yaml (document 2) \
-             and in clusters/dev/extra.yaml",
-            "clusters/dev/extra.yaml: HcpOpenShiftClustersNodePool/aro-dev-workers: defined twice: in \
-             clusters/dev/machinepools.yaml (document 2) (AROMachinePool/dev-workers spec.resources[0]) and in \
-             clusters/dev/extra.yaml (AROMachinePool/dev-workers spec.resources[0])",
+            "base/cluster/arocontrolplane.yaml: AROControlPlane/aro-dev/dev: /spec/resources: must hold exactly one \
+             HcpOpenShiftCluster; it holds none",
+            "base/cluster/arocluster.yaml: AROCluster/aro-prod/prod: /spec/resources/4 (Vault/arogitops-prod-kv)/metadata/\
+             annotations/serviceoperator.azure.com~1reconcile-policy: \"orphan\" is not a reconcile policy: use manage, \
+             skip or detach-on-delete",
+            "clusters/dev/extra.yaml: AROMachinePool/aro-dev/dev-workers: defined twice: in base/cluster/machinepools.yaml \
+             (document 2) and in clusters/dev/extra.yaml",
+            "clusters/dev/extra.yaml: HcpOpenShiftClustersNodePool/aro-dev/aro-dev-workers: defined twice: in \
+             base/cluster/machinepools.yaml (document 2) (AROMachinePool/aro-dev/dev-workers spec.resources[0]) and in \
+             clusters/dev/extra.yaml (AROMachinePool/aro-dev/dev-workers spec.resources[0])",
         ]
     );
 }

@@ -52,8 +52,12 @@ async fn creation_versions(cluster: &Cluster, key: &ObjectKey) -> BTreeMap<Strin
 
 /// The ASO resources the AROCluster of `unit` embeds, as keys in `namespace`.
 fn infrastructure(f: &Fixture, unit: &str, namespace: &str) -> Vec<ObjectKey> {
-    let text = std::fs::read_to_string(f.repo.join(unit).join("arocluster.yaml")).unwrap();
-    let cluster = aro_gitops::yaml::from_str(&text).expect("arocluster.yaml parses");
+    let rendered = aro_gitops::render::render(&f.repo, Path::new(unit)).expect("the unit renders");
+    let cluster = rendered
+        .into_iter()
+        .map(|s| s.object)
+        .find(|o| o["kind"] == "AROCluster")
+        .expect("the unit has an AROCluster");
     cluster["spec"]["resources"]
         .as_array()
         .expect("embedded resources")

@@ -145,17 +145,18 @@ async fn an_unknown_kind_fails_its_unit_naming_the_object_and_file() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_duplicate_object_fails_its_unit_naming_both_origins() {
     let f = Fixture::plain();
-    let cluster = std::fs::read_to_string(f.repo.join("clusters/dev/cluster.yaml")).unwrap();
+    let cluster = std::fs::read_to_string(f.repo.join("base/cluster/cluster.yaml")).unwrap();
     f.write("clusters/dev/cluster-again.yaml", &cluster);
     f.add_resource(DEV, "cluster-again.yaml");
     let dev = dev_fails_alone(&f).await;
-    // Caught while rendering, before the kustomization's namespace is set: the object is named
-    // without it.
+    // Caught while rendering, before the kustomization's namespace and parameters apply: the object
+    // is named as written.
+    // The copy is listed first, so the second definition met is the base's.
     let e = error_with(&dev, "clusters/dev/cluster-again.yaml");
-    assert_names(e, "clusters/dev/cluster-again.yaml", None);
-    assert!(e.message.contains("Cluster/dev"), "{:?}", e.message);
+    assert_names(e, "base/cluster/cluster.yaml", None);
+    assert!(e.message.contains("Cluster/example"), "{:?}", e.message);
     assert!(
-        e.message.contains("clusters/dev/cluster.yaml"),
+        e.message.contains("clusters/dev/cluster-again.yaml"),
         "the first definition is named too: {:?}",
         e.message
     );
@@ -164,16 +165,17 @@ async fn a_duplicate_object_fails_its_unit_naming_both_origins() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_duplicate_embedded_resource_fails_its_unit_naming_both_owners() {
     let f = Fixture::plain();
-    // The infra pool's embedded node pool takes the workers pool's name.
-    f.replace(
-        "clusters/dev/machinepools.yaml",
-        "name: aro-dev-infra",
-        "name: aro-dev-workers",
+    // The infra pool's embedded node pool takes the workers pool's name, in dev's overlay only.
+    f.add_patch(
+        DEV,
+        "AROMachinePool",
+        "dev-infra",
+        "- op: replace\n  path: /spec/resources/0/metadata/name\n  value: aro-dev-workers",
     );
     let dev = dev_fails_alone(&f).await;
     let pool = "HcpOpenShiftClustersNodePool/aro-dev/aro-dev-workers";
     let e = error_with(&dev, pool);
-    assert_names(e, "clusters/dev/machinepools.yaml", Some(pool));
+    assert_names(e, "base/cluster/machinepools.yaml", Some(pool));
     for owner in [
         "AROMachinePool/aro-dev/dev-workers",
         "AROMachinePool/aro-dev/dev-infra",
@@ -185,13 +187,17 @@ async fn a_duplicate_embedded_resource_fails_its_unit_naming_both_owners() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_schema_violation_fails_its_unit_naming_the_object_and_file() {
     let f = Fixture::plain();
-    let file = "clusters/dev/arocontrolplane.yaml";
-    let text = std::fs::read_to_string(f.repo.join(file)).unwrap();
-    let mut acp = aro_gitops::yaml::from_str(&text).unwrap();
-    let resources = acp["spec"]["resources"].as_array_mut().unwrap();
-    resources.retain(|r| r["kind"] != "HcpOpenShiftCluster");
-    assert_eq!(resources.len(), 1, "only the ExternalAuth is left");
-    f.write(file, &aro_gitops::yaml::to_string(&acp));
+    // dev's overlay drops the HcpOpenShiftCluster (the first embedded resource) from its control plane.
+    let file = "base/cluster/arocontrolplane.yaml";
+    let base =
+        aro_gitops::yaml::from_str(&std::fs::read_to_string(f.repo.join(file)).unwrap()).unwrap();
+    assert_eq!(base["spec"]["resources"][0]["kind"], "HcpOpenShiftCluster");
+    f.add_patch(
+        DEV,
+        "AROControlPlane",
+        "dev",
+        "- op: remove\n  path: /spec/resources/0",
+    );
     let dev = dev_fails_alone(&f).await;
     let e = error_with(&dev, "AROControlPlane/aro-dev/dev");
     assert_names(e, file, Some("AROControlPlane/aro-dev/dev"));

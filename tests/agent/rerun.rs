@@ -116,9 +116,9 @@ async fn a_change_to_one_cluster_updates_only_that_cluster() {
     let prod_before = versions(prod_keys.clone()).await;
 
     f.replace(
-        "clusters/dev/machinepools.yaml",
-        "vmSize: Standard_D4s_v3",
-        "vmSize: Standard_D16s_v3",
+        "components/dev/kustomization.yaml",
+        "value: Standard_D4s_v3",
+        "value: Standard_D16s_v3",
     );
     let second = f.run().await;
     assert!(!second.failed());
