@@ -2,8 +2,9 @@
 //! kustomize` (kustomize v5.5) build the same trees, and the outputs are compared as values (both parsed as
 //! multi-document YAML: same documents, same order, same values and types; key order within a mapping
 //! does not matter). Cases: the fixtures in `tests/fixtures/render/` (one per kustomize field and per
-//! error the renderer must report; see `cases.rs` for their layout) and every case of kustomize's own
-//! suite replayed in `../shared/conformance/kustomize` (skipped when absent).
+//! error the renderer must report; see `cases.rs` for their layout), every case of kustomize's own
+//! suite replayed in `../shared/conformance/kustomize` (skipped when absent), and a small fleet written
+//! by `aro-gitops-fleetgen` (the benchmark's input, in both its layouts).
 //!
 //! Policy, while the native renderer is being written:
 //! - a case **fails the test** when the renderer produced output and it differs from kustomize's (wrong
@@ -34,6 +35,9 @@ const KNOWN_FAILURES: &[(&str, &str)] = &[(
     "kustomize matches kustomization field names case-insensitively (`nameprefix` is namePrefix); \
      render v0 calls it an unknown field",
 )];
+
+/// Clusters in the generated fleet (both layouts): enough to draw every environment.
+const FLEET_CLUSTERS: usize = 6;
 
 fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/render")
@@ -113,7 +117,11 @@ impl Report {
         let failed = self.count(Outcome::is_failure);
         let supported = compared - unsupported;
         let mut by_suite = String::new();
-        for suite in [cases::Suite::Fixture, cases::Suite::Conformance] {
+        for suite in [
+            cases::Suite::Fixture,
+            cases::Suite::Conformance,
+            cases::Suite::Fleet,
+        ] {
             let rows: Vec<&Outcome> = self
                 .rows
                 .iter()
@@ -143,6 +151,8 @@ fn render_matches_kubectl_kustomize() {
     if let Some(dir) = &conformance {
         all.extend(cases::conformance(dir));
     }
+    let fleet = tempfile::tempdir().unwrap();
+    all.extend(cases::fleet(fleet.path(), FLEET_CLUSTERS));
     let rows = all
         .into_iter()
         .map(|case| {

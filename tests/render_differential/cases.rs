@@ -20,6 +20,8 @@ use std::path::{Path, PathBuf};
 pub enum Suite {
     Fixture,
     Conformance,
+    /// Overlays written by `aro-gitops-fleetgen` (the benchmark's input).
+    Fleet,
 }
 
 impl Suite {
@@ -27,6 +29,7 @@ impl Suite {
         match self {
             Suite::Fixture => "fixture",
             Suite::Conformance => "conformance",
+            Suite::Fleet => "fleet",
         }
     }
 }
@@ -159,6 +162,41 @@ pub fn conformance(dir: &Path) -> Vec<Case> {
             reference,
             error_contains: Vec::new(),
         });
+    }
+    out
+}
+
+/// A small fleet from `aro-gitops-fleetgen` in `dir` (kustomize features, and `--plain`): each cluster
+/// overlay is a case checked against kubectl.
+pub fn fleet(dir: &Path, clusters: usize) -> Vec<Case> {
+    let mut out = Vec::new();
+    for (mode, extra) in [("kustomize", None), ("plain", Some("--plain"))] {
+        let root = dir.join(mode);
+        let status = std::process::Command::new(env!("CARGO_BIN_EXE_aro-gitops-fleetgen"))
+            .args(["--clusters", &clusters.to_string(), "--out"])
+            .arg(&root)
+            .args(extra)
+            .output()
+            .expect("aro-gitops-fleetgen runs");
+        assert!(
+            status.status.success(),
+            "aro-gitops-fleetgen failed: {}",
+            String::from_utf8_lossy(&status.stderr)
+        );
+        for cluster in sorted_subdirs(&root.join("clusters")) {
+            let name = file_name(&cluster);
+            out.push(Case {
+                suite: Suite::Fleet,
+                name: format!("{mode}/{name}"),
+                root: root.clone(),
+                target: format!("clusters/{name}"),
+                covers: vec![format!("fleetgen {mode}")],
+                reference: Reference::Kubectl {
+                    expect_error: false,
+                },
+                error_contains: Vec::new(),
+            });
+        }
     }
     out
 }
