@@ -1,0 +1,465 @@
+//! `aro-gitops-fleetgen`: writes a synthetic fleet of N ARO HCP clusters shaped like `examples-repo/`, for
+//! benchmarking the renderer. Deterministic: the same `--clusters` and `--seed` give the same bytes.
+//!
+//! Default layout (real kustomize features):
+//! - `base/`: the shared AzureClusterIdentity and AutoNodePolicy;
+//! - `cluster-template/`: one cluster's objects under placeholder names (`cluster`, `aro-cluster-*`), with
+//!   `labels` and `commonAnnotations`;
+//! - `components/{dev,staging,prod}/`: kustomize Components: an `environment` label, a JSON 6902 patch
+//!   of the control plane (channel group, API visibility) and strategic-merge patches of the node pools and replicas;
+//! - `clusters/<name>/`: one overlay per cluster: `namespace`, the three bases, its environment's
+//!   component, a `labels` entry, a `configMapGenerator`, a strategic-merge patch (annotations) and JSON
+//!   6902 patches that rename every object and set the cluster's Azure names, subscription, region,
+//!   network and key version.
+//!
+//! With `--plain`, every cluster folder instead holds its objects written out and a kustomization using
+//! only `resources` and `namespace` (what render v0 takes), like `examples-repo/` itself.
+
+mod objects;
+
+use anyhow::{Context, bail};
+use clap::Parser;
+use objects::{PROFILES, Profile, Spec};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "aro-gitops-fleetgen",
+    about = "Write a synthetic, deterministic fleet of ARO HCP cluster overlays for render benchmarks"
+)]
+struct Args {
+    /// Number of clusters.
+    #[arg(long, default_value_t = 1000)]
+    clusters: usize,
+    /// Output folder (created; must be empty or absent).
+    #[arg(long)]
+    out: PathBuf,
+    /// Seed of the generator: subscriptions, regions, environments and teams derive from it.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Only `resources` and `namespace` in the kustomizations (objects written out per cluster).
+    #[arg(long)]
+    plain: bool,
+}
+
+/// The placeholder profile of `cluster-template/` (no environment's values, so every component patches).
+const TEMPLATE_PROFILE: Profile = Profile {
+    env: "template",
+    label: "template",
+    channel: "stable",
+    visibility: "Public",
+    workers_vm: "Standard_D4s_v3",
+    workers_min: 1,
+    workers_max: 2,
+    infra_vm: "Standard_D4s_v3",
+    infra_replicas: 1,
+    zone: None,
+};
+
+const LOCATIONS: [&str; 8] = [
+    "eastus",
+    "eastus2",
+    "westus3",
+    "westeurope",
+    "northeurope",
+    "uksouth",
+    "australiaeast",
+    "japaneast",
+];
+
+/// SplitMix64: a tiny deterministic generator (no dependency, same sequence everywhere).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    fn hex(&mut self, digits: usize) -> String {
+        let mut s = String::with_capacity(digits);
+        while s.len() < digits {
+            s.push_str(&format!("{:016x}", self.next()));
+        }
+        s.truncate(digits);
+        s
+    }
+
+    fn uuid(&mut self) -> String {
+        let h = self.hex(32);
+        format!(
+            "{}-{}-4{}-a{}-{}",
+            &h[0..8],
+            &h[8..12],
+            &h[13..16],
+            &h[17..20],
+            &h[20..32]
+        )
+    }
+}
+
+fn specs(n: usize, seed: u64) -> Vec<Spec> {
+    let mut rng = Rng(seed);
+    (1..=n)
+        .map(|i| {
+            // 20% dev, 30% staging, 50% prod.
+            let profile = match rng.below(10) {
+                0..=1 => PROFILES[0],
+                2..=4 => PROFILES[1],
+                _ => PROFILES[2],
+            };
+            Spec {
+                name: format!("c{i:05}"),
+                profile,
+                subscription: rng.uuid(),
+                location: LOCATIONS[rng.below(LOCATIONS.len() as u64) as usize],
+                cidr: (((i >> 8) & 0xff) as u8, (i & 0xff) as u8),
+                key_version: rng.hex(32),
+                team: format!("team-{:02}", rng.below(40)),
+            }
+        })
+        .collect()
+}
+
+fn template_spec(profile: Profile) -> Spec {
+    Spec {
+        name: "cluster".into(),
+        profile,
+        subscription: "00000000-0000-4000-a000-000000000000".into(),
+        location: "eastus",
+        cidr: (0, 0),
+        key_version: "0".repeat(32),
+        team: String::new(),
+    }
+}
+
+struct Writer {
+    root: PathBuf,
+    files: usize,
+    bytes: usize,
+}
+
+impl Writer {
+    fn text(&mut self, rel: &str, text: &str) -> anyhow::Result<()> {
+        let path = self.root.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("creating {}", parent.display()))?;
+        }
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        self.files += 1;
+        self.bytes += text.len();
+        Ok(())
+    }
+
+    fn yaml(&mut self, rel: &str, docs: &[Value]) -> anyhow::Result<()> {
+        self.text(rel, &aro_gitops::yaml::to_multi_string(docs))
+    }
+}
+
+fn kustomization(fields: Value) -> Value {
+    let mut k = json!({"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization"});
+    if let (Value::Object(k), Value::Object(fields)) = (&mut k, fields) {
+        k.extend(fields);
+    }
+    k
+}
+
+const TEMPLATE_FILES: [(&str, std::ops::Range<usize>); 4] = [
+    ("cluster.yaml", 0..1),
+    ("arocluster.yaml", 1..2),
+    ("arocontrolplane.yaml", 2..3),
+    ("machinepools.yaml", 3..7),
+];
+
+/// The objects of `cluster_objects` that the overlays patch by JSON 6902, with their file names.
+const PATCHED: [(&str, usize); 7] = [
+    ("cluster", 0),
+    ("arocluster", 1),
+    ("arocontrolplane", 2),
+    ("machinepool-workers", 3),
+    ("aromachinepool-workers", 4),
+    ("machinepool-infra", 5),
+    ("aromachinepool-infra", 6),
+];
+
+fn write_shared(w: &mut Writer) -> anyhow::Result<()> {
+    let template = objects::cluster_objects(&template_spec(TEMPLATE_PROFILE));
+    w.yaml(
+        "base/kustomization.yaml",
+        &[kustomization(
+            json!({"resources": ["identity.yaml", "autonodepolicy.yaml"]}),
+        )],
+    )?;
+    w.yaml(
+        "base/identity.yaml",
+        &[objects::identity(&["aro-cluster".into()])],
+    )?;
+    w.yaml("base/autonodepolicy.yaml", &[objects::auto_node_policy()])?;
+    w.yaml(
+        "cluster-template/kustomization.yaml",
+        &[kustomization(json!({
+            "resources": TEMPLATE_FILES.iter().map(|(f, _)| *f).collect::<Vec<_>>(),
+            "labels": [{"pairs": {"app.kubernetes.io/part-of": "aro-fleet"}}],
+            "commonAnnotations": {"fleet.example.com/generated-by": "aro-gitops-fleetgen"}
+        }))],
+    )?;
+    for (file, range) in TEMPLATE_FILES {
+        w.yaml(&format!("cluster-template/{file}"), &template[range])?;
+    }
+    for profile in PROFILES {
+        let env = objects::cluster_objects(&template_spec(profile));
+        let dir = format!("components/{}", profile.env);
+        let ops = objects::json6902_ops(&template[2], &env[2]);
+        let smp = |kind: &str, name: &str, spec: Value| json!({"apiVersion": env_api(kind), "kind": kind, "metadata": {"name": name}, "spec": spec});
+        w.yaml(
+            &format!("{dir}/workers.yaml"),
+            &[smp(
+                "AROMachinePool",
+                "cluster-workers",
+                json!({"resources": env[4]["spec"]["resources"]}),
+            )],
+        )?;
+        w.yaml(
+            &format!("{dir}/infra.yaml"),
+            &[smp(
+                "AROMachinePool",
+                "cluster-infra",
+                json!({"resources": env[6]["spec"]["resources"]}),
+            )],
+        )?;
+        w.yaml(
+            &format!("{dir}/infra-replicas.yaml"),
+            &[smp(
+                "MachinePool",
+                "cluster-infra",
+                json!({"replicas": profile.infra_replicas}),
+            )],
+        )?;
+        w.yaml(
+            &format!("{dir}/kustomization.yaml"),
+            &[json!({
+                "apiVersion": "kustomize.config.k8s.io/v1alpha1",
+                "kind": "Component",
+                "labels": [{"pairs": {"environment": profile.label}}],
+                "patches": [
+                    {"target": {"group": "controlplane.cluster.x-k8s.io", "kind": "AROControlPlane"},
+                     "patch": aro_gitops::yaml::to_string(&Value::Array(ops))},
+                    {"path": "workers.yaml"},
+                    {"path": "infra.yaml"},
+                    {"path": "infra-replicas.yaml"}
+                ]
+            })],
+        )?;
+    }
+    Ok(())
+}
+
+fn env_api(kind: &str) -> &'static str {
+    match kind {
+        "AROMachinePool" | "AROCluster" => "infrastructure.cluster.x-k8s.io/v1beta2",
+        "AROControlPlane" => "controlplane.cluster.x-k8s.io/v1beta2",
+        _ => "cluster.x-k8s.io/v1beta2",
+    }
+}
+
+fn settings_literals(s: &Spec) -> Vec<String> {
+    vec![
+        format!("clusterName={}", s.name),
+        format!("environment={}", s.profile.label),
+        format!("location={}", s.location),
+        format!("subscriptionID={}", s.subscription),
+        format!("team={}", s.team),
+    ]
+}
+
+fn write_overlay(w: &mut Writer, s: &Spec) -> anyhow::Result<()> {
+    let dir = format!("clusters/{}", s.name);
+    let ns = format!("aro-{}", s.name);
+    let from = objects::cluster_objects(&template_spec(s.profile));
+    let to = objects::cluster_objects(s);
+    w.yaml(
+        &format!("{dir}/namespace.yaml"),
+        &[objects::namespace(&ns, &s.profile)],
+    )?;
+    w.yaml(
+        &format!("{dir}/patches/annotations.yaml"),
+        &[json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+            "metadata": {"name": "cluster", "annotations": {
+                "fleet.example.com/owner-team": s.team, "fleet.example.com/location": s.location}}
+        })],
+    )?;
+    let mut patches = vec![json!({"path": "patches/annotations.yaml"})];
+    for (file, i) in PATCHED {
+        let ops = objects::json6902_ops(&from[i], &to[i]);
+        w.yaml(&format!("{dir}/patches/{file}.yaml"), &[Value::Array(ops)])?;
+        let kind = from[i]["kind"].as_str().unwrap_or_default();
+        let name = from[i]["metadata"]["name"].as_str().unwrap_or_default();
+        patches.push(
+            json!({"target": {"kind": kind, "name": name}, "path": format!("patches/{file}.yaml")}),
+        );
+    }
+    patches.push(json!({
+        "target": {"group": "infrastructure.cluster.x-k8s.io", "kind": "AzureClusterIdentity"},
+        "patch": aro_gitops::yaml::to_string(&json!([
+            {"op": "replace", "path": "/spec/allowedNamespaces/list", "value": [ns]}]))
+    }));
+    w.yaml(
+        &format!("{dir}/kustomization.yaml"),
+        &[kustomization(json!({
+            "namespace": ns,
+            "resources": ["../../base", "../../cluster-template", "namespace.yaml"],
+            "components": [format!("../../components/{}", s.profile.env)],
+            "labels": [{"pairs": {"fleet.example.com/cluster": s.name}}],
+            "configMapGenerator": [{"name": "cluster-settings", "literals": settings_literals(s)}],
+            "patches": patches
+        }))],
+    )
+}
+
+fn write_plain(w: &mut Writer, specs: &[Spec]) -> anyhow::Result<()> {
+    w.yaml(
+        "base/kustomization.yaml",
+        &[kustomization(json!({"resources": ["autonodepolicy.yaml"]}))],
+    )?;
+    w.yaml("base/autonodepolicy.yaml", &[objects::auto_node_policy()])?;
+    for s in specs {
+        let dir = format!("clusters/{}", s.name);
+        let ns = format!("aro-{}", s.name);
+        let objs = objects::cluster_objects(s);
+        let settings: serde_json::Map<String, Value> = settings_literals(s)
+            .iter()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_string(), json!(v)))
+            .collect();
+        w.yaml(
+            &format!("{dir}/namespace.yaml"),
+            &[objects::namespace(&ns, &s.profile)],
+        )?;
+        w.yaml(
+            &format!("{dir}/identity.yaml"),
+            &[objects::identity(std::slice::from_ref(&ns))],
+        )?;
+        w.yaml(
+            &format!("{dir}/settings.yaml"),
+            &[json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "cluster-settings"}, "data": settings})],
+        )?;
+        let mut resources = vec![
+            "../../base".to_string(),
+            "namespace.yaml".into(),
+            "identity.yaml".into(),
+            "settings.yaml".into(),
+        ];
+        for (file, range) in TEMPLATE_FILES {
+            w.yaml(&format!("{dir}/{file}"), &objs[range])?;
+            resources.push(file.to_string());
+        }
+        w.yaml(
+            &format!("{dir}/kustomization.yaml"),
+            &[kustomization(
+                json!({"namespace": ns, "resources": resources}),
+            )],
+        )?;
+    }
+    Ok(())
+}
+
+fn readme(args: &Args) -> String {
+    format!(
+        "# Synthetic ARO HCP fleet\n\nWritten by `aro-gitops-fleetgen --clusters {} --seed {}{}`: one overlay per \
+         cluster under `clusters/`, each a unit the agent renders on its own. Regenerate instead of editing.\n",
+        args.clusters,
+        args.seed,
+        if args.plain { " --plain" } else { "" }
+    )
+}
+
+fn run(args: &Args) -> anyhow::Result<Writer> {
+    if args.out.exists()
+        && std::fs::read_dir(&args.out)
+            .with_context(|| format!("reading {}", args.out.display()))?
+            .next()
+            .is_some()
+    {
+        bail!(
+            "{}: exists and is not empty; give a new or empty folder",
+            args.out.display()
+        );
+    }
+    let mut w = Writer {
+        root: args.out.clone(),
+        files: 0,
+        bytes: 0,
+    };
+    let specs = specs(args.clusters, args.seed);
+    w.text("README.md", &readme(args))?;
+    if args.plain {
+        write_plain(&mut w, &specs)?;
+    } else {
+        write_shared(&mut w)?;
+        for s in &specs {
+            write_overlay(&mut w, s)?;
+        }
+    }
+    Ok(w)
+}
+
+fn main() -> std::process::ExitCode {
+    let args = Args::parse();
+    match run(&args) {
+        Ok(w) => {
+            println!(
+                "{}: {} clusters, {} files, {:.1} MB",
+                Path::new(&w.root).display(),
+                args.clusters,
+                w.files,
+                w.bytes as f64 / 1e6
+            );
+            std::process::ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_are_deterministic_and_distinct() {
+        let a = specs(50, 7);
+        assert_eq!(a, specs(50, 7));
+        assert_ne!(a, specs(50, 8));
+        let mut names: Vec<_> = a.iter().map(|s| (&s.name, s.cidr)).collect();
+        names.dedup();
+        assert_eq!(names.len(), 50);
+        assert!(a.iter().any(|s| s.profile.env == "dev"));
+        assert!(a.iter().any(|s| s.profile.env == "prod"));
+    }
+
+    #[test]
+    fn json6902_ops_turn_the_template_into_the_cluster() {
+        let s = &specs(1, 1)[0];
+        let from = objects::cluster_objects(&template_spec(s.profile));
+        let to = objects::cluster_objects(s);
+        for (a, b) in from.iter().zip(&to) {
+            let mut patched = a.clone();
+            let ops = Value::Array(objects::json6902_ops(a, b));
+            aro_gitops::controlplane::patch::json_patch(&mut patched, &ops).unwrap();
+            assert_eq!(&patched, b);
+        }
+    }
+}
