@@ -30,11 +30,7 @@ use std::path::{Path, PathBuf};
 
 /// Cases that fail today for a known reason, reported as "known failure" instead of failing the test.
 /// Remove an entry once it passes (the table says so).
-const KNOWN_FAILURES: &[(&str, &str)] = &[(
-    "variableref__TestVariableRefIngressOverlay__1",
-    "kustomize matches kustomization field names case-insensitively (`nameprefix` is namePrefix); \
-     render v0 calls it an unknown field",
-)];
+const KNOWN_FAILURES: &[(&str, &str)] = &[];
 
 /// Clusters in the generated fleet (both layouts): enough to draw every environment.
 const FLEET_CLUSTERS: usize = 6;

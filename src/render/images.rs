@@ -13,21 +13,16 @@
 use super::fieldspec::{self, Create, FieldSpec};
 use super::kustomization::Image;
 use super::resources::ResMap;
-use regex::Regex;
 use serde_json::Value;
 
 /// Applies one `images` entry.
 pub fn set_image(resources: &mut ResMap, image: &Image, specs: &[FieldSpec]) -> Result<(), String> {
-    let pattern = Regex::new(&format!(
-        "^{}(@sha256)?(:[a-zA-Z0-9_][a-zA-Z0-9._-]{{0,127}})?$",
-        image.name
-    ))
-    .map_err(|e| format!("name `{}` is not a valid pattern: {e}", image.name))?;
+    // kustomize v5 matches on the image's name, split from its tag and digest, exactly.
     let update = |v: &mut Value| -> Result<(), String> {
         let Value::String(current) = v else {
             return Ok(());
         };
-        if pattern.is_match(current) {
+        if split(current).0 == image.name {
             *v = Value::String(rewrite(current, image));
         }
         Ok(())

@@ -19,7 +19,7 @@ use super::resources::ResMap;
 use super::selector::Matcher;
 use super::smp::{self, Outcome};
 use super::target::{Target, build_error};
-use crate::controlplane::patch::json_patch;
+use crate::controlplane::patch::{MissingReplace, json_patch_with};
 use serde_json::Value;
 
 /// A strategic merge patch document, with what it may change.
@@ -299,7 +299,8 @@ fn apply_json(
         if store_previous {
             res.store_previous_id();
         }
-        json_patch(res.object_mut(), ops).map_err(|e| format!("patching {id}: {e}"))?;
+        json_patch_with(res.object_mut(), ops, MissingReplace::Add)
+            .map_err(|e| format!("patching {id}: {e}"))?;
     }
     Ok(())
 }

@@ -8,13 +8,31 @@ use super::merge::kind_of;
 use super::{PatchError, json_eq};
 use serde_json::{Map, Value};
 
+/// What a `replace` of a path that does not exist does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MissingReplace {
+    /// An error, as RFC 6902 and the Kubernetes API server say.
+    Fail,
+    /// Adds the value, as kustomize's JSON 6902 patches do.
+    Add,
+}
+
 /// Applies an RFC 6902 JSON patch (`add`, `remove`, `replace`, `move`, `copy`, `test`) to `target`,
 /// atomically: on error `target` is unchanged.
 pub fn json_patch(target: &mut Value, patch: &Value) -> Result<(), PatchError> {
+    json_patch_with(target, patch, MissingReplace::Fail)
+}
+
+/// [`json_patch`], with the given treatment of a `replace` of a missing path.
+pub fn json_patch_with(
+    target: &mut Value,
+    patch: &Value,
+    missing: MissingReplace,
+) -> Result<(), PatchError> {
     let ops = parse_patch(patch)?;
     let mut doc = target.clone();
     for (index, op) in ops.iter().enumerate() {
-        apply_op(&mut doc, op).map_err(|why| {
+        apply_op(&mut doc, op, missing).map_err(|why| {
             PatchError::Unprocessable(format!(
                 "operation {index} ({} {:?}): {why}",
                 op.name(),
@@ -157,11 +175,22 @@ fn parse_pointer(text: &str) -> Result<Vec<String>, String> {
         .collect()
 }
 
-fn apply_op(doc: &mut Value, op: &Op<'_>) -> Result<(), String> {
+fn apply_op(doc: &mut Value, op: &Op<'_>, missing: MissingReplace) -> Result<(), String> {
     match &op.kind {
         OpKind::Add(value) => add(doc, &op.path, (*value).clone()),
         OpKind::Remove => remove(doc, &op.path).map(drop),
         OpKind::Replace(value) => {
+            let parent_is_object = || {
+                resolve(doc, &op.path[..op.path.len().saturating_sub(1)])
+                    .is_ok_and(Value::is_object)
+            };
+            if missing == MissingReplace::Add
+                && resolve(doc, &op.path).is_err()
+                && !op.path.is_empty()
+                && parent_is_object()
+            {
+                return add(doc, &op.path, (*value).clone());
+            }
             *resolve_mut(doc, &op.path)? = (*value).clone();
             Ok(())
         }
@@ -311,6 +340,23 @@ mod tests {
             "a failed patch must leave the target unchanged"
         );
         error
+    }
+
+    #[test]
+    fn kustomize_mode_adds_on_a_missing_replace() {
+        let mut doc = json!({"data": {"a": "1"}, "list": [1]});
+        let patch = json!([{"op": "replace", "path": "/data/missing", "value": "x"}]);
+        assert!(
+            json_patch(&mut doc.clone(), &patch).is_err(),
+            "RFC 6902 mode refuses"
+        );
+        json_patch_with(&mut doc, &patch, MissingReplace::Add).unwrap();
+        assert_eq!(doc["data"]["missing"], "x");
+        let out_of_range = json!([{"op": "replace", "path": "/list/5", "value": 2}]);
+        assert!(
+            json_patch_with(&mut doc, &out_of_range, MissingReplace::Add).is_err(),
+            "lists are not extended"
+        );
     }
 
     #[test]

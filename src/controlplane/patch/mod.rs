@@ -16,7 +16,7 @@ mod strategic;
 #[cfg(test)]
 mod strategic_tests;
 
-pub use json::json_patch;
+pub use json::{MissingReplace, json_patch, json_patch_with};
 pub use keys::MergeKeys;
 pub use merge::merge_patch;
 pub use strategic::strategic_merge_patch;
