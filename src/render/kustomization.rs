@@ -62,7 +62,6 @@ const FIELDS: &[&str] = &[
 /// Fields refused when not empty: this renderer does not implement them.
 const UNSUPPORTED: &[&str] = &[
     "openapi",
-    "crds",
     "helmGlobals",
     "helmCharts",
     "helmChartInflationGenerator",
@@ -161,6 +160,8 @@ pub struct Kustomization {
     pub replacements: Vec<Value>,
     pub vars: Vec<Var>,
     pub configurations: Vec<String>,
+    /// `crds`: files of OpenAPI definitions of custom types (see [`super::crds`]).
+    pub crds: Vec<String>,
     pub sort: Option<SortOrder>,
     pub build_metadata: Vec<String>,
     /// `configMapGenerator`, `secretGenerator` and `generatorOptions` as written (null when absent), read
@@ -287,6 +288,7 @@ fn read(map: &Map<String, Value>) -> Result<Kustomization, String> {
     k.common_labels = string_map(map, "commonLabels")?;
     k.common_annotations = string_map(map, "commonAnnotations")?;
     k.configurations = strings(map, "configurations")?;
+    k.crds = strings(map, "crds")?;
     k.build_metadata = strings(map, "buildMetadata")?;
     for option in &k.build_metadata {
         match option.as_str() {
