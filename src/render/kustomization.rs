@@ -62,7 +62,6 @@ const FIELDS: &[&str] = &[
 /// Fields refused when not empty: this renderer does not implement them.
 const UNSUPPORTED: &[&str] = &[
     "openapi",
-    "crds",
     "helmGlobals",
     "helmCharts",
     "helmChartInflationGenerator",
@@ -161,6 +160,8 @@ pub struct Kustomization {
     pub replacements: Vec<Value>,
     pub vars: Vec<Var>,
     pub configurations: Vec<String>,
+    /// `crds`: files of OpenAPI definitions of custom types (see [`super::crds`]).
+    pub crds: Vec<String>,
     pub sort: Option<SortOrder>,
     pub build_metadata: Vec<String>,
     /// `configMapGenerator`, `secretGenerator` and `generatorOptions` as written (null when absent), read
@@ -197,7 +198,7 @@ pub fn parse(file: &Path, text: &str) -> Result<Kustomization, RenderError> {
         file: file.to_path_buf(),
         problem,
     };
-    let doc = crate::yaml::from_str(text).map_err(|e| yaml_error(file, e, 1))?;
+    let doc = parse_yaml11(text).map_err(|e| yaml_error(file, e, 1))?;
     let raw = match doc {
         Value::Object(map) => map,
         Value::Null => return Err(invalid("kustomization is empty".into())),
@@ -232,6 +233,22 @@ pub fn parse(file: &Path, text: &str) -> Result<Kustomization, RenderError> {
         }
     }
     read(&map).map_err(invalid)
+}
+
+/// kustomize reads kustomization files as YAML 1.1 (objects it reads as YAML 1.2): `yes`, `no`, `on`,
+/// `off`, `y` and `n` are booleans here, so `commonLabels: {enabled: yes}` is refused as kustomize refuses it.
+fn parse_yaml11(text: &str) -> Result<Value, crate::yaml::YamlError> {
+    let mut options = serde_saphyr::Options::default();
+    options.strict_booleans = false;
+    options.legacy_octal_numbers = true;
+    serde_saphyr::from_str_with_options(text, options).map_err(|err| {
+        let location = err.location();
+        crate::yaml::YamlError {
+            line: location.map(|l| l.line() as usize),
+            column: location.map(|l| l.column() as usize),
+            message: err.without_snippet().to_string(),
+        }
+    })
 }
 
 fn read(map: &Map<String, Value>) -> Result<Kustomization, String> {
@@ -271,6 +288,7 @@ fn read(map: &Map<String, Value>) -> Result<Kustomization, String> {
     k.common_labels = string_map(map, "commonLabels")?;
     k.common_annotations = string_map(map, "commonAnnotations")?;
     k.configurations = strings(map, "configurations")?;
+    k.crds = strings(map, "crds")?;
     k.build_metadata = strings(map, "buildMetadata")?;
     for option in &k.build_metadata {
         match option.as_str() {

@@ -31,9 +31,9 @@ fn reads_transformer_fields() {
         "nameprefix: p-\nnameSuffix: -s\ncommonLabels: {b: '2', a: '1'}\ncommonAnnotations: {n: ~}\n\
          imageTags: [{name: nginx, newTag: 1.8}]\n\
          replicas: [{name: d, count: 3}]\n\
-         labels: [{pairs: {x: y}, includeTemplates: true, fields: [{path: spec/x, kind: K}]}]\n\
+         labels: [{pairs: {x: 'y'}, includeTemplates: true, fields: [{path: spec/x, kind: K}]}]\n\
          patches:\n- path: p.yaml\n  target: {kind: Deployment, labelSelector: 'a=b'}\n  options: {allowNameChange: true}\n\
-         patchesJson6902: [{target: {kind: X, name: y}, patch: '[]'}]\n\
+         patchesJson6902: [{target: {kind: X, name: yy}, patch: '[]'}]\n\
          vars: [{name: V, objref: {kind: Service, name: s, apiVersion: v1}}]\n\
          sortOptions: {order: fifo}\n",
     );
@@ -51,7 +51,7 @@ fn reads_transformer_fields() {
     assert_eq!(k.patches[0].path.as_deref(), Some("p.yaml"));
     assert_eq!(k.patches[0].target.as_ref().unwrap().label_selector, "a=b");
     assert!(k.patches[0].allow_name_change);
-    assert_eq!(k.patches_json6902[0].target.as_ref().unwrap().name, "y");
+    assert_eq!(k.patches_json6902[0].target.as_ref().unwrap().name, "yy");
     assert_eq!(k.vars[0].field_path, "metadata.name");
     assert_eq!(k.vars[0].api_version, "v1");
     assert_eq!(k.sort, Some(SortOrder::Fifo));
@@ -68,6 +68,7 @@ fn unsupported_and_unknown_fields_are_named() {
         "k/kustomization.yaml: kustomization field `helmCharts` is not supported"
     );
     assert!(parse_err("validators: [v.yaml]\n").contains("`validators` is not supported"));
+    assert!(parse_err("openapi: {path: s.json}\n").contains("`openapi` is not supported"));
     assert_eq!(
         parse_err("resources: []\nfoo: bar\n"),
         "k/kustomization.yaml: unknown kustomization field `foo`"
@@ -114,6 +115,12 @@ fn malformed_files_and_fields() {
     assert!(parse_err("resources: ['']\n").contains("`resources` entry 1: is empty"));
     assert!(parse_err("namespace: [a]\n").contains("`namespace` is a list, not a string"));
     assert!(parse_err("commonLabels: {a: 1}\n").contains("value of `a` is a number"));
+    // YAML 1.1, as kustomize reads kustomization files.
+    assert!(parse_err("commonLabels: {a: yes}\n").contains("value of `a` is a boolean"));
+    assert_eq!(
+        parse_ok("commonLabels: {a: 'yes'}\n").common_labels,
+        vec![("a".into(), "yes".into())]
+    );
     assert!(parse_err("patches: [{path: a, bogus: 1}]\n").contains("unknown field `bogus`"));
     assert!(parse_err("sortOptions: {order: random}\n").contains("unknown order `random`"));
     let err = parse(Path::new("k/kustomization.yaml"), "resources: [a\n").unwrap_err();

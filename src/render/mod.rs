@@ -18,6 +18,7 @@
 
 mod config;
 mod config_tables;
+mod crds;
 mod documents;
 mod error;
 mod fieldpath;

@@ -42,9 +42,11 @@ pub fn set_namespace(
         }
     }
     let list = resources.resources();
+    let mut seen = std::collections::HashMap::with_capacity(list.len());
     for (i, res) in list.iter().enumerate() {
         let id = res.cur_id();
-        if let Some(first) = list[..i].iter().find(|r| r.cur_id().same_as(&id)) {
+        if let Some(&first) = seen.get(&id.key()) {
+            let first: &Resource = &list[first];
             return Err(RenderError::NamespaceConflict {
                 file: file.to_path_buf(),
                 id: id.to_string(),
@@ -52,6 +54,7 @@ pub fn set_namespace(
                 second: res.sourced.origin.clone(),
             });
         }
+        seen.insert(id.key(), i);
     }
     Ok(())
 }

@@ -63,9 +63,10 @@ pub fn strategic_merge_list(
             Some(docs) => docs,
             None => {
                 let (_, text, shown) = r.read_in(t.dir, t.file, entry)?;
-                parse_sm(&text).map_err(|e| {
-                    build_error(t.file, format!("{what} ({}): {e}", shown.display()))
-                })?
+                if let Err(e) = crate::yaml::from_multi_str(&text) {
+                    return Err(super::documents::yaml_error(&shown, e, 1));
+                }
+                parse_sm(&text).map_err(|e| build_error(&shown, format!("{what}: {e}")))?
             }
         };
         all.extend(docs.into_iter().map(|doc| (what.clone(), doc)));
@@ -128,7 +129,16 @@ pub fn apply_patch_entry(
         (Some(_), Some(_)) => return Err(err("`patch` and `path` cannot both be set".into())),
         (None, None) => return Err(err("one of `patch` and `path` is required".into())),
         (Some(p), None) => p.to_string(),
-        (None, Some(path)) => r.read_in(t.dir, t.file, path)?.1,
+        (None, Some(path)) => {
+            let (_, text, shown) = r.read_in(t.dir, t.file, path)?;
+            // A YAML syntax error is reported against the patch file, with its line.
+            if !text.trim_start().starts_with('[')
+                && let Err(e) = crate::yaml::from_multi_str(&text)
+            {
+                return Err(super::documents::yaml_error(&shown, e, 1));
+            }
+            text
+        }
     };
 
     let json = parse_json_patch(&content);

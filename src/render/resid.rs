@@ -123,7 +123,19 @@ impl ResId {
     pub fn same_namespace(&self, other: &ResId) -> bool {
         self.effective_namespace() == other.effective_namespace()
     }
+
+    /// A key equal for identities [`ResId::same_as`] finds the same.
+    pub fn key(&self) -> IdKey {
+        (
+            self.gvk.clone(),
+            self.effective_namespace().to_string(),
+            self.name.clone(),
+        )
+    }
 }
+
+/// See [`ResId::key`].
+pub type IdKey = (Gvk, String, String);
 
 /// `Kind/namespace/name` (or `Kind/name` when cluster-scoped or without namespace), as the agent names objects.
 impl fmt::Display for ResId {

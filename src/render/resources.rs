@@ -8,9 +8,10 @@
 
 use super::error::RenderError;
 use super::generators::{self, Behavior};
-use super::resid::{Gvk, ResId, str_at};
+use super::resid::{Gvk, IdKey, ResId, str_at};
 use crate::object::SourcedObject;
 use serde_json::{Map, Value};
+use std::collections::HashMap;
 
 /// What kustomize remembers of a generated object.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -187,6 +188,8 @@ fn same_ending(a: &[String], b: &[String]) -> bool {
 #[derive(Debug, Default, Clone)]
 pub struct ResMap {
     list: Vec<Resource>,
+    /// Current identities to positions, kept while objects are only appended (dropped when they may change).
+    index: Option<HashMap<IdKey, usize>>,
 }
 
 impl ResMap {
@@ -199,6 +202,7 @@ impl ResMap {
     }
 
     pub fn resources_mut(&mut self) -> &mut [Resource] {
+        self.index = None;
         &mut self.list
     }
 
@@ -208,19 +212,28 @@ impl ResMap {
 
     #[cfg(test)]
     pub fn from_vec(list: Vec<Resource>) -> Self {
-        ResMap { list }
+        ResMap { list, index: None }
     }
 
     /// Adds `res`, or says where its identity was first defined.
     pub fn append(&mut self, res: Resource) -> Result<(), RenderError> {
+        let list = &self.list;
+        let index = self.index.get_or_insert_with(|| {
+            let mut index = HashMap::with_capacity(list.len());
+            for (i, r) in list.iter().enumerate() {
+                index.entry(r.cur_id().key()).or_insert(i);
+            }
+            index
+        });
         let id = res.cur_id();
-        if let Some(first) = self.list.iter().find(|r| r.cur_id().same_as(&id)) {
+        if let Some(&first) = index.get(&id.key()) {
             return Err(RenderError::Duplicate {
                 id: id.to_string(),
-                first: first.sourced.origin.clone(),
+                first: self.list[first].sourced.origin.clone(),
                 second: res.sourced.origin,
             });
         }
+        index.insert(id.key(), self.list.len());
         self.list.push(res);
         Ok(())
     }
@@ -236,6 +249,7 @@ impl ResMap {
     /// else merged into or replacing the object it names (found by original, else current, identity), as
     /// its `behavior` says. Errors are problems to report against the kustomization that generated it.
     pub fn absorb(&mut self, res: Resource) -> Result<(), String> {
+        self.index = None;
         let id = res.cur_id();
         let mut matches: Vec<usize> = self.indices(|r| r.org_id().same_as(&id));
         if matches.is_empty() {
@@ -302,11 +316,13 @@ impl ResMap {
 
     /// Drops the objects for which `f` is false.
     pub fn retain(&mut self, f: impl FnMut(&Resource) -> bool) {
+        self.index = None;
         self.list.retain(f);
     }
 
     /// Removes the object at `i`.
     pub fn remove(&mut self, i: usize) -> Resource {
+        self.index = None;
         self.list.remove(i)
     }
 }

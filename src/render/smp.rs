@@ -12,6 +12,10 @@
 //!   order, then the others in their order; in a list keyed by several fields, elements keep their place
 //!   and new ones come first.
 //!
+//! - the directives kyaml does not implement (`$retainKeys`, `$setElementOrder`, `$deleteFromPrimitiveList`)
+//!   are plain fields, copied into the object as kustomize copies them, and a keyed list element with
+//!   `$patch: replace` changes nothing.
+//!
 //! A patch whose top level says `$patch: delete` deletes the object.
 
 use crate::controlplane::patch::{MergeKeys, strategic_merge_patch};
@@ -81,15 +85,100 @@ fn merge(target: &mut Value, patch: &Value) -> Result<(), String> {
         add_synthetic_keys(&mut patch, path, fields);
         add_synthetic_keys(&mut original, path, fields);
     }
+    let mut literals = Vec::new();
+    kyaml_directives(&mut patch, &keys, "", &mut literals);
 
     let mut result = original.clone();
     strategic_merge_patch(&mut result, &patch, &keys).map_err(|e| e.to_string())?;
     reorder(&mut result, Some(&original), &patch, &keys, "");
-    if !multi.is_empty() {
-        strip_synthetic_keys(&mut result);
-    }
+    restore(&mut result, &literals);
     *target = result;
     Ok(())
+}
+
+/// Prefix of the directives kustomize does not know, renamed so the engine merges them as plain fields.
+const LITERAL: &str = "\u{0}kustomize-literal:";
+/// Prefix of the placeholders standing for lists copied as they are.
+const LITERAL_LIST: &str = "\u{0}kustomize-list:";
+
+/// Makes the patch mean what it means to kustomize's merge: `$retainKeys`, `$setElementOrder/...` and
+/// `$deleteFromPrimitiveList/...` are plain fields to it (they end up in the object); an element of a
+/// keyed list with both its key and `$patch: replace` changes nothing; and a list that does not merge
+/// replaces the object's as written (directives and nulls in it included), so it is set aside in
+/// `literals` and a placeholder merged instead.
+fn kyaml_directives(v: &mut Value, keys: &MergeKeys, path: &str, literals: &mut Vec<Value>) {
+    match v {
+        Value::Object(map) => {
+            let renamed: Vec<String> = map
+                .keys()
+                .filter(|k| {
+                    k.as_str() == "$retainKeys"
+                        || k.starts_with("$setElementOrder/")
+                        || k.starts_with("$deleteFromPrimitiveList/")
+                })
+                .cloned()
+                .collect();
+            for key in renamed {
+                if let Some(value) = map.shift_remove(&key) {
+                    map.insert(format!("{LITERAL}{key}"), value);
+                }
+            }
+            for (k, child) in map.iter_mut() {
+                if !k.starts_with('$') && !k.starts_with(LITERAL) {
+                    let child_path = join(path, k);
+                    if child.is_array()
+                        && keys.merge_key(&child_path).is_none()
+                        && !keys.is_set(&child_path)
+                    {
+                        let list = std::mem::take(child);
+                        *child = Value::String(format!("{LITERAL_LIST}{}", literals.len()));
+                        literals.push(list);
+                    } else {
+                        kyaml_directives(child, keys, &child_path, literals);
+                    }
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(key) = keys.merge_key(path) {
+                items.retain(|i| !(directive(i) == Some("replace") && i.get(key).is_some()));
+            }
+            for item in items {
+                kyaml_directives(item, keys, path, literals);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Removes the synthetic keys, gives renamed directives their names back, and puts the lists set aside
+/// in place of their placeholders.
+fn restore(v: &mut Value, literals: &[Value]) {
+    if let Value::String(s) = v
+        && let Some(n) = s.strip_prefix(LITERAL_LIST)
+        && let Some(list) = n.parse::<usize>().ok().and_then(|n| literals.get(n))
+    {
+        *v = list.clone();
+        return;
+    }
+    match v {
+        Value::Object(map) => {
+            map.shift_remove(SYNTH);
+            let renamed: Vec<String> = map
+                .keys()
+                .filter(|k| k.starts_with(LITERAL))
+                .cloned()
+                .collect();
+            for key in renamed {
+                if let Some(value) = map.shift_remove(&key) {
+                    map.insert(key[LITERAL.len()..].to_string(), value);
+                }
+            }
+            map.values_mut().for_each(|c| restore(c, literals));
+        }
+        Value::Array(items) => items.iter_mut().for_each(|c| restore(c, literals)),
+        _ => {}
+    }
 }
 
 /// The fields a list at `path` is keyed by in the schema, when more than one.
@@ -167,19 +256,6 @@ fn synthetic_key(item: &Map<String, Value>, fields: &[&str]) -> String {
         })
         .collect::<Vec<_>>()
         .join("\u{0}")
-}
-
-fn strip_synthetic_keys(v: &mut Value) {
-    match v {
-        Value::Object(map) => {
-            map.shift_remove(SYNTH);
-            for child in map.values_mut() {
-                strip_synthetic_keys(child);
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(strip_synthetic_keys),
-        _ => {}
-    }
 }
 
 /// Puts merged lists in kustomize's order (see the module documentation), recursively where the patch
@@ -362,5 +438,29 @@ mod tests {
             apply(&mut t, &json!({"$patch": "delete"})).unwrap(),
             Outcome::Deleted
         );
+    }
+
+    #[test]
+    fn unknown_directives_and_unmerged_lists_are_copied_as_kustomize_copies_them() {
+        let deploy = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}},
+                     "template": {"spec": {"containers": [{"name": "a", "image": "a", "args": ["x"]}]}}}});
+        let out = patched(
+            deploy,
+            json!({"spec": {"strategy": {"$retainKeys": ["type"], "type": "Recreate"},
+                            "template": {"spec": {"containers": [
+                                {"name": "a", "$patch": "replace", "image": "new"},
+                                {"name": "b", "image": "b", "args": [{"k": null}]}]}}}}),
+        );
+        assert_eq!(
+            out["spec"]["strategy"],
+            json!({"type": "Recreate", "rollingUpdate": {"maxSurge": 1}, "$retainKeys": ["type"]})
+        );
+        let containers = &out["spec"]["template"]["spec"]["containers"];
+        assert_eq!(
+            containers[0],
+            json!({"name": "b", "image": "b", "args": [{"k": null}]})
+        );
+        assert_eq!(containers[1]["image"], "a");
     }
 }

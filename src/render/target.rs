@@ -135,10 +135,26 @@ impl Renderer {
                 format!("merging transformer configurations: {problem}"),
             )
         })?;
+        for entry in &t.k.crds {
+            let (_, text, shown) = self.read_in(t.dir, t.file, entry)?;
+            let value = crate::yaml::from_str(&text)
+                .map_err(|e| super::documents::yaml_error(&shown, e, 1))?;
+            let found = super::crds::config_from_definitions(&value)
+                .map_err(|problem| build_error(&shown, problem))?;
+            acc.config
+                .merge(&found)
+                .map_err(|problem| build_error(&shown, problem))?;
+        }
 
         self.run_generators(t, &mut acc)?;
         // Components come after the generators, before the transformers (kustomize v5).
         for entry in &t.k.components {
+            if super::is_remote(entry) {
+                return Err(RenderError::RemoteResource {
+                    file: t.file.to_path_buf(),
+                    entry: entry.to_string(),
+                });
+            }
             let dir = self.resolve(t.dir, t.file, entry)?;
             if !dir.is_dir() {
                 return Err(build_error(

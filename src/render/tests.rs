@@ -484,3 +484,63 @@ fn list_items_keep_the_origin_of_their_list() {
         ["l.yaml (document 2)", "l.yaml (document 2)", "l.yaml"]
     );
 }
+
+#[test]
+fn patch_errors_name_the_patch_or_the_kustomization() {
+    let t = tree(&[
+        (
+            "k/kustomization.yaml",
+            "resources: [a.yaml]\npatches:\n- path: p.yaml\n",
+        ),
+        ("k/a.yaml", &cm("a")),
+        (
+            "k/p.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata: {x: [1\n",
+        ),
+    ]);
+    let e = render(t.path(), Path::new("k")).unwrap_err();
+    assert_eq!(e.file(), Path::new("k/p.yaml"));
+    assert!(
+        e.to_string()
+            .starts_with("k/p.yaml: invalid YAML at line 5"),
+        "{e}"
+    );
+
+    let t = tree(&[
+        (
+            "k/kustomization.yaml",
+            "resources: [a.yaml]\npatchesStrategicMerge:\n- |-\n  apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: nope}\n",
+        ),
+        ("k/a.yaml", &cm("a")),
+    ]);
+    assert_eq!(
+        err(&t, "k"),
+        "k/kustomization.yaml: patchesStrategicMerge entry 1: no unique target for patch ConfigMap/nope: \
+         no object ConfigMap/nope (v1)"
+    );
+}
+
+#[test]
+fn prefixes_follow_references_and_generated_names_get_hashes() {
+    let t = tree(&[
+        (
+            "k/kustomization.yaml",
+            "namePrefix: p-\nresources: [d.yaml]\nconfigMapGenerator:\n- name: conf\n  literals: [a=b]\n",
+        ),
+        (
+            "k/d.yaml",
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  template:\n    spec:\n      \
+             volumes: [{name: v, configMap: {name: conf}}]\n      containers: [{name: c, image: x}]\n",
+        ),
+    ]);
+    let out = render(t.path(), Path::new("k")).unwrap();
+    assert_eq!(
+        ids(&out),
+        ["ConfigMap/p-conf-4h2mbtbbt6", "Deployment/p-web"]
+    );
+    assert_eq!(
+        out[1].object["spec"]["template"]["spec"]["volumes"][0]["configMap"]["name"],
+        "p-conf-4h2mbtbbt6"
+    );
+    assert_eq!(out[0].origin.file, Path::new("k/kustomization.yaml"));
+}
