@@ -10,6 +10,7 @@ pub mod plan;
 pub mod reconcile;
 pub mod render;
 pub mod report;
+pub mod selector;
 pub mod source;
 pub mod unit;
 pub mod validate;

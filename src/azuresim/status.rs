@@ -8,6 +8,7 @@
 
 use super::FAIL_ANNOTATION;
 use super::azure::{self, OwnerRef};
+use crate::reconcile::readiness::ready_condition;
 use serde_json::{Map, Value, json};
 
 /// The message of every `Ready=True` condition the simulator writes.
@@ -288,13 +289,6 @@ fn owner_arm_id(owner: &Value) -> Option<&str> {
         .pointer("/status/id")
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
-}
-
-fn ready_condition(obj: &Value) -> Option<&Value> {
-    obj.pointer("/status/conditions")?
-        .as_array()?
-        .iter()
-        .find(|c| c.get("type").and_then(Value::as_str) == Some("Ready"))
 }
 
 #[cfg(test)]

@@ -1,127 +1,15 @@
 //! Label and field selectors of LIST and WATCH requests, parsed once and matched against objects.
+//! Label selectors are the shared [`crate::selector::LabelSelector`].
 
 use super::error::ApiError;
 use serde_json::Value;
 
-#[derive(Debug, Clone, PartialEq)]
-enum Requirement {
-    Equals(String, String),
-    NotEquals(String, String),
-    In(String, Vec<String>),
-    NotIn(String, Vec<String>),
-    Exists(String),
-    DoesNotExist(String),
-}
+pub use crate::selector::LabelSelector;
 
-/// A parsed `labelSelector`.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct LabelSelector(Vec<Requirement>);
-
-impl LabelSelector {
-    pub fn parse(input: &str) -> Result<Self, ApiError> {
-        let bad = |why: &str| {
-            ApiError::bad_request(format!(
-                "unable to parse requirement: invalid label selector {input:?}: {why}"
-            ))
-        };
-        let mut reqs = Vec::new();
-        for part in split_top_level(input) {
-            let part = part.trim();
-            if part.is_empty() {
-                continue;
-            }
-            let req = if let Some(key) = part.strip_prefix('!') {
-                Requirement::DoesNotExist(label_key(key.trim()).map_err(|e| bad(&e))?)
-            } else if let Some((k, rest)) = split_word(part, " notin ") {
-                Requirement::NotIn(
-                    label_key(k).map_err(|e| bad(&e))?,
-                    set_values(rest).map_err(|e| bad(&e))?,
-                )
-            } else if let Some((k, rest)) = split_word(part, " in ") {
-                Requirement::In(
-                    label_key(k).map_err(|e| bad(&e))?,
-                    set_values(rest).map_err(|e| bad(&e))?,
-                )
-            } else if let Some((k, v)) = part.split_once("!=") {
-                Requirement::NotEquals(
-                    label_key(k.trim()).map_err(|e| bad(&e))?,
-                    v.trim().to_string(),
-                )
-            } else if let Some((k, v)) = part.split_once("==").or_else(|| part.split_once('=')) {
-                Requirement::Equals(
-                    label_key(k.trim()).map_err(|e| bad(&e))?,
-                    v.trim().to_string(),
-                )
-            } else {
-                Requirement::Exists(label_key(part).map_err(|e| bad(&e))?)
-            };
-            reqs.push(req);
-        }
-        Ok(LabelSelector(reqs))
+impl From<crate::selector::SelectorError> for ApiError {
+    fn from(e: crate::selector::SelectorError) -> Self {
+        ApiError::bad_request(e.to_string())
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    pub fn matches(&self, obj: &Value) -> bool {
-        let labels = obj.pointer("/metadata/labels");
-        let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
-        self.0.iter().all(|r| match r {
-            Requirement::Equals(k, v) => get(k) == Some(v.as_str()),
-            Requirement::NotEquals(k, v) => get(k) != Some(v.as_str()),
-            Requirement::In(k, vs) => get(k).is_some_and(|x| vs.iter().any(|v| v == x)),
-            Requirement::NotIn(k, vs) => get(k).is_none_or(|x| vs.iter().all(|v| v != x)),
-            Requirement::Exists(k) => get(k).is_some(),
-            Requirement::DoesNotExist(k) => get(k).is_none(),
-        })
-    }
-}
-
-/// Splits on commas that are not inside parentheses.
-fn split_top_level(input: &str) -> Vec<&str> {
-    let (mut depth, mut start, mut parts) = (0i32, 0usize, Vec::new());
-    for (i, c) in input.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth -= 1,
-            ',' if depth == 0 => {
-                parts.push(&input[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(&input[start..]);
-    parts
-}
-
-fn split_word<'a>(part: &'a str, word: &str) -> Option<(&'a str, &'a str)> {
-    part.find(word)
-        .map(|i| (part[..i].trim(), part[i + word.len()..].trim()))
-}
-
-fn label_key(k: &str) -> Result<String, String> {
-    let ok = !k.is_empty()
-        && k.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c));
-    if ok {
-        Ok(k.to_string())
-    } else {
-        Err(format!("invalid label key {k:?}"))
-    }
-}
-
-fn set_values(rest: &str) -> Result<Vec<String>, String> {
-    let inner = rest
-        .strip_prefix('(')
-        .and_then(|r| r.strip_suffix(')'))
-        .ok_or("expected a set like (a,b)")?;
-    Ok(inner
-        .split(',')
-        .map(|v| v.trim().to_string())
-        .filter(|v| !v.is_empty())
-        .collect())
 }
 
 /// A parsed `fieldSelector`; only `metadata.name` and `metadata.namespace` are supported, as for
@@ -170,31 +58,6 @@ impl FieldSelector {
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn label_selectors_match_like_kubernetes() {
-        let obj = json!({"metadata": {"labels": {"app": "web", "tier": "front"}}});
-        for (sel, want) in [
-            ("app=web", true),
-            ("app==web,tier=front", true),
-            ("app!=web", false),
-            ("app in (web, api)", true),
-            ("app notin (web)", false),
-            ("env notin (prod)", true),
-            ("tier", true),
-            ("!env", true),
-            ("!app", false),
-            ("", true),
-        ] {
-            assert_eq!(
-                LabelSelector::parse(sel).unwrap().matches(&obj),
-                want,
-                "{sel}"
-            );
-        }
-        assert!(LabelSelector::parse("app in web").is_err());
-        assert!(LabelSelector::parse("a b=c").is_err());
-    }
 
     #[test]
     fn field_selectors() {

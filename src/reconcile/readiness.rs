@@ -121,7 +121,8 @@ pub fn aso_severity(obj: &Value) -> Option<&str> {
         .filter(|s| !s.is_empty())
 }
 
-fn ready_condition(obj: &Value) -> Option<&Value> {
+/// The `Ready` condition of an ASO resource, if it has one.
+pub fn ready_condition(obj: &Value) -> Option<&Value> {
     obj.pointer("/status/conditions")?
         .as_array()?
         .iter()

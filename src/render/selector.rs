@@ -6,6 +6,7 @@
 use super::kustomization::Selector;
 use super::resid::GvkSelector;
 use super::resources::Resource;
+use crate::selector::LabelSelector;
 use regex::Regex;
 
 /// A compiled target.
@@ -13,8 +14,8 @@ pub struct Matcher {
     selector: Selector,
     name: Option<Regex>,
     namespace: Option<Regex>,
-    labels: Vec<Requirement>,
-    annotations: Vec<Requirement>,
+    labels: LabelSelector,
+    annotations: LabelSelector,
 }
 
 impl Matcher {
@@ -31,10 +32,13 @@ impl Matcher {
             selector: selector.clone(),
             name: anchored("name", &selector.name)?,
             namespace: anchored("namespace", &selector.namespace)?,
-            labels: parse_requirements(&selector.label_selector)
-                .map_err(|e| format!("labelSelector `{}`: {e}", selector.label_selector))?,
-            annotations: parse_requirements(&selector.annotation_selector).map_err(|e| {
-                format!("annotationSelector `{}`: {e}", selector.annotation_selector)
+            labels: LabelSelector::parse(&selector.label_selector)
+                .map_err(|e| format!("labelSelector `{}`: {}", selector.label_selector, e.why))?,
+            annotations: LabelSelector::parse(&selector.annotation_selector).map_err(|e| {
+                format!(
+                    "annotationSelector `{}`: {}",
+                    selector.annotation_selector, e.why
+                )
             })?,
         })
     }
@@ -61,127 +65,17 @@ impl Matcher {
         {
             return false;
         }
-        let labels = res.string_map("labels");
-        let annotations = res.string_map("annotations");
-        self.labels.iter().all(|r| r.holds(&labels))
-            && self.annotations.iter().all(|r| r.holds(&annotations))
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Requirement {
-    Equals(String, String),
-    NotEquals(String, String),
-    In(String, Vec<String>),
-    NotIn(String, Vec<String>),
-    Exists(String),
-    NotExists(String),
-}
-
-impl Requirement {
-    fn holds(&self, pairs: &[(String, String)]) -> bool {
-        let get = |k: &str| {
-            pairs
-                .iter()
-                .find(|(key, _)| key == k)
-                .map(|(_, v)| v.as_str())
-        };
-        match self {
-            Requirement::Equals(k, v) => get(k) == Some(v.as_str()),
-            Requirement::NotEquals(k, v) => get(k) != Some(v.as_str()),
-            Requirement::In(k, vs) => get(k).is_some_and(|x| vs.iter().any(|v| v == x)),
-            Requirement::NotIn(k, vs) => get(k).is_none_or(|x| !vs.iter().any(|v| v == x)),
-            Requirement::Exists(k) => get(k).is_some(),
-            Requirement::NotExists(k) => get(k).is_none(),
-        }
-    }
-}
-
-/// Splits at commas outside parentheses.
-fn split_top(s: &str) -> Vec<&str> {
-    let mut parts = Vec::new();
-    let (mut depth, mut start) = (0, 0);
-    for (i, c) in s.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth -= 1,
-            ',' if depth == 0 => {
-                parts.push(&s[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(&s[start..]);
-    parts
-}
-
-fn parse_requirements(s: &str) -> Result<Vec<Requirement>, String> {
-    if s.trim().is_empty() {
-        return Ok(Vec::new());
-    }
-    split_top(s)
-        .into_iter()
-        .map(|part| parse_one(part.trim()))
-        .collect()
-}
-
-fn parse_one(part: &str) -> Result<Requirement, String> {
-    let key_ok = |k: &str| !k.is_empty() && !k.contains(char::is_whitespace);
-    if let Some(key) = part.strip_prefix('!') {
-        let key = key.trim();
-        return if key_ok(key) {
-            Ok(Requirement::NotExists(key.into()))
-        } else {
-            Err(format!("`{part}` is not a requirement"))
-        };
-    }
-    for (op, ctor) in [
-        (
-            "!=",
-            Requirement::NotEquals as fn(String, String) -> Requirement,
-        ),
-        ("==", Requirement::Equals),
-        ("=", Requirement::Equals),
-    ] {
-        if let Some((k, v)) = part.split_once(op) {
-            let (k, v) = (k.trim(), v.trim());
-            if !key_ok(k) || v.contains(char::is_whitespace) {
-                return Err(format!("`{part}` is not a requirement"));
-            }
-            return Ok(ctor(k.into(), v.into()));
-        }
-    }
-    let words: Vec<&str> = part.splitn(2, char::is_whitespace).collect();
-    if let [key, rest] = words.as_slice() {
-        let rest = rest.trim();
-        let (negate, list) = if let Some(l) = rest.strip_prefix("notin") {
-            (true, l)
-        } else if let Some(l) = rest.strip_prefix("in") {
-            (false, l)
-        } else {
-            return Err(format!("`{part}` is not a requirement"));
-        };
-        let list = list
-            .trim()
-            .strip_prefix('(')
-            .and_then(|l| l.strip_suffix(')'))
-            .ok_or_else(|| format!("`{part}`: values must be in parentheses"))?;
-        let values: Vec<String> = list
-            .split(',')
-            .map(|v| v.trim().to_string())
-            .filter(|v| !v.is_empty())
+        let (labels, annotations) = (res.string_map("labels"), res.string_map("annotations"));
+        let l: std::collections::HashMap<&str, &str> = labels
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
-        return Ok(if negate {
-            Requirement::NotIn(key.to_string(), values)
-        } else {
-            Requirement::In(key.to_string(), values)
-        });
-    }
-    if key_ok(part) {
-        Ok(Requirement::Exists(part.into()))
-    } else {
-        Err(format!("`{part}` is not a requirement"))
+        let a: std::collections::HashMap<&str, &str> = annotations
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        self.labels.matches_with(|k| l.get(k).copied())
+            && self.annotations.matches_with(|k| a.get(k).copied())
     }
 }
 
