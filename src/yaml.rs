@@ -44,16 +44,64 @@ fn options() -> serde_saphyr::Options {
     options
 }
 
+/// Recently parsed texts and their documents. Renders of a fleet read the same bases again and again,
+/// and parsing dominates a render; a hit costs a clone of the values. Bounded: texts over
+/// [`CACHE_MAX_TEXT`] bytes are not kept, and the cache is emptied when it holds [`CACHE_ENTRIES`].
+struct ParseCache(
+    std::sync::Mutex<std::collections::HashMap<(bool, Box<str>), Result<Vec<Value>, YamlError>>>,
+);
+
+const CACHE_MAX_TEXT: usize = 64 * 1024;
+const CACHE_ENTRIES: usize = 4096;
+
+impl ParseCache {
+    fn get_or_parse(
+        &self,
+        multi: bool,
+        input: &str,
+        parse: impl FnOnce() -> Result<Vec<Value>, YamlError>,
+    ) -> Result<Vec<Value>, YamlError> {
+        if input.len() > CACHE_MAX_TEXT {
+            return parse();
+        }
+        let key = (multi, Box::<str>::from(input));
+        if let Some(hit) = self.0.lock().expect("parse cache lock").get(&key) {
+            return hit.clone();
+        }
+        let parsed = parse();
+        let mut cache = self.0.lock().expect("parse cache lock");
+        if cache.len() >= CACHE_ENTRIES {
+            cache.clear();
+        }
+        cache.insert(key, parsed.clone());
+        parsed
+    }
+}
+
+fn cache() -> &'static ParseCache {
+    static CACHE: std::sync::LazyLock<ParseCache> =
+        std::sync::LazyLock::new(|| ParseCache(Default::default()));
+    &CACHE
+}
+
 /// Parses one YAML (or JSON) document.
 pub fn from_str(input: &str) -> Result<Value, YamlError> {
-    serde_saphyr::from_str_with_options(input, options()).map_err(YamlError::from_saphyr)
+    cache()
+        .get_or_parse(false, input, || {
+            serde_saphyr::from_str_with_options(input, options())
+                .map(|v| vec![v])
+                .map_err(YamlError::from_saphyr)
+        })
+        .map(|mut v| v.pop().unwrap_or(Value::Null))
 }
 
 /// Parses a stream of `---`-separated documents; empty and null documents are skipped.
 pub fn from_multi_str(input: &str) -> Result<Vec<Value>, YamlError> {
-    serde_saphyr::from_multiple_with_options::<Value>(input, options())
-        .map(|docs| docs.into_iter().filter(|d| !d.is_null()).collect())
-        .map_err(YamlError::from_saphyr)
+    cache().get_or_parse(true, input, || {
+        serde_saphyr::from_multiple_with_options::<Value>(input, options())
+            .map(|docs| docs.into_iter().filter(|d| !d.is_null()).collect())
+            .map_err(YamlError::from_saphyr)
+    })
 }
 
 /// Emits one document as YAML.

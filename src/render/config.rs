@@ -37,9 +37,12 @@ pub struct TransformerConfig {
 impl TransformerConfig {
     /// kustomize's built-in configuration.
     pub fn builtin() -> Self {
-        let mut config = super::config_tables::builtin();
-        config.sort();
-        config
+        static BUILTIN: std::sync::LazyLock<TransformerConfig> = std::sync::LazyLock::new(|| {
+            let mut config = super::config_tables::builtin();
+            config.sort();
+            config
+        });
+        BUILTIN.clone()
     }
 
     /// Reads a `configurations` file (already parsed); `what` names it in errors.
@@ -160,7 +163,7 @@ fn merge_specs(mine: &mut Vec<FieldSpec>, theirs: &[FieldSpec]) -> Result<(), St
 /// kustomize's type order for field specs: the legacy kind ranks, then `Kind.version.group` (empty parts
 /// spelled `[noKind]`, `[noVer]`, `[noGrp]`, so they sort after named ones).
 fn gvk_order(a: &GvkSelector, b: &GvkSelector) -> std::cmp::Ordering {
-    let order = LegacyOrder::default();
+    let order = LegacyOrder::kustomize();
     let rank = |g: &GvkSelector| {
         if let Some(i) = order.first.iter().position(|k| *k == g.kind) {
             return i as i64 - order.first.len() as i64;

@@ -58,9 +58,18 @@ impl Default for LegacyOrder {
     }
 }
 
+impl LegacyOrder {
+    /// kustomize's default order, built once.
+    pub fn kustomize() -> &'static LegacyOrder {
+        static ORDER: std::sync::LazyLock<LegacyOrder> =
+            std::sync::LazyLock::new(LegacyOrder::default);
+        &ORDER
+    }
+}
+
 /// Sorts objects into the order `kubectl kustomize` prints them by default.
 pub fn sort_like_kustomize(objects: &mut [Resource]) {
-    sort_legacy(objects, &LegacyOrder::default());
+    sort_legacy(objects, LegacyOrder::kustomize());
 }
 
 /// Sorts objects by kustomize's legacy order with the given first and last kinds.

@@ -9,6 +9,22 @@ use super::resources::Resource;
 use crate::selector::LabelSelector;
 use regex::Regex;
 
+/// Compiles `pattern`, reusing an earlier compilation: a fleet's overlays repeat the same targets.
+pub fn cached_regex(pattern: &str) -> Result<Regex, regex::Error> {
+    static CACHE: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<String, Regex>>> =
+        std::sync::LazyLock::new(Default::default);
+    if let Some(re) = CACHE.lock().expect("regex cache lock").get(pattern) {
+        return Ok(re.clone());
+    }
+    let re = Regex::new(pattern)?;
+    let mut cache = CACHE.lock().expect("regex cache lock");
+    if cache.len() >= 4096 {
+        cache.clear();
+    }
+    cache.insert(pattern.to_string(), re.clone());
+    Ok(re)
+}
+
 /// A compiled target.
 pub struct Matcher {
     selector: Selector,
@@ -24,7 +40,7 @@ impl Matcher {
             if s.is_empty() {
                 return Ok(None);
             }
-            Regex::new(&format!("^(?:{s})$"))
+            cached_regex(&format!("^(?:{s})$"))
                 .map(Some)
                 .map_err(|e| format!("target {what} `{s}` is not a valid regular expression: {e}"))
         };

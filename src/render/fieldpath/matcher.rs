@@ -197,7 +197,7 @@ impl Matcher<'_> {
         };
         let before = out.len();
         if !items.is_empty() {
-            let re = regex::Regex::new(pattern).map_err(|e| {
+            let re = crate::render::selector::cached_regex(pattern).map_err(|e| {
                 // The regex crate's message ends with its reason (`error: unclosed group`).
                 let message = e.to_string();
                 let reason = message.lines().last().unwrap_or_default().trim();
