@@ -68,7 +68,6 @@ fn unsupported_and_unknown_fields_are_named() {
         "k/kustomization.yaml: kustomization field `helmCharts` is not supported"
     );
     assert!(parse_err("validators: [v.yaml]\n").contains("`validators` is not supported"));
-    assert!(parse_err("openapi: {path: s.json}\n").contains("`openapi` is not supported"));
     assert_eq!(
         parse_err("resources: []\nfoo: bar\n"),
         "k/kustomization.yaml: unknown kustomization field `foo`"
