@@ -327,6 +327,90 @@ mod tests {
         );
     }
 
+    fn render_err(files: &[(&str, &str)]) -> String {
+        let t = crate::render::tests::tree(files);
+        crate::render::render(t.path(), std::path::Path::new("k"))
+            .unwrap_err()
+            .to_string()
+    }
+
+    const CM: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n";
+
+    #[test]
+    fn version_must_be_the_built_in_one_and_not_with_a_path() {
+        let ok = crate::render::tests::tree(&[
+            (
+                "k/kustomization.yaml",
+                "openapi: {version: v1.21.2}\nresources: [cm.yaml]\n",
+            ),
+            ("k/cm.yaml", CM),
+        ]);
+        assert_eq!(
+            crate::render::render(ok.path(), std::path::Path::new("k"))
+                .unwrap()
+                .len(),
+            1
+        );
+        let err = render_err(&[
+            (
+                "k/kustomization.yaml",
+                "openapi: {version: v1.30.4}\nresources: [cm.yaml]\n",
+            ),
+            ("k/cm.yaml", CM),
+        ]);
+        assert_eq!(
+            err,
+            "k/kustomization.yaml: `openapi`: version `v1.30.4` is not built in (kustomize v5.5 has only v1.21.2)"
+        );
+        let err = render_err(&[
+            (
+                "k/kustomization.yaml",
+                "openapi: {version: v1.21.2, path: s.json}\nresources: [cm.yaml]\n",
+            ),
+            ("k/s.json", "{\"definitions\": {}}"),
+            ("k/cm.yaml", CM),
+        ]);
+        assert!(err.contains("cannot both be set"), "{err}");
+    }
+
+    #[test]
+    fn a_missing_or_malformed_schema_file_names_the_file() {
+        let err = render_err(&[
+            (
+                "k/kustomization.yaml",
+                "openapi: {path: none.json}\nresources: [cm.yaml]\n",
+            ),
+            ("k/cm.yaml", CM),
+        ]);
+        assert!(err.contains("none.json"), "{err}");
+        let err = render_err(&[
+            (
+                "k/kustomization.yaml",
+                "openapi: {path: s.json}\nresources: [cm.yaml]\n",
+            ),
+            ("k/s.json", "[1, 2]"),
+            ("k/cm.yaml", CM),
+        ]);
+        assert!(err.starts_with("k/s.json"), "{err}");
+        assert!(err.contains("must be a mapping"), "{err}");
+    }
+
+    #[test]
+    fn smp_merges_custom_kinds_by_the_schema_keys() {
+        let target = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"},
+            "spec": {"items": [{"id": "a", "v": 1}, {"id": "b", "v": 2}], "tags": ["x"]}});
+        let patch = json!({"spec": {"items": [{"id": "b", "v": 3}, {"id": "c"}], "tags": ["y"]}});
+        let mut merged = target.clone();
+        crate::render::smp::apply(&mut merged, &patch, Some(&schema())).unwrap();
+        assert_eq!(
+            merged["spec"],
+            json!({"items": [{"id": "b", "v": 3}, {"id": "c"}, {"id": "a", "v": 1}], "tags": ["y", "x"]})
+        );
+        let mut replaced = target;
+        crate::render::smp::apply(&mut replaced, &patch, None).unwrap();
+        assert_eq!(replaced["spec"], patch["spec"]);
+    }
+
     #[test]
     fn several_list_map_keys_are_refused() {
         let s = Schema::from_value(&json!({"definitions": {"W": {
