@@ -61,7 +61,6 @@ const FIELDS: &[&str] = &[
 
 /// Fields refused when not empty: this renderer does not implement them.
 const UNSUPPORTED: &[&str] = &[
-    "openapi",
     "helmGlobals",
     "helmCharts",
     "helmChartInflationGenerator",
@@ -160,6 +159,10 @@ pub struct Kustomization {
     pub replacements: Vec<Value>,
     pub vars: Vec<Var>,
     pub configurations: Vec<String>,
+    /// `openapi.path`: a custom OpenAPI schema file (see [`super::openapi`]).
+    pub openapi_path: Option<String>,
+    /// `openapi.version`: a built-in OpenAPI schema version.
+    pub openapi_version: Option<String>,
     /// `crds`: files of OpenAPI definitions of custom types (see [`super::crds`]).
     pub crds: Vec<String>,
     pub sort: Option<SortOrder>,
@@ -289,6 +292,19 @@ fn read(map: &Map<String, Value>) -> Result<Kustomization, String> {
     k.common_annotations = string_map(map, "commonAnnotations")?;
     k.configurations = strings(map, "configurations")?;
     k.crds = strings(map, "crds")?;
+    if let Some(openapi) = map.get("openapi").filter(|v| !v.is_null()) {
+        // A map of strings to kustomize: other keys are ignored.
+        let openapi = openapi
+            .as_object()
+            .ok_or_else(|| format!("`openapi` is {}, not a mapping", type_name(openapi)))?;
+        let field = |name: &str| {
+            string(openapi, name)
+                .map(|v| v.filter(|v| !v.is_empty()))
+                .map_err(|e| format!("`openapi`: {e}"))
+        };
+        k.openapi_path = field("path")?;
+        k.openapi_version = field("version")?;
+    }
     k.build_metadata = strings(map, "buildMetadata")?;
     for option in &k.build_metadata {
         match option.as_str() {

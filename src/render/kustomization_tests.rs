@@ -68,7 +68,6 @@ fn unsupported_and_unknown_fields_are_named() {
         "k/kustomization.yaml: kustomization field `helmCharts` is not supported"
     );
     assert!(parse_err("validators: [v.yaml]\n").contains("`validators` is not supported"));
-    assert!(parse_err("openapi: {path: s.json}\n").contains("`openapi` is not supported"));
     assert_eq!(
         parse_err("resources: []\nfoo: bar\n"),
         "k/kustomization.yaml: unknown kustomization field `foo`"
@@ -146,4 +145,15 @@ fn finds_the_file_and_refuses_two() {
         err.to_string(),
         "x: found multiple kustomization files: kustomization.yml, Kustomization"
     );
+}
+
+#[test]
+fn reads_openapi() {
+    let k = parse_ok("openapi: {path: s.json, other: x}\n");
+    assert_eq!(k.openapi_path.as_deref(), Some("s.json"));
+    assert_eq!(k.openapi_version, None);
+    let k = parse_ok("openapi:\n  version: v1.21.2\n");
+    assert_eq!(k.openapi_version.as_deref(), Some("v1.21.2"));
+    assert!(parse_err("openapi: [a]\n").contains("`openapi` is a list, not a mapping"));
+    assert!(parse_err("openapi: {path: [a]}\n").contains("`openapi`: `path` is"));
 }

@@ -30,6 +30,7 @@ mod labels;
 mod namereference;
 mod names;
 mod namespace;
+mod openapi;
 mod order;
 mod patches;
 mod plugins;
@@ -66,9 +67,11 @@ pub fn render(root: &Path, dir: &Path) -> Result<Vec<SourcedObject>, RenderError
             source,
         },
     })?;
+    let _scope = namespace::ScopeGuard::new();
     let mut renderer = Renderer {
         root,
         stack: Vec::new(),
+        openapi: openapi::Choice::Unset,
     };
     let target = renderer.root.join(dir);
     let shown = match normalize(dir) {
@@ -251,9 +254,16 @@ struct Renderer {
     root: PathBuf,
     /// Canonical folders being rendered, outermost first (for cycle detection).
     stack: Vec<PathBuf>,
+    /// The OpenAPI schema strategic merge patches merge with (one for the whole build, as in kustomize).
+    openapi: openapi::Choice,
 }
 
 impl Renderer {
+    /// The build's custom OpenAPI schema, once a kustomization has named one.
+    fn custom_schema(&self) -> Option<&openapi::Schema> {
+        self.openapi.custom()
+    }
+
     /// How a canonical path inside the root is named in origins and errors.
     fn shown(&self, path: &Path) -> PathBuf {
         match path.strip_prefix(&self.root) {

@@ -10,6 +10,7 @@
 
 use crate::object::split_api_version;
 use serde_json::{Map, Value};
+use std::cell::RefCell;
 
 /// Cluster-scoped types in kustomize v5.5's built-in OpenAPI data: (group, kind, versions).
 const CLUSTER_SCOPED: &[(&str, &str, &[&str])] = &[
@@ -64,12 +65,56 @@ const CLUSTER_SCOPED: &[(&str, &str, &[&str])] = &[
     ("storage.k8s.io", "VolumeAttachment", &["v1", "v1beta1"]),
 ];
 
+thread_local! {
+    /// The types the build's custom OpenAPI schema says are cluster-scoped (kustomize holds its schema for
+    /// the whole build too); set by [`ScopeGuard`].
+    static SCHEMA_CLUSTER_SCOPED: RefCell<Vec<(String, String)>> = const { RefCell::new(Vec::new()) };
+}
+
 /// Whether kustomize knows `apiVersion`/`kind` to be cluster-scoped (unknown types count as namespaced).
+/// Its table of built-in types comes first; a type of another group is cluster-scoped when the build's
+/// custom OpenAPI schema says so (see [`super::openapi`]).
 pub fn is_cluster_scoped(api_version: &str, kind: &str) -> bool {
     let (group, version) = split_api_version(api_version);
-    CLUSTER_SCOPED
+    if CLUSTER_SCOPED
         .iter()
         .any(|(g, k, versions)| *g == group && *k == kind && versions.contains(&version))
+    {
+        return true;
+    }
+    let builtin_group = group.is_empty()
+        || group.ends_with(".k8s.io")
+        || ["apps", "batch", "autoscaling", "policy", "extensions"].contains(&group);
+    !builtin_group
+        && SCHEMA_CLUSTER_SCOPED.with(|types| {
+            types
+                .borrow()
+                .iter()
+                .any(|(a, k)| a == api_version && k == kind)
+        })
+}
+
+/// Holds the cluster-scoped types of a custom OpenAPI schema for one build (on this thread), and forgets
+/// them when dropped.
+pub struct ScopeGuard(());
+
+impl ScopeGuard {
+    /// A build with no custom schema yet.
+    pub fn new() -> Self {
+        SCHEMA_CLUSTER_SCOPED.with(|types| types.borrow_mut().clear());
+        ScopeGuard(())
+    }
+
+    /// The build's custom schema says these (apiVersion, kind) are cluster-scoped.
+    pub fn set(types: Vec<(String, String)>) {
+        SCHEMA_CLUSTER_SCOPED.with(|t| *t.borrow_mut() = types);
+    }
+}
+
+impl Drop for ScopeGuard {
+    fn drop(&mut self) {
+        SCHEMA_CLUSTER_SCOPED.with(|types| types.borrow_mut().clear());
+    }
 }
 
 /// Applies a kustomization's `namespace` to one object (already checked to have apiVersion, kind, metadata).

@@ -14,6 +14,7 @@
 use super::Renderer;
 use super::error::RenderError;
 use super::kustomization::{PatchEntry, Selector};
+use super::openapi::Schema;
 use super::resid::ResId;
 use super::resources::ResMap;
 use super::selector::Matcher;
@@ -22,9 +23,10 @@ use super::target::{Target, build_error};
 use crate::controlplane::patch::{MissingReplace, json_patch_with};
 use serde_json::Value;
 
-/// A strategic merge patch document, with what it may change.
-struct SmPatch {
+/// A strategic merge patch document, with what it may change and the custom schema it merges with.
+struct SmPatch<'a> {
     doc: Value,
+    schema: Option<&'a Schema>,
     allow_name_change: bool,
     allow_kind_change: bool,
 }
@@ -80,6 +82,7 @@ pub fn strategic_merge_list(
     for (what, doc) in all {
         let patch = SmPatch {
             doc,
+            schema: r.custom_schema(),
             allow_name_change: false,
             allow_kind_change: false,
         };
@@ -169,6 +172,7 @@ pub fn apply_patch_entry(
             for doc in docs {
                 let patch = SmPatch {
                     doc,
+                    schema: r.custom_schema(),
                     allow_name_change: entry.allow_name_change,
                     allow_kind_change: entry.allow_kind_change,
                 };
@@ -272,7 +276,9 @@ fn apply_sm(resources: &mut ResMap, i: usize, patch: &SmPatch) -> Result<(), Str
                 .unwrap_or(Value::Null),
         );
     }
-    match smp::apply(res.object_mut(), &doc).map_err(|e| format!("patching {id}: {e}"))? {
+    match smp::apply(res.object_mut(), &doc, patch.schema)
+        .map_err(|e| format!("patching {id}: {e}"))?
+    {
         Outcome::Deleted => {
             resources.remove(i);
             return Ok(());

@@ -18,6 +18,7 @@
 //!
 //! A patch whose top level says `$patch: delete` deletes the object.
 
+use super::openapi::Schema;
 use crate::controlplane::patch::{MergeKeys, strategic_merge_patch};
 use crate::object::split_api_version;
 use serde_json::{Map, Value};
@@ -32,8 +33,13 @@ pub enum Outcome {
 /// The synthetic field holding a multi-field key while the engine merges.
 const SYNTH: &str = "\u{0}kustomize-merge-key";
 
-/// Applies `patch` to `target` (both objects) as kustomize does.
-pub fn apply(target: &mut Value, patch: &Value) -> Result<Outcome, String> {
+/// Applies `patch` to `target` (both objects) as kustomize does: with the merge keys of `schema` when the
+/// build has a custom OpenAPI schema (see [`super::openapi`]), else with kustomize's built-in ones.
+pub fn apply(
+    target: &mut Value,
+    patch: &Value,
+    schema: Option<&Schema>,
+) -> Result<Outcome, String> {
     let Some(patch_map) = patch.as_object() else {
         return Err("a strategic merge patch must be a mapping".into());
     };
@@ -43,17 +49,17 @@ pub fn apply(target: &mut Value, patch: &Value) -> Result<Outcome, String> {
             let mut fresh = Value::Object(Map::new());
             let mut without = patch_map.clone();
             without.shift_remove("$patch");
-            merge(&mut fresh, &Value::Object(without))?;
+            merge(&mut fresh, &Value::Object(without), schema)?;
             *target = fresh;
             return Ok(Outcome::Patched);
         }
         _ => {}
     }
-    merge(target, patch)?;
+    merge(target, patch, schema)?;
     Ok(Outcome::Patched)
 }
 
-fn merge(target: &mut Value, patch: &Value) -> Result<(), String> {
+fn merge(target: &mut Value, patch: &Value, schema: Option<&Schema>) -> Result<(), String> {
     let api_version = target
         .get("apiVersion")
         .and_then(Value::as_str)
@@ -65,11 +71,18 @@ fn merge(target: &mut Value, patch: &Value) -> Result<(), String> {
         .unwrap_or_default()
         .to_string();
     let (group, _) = split_api_version(&api_version);
-    let mut keys = MergeKeys::kubernetes(group, &kind).unwrap_or_default();
+    let mut keys = match schema {
+        Some(schema) => schema.merge_keys(&api_version, &kind, patch)?,
+        None => MergeKeys::kubernetes(group, &kind).unwrap_or_default(),
+    };
 
-    // Lists keyed by several fields: find them in the patch, key them by a synthetic field.
+    // Lists keyed by several fields in the built-in schema: find them in the patch, key them by a
+    // synthetic field.
     let mut multi: Vec<(String, Vec<&'static str>)> = Vec::new();
     visit_lists(patch, "", &mut |path, _| {
+        if schema.is_some() {
+            return;
+        }
         if let Some(fields) = multi_key(&keys, &kind, path)
             && !multi.iter().any(|(p, _)| p == path)
         {
@@ -368,7 +381,7 @@ mod tests {
 
     fn patched(target: Value, patch: Value) -> Value {
         let mut t = target;
-        assert_eq!(apply(&mut t, &patch).unwrap(), Outcome::Patched);
+        assert_eq!(apply(&mut t, &patch, None).unwrap(), Outcome::Patched);
         t
     }
 
@@ -435,7 +448,7 @@ mod tests {
         assert_eq!(out["metadata"]["finalizers"], json!(["b"]));
         let mut t = cr;
         assert_eq!(
-            apply(&mut t, &json!({"$patch": "delete"})).unwrap(),
+            apply(&mut t, &json!({"$patch": "delete"}), None).unwrap(),
             Outcome::Deleted
         );
     }

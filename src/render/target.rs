@@ -115,6 +115,7 @@ impl Renderer {
         t: &Target,
         mut acc: Accumulator,
     ) -> Result<Accumulator, RenderError> {
+        self.take_openapi(t)?;
         for entry in &t.k.resources {
             self.accumulate_resource(t, entry, &mut acc)?;
         }
@@ -174,6 +175,30 @@ impl Renderer {
         let vars = t.k.vars.iter().map(|v| (v.clone(), t.file.to_path_buf()));
         acc.merge_vars(vars.collect())?;
         Ok(acc)
+    }
+
+    /// The kustomization's `openapi`, taken in before its resources are (see [`super::openapi`]): the schema
+    /// file is read even when an earlier kustomization has already decided.
+    fn take_openapi(&mut self, t: &Target) -> Result<(), RenderError> {
+        let schema = match &t.k.openapi_path {
+            Some(entry) => {
+                let (_, text, shown) = self.read_in(t.dir, t.file, entry)?;
+                let value = crate::yaml::from_str(&text)
+                    .map_err(|e| super::documents::yaml_error(&shown, e, 1))?;
+                Some(
+                    super::openapi::Schema::from_value(&value)
+                        .map_err(|problem| build_error(&shown, problem))?,
+                )
+            }
+            None => None,
+        };
+        self.openapi
+            .offer(t.k.openapi_version.as_deref(), schema)
+            .map_err(|problem| build_error(t.file, problem))?;
+        if let Some(schema) = self.custom_schema() {
+            super::namespace::ScopeGuard::set(schema.cluster_scoped());
+        }
+        Ok(())
     }
 
     /// `configMapGenerator` then `secretGenerator`: each object added, or merged into or replacing the one
