@@ -368,6 +368,10 @@ fn report(rows: &[Row], opts: &Options, kubectl: bool) {
     }
 }
 
+/// The allocator the `aro-gitops` binary uses, so the native numbers are the agent's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let Some(i) = args.iter().position(|a| a == "--child") {

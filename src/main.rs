@@ -11,6 +11,11 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+/// mimalloc: rendering and diffing allocate many small JSON values; it is markedly faster than the
+/// system allocator for that (see BENCHMARKS.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn init_tracing(cli: &Cli) {
     let filter = tracing_subscriber::EnvFilter::try_new(&cli.logging.log)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
