@@ -8,19 +8,17 @@ use super::objects::{
     self, DeleteOptions, PatchType, Subresource, Target, WriteOptions, as_version,
 };
 use super::protobuf;
+use super::reads;
 use super::selector::{FieldSelector, LabelSelector};
 use super::state::State;
-use super::table::{IncludeObject, table};
-use super::watch::{self, StreamSettings, WatchFilter, WatchStart};
+use super::table::IncludeObject;
 use axum::body::Body;
 use axum::response::{IntoResponse, Response};
-use base64::Engine;
 use bytes::Bytes;
 use http::{HeaderMap, Method, Request, StatusCode, header};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// Answers one request.
 pub async fn handle(shared: Arc<Shared>, req: Request<Body>) -> Response {
@@ -40,7 +38,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Body>) -> Response {
     }
 }
 
-type Query = HashMap<String, String>;
+pub(super) type Query = HashMap<String, String>;
 
 fn parse_query(q: &str) -> Query {
     q.split('&')
@@ -57,14 +55,14 @@ fn parse_query(q: &str) -> Query {
         .collect()
 }
 
-fn json_response(code: StatusCode, body: &Value) -> Response {
+pub(super) fn json_response(code: StatusCode, body: &Value) -> Response {
     bytes_response(
         code,
         serde_json::to_vec(body).expect("JSON values serialise"),
     )
 }
 
-fn bytes_response(code: StatusCode, body: Vec<u8>) -> Response {
+pub(super) fn bytes_response(code: StatusCode, body: Vec<u8>) -> Response {
     (code, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
@@ -222,7 +220,7 @@ fn wants_table(headers: &HeaderMap) -> bool {
         .is_some_and(|a| a.contains("as=Table"))
 }
 
-fn flag(query: &Query, k: &str) -> bool {
+pub(super) fn flag(query: &Query, k: &str) -> bool {
     matches!(query.get(k).map(String::as_str), Some("true" | "1"))
 }
 
@@ -250,9 +248,11 @@ async fn resource(
     let table = wants_table(req.headers())
         .then(|| IncludeObject::parse(query.get("includeObject").map(String::as_str)));
     match (&method, target.name.is_some()) {
-        (&Method::GET, true) => get(&shared, &target, table),
-        (&Method::GET, false) if flag(query, "watch") => watch(&shared, target, query, table),
-        (&Method::GET, false) => list(&shared, &target, query, table),
+        (&Method::GET, true) => reads::get(&shared, &target, table),
+        (&Method::GET, false) if flag(query, "watch") => {
+            reads::watch(&shared, target, query, table)
+        }
+        (&Method::GET, false) => reads::list(&shared, &target, query, table),
         (&Method::POST, false) | (&Method::PUT, true) | (&Method::PATCH, true) => {
             write(shared, target, req, query).await
         }
@@ -334,230 +334,11 @@ async fn resource(
     }
 }
 
-fn prefix_of(target: &Target) -> String {
+pub(super) fn prefix_of(target: &Target) -> String {
     match &target.namespace {
         Some(ns) => format!("{}{}/", target.rt.key_prefix(), ns),
         None => target.rt.key_prefix(),
     }
-}
-
-fn get(
-    shared: &Shared,
-    target: &Target,
-    table_fmt: Option<IncludeObject>,
-) -> Result<Response, ApiError> {
-    let name = target.name.as_deref().expect("GET with a name");
-    let state = shared.state.lock().expect("state lock");
-    let entry = state
-        .get(&target.key(name))
-        .ok_or_else(|| ApiError::not_found(&target.rt.group, &target.rt.plural, name))?;
-    let obj = as_version(&entry.object, &target.rt, &target.version);
-    let rv = state.resource_version().to_string();
-    drop(state);
-    let obj = match (target.subresource, table_fmt) {
-        (None, Some(include)) => table(&target.rt, &[obj], &rv, include, chrono::Utc::now()),
-        _ => obj,
-    };
-    Ok(json_response(StatusCode::OK, &obj))
-}
-
-#[derive(serde::Serialize, serde::Deserialize)]
-struct ContinueToken {
-    rv: u64,
-    after: String,
-}
-
-fn list(
-    shared: &Shared,
-    target: &Target,
-    query: &Query,
-    table_fmt: Option<IncludeObject>,
-) -> Result<Response, ApiError> {
-    let labels =
-        LabelSelector::parse(query.get("labelSelector").map(String::as_str).unwrap_or(""))?;
-    let fields =
-        FieldSelector::parse(query.get("fieldSelector").map(String::as_str).unwrap_or(""))?;
-    let limit = match query.get("limit").filter(|l| !l.is_empty()) {
-        Some(l) => Some(
-            l.parse::<usize>()
-                .map_err(|_| ApiError::bad_request(format!("limit: invalid value {l:?}")))?,
-        )
-        .filter(|l| *l > 0),
-        None => None,
-    };
-    let token = match query.get("continue").filter(|c| !c.is_empty()) {
-        Some(c) => {
-            let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
-                .decode(c)
-                .map_err(|_| ApiError::bad_request("continue: invalid token"))?;
-            Some(
-                serde_json::from_slice::<ContinueToken>(&raw)
-                    .map_err(|_| ApiError::bad_request("continue: invalid token"))?,
-            )
-        }
-        None => None,
-    };
-    let prefix = prefix_of(target);
-    let state = shared.state.lock().expect("state lock");
-    let list_rv = match &token {
-        Some(t) if !state.can_resume_from(t.rv) => {
-            return Err(ApiError::gone(
-                "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
-            ));
-        }
-        Some(t) => t.rv,
-        None => state.resource_version(),
-    };
-    let same_version = target.version == target.rt.storage_version;
-    let mut selected = Vec::new();
-    let mut next = None;
-    for (key, entry) in state.range(&prefix, token.as_ref().map(|t| t.after.as_str())) {
-        if !labels.is_empty() && !labels.matches(&entry.object) || !fields.matches(&entry.object) {
-            continue;
-        }
-        if limit.is_some_and(|l| selected.len() >= l) {
-            next = Some(ContinueToken {
-                rv: list_rv,
-                after: selected_last_key(&selected),
-            });
-            break;
-        }
-        selected.push((key.clone(), entry.clone()));
-    }
-    drop(state);
-    let mut metadata = json!({"resourceVersion": list_rv.to_string()});
-    if let Some(n) = next {
-        let raw = serde_json::to_vec(&n).expect("token serialises");
-        metadata["continue"] = json!(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw));
-    }
-    if let Some(include) = table_fmt {
-        let objs: Vec<Value> = selected
-            .iter()
-            .map(|(_, e)| as_version(&e.object, &target.rt, &target.version))
-            .collect();
-        let mut t = table(
-            &target.rt,
-            &objs,
-            &list_rv.to_string(),
-            include,
-            chrono::Utc::now(),
-        );
-        t["metadata"] = metadata;
-        return Ok(json_response(StatusCode::OK, &t));
-    }
-    // Splice the cached JSON of each object: LIST costs a copy, not a re-serialisation.
-    let head = json!({"apiVersion": target.rt.api_version(&target.version), "kind": target.rt.list_kind, "metadata": metadata});
-    let mut out = serde_json::to_vec(&head).expect("JSON values serialise");
-    out.pop();
-    out.extend_from_slice(b",\"items\":[");
-    for (i, (_, e)) in selected.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        if same_version {
-            out.extend_from_slice(&e.json);
-        } else {
-            out.extend_from_slice(
-                &serde_json::to_vec(&as_version(&e.object, &target.rt, &target.version))
-                    .expect("JSON values serialise"),
-            );
-        }
-    }
-    out.extend_from_slice(b"]}");
-    Ok(bytes_response(StatusCode::OK, out))
-}
-
-fn selected_last_key(selected: &[(String, super::state::Entry)]) -> String {
-    selected.last().map(|(k, _)| k.clone()).unwrap_or_default()
-}
-
-fn watch(
-    shared: &Shared,
-    target: Target,
-    query: &Query,
-    table_fmt: Option<IncludeObject>,
-) -> Result<Response, ApiError> {
-    let labels =
-        LabelSelector::parse(query.get("labelSelector").map(String::as_str).unwrap_or(""))?;
-    let fields =
-        FieldSelector::parse(query.get("fieldSelector").map(String::as_str).unwrap_or(""))?;
-    let timeout =
-        match query.get("timeoutSeconds").filter(|t| !t.is_empty()) {
-            Some(t) => Duration::from_secs(t.parse::<u64>().map_err(|_| {
-                ApiError::bad_request(format!("timeoutSeconds: invalid value {t:?}"))
-            })?),
-            None => Duration::from_secs(1800),
-        };
-    let bookmarks = flag(query, "allowWatchBookmarks");
-    let send_initial = query.get("sendInitialEvents").map(|v| v == "true");
-    let rv_param = query
-        .get("resourceVersion")
-        .map(String::as_str)
-        .unwrap_or("");
-    let filter = WatchFilter {
-        rt: target.rt.clone(),
-        version: target.version.clone(),
-        namespace: target.namespace.clone(),
-        labels,
-        fields,
-        table: table_fmt,
-    };
-    let settings = StreamSettings {
-        timeout,
-        bookmarks,
-        bookmark_interval: shared.config.bookmark_interval,
-    };
-
-    let state = shared.state.lock().expect("state lock");
-    let start = if send_initial == Some(true) || rv_param.is_empty() || rv_param == "0" {
-        // Start with the current state as ADDED events, as upstream does for an unset/0 resourceVersion.
-        let initial: Vec<Bytes> = state
-            .range(&prefix_of(&target), None)
-            .filter(|(_, e)| filter.labels.matches(&e.object) && filter.fields.matches(&e.object))
-            .map(|(_, e)| filter.line("ADDED", &e.object))
-            .collect();
-        WatchStart {
-            initial,
-            replay: vec![],
-            receiver: state.subscribe(),
-            resource_version: state.resource_version(),
-            initial_events_end: send_initial == Some(true) && bookmarks,
-        }
-    } else {
-        let rv: u64 = rv_param.parse().map_err(|_| {
-            ApiError::bad_request(format!("resourceVersion: invalid value {rv_param:?}"))
-        })?;
-        match state.events_since(rv) {
-            Ok(replay) => WatchStart {
-                initial: vec![],
-                replay,
-                receiver: state.subscribe(),
-                resource_version: rv,
-                initial_events_end: false,
-            },
-            Err(gone) => {
-                drop(state);
-                let lines = watch::expired_stream(&gone);
-                let stream =
-                    futures::stream::iter(lines.into_iter().map(Ok::<_, std::convert::Infallible>));
-                return Ok(stream_response(Body::from_stream(stream)));
-            }
-        }
-    };
-    drop(state);
-    let rx = watch::spawn(filter, start, settings);
-    Ok(stream_response(Body::from_stream(
-        tokio_stream::wrappers::ReceiverStream::new(rx),
-    )))
-}
-
-fn stream_response(body: Body) -> Response {
-    Response::builder()
-        .status(StatusCode::OK)
-        .header(header::CONTENT_TYPE, "application/json")
-        .header(header::CACHE_CONTROL, "no-cache, private")
-        .body(body)
-        .expect("static response parts are valid")
 }
 
 async fn read_body(shared: &Shared, req: Request<Body>) -> Result<Bytes, ApiError> {

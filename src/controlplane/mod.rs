@@ -9,6 +9,7 @@
 //! The same router serves a loopback socket ([`ControlPlane::serve`]) and in-process clients
 //! ([`ControlPlane::client`]).
 
+mod admission;
 pub mod crds;
 mod discovery;
 pub mod error;
@@ -18,6 +19,7 @@ pub mod kubeconfig;
 mod objects;
 pub mod patch;
 mod protobuf;
+mod reads;
 mod registry;
 mod selector;
 pub mod ssa;

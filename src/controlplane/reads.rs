@@ -1,0 +1,236 @@
+//! The read side of the API: GET of one object, LIST (selectors, `limit`/`continue`, Tables for
+//! `kubectl get`) served from the in-memory index by splicing cached JSON, and WATCH streams.
+
+use super::Shared;
+use super::error::ApiError;
+use super::http::{Query, bytes_response, flag, json_response, prefix_of};
+use super::objects::{Target, as_version};
+use super::selector::{FieldSelector, LabelSelector};
+use super::table::{IncludeObject, table};
+use super::watch::{self, StreamSettings, WatchFilter, WatchStart};
+use axum::body::Body;
+use axum::response::Response;
+use base64::Engine;
+use bytes::Bytes;
+use http::{StatusCode, header};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+pub(super) fn get(
+    shared: &Shared,
+    target: &Target,
+    table_fmt: Option<IncludeObject>,
+) -> Result<Response, ApiError> {
+    let name = target.name.as_deref().expect("GET with a name");
+    let state = shared.state.lock().expect("state lock");
+    let entry = state
+        .get(&target.key(name))
+        .ok_or_else(|| ApiError::not_found(&target.rt.group, &target.rt.plural, name))?;
+    let obj = as_version(&entry.object, &target.rt, &target.version);
+    let rv = state.resource_version().to_string();
+    drop(state);
+    let obj = match (target.subresource, table_fmt) {
+        (None, Some(include)) => table(&target.rt, &[obj], &rv, include, chrono::Utc::now()),
+        _ => obj,
+    };
+    Ok(json_response(StatusCode::OK, &obj))
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ContinueToken {
+    rv: u64,
+    after: String,
+}
+
+pub(super) fn list(
+    shared: &Shared,
+    target: &Target,
+    query: &Query,
+    table_fmt: Option<IncludeObject>,
+) -> Result<Response, ApiError> {
+    let labels =
+        LabelSelector::parse(query.get("labelSelector").map(String::as_str).unwrap_or(""))?;
+    let fields =
+        FieldSelector::parse(query.get("fieldSelector").map(String::as_str).unwrap_or(""))?;
+    let limit = match query.get("limit").filter(|l| !l.is_empty()) {
+        Some(l) => Some(
+            l.parse::<usize>()
+                .map_err(|_| ApiError::bad_request(format!("limit: invalid value {l:?}")))?,
+        )
+        .filter(|l| *l > 0),
+        None => None,
+    };
+    let token = match query.get("continue").filter(|c| !c.is_empty()) {
+        Some(c) => {
+            let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(c)
+                .map_err(|_| ApiError::bad_request("continue: invalid token"))?;
+            Some(
+                serde_json::from_slice::<ContinueToken>(&raw)
+                    .map_err(|_| ApiError::bad_request("continue: invalid token"))?,
+            )
+        }
+        None => None,
+    };
+    let prefix = prefix_of(target);
+    let state = shared.state.lock().expect("state lock");
+    let list_rv = match &token {
+        Some(t) if !state.can_resume_from(t.rv) => {
+            return Err(ApiError::gone(
+                "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
+            ));
+        }
+        Some(t) => t.rv,
+        None => state.resource_version(),
+    };
+    let same_version = target.version == target.rt.storage_version;
+    let mut selected = Vec::new();
+    let mut next = None;
+    for (key, entry) in state.range(&prefix, token.as_ref().map(|t| t.after.as_str())) {
+        if !labels.is_empty() && !labels.matches(&entry.object) || !fields.matches(&entry.object) {
+            continue;
+        }
+        if limit.is_some_and(|l| selected.len() >= l) {
+            next = Some(ContinueToken {
+                rv: list_rv,
+                after: selected_last_key(&selected),
+            });
+            break;
+        }
+        selected.push((key.clone(), entry.clone()));
+    }
+    drop(state);
+    let mut metadata = json!({"resourceVersion": list_rv.to_string()});
+    if let Some(n) = next {
+        let raw = serde_json::to_vec(&n).expect("token serialises");
+        metadata["continue"] = json!(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw));
+    }
+    if let Some(include) = table_fmt {
+        let objs: Vec<Value> = selected
+            .iter()
+            .map(|(_, e)| as_version(&e.object, &target.rt, &target.version))
+            .collect();
+        let mut t = table(
+            &target.rt,
+            &objs,
+            &list_rv.to_string(),
+            include,
+            chrono::Utc::now(),
+        );
+        t["metadata"] = metadata;
+        return Ok(json_response(StatusCode::OK, &t));
+    }
+    // Splice the cached JSON of each object: LIST costs a copy, not a re-serialisation.
+    let head = json!({"apiVersion": target.rt.api_version(&target.version), "kind": target.rt.list_kind, "metadata": metadata});
+    let mut out = serde_json::to_vec(&head).expect("JSON values serialise");
+    out.pop();
+    out.extend_from_slice(b",\"items\":[");
+    for (i, (_, e)) in selected.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        if same_version {
+            out.extend_from_slice(&e.json);
+        } else {
+            out.extend_from_slice(
+                &serde_json::to_vec(&as_version(&e.object, &target.rt, &target.version))
+                    .expect("JSON values serialise"),
+            );
+        }
+    }
+    out.extend_from_slice(b"]}");
+    Ok(bytes_response(StatusCode::OK, out))
+}
+
+fn selected_last_key(selected: &[(String, super::state::Entry)]) -> String {
+    selected.last().map(|(k, _)| k.clone()).unwrap_or_default()
+}
+
+pub(super) fn watch(
+    shared: &Shared,
+    target: Target,
+    query: &Query,
+    table_fmt: Option<IncludeObject>,
+) -> Result<Response, ApiError> {
+    let labels =
+        LabelSelector::parse(query.get("labelSelector").map(String::as_str).unwrap_or(""))?;
+    let fields =
+        FieldSelector::parse(query.get("fieldSelector").map(String::as_str).unwrap_or(""))?;
+    let timeout =
+        match query.get("timeoutSeconds").filter(|t| !t.is_empty()) {
+            Some(t) => Duration::from_secs(t.parse::<u64>().map_err(|_| {
+                ApiError::bad_request(format!("timeoutSeconds: invalid value {t:?}"))
+            })?),
+            None => Duration::from_secs(1800),
+        };
+    let bookmarks = flag(query, "allowWatchBookmarks");
+    let send_initial = query.get("sendInitialEvents").map(|v| v == "true");
+    let rv_param = query
+        .get("resourceVersion")
+        .map(String::as_str)
+        .unwrap_or("");
+    let filter = WatchFilter {
+        rt: target.rt.clone(),
+        version: target.version.clone(),
+        namespace: target.namespace.clone(),
+        labels,
+        fields,
+        table: table_fmt,
+    };
+    let settings = StreamSettings {
+        timeout,
+        bookmarks,
+        bookmark_interval: shared.config.bookmark_interval,
+    };
+
+    let state = shared.state.lock().expect("state lock");
+    let start = if send_initial == Some(true) || rv_param.is_empty() || rv_param == "0" {
+        // Start with the current state as ADDED events, as upstream does for an unset/0 resourceVersion.
+        let initial: Vec<Bytes> = state
+            .range(&prefix_of(&target), None)
+            .filter(|(_, e)| filter.labels.matches(&e.object) && filter.fields.matches(&e.object))
+            .map(|(_, e)| filter.line("ADDED", &e.object))
+            .collect();
+        WatchStart {
+            initial,
+            replay: vec![],
+            receiver: state.subscribe(),
+            resource_version: state.resource_version(),
+            initial_events_end: send_initial == Some(true) && bookmarks,
+        }
+    } else {
+        let rv: u64 = rv_param.parse().map_err(|_| {
+            ApiError::bad_request(format!("resourceVersion: invalid value {rv_param:?}"))
+        })?;
+        match state.events_since(rv) {
+            Ok(replay) => WatchStart {
+                initial: vec![],
+                replay,
+                receiver: state.subscribe(),
+                resource_version: rv,
+                initial_events_end: false,
+            },
+            Err(gone) => {
+                drop(state);
+                let lines = watch::expired_stream(&gone);
+                let stream =
+                    futures::stream::iter(lines.into_iter().map(Ok::<_, std::convert::Infallible>));
+                return Ok(stream_response(Body::from_stream(stream)));
+            }
+        }
+    };
+    drop(state);
+    let rx = watch::spawn(filter, start, settings);
+    Ok(stream_response(Body::from_stream(
+        tokio_stream::wrappers::ReceiverStream::new(rx),
+    )))
+}
+
+fn stream_response(body: Body) -> Response {
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::CACHE_CONTROL, "no-cache, private")
+        .body(body)
+        .expect("static response parts are valid")
+}
