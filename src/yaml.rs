@@ -47,9 +47,11 @@ fn options() -> serde_saphyr::Options {
 /// Recently parsed texts and their documents. Renders of a fleet read the same bases again and again,
 /// and parsing dominates a render; a hit costs a clone of the values. Bounded: texts over
 /// [`CACHE_MAX_TEXT`] bytes are not kept, and the cache is emptied when it holds [`CACHE_ENTRIES`].
-struct ParseCache(
-    std::sync::Mutex<std::collections::HashMap<(bool, Box<str>), Result<Vec<Value>, YamlError>>>,
-);
+struct ParseCache(std::sync::Mutex<std::collections::HashMap<CacheKey, Parsed>>);
+
+/// (several documents?, the text).
+type CacheKey = (bool, Box<str>);
+type Parsed = Result<Vec<Value>, YamlError>;
 
 const CACHE_MAX_TEXT: usize = 64 * 1024;
 const CACHE_ENTRIES: usize = 4096;
