@@ -221,17 +221,7 @@ impl Cluster {
         obj: &Value,
         manager: &str,
     ) -> Result<Value, ApplyError> {
-        let api = self.api_for(key).await?;
-        let pp = PatchParams::apply(manager).force();
-        let out = api
-            .patch(&key.name, &pp, &Patch::Apply(obj))
-            .await
-            .map_err(|e| ApplyError::Api {
-                key: key.clone(),
-                verb: "apply",
-                source: Box::new(e),
-            })?;
-        Ok(serde_json::to_value(out).expect("objects serialise"))
+        self.server_side_apply(key, obj, manager, false).await
     }
 
     /// Server-side apply of `obj`'s status as `manager`.
@@ -241,16 +231,33 @@ impl Cluster {
         obj: &Value,
         manager: &str,
     ) -> Result<Value, ApplyError> {
+        self.server_side_apply(key, obj, manager, true).await
+    }
+
+    /// The one server-side apply of the agent: forced (git wins), to the object or its status.
+    async fn server_side_apply(
+        &self,
+        key: &ObjectKey,
+        obj: &Value,
+        manager: &str,
+        status: bool,
+    ) -> Result<Value, ApplyError> {
         let api = self.api_for(key).await?;
         let pp = PatchParams::apply(manager).force();
-        let out = api
-            .patch_status(&key.name, &pp, &Patch::Apply(obj))
-            .await
-            .map_err(|e| ApplyError::Api {
-                key: key.clone(),
-                verb: "status apply",
-                source: Box::new(e),
-            })?;
+        let patch = Patch::Apply(obj);
+        let (out, verb) = if status {
+            (
+                api.patch_status(&key.name, &pp, &patch).await,
+                "status apply",
+            )
+        } else {
+            (api.patch(&key.name, &pp, &patch).await, "apply")
+        };
+        let out = out.map_err(|e| ApplyError::Api {
+            key: key.clone(),
+            verb,
+            source: Box::new(e),
+        })?;
         Ok(serde_json::to_value(out).expect("objects serialise"))
     }
 }
