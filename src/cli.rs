@@ -38,8 +38,13 @@ pub enum LogFormat {
 pub enum Command {
     /// Reconcile the clusters a git repository defines: render, plan, apply, report.
     Run(RunArgs),
-    /// Show what a run would change, as unified diffs per object and a summary per unit.
+    /// Preview what a change would do, per cluster: for a pull request (`--base`/`--head`), or for
+    /// the current revision against live state. Exit code as `terraform plan -detailed-exitcode`:
+    /// 0 no changes, 2 changes, 1 error.
     Plan(PlanArgs),
+    /// Compare live state with the revision last applied: list the fields that drifted and the
+    /// field managers that changed them. Changes nothing. Exit code 0 no drift, 2 drift, 1 error.
+    Drift(DriftArgs),
     /// Render one folder (or file) to multi-document YAML on stdout, like `kustomize build`.
     Render(RenderArgs),
     /// Render and validate the units under a path (a repository, or one unit's folder).
@@ -93,12 +98,76 @@ pub struct RunArgs {
     /// Commit reports onto the source branch under this folder instead of a status branch.
     #[arg(long)]
     pub report_path: Option<PathBuf>,
+    #[command(flatten)]
+    pub safety: SafetyArgs,
+    /// Correct drift: re-apply objects whose live state no longer matches what was applied.
+    #[arg(long)]
+    pub self_heal: bool,
+    /// Look for drift on this schedule and write it into the reports (e.g. `10m`).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub drift_interval: Option<Duration>,
+}
+
+/// When objects that left git may be deleted.
+#[derive(Debug, Clone, Args)]
+pub struct SafetyArgs {
+    /// Allow deletions that destroy Azure resources, and plans over the share guard (otherwise
+    /// they need the annotation aro-gitops.dev/allow-deletion=true on the object or its cluster).
+    #[arg(long)]
+    pub allow_deletion: bool,
+    /// The largest share (0 to 1) of a cluster's objects one plan may delete without consent.
+    #[arg(long, default_value_t = 0.5, value_parser = share)]
+    pub max_delete_share: f64,
+}
+
+fn share(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|e| format!("{e}"))?;
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{v} is not between 0 and 1"))
+    }
+}
+
+/// How a plan is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlanFormat {
+    /// Colored text on a terminal, plain otherwise.
+    Text,
+    /// Markdown for a pull-request comment (at most 65,000 characters).
+    Markdown,
+    /// JSON, as `schemas/plan.schema.json` describes.
+    Json,
 }
 
 #[derive(Debug, Args)]
 pub struct PlanArgs {
     #[command(flatten)]
     pub source: SourceArgs,
+    /// The revision the change starts from (a pull request's target). With it and no
+    /// --kubeconfig, head is compared with base instead of live state.
+    #[arg(long)]
+    pub base: Option<String>,
+    /// The revision to plan (a pull request's head); default: --ref.
+    #[arg(long)]
+    pub head: Option<String>,
+    /// Output format.
+    #[arg(long, short = 'o', value_enum, default_value_t = PlanFormat::Text)]
+    pub output: PlanFormat,
+    /// Colors in text output: auto (on a terminal), always, never.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
+    pub color: String,
+    #[command(flatten)]
+    pub safety: SafetyArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct DriftArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Output format: text or json.
+    #[arg(long, short = 'o', default_value = "text", value_parser = ["text", "json"])]
+    pub output: String,
 }
 
 #[derive(Debug, Args)]

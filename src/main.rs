@@ -1,10 +1,11 @@
 use anyhow::{Context, bail};
 use aro_gitops::agent::{self, RunConfig};
 use aro_gitops::cli::{
-    Cli, Command, ControlPlaneCommand, LogFormat, PlanArgs, RenderArgs, RunArgs, ServeArgs,
-    ValidateArgs,
+    Cli, Command, ControlPlaneCommand, DriftArgs, LogFormat, PlanArgs, PlanFormat, RenderArgs,
+    RunArgs, ServeArgs, ValidateArgs,
 };
 use aro_gitops::controlplane::{self, ControlPlane};
+use aro_gitops::plan::preview;
 use aro_gitops::source::{GitRef, ReportTarget};
 use clap::Parser;
 use std::io::IsTerminal;
@@ -35,6 +36,7 @@ async fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run(args).await,
         Command::Plan(args) => plan(args).await,
+        Command::Drift(args) => drift(args).await,
         Command::Render(args) => render(args),
         Command::Validate(args) => validate(args),
         Command::ControlPlane(ControlPlaneCommand::Serve(args)) => {
@@ -75,6 +77,9 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         interval: args.interval,
         report_target,
         progress_bars: std::io::stderr().is_terminal(),
+        safety: safety(&args.safety),
+        self_heal: args.self_heal,
+        drift_interval: args.drift_interval,
     };
     let summary = agent::run(config).await?;
     println!();
@@ -110,33 +115,74 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+fn safety(args: &aro_gitops::cli::SafetyArgs) -> agent::Safety {
+    agent::Safety {
+        allow_deletion: args.allow_deletion,
+        max_delete_share: args.max_delete_share,
+    }
+}
+
 async fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
+    let head = args.head.as_deref().unwrap_or(&args.source.reference);
+    let head: GitRef = head.parse().context("--head")?;
+    let base = match &args.base {
+        Some(b) => Some(b.parse::<GitRef>().context("--base")?),
+        None => None,
+    };
+    let request = agent::PlanRequest {
+        repo: args.source.repo,
+        head,
+        base,
+        state_dir: args.source.state,
+        kubeconfig: args.source.kubeconfig,
+        safety: safety(&args.safety),
+    };
+    let preview = match agent::plan(request).await {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let out = match args.output {
+        PlanFormat::Markdown => preview::markdown(&preview),
+        PlanFormat::Json => preview::json(&preview),
+        PlanFormat::Text => {
+            let color = match args.color.as_str() {
+                "always" => true,
+                "never" => false,
+                _ => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+            };
+            preview::text(&preview, color)
+        }
+    };
+    print!("{out}");
+    // As `terraform plan -detailed-exitcode`: 0 no changes, 2 changes, 1 error.
+    Ok(ExitCode::from(preview.exit_code()))
+}
+
+async fn drift(args: DriftArgs) -> anyhow::Result<ExitCode> {
     let reference: GitRef = args.source.reference.parse().context("--ref")?;
-    let out = agent::plan(
+    let report = match agent::drift(
         &args.source.repo,
         reference,
         &args.source.state,
         args.source.kubeconfig.as_deref(),
     )
-    .await?;
-    println!("plan of {} against {}", out.commit, out.against);
-    for u in &out.units {
-        println!("\n== {}: {}", u.unit, u.summary);
-        for d in u.diffs.iter().filter(|d| !d.diff.is_empty()) {
-            print!("{}", d.diff);
+    .await
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::FAILURE);
         }
-        for e in &u.errors {
-            println!("error: {}", e.message);
-        }
-    }
-    // As `terraform plan -detailed-exitcode`: 0 no changes, 2 changes, 1 error.
-    Ok(if out.has_errors() {
-        ExitCode::FAILURE
-    } else if out.has_changes() {
-        ExitCode::from(2)
+    };
+    if args.output == "json" {
+        println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        ExitCode::SUCCESS
-    })
+        print!("{}", report.text());
+    }
+    Ok(ExitCode::from(report.exit_code()))
 }
 
 /// The enclosing git work tree of `path`, else the current directory.

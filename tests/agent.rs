@@ -105,6 +105,9 @@ impl Fixture {
             interval: Duration::from_secs(30),
             report_target: ReportTarget::default(),
             progress_bars: false,
+            safety: agent::Safety::default(),
+            self_heal: false,
+            drift_interval: None,
         }
     }
 

@@ -2,7 +2,7 @@
 //! control plane with the Azure simulator playing ASO beside it.
 
 use super::AgentError;
-use crate::apply::{Cluster, RequestCounter};
+use crate::apply::{AzureView, Cluster, RequestCounter};
 use crate::azuresim::{AzureSimulator, SimConfig};
 use crate::controlplane::{self, ControlPlane};
 use crate::report::AzureMode;
@@ -13,6 +13,8 @@ use std::time::Duration;
 pub struct Environment {
     pub cluster: Cluster,
     pub azure: AzureMode,
+    /// Whether an Azure resource exists (for reconcile-policy-if-exists).
+    pub azure_view: AzureView,
     pub control_plane: Option<ControlPlane>,
     simulator: Option<tokio::task::JoinHandle<()>>,
 }
@@ -31,6 +33,7 @@ impl Environment {
             return Ok(Environment {
                 cluster,
                 azure: AzureMode::Real,
+                azure_view: AzureView::unavailable(),
                 control_plane: None,
                 simulator: None,
             });
@@ -57,6 +60,7 @@ impl Environment {
         Ok(Environment {
             cluster,
             azure: AzureMode::Simulated,
+            azure_view: AzureView::Simulated(cp.client()),
             control_plane: Some(cp),
             simulator,
         })

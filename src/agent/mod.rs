@@ -6,15 +6,20 @@
 //! between, and commits the reports back to git. With `once` it stops when every unit has
 //! settled or the deadline passes; otherwise it keeps following the repository.
 
+mod drift;
 mod env;
 mod pass;
 mod plan;
 pub mod prepare;
 mod progress;
+pub mod prune;
 mod watch;
 
 pub use env::Environment;
-pub use plan::{PlanOutput, UnitPlan, plan};
+pub use pass::FAILPOINT_ENV;
+pub use drift::{DriftReport, drift};
+pub use plan::{PlanRequest, plan};
+pub use prune::Safety;
 
 use crate::report::{self, UnitOutcome};
 use crate::source::{GitRef, Identity, ReportTarget, Source, SourceConfig, SyncOutcome};
@@ -42,6 +47,12 @@ pub struct RunConfig {
     pub report_target: ReportTarget,
     /// Progress bars (a terminal) instead of plain lines.
     pub progress_bars: bool,
+    /// Consent and guard for deletions.
+    pub safety: Safety,
+    /// Re-apply objects whose live state drifted from what was applied.
+    pub self_heal: bool,
+    /// Look for drift on this schedule (a pass over every unit), when set.
+    pub drift_interval: Option<Duration>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -163,13 +174,7 @@ impl Agent {
         let root = revision.checkout.clone();
         let units = tokio::task::spawn_blocking(move || -> Result<_, AgentError> {
             let units = unit::discover(&root)?;
-            Ok(units
-                .into_iter()
-                .map(|u| {
-                    let p = prepare::prepare(&root, &u);
-                    (u, p)
-                })
-                .collect::<Vec<_>>())
+            Ok(prepare::prepare_all(&root, units))
         })
         .await
         .map_err(|e| AgentError::Task(e.to_string()))??;
@@ -204,8 +209,22 @@ impl Agent {
         }
         // Follow the repository: fetch on an interval, re-converge on a new revision. Nothing in
         // here ends the agent: a failure is logged and tried again on the next round.
+        // A pass over every unit also looks for drift; --drift-interval makes that happen on its
+        // own schedule, between fetches.
+        let mut next_fetch = Instant::now() + self.config.interval;
         loop {
-            tokio::time::sleep(self.config.interval).await;
+            let next_drift = self.config.drift_interval.map(|d| Instant::now() + d);
+            let wake = next_drift.map_or(next_fetch, |d| d.min(next_fetch));
+            tokio::time::sleep_until(wake.into()).await;
+            if Instant::now() < next_fetch {
+                tracing::info!("drift check");
+                outcomes = self.converge(&rev, None).await?;
+                if let Err(e) = self.publish(&outcomes, &mut published).await {
+                    tracing::warn!(error = %e, "reports were not published; retrying next round");
+                }
+                continue;
+            }
+            next_fetch = Instant::now() + self.config.interval;
             let previous = rev.commit.clone();
             match self.load().await {
                 Ok(next) => {
@@ -281,6 +300,36 @@ impl Agent {
             })
             .chain([(String::new(), "v1".to_string(), "Secret".to_string())])
             .collect();
+        // Every unit's inventory (one LIST); units that left git are pruned from theirs.
+        let (mut inventories, broken) = match crate::apply::inventory::read_all(&self.env.cluster).await {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::error!(error = %e, "reading the inventories failed: nothing is pruned this round");
+                (BTreeMap::new(), vec![])
+            }
+        };
+        for e in &broken {
+            tracing::error!(error = %e, "an inventory does not decode: its unit prunes nothing");
+        }
+        let removed: Vec<String> = if rev.units.is_empty() {
+            // No unit at all is an empty render of the whole repository: never prune on it.
+            vec![]
+        } else {
+            let present: BTreeSet<String> = rev.units.iter().map(|(u, _)| u.name()).collect();
+            inventories
+                .keys()
+                .filter(|u| !present.contains(*u))
+                .cloned()
+                .collect()
+        };
+        let kinds: BTreeSet<(String, String, String)> = kinds
+            .into_iter()
+            .chain(inventories.values().flat_map(|inv| {
+                inv.entries
+                    .values()
+                    .map(|e| (e.id.group.clone(), e.version.clone(), e.id.kind.clone()))
+            }))
+            .collect();
         let (mut changes, _watches) = watch::start(&self.env.cluster, &kinds).await;
         let mut due: BTreeSet<usize> = rev
             .units
@@ -296,19 +345,45 @@ impl Agent {
         {
             self.progress.as_mut().expect("progress set").update(i, o);
         }
+        let mut removed_outcomes: BTreeMap<String, UnitOutcome> = BTreeMap::new();
         loop {
+            for unit in &removed {
+                let Some(inv) = inventories.get_mut(unit) else {
+                    continue;
+                };
+                if inv.entries.is_empty() {
+                    continue;
+                }
+                let ctx = pass::PassContext {
+                    cluster: &self.env.cluster,
+                    azure_view: &self.env.azure_view,
+                    azure,
+                    revision: &rev.commit,
+                    stale_source: rev.stale.clone(),
+                    safety: self.config.safety,
+                    self_heal: self.config.self_heal,
+                };
+                let next = pass::remove(&ctx, inv).await;
+                removed_outcomes.insert(unit.clone(), next);
+            }
             for &i in &due {
                 let Ok(prepared) = &rev.units[i].1 else {
                     continue;
                 };
-                let mut next = pass::run(
-                    &self.env.cluster,
-                    prepared,
-                    &rev.commit,
+                let ctx = pass::PassContext {
+                    cluster: &self.env.cluster,
+                    azure_view: &self.env.azure_view,
                     azure,
-                    rev.stale.clone(),
-                )
-                .await;
+                    revision: &rev.commit,
+                    stale_source: rev.stale.clone(),
+                    safety: self.config.safety,
+                    self_heal: self.config.self_heal,
+                };
+                let unit_name = rev.units[i].0.name();
+                let inv = inventories
+                    .entry(unit_name.clone())
+                    .or_insert_with(|| crate::apply::inventory::Inventory::new(&unit_name));
+                let mut next = pass::run(&ctx, prepared, inv).await;
                 carry_actions(&outcomes[i], &mut next);
                 outcomes[i] = next;
                 self.progress
@@ -323,7 +398,12 @@ impl Agent {
                         && report::phase(&outcomes[i]) != report::Phase::Failed
                 })
                 .collect();
-            if pending.is_empty() {
+            let removing = removed_outcomes.values().any(|o| {
+                o.objects
+                    .iter()
+                    .any(|x| x.action == crate::report::ObjectAction::Deleting)
+            });
+            if pending.is_empty() && !removing {
                 break;
             }
             let wait = match deadline {
@@ -351,14 +431,17 @@ impl Agent {
                 .into_iter()
                 .filter(|&i| {
                     let Ok(p) = &rev.units[i].1 else { return false };
+                    let unit_ns = inventories.get(&rev.units[i].0.name()).into_iter().flat_map(|inv| inv.entries.values().map(|e| &e.id.namespace));
                     namespaces.contains(&None)
                         || p.objects
                             .iter()
                             .any(|o| namespaces.contains(&o.key.namespace))
+                        || unit_ns.into_iter().any(|ns| namespaces.contains(ns))
                 })
                 .collect();
         }
         self.progress.as_mut().expect("progress set").finish();
+        outcomes.extend(removed_outcomes.into_values());
         Ok(outcomes)
     }
 

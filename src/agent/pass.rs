@@ -1,10 +1,19 @@
 //! One pass over a prepared unit: read live state (one LIST per kind and namespace), apply what
-//! is unblocked and changed in dependency order, then let the embedded reconcilers write the ARO
-//! objects' status. A pass never waits: what is blocked now is retried when a watch fires.
+//! is unblocked and changed in dependency order, prune what left git (as far as deletion safety
+//! allows), then let the embedded reconcilers write the ARO objects' status. A pass never waits:
+//! what is blocked now is retried when a watch fires.
+//!
+//! The unit's inventory is written before anything new is created (so nothing can be orphaned),
+//! and a `reconcile-policy-if-exists` decision is recorded in it before its create is sent.
+//! Without `self_heal`, an object whose desired state did not change since the agent last applied
+//! it is not re-applied when live state differs: that is drift, and it is reported.
 
 use super::prepare::Prepared;
-use crate::apply::{Cluster, FIELD_MANAGER, OWNERSHIP_MANAGER, RECONCILER_MANAGER};
+use super::prune::{self as pruning, Safety};
+use crate::apply::inventory::{self, Inventory, body_digest};
+use crate::apply::{AzureView, Cluster, FIELD_MANAGER, OWNERSHIP_MANAGER, RECONCILER_MANAGER};
 use crate::object::ObjectKey;
+use crate::plan::policy::{self, Decision, Policy};
 use crate::plan::{Action, diff_object};
 use crate::reconcile::aro::{self, OWNED_KINDS_ANNOTATION, controller_ref, owned_kinds_entry};
 use crate::reconcile::readiness::{Readiness, aso_readiness};
@@ -101,14 +110,54 @@ fn list_key(key: &ObjectKey) -> (String, String, String, Option<String>) {
     )
 }
 
-/// Runs one pass and says how the unit stands.
-pub async fn run(
+/// Test hook: with `ARO_GITOPS_FAILPOINT=exit-after-adoption-record` the process exits right after
+/// a `reconcile-policy-if-exists` decision is recorded and before the create is sent (a crash there).
+pub const FAILPOINT_ENV: &str = "ARO_GITOPS_FAILPOINT";
+
+/// What every pass of a run shares.
+pub struct PassContext<'a> {
+    pub cluster: &'a Cluster,
+    pub azure_view: &'a AzureView,
+    pub azure: AzureMode,
+    pub revision: &'a str,
+    pub stale_source: Option<String>,
+    pub safety: Safety,
+    pub self_heal: bool,
+}
+
+/// Writes `inventory` when it differs from `written`, and remembers what was written.
+async fn save(
     cluster: &Cluster,
-    prepared: &Prepared,
-    revision: &str,
-    azure: AzureMode,
-    stale_source: Option<String>,
-) -> UnitOutcome {
+    inventory: &Inventory,
+    written: &mut Inventory,
+    errors: &mut Vec<UnitError>,
+) -> bool {
+    if inventory == written {
+        return true;
+    }
+    match inventory::write(cluster, inventory).await {
+        Ok(()) => {
+            *written = inventory.clone();
+            true
+        }
+        Err(e) => {
+            errors.push(UnitError {
+                object: None,
+                file: None,
+                message: format!("writing the unit's inventory failed: {e}"),
+            });
+            false
+        }
+    }
+}
+
+/// Runs one pass and says how the unit stands.
+pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory) -> UnitOutcome {
+    let cluster = ctx.cluster;
+    let revision = ctx.revision;
+    let azure = ctx.azure;
+    let stale_source = ctx.stale_source.clone();
+    let mut written = inv.clone();
     let mut errors = Vec::new();
     let mut live: HashMap<ObjectKey, Value> = HashMap::new();
     let mut listed = BTreeSet::new();
@@ -157,6 +206,26 @@ pub async fn run(
             }),
         }
     }
+
+    // Record every object about to be managed before anything is created: a crash after a create
+    // can never leave an object the inventory does not know. Decisions under
+    // reconcile-policy-if-exists are taken just before their create, below.
+    for o in &prepared.objects {
+        if inv.get(&o.key).is_some() {
+            continue;
+        }
+        match live.get(&o.key) {
+            Some(l) => inv.record(&o.key, policy::decide_live(&o.object, l, None), None),
+            None if policy::if_exists(&o.object).is_none() => inv.record(
+                &o.key,
+                policy::decide_create(&o.object, None, Ok(false)).expect("no Azure view needed"),
+                None,
+            ),
+            None => {}
+        }
+    }
+    let inventory_ok = save(cluster, inv, &mut written, &mut errors).await;
+    let unit_objects: Vec<&Value> = prepared.objects.iter().map(|o| &o.object).collect();
 
     let mut outcomes: Vec<Option<ObjectOutcome>> = vec![None; prepared.objects.len()];
     let mut recorded_kinds: HashMap<usize, BTreeSet<String>> = HashMap::new();
@@ -258,15 +327,125 @@ pub async fn run(
                 }
             }
         }
+        if !inventory_ok {
+            outcomes[i] = Some(ObjectOutcome {
+                key: key.clone(),
+                action: ObjectAction::Failed,
+                ready: false,
+                reason: Some("InventoryNotWritten".into()),
+                message: None,
+            });
+            continue;
+        }
+        // Reconcile policy and adoption.
         let current = live.get(key);
+        let decision: Decision = match current {
+            Some(l) => policy::decide_live(&desired, l, inv.get(key).map(|e| e.decision())),
+            None => {
+                let recorded = inv.get(key).map(|e| e.decision());
+                let exists = if recorded.is_none() && policy::if_exists(&desired).is_some() {
+                    ctx.azure_view.exists(&desired, &unit_objects).await
+                } else {
+                    Ok(false)
+                };
+                match policy::decide_create(&desired, recorded, exists) {
+                    Ok(d) => {
+                        if recorded.is_none() {
+                            inv.record(key, d, None);
+                            if !save(cluster, inv, &mut written, &mut errors).await {
+                                outcomes[i] = Some(ObjectOutcome {
+                                    key: key.clone(),
+                                    action: ObjectAction::Failed,
+                                    ready: false,
+                                    reason: Some("InventoryNotWritten".into()),
+                                    message: None,
+                                });
+                                continue;
+                            }
+                            tracing::info!(object = %key, provenance = d.provenance.as_str(), policy = %d.policy, "adoption decision recorded");
+                            if std::env::var(FAILPOINT_ENV).as_deref()
+                                == Ok("exit-after-adoption-record")
+                            {
+                                tracing::error!(object = %key, "failpoint exit-after-adoption-record: exiting before the create");
+                                std::process::exit(137);
+                            }
+                        }
+                        d
+                    }
+                    Err(e) => {
+                        errors.push(UnitError {
+                            object: Some(key.clone()),
+                            file: Some(planned.origin.file.clone()),
+                            message: format!("{key} ({}): {e}", planned.origin),
+                        });
+                        outcomes[i] = Some(ObjectOutcome {
+                            key: key.clone(),
+                            action: ObjectAction::Failed,
+                            ready: false,
+                            reason: Some("AdoptionUndecided".into()),
+                            message: None,
+                        });
+                        continue;
+                    }
+                }
+            }
+        };
+        let desired = policy::with_decision(desired, &decision);
+        if decision.policy == Policy::Skip {
+            inv.record(key, decision, None);
+            outcomes[i] = Some(ObjectOutcome {
+                key: key.clone(),
+                action: ObjectAction::Skipped,
+                ready: false,
+                reason: Some("ReconcilePolicySkip".into()),
+                message: Some(if current.is_some() {
+                    "reconcile-policy skip: read and reported, never written".into()
+                } else {
+                    "reconcile-policy skip: not created".into()
+                }),
+            });
+            continue;
+        }
+        let digest = body_digest(&desired);
+        let adopted = current.is_some()
+            && inv.get(key).and_then(|e| e.applied.as_ref()).is_none()
+            && decision.provenance == crate::plan::policy::Provenance::Adopted;
         let diff = diff_object(Some(&desired), current);
+        // Unchanged in git since the last apply, yet different live: drift.
+        let drifted = diff.action == Action::Update
+            && inv.get(key).and_then(|e| e.applied.as_deref()) == Some(digest.as_str());
+        if drifted && !ctx.self_heal {
+            let fields = crate::plan::drift::drifted_fields(&desired, current.expect("drift is of a live object"));
+            let described: Vec<String> = fields
+                .iter()
+                .map(|f| match f.managers.as_slice() {
+                    [] => f.path.clone(),
+                    m => format!("{} (changed by {})", f.path, m.join(", ")),
+                })
+                .collect();
+            tracing::info!(object = %key, fields = %described.join("; "), "drift: live differs from what was applied (self-heal is off)");
+            outcomes[i] = Some(ObjectOutcome {
+                key: key.clone(),
+                action: ObjectAction::Drifted,
+                ready: false,
+                reason: Some("Drifted".into()),
+                message: Some(format!(
+                    "live state differs from what aro-gitops applied: {}; run with --self-heal to correct it",
+                    if described.is_empty() { "fields it no longer sets".to_string() } else { described.join("; ") }
+                )),
+            });
+            continue;
+        }
         let action = match diff.action {
             Action::Create | Action::Update => {
                 match cluster.apply(key, &desired, FIELD_MANAGER).await {
                     Ok(applied) => {
-                        tracing::info!(object = %key, action = %diff.action, "applied");
+                        tracing::info!(object = %key, action = %diff.action, drifted, "applied");
                         live.insert(key.clone(), applied);
-                        if diff.action == Action::Create {
+                        inv.record(key, decision, Some(digest));
+                        if adopted {
+                            ObjectAction::Adopted
+                        } else if diff.action == Action::Create {
                             ObjectAction::Created
                         } else {
                             ObjectAction::Updated
@@ -282,7 +461,14 @@ pub async fn run(
                     }
                 }
             }
-            _ => ObjectAction::Unchanged,
+            _ => {
+                inv.record(key, decision, Some(digest));
+                if adopted {
+                    ObjectAction::Adopted
+                } else {
+                    ObjectAction::Unchanged
+                }
+            }
         };
         outcomes[i] = Some(ObjectOutcome {
             key: key.clone(),
@@ -293,6 +479,55 @@ pub async fn run(
         });
     }
 
+    // Prune what left git, unless the render or the source says not to.
+    let desired_keys: Vec<ObjectKey> = prepared.objects.iter().map(|o| o.key.clone()).collect();
+    let leaving: Vec<inventory::Entry> = pruning::candidates(inv, &desired_keys)
+        .into_iter()
+        .cloned()
+        .collect();
+    let mut pruned = Vec::new();
+    if !leaving.is_empty() {
+        match crate::plan::prune::hold(Some(prepared.objects.len()), stale_source.as_deref()) {
+            Some(hold) => {
+                tracing::warn!(unit = %prepared.unit.name(), %hold, "prune held");
+                for e in &leaving {
+                    pruned.push(ObjectOutcome {
+                        key: e.key(),
+                        action: ObjectAction::DeletionBlocked,
+                        ready: false,
+                        reason: Some(hold.to_string()),
+                        message: None,
+                    });
+                }
+            }
+            None => {
+                let refs: Vec<&inventory::Entry> = leaving.iter().collect();
+                pruning::read_live(cluster, &refs, &mut live, &mut errors).await;
+                let unit_consent = prepared
+                    .cluster
+                    .as_ref()
+                    .and_then(|c| prepared.objects.iter().find(|o| &o.key == c))
+                    .is_some_and(|o| crate::plan::prune::consents(&o.object));
+                let total = inv.entries.len();
+                pruned = pruning::step(
+                    cluster,
+                    inv,
+                    leaving,
+                    &live,
+                    total,
+                    unit_consent,
+                    ctx.safety,
+                    &mut errors,
+                )
+                .await;
+            }
+        }
+    }
+    if errors.is_empty() && stale_source.is_none() {
+        inv.revision = Some(revision.to_string());
+    }
+    save(cluster, inv, &mut written, &mut errors).await;
+
     reconcile_aro_status(cluster, prepared, &mut live, &mut errors).await;
 
     let objects = prepared
@@ -302,15 +537,17 @@ pub async fn run(
             let mut o = outcomes[i].clone()?;
             let state = state_of(&o.key, live.get(&o.key));
             o.ready = state == State::Ready;
+            // Skipped and drifted objects keep the reason the pass gave them.
+            let keep = matches!(o.action, ObjectAction::Skipped | ObjectAction::Drifted);
             match state {
-                State::Failed { reason, message } => {
+                State::Failed { reason, message } if o.action != ObjectAction::Skipped => {
                     if !matches!(o.action, ObjectAction::Blocked { .. }) {
                         o.action = ObjectAction::Failed;
                     }
                     o.reason = Some(reason);
                     o.message = Some(message);
                 }
-                State::Waiting { reason, message } => {
+                State::Waiting { reason, message } if !keep => {
                     o.reason = Some(reason);
                     o.message = Some(message).filter(|m| !m.is_empty());
                 }
@@ -319,6 +556,7 @@ pub async fn run(
             }
             Some(o)
         })
+        .chain(pruned)
         .collect();
     let mut live_objects: Vec<Value> = live.into_values().collect();
     live_objects.sort_by(|a, b| {
@@ -413,5 +651,64 @@ async fn reconcile_aro_status(
                 }),
             }
         }
+    }
+}
+
+/// A pass over a unit that left git: prunes its whole inventory as deletion safety allows (every
+/// object counts against the share guard, so it needs the unit's consent), and drops the inventory
+/// once nothing is left in it.
+pub async fn remove(ctx: &PassContext<'_>, inv: &mut Inventory) -> UnitOutcome {
+    let mut written = inv.clone();
+    let mut errors = Vec::new();
+    let leaving: Vec<inventory::Entry> = inv.entries.values().cloned().collect();
+    let mut live = HashMap::new();
+    let objects = match crate::plan::prune::hold(Some(1), ctx.stale_source.as_deref()) {
+        Some(hold) => leaving
+            .iter()
+            .map(|e| ObjectOutcome {
+                key: e.key(),
+                action: ObjectAction::DeletionBlocked,
+                ready: false,
+                reason: Some(hold.to_string()),
+                message: None,
+            })
+            .collect(),
+        None => {
+            let refs: Vec<&inventory::Entry> = leaving.iter().collect();
+            pruning::read_live(ctx.cluster, &refs, &mut live, &mut errors).await;
+            let total = leaving.len();
+            pruning::step(
+                ctx.cluster,
+                inv,
+                leaving,
+                &live,
+                total,
+                false,
+                ctx.safety,
+                &mut errors,
+            )
+            .await
+        }
+    };
+    if inv.entries.is_empty() {
+        if let Err(e) = inventory::remove(ctx.cluster, &inv.unit).await {
+            errors.push(UnitError {
+                object: None,
+                file: None,
+                message: format!("removing the inventory of a unit that left git: {e}"),
+            });
+        }
+    } else {
+        save(ctx.cluster, inv, &mut written, &mut errors).await;
+    }
+    UnitOutcome {
+        unit: inv.unit.clone(),
+        cluster: None,
+        revision: ctx.revision.to_string(),
+        stale_source: ctx.stale_source.clone(),
+        azure: ctx.azure,
+        objects,
+        errors,
+        live: vec![],
     }
 }

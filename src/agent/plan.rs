@@ -1,142 +1,564 @@
-//! `aro-gitops plan`: render every unit of a revision and diff it against live state, object by
-//! object, without writing anything.
+//! `aro-gitops plan`: what a revision would do, per cluster, without writing anything.
+//!
+//! Head is rendered and compared with live state when a cluster is reachable (deletions come from
+//! the agent's inventories, adoption from what is live but not recorded), or with the base
+//! revision's render otherwise (a pull request's preview in CI, where no cluster is reachable).
+//! Either way the same decisions as a run are shown: reconcile policies, adoption, and deletions
+//! blocked by deletion safety. Reading live state costs one LIST per kind and no per-object GET.
 
-use super::{AgentError, Environment, prepare};
+use super::prepare::{self, PreparedUnit};
+use super::{AgentError, Environment, Safety};
+use crate::apply::inventory::{self, Identity, Inventory};
+use crate::apply::{AzureView, Cluster};
 use crate::object::ObjectKey;
-use crate::plan::{ObjectDiff, UnitSummary, diff_object};
+use crate::plan::policy::{self, Policy, Provenance};
+use crate::plan::preview::{
+    Adoption, Against, BlockedDeletion, Change, ChangeAction, ClusterPreview, Counts, ObjectRef,
+    PolicyEffect, Preview, Problem, Revision as PreviewRevision,
+};
+use crate::plan::prune::{self, Candidate, Consent, Verdict};
+use crate::plan::{Action, ObjectDiff, diff_object, diff_revisions};
 use crate::report::UnitError;
 use crate::source::{GitRef, Source, SourceConfig};
-use std::collections::HashMap;
-use std::path::Path;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
 
-/// The plan of one unit.
-#[derive(Debug)]
-pub struct UnitPlan {
-    pub unit: String,
-    pub diffs: Vec<ObjectDiff>,
-    pub summary: UnitSummary,
-    pub errors: Vec<UnitError>,
+/// What to plan.
+#[derive(Debug, Clone)]
+pub struct PlanRequest {
+    pub repo: String,
+    /// The revision to plan.
+    pub head: GitRef,
+    /// The revision the change starts from; compared with when no cluster is reachable.
+    pub base: Option<GitRef>,
+    pub state_dir: PathBuf,
+    pub kubeconfig: Option<PathBuf>,
+    pub safety: Safety,
 }
 
-/// The plan of a revision.
-#[derive(Debug)]
-pub struct PlanOutput {
-    pub commit: String,
-    /// What the desired state was compared with.
-    pub against: String,
-    pub units: Vec<UnitPlan>,
+/// One side of a plan, rendered.
+struct Rendered {
+    revision: PreviewRevision,
+    units: Vec<PreparedUnit>,
 }
 
-impl PlanOutput {
-    pub fn has_changes(&self) -> bool {
-        self.units.iter().any(|u| u.summary.has_changes())
-    }
-
-    pub fn has_errors(&self) -> bool {
-        self.units.iter().any(|u| !u.errors.is_empty())
-    }
-}
-
-/// Plans `repo` at `reference` against the cluster in `kubeconfig`, or against the embedded
-/// control plane's state in `state_dir`.
-pub async fn plan(
+/// Fetches `reference` into its own mirror under `state_dir` (never the run's source state) and
+/// prepares every unit of it.
+async fn render_revision(
     repo: &str,
-    reference: GitRef,
-    state_dir: &Path,
-    kubeconfig: Option<&Path>,
-) -> Result<PlanOutput, AgentError> {
-    let env = Environment::start(state_dir, kubeconfig, None).await?;
+    reference: &GitRef,
+    state_dir: PathBuf,
+) -> Result<Rendered, AgentError> {
     let config = SourceConfig {
         url: repo.to_string(),
-        reference,
-        state_dir: state_dir.join("source"),
+        reference: reference.clone(),
+        state_dir,
     };
-    let revision = tokio::task::spawn_blocking(move || -> Result<_, AgentError> {
+    let shown = reference.to_string();
+    tokio::task::spawn_blocking(move || -> Result<Rendered, AgentError> {
         let mut source = Source::open(config)?;
-        Ok(source.sync()?.revision().clone())
+        let revision = match source.sync()? {
+            crate::source::SyncOutcome::Stale { error, .. } => return Err(error.into()),
+            outcome => outcome.revision().clone(),
+        };
+        let units = crate::unit::discover(&revision.checkout)?;
+        let units = prepare::prepare_all(&revision.checkout, units);
+        Ok(Rendered {
+            revision: PreviewRevision {
+                reference: shown,
+                commit: revision.commit,
+            },
+            units,
+        })
     })
     .await
-    .map_err(|e| AgentError::Task(e.to_string()))??;
-    let root = revision.checkout.clone();
-    let prepared = tokio::task::spawn_blocking(move || -> Result<_, AgentError> {
-        Ok(crate::unit::discover(&root)?
-            .into_iter()
-            .map(|u| (u.clone(), prepare::prepare(&root, &u)))
-            .collect::<Vec<_>>())
-    })
-    .await
-    .map_err(|e| AgentError::Task(e.to_string()))??;
-    let against = match kubeconfig {
-        Some(k) => format!("the cluster in {}", k.display()),
-        None => format!(
-            "the embedded local control plane in {}",
-            state_dir.join("control-plane").display()
-        ),
+    .map_err(|e| AgentError::Task(e.to_string()))?
+}
+
+fn problem(e: &UnitError) -> Problem {
+    Problem {
+        file: e.file.as_ref().map(|f| f.display().to_string()),
+        object: e.object.as_ref().map(ObjectRef::from),
+        message: e.message.clone(),
+    }
+}
+
+/// Plans `req`.
+pub async fn plan(req: PlanRequest) -> Result<Preview, AgentError> {
+    let plan_state = req.state_dir.join("plan");
+    let head = render_revision(&req.repo, &req.head, plan_state.join("head")).await?;
+    // Live state when a cluster is reachable; the base revision otherwise.
+    let env = match (&req.kubeconfig, &req.base) {
+        (None, Some(_)) => None,
+        (Some(k), base) => match Environment::start(&req.state_dir, Some(k), None).await {
+            Ok(env) => match env.cluster.kind("", "v1", "Namespace").await {
+                Ok(_) => Some(env),
+                Err(e) if base.is_some() => {
+                    tracing::warn!(error = %e, "the cluster is not reachable: planning against the base revision");
+                    None
+                }
+                Err(e) => return Err(e.into()),
+            },
+            Err(e) if base.is_some() => {
+                tracing::warn!(error = %e, "the cluster is not reachable: planning against the base revision");
+                None
+            }
+            Err(e) => return Err(e),
+        },
+        (None, None) => Some(Environment::start(&req.state_dir, None, None).await?),
     };
-    let mut units = Vec::new();
-    for (unit, p) in prepared {
-        let p = match p {
+    let base = match (&env, &req.base) {
+        (None, Some(b)) => Some(render_revision(&req.repo, b, plan_state.join("base")).await?),
+        _ => None,
+    };
+    let base_revision = base.as_ref().map(|b| b.revision.clone());
+    let mut preview = Preview {
+        format_version: crate::plan::preview::FORMAT_VERSION,
+        repo: req.repo.clone(),
+        base: base_revision,
+        head: head.revision.clone(),
+        against: if env.is_some() {
+            Against::Live
+        } else {
+            Against::Base
+        },
+        against_description: String::new(),
+        clusters: vec![],
+        errors: vec![],
+    };
+    match (env, base) {
+        (Some(env), _) => {
+            preview.against_description = match &req.kubeconfig {
+                Some(k) => format!("live state of the cluster in {}", k.display()),
+                None => format!(
+                    "live state of the embedded local control plane in {} (Azure simulated)",
+                    req.state_dir.join("control-plane").display()
+                ),
+            };
+            let result = against_live(&env.cluster, &env.azure_view, &head, req.safety).await;
+            env.shutdown().await;
+            let (clusters, errors) = result?;
+            preview.clusters = clusters;
+            preview.errors = errors;
+        }
+        (None, Some(base)) => {
+            preview.against_description = format!(
+                "the base revision {} ({})",
+                base.revision.reference,
+                short(&base.revision.commit)
+            );
+            preview.clusters = against_base(&base, &head, req.safety);
+        }
+        (None, None) => unreachable!("without a cluster there is always a base"),
+    }
+    Ok(preview)
+}
+
+fn short(commit: &str) -> &str {
+    &commit[..commit.len().min(12)]
+}
+
+/// The CAPI Cluster of a prepared unit as `namespace/name`.
+fn cluster_name(p: &prepare::Prepared) -> Option<String> {
+    p.cluster.as_ref().map(|c| {
+        format!(
+            "{}/{}",
+            c.namespace.as_deref().unwrap_or("default"),
+            c.name
+        )
+    })
+}
+
+/// Whether the unit's CAPI Cluster in git allows its deletions.
+fn unit_consents(p: &prepare::Prepared) -> bool {
+    p.cluster
+        .as_ref()
+        .and_then(|c| p.objects.iter().find(|o| &o.key == c))
+        .is_some_and(|o| prune::consents(&o.object))
+}
+
+/// Adds one object's planned diff to a cluster preview.
+fn add_diff(c: &mut ClusterPreview, d: ObjectDiff, detach: bool) {
+    let action = match d.action {
+        Action::Create => ChangeAction::Create,
+        Action::Update => ChangeAction::Update,
+        Action::Delete => ChangeAction::Delete,
+        Action::Unchanged => {
+            c.counts.unchanged += 1;
+            return;
+        }
+    };
+    match action {
+        ChangeAction::Create => c.counts.create += 1,
+        ChangeAction::Update => c.counts.update += 1,
+        ChangeAction::Delete => c.counts.delete += 1,
+    }
+    c.changes.push(Change {
+        secret: d.key.group.is_empty() && d.key.kind == "Secret",
+        object: ObjectRef::from(&d.key),
+        action,
+        diff: d.diff,
+        detach,
+    });
+}
+
+/// Adds the deletion verdicts of a unit's candidates (`old` holds the object as it is now: live, or
+/// in the base revision).
+fn add_deletions(
+    c: &mut ClusterPreview,
+    keys: &[ObjectKey],
+    old: &[Option<&Value>],
+    verdicts: Vec<Verdict>,
+    against: &str,
+) {
+    for ((key, obj), verdict) in keys.iter().zip(old).zip(verdicts) {
+        let object = ObjectRef::from(key);
+        match verdict {
+            Verdict::Gone => {}
+            Verdict::Keep { reason } => c.policy_effects.push(PolicyEffect {
+                object,
+                policy: Policy::Skip.as_str().into(),
+                effect: format!("left git but is not deleted: {reason}"),
+            }),
+            Verdict::Blocked { reason } => {
+                c.counts.blocked += 1;
+                c.blocked_deletions.push(BlockedDeletion { object, reason });
+            }
+            Verdict::Delete { detach } => {
+                if detach {
+                    c.policy_effects.push(PolicyEffect {
+                        object: object.clone(),
+                        policy: Policy::DetachOnDelete.as_str().into(),
+                        effect: "the Kubernetes object is deleted; the Azure resource is kept".into(),
+                    });
+                }
+                let mut d = diff_object(None, *obj);
+                d.diff = d.diff.replacen("--- live/", &format!("--- {against}/"), 1);
+                add_diff(c, d, detach);
+            }
+        }
+    }
+}
+
+fn policy_effect(c: &mut ClusterPreview, key: &ObjectKey, policy: Policy, effect: &str) {
+    c.policy_effects.push(PolicyEffect {
+        object: ObjectRef::from(key),
+        policy: policy.as_str().into(),
+        effect: effect.into(),
+    });
+}
+
+fn empty_cluster(unit: &str, cluster: Option<String>) -> ClusterPreview {
+    ClusterPreview {
+        unit: unit.to_string(),
+        cluster,
+        counts: Counts::default(),
+        changes: vec![],
+        blocked_deletions: vec![],
+        adopted: vec![],
+        policy_effects: vec![],
+        errors: vec![],
+    }
+}
+
+/// Head against live state.
+async fn against_live(
+    cluster: &Cluster,
+    azure_view: &AzureView,
+    head: &Rendered,
+    safety: Safety,
+) -> Result<(Vec<ClusterPreview>, Vec<Problem>), AgentError> {
+    let (inventories, broken) = inventory::read_all(cluster).await?;
+    let mut global: Vec<Problem> = broken
+        .iter()
+        .map(|e| Problem {
+            file: None,
+            object: None,
+            message: e.to_string(),
+        })
+        .collect();
+    // One LIST per kind, across namespaces, for every kind head or an inventory names.
+    let mut kinds: BTreeMap<(String, String), ObjectKey> = BTreeMap::new();
+    let head_keys = head
+        .units
+        .iter()
+        .filter_map(|(_, p)| p.as_ref().ok())
+        .flat_map(|p| p.objects.iter().map(|o| o.key.clone()));
+    let inventory_keys = inventories
+        .values()
+        .flat_map(|i| i.entries.values().map(|e| e.key()));
+    for k in head_keys.chain(inventory_keys) {
+        kinds.entry((k.group.clone(), k.kind.clone())).or_insert(k);
+    }
+    let mut live: HashMap<Identity, Value> = HashMap::new();
+    for key in kinds.values() {
+        match cluster.list_all(key, None).await {
+            Ok(items) => {
+                for item in items {
+                    if let Ok(k) = ObjectKey::from_object(&item) {
+                        live.insert(Identity::from(&k), item);
+                    }
+                }
+            }
+            Err(crate::apply::ApplyError::UnknownKind { .. }) => {}
+            Err(e) => global.push(Problem {
+                file: None,
+                object: None,
+                message: e.to_string(),
+            }),
+        }
+    }
+    let empty = Inventory::default();
+    let mut clusters = Vec::new();
+    let present: BTreeSet<String> = head.units.iter().map(|(u, _)| u.name()).collect();
+    for (unit, prepared) in &head.units {
+        let name = unit.name();
+        let inv = inventories.get(&name).unwrap_or(&empty);
+        let p = match prepared {
             Ok(p) => p,
             Err(errors) => {
-                units.push(UnitPlan {
-                    unit: unit.name(),
-                    diffs: vec![],
-                    summary: UnitSummary::default(),
-                    errors,
-                });
+                let mut c = empty_cluster(&name, None);
+                c.errors = errors.iter().map(problem).collect();
+                clusters.push(c);
                 continue;
             }
         };
-        let mut live: HashMap<ObjectKey, serde_json::Value> = HashMap::new();
-        let mut errors = Vec::new();
-        let mut listed = std::collections::BTreeSet::new();
-        for o in &p.objects {
-            if !listed.insert((
-                o.key.group.clone(),
-                o.key.version.clone(),
-                o.key.kind.clone(),
-                o.key.namespace.clone(),
-            )) {
-                continue;
-            }
-            match env.cluster.list(&o.key, None).await {
-                Ok(items) => {
-                    for item in items {
-                        if let Ok(k) = ObjectKey::from_object(&item) {
-                            live.insert(
-                                ObjectKey {
-                                    version: o.key.version.clone(),
-                                    ..k
-                                },
-                                item,
-                            );
+        let mut c = empty_cluster(&name, cluster_name(p));
+        let unit_objects: Vec<&Value> = p.objects.iter().map(|o| &o.object).collect();
+        for &i in &p.order {
+            let o = &p.objects[i];
+            let current = live.get(&Identity::from(&o.key));
+            let recorded = inv.get(&o.key).map(|e| e.decision());
+            let decision = match current {
+                Some(l) => policy::decide_live(&o.object, l, recorded),
+                None => {
+                    let exists = if recorded.is_none() && policy::if_exists(&o.object).is_some() {
+                        azure_view.exists(&o.object, &unit_objects).await
+                    } else {
+                        Ok(false)
+                    };
+                    match policy::decide_create(&o.object, recorded, exists) {
+                        Ok(d) => d,
+                        Err(e) => {
+                            c.errors.push(Problem {
+                                file: Some(o.origin.file.display().to_string()),
+                                object: Some(ObjectRef::from(&o.key)),
+                                message: e.to_string(),
+                            });
+                            continue;
                         }
                     }
                 }
-                Err(e) => errors.push(UnitError {
-                    object: Some(o.key.clone()),
-                    file: Some(o.origin.file.clone()),
-                    message: e.to_string(),
-                }),
+            };
+            if decision.policy == Policy::Skip {
+                policy_effect(
+                    &mut c,
+                    &o.key,
+                    Policy::Skip,
+                    if current.is_some() {
+                        "not applied: reconcile-policy skip (read and reported only)"
+                    } else {
+                        "not created: reconcile-policy skip"
+                    },
+                );
+                continue;
             }
+            if decision.provenance == Provenance::Adopted
+                && inv.get(&o.key).and_then(|e| e.applied.as_ref()).is_none()
+            {
+                c.counts.adopted += 1;
+                c.adopted.push(Adoption {
+                    object: ObjectRef::from(&o.key),
+                    reason: if current.is_some() {
+                        "live and not created by aro-gitops: taken over".into()
+                    } else {
+                        format!(
+                            "the Azure resource already exists: reconcile-policy-if-exists makes the policy {}",
+                            decision.policy
+                        )
+                    },
+                });
+            }
+            if decision.policy == Policy::DetachOnDelete {
+                policy_effect(
+                    &mut c,
+                    &o.key,
+                    Policy::DetachOnDelete,
+                    "applied; when it leaves git, the Azure resource is kept",
+                );
+            }
+            let desired = policy::with_decision(o.object.clone(), &decision);
+            add_diff(&mut c, diff_object(Some(&desired), current), false);
         }
-        let diffs: Vec<ObjectDiff> = p
-            .order
-            .iter()
-            .map(|&i| diff_object(Some(&p.objects[i].object), live.get(&p.objects[i].key)))
-            .collect();
-        let summary = UnitSummary::from_diffs(&diffs);
-        units.push(UnitPlan {
-            unit: unit.name(),
-            diffs,
-            summary,
-            errors,
-        });
+        // Deletions: inventory members no longer rendered.
+        let desired_keys: Vec<ObjectKey> = p.objects.iter().map(|o| o.key.clone()).collect();
+        let leaving = super::prune::candidates(inv, &desired_keys);
+        if !leaving.is_empty() {
+            let keys: Vec<ObjectKey> = leaving.iter().map(|e| e.key()).collect();
+            let old: Vec<Option<&Value>> = keys.iter().map(|k| live.get(&Identity::from(k))).collect();
+            let cands: Vec<Candidate> = keys
+                .iter()
+                .zip(&leaving)
+                .zip(&old)
+                .map(|((k, e), l)| Candidate {
+                    key: k,
+                    live: *l,
+                    recorded: e.policy,
+                })
+                .collect();
+            let consent = Consent {
+                flag: safety.allow_deletion,
+                unit: unit_consents(p) || inv.consent,
+            };
+            let verdicts = prune::decide(&cands, inv.entries.len(), consent, safety.max_delete_share);
+            add_deletions(&mut c, &keys, &old, verdicts, "live");
+        }
+        clusters.push(c);
     }
-    env.shutdown().await;
-    Ok(PlanOutput {
-        commit: revision.commit,
-        against,
-        units,
-    })
+    // Units that left git: everything in their inventory goes (with the unit's consent).
+    if !head.units.is_empty() {
+        for (name, inv) in inventories.iter().filter(|(n, _)| !present.contains(*n)) {
+            let mut c = empty_cluster(name, None);
+            let keys: Vec<ObjectKey> = inv.entries.values().map(|e| e.key()).collect();
+            let old: Vec<Option<&Value>> = keys.iter().map(|k| live.get(&Identity::from(k))).collect();
+            let cands: Vec<Candidate> = keys
+                .iter()
+                .zip(inv.entries.values())
+                .zip(&old)
+                .map(|((k, e), l)| Candidate {
+                    key: k,
+                    live: *l,
+                    recorded: e.policy,
+                })
+                .collect();
+            let consent = Consent {
+                flag: safety.allow_deletion,
+                unit: inv.consent,
+            };
+            let verdicts = prune::decide(&cands, keys.len(), consent, safety.max_delete_share);
+            add_deletions(&mut c, &keys, &old, verdicts, "live");
+            clusters.push(c);
+        }
+    }
+    Ok((clusters, global))
+}
+
+/// Head against the base revision (no cluster).
+fn against_base(base: &Rendered, head: &Rendered, safety: Safety) -> Vec<ClusterPreview> {
+    let base_units: BTreeMap<String, &Result<prepare::Prepared, Vec<UnitError>>> = base
+        .units
+        .iter()
+        .map(|(u, p)| (u.name(), p))
+        .collect();
+    let mut clusters = Vec::new();
+    for (unit, prepared) in &head.units {
+        let name = unit.name();
+        let p = match prepared {
+            Ok(p) => p,
+            Err(errors) => {
+                let mut c = empty_cluster(&name, None);
+                c.errors = errors.iter().map(problem).collect();
+                clusters.push(c);
+                continue;
+            }
+        };
+        let mut c = empty_cluster(&name, cluster_name(p));
+        let old: HashMap<Identity, &Value> = match base_units.get(&name) {
+            Some(Ok(b)) => b
+                .objects
+                .iter()
+                .map(|o| (Identity::from(&o.key), &o.object))
+                .collect(),
+            // A base that did not render shows head as all new.
+            _ => HashMap::new(),
+        };
+        for &i in &p.order {
+            let o = &p.objects[i];
+            let before = old.get(&Identity::from(&o.key)).copied();
+            let declared = policy::declared(&o.object);
+            if declared == Policy::Skip {
+                policy_effect(
+                    &mut c,
+                    &o.key,
+                    Policy::Skip,
+                    "not applied: reconcile-policy skip (read and reported only)",
+                );
+                continue;
+            }
+            if declared == Policy::DetachOnDelete {
+                policy_effect(
+                    &mut c,
+                    &o.key,
+                    Policy::DetachOnDelete,
+                    "applied; when it leaves git, the Azure resource is kept",
+                );
+            }
+            if let Some(p) = policy::if_exists(&o.object)
+                && before.is_none()
+            {
+                policy_effect(
+                    &mut c,
+                    &o.key,
+                    p,
+                    &format!(
+                        "decided at create time: policy {p} if the Azure resource already exists, else manage"
+                    ),
+                );
+            }
+            add_diff(&mut c, diff_revisions(Some(&o.object), before), false);
+        }
+        if let Some(Ok(b)) = base_units.get(&name) {
+            let wanted: BTreeSet<Identity> =
+                p.objects.iter().map(|o| Identity::from(&o.key)).collect();
+            let leaving: Vec<&prepare::PlannedObject> = b
+                .objects
+                .iter()
+                .filter(|o| !wanted.contains(&Identity::from(&o.key)))
+                .collect();
+            deletions_from_base(&mut c, &leaving, b.objects.len(), unit_consents(p), safety);
+        }
+        clusters.push(c);
+    }
+    // Units only in base: all of it leaves.
+    let present: BTreeSet<String> = head.units.iter().map(|(u, _)| u.name()).collect();
+    if !head.units.is_empty() {
+        for (name, b) in base_units.iter().filter(|(n, _)| !present.contains(*n)) {
+            let Ok(b) = b else { continue };
+            let mut c = empty_cluster(name, cluster_name(b));
+            let leaving: Vec<&prepare::PlannedObject> = b.objects.iter().collect();
+            deletions_from_base(&mut c, &leaving, b.objects.len(), false, safety);
+            clusters.push(c);
+        }
+    }
+    clusters
+}
+
+fn deletions_from_base(
+    c: &mut ClusterPreview,
+    leaving: &[&prepare::PlannedObject],
+    total: usize,
+    unit_consent: bool,
+    safety: Safety,
+) {
+    if leaving.is_empty() {
+        return;
+    }
+    let keys: Vec<ObjectKey> = leaving.iter().map(|o| o.key.clone()).collect();
+    let old: Vec<Option<&Value>> = leaving.iter().map(|o| Some(&o.object)).collect();
+    let cands: Vec<Candidate> = keys
+        .iter()
+        .zip(leaving)
+        .map(|(k, o)| Candidate {
+            key: k,
+            live: Some(&o.object),
+            recorded: policy::declared(&o.object),
+        })
+        .collect();
+    let consent = Consent {
+        flag: safety.allow_deletion,
+        unit: unit_consent,
+    };
+    let verdicts = prune::decide(&cands, total, consent, safety.max_delete_share);
+    add_deletions(c, &keys, &old, verdicts, "base");
 }

@@ -197,3 +197,54 @@ fn expand(unit: &Unit, rendered: Vec<SourcedObject>) -> Result<Prepared, Vec<Uni
         cluster,
     })
 }
+
+/// A unit and how its preparation went.
+pub type PreparedUnit = (Unit, Result<Prepared, Vec<UnitError>>);
+
+/// Prepares every unit of the checkout at `root`, on as many threads as there are cores (units are
+/// independent), keeping their order.
+pub fn prepare_all(root: &Path, units: Vec<Unit>) -> Vec<PreparedUnit> {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(units.len().max(1));
+    if threads <= 1 {
+        return units
+            .into_iter()
+            .map(|u| {
+                let p = prepare(root, &u);
+                (u, p)
+            })
+            .collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let done: Vec<Vec<(usize, Result<Prepared, Vec<UnitError>>)>> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut out = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(u) = units.get(i) else { break };
+                        out.push((i, prepare(root, u)));
+                    }
+                    out
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("a prepare thread panicked"))
+            .collect()
+    });
+    let mut results: Vec<Option<Result<Prepared, Vec<UnitError>>>> =
+        (0..units.len()).map(|_| None).collect();
+    for (i, p) in done.into_iter().flatten() {
+        results[i] = Some(p);
+    }
+    units
+        .into_iter()
+        .zip(results)
+        .map(|(u, p)| (u, p.expect("every unit prepared")))
+        .collect()
+}

@@ -4,8 +4,11 @@
 //! serve fails with a clear error), reads live objects, and writes with server-side apply under
 //! the agent's field managers. Every request is counted.
 
+mod azure_view;
 mod counting;
+pub mod inventory;
 
+pub use azure_view::AzureView;
 pub use counting::{CountLayer, RequestCounter};
 
 use crate::object::{ObjectKey, join_api_version};
@@ -215,6 +218,55 @@ impl Cluster {
     }
 
     /// Server-side apply of `obj` as `manager`, taking over fields other managers set (git wins).
+    /// LIST of a kind in every namespace (one request, however many namespaces a fleet has).
+    pub async fn list_all(
+        &self,
+        key: &ObjectKey,
+        label_selector: Option<&str>,
+    ) -> Result<Vec<Value>, ApplyError> {
+        let kind = self
+            .kind(&key.group, &key.version, &key.kind)
+            .await?
+            .ok_or_else(|| ApplyError::UnknownKind {
+                key: key.clone(),
+                kind: key.kind.clone(),
+                api_version: key.api_version(),
+            })?;
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &kind.resource);
+        let mut lp = ListParams::default();
+        if let Some(sel) = label_selector {
+            lp = lp.labels(sel);
+        }
+        let list = api.list(&lp).await.map_err(|e| ApplyError::Api {
+            key: key.clone(),
+            verb: "list",
+            source: Box::new(e),
+        })?;
+        Ok(list
+            .items
+            .into_iter()
+            .map(|o| serde_json::to_value(o).expect("objects serialise"))
+            .collect())
+    }
+
+    /// Deletes `key` (dependents go by background garbage collection). `Ok(false)`: it was
+    /// already gone.
+    pub async fn delete(&self, key: &ObjectKey) -> Result<bool, ApplyError> {
+        let api = self.api_for(key).await?;
+        match api
+            .delete(&key.name, &kube::api::DeleteParams::background())
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(false),
+            Err(e) => Err(ApplyError::Api {
+                key: key.clone(),
+                verb: "delete",
+                source: Box::new(e),
+            }),
+        }
+    }
+
     pub async fn apply(
         &self,
         key: &ObjectKey,

@@ -12,9 +12,11 @@
 //! end in `.invalid`, tokens are fake, and Secrets carry [`secret::SIMULATED_ANNOTATION`].
 //!
 //! Layout: [`azure`] (ids, URLs, owner kinds), [`status`] (what status to write, pure),
-//! [`secret`] (the kubeconfig Secrets, pure), [`runner`] (discovery, watches and writes).
+//! [`secret`] (the kubeconfig Secrets, pure), [`inventory`] (which simulated Azure resources exist),
+//! [`runner`] (discovery, watches and writes).
 
 pub mod azure;
+pub mod inventory;
 pub mod runner;
 pub mod secret;
 pub mod status;

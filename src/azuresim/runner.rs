@@ -8,6 +8,7 @@
 //! generation they were started for: a spec change during the delay starts a new one.
 
 use super::azure::{self, OwnerRef};
+use super::inventory;
 use super::status::{self, Phase};
 use super::{FIELD_MANAGER, RECONCILE_POLICY_ANNOTATION, SimConfig, secret};
 use futures::StreamExt;
@@ -68,7 +69,9 @@ impl fmt::Display for Key {
 /// What a watcher reports.
 enum Seen {
     Applied { key: Key, owner: OwnerRef },
-    Deleted(Key),
+    /// Gone from the control plane; `arm_id` is the Azure resource ASO deleted with it (policy
+    /// `manage`), `None` when the Azure resource is kept (`detach-on-delete`, `skip`) or never existed.
+    Deleted { key: Key, arm_id: Option<String> },
 }
 
 struct Runner {
@@ -82,6 +85,10 @@ struct Runner {
     /// Provisioning started for (generation, due at).
     timers: HashMap<Key, (i64, Instant)>,
     wakeups: BinaryHeap<Reverse<(Instant, Key)>>,
+    /// ARM ids already recorded in the simulated Azure inventory by this runner.
+    recorded: BTreeSet<String>,
+    /// ARM ids whose simulated Azure resource is to be deleted.
+    removals: Vec<String>,
 }
 
 async fn run(client: Client, config: SimConfig) {
@@ -94,6 +101,8 @@ async fn run(client: Client, config: SimConfig) {
         owners: HashMap::new(),
         timers: HashMap::new(),
         wakeups: BinaryHeap::new(),
+        recorded: BTreeSet::new(),
+        removals: Vec::new(),
     };
     // Dropped with this task, which aborts every watcher.
     let mut watchers: JoinSet<()> = JoinSet::new();
@@ -124,6 +133,15 @@ async fn run(client: Client, config: SimConfig) {
                     }
                     let Reverse((_, key)) = runner.wakeups.pop().expect("peeked");
                     dirty.insert(key);
+                }
+            }
+        }
+        for arm_id in std::mem::take(&mut runner.removals) {
+            runner.recorded.remove(&arm_id);
+            match inventory::remove(&runner.client, &arm_id).await {
+                Ok(()) => tracing::info!(%arm_id, "simulated Azure resource deleted"),
+                Err(error) => {
+                    tracing::warn!(%arm_id, %error, "deleting the simulated Azure resource failed")
                 }
             }
         }
@@ -196,9 +214,10 @@ impl Runner {
                 dirty.insert(key.clone());
                 key
             }
-            Seen::Deleted(key) => {
+            Seen::Deleted { key, arm_id } => {
                 self.owners.remove(&key);
                 self.timers.remove(&key);
+                self.removals.extend(arm_id);
                 key
             }
         };
@@ -293,8 +312,17 @@ impl Runner {
                 self.timers.remove(key);
             }
         }
-        if phase == Phase::Succeeded && key.kind == azure::HCP_CLUSTER {
-            self.write_secrets(&obj).await?;
+        if phase == Phase::Succeeded {
+            if let Some(arm_id) = desired.get("id").and_then(Value::as_str)
+                && !self.recorded.contains(arm_id)
+            {
+                let arm_type = azure::arm_type(&key.group, &key.kind);
+                inventory::ensure(&self.client, arm_id, &arm_type, FIELD_MANAGER).await?;
+                self.recorded.insert(arm_id.to_string());
+            }
+            if key.kind == azure::HCP_CLUSTER {
+                self.write_secrets(&obj).await?;
+            }
         }
         Ok(())
     }
@@ -377,7 +405,14 @@ async fn watch_kind(client: Client, ar: ApiResource, tx: mpsc::UnboundedSender<S
                 let owner = azure::owner_of(&to_value(obj, &ar));
                 Seen::Applied { key, owner }
             }
-            Ok(watcher::Event::Delete(obj)) => Seen::Deleted(key_of(&obj, &ar)),
+            Ok(watcher::Event::Delete(obj)) => {
+                let key = key_of(&obj, &ar);
+                let obj = to_value(obj, &ar);
+                Seen::Deleted {
+                    key,
+                    arm_id: deleted_in_azure(&obj),
+                }
+            }
             Ok(watcher::Event::Init | watcher::Event::InitDone) => continue,
             Err(error) => {
                 tracing::warn!(kind = %ar.kind, %error, "Azure simulator: watch failed; retrying");
@@ -388,6 +423,22 @@ async fn watch_kind(client: Client, ar: ApiResource, tx: mpsc::UnboundedSender<S
             return;
         }
     }
+}
+
+/// The ARM id ASO deletes in Azure when `obj` is deleted: its `status.id` under policy `manage`;
+/// `detach-on-delete` and `skip` keep the Azure resource.
+fn deleted_in_azure(obj: &Value) -> Option<String> {
+    let policy = obj
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(RECONCILE_POLICY_ANNOTATION))
+        .and_then(Value::as_str)
+        .unwrap_or("manage");
+    if policy != "manage" {
+        return None;
+    }
+    obj.pointer("/status/id")
+        .and_then(Value::as_str)
+        .map(str::to_string)
 }
 
 fn key_of(obj: &DynamicObject, ar: &ApiResource) -> Key {

@@ -7,7 +7,8 @@
 
 use serde_json::Value;
 
-/// Every preloaded CRD file, in the order [`preloaded`] returns them: CAPI, ARO (CAPZ), policy, then ASO.
+/// Every preloaded CRD file, in the order [`preloaded`] returns them: CAPI, ARO (CAPZ), policy, ASO,
+/// then the Azure simulator's record of simulated Azure resources.
 const FILES: &[(&str, &str)] = &[
     (
         "clusters.cluster.x-k8s.io.yaml",
@@ -76,6 +77,10 @@ const FILES: &[(&str, &str)] = &[
     (
         "hcpopenshiftclustersexternalauths.redhatopenshift.azure.com.yaml",
         include_str!("crds/hcpopenshiftclustersexternalauths.redhatopenshift.azure.com.yaml"),
+    ),
+    (
+        "simulatedazureresources.azuresim.aro-gitops.dev.yaml",
+        include_str!("crds/simulatedazureresources.azuresim.aro-gitops.dev.yaml"),
     ),
 ];
 
@@ -199,6 +204,12 @@ mod tests {
             "HcpOpenShiftClustersExternalAuth",
             HCP_VERSIONS,
             "v1api20240610preview",
+        ),
+        (
+            "azuresim.aro-gitops.dev",
+            "SimulatedAzureResource",
+            &["v1alpha1"],
+            "v1alpha1",
         ),
     ];
     const HCP_VERSIONS: &[&str] = &[
@@ -386,6 +397,10 @@ mod tests {
                 let schema = &v["schema"]["openAPIV3Schema"];
                 let mut found = 0;
                 walk(schema, &name, &mut found);
+                // The simulator's record of Azure resources has no conditions.
+                if name.ends_with(".azuresim.aro-gitops.dev") {
+                    continue;
+                }
                 assert!(found >= 1, "{name}: status.conditions is modelled");
                 assert_eq!(
                     schema["properties"]["status"]["properties"]["conditions"]["type"], "array",

@@ -75,18 +75,48 @@ pub fn diff_object(desired: Option<&Value>, live: Option<&Value>) -> ObjectDiff 
             (Action::Update, Some(l), Some(d))
         }
     };
-    let (old, new) = hide_secret_values(old, new);
-    let render = |v: &Option<Value>| v.as_ref().map(crate::yaml::to_string).unwrap_or_default();
-    let diff = unified(&render(&old), &render(&new), &key);
-    ObjectDiff { key, action, diff }
+    finish(key, action, old, new, "live")
 }
 
-fn unified(old: &str, new: &str, key: &ObjectKey) -> String {
-    similar::TextDiff::from_lines(old, new)
+/// Plans one object between two revisions: `desired` in head, `base` in the base revision. Unlike
+/// [`diff_object`] nothing is projected: both are whole rendered objects, so a field removed in head
+/// shows as removed.
+pub fn diff_revisions(desired: Option<&Value>, base: Option<&Value>) -> ObjectDiff {
+    let key = desired.or(base).map(key_of).unwrap_or_else(empty_key);
+    let whole = |v: &Value| comparable(v, v).0;
+    let (action, old, new) = match (desired.map(whole), base.map(whole)) {
+        (None, None) => (Action::Unchanged, None, None),
+        (Some(d), None) => (Action::Create, None, Some(d)),
+        (None, Some(b)) => (Action::Delete, Some(b), None),
+        (Some(d), Some(b)) if d == b => (Action::Unchanged, None, None),
+        (Some(d), Some(b)) => (Action::Update, Some(b), Some(d)),
+    };
+    if action == Action::Unchanged {
+        return ObjectDiff {
+            key,
+            action,
+            diff: String::new(),
+        };
+    }
+    finish(key, action, old, new, "base")
+}
+
+/// Hides Secret values and renders the unified diff `<from>/<key>` → `desired/<key>`.
+fn finish(
+    key: ObjectKey,
+    action: Action,
+    old: Option<Value>,
+    new: Option<Value>,
+    from: &str,
+) -> ObjectDiff {
+    let (old, new) = hide_secret_values(old, new);
+    let render = |v: &Option<Value>| v.as_ref().map(crate::yaml::to_string).unwrap_or_default();
+    let diff = similar::TextDiff::from_lines(render(&old), render(&new))
         .unified_diff()
         .context_radius(3)
-        .header(&format!("live/{key}"), &format!("desired/{key}"))
-        .to_string()
+        .header(&format!("{from}/{key}"), &format!("desired/{key}"))
+        .to_string();
+    ObjectDiff { key, action, diff }
 }
 
 /// Replaces the values of a Secret's `data` and `stringData` on both sides by markers. Values are
@@ -408,5 +438,118 @@ mod tests {
         assert!(s.has_changes());
         let s: UnitSummary = diffs[3..].iter().collect();
         assert!(!s.has_changes());
+    }
+
+    /// A managedFields entry of `manager`.
+    fn owned(manager: &str, operation: &str, fields: Value) -> Value {
+        json!({"manager": manager, "operation": operation, "apiVersion": "v1",
+               "time": "2026-01-01T00:00:00Z", "fieldsType": "FieldsV1", "fieldsV1": fields})
+    }
+
+    /// `desired` as the API server returns it after the agent applied `applied`: server
+    /// metadata, a label and data key another manager added, and the agent's Apply entry.
+    fn served(desired: &Value, applied_fields: Value) -> Value {
+        let mut live = desired.clone();
+        let meta = live["metadata"].as_object_mut().unwrap();
+        meta.insert("uid".into(), json!("6f1c"));
+        meta.insert("resourceVersion".into(), json!("4711"));
+        meta.insert("creationTimestamp".into(), json!("2026-01-01T00:00:00Z"));
+        meta.insert("labels".into(), json!({"owner": "someone-else"}));
+        meta.insert(
+            "managedFields".into(),
+            json!([
+                owned(crate::apply::FIELD_MANAGER, "Apply", applied_fields),
+                owned(
+                    "other",
+                    "Update",
+                    json!({"f:metadata": {"f:labels": {"f:owner": {}}},
+                                                "f:data": {"f:theirs": {}}})
+                )
+            ]),
+        );
+        live["data"]["theirs"] = json!("dGhlaXJz");
+        live
+    }
+
+    #[test]
+    fn a_no_op_shows_nothing() {
+        let desired = cm(json!({"a": "1", "when": "2026-01-01T00:00:00Z"}));
+        let mut live = served(&desired, json!({"f:data": {"f:a": {}, "f:when": {}}}));
+        live["status"] = json!({"observed": true});
+        let d = diff_object(Some(&desired), Some(&live));
+        assert_eq!((d.action, d.diff.as_str()), (Action::Unchanged, ""));
+    }
+
+    #[test]
+    fn a_key_removed_from_git_shows_as_removal() {
+        let applied = cm(json!({"a": "1", "b": "2"}));
+        let live = served(&applied, json!({"f:data": {"f:a": {}, "f:b": {}}}));
+        let d = diff_object(Some(&cm(json!({"a": "1"}))), Some(&live));
+        assert_eq!(d.action, Action::Update);
+        let changed: Vec<&str> = d
+            .diff
+            .lines()
+            .filter(|l| l.starts_with(['+', '-']) && !l.starts_with("+++") && !l.starts_with("---"))
+            .collect();
+        assert_eq!(changed.len(), 1, "{}", d.diff);
+        assert!(changed[0].starts_with("-  b:"), "{}", d.diff);
+        assert!(
+            !d.diff.contains("theirs") && !d.diff.contains("owner"),
+            "{}",
+            d.diff
+        );
+    }
+
+    #[test]
+    fn diff_text_follows_the_desired_key_order() {
+        let desired = json!({"apiVersion": "example.com/v1", "kind": "Pool",
+                             "metadata": {"name": "p", "namespace": "ns"},
+                             "spec": {"size": "Standard_D4s_v3", "memory": "1Gi", "count": 2}});
+        let live = json!({"kind": "Pool", "apiVersion": "example.com/v1",
+                          "spec": {"count": 3, "memory": "1024Mi", "size": "Standard_D4s_v3",
+                                   "defaulted": true},
+                          "metadata": {"namespace": "ns", "name": "p", "generation": 7}});
+        let d = diff_object(Some(&desired), Some(&live));
+        assert_eq!(d.action, Action::Update);
+        let body: Vec<&str> = d.diff.lines().skip(3).collect();
+        assert_eq!(
+            body,
+            vec![
+                " spec:",
+                "   size: Standard_D4s_v3",
+                "   memory: 1Gi",
+                "-  count: 3",
+                "+  count: 2",
+            ],
+            "{}",
+            d.diff
+        );
+    }
+
+    #[test]
+    fn secret_keys_removed_from_git_show_as_removed_without_values() {
+        let applied = secret(json!({"user": "YWRtaW4=", "password": "aHVudGVyMg=="}));
+        let live = served(
+            &applied,
+            json!({"f:data": {"f:user": {}, "f:password": {}}}),
+        );
+        let same = diff_object(Some(&applied), Some(&live));
+        assert_eq!((same.action, same.diff.as_str()), (Action::Unchanged, ""));
+
+        let d = diff_object(Some(&secret(json!({"user": "YWRtaW4="}))), Some(&live));
+        assert_eq!(d.action, Action::Update);
+        assert!(
+            d.diff.contains(&format!("-  password: {HIDDEN_REMOVED}")),
+            "{}",
+            d.diff
+        );
+        assert!(
+            d.diff.contains(&format!("   user: {HIDDEN_UNCHANGED}")),
+            "{}",
+            d.diff
+        );
+        for value in ["YWRtaW4=", "aHVudGVyMg==", "dGhlaXJz", "theirs"] {
+            assert!(!d.diff.contains(value), "leaked {value}:\n{}", d.diff);
+        }
     }
 }

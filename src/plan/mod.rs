@@ -2,9 +2,13 @@
 //! objects by their dependencies. Pure decisions, no IO: the apply stage acts on what this stage returns.
 
 pub mod diff;
+pub mod drift;
 pub mod graph;
 pub mod normalize;
+pub mod policy;
+pub mod preview;
+pub mod prune;
 
-pub use diff::{Action, ObjectDiff, UnitSummary, diff_object};
+pub use diff::{Action, ObjectDiff, UnitSummary, diff_object, diff_revisions};
 pub use graph::{CycleError, Graph, Node, build};
 pub use normalize::comparable;

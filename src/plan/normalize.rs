@@ -3,12 +3,23 @@
 //!
 //! - Fields the server sets (`uid`, `resourceVersion`, `generation`, timestamps, `managedFields`, ...),
 //!   `status`, and the `kubectl.kubernetes.io/last-applied-configuration` annotation are dropped.
-//! - `ownerReferences` added by controllers are dropped unless the desired object sets some.
-//! - The live object is projected onto the keys the desired object sets (maps recursively; lists are
-//!   compared whole), so defaults and fields written by other controllers do not show as changes.
-//! - `null` in a desired map means "absent" and is dropped; numbers compare by value (`1 == 1.0`).
+//! - The live object is projected onto the fields the desired object sets plus the fields the
+//!   agent's server-side-apply entry (manager [`FIELD_MANAGER`], operation Apply) manages, list
+//!   items included ([`project`]): server defaults and other managers' fields do not show, a field
+//!   removed from git that the agent still manages shows as a removal.
+//! - `null` in a desired map means "absent" and is dropped; an empty desired map or list equals an
+//!   absent one; numbers compare by value (`1 == 1.0`); strings equal as Kubernetes quantities or
+//!   RFC 3339 instants take the desired spelling ([`format`]); map key order never matters, and the
+//!   live side lists keys in the desired order.
 //! - A desired Secret's `stringData` is folded into `data` (base64), as the API server stores it.
 
+mod format;
+mod project;
+
+pub(crate) use project::{Ctx, Owned, is_empty_container, match_items, project};
+
+use crate::apply::FIELD_MANAGER;
+use crate::controlplane::ssa::{FieldSet, Operation, managed_sets};
 use base64::Engine as _;
 use serde_json::{Map, Value};
 
@@ -29,18 +40,56 @@ pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-co
 
 /// Returns `(desired, live)` in comparable form: compare them with `==`.
 pub fn comparable(desired: &Value, live: &Value) -> (Value, Value) {
-    let mut d = desired.clone();
-    strip_nulls(&mut d);
-    fold_secret_string_data(&mut d);
-    strip_server_fields(&mut d, true);
-    canonical_numbers(&mut d);
+    let p = Prepared::new(desired, live);
+    let l = project(
+        &p.live,
+        Some(&p.desired),
+        p.owned(),
+        Ctx::root(&p.desired, true),
+    );
+    (p.desired, l)
+}
 
-    let mut l = live.clone();
-    let desired_owner_refs = d.pointer("/metadata/ownerReferences").is_some();
-    strip_server_fields(&mut l, desired_owner_refs);
-    canonical_numbers(&mut l);
-    let l = project(&l, &d);
-    (d, l)
+/// Both sides cleaned of what never counts, and the live object's field ownership.
+pub(crate) struct Prepared {
+    pub desired: Value,
+    pub live: Value,
+    /// Fields the agent's Apply entries own.
+    agent: FieldSet,
+    /// Fields any manager owns.
+    all: FieldSet,
+}
+
+impl Prepared {
+    pub(crate) fn new(desired: &Value, live: &Value) -> Prepared {
+        let mut agent = FieldSet::new();
+        let mut all = FieldSet::new();
+        for (manager, operation, set) in managed_sets(live) {
+            if manager == FIELD_MANAGER && operation == Operation::Apply {
+                agent = agent.union(&set);
+            }
+            all = all.union(&set);
+        }
+        let mut d = desired.clone();
+        strip_nulls(&mut d);
+        fold_secret_string_data(&mut d);
+        strip_server_fields(&mut d);
+        canonical_numbers(&mut d);
+        let mut l = live.clone();
+        strip_server_fields(&mut l);
+        canonical_numbers(&mut l);
+        Prepared {
+            desired: d,
+            live: l,
+            agent,
+            all,
+        }
+    }
+
+    /// Ownership at the root of the live object.
+    pub(crate) fn owned(&self) -> Owned<'_> {
+        Owned::root(&self.agent, &self.all)
+    }
 }
 
 /// True when `obj` is a core `v1` Secret.
@@ -49,38 +98,19 @@ pub fn is_secret(obj: &Value) -> bool {
         && obj.get("apiVersion").and_then(Value::as_str) == Some("v1")
 }
 
-fn strip_server_fields(obj: &mut Value, keep_owner_refs: bool) {
+fn strip_server_fields(obj: &mut Value) {
     let Some(map) = obj.as_object_mut() else {
         return;
     };
-    map.remove("status");
+    map.shift_remove("status");
     let Some(meta) = map.get_mut("metadata").and_then(Value::as_object_mut) else {
         return;
     };
     for field in SERVER_METADATA {
-        meta.remove(*field);
-    }
-    if !keep_owner_refs {
-        meta.remove("ownerReferences");
+        meta.shift_remove(*field);
     }
     if let Some(annotations) = meta.get_mut("annotations").and_then(Value::as_object_mut) {
-        annotations.remove(LAST_APPLIED_ANNOTATION);
-    }
-}
-
-/// Keeps from `live` only what `desired` sets: map keys recursively, any other value whole.
-fn project(live: &Value, desired: &Value) -> Value {
-    match (live, desired) {
-        (Value::Object(l), Value::Object(d)) => {
-            let mut out = Map::new();
-            for key in d.keys() {
-                if let Some(lv) = l.get(key) {
-                    out.insert(key.clone(), project(lv, &d[key]));
-                }
-            }
-            Value::Object(out)
-        }
-        _ => live.clone(),
+        annotations.shift_remove(LAST_APPLIED_ANNOTATION);
     }
 }
 
@@ -123,7 +153,7 @@ fn fold_secret_string_data(obj: &mut Value) {
     let Some(map) = obj.as_object_mut() else {
         return;
     };
-    let Some(Value::Object(string_data)) = map.remove("stringData") else {
+    let Some(Value::Object(string_data)) = map.shift_remove("stringData") else {
         return;
     };
     let data = map
@@ -188,9 +218,12 @@ mod tests {
     }
 
     #[test]
-    fn lists_compare_whole() {
-        let desired = json!({"spec": {"items": [{"a": 1}]}});
-        let live = json!({"spec": {"items": [{"a": 1, "defaulted": "x"}]}});
+    fn list_items_are_projected_and_scalar_lists_compare_whole() {
+        let desired = json!({"spec": {"items": [{"a": 1}], "args": ["x", "y"]}});
+        let live = json!({"spec": {"items": [{"a": 1, "defaulted": "x"}], "args": ["x", "y"]}});
+        let (d, l) = comparable(&desired, &live);
+        assert_eq!(d, l);
+        let live = json!({"spec": {"items": [{"a": 1}], "args": ["x", "y", "z"]}});
         let (d, l) = comparable(&desired, &live);
         assert_ne!(d, l);
     }
@@ -232,5 +265,179 @@ mod tests {
         let before = desired.clone();
         let _ = comparable(&desired, &desired);
         assert_eq!(desired, before);
+    }
+
+    /// A managedFields entry.
+    pub(crate) fn entry(manager: &str, operation: &str, fields: Value) -> Value {
+        json!({"manager": manager, "operation": operation, "apiVersion": "apps/v1",
+               "time": "2026-01-01T00:00:00Z", "fieldsType": "FieldsV1", "fieldsV1": fields})
+    }
+
+    fn deployment(spec: Value) -> Value {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment",
+               "metadata": {"name": "web", "namespace": "apps", "labels": {"app": "web"}},
+               "spec": spec})
+    }
+
+    /// What the agent applied, as git has it.
+    fn desired_deployment() -> Value {
+        deployment(json!({
+            "replicas": 2,
+            "template": {"spec": {"containers": [{
+                "name": "app", "image": "web:1",
+                "ports": [{"containerPort": 8080}],
+                "resources": {"limits": {"cpu": "0.5", "memory": "1Gi"}}
+            }]}}
+        }))
+    }
+
+    /// The agent's Apply entry for [`desired_deployment`], as the API server records it.
+    fn agent_fields() -> Value {
+        json!({
+            "f:metadata": {"f:labels": {"f:app": {}}},
+            "f:spec": {"f:replicas": {}, "f:template": {"f:spec": {"f:containers": {
+                "k:{\"name\":\"app\"}": {".": {}, "f:image": {}, "f:name": {},
+                    "f:ports": {"k:{\"containerPort\":8080,\"protocol\":\"TCP\"}":
+                        {".": {}, "f:containerPort": {}}},
+                    "f:resources": {"f:limits": {"f:cpu": {}, "f:memory": {}}}}
+            }}}}
+        })
+    }
+
+    /// [`desired_deployment`] as the API server returns it: defaults, status, server metadata,
+    /// another manager's fields and container, canonical quantities, other key order.
+    fn live_deployment() -> Value {
+        json!({
+            "kind": "Deployment", "apiVersion": "apps/v1",
+            "metadata": {
+                "namespace": "apps", "name": "web", "uid": "u-1", "resourceVersion": "812",
+                "generation": 4, "creationTimestamp": "2026-01-01T00:00:00Z",
+                "labels": {"app": "web", "team": "ops"},
+                "annotations": {"deployment.kubernetes.io/revision": "3"},
+                "managedFields": [
+                    entry(FIELD_MANAGER, "Apply", agent_fields()),
+                    entry("kube-controller-manager", "Update", json!({
+                        "f:metadata": {"f:annotations": {"f:deployment.kubernetes.io/revision": {}}},
+                        "f:status": {"f:replicas": {}}})),
+                    entry("labeller", "Apply", json!({"f:metadata": {"f:labels": {"f:team": {}}}})),
+                    entry("injector", "Update", json!({"f:spec": {"f:template": {"f:spec": {
+                        "f:containers": {"k:{\"name\":\"sidecar\"}": {".": {}, "f:name": {},
+                            "f:image": {}}}}}}}))
+                ]
+            },
+            "spec": {
+                "template": {"spec": {
+                    "restartPolicy": "Always",
+                    "containers": [
+                        {"name": "sidecar", "image": "proxy:2"},
+                        {"terminationMessagePath": "/dev/termination-log", "image": "web:1",
+                         "name": "app", "imagePullPolicy": "IfNotPresent",
+                         "ports": [{"protocol": "TCP", "containerPort": 8080}],
+                         "resources": {"limits": {"memory": "1024Mi", "cpu": "500m"}}}
+                    ]
+                }},
+                "replicas": 2,
+                "revisionHistoryLimit": 10,
+                "strategy": {"type": "RollingUpdate"}
+            },
+            "status": {"replicas": 2, "observedGeneration": 4}
+        })
+    }
+
+    #[test]
+    fn a_no_op_is_equal_whatever_the_server_added() {
+        let (d, l) = comparable(&desired_deployment(), &live_deployment());
+        assert_eq!(d, l);
+        // Spelling follows the desired object, and so does key order.
+        assert_eq!(
+            l["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"],
+            json!({"cpu": "0.5", "memory": "1Gi"})
+        );
+        assert_eq!(
+            crate::yaml::to_string(&l),
+            crate::yaml::to_string(&d),
+            "printed the same"
+        );
+    }
+
+    #[test]
+    fn a_field_removed_from_git_that_the_agent_manages_shows() {
+        let mut desired = desired_deployment();
+        desired["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .shift_remove("labels");
+        desired["spec"]["template"]["spec"]["containers"][0]
+            .as_object_mut()
+            .unwrap()
+            .shift_remove("ports");
+        let (d, l) = comparable(&desired, &live_deployment());
+        assert_ne!(d, l);
+        // Only the agent's label, not the other manager's.
+        assert_eq!(l["metadata"]["labels"], json!({"app": "web"}));
+        assert_eq!(
+            l["spec"]["template"]["spec"]["containers"][0]["ports"],
+            json!([{"containerPort": 8080}])
+        );
+        // Managed-only keys come after the desired ones.
+        let keys: Vec<&String> = l["spec"]["template"]["spec"]["containers"][0]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect();
+        assert_eq!(keys, vec!["name", "image", "resources", "ports"]);
+    }
+
+    #[test]
+    fn a_container_removed_from_git_shows_another_managers_does_not() {
+        let mut desired = desired_deployment();
+        desired["spec"]["template"]["spec"]["containers"] = json!([]);
+        let (_, l) = comparable(&desired, &live_deployment());
+        let containers = &l["spec"]["template"]["spec"]["containers"];
+        assert_eq!(containers.as_array().unwrap().len(), 1, "{containers}");
+        assert_eq!(containers[0]["name"], "app");
+        assert_eq!(containers[0]["image"], "web:1");
+        assert!(containers[0].get("imagePullPolicy").is_none());
+    }
+
+    #[test]
+    fn fields_other_managers_set_are_ignored_also_without_agent_entries() {
+        let mut live = live_deployment();
+        live["metadata"]["managedFields"] = json!([]);
+        let (d, l) = comparable(&desired_deployment(), &live);
+        assert_eq!(d, l);
+        // A real change still shows.
+        live["spec"]["template"]["spec"]["containers"][1]["image"] = json!("web:2");
+        let (d, l) = comparable(&desired_deployment(), &live);
+        assert_ne!(d, l);
+    }
+
+    #[test]
+    fn formats_never_cross_types_or_free_form_data() {
+        let desired = json!({"spec": {"n": "1", "m": 1, "t": "2026-01-01T00:00:00Z"}});
+        let live = json!({"spec": {"n": 1, "m": "1", "t": "2026-01-01T00:00:00.000+00:00"}});
+        let (d, l) = comparable(&desired, &live);
+        assert_eq!(
+            l["spec"],
+            json!({"n": 1, "m": "1", "t": "2026-01-01T00:00:00Z"})
+        );
+        assert_ne!(d, l);
+        let cm = |v: &str| {
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                                  "metadata": {"name": "c", "annotations": {"a": v}},
+                                  "data": {"version": v}})
+        };
+        let (d, l) = comparable(&cm("1k"), &cm("1000"));
+        assert_ne!(d, l);
+        assert_eq!(l["data"]["version"], "1000");
+        assert_eq!(l["metadata"]["annotations"]["a"], "1000");
+    }
+
+    #[test]
+    fn empty_maps_and_lists_equal_absent() {
+        let desired = json!({"metadata": {"name": "a", "annotations": {}}, "spec": {"env": []}});
+        let live = json!({"metadata": {"name": "a"}, "spec": {}});
+        let (d, l) = comparable(&desired, &live);
+        assert_eq!(d, l);
     }
 }

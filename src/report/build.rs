@@ -89,11 +89,18 @@ fn phase_on(outcome: &UnitOutcome, chain: &Chain) -> Phase {
         Phase::Failed
     } else if action(|a| matches!(a, ObjectAction::Blocked { .. })) {
         Phase::Blocked
-    } else if outcome
-        .objects
-        .iter()
-        .all(|o| o.ready || o.action == ObjectAction::Deleted)
-    {
+    } else if outcome.objects.iter().all(|o| {
+        // Deletions waiting for consent, and objects the agent never writes, wait for a person,
+        // not for the agent: they do not hold convergence (the report lists them).
+        o.ready
+            || matches!(
+                o.action,
+                ObjectAction::Deleted
+                    | ObjectAction::DeletionBlocked
+                    | ObjectAction::Kept
+                    | ObjectAction::Skipped
+            )
+    }) {
         Phase::Converged
     } else {
         Phase::Progressing
@@ -111,6 +118,12 @@ fn report_object(o: &ObjectOutcome) -> ReportObject {
         ),
         ObjectAction::Failed => (Action::Failed, Vec::new()),
         ObjectAction::Deleted => (Action::Deleted, Vec::new()),
+        ObjectAction::Adopted => (Action::Adopted, Vec::new()),
+        ObjectAction::Skipped => (Action::Skipped, Vec::new()),
+        ObjectAction::Drifted => (Action::Drifted, Vec::new()),
+        ObjectAction::Deleting => (Action::Deleting, Vec::new()),
+        ObjectAction::DeletionBlocked => (Action::DeletionBlocked, Vec::new()),
+        ObjectAction::Kept => (Action::Kept, Vec::new()),
     };
     blocked_on.sort();
     blocked_on.dedup();

@@ -122,7 +122,7 @@ fn objects_section(out: &mut String, report: &ClusterReport) {
             _ => o.name.clone(),
         };
         let ready = match (o.action, o.ready) {
-            (Action::Deleted, _) => "–",
+            (Action::Deleted | Action::Kept | Action::DeletionBlocked, _) => "–",
             (_, true) => "yes",
             (_, false) => "no",
         };

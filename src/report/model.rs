@@ -31,6 +31,18 @@ pub enum ObjectAction {
     },
     Failed,
     Deleted,
+    /// Live and not created by the agent: taken over (its first apply).
+    Adopted,
+    /// Policy `skip`: read and reported, never written.
+    Skipped,
+    /// Live differs from what the agent last applied, and `--self-heal` is off: left as it is.
+    Drifted,
+    /// Left git; the delete was sent and the object is still going.
+    Deleting,
+    /// Left git, but its deletion needs consent (the outcome's reason says why).
+    DeletionBlocked,
+    /// Left git under policy `skip`: never deleted; the agent stops tracking it.
+    Kept,
 }
 
 /// One object of the unit and what happened to it.
@@ -128,7 +140,7 @@ pub struct ClusterRef {
 
 /// The action of one object, as the report spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "camelCase")]
 pub enum Action {
     Created,
     Updated,
@@ -136,6 +148,12 @@ pub enum Action {
     Blocked,
     Failed,
     Deleted,
+    Adopted,
+    Skipped,
+    Drifted,
+    Deleting,
+    DeletionBlocked,
+    Kept,
 }
 
 impl Action {
@@ -147,6 +165,12 @@ impl Action {
             Action::Blocked => "blocked",
             Action::Failed => "failed",
             Action::Deleted => "deleted",
+            Action::Adopted => "adopted",
+            Action::Skipped => "skipped",
+            Action::Drifted => "drifted",
+            Action::Deleting => "deleting",
+            Action::DeletionBlocked => "deletionBlocked",
+            Action::Kept => "kept",
         }
     }
 }

@@ -168,7 +168,7 @@ fn report_problems_are_named_by_pointer() {
     r["azure"] = json!("probably");
     r["phase"] = json!("Done");
     r["chain"]["step"] = json!(9);
-    r["objects"][1]["action"] = json!("adopted");
+    r["objects"][1]["action"] = json!("borrowed");
     r["objects"][1]["blockedOn"] = json!(["the resource group"]);
     r["errors"][0].as_object_mut().unwrap().remove("object");
     r["generatedAt"] = json!("2026-01-01T00:00:00Z");
@@ -178,7 +178,7 @@ fn report_problems_are_named_by_pointer() {
             "/: Additional properties are not allowed ('generatedAt' was unexpected)",
             "/azure: \"probably\" is not one of \"simulated\" or \"real\"",
             "/phase: \"Done\" is not one of \"Converged\", \"Progressing\", \"Blocked\" or \"Failed\"",
-            "/objects/1/action: \"adopted\" is not one of \"created\", \"updated\", \"unchanged\", \"blocked\", \"failed\" or \"deleted\"",
+            "/objects/1/action: \"borrowed\" is not one of \"created\", \"updated\", \"unchanged\", \"blocked\", \"failed\", \"deleted\", \"adopted\", \"skipped\", \"drifted\", \"deleting\", \"deletionBlocked\" or \"kept\"",
             "/objects/1/blockedOn/0: must name an object as Kind/namespace/name",
             "/errors/0/object: is required but missing",
             "/chain/step: step 9 is beyond the chain's 8 steps",

@@ -156,6 +156,16 @@ pub(crate) fn decode_lenient(obj: &Value) -> Vec<Entry> {
     out
 }
 
+/// The fields each manager owns in `obj`, as its managedFields record them: `(manager,
+/// operation, fields)` per entry, in recorded order, malformed entries skipped. For readers
+/// outside the control plane (the planner's diff and drift report).
+pub fn managed_sets(obj: &Value) -> Vec<(String, Operation, FieldSet)> {
+    decode_lenient(obj)
+        .into_iter()
+        .map(|e| (e.manager, e.operation, e.set))
+        .collect()
+}
+
 /// Decodes every entry of an object's managedFields; `None` if any is malformed.
 pub(crate) fn decode_strict(obj: &Value) -> Option<Vec<Entry>> {
     let mut out: Vec<Entry> = Vec::new();
@@ -278,6 +288,27 @@ mod tests {
         assert!(decode_strict(&obj).is_none());
         assert!(is_reset(&json!({"metadata": {"managedFields": [{}]}})));
         assert!(!is_reset(&json!({"metadata": {"managedFields": []}})));
+    }
+
+    #[test]
+    fn managed_sets_per_entry() {
+        let obj = json!({"metadata": {"managedFields": [
+            {"manager": "a", "operation": "Apply", "apiVersion": "v1", "fieldsType": "FieldsV1",
+             "fieldsV1": {"f:data": {"f:x": {}}}},
+            {"manager": "b", "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1",
+             "fieldsV1": {"bogus": {}}},
+            {"manager": "c", "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1",
+             "fieldsV1": {"f:data": {"f:y": {}}}}
+        ]}});
+        let sets = managed_sets(&obj);
+        let names: Vec<(&str, Operation)> = sets.iter().map(|(m, o, _)| (m.as_str(), *o)).collect();
+        assert_eq!(
+            names,
+            vec![("a", Operation::Apply), ("c", Operation::Update)]
+        );
+        let f = |n: &str| crate::controlplane::ssa::PathElement::Field(n.into());
+        assert!(sets[1].2.has(&[f("data"), f("y")]));
+        assert!(managed_sets(&json!({})).is_empty());
     }
 
     #[test]

@@ -31,6 +31,6 @@ mod update_tests;
 pub use apply::{ApplyRequest, BEFORE_FIRST_APPLY, apply, record_update};
 pub use conflicts::{ApplyConflicts, ConflictOwner};
 pub use fieldset::{FieldSet, FieldSetError};
-pub use managed::Operation;
+pub use managed::{Operation, managed_sets};
 pub use path::{FieldPath, PathElement};
 pub use schema::{ListType, Schema};

@@ -1,0 +1,308 @@
+//! `aro-gitops drift`: compares live state with the revision last applied to each unit (from its
+//! inventory), and lists the fields that drifted and the field managers that changed them. It
+//! changes nothing. Secret fields are named, never shown.
+
+use super::prepare::{self, PreparedUnit};
+use super::{AgentError, Environment};
+use crate::apply::Cluster;
+use crate::apply::inventory::{self, Identity, Inventory};
+use crate::object::ObjectKey;
+use crate::plan::drift::drifted_fields;
+use crate::plan::policy::{self, Policy};
+use crate::source::{GitRef, Source, SourceConfig};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// Drift of every unit the agent has applied.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DriftReport {
+    /// What live state was read from.
+    pub against: String,
+    pub units: Vec<UnitDrift>,
+}
+
+/// Drift of one unit.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UnitDrift {
+    pub unit: String,
+    /// The revision last applied (what live state is compared with).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
+    pub objects: Vec<ObjectDrift>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
+}
+
+/// One drifted object.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectDrift {
+    /// `Kind/namespace/name`.
+    pub object: String,
+    pub api_version: String,
+    /// The object is gone from the cluster.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub missing: bool,
+    pub fields: Vec<FieldDrift>,
+}
+
+/// One drifted field.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FieldDrift {
+    pub path: String,
+    /// What was applied; absent for Secrets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub applied: Option<Value>,
+    /// What is live; absent when the field is gone, and for Secrets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub live: Option<Value>,
+    /// The field managers that own the field live, other than aro-gitops (who changed it).
+    pub managers: Vec<String>,
+}
+
+impl DriftReport {
+    pub fn has_drift(&self) -> bool {
+        self.units.iter().any(|u| !u.objects.is_empty())
+    }
+
+    pub fn has_errors(&self) -> bool {
+        self.units.iter().any(|u| !u.errors.is_empty())
+    }
+
+    /// 1 on an error, else 2 when something drifted, else 0 (as `plan`).
+    pub fn exit_code(&self) -> u8 {
+        if self.has_errors() {
+            1
+        } else if self.has_drift() {
+            2
+        } else {
+            0
+        }
+    }
+
+    /// The report for a terminal.
+    pub fn text(&self) -> String {
+        let mut out = format!("Drift against {}\n", self.against);
+        for u in &self.units {
+            let rev = u.revision.as_deref().map(|r| &r[..r.len().min(12)]).unwrap_or("?");
+            let _ = writeln!(out, "\n{} (applied {rev}):", u.unit);
+            for e in &u.errors {
+                let _ = writeln!(out, "  error: {e}");
+            }
+            if u.objects.is_empty() && u.errors.is_empty() {
+                out.push_str("  no drift\n");
+            }
+            for o in &u.objects {
+                if o.missing {
+                    let _ = writeln!(out, "  {}: deleted from the cluster", o.object);
+                    continue;
+                }
+                let _ = writeln!(out, "  {}:", o.object);
+                for f in &o.fields {
+                    let show = |v: &Option<Value>| match v {
+                        Some(v) => v.to_string(),
+                        None => "(absent or hidden)".into(),
+                    };
+                    let by = if f.managers.is_empty() {
+                        String::from("no other field manager recorded")
+                    } else {
+                        format!("changed by {}", f.managers.join(", "))
+                    };
+                    let _ = writeln!(
+                        out,
+                        "    {}: applied {} → live {} ({by})",
+                        f.path,
+                        show(&f.applied),
+                        show(&f.live)
+                    );
+                }
+            }
+        }
+        let drifted: usize = self.units.iter().map(|u| u.objects.len()).sum();
+        let _ = writeln!(
+            out,
+            "\n{drifted} object(s) drifted in {} unit(s).",
+            self.units.iter().filter(|u| !u.objects.is_empty()).count()
+        );
+        out
+    }
+}
+
+/// The drift of one unit: `prepared` is the unit rendered at its last applied revision, `live` the
+/// cluster's objects by identity.
+pub fn unit_drift(
+    inv: &Inventory,
+    prepared: &prepare::Prepared,
+    live: &HashMap<Identity, Value>,
+) -> Vec<ObjectDrift> {
+    let mut out = Vec::new();
+    for &i in &prepared.order {
+        let o = &prepared.objects[i];
+        let Some(entry) = inv.get(&o.key) else {
+            continue;
+        };
+        if entry.applied.is_none() || entry.policy == Policy::Skip {
+            continue;
+        }
+        let desired = policy::with_decision(o.object.clone(), &entry.decision());
+        let drift = match live.get(&Identity::from(&o.key)) {
+            None => ObjectDrift {
+                object: o.key.to_string(),
+                api_version: o.key.api_version(),
+                missing: true,
+                fields: vec![],
+            },
+            Some(l) => {
+                let fields: Vec<FieldDrift> = drifted_fields(&desired, l)
+                    .into_iter()
+                    .map(|f| FieldDrift {
+                        path: f.path,
+                        applied: f.desired,
+                        live: f.live,
+                        managers: f.managers,
+                    })
+                    .collect();
+                if fields.is_empty() {
+                    continue;
+                }
+                ObjectDrift {
+                    object: o.key.to_string(),
+                    api_version: o.key.api_version(),
+                    missing: false,
+                    fields,
+                }
+            }
+        };
+        out.push(drift);
+    }
+    out
+}
+
+/// Reads every object of the inventories' kinds (one LIST per kind).
+pub async fn read_live(
+    cluster: &Cluster,
+    inventories: &BTreeMap<String, Inventory>,
+) -> Result<HashMap<Identity, Value>, AgentError> {
+    let mut kinds: BTreeMap<(String, String), ObjectKey> = BTreeMap::new();
+    for e in inventories.values().flat_map(|i| i.entries.values()) {
+        kinds
+            .entry((e.id.group.clone(), e.id.kind.clone()))
+            .or_insert_with(|| e.key());
+    }
+    let mut live = HashMap::new();
+    for key in kinds.values() {
+        match cluster.list_all(key, None).await {
+            Ok(items) => {
+                for item in items {
+                    if let Ok(k) = ObjectKey::from_object(&item) {
+                        live.insert(Identity::from(&k), item);
+                    }
+                }
+            }
+            Err(crate::apply::ApplyError::UnknownKind { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(live)
+}
+
+/// Renders `repo` at `commit` in its own state folder.
+async fn render_commit(
+    repo: &str,
+    commit: &str,
+    state_dir: &Path,
+) -> Result<Vec<PreparedUnit>, AgentError> {
+    let config = SourceConfig {
+        url: repo.to_string(),
+        reference: GitRef::Commit(commit.to_string()),
+        state_dir: state_dir.join("drift").join(&commit[..commit.len().min(12)]),
+    };
+    tokio::task::spawn_blocking(move || -> Result<_, AgentError> {
+        let mut source = Source::open(config)?;
+        let revision = source.sync()?.revision().clone();
+        let units = crate::unit::discover(&revision.checkout)?;
+        Ok(prepare::prepare_all(&revision.checkout, units))
+    })
+    .await
+    .map_err(|e| AgentError::Task(e.to_string()))?
+}
+
+/// Runs `aro-gitops drift`: every unit with an inventory, against the revision last applied to it.
+/// `_reference` is accepted for symmetry with the other commands; drift is judged against what was
+/// applied, whatever the branch says now.
+pub async fn drift(
+    repo: &str,
+    _reference: GitRef,
+    state_dir: &Path,
+    kubeconfig: Option<&Path>,
+) -> Result<DriftReport, AgentError> {
+    let env = Environment::start(state_dir, kubeconfig, None).await?;
+    let against = match kubeconfig {
+        Some(k) => format!("the cluster in {}", k.display()),
+        None => format!(
+            "the embedded local control plane in {}",
+            state_dir.join("control-plane").display()
+        ),
+    };
+    let result = async {
+        let (inventories, broken) = inventory::read_all(&env.cluster).await?;
+        let live = read_live(&env.cluster, &inventories).await?;
+        let mut by_revision: BTreeMap<String, Vec<PreparedUnit>> = BTreeMap::new();
+        let mut units = Vec::new();
+        for (name, inv) in &inventories {
+            let Some(rev) = &inv.revision else {
+                units.push(UnitDrift {
+                    unit: name.clone(),
+                    revision: None,
+                    objects: vec![],
+                    errors: vec!["no revision was fully applied to this unit yet".into()],
+                });
+                continue;
+            };
+            if !by_revision.contains_key(rev) {
+                let rendered = render_commit(repo, rev, state_dir).await?;
+                by_revision.insert(rev.clone(), rendered);
+            }
+            let rendered = &by_revision[rev];
+            let found = rendered.iter().find(|(u, _)| &u.name() == name);
+            let (objects, errors) = match found {
+                Some((_, Ok(p))) => (unit_drift(inv, p, &live), vec![]),
+                Some((_, Err(errs))) => (
+                    vec![],
+                    errs.iter().map(|e| e.message.clone()).collect(),
+                ),
+                None => (
+                    vec![],
+                    vec![format!("the unit is not in revision {rev}")],
+                ),
+            };
+            units.push(UnitDrift {
+                unit: name.clone(),
+                revision: Some(rev.clone()),
+                objects,
+                errors,
+            });
+        }
+        for e in broken {
+            units.push(UnitDrift {
+                unit: String::from("?"),
+                revision: None,
+                objects: vec![],
+                errors: vec![e.to_string()],
+            });
+        }
+        Ok::<_, AgentError>(units)
+    }
+    .await;
+    env.shutdown().await;
+    Ok(DriftReport {
+        against,
+        units: result?,
+    })
+}

@@ -1,0 +1,274 @@
+//! Pruning in a pass: objects in a unit's inventory that are no longer rendered are deleted, as the
+//! deletion-safety decisions of [`crate::plan::prune`] allow, dependents before what they depend on,
+//! one step per pass (a pass never waits: the next one goes on when the watches fire).
+
+use crate::apply::inventory::{Entry, Inventory};
+use crate::apply::{Cluster, OWNERSHIP_MANAGER};
+use crate::object::ObjectKey;
+use crate::plan::graph::{self, Node};
+use crate::plan::policy::Policy;
+use crate::plan::prune::{self, Candidate, Consent, Verdict};
+use crate::report::{ObjectAction, ObjectOutcome, UnitError};
+use crate::validate::RECONCILE_POLICY;
+use serde_json::{Value, json};
+use std::collections::{BTreeSet, HashMap};
+
+/// How deletions are allowed, from the command line.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Safety {
+    /// `--allow-deletion`.
+    pub allow_deletion: bool,
+    /// `--max-delete-share`.
+    pub max_delete_share: f64,
+}
+
+impl Default for Safety {
+    fn default() -> Self {
+        Safety {
+            allow_deletion: false,
+            max_delete_share: prune::DEFAULT_MAX_DELETE_SHARE,
+        }
+    }
+}
+
+/// The inventory entries of `inventory` that `desired` no longer holds.
+pub fn candidates<'a>(inventory: &'a Inventory, desired: &[ObjectKey]) -> Vec<&'a Entry> {
+    let wanted: BTreeSet<_> = desired
+        .iter()
+        .map(crate::apply::inventory::Identity::from)
+        .collect();
+    inventory
+        .entries
+        .values()
+        .filter(|e| !wanted.contains(&e.id))
+        .collect()
+}
+
+/// Reads the live objects of `entries` (one LIST per kind and namespace not listed yet).
+pub async fn read_live(
+    cluster: &Cluster,
+    entries: &[&Entry],
+    live: &mut HashMap<ObjectKey, Value>,
+    errors: &mut Vec<UnitError>,
+) {
+    let mut listed = BTreeSet::new();
+    for e in entries {
+        let key = e.key();
+        if live.contains_key(&key)
+            || !listed.insert((key.group.clone(), key.kind.clone(), key.namespace.clone()))
+        {
+            continue;
+        }
+        match cluster.list(&key, None).await {
+            Ok(items) => {
+                for item in items {
+                    if let Ok(k) = ObjectKey::from_object(&item) {
+                        live.insert(
+                            ObjectKey {
+                                version: key.version.clone(),
+                                ..k
+                            },
+                            item,
+                        );
+                    }
+                }
+            }
+            // A kind no longer served holds no objects.
+            Err(crate::apply::ApplyError::UnknownKind { .. }) => {}
+            Err(e) => errors.push(UnitError {
+                object: Some(key),
+                file: None,
+                message: format!("reading an object to prune: {e}"),
+            }),
+        }
+    }
+}
+
+/// Runs one pruning step for a unit: decides every candidate, deletes those whose dependents among
+/// the candidates are gone, and forgets what is gone or kept. Returns the outcomes of the candidates.
+#[allow(clippy::too_many_arguments)]
+pub async fn step(
+    cluster: &Cluster,
+    inventory: &mut Inventory,
+    entries: Vec<Entry>,
+    live: &HashMap<ObjectKey, Value>,
+    total: usize,
+    unit_consent: bool,
+    safety: Safety,
+    errors: &mut Vec<UnitError>,
+) -> Vec<ObjectOutcome> {
+    let keys: Vec<ObjectKey> = entries.iter().map(Entry::key).collect();
+    let cands: Vec<Candidate> = entries
+        .iter()
+        .zip(&keys)
+        .map(|(e, k)| Candidate {
+            key: k,
+            live: live.get(k),
+            recorded: e.policy,
+        })
+        .collect();
+    let consent = Consent {
+        flag: safety.allow_deletion,
+        unit: unit_consent || inventory.consent,
+    };
+    let verdicts = prune::decide(&cands, total, consent, safety.max_delete_share);
+    let g = graph_of(&keys, live);
+    let order = match g.order() {
+        Ok(mut order) => {
+            order.reverse();
+            order
+        }
+        Err(_) => (0..keys.len()).rev().collect(),
+    };
+    let mut outcomes = Vec::new();
+    for &i in &order {
+        let key = &keys[i];
+        let outcome = |action: ObjectAction, reason: Option<String>| ObjectOutcome {
+            key: key.clone(),
+            action,
+            ready: false,
+            reason,
+            message: None,
+        };
+        match &verdicts[i] {
+            Verdict::Gone => {
+                inventory.forget(key);
+                outcomes.push(outcome(ObjectAction::Deleted, None));
+            }
+            Verdict::Keep { reason } => {
+                tracing::info!(object = %key, %reason, "left alone");
+                inventory.forget(key);
+                outcomes.push(outcome(ObjectAction::Kept, Some(reason.clone())));
+            }
+            Verdict::Blocked { reason } => {
+                tracing::warn!(object = %key, %reason, "deletion blocked");
+                outcomes.push(outcome(ObjectAction::DeletionBlocked, Some(reason.clone())));
+            }
+            Verdict::Delete { detach } => {
+                // Dependents first: wait until every candidate that depends on this one is gone.
+                let waiting: Vec<&ObjectKey> = g
+                    .dependents(i)
+                    .into_iter()
+                    .map(|d| &keys[d])
+                    .filter(|d| live.contains_key(*d))
+                    .collect();
+                if !waiting.is_empty() {
+                    let blocked = waiting.iter().any(|d| {
+                        let j = keys.iter().position(|k| k == *d).expect("a candidate");
+                        matches!(verdicts[j], Verdict::Blocked { .. })
+                    });
+                    let names = waiting
+                        .iter()
+                        .map(|d| d.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    outcomes.push(if blocked {
+                        outcome(
+                            ObjectAction::DeletionBlocked,
+                            Some(format!("objects that depend on it are not deleted: {names}")),
+                        )
+                    } else {
+                        outcome(
+                            ObjectAction::Deleting,
+                            Some(format!("waiting for {names} to be deleted first")),
+                        )
+                    });
+                    continue;
+                }
+                let obj = live.get(key).expect("a Delete verdict has a live object");
+                if obj.pointer("/metadata/deletionTimestamp").is_some() {
+                    outcomes.push(outcome(ObjectAction::Deleting, None));
+                    continue;
+                }
+                if *detach && let Err(e) = write_detach(cluster, key, obj).await {
+                    errors.push(UnitError {
+                        object: Some(key.clone()),
+                        file: None,
+                        message: format!("writing detach-on-delete before the delete: {e}"),
+                    });
+                    outcomes.push(outcome(ObjectAction::Failed, None));
+                    continue;
+                }
+                match cluster.delete(key).await {
+                    Ok(_) => {
+                        tracing::info!(object = %key, detach, "deleted");
+                        let reason = detach.then(|| {
+                            "detach-on-delete: the Azure resource is kept".to_string()
+                        });
+                        outcomes.push(outcome(ObjectAction::Deleting, reason));
+                    }
+                    Err(e) => {
+                        errors.push(UnitError {
+                            object: Some(key.clone()),
+                            file: None,
+                            message: e.to_string(),
+                        });
+                        outcomes.push(outcome(ObjectAction::Failed, None));
+                    }
+                }
+            }
+        }
+    }
+    outcomes
+}
+
+/// Makes sure `detach-on-delete` is on the live object before it is deleted (so ASO keeps the
+/// Azure resource), with a write of its own when it is not there yet.
+async fn write_detach(
+    cluster: &Cluster,
+    key: &ObjectKey,
+    obj: &Value,
+) -> Result<(), crate::apply::ApplyError> {
+    let current = obj
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(RECONCILE_POLICY))
+        .and_then(Value::as_str);
+    if current == Some(Policy::DetachOnDelete.as_str()) {
+        return Ok(());
+    }
+    let patch = json!({
+        "apiVersion": obj["apiVersion"], "kind": obj["kind"],
+        "metadata": {"name": key.name, "namespace": key.namespace,
+                     "annotations": {RECONCILE_POLICY: Policy::DetachOnDelete.as_str()}},
+    });
+    cluster.apply(key, &patch, OWNERSHIP_MANAGER).await.map(|_| ())
+}
+
+/// The dependency graph of the candidates, from their live bodies; an object controlled by another
+/// candidate (its controller ownerReference) counts as embedded in it.
+fn graph_of(keys: &[ObjectKey], live: &HashMap<ObjectKey, Value>) -> graph::Graph {
+    let empty = json!({});
+    let uid_of = |k: &ObjectKey| {
+        live.get(k)
+            .and_then(|o| o.pointer("/metadata/uid"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let uids: Vec<Option<String>> = keys.iter().map(uid_of).collect();
+    let nodes: Vec<Node> = keys
+        .iter()
+        .map(|k| {
+            let obj = live.get(k).unwrap_or(&empty);
+            let controller = obj
+                .pointer("/metadata/ownerReferences")
+                .and_then(Value::as_array)
+                .and_then(|refs| {
+                    refs.iter()
+                        .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
+                })
+                .and_then(|r| r.get("uid"))
+                .and_then(Value::as_str);
+            let embedded_in = controller.and_then(|uid| {
+                uids.iter()
+                    .position(|u| u.as_deref() == Some(uid))
+                    .map(|p| keys[p].clone())
+            });
+            Node {
+                key: k.clone(),
+                object: obj,
+                embedded_in,
+            }
+        })
+        .collect();
+    graph::build(&nodes)
+}

@@ -1,0 +1,357 @@
+//! The inventory: what the agent applied for each unit, kept in the cluster so that it survives
+//! restarts and is shared by replicas. Prune deletes only inventory members that are no longer
+//! rendered.
+//!
+//! One ConfigMap per unit in [`NAMESPACE`], labelled [`INVENTORY_LABEL`], its unit path in
+//! [`UNIT_ANNOTATION`]. `data.revision` holds the last revision applied to the unit, `data.entries`
+//! one JSON object per line: the object's identity and version, the reconcile decision taken for it,
+//! and a digest of the body last applied (how a changed desired state is told apart from drift).
+//! No object bodies and no Secret values are stored.
+
+use super::{ApplyError, Cluster, FIELD_MANAGER};
+use crate::object::ObjectKey;
+use crate::plan::policy::{Decision, Policy, Provenance};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+/// Namespace of the inventories.
+pub const NAMESPACE: &str = "aro-gitops-system";
+/// Label every inventory carries (value `"true"`): one LIST finds them all.
+pub const INVENTORY_LABEL: &str = "aro-gitops.dev/inventory";
+/// Annotation holding the unit path an inventory belongs to.
+pub const UNIT_ANNOTATION: &str = "aro-gitops.dev/unit";
+
+/// An object's identity across API versions: group, kind, namespace, name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Identity {
+    pub group: String,
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+impl From<&ObjectKey> for Identity {
+    fn from(k: &ObjectKey) -> Self {
+        Identity {
+            group: k.group.clone(),
+            kind: k.kind.clone(),
+            namespace: k.namespace.clone(),
+            name: k.name.clone(),
+        }
+    }
+}
+
+/// What the inventory records about one object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    #[serde(flatten)]
+    pub id: Identity,
+    /// The API version last applied (deletes and reads use it).
+    pub version: String,
+    pub provenance: Provenance,
+    pub policy: Policy,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub if_exists: bool,
+    /// Digest of the body last applied; `None` while recorded but not yet applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applied: Option<String>,
+}
+
+impl Entry {
+    pub fn key(&self) -> ObjectKey {
+        ObjectKey {
+            group: self.id.group.clone(),
+            version: self.version.clone(),
+            kind: self.id.kind.clone(),
+            namespace: self.id.namespace.clone(),
+            name: self.id.name.clone(),
+        }
+    }
+
+    pub fn decision(&self) -> Decision {
+        Decision {
+            provenance: self.provenance,
+            policy: self.policy,
+            if_exists: self.if_exists,
+        }
+    }
+}
+
+/// One unit's inventory.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Inventory {
+    pub unit: String,
+    /// The last revision applied to the unit.
+    pub revision: Option<String>,
+    pub entries: BTreeMap<Identity, Entry>,
+    /// The live ConfigMap carries [`crate::plan::prune::ALLOW_DELETION_ANNOTATION`]`=true`.
+    pub consent: bool,
+}
+
+/// An inventory that does not decode.
+#[derive(Debug, thiserror::Error)]
+#[error("ConfigMap/{NAMESPACE}/{name}: the inventory does not decode: {why}")]
+pub struct InventoryError {
+    pub name: String,
+    pub why: String,
+}
+
+/// The ConfigMap name of a unit's inventory: a readable slug and a digest of the exact path.
+pub fn name_for(unit: &str) -> String {
+    let slug: String = unit
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let slug: String = slug.trim_matches('-').chars().take(200).collect();
+    format!("inventory-{}-{}", slug.trim_end_matches('-'), &digest(unit)[..10])
+}
+
+/// Hex SHA-256 of `text`.
+pub fn digest(text: &str) -> String {
+    let d = ring::digest::digest(&ring::digest::SHA256, text.as_bytes());
+    d.as_ref().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The digest of an object body as applied (its JSON text, key order as given).
+pub fn body_digest(obj: &Value) -> String {
+    digest(&obj.to_string())[..32].to_string()
+}
+
+impl Inventory {
+    pub fn new(unit: &str) -> Inventory {
+        Inventory {
+            unit: unit.to_string(),
+            ..Default::default()
+        }
+    }
+
+    pub fn get(&self, key: &ObjectKey) -> Option<&Entry> {
+        self.entries.get(&Identity::from(key))
+    }
+
+    /// Records (or updates) the entry of `key`.
+    pub fn record(&mut self, key: &ObjectKey, decision: Decision, applied: Option<String>) {
+        let id = Identity::from(key);
+        let applied = applied.or_else(|| self.entries.get(&id).and_then(|e| e.applied.clone()));
+        self.entries.insert(
+            id.clone(),
+            Entry {
+                id,
+                version: key.version.clone(),
+                provenance: decision.provenance,
+                policy: decision.policy,
+                if_exists: decision.if_exists,
+                applied,
+            },
+        );
+    }
+
+    pub fn forget(&mut self, key: &ObjectKey) {
+        self.entries.remove(&Identity::from(key));
+    }
+
+    /// The ConfigMap that stores this inventory (for server-side apply).
+    pub fn to_config_map(&self) -> Value {
+        let entries: Vec<String> = self
+            .entries
+            .values()
+            .map(|e| serde_json::to_string(e).expect("entries serialise"))
+            .collect();
+        let mut data = serde_json::Map::new();
+        if let Some(r) = &self.revision {
+            data.insert("revision".into(), Value::String(r.clone()));
+        }
+        data.insert("entries".into(), Value::String(entries.join("\n")));
+        json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": name_for(&self.unit),
+                "namespace": NAMESPACE,
+                "labels": {INVENTORY_LABEL: "true", "app.kubernetes.io/managed-by": "aro-gitops"},
+                "annotations": {UNIT_ANNOTATION: self.unit},
+            },
+            "data": data,
+        })
+    }
+
+    /// Reads an inventory from its live ConfigMap.
+    pub fn from_config_map(cm: &Value) -> Result<Inventory, InventoryError> {
+        let name = cm
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .to_string();
+        let err = |why: String| InventoryError {
+            name: name.clone(),
+            why,
+        };
+        let unit = cm
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(UNIT_ANNOTATION))
+            .and_then(Value::as_str)
+            .ok_or_else(|| err(format!("no {UNIT_ANNOTATION} annotation")))?
+            .to_string();
+        let revision = cm
+            .pointer("/data/revision")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let mut entries = BTreeMap::new();
+        let lines = cm
+            .pointer("/data/entries")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        for (n, line) in lines.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+            let e: Entry = serde_json::from_str(line)
+                .map_err(|e| err(format!("data.entries line {}: {e}", n + 1)))?;
+            entries.insert(e.id.clone(), e);
+        }
+        Ok(Inventory {
+            unit,
+            revision,
+            entries,
+            consent: crate::plan::prune::consents(cm),
+        })
+    }
+}
+
+/// The key of the inventory ConfigMaps, for LIST calls.
+fn config_map_key(name: &str) -> ObjectKey {
+    ObjectKey {
+        group: String::new(),
+        version: "v1".into(),
+        kind: "ConfigMap".into(),
+        namespace: Some(NAMESPACE.into()),
+        name: name.into(),
+    }
+}
+
+/// Every inventory in the cluster, by unit path (one LIST). Inventories that do not decode are
+/// returned as errors: their units prune nothing.
+pub async fn read_all(
+    cluster: &Cluster,
+) -> Result<(BTreeMap<String, Inventory>, Vec<InventoryError>), ApplyError> {
+    let items = cluster
+        .list(&config_map_key(""), Some(&format!("{INVENTORY_LABEL}=true")))
+        .await?;
+    let mut found = BTreeMap::new();
+    let mut errors = Vec::new();
+    for cm in items {
+        match Inventory::from_config_map(&cm) {
+            Ok(inv) => {
+                found.insert(inv.unit.clone(), inv);
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    Ok((found, errors))
+}
+
+/// Writes `inventory` (server-side apply), creating its namespace on first use.
+pub async fn write(cluster: &Cluster, inventory: &Inventory) -> Result<(), ApplyError> {
+    let cm = inventory.to_config_map();
+    let key = ObjectKey::from_object(&cm).expect("inventory has an identity");
+    match cluster.apply(&key, &cm, FIELD_MANAGER).await {
+        Ok(_) => Ok(()),
+        Err(ApplyError::Api { source, .. })
+            if matches!(source.as_ref(), kube::Error::Api(s) if s.code == 404) =>
+        {
+            let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}});
+            let ns_key = ObjectKey::from_object(&ns).expect("namespace has an identity");
+            cluster.apply(&ns_key, &ns, FIELD_MANAGER).await?;
+            cluster.apply(&key, &cm, FIELD_MANAGER).await.map(|_| ())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Deletes a unit's inventory once it holds nothing.
+pub async fn remove(cluster: &Cluster, unit: &str) -> Result<(), ApplyError> {
+    cluster.delete(&config_map_key(&name_for(unit))).await.map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(kind: &str, name: &str, version: &str) -> ObjectKey {
+        ObjectKey {
+            group: "resources.azure.com".into(),
+            version: version.into(),
+            kind: kind.into(),
+            namespace: Some("dev".into()),
+            name: name.into(),
+        }
+    }
+
+    #[test]
+    fn names_are_valid_and_distinct_for_similar_paths() {
+        let a = name_for("clusters/dev");
+        let b = name_for("clusters-dev");
+        assert!(a.starts_with("inventory-clusters-dev-"), "{a}");
+        assert_ne!(a, b);
+        assert!(a.len() <= 253);
+        assert!(
+            a.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        );
+        assert!(name_for(&"x/".repeat(300)).len() <= 253);
+    }
+
+    #[test]
+    fn an_inventory_round_trips_through_its_config_map() {
+        let mut inv = Inventory::new("clusters/dev");
+        inv.revision = Some("abc".into());
+        let created = Decision {
+            provenance: Provenance::Created,
+            policy: Policy::Manage,
+            if_exists: false,
+        };
+        inv.record(&key("ResourceGroup", "rg", "v1api20200601"), created, Some("d1".into()));
+        inv.record(
+            &key("ResourceGroup", "other", "v1api20200601"),
+            Decision {
+                provenance: Provenance::Adopted,
+                policy: Policy::Skip,
+                if_exists: true,
+            },
+            None,
+        );
+        let cm = inv.to_config_map();
+        assert_eq!(Inventory::from_config_map(&cm).unwrap(), inv);
+    }
+
+    #[test]
+    fn identity_ignores_the_api_version() {
+        let mut inv = Inventory::new("u");
+        let d = Decision {
+            provenance: Provenance::Created,
+            policy: Policy::Manage,
+            if_exists: false,
+        };
+        inv.record(&key("ResourceGroup", "rg", "v1api20200601"), d, Some("x".into()));
+        let newer = key("ResourceGroup", "rg", "v1api20230701");
+        assert!(inv.get(&newer).is_some());
+        // Re-recording without a digest keeps the last applied one.
+        inv.record(&newer, d, None);
+        assert_eq!(inv.get(&newer).unwrap().applied.as_deref(), Some("x"));
+        assert_eq!(inv.get(&newer).unwrap().version, "v1api20230701");
+    }
+
+    #[test]
+    fn a_broken_inventory_names_its_config_map() {
+        let mut cm = Inventory::new("u").to_config_map();
+        cm["data"]["entries"] = Value::String("{not json".into());
+        let e = Inventory::from_config_map(&cm).unwrap_err();
+        assert!(e.to_string().contains("ConfigMap/aro-gitops-system/inventory-u-"), "{e}");
+        assert!(e.to_string().contains("line 1"), "{e}");
+    }
+}
