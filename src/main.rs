@@ -138,7 +138,7 @@ async fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
         safety: safety(&args.safety),
     };
     let preview = match agent::plan(request).await {
-        Ok(p) => p,
+        Ok(p) => p.preview,
         Err(e) => {
             eprintln!("error: {e}");
             return Ok(ExitCode::FAILURE);

@@ -12,12 +12,18 @@
 mod common;
 #[path = "agent/converge.rs"]
 mod converge;
+#[path = "agent/drift.rs"]
+mod drift;
 #[path = "agent/failures.rs"]
 mod failures;
 #[path = "agent/git_source.rs"]
 mod git_source;
 #[path = "agent/kubeconfig.rs"]
 mod kubeconfig;
+#[path = "agent/policies.rs"]
+mod policies;
+#[path = "agent/pruning.rs"]
+mod pruning;
 #[path = "agent/rerun.rs"]
 mod rerun;
 
@@ -213,6 +219,12 @@ impl Fixture {
         if self.state.join("control-plane").exists() {
             drop(self.control_plane().await);
         }
+    }
+
+    /// Waits until no earlier run or inspection holds the store (before calling `agent::run`
+    /// directly with a config of the test's own).
+    pub async fn wait_store_free_pub(&self) {
+        self.wait_store_free().await;
     }
 
     /// Reads live state through `f`, then releases the store for the next run.

@@ -212,7 +212,8 @@ pub async fn read_live(
     Ok(live)
 }
 
-/// Renders `repo` at `commit` in its own state folder.
+/// Renders `repo` at `commit`, from the run's own git mirror (a plain folder's commits exist only
+/// there), checked out under `state_dir/drift`.
 async fn render_commit(
     repo: &str,
     commit: &str,
@@ -221,13 +222,15 @@ async fn render_commit(
     let config = SourceConfig {
         url: repo.to_string(),
         reference: GitRef::Commit(commit.to_string()),
-        state_dir: state_dir.join("drift").join(&commit[..commit.len().min(12)]),
+        state_dir: state_dir.join("source"),
     };
+    let into = state_dir.join("drift");
+    let commit = commit.to_string();
     tokio::task::spawn_blocking(move || -> Result<_, AgentError> {
-        let mut source = Source::open(config)?;
-        let revision = source.sync()?.revision().clone();
-        let units = crate::unit::discover(&revision.checkout)?;
-        Ok(prepare::prepare_all(&revision.checkout, units))
+        let source = Source::open(config)?;
+        let checkout = source.materialize_commit(&commit, &into)?;
+        let units = crate::unit::discover(&checkout)?;
+        Ok(prepare::prepare_all(&checkout, units))
     })
     .await
     .map_err(|e| AgentError::Task(e.to_string()))?
@@ -242,6 +245,7 @@ pub async fn drift(
     state_dir: &Path,
     kubeconfig: Option<&Path>,
 ) -> Result<DriftReport, AgentError> {
+    let _ = std::fs::remove_dir_all(state_dir.join("drift"));
     let env = Environment::start(state_dir, kubeconfig, None).await?;
     let against = match kubeconfig {
         Some(k) => format!("the cluster in {}", k.display()),

@@ -18,7 +18,7 @@ mod watch;
 pub use env::Environment;
 pub use pass::FAILPOINT_ENV;
 pub use drift::{DriftReport, drift};
-pub use plan::{PlanRequest, plan};
+pub use plan::{PlanRequest, PlanRun, plan};
 pub use prune::Safety;
 
 use crate::report::{self, UnitOutcome};

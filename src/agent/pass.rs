@@ -15,7 +15,7 @@ use crate::apply::{AzureView, Cluster, FIELD_MANAGER, OWNERSHIP_MANAGER, RECONCI
 use crate::object::ObjectKey;
 use crate::plan::policy::{self, Decision, Policy};
 use crate::plan::{Action, diff_object};
-use crate::reconcile::aro::{self, OWNED_KINDS_ANNOTATION, controller_ref, owned_kinds_entry};
+use crate::reconcile::aro::{self, OWNED_KINDS_ANNOTATION, owned_kinds_entry};
 use crate::reconcile::readiness::{Readiness, aso_readiness};
 use crate::report::{AzureMode, ObjectAction, ObjectOutcome, UnitError, UnitOutcome};
 use serde_json::{Value, json};
@@ -280,9 +280,7 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
                 });
                 continue;
             };
-            if let Some(r) = controller_ref(&parent) {
-                desired["metadata"]["ownerReferences"] = json!([r]);
-            }
+            aro::set_controller(&mut desired, &parent);
             // Shared applier, step 1: record the kind on the owner before the first object of it exists.
             let entry = owned_kinds_entry(&desired);
             let recorded = recorded_kinds.entry(p).or_insert_with(|| {
@@ -391,7 +389,9 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
             }
         };
         let desired = policy::with_decision(desired, &decision);
-        if decision.policy == Policy::Skip {
+        // Skip never writes, except the one create that records an if-exists decision on the
+        // object (so ASO sees the policy on it from the start).
+        if decision.policy == Policy::Skip && !(current.is_none() && decision.if_exists) {
             inv.record(key, decision, None);
             outcomes[i] = Some(ObjectOutcome {
                 key: key.clone(),

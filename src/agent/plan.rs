@@ -84,8 +84,16 @@ fn problem(e: &UnitError) -> Problem {
     }
 }
 
+/// A plan, and how it read live state.
+#[derive(Debug)]
+pub struct PlanRun {
+    pub preview: Preview,
+    /// Requests sent to the cluster, by `METHOD path` (empty when compared with base).
+    pub requests: BTreeMap<String, u64>,
+}
+
 /// Plans `req`.
-pub async fn plan(req: PlanRequest) -> Result<Preview, AgentError> {
+pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
     let plan_state = req.state_dir.join("plan");
     let head = render_revision(&req.repo, &req.head, plan_state.join("head")).await?;
     // Live state when a cluster is reachable; the base revision otherwise.
@@ -127,6 +135,7 @@ pub async fn plan(req: PlanRequest) -> Result<Preview, AgentError> {
         clusters: vec![],
         errors: vec![],
     };
+    let mut requests = BTreeMap::new();
     match (env, base) {
         (Some(env), _) => {
             preview.against_description = match &req.kubeconfig {
@@ -137,6 +146,12 @@ pub async fn plan(req: PlanRequest) -> Result<Preview, AgentError> {
                 ),
             };
             let result = against_live(&env.cluster, &env.azure_view, &head, req.safety).await;
+            requests = env.cluster.counter().requests();
+            tracing::info!(
+                reads = env.cluster.counter().reads(),
+                writes = env.cluster.counter().writes(),
+                "live state read"
+            );
             env.shutdown().await;
             let (clusters, errors) = result?;
             preview.clusters = clusters;
@@ -152,7 +167,7 @@ pub async fn plan(req: PlanRequest) -> Result<Preview, AgentError> {
         }
         (None, None) => unreachable!("without a cluster there is always a base"),
     }
-    Ok(preview)
+    Ok(PlanRun { preview, requests })
 }
 
 fn short(commit: &str) -> &str {
@@ -351,7 +366,7 @@ async fn against_live(
                     }
                 }
             };
-            if decision.policy == Policy::Skip {
+            if decision.policy == Policy::Skip && !(current.is_none() && decision.if_exists) {
                 policy_effect(
                     &mut c,
                     &o.key,
@@ -388,7 +403,14 @@ async fn against_live(
                     "applied; when it leaves git, the Azure resource is kept",
                 );
             }
-            let desired = policy::with_decision(o.object.clone(), &decision);
+            let mut desired = policy::with_decision(o.object.clone(), &decision);
+            // As a pass applies it: an embedded resource is controlled by its live ARO object.
+            if let Some(parent) = o
+                .embedded_in
+                .and_then(|pi| live.get(&Identity::from(&p.objects[pi].key)))
+            {
+                crate::reconcile::aro::set_controller(&mut desired, parent);
+            }
             add_diff(&mut c, diff_object(Some(&desired), current), false);
         }
         // Deletions: inventory members no longer rendered.

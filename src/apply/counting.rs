@@ -2,7 +2,8 @@
 //! second pass over an unchanged repository writes nothing.
 
 use http::{Method, Request};
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use tower::{Layer, Service};
@@ -12,6 +13,9 @@ use tower::{Layer, Service};
 pub struct RequestCounter {
     reads: Arc<AtomicU64>,
     writes: Arc<AtomicU64>,
+    /// Requests by `METHOD path` (query left out), for tests and benchmarks that check how state
+    /// is read (e.g. one LIST per kind, no per-object GET).
+    by_path: Arc<Mutex<BTreeMap<String, u64>>>,
 }
 
 impl RequestCounter {
@@ -22,6 +26,20 @@ impl RequestCounter {
     /// POST, PUT, PATCH and DELETE requests.
     pub fn writes(&self) -> u64 {
         self.writes.load(Ordering::Relaxed)
+    }
+
+    /// How many requests went to each `METHOD path` (query left out).
+    pub fn requests(&self) -> BTreeMap<String, u64> {
+        self.by_path.lock().expect("counter lock").clone()
+    }
+
+    fn record_path(&self, method: &Method, path: &str) {
+        *self
+            .by_path
+            .lock()
+            .expect("counter lock")
+            .entry(format!("{method} {path}"))
+            .or_default() += 1;
     }
 
     fn record(&self, method: &Method) {
@@ -73,6 +91,7 @@ where
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
         self.counter.record(req.method());
+        self.counter.record_path(req.method(), req.uri().path());
         self.inner.call(req)
     }
 }

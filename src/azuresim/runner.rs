@@ -256,19 +256,35 @@ impl Runner {
             return Ok(());
         };
         let obj = to_value(live, &ar);
+        let owner = self
+            .owner_object(&key.namespace, &azure::owner_of(&obj))
+            .await?;
         if obj
             .pointer("/metadata/annotations")
             .and_then(|a| a.get(RECONCILE_POLICY_ANNOTATION))
             .and_then(Value::as_str)
             == Some("skip")
         {
-            tracing::debug!(kind = %key.kind, namespace = %key.namespace, name = %key.name, "reconcile-policy skip: left alone");
+            // ASO never writes Azure under skip; it only reads the resource. A resource that
+            // exists in the simulated Azure reads as Ready; one that does not is left alone.
             self.timers.remove(key);
+            let read = status::render(&obj, owner.as_ref(), &Phase::Succeeded, &timestamp());
+            let exists = match read.get("id").and_then(Value::as_str) {
+                Some(id) => inventory::exists(&self.client, id).await?,
+                None => false,
+            };
+            tracing::debug!(kind = %key.kind, namespace = %key.namespace, name = %key.name, exists, "reconcile-policy skip: read only");
+            if exists && obj.get("status") != Some(&read) {
+                let body = json!({
+                    "apiVersion": obj["apiVersion"], "kind": obj["kind"],
+                    "metadata": {"name": key.name, "namespace": key.namespace},
+                    "status": read,
+                });
+                api.patch_status(&key.name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&body))
+                    .await?;
+            }
             return Ok(());
         }
-        let owner = self
-            .owner_object(&key.namespace, &azure::owner_of(&obj))
-            .await?;
         let generation = obj
             .pointer("/metadata/generation")
             .and_then(Value::as_i64)

@@ -382,7 +382,7 @@ mod tests {
             "{}",
             d.diff
         );
-        // A key only live is outside the projection onto desired keys (see `normalize`), so not listed.
+        // A key only live that no managed field gives the agent is outside the projection.
         assert!(!d.diff.contains("goes"), "{}", d.diff);
 
         let create = diff_object(Some(&desired), None);
@@ -551,5 +551,59 @@ mod tests {
         for value in ["YWRtaW4=", "aHVudGVyMg==", "dGhlaXJz", "theirs"] {
             assert!(!d.diff.contains(value), "leaked {value}:\n{}", d.diff);
         }
+    }
+}
+
+#[cfg(test)]
+mod converge_tests {
+    use super::*;
+    use crate::controlplane::ssa::{ApplyRequest, Schema, apply};
+    use serde_json::json;
+
+    /// Applies `desired` over `live` as the agent does (its field manager, forced).
+    fn agent_applies(live: Option<&Value>, desired: &Value, now: &str) -> Value {
+        let kind = desired["kind"].as_str().unwrap();
+        apply(&ApplyRequest {
+            live,
+            applied: desired,
+            manager: crate::apply::FIELD_MANAGER,
+            force: true,
+            schema: &Schema::builtin("", kind),
+            subresource: None,
+            api_version: "v1",
+            now,
+        })
+        .unwrap()
+    }
+
+    fn service(ports: Value, selector: Value) -> Value {
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "ns"},
+               "spec": {"selector": selector, "ports": ports}})
+    }
+
+    #[test]
+    fn a_removal_is_planned_once_and_applying_it_converges() {
+        let first = service(
+            json!([{"port": 80, "targetPort": 8080}, {"port": 443, "targetPort": 8443}]),
+            json!({"app": "web", "tier": "front"}),
+        );
+        let live = agent_applies(None, &first, "2026-01-01T00:00:00Z");
+        assert_eq!(
+            diff_object(Some(&first), Some(&live)).action,
+            Action::Unchanged
+        );
+
+        let second = service(
+            json!([{"port": 443, "targetPort": 8443}]),
+            json!({"app": "web"}),
+        );
+        let plan = diff_object(Some(&second), Some(&live));
+        assert_eq!(plan.action, Action::Update);
+        assert!(plan.diff.contains("-  - port: 80"), "{}", plan.diff);
+        assert!(plan.diff.contains("-    tier: front"), "{}", plan.diff);
+
+        let live = agent_applies(Some(&live), &second, "2026-01-01T00:01:00Z");
+        let again = diff_object(Some(&second), Some(&live));
+        assert_eq!((again.action, again.diff.as_str()), (Action::Unchanged, ""));
     }
 }

@@ -77,7 +77,8 @@ fn walk(
     out: &mut Found,
 ) {
     match (d, l) {
-        (Value::Object(dm), None | Some(Value::Object(_))) if !dm.is_empty() => {
+        // An atomic map or list the agent owns whole is one leaf.
+        (Value::Object(dm), None | Some(Value::Object(_))) if !dm.is_empty() && !o.is_atomic() => {
             for (k, dv) in dm {
                 let pe = PathElement::Field(k.clone());
                 let lv = l.and_then(|l| l.get(k));
@@ -86,7 +87,9 @@ fn walk(
                 path.pop();
             }
         }
-        (Value::Array(da), None | Some(Value::Array(_))) if da.iter().any(Value::is_object) => {
+        (Value::Array(da), None | Some(Value::Array(_)))
+            if da.iter().any(Value::is_object) && !o.is_atomic() =>
+        {
             let la = l.and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
             for pair in match_items(la, da, o, false) {
                 let Some(i) = pair.desired else { continue };
@@ -354,6 +357,27 @@ mod tests {
                     managers: vec![],
                 },
             ]
+        );
+    }
+
+    #[test]
+    fn an_atomic_map_is_one_field() {
+        let desired = json!({"apiVersion": "v1", "kind": "Service",
+                             "metadata": {"name": "web", "namespace": "apps"},
+                             "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}});
+        let schema = Schema::builtin("", "Service");
+        let live = applied_then_edited(&desired, &schema, |o| {
+            o["spec"]["selector"]["tier"] = json!("front");
+            o["spec"]["ports"][0]["targetPort"] = json!(8080);
+        });
+        assert_eq!(
+            drifted_fields(&desired, &live),
+            vec![DriftedField {
+                path: "spec.selector".into(),
+                desired: Some(json!({"app": "web"})),
+                live: Some(json!({"app": "web", "tier": "front"})),
+                managers: vec!["kubectl-edit".into()],
+            }]
         );
     }
 

@@ -348,6 +348,26 @@ impl Source {
     }
 
     /// The local bare repository the remote is fetched into.
+    /// Checks out `commit` under `into` (not this source's own checkouts, which a running agent
+    /// uses), from the local mirror, fetching first when the mirror does not have it yet. For
+    /// looking at a revision applied earlier (drift), whatever the reference says now.
+    pub fn materialize_commit(&self, commit: &str, into: &Path) -> Result<PathBuf, SourceError> {
+        let git_error = self.remote.git_error(commit, "check out");
+        let repo = self.mirror()?;
+        let oid = git2::Oid::from_str(commit).map_err(&git_error)?;
+        if repo.find_commit(oid).is_err() {
+            remote::fetch(&repo, &self.remote, &["+refs/heads/*:refs/remotes/origin/*"]).map_err(
+                |e| SourceError::Fetch {
+                    url: self.remote.shown().to_string(),
+                    reference: commit.to_string(),
+                    message: self.remote.redact(e.message()),
+                },
+            )?;
+        }
+        std::fs::create_dir_all(into).map_err(SourceError::io(into, "create directory"))?;
+        checkout::materialize(&repo, oid, into, &git_error)
+    }
+
     fn mirror(&self) -> Result<Repository, SourceError> {
         let path = self.state_dir.join("mirror.git");
         Repository::open_bare(&path)

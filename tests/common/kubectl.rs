@@ -27,11 +27,20 @@ pub struct Server {
 impl Server {
     /// Starts a server on a fresh temporary state directory, on a free loopback port.
     pub fn start() -> Server {
-        Server::start_on(tempfile::tempdir().expect("tempdir"), "127.0.0.1:0")
+        let dir = tempfile::tempdir().expect("tempdir");
+        let state = dir.path().join("state");
+        Server::start_on(dir, &state, "127.0.0.1:0")
     }
 
-    /// Starts a server whose state lives in `dir/state`, listening on `listen`.
-    fn start_on(dir: tempfile::TempDir, listen: &str) -> Server {
+    /// Starts a server on an existing state directory (e.g. the embedded control plane an agent
+    /// run left behind); logs and kubectl's cache go to a temporary directory.
+    #[allow(dead_code)]
+    pub fn start_with_state(state: &Path) -> Server {
+        Server::start_on(tempfile::tempdir().expect("tempdir"), state, "127.0.0.1:0")
+    }
+
+    /// Starts a server whose state lives in `state`, listening on `listen`.
+    fn start_on(dir: tempfile::TempDir, state: &Path, listen: &str) -> Server {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -39,7 +48,7 @@ impl Server {
             .expect("server log file");
         let mut child = Command::new(env!("CARGO_BIN_EXE_aro-gitops"))
             .args(["control-plane", "serve", "--listen", listen, "--state"])
-            .arg(dir.path().join("state"))
+            .arg(state)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log))
@@ -105,7 +114,8 @@ impl Server {
         self.kill9();
         let dir = self.dir.take().expect("dir");
         let addr = self.addr.clone();
-        Server::start_on(dir, &addr)
+        let state = dir.path().join("state");
+        Server::start_on(dir, &state, &addr)
     }
 
     /// A kubectl bound to this server's kubeconfig, with its own discovery cache (ports get reused

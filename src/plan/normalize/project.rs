@@ -39,6 +39,8 @@ pub(crate) struct Owned<'a> {
     all: Option<&'a FieldSet>,
     /// The agent owns this point as one field (an atomic map or list, a set value).
     whole: bool,
+    /// Some manager owns this point (or a point above) as one field: applying replaces it whole.
+    atomic: bool,
 }
 
 impl<'a> Owned<'a> {
@@ -47,6 +49,7 @@ impl<'a> Owned<'a> {
             agent: Some(agent),
             all: Some(all),
             whole: false,
+            atomic: false,
         }
     }
 
@@ -56,11 +59,21 @@ impl<'a> Owned<'a> {
             .agent
             .and_then(|s| s.child(pe))
             .filter(|c| !c.is_empty());
+        let all = self.all.and_then(|s| s.child(pe)).filter(|c| !c.is_empty());
+        let whole = self.whole || (agent.is_none() && self.agent.is_some_and(|s| s.has_member(pe)));
         Owned {
             agent,
-            all: self.all.and_then(|s| s.child(pe)).filter(|c| !c.is_empty()),
-            whole: self.whole || (agent.is_none() && self.agent.is_some_and(|s| s.has_member(pe))),
+            all,
+            whole,
+            atomic: whole
+                || self.atomic
+                || (all.is_none() && self.all.is_some_and(|s| s.has_member(pe))),
         }
+    }
+
+    /// Whether this point is owned as one field (by the agent or another manager).
+    pub(crate) fn is_atomic(&self) -> bool {
+        self.atomic
     }
 
     /// Whether the agent owns `pe` (or something below it).
@@ -190,12 +203,18 @@ fn project_map(l: &Map<String, Value>, d: Option<&Map<String, Value>>, o: Owned,
             None => {}
         }
     }
-    if cx.extras && !o.whole {
-        for (k, lv) in l {
-            let pe = PathElement::Field(k.clone());
-            if !d.is_some_and(|d| d.contains_key(k)) && o.owns(&pe) {
-                out.insert(k.clone(), project(lv, None, o.below(&pe), cx.field(k)));
-            }
+    // A non-empty map some manager owns as one field is atomic: applying replaces it, so every
+    // live key counts. (An empty map is owned as one field for being empty: defaults may fill it.)
+    let atomic = o.atomic && d.is_some_and(|d| !d.is_empty());
+    for (k, lv) in l {
+        if d.is_some_and(|d| d.contains_key(k)) {
+            continue;
+        }
+        let pe = PathElement::Field(k.clone());
+        if atomic {
+            out.insert(k.clone(), lv.clone());
+        } else if cx.extras && !o.whole && o.owns(&pe) {
+            out.insert(k.clone(), project(lv, None, o.below(&pe), cx.field(k)));
         }
     }
     Value::Object(out)
@@ -269,7 +288,7 @@ pub(crate) fn match_items(
         });
     }
     // An atomic list is one value: its extra items differ from what is desired.
-    let atomic = o.whole || matches!(matching, Matching::Index { keep_rest: true });
+    let atomic = o.atomic || matches!(matching, Matching::Index { keep_rest: true });
     if extras || atomic {
         for (j, item) in live.iter().enumerate().filter(|(j, _)| !used[*j]) {
             let element = element(item, j);
@@ -304,7 +323,7 @@ fn matching(live: &[Value], desired: &[Value], o: Owned) -> Matching {
             Matching::Index { keep_rest: false }
         };
     }
-    if o.whole {
+    if o.atomic {
         return Matching::Index { keep_rest: false };
     }
     let items = if desired.is_empty() { live } else { desired };
@@ -409,7 +428,7 @@ mod tests {
     }
 
     #[test]
-    fn atomic_lists_owned_whole_keep_extra_items() {
+    fn atomic_lists_and_maps_owned_whole_count_whole() {
         let live =
             json!({"spec": {"args": ["a", "b", "c"], "hosts": [{"ip": "1", "x": 1}, {"ip": "2"}]}});
         let desired = json!({"spec": {"args": ["a"], "hosts": [{"ip": "1"}]}});
@@ -420,7 +439,22 @@ mod tests {
             json!({}),
         );
         assert_eq!(out["spec"]["args"], json!(["a", "b", "c"]));
-        assert_eq!(out["spec"]["hosts"], json!([{"ip": "1"}, {"ip": "2"}]));
+        assert_eq!(
+            out["spec"]["hosts"],
+            json!([{"ip": "1", "x": 1}, {"ip": "2"}])
+        );
+        // An atomic map counts whole; an empty map owned for being empty does not.
+        let live =
+            json!({"spec": {"selector": {"app": "a", "tier": "t"}, "ctx": {"runAsUser": 1}}});
+        let desired = json!({"spec": {"selector": {"app": "a"}, "ctx": {}}});
+        let out = proj(
+            live.clone(),
+            desired,
+            json!({"f:spec": {"f:selector": {}, "f:ctx": {}}}),
+            json!({}),
+        );
+        assert_eq!(out["spec"]["selector"], live["spec"]["selector"]);
+        assert_eq!(out["spec"]["ctx"], json!({}));
     }
 
     #[test]

@@ -46,6 +46,13 @@ pub fn controller_ref(owner: &Value) -> Option<Value> {
     }))
 }
 
+/// Makes `owner` the controller of `desired` (its only ownerReference), when `owner` has a uid.
+pub fn set_controller(desired: &mut Value, owner: &Value) {
+    if let Some(r) = controller_ref(owner) {
+        desired["metadata"]["ownerReferences"] = json!([r]);
+    }
+}
+
 /// The CAPI cluster an ARO object belongs to: its `cluster.x-k8s.io/cluster-name` label, else its name.
 pub fn cluster_name(owner: &Value) -> &str {
     str_at(owner, "/metadata/labels/cluster.x-k8s.io~1cluster-name")
