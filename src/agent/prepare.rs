@@ -198,8 +198,11 @@ fn expand(unit: &Unit, rendered: Vec<SourcedObject>) -> Result<Prepared, Vec<Uni
     })
 }
 
+/// How a unit's preparation went.
+pub type Preparation = Result<Prepared, Vec<UnitError>>;
+
 /// A unit and how its preparation went.
-pub type PreparedUnit = (Unit, Result<Prepared, Vec<UnitError>>);
+pub type PreparedUnit = (Unit, Preparation);
 
 /// Prepares every unit of the checkout at `root`, on as many threads as there are cores (units are
 /// independent), keeping their order.
@@ -218,7 +221,7 @@ pub fn prepare_all(root: &Path, units: Vec<Unit>) -> Vec<PreparedUnit> {
             .collect();
     }
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let done: Vec<Vec<(usize, Result<Prepared, Vec<UnitError>>)>> = std::thread::scope(|s| {
+    let done: Vec<Vec<(usize, Preparation)>> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..threads)
             .map(|_| {
                 s.spawn(|| {
@@ -237,7 +240,7 @@ pub fn prepare_all(root: &Path, units: Vec<Unit>) -> Vec<PreparedUnit> {
             .map(|w| w.join().expect("a prepare thread panicked"))
             .collect()
     });
-    let mut results: Vec<Option<Result<Prepared, Vec<UnitError>>>> =
+    let mut results: Vec<Option<Preparation>> =
         (0..units.len()).map(|_| None).collect();
     for (i, p) in done.into_iter().flatten() {
         results[i] = Some(p);

@@ -577,7 +577,8 @@ mod converge_tests {
     }
 
     fn service(ports: Value, selector: Value) -> Value {
-        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "ns"},
+        json!({"apiVersion": "v1", "kind": "Service",
+               "metadata": {"name": "web", "namespace": "ns"},
                "spec": {"selector": selector, "ports": ports}})
     }
 

@@ -297,7 +297,8 @@ mod tests {
     fn nested_fields_and_list_items_edited_by_hand() {
         let desired = cluster(json!({
             "properties": {"platform": {"vmSize": "Standard_D4s_v3", "diskSizeGiB": 128}},
-            "containers": [{"name": "agent", "image": "agent:1"}, {"name": "proxy", "image": "proxy:1"}]
+            "containers": [{"name": "agent", "image": "agent:1"},
+                           {"name": "proxy", "image": "proxy:1"}]
         }));
         let live = applied_then_edited(&desired, &cluster_schema(), |o| {
             o["spec"]["properties"]["platform"]["vmSize"] = json!("Standard_D8s_v3");

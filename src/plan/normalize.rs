@@ -317,7 +317,8 @@ mod tests {
                 "managedFields": [
                     entry(FIELD_MANAGER, "Apply", agent_fields()),
                     entry("kube-controller-manager", "Update", json!({
-                        "f:metadata": {"f:annotations": {"f:deployment.kubernetes.io/revision": {}}},
+                        "f:metadata": {"f:annotations": {
+                            "f:deployment.kubernetes.io/revision": {}}},
                         "f:status": {"f:replicas": {}}})),
                     entry("labeller", "Apply", json!({"f:metadata": {"f:labels": {"f:team": {}}}})),
                     entry("injector", "Update", json!({"f:spec": {"f:template": {"f:spec": {

@@ -153,3 +153,47 @@ async fn both_policy_annotations_on_one_object_stop_the_unit_before_anything_is_
     assert!(o.objects.is_empty(), "nothing applied: {}", describe(o));
     assert_converged(outcome(&s, PROD));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_object_already_live_is_adopted_and_reported_so() {
+    let f = Fixture::plain();
+    f.run().await;
+    // Someone created the ConfigMap before it was added to git.
+    let cm = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "handmade", "namespace": "aro-dev"}, "data": {"a": "1"}});
+    let k = key("v1", "ConfigMap", "aro-dev", "handmade");
+    let (k2, cm2) = (k.clone(), cm.clone());
+    f.inspect(|c| async move { c.apply(&k2, &cm2, "kubectl").await.expect("create by hand") })
+        .await;
+    f.write(
+        &format!("{DEV}/handmade.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: handmade\ndata:\n  a: \"1\"\n",
+    );
+    f.add_resource(DEV, "handmade.yaml");
+    let s = f.run().await;
+    let o = outcome(&s, DEV);
+    assert_eq!(with_action(o, &ObjectAction::Adopted), vec![k.to_string()], "{}", describe(o));
+    let yaml = f.report("reports/aro-dev/dev.yaml").expect("report");
+    assert!(yaml.contains("action: adopted"), "{yaml}");
+    // Adopted once: afterwards it is the agent's like any other.
+    let again = f.run().await;
+    assert!(with_action(outcome(&again, DEV), &ObjectAction::Adopted).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_policy_value_is_a_validation_error_naming_the_object() {
+    let f = Fixture::plain();
+    f.write(
+        &format!("{DEV}/odd.yaml"),
+        &resource_group("odd-rg", &format!("{POLICY}: sometimes")),
+    );
+    f.add_resource(DEV, "odd.yaml");
+    f.wait_store_free_pub().await;
+    let s = agent::run(f.config()).await.expect("runs");
+    let o = outcome(&s, DEV);
+    assert_eq!(report::phase(o), Phase::Failed);
+    let message = o.errors.iter().map(|e| e.message.clone()).collect::<Vec<_>>().join("\n");
+    assert!(message.contains("\"sometimes\" is not a reconcile policy"), "{message}");
+    assert!(message.contains("odd-rg"), "{message}");
+    assert!(o.objects.is_empty());
+}

@@ -460,7 +460,8 @@ mod tests {
     #[test]
     fn merge_keys_without_managed_fields() {
         let live = json!({"spec": {
-            "containers": [{"name": "injected", "image": "x"}, {"name": "app", "image": "a", "tty": false}],
+            "containers": [{"name": "injected", "image": "x"},
+                           {"name": "app", "image": "a", "tty": false}],
             "volumes": [{"configMap": {"name": "a"}}, {"configMap": {"name": "b"}}]
         }});
         let desired = json!({"spec": {
@@ -480,7 +481,8 @@ mod tests {
     #[test]
     fn desired_items_missing_live_leave_no_gap() {
         let live = json!({"spec": {"containers": [{"name": "b", "image": "b"}]}});
-        let desired = json!({"spec": {"containers": [{"name": "a", "image": "a"}, {"name": "b", "image": "b"}]}});
+        let desired = json!({"spec": {"containers": [{"name": "a", "image": "a"},
+                                                     {"name": "b", "image": "b"}]}});
         let out = proj(live.clone(), desired.clone(), json!({}), json!({}));
         assert_eq!(out, live);
         let pairs = match_items(
