@@ -4,9 +4,7 @@
 
 use super::prepare::{self, PreparedUnit};
 use super::{AgentError, Environment};
-use crate::apply::Cluster;
 use crate::apply::inventory::{self, Identity, Inventory};
-use crate::object::ObjectKey;
 use crate::plan::drift::drifted_fields;
 use crate::plan::policy::{self, Policy};
 use crate::source::{GitRef, Source, SourceConfig};
@@ -184,34 +182,6 @@ pub fn unit_drift(
     out
 }
 
-/// Reads every object of the inventories' kinds (one LIST per kind).
-pub async fn read_live(
-    cluster: &Cluster,
-    inventories: &BTreeMap<String, Inventory>,
-) -> Result<HashMap<Identity, Value>, AgentError> {
-    let mut kinds: BTreeMap<(String, String), ObjectKey> = BTreeMap::new();
-    for e in inventories.values().flat_map(|i| i.entries.values()) {
-        kinds
-            .entry((e.id.group.clone(), e.id.kind.clone()))
-            .or_insert_with(|| e.key());
-    }
-    let mut live = HashMap::new();
-    for key in kinds.values() {
-        match cluster.list_all(key, None).await {
-            Ok(items) => {
-                for item in items {
-                    if let Ok(k) = ObjectKey::from_object(&item) {
-                        live.insert(Identity::from(&k), item);
-                    }
-                }
-            }
-            Err(crate::apply::ApplyError::UnknownKind { .. }) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(live)
-}
-
 /// Renders `repo` at `commit`, from the run's own git mirror (a plain folder's commits exist only
 /// there), checked out under `state_dir/drift`.
 async fn render_commit(
@@ -256,7 +226,13 @@ pub async fn drift(
     };
     let result = async {
         let (inventories, broken) = inventory::read_all(&env.cluster).await?;
-        let live = read_live(&env.cluster, &inventories).await?;
+        let keys = inventories
+            .values()
+            .flat_map(|i| i.entries.values().map(|e| e.key()));
+        let (live, read_errors) = inventory::read_kinds(&env.cluster, keys).await;
+        if let Some(e) = read_errors.into_iter().next() {
+            return Err(e.into());
+        }
         let mut by_revision: BTreeMap<String, Vec<PreparedUnit>> = BTreeMap::new();
         let mut units = Vec::new();
         for (name, inv) in &inventories {

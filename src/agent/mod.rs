@@ -354,15 +354,7 @@ impl Agent {
                 if inv.entries.is_empty() {
                     continue;
                 }
-                let ctx = pass::PassContext {
-                    cluster: &self.env.cluster,
-                    azure_view: &self.env.azure_view,
-                    azure,
-                    revision: &rev.commit,
-                    stale_source: rev.stale.clone(),
-                    safety: self.config.safety,
-                    self_heal: self.config.self_heal,
-                };
+                let ctx = self.pass_context(rev);
                 let next = pass::remove(&ctx, inv).await;
                 removed_outcomes.insert(unit.clone(), next);
             }
@@ -370,15 +362,7 @@ impl Agent {
                 let Ok(prepared) = &rev.units[i].1 else {
                     continue;
                 };
-                let ctx = pass::PassContext {
-                    cluster: &self.env.cluster,
-                    azure_view: &self.env.azure_view,
-                    azure,
-                    revision: &rev.commit,
-                    stale_source: rev.stale.clone(),
-                    safety: self.config.safety,
-                    self_heal: self.config.self_heal,
-                };
+                let ctx = self.pass_context(rev);
                 let unit_name = rev.units[i].0.name();
                 let inv = inventories
                     .entry(unit_name.clone())
@@ -443,6 +427,19 @@ impl Agent {
         self.progress.as_mut().expect("progress set").finish();
         outcomes.extend(removed_outcomes.into_values());
         Ok(outcomes)
+    }
+
+    /// What every pass over `rev` shares.
+    fn pass_context<'a>(&'a self, rev: &'a Revision) -> pass::PassContext<'a> {
+        pass::PassContext {
+            cluster: &self.env.cluster,
+            azure_view: &self.env.azure_view,
+            azure: self.env.azure,
+            revision: &rev.commit,
+            stale_source: rev.stale.clone(),
+            safety: self.config.safety,
+            self_heal: self.config.self_heal,
+        }
     }
 
     /// Commits the reports whose content changed since the last publish.

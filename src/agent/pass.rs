@@ -110,6 +110,17 @@ fn list_key(key: &ObjectKey) -> (String, String, String, Option<String>) {
     )
 }
 
+/// The outcome of an object that could not be applied, with the reason.
+fn failed(key: &ObjectKey, reason: &str) -> ObjectOutcome {
+    ObjectOutcome {
+        key: key.clone(),
+        action: ObjectAction::Failed,
+        ready: false,
+        reason: Some(reason.to_string()),
+        message: None,
+    }
+}
+
 /// Test hook: with `ARO_GITOPS_FAILPOINT=exit-after-adoption-record` the process exits right after
 /// a `reconcile-policy-if-exists` decision is recorded and before the create is sent (a crash there).
 pub const FAILPOINT_ENV: &str = "ARO_GITOPS_FAILPOINT";
@@ -238,13 +249,7 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
                 file: Some(planned.origin.file.clone()),
                 message: format!("{key} ({}): the cluster serves no kind {} in {} (is its CustomResourceDefinition installed?)", planned.origin, key.kind, key.api_version()),
             });
-            outcomes[i] = Some(ObjectOutcome {
-                key: key.clone(),
-                action: ObjectAction::Failed,
-                ready: false,
-                reason: Some("UnknownKind".into()),
-                message: None,
-            });
+            outcomes[i] = Some(failed(key, "UnknownKind"));
             continue;
         }
         let blockers: Vec<ObjectKey> = prepared.deps[i]
@@ -313,26 +318,14 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
                             file: Some(planned.origin.file.clone()),
                             message: e.to_string(),
                         });
-                        outcomes[i] = Some(ObjectOutcome {
-                            key: key.clone(),
-                            action: ObjectAction::Failed,
-                            ready: false,
-                            reason: Some("OwnerRecordFailed".into()),
-                            message: None,
-                        });
+                        outcomes[i] = Some(failed(key, "OwnerRecordFailed"));
                         continue;
                     }
                 }
             }
         }
         if !inventory_ok {
-            outcomes[i] = Some(ObjectOutcome {
-                key: key.clone(),
-                action: ObjectAction::Failed,
-                ready: false,
-                reason: Some("InventoryNotWritten".into()),
-                message: None,
-            });
+            outcomes[i] = Some(failed(key, "InventoryNotWritten"));
             continue;
         }
         // Reconcile policy and adoption.
@@ -351,13 +344,7 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
                         if recorded.is_none() {
                             inv.record(key, d, None);
                             if !save(cluster, inv, &mut written, &mut errors).await {
-                                outcomes[i] = Some(ObjectOutcome {
-                                    key: key.clone(),
-                                    action: ObjectAction::Failed,
-                                    ready: false,
-                                    reason: Some("InventoryNotWritten".into()),
-                                    message: None,
-                                });
+                                outcomes[i] = Some(failed(key, "InventoryNotWritten"));
                                 continue;
                             }
                             tracing::info!(object = %key, provenance = d.provenance.as_str(), policy = %d.policy, "adoption decision recorded");
@@ -376,13 +363,7 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
                             file: Some(planned.origin.file.clone()),
                             message: format!("{key} ({}): {e}", planned.origin),
                         });
-                        outcomes[i] = Some(ObjectOutcome {
-                            key: key.clone(),
-                            action: ObjectAction::Failed,
-                            ready: false,
-                            reason: Some("AdoptionUndecided".into()),
-                            message: None,
-                        });
+                        outcomes[i] = Some(failed(key, "AdoptionUndecided"));
                         continue;
                     }
                 }

@@ -256,6 +256,23 @@ fn add_deletions(
     }
 }
 
+/// The prepared unit, or (when it failed) a cluster preview holding its errors.
+fn prepared_or_errors<'a>(
+    prepared: &'a prepare::Preparation,
+    unit: &str,
+    clusters: &mut Vec<ClusterPreview>,
+) -> Option<&'a prepare::Prepared> {
+    match prepared {
+        Ok(p) => Some(p),
+        Err(errors) => {
+            let mut c = empty_cluster(unit, None);
+            c.errors = errors.iter().map(problem).collect();
+            clusters.push(c);
+            None
+        }
+    }
+}
+
 fn policy_effect(c: &mut ClusterPreview, key: &ObjectKey, policy: Policy, effect: &str) {
     c.policy_effects.push(PolicyEffect {
         object: ObjectRef::from(key),
@@ -294,7 +311,6 @@ async fn against_live(
         })
         .collect();
     // One LIST per kind, across namespaces, for every kind head or an inventory names.
-    let mut kinds: BTreeMap<(String, String), ObjectKey> = BTreeMap::new();
     let head_keys = head
         .units
         .iter()
@@ -303,41 +319,21 @@ async fn against_live(
     let inventory_keys = inventories
         .values()
         .flat_map(|i| i.entries.values().map(|e| e.key()));
-    for k in head_keys.chain(inventory_keys) {
-        kinds.entry((k.group.clone(), k.kind.clone())).or_insert(k);
-    }
-    let mut live: HashMap<Identity, Value> = HashMap::new();
-    for key in kinds.values() {
-        match cluster.list_all(key, None).await {
-            Ok(items) => {
-                for item in items {
-                    if let Ok(k) = ObjectKey::from_object(&item) {
-                        live.insert(Identity::from(&k), item);
-                    }
-                }
-            }
-            Err(crate::apply::ApplyError::UnknownKind { .. }) => {}
-            Err(e) => global.push(Problem {
-                file: None,
-                object: None,
-                message: e.to_string(),
-            }),
-        }
-    }
+    let (live, read_errors) =
+        inventory::read_kinds(cluster, head_keys.chain(inventory_keys)).await;
+    global.extend(read_errors.iter().map(|e| Problem {
+        file: None,
+        object: None,
+        message: e.to_string(),
+    }));
     let empty = Inventory::default();
     let mut clusters = Vec::new();
     let present: BTreeSet<String> = head.units.iter().map(|(u, _)| u.name()).collect();
     for (unit, prepared) in &head.units {
         let name = unit.name();
         let inv = inventories.get(&name).unwrap_or(&empty);
-        let p = match prepared {
-            Ok(p) => p,
-            Err(errors) => {
-                let mut c = empty_cluster(&name, None);
-                c.errors = errors.iter().map(problem).collect();
-                clusters.push(c);
-                continue;
-            }
+        let Some(p) = prepared_or_errors(prepared, &name, &mut clusters) else {
+            continue;
         };
         let mut c = empty_cluster(&name, cluster_name(p));
         let unit_objects: Vec<&Value> = p.objects.iter().map(|o| &o.object).collect();
@@ -468,7 +464,7 @@ async fn against_live(
 
 /// Head against the base revision (no cluster).
 fn against_base(base: &Rendered, head: &Rendered, safety: Safety) -> Vec<ClusterPreview> {
-    let base_units: BTreeMap<String, &Result<prepare::Prepared, Vec<UnitError>>> = base
+    let base_units: BTreeMap<String, &prepare::Preparation> = base
         .units
         .iter()
         .map(|(u, p)| (u.name(), p))
@@ -476,14 +472,8 @@ fn against_base(base: &Rendered, head: &Rendered, safety: Safety) -> Vec<Cluster
     let mut clusters = Vec::new();
     for (unit, prepared) in &head.units {
         let name = unit.name();
-        let p = match prepared {
-            Ok(p) => p,
-            Err(errors) => {
-                let mut c = empty_cluster(&name, None);
-                c.errors = errors.iter().map(problem).collect();
-                clusters.push(c);
-                continue;
-            }
+        let Some(p) = prepared_or_errors(prepared, &name, &mut clusters) else {
+            continue;
         };
         let mut c = empty_cluster(&name, cluster_name(p));
         let old: HashMap<Identity, &Value> = match base_units.get(&name) {

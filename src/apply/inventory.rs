@@ -255,6 +255,35 @@ pub async fn read_all(
     Ok((found, errors))
 }
 
+/// Every live object of the kinds `keys` name, by identity: one LIST per kind, across namespaces,
+/// whatever the number of objects or namespaces. Kinds the cluster does not serve hold nothing;
+/// other failures are returned beside what was read.
+pub async fn read_kinds(
+    cluster: &Cluster,
+    keys: impl IntoIterator<Item = ObjectKey>,
+) -> (std::collections::HashMap<Identity, Value>, Vec<ApplyError>) {
+    let mut kinds: BTreeMap<(String, String), ObjectKey> = BTreeMap::new();
+    for k in keys {
+        kinds.entry((k.group.clone(), k.kind.clone())).or_insert(k);
+    }
+    let mut live = std::collections::HashMap::new();
+    let mut errors = Vec::new();
+    for key in kinds.values() {
+        match cluster.list_all(key, None).await {
+            Ok(items) => {
+                for item in items {
+                    if let Ok(k) = ObjectKey::from_object(&item) {
+                        live.insert(Identity::from(&k), item);
+                    }
+                }
+            }
+            Err(ApplyError::UnknownKind { .. }) => {}
+            Err(e) => errors.push(e),
+        }
+    }
+    (live, errors)
+}
+
 /// Writes `inventory` (server-side apply), creating its namespace on first use.
 pub async fn write(cluster: &Cluster, inventory: &Inventory) -> Result<(), ApplyError> {
     let cm = inventory.to_config_map();

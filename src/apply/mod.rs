@@ -167,15 +167,19 @@ impl Cluster {
         Ok(found)
     }
 
-    async fn api_for(&self, key: &ObjectKey) -> Result<Api<DynamicObject>, ApplyError> {
-        let kind = self
-            .kind(&key.group, &key.version, &key.kind)
+    /// The served kind of `key`, or the error saying the cluster does not serve it.
+    async fn served(&self, key: &ObjectKey) -> Result<Kind, ApplyError> {
+        self.kind(&key.group, &key.version, &key.kind)
             .await?
             .ok_or_else(|| ApplyError::UnknownKind {
                 key: key.clone(),
                 kind: key.kind.clone(),
                 api_version: key.api_version(),
-            })?;
+            })
+    }
+
+    async fn api_for(&self, key: &ObjectKey) -> Result<Api<DynamicObject>, ApplyError> {
+        let kind = self.served(key).await?;
         Ok(match (&key.namespace, kind.namespaced) {
             (Some(ns), true) => Api::namespaced_with(self.client.clone(), ns, &kind.resource),
             (None, true) => Api::default_namespaced_with(self.client.clone(), &kind.resource),
@@ -201,52 +205,18 @@ impl Cluster {
         label_selector: Option<&str>,
     ) -> Result<Vec<Value>, ApplyError> {
         let api = self.api_for(key).await?;
-        let mut lp = ListParams::default();
-        if let Some(sel) = label_selector {
-            lp = lp.labels(sel);
-        }
-        let list = api.list(&lp).await.map_err(|e| ApplyError::Api {
-            key: key.clone(),
-            verb: "list",
-            source: Box::new(e),
-        })?;
-        Ok(list
-            .items
-            .into_iter()
-            .map(|o| serde_json::to_value(o).expect("objects serialise"))
-            .collect())
+        list_with(&api, key, label_selector).await
     }
 
-    /// Server-side apply of `obj` as `manager`, taking over fields other managers set (git wins).
     /// LIST of a kind in every namespace (one request, however many namespaces a fleet has).
     pub async fn list_all(
         &self,
         key: &ObjectKey,
         label_selector: Option<&str>,
     ) -> Result<Vec<Value>, ApplyError> {
-        let kind = self
-            .kind(&key.group, &key.version, &key.kind)
-            .await?
-            .ok_or_else(|| ApplyError::UnknownKind {
-                key: key.clone(),
-                kind: key.kind.clone(),
-                api_version: key.api_version(),
-            })?;
+        let kind = self.served(key).await?;
         let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &kind.resource);
-        let mut lp = ListParams::default();
-        if let Some(sel) = label_selector {
-            lp = lp.labels(sel);
-        }
-        let list = api.list(&lp).await.map_err(|e| ApplyError::Api {
-            key: key.clone(),
-            verb: "list",
-            source: Box::new(e),
-        })?;
-        Ok(list
-            .items
-            .into_iter()
-            .map(|o| serde_json::to_value(o).expect("objects serialise"))
-            .collect())
+        list_with(&api, key, label_selector).await
     }
 
     /// Deletes `key` (dependents go by background garbage collection). `Ok(false)`: it was
@@ -312,4 +282,26 @@ impl Cluster {
         })?;
         Ok(serde_json::to_value(out).expect("objects serialise"))
     }
+}
+
+/// One LIST through `api`, the items as JSON.
+async fn list_with(
+    api: &Api<DynamicObject>,
+    key: &ObjectKey,
+    label_selector: Option<&str>,
+) -> Result<Vec<Value>, ApplyError> {
+    let mut lp = ListParams::default();
+    if let Some(sel) = label_selector {
+        lp = lp.labels(sel);
+    }
+    let list = api.list(&lp).await.map_err(|e| ApplyError::Api {
+        key: key.clone(),
+        verb: "list",
+        source: Box::new(e),
+    })?;
+    Ok(list
+        .items
+        .into_iter()
+        .map(|o| serde_json::to_value(o).expect("objects serialise"))
+        .collect())
 }
