@@ -86,6 +86,29 @@ fn unblocks(key: &ObjectKey, live: Option<&Value>) -> bool {
     }
 }
 
+/// The dependencies of object `i` that hold it back now. The ExternalAuth deferral
+/// (`aro-reconcilers.md`): an ExternalAuth waits for at least one Ready node pool of its own
+/// cluster (the graph makes it depend on all of them), and one that exists already is kept.
+fn blockers_of(prepared: &Prepared, i: usize, live: &HashMap<ObjectKey, Value>) -> Vec<ObjectKey> {
+    let deps = prepared.deps[i].iter().map(|&d| &prepared.objects[d].key);
+    let mut blockers: Vec<ObjectKey> = deps
+        .clone()
+        .filter(|d| !unblocks(d, live.get(*d)))
+        .cloned()
+        .collect();
+    if prepared.objects[i].key.kind == aro::EXTERNAL_AUTH && prepared.objects[i].embedded_in.is_some()
+    {
+        let is_pool = |k: &ObjectKey| k.kind == aro::NODE_POOL;
+        let one_ready = deps
+            .filter(|d| is_pool(d))
+            .any(|d| state_of(d, live.get(d)) == State::Ready);
+        if one_ready || live.contains_key(&prepared.objects[i].key) {
+            blockers.retain(|b| !is_pool(b));
+        }
+    }
+    blockers
+}
+
 /// Secrets are kept for the chain (the kubeconfig) without their data.
 fn without_secret_data(mut obj: Value) -> Value {
     if obj.get("kind").and_then(Value::as_str) == Some("Secret")
@@ -252,12 +275,7 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
             outcomes[i] = Some(failed(key, "UnknownKind"));
             continue;
         }
-        let blockers: Vec<ObjectKey> = prepared.deps[i]
-            .iter()
-            .map(|&d| &prepared.objects[d].key)
-            .filter(|d| !unblocks(d, live.get(*d)))
-            .cloned()
-            .collect();
+        let blockers = blockers_of(prepared, i, &live);
         if !blockers.is_empty() {
             let current = live.get(key);
             let state = state_of(key, current);
@@ -370,9 +388,7 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
             }
         };
         let desired = policy::with_decision(desired, &decision);
-        // Skip never writes, except the one create that records an if-exists decision on the
-        // object (so ASO sees the policy on it from the start).
-        if decision.policy == Policy::Skip && !(current.is_none() && decision.if_exists) {
+        if decision.policy == Policy::Skip && !policy::skip_needs_write(current, &decision) {
             inv.record(key, decision, None);
             outcomes[i] = Some(ObjectOutcome {
                 key: key.clone(),

@@ -362,7 +362,7 @@ async fn against_live(
                     }
                 }
             };
-            if decision.policy == Policy::Skip && !(current.is_none() && decision.if_exists) {
+            if decision.policy == Policy::Skip && !policy::skip_needs_write(current, &decision) {
                 policy_effect(
                     &mut c,
                     &o.key,

@@ -94,6 +94,19 @@ fn aro_cluster_name(obj: &Value) -> &str {
 
 fn expand(unit: &Unit, rendered: Vec<SourcedObject>) -> Result<Prepared, Vec<UnitError>> {
     let hcps = hcp_names(&rendered);
+    // The CAPI Clusters of the unit (owned copies: `rendered` is consumed below).
+    let cluster_objects: Vec<Value> = rendered
+        .iter()
+        .filter(|s| {
+            s.object.get("kind").and_then(Value::as_str) == Some("Cluster")
+                && s.object
+                    .get("apiVersion")
+                    .and_then(Value::as_str)
+                    .is_some_and(|v| v.starts_with("cluster.x-k8s.io/"))
+        })
+        .map(|s| s.object.clone())
+        .collect();
+    let clusters: Vec<&Value> = cluster_objects.iter().collect();
     let mut objects = Vec::new();
     let mut errors = Vec::new();
     for s in rendered {
@@ -113,7 +126,12 @@ fn expand(unit: &Unit, rendered: Vec<SourcedObject>) -> Result<Prepared, Vec<Uni
                     None
                 })
                 .map(|(_, _, h)| h.as_str());
-            match aro::embedded_resources(&s.object, hcp) {
+            let capi_cluster = clusters
+                .iter()
+                .find(|c| c.pointer("/metadata/namespace").and_then(Value::as_str) == ns.as_deref()
+                    && c.pointer("/metadata/name").and_then(Value::as_str) == Some(cluster.as_str()));
+            let paused = aro::is_paused(&s.object, capi_cluster.copied());
+            match aro::embedded_resources(&s.object, hcp, paused) {
                 Ok(e) => e,
                 Err(e) => {
                     errors.push(error(Some(&s.origin), Some(key.clone()), e.to_string()));

@@ -196,6 +196,17 @@ pub fn decide_live(desired: &Value, live: &Value, recorded: Option<Decision>) ->
     }
 }
 
+/// Under `skip` the agent writes nothing, with two exceptions that exist so ASO sees the policy:
+/// the create that records a `reconcile-policy-if-exists` decision on a new object, and the one
+/// write that puts `skip` on a live object that does not carry it yet (a policy changed in git, or
+/// a paused cluster).
+pub fn skip_needs_write(live: Option<&Value>, decision: &Decision) -> bool {
+    match live {
+        None => decision.if_exists,
+        Some(l) => declared(l) != Policy::Skip,
+    }
+}
+
 /// The object to apply for a decision: when `reconcile-policy-if-exists` is in play, the decision is
 /// written on the object ([`ADOPTION_ANNOTATION`]) and the effective policy into
 /// `reconcile-policy`, so ASO honours it; `reconcile-policy-if-exists` itself is left off (both on
@@ -299,6 +310,27 @@ mod tests {
             if_exists: false,
         };
         assert_eq!(decide_create(&o, Some(recorded), Ok(true)).unwrap(), recorded);
+    }
+
+    #[test]
+    fn skip_writes_only_to_put_the_policy_on_the_object() {
+        let skip = Decision {
+            provenance: Provenance::Created,
+            policy: Policy::Skip,
+            if_exists: false,
+        };
+        let adopted = Decision {
+            provenance: Provenance::Adopted,
+            policy: Policy::Skip,
+            if_exists: true,
+        };
+        assert!(!skip_needs_write(None, &skip), "declared skip: never created");
+        assert!(skip_needs_write(None, &adopted), "if-exists: the recording create");
+        assert!(skip_needs_write(Some(&obj(json!({}))), &skip), "live lacks skip");
+        assert!(!skip_needs_write(
+            Some(&obj(json!({RECONCILE_POLICY: "skip"}))),
+            &skip
+        ));
     }
 
     #[test]

@@ -60,11 +60,31 @@ pub fn cluster_name(owner: &Value) -> &str {
         .unwrap_or("")
 }
 
+/// Annotation that pauses a CAPI object (CAPI's own key).
+pub const PAUSED_ANNOTATION: &str = "cluster.x-k8s.io/paused";
+
+/// Whether `owner` is paused: it carries [`PAUSED_ANNOTATION`], or `cluster` (its CAPI Cluster,
+/// when known) has `spec.paused: true` or the annotation.
+pub fn is_paused(owner: &Value, cluster: Option<&Value>) -> bool {
+    let annotated = |o: &Value| {
+        o.pointer("/metadata/annotations")
+            .and_then(|a| a.get(PAUSED_ANNOTATION))
+            .is_some()
+    };
+    annotated(owner)
+        || cluster.is_some_and(|c| {
+            annotated(c) || c.pointer("/spec/paused").and_then(Value::as_bool) == Some(true)
+        })
+}
+
 /// The resources `owner` embeds in `spec.resources`, ready to apply. `hcp_name` is the name of the
 /// cluster's HcpOpenShiftCluster, needed to own node pools (known from the AROControlPlane).
+/// `paused`: the shared applier's pause, `reconcile-policy: skip` on every embedded resource (a
+/// different policy the user set is an incompatible value).
 pub fn embedded_resources(
     owner: &Value,
     hcp_name: Option<&str>,
+    paused: bool,
 ) -> Result<Vec<Value>, EmbeddedError> {
     let owner_key = ObjectKey::from_object(owner).map_err(|e| EmbeddedError::Invalid {
         owner: Box::new(ObjectKey {
@@ -140,9 +160,35 @@ pub fn embedded_resources(
             }
             _ => {}
         }
+        if paused {
+            pause(&mut obj, &owner_key, index)?;
+        }
         out.push(obj);
     }
     Ok(out)
+}
+
+/// Mutator while paused: `reconcile-policy: skip`; another policy the user set is incompatible.
+fn pause(obj: &mut Value, owner: &ObjectKey, index: usize) -> Result<(), EmbeddedError> {
+    const POLICY: &str = crate::validate::RECONCILE_POLICY;
+    let path = format!("metadata.annotations.{POLICY}");
+    match obj
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(POLICY))
+        .and_then(Value::as_str)
+    {
+        Some(user) if user != "skip" => Err(EmbeddedError::Incompatible {
+            owner: Box::new(owner.clone()),
+            index,
+            path,
+            user: format!("{user:?}"),
+            want: "\"skip\"".into(),
+        }),
+        _ => {
+            obj["metadata"]["annotations"][POLICY] = json!("skip");
+            Ok(())
+        }
+    }
 }
 
 /// Mutator: `spec.owner = {name}`; a different name the user set is an incompatible value.
@@ -183,7 +229,7 @@ mod tests {
             {"apiVersion": "redhatopenshift.azure.com/v1api20240610preview", "kind": "HcpOpenShiftCluster", "metadata": {"name": "dev-hcp", "namespace": "elsewhere"}, "spec": {}},
             {"apiVersion": "redhatopenshift.azure.com/v1api20240610preview", "kind": "HcpOpenShiftClustersExternalAuth", "metadata": {"name": "dev-auth"}, "spec": {}}
         ]));
-        let out = embedded_resources(&owner, None).unwrap();
+        let out = embedded_resources(&owner, None, false).unwrap();
         assert_eq!(
             out[0]["metadata"]["namespace"], "aro-dev",
             "namespace forced to the owner's"
@@ -206,7 +252,7 @@ mod tests {
              "spec": {"operatorSpec": {"secrets": {"userCredentials": {"name": "u", "key": "k"}}}}},
             {"apiVersion": "redhatopenshift.azure.com/v1api20240610preview", "kind": "HcpOpenShiftClustersExternalAuth", "metadata": {"name": "a"}, "spec": {"owner": {"name": "other"}}}
         ]));
-        let err = embedded_resources(&owner, None).unwrap_err();
+        let err = embedded_resources(&owner, None, false).unwrap_err();
         assert_eq!(
             err.to_string(),
             "AROControlPlane/aro-dev/dev-cp: incompatible value: value at spec.resources[1].spec.owner.name set by user to \"other\" but must be \"h\""
@@ -219,18 +265,50 @@ mod tests {
             json!([{"apiVersion": "x/v1", "kind": "Vault", "metadata": {"name": "my-windows-vault"}}]),
         );
         assert!(
-            embedded_resources(&owner, None)
+            embedded_resources(&owner, None, false)
                 .unwrap_err()
                 .to_string()
                 .contains("spec.resources[0]: metadata.name \"my-windows-vault\"")
         );
         let owner = acp(json!([{"kind": "Vault", "metadata": {"name": "v"}}]));
         assert!(
-            embedded_resources(&owner, None)
+            embedded_resources(&owner, None, false)
                 .unwrap_err()
                 .to_string()
                 .contains("apiVersion is required")
         );
+    }
+
+    #[test]
+    fn a_paused_cluster_skips_every_embedded_resource_and_conflicts_are_errors() {
+        let owner = acp(json!([
+            {"apiVersion": "resources.azure.com/v1api20200601", "kind": "ResourceGroup", "metadata": {"name": "rg"}},
+            {"apiVersion": "resources.azure.com/v1api20200601", "kind": "ResourceGroup", "metadata": {"name": "rg2",
+              "annotations": {"serviceoperator.azure.com/reconcile-policy": "skip"}}}
+        ]));
+        let out = embedded_resources(&owner, None, true).unwrap();
+        for o in &out {
+            assert_eq!(
+                o["metadata"]["annotations"]["serviceoperator.azure.com/reconcile-policy"],
+                "skip"
+            );
+        }
+        let owner = acp(json!([
+            {"apiVersion": "resources.azure.com/v1api20200601", "kind": "ResourceGroup", "metadata": {"name": "rg",
+              "annotations": {"serviceoperator.azure.com/reconcile-policy": "manage"}}}
+        ]));
+        assert_eq!(
+            embedded_resources(&owner, None, true).unwrap_err().to_string(),
+            "AROControlPlane/aro-dev/dev-cp: incompatible value: value at spec.resources[0].metadata.annotations.serviceoperator.azure.com/reconcile-policy set by user to \"manage\" but must be \"skip\""
+        );
+        assert!(embedded_resources(&owner, None, false).is_ok());
+        // Paused by the annotation on the owner, or by the Cluster.
+        let cluster = json!({"spec": {"paused": true}});
+        assert!(is_paused(&acp(json!([])), Some(&cluster)));
+        assert!(!is_paused(&acp(json!([])), None));
+        let mut annotated = acp(json!([]));
+        annotated["metadata"]["annotations"] = json!({PAUSED_ANNOTATION: ""});
+        assert!(is_paused(&annotated, None));
     }
 
     #[test]

@@ -8,7 +8,7 @@ mod status;
 
 pub use conditions::{Condition, mirror_aso_ready, set_condition};
 pub use embedded::{
-    set_controller,
+    PAUSED_ANNOTATION, is_paused, set_controller,
     EmbeddedError, OWNED_KINDS_ANNOTATION, controller_ref, embedded_resources, owned_kinds_entry,
 };
 pub use status::{
