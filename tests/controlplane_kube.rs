@@ -521,6 +521,49 @@ async fn watch_from_a_compacted_resource_version_is_gone() {
 }
 
 #[tokio::test]
+async fn the_event_log_is_bounded_by_bytes_too() {
+    // Ten 2 KiB ConfigMaps against a 5 KiB budget: only the last couple of events stay, however
+    // many the count would allow, so a fleet of large objects cannot fill memory with history.
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = aro_gitops::controlplane::Config::new(dir.path());
+    config.preload_crds = false;
+    config.event_log_bytes = 5 * 1024;
+    let cp = aro_gitops::controlplane::ControlPlane::open(config).unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(cp.client(), "default");
+    for i in 0..10 {
+        let cm: ConfigMap = serde_json::from_value(
+            json!({"metadata": {"name": format!("c{i}")}, "data": {"blob": "x".repeat(2048)}}),
+        )
+        .unwrap();
+        api.create(&PostParams::default(), &cm).await.unwrap();
+    }
+    let old = api
+        .watch(&WatchParams::default().timeout(5), "1")
+        .await
+        .unwrap()
+        .boxed()
+        .next()
+        .await;
+    match old {
+        Some(Ok(WatchEvent::Error(e))) => assert_eq!(e.code, 410),
+        Some(Err(kube::Error::Api(e))) => assert_eq!(e.code, 410),
+        other => panic!("expected 410 Gone, got {other:?}"),
+    }
+    let rv = (cp.resource_version() - 1).to_string();
+    let mut recent = api
+        .watch(&WatchParams::default().timeout(5), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    loop {
+        if let Some(Ok(WatchEvent::Added(cm))) = recent.next().await {
+            assert_eq!(cm.metadata.name.as_deref(), Some("c9"));
+            break;
+        }
+    }
+}
+
+#[tokio::test]
 async fn finalizers_hold_deletes_and_owners_cascade() {
     let c = local_cluster(false);
     install_widgets(&c.client).await;

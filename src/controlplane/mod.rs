@@ -50,6 +50,11 @@ pub struct Config {
     pub preload_crds: bool,
     /// How many watch events are kept for watches to resume from.
     pub event_log_capacity: usize,
+    /// The most bytes of object JSON the kept watch events may hold (each event holds its object,
+    /// and the object before the change, in memory): what bounds memory on a large fleet, where
+    /// objects carry managedFields and status. Older events are compacted (watches from before
+    /// get 410 Gone and relist, as upstream).
+    pub event_log_bytes: usize,
     pub bookmark_interval: Duration,
     /// Largest request body accepted (upstream: 3 MiB).
     pub max_body_bytes: usize,
@@ -61,6 +66,7 @@ impl Config {
             state_dir: state_dir.into(),
             preload_crds: true,
             event_log_capacity: 100_000,
+            event_log_bytes: 32 * 1024 * 1024,
             bookmark_interval: Duration::from_secs(30),
             max_body_bytes: 3 * 1024 * 1024,
         }
@@ -83,7 +89,7 @@ impl ControlPlane {
     /// off, installs or updates the preloaded CRDs.
     pub fn open(config: Config) -> Result<ControlPlane, ControlPlaneError> {
         let (store, loaded) = store::Store::open(&config.state_dir)?;
-        let state = State::open(store, loaded, config.event_log_capacity)?;
+        let state = State::open(store, loaded, config.event_log_capacity, config.event_log_bytes)?;
         let cp = ControlPlane {
             shared: Arc::new(Shared {
                 state: Mutex::new(state),

@@ -62,6 +62,15 @@ pub struct WatchEvent {
     pub previous: Option<Arc<Value>>,
 }
 
+impl WatchEvent {
+    /// What keeping this event costs, in bytes of object JSON: the object, and the object before
+    /// the change (taken to be about as large).
+    pub fn weight(&self) -> usize {
+        let json = self.object.json.len();
+        if self.previous.is_some() { 2 * json } else { json }
+    }
+}
+
 /// The index and the durable store, behind the control plane's write lock.
 pub struct State {
     store: Store,
@@ -73,6 +82,9 @@ pub struct State {
     resource_version: u64,
     events: VecDeque<Arc<WatchEvent>>,
     event_capacity: usize,
+    /// Budget and current total of [`WatchEvent::weight`] over `events`.
+    event_byte_budget: usize,
+    event_bytes: usize,
     /// Watches may resume from any resourceVersion at or above this one.
     compacted: u64,
     registry: Arc<Registry>,
@@ -87,6 +99,7 @@ impl State {
         store: Store,
         loaded: Loaded,
         event_capacity: usize,
+        event_byte_budget: usize,
     ) -> Result<State, ControlPlaneError> {
         let mut objects = BTreeMap::new();
         let mut dependents: HashMap<String, BTreeSet<String>> = HashMap::new();
@@ -143,6 +156,7 @@ impl State {
                 .map(|(_, e)| &*e.object),
         ));
         let (sender, _) = broadcast::channel(16_384);
+        let event_bytes = events.iter().map(|e| e.weight()).sum();
         Ok(State {
             store,
             objects,
@@ -151,6 +165,8 @@ impl State {
             resource_version: loaded.resource_version,
             events,
             event_capacity: event_capacity.max(1),
+            event_bytes,
+            event_byte_budget: event_byte_budget.max(1),
             compacted,
             registry,
             sender,
@@ -251,7 +267,24 @@ impl State {
                 previous: change.previous.clone(),
             }));
         }
-        let overflow = (self.events.len() + events.len()).saturating_sub(self.event_capacity);
+        // Drop the oldest events beyond the count, and beyond the byte budget.
+        let mut overflow = (self.events.len() + events.len()).saturating_sub(self.event_capacity);
+        let mut bytes = self.event_bytes + events.iter().map(|e| e.weight()).sum::<usize>();
+        {
+            let mut all = self.events.iter().chain(events.iter());
+            for e in all.by_ref().take(overflow) {
+                bytes -= e.weight();
+            }
+            // Keep at least the newest event, whatever its size.
+            let total = self.events.len() + events.len();
+            for e in all {
+                if bytes <= self.event_byte_budget || overflow + 1 >= total {
+                    break;
+                }
+                bytes -= e.weight();
+                overflow += 1;
+            }
+        }
         let new_compacted = if overflow > 0 {
             self.events
                 .iter()
@@ -300,6 +333,7 @@ impl State {
                         .insert(ev.key.clone());
                 }
             }
+            self.event_bytes += ev.weight();
             self.events.push_back(ev.clone());
             // No receiver is fine: nobody is watching.
             let _ = self.sender.send(ev);
@@ -310,7 +344,9 @@ impl State {
                 .front()
                 .is_some_and(|e| e.resource_version <= rv)
             {
-                self.events.pop_front();
+                if let Some(e) = self.events.pop_front() {
+                    self.event_bytes -= e.weight();
+                }
             }
             self.compacted = rv;
         }
