@@ -76,11 +76,31 @@ async fn render_revision(
     .map_err(|e| AgentError::Task(e.to_string()))?
 }
 
+/// A unit error as the preview shows it: file and object in their own fields, and the message
+/// without them (errors from validation and rendering start with `file: Kind/ns/name: `).
 fn problem(e: &UnitError) -> Problem {
+    let file = e.file.as_ref().map(|f| f.display().to_string());
+    let mut message = e.message.as_str();
+    if let Some(f) = &file
+        && let Some(rest) = message.strip_prefix(f.as_str())
+    {
+        // `file: ` or `file (document N): `
+        let rest = match rest.strip_prefix(" (document ") {
+            Some(r) => r.split_once("): ").map_or(rest, |(_, m)| m),
+            None => rest.strip_prefix(": ").unwrap_or(rest),
+        };
+        message = rest;
+    }
+    if let Some(o) = &e.object {
+        message = message
+            .strip_prefix(o.to_string().as_str())
+            .and_then(|m| m.strip_prefix(": "))
+            .unwrap_or(message);
+    }
     Problem {
-        file: e.file.as_ref().map(|f| f.display().to_string()),
+        file,
         object: e.object.as_ref().map(ObjectRef::from),
-        message: e.message.clone(),
+        message: message.to_string(),
     }
 }
 
@@ -227,7 +247,14 @@ fn add_deletions(
     verdicts: Vec<Verdict>,
     against: &str,
 ) {
-    for ((key, obj), verdict) in keys.iter().zip(old).zip(verdicts) {
+    // Listed in the order pruning deletes them: dependents first.
+    let order = super::prune::dependents_first(&super::prune::deletion_graph(keys, old));
+    let mut verdicts: Vec<Option<Verdict>> = verdicts.into_iter().map(Some).collect();
+    for i in order {
+        let (key, obj) = (&keys[i], &old[i]);
+        let Some(verdict) = verdicts[i].take() else {
+            continue;
+        };
         let object = ObjectRef::from(key);
         match verdict {
             Verdict::Gone => {}

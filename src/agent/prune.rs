@@ -112,14 +112,9 @@ pub async fn step(
         unit: unit_consent || inventory.consent,
     };
     let verdicts = prune::decide(&cands, total, consent, safety.max_delete_share);
-    let g = graph_of(&keys, live);
-    let order = match g.order() {
-        Ok(mut order) => {
-            order.reverse();
-            order
-        }
-        Err(_) => (0..keys.len()).rev().collect(),
-    };
+    let bodies: Vec<Option<&Value>> = keys.iter().map(|k| live.get(k)).collect();
+    let g = deletion_graph(&keys, &bodies);
+    let order = dependents_first(&g);
     let mut outcomes = Vec::new();
     for &i in &order {
         let key = &keys[i];
@@ -234,21 +229,19 @@ async fn write_detach(
     cluster.apply(key, &patch, OWNERSHIP_MANAGER).await.map(|_| ())
 }
 
-/// The dependency graph of the candidates, from their live bodies; an object controlled by another
-/// candidate (its controller ownerReference) counts as embedded in it.
-fn graph_of(keys: &[ObjectKey], live: &HashMap<ObjectKey, Value>) -> graph::Graph {
+/// The dependency graph of objects about to be deleted, from their bodies (`None`: gone); an
+/// object controlled by another of them (its controller ownerReference) counts as embedded in it.
+pub fn deletion_graph(keys: &[ObjectKey], bodies: &[Option<&Value>]) -> graph::Graph {
     let empty = json!({});
-    let uid_of = |k: &ObjectKey| {
-        live.get(k)
-            .and_then(|o| o.pointer("/metadata/uid"))
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    };
-    let uids: Vec<Option<String>> = keys.iter().map(uid_of).collect();
+    let uids: Vec<Option<&str>> = bodies
+        .iter()
+        .map(|b| b.and_then(|o| o.pointer("/metadata/uid")).and_then(Value::as_str))
+        .collect();
     let nodes: Vec<Node> = keys
         .iter()
-        .map(|k| {
-            let obj = live.get(k).unwrap_or(&empty);
+        .zip(bodies)
+        .map(|(k, body)| {
+            let obj = body.unwrap_or(&empty);
             let controller = obj
                 .pointer("/metadata/ownerReferences")
                 .and_then(Value::as_array)
@@ -260,7 +253,7 @@ fn graph_of(keys: &[ObjectKey], live: &HashMap<ObjectKey, Value>) -> graph::Grap
                 .and_then(Value::as_str);
             let embedded_in = controller.and_then(|uid| {
                 uids.iter()
-                    .position(|u| u.as_deref() == Some(uid))
+                    .position(|u| *u == Some(uid))
                     .map(|p| keys[p].clone())
             });
             Node {
@@ -271,4 +264,15 @@ fn graph_of(keys: &[ObjectKey], live: &HashMap<ObjectKey, Value>) -> graph::Grap
         })
         .collect();
     graph::build(&nodes)
+}
+
+/// Indexes of the graph's nodes, dependents before what they depend on.
+pub fn dependents_first(g: &graph::Graph) -> Vec<usize> {
+    match g.order() {
+        Ok(mut order) => {
+            order.reverse();
+            order
+        }
+        Err(_) => (0..g.len()).rev().collect(),
+    }
 }
