@@ -1,13 +1,16 @@
-//! The Azure simulator against an in-process local control plane (delay 0): what a user of the
-//! simulated ASO sees, end to end.
+//! The Azure simulator against an in-process local control plane (delay 0 unless a test needs to
+//! see a step last): what a user of the simulated ASO sees, end to end.
 
-use aro_gitops::azuresim::{AzureSimulator, FAIL_ANNOTATION, SimConfig, secret};
+use aro_gitops::azuresim::{
+    AzureSimulator, FAIL_ANNOTATION, FINALIZER, SimConfig, WARN_ANNOTATION, inventory, secret,
+};
 use aro_gitops::controlplane::{Config, ControlPlane};
+use aro_gitops::reconcile::readiness::aso_readiness;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{
-    Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams, WatchEvent,
-    WatchParams,
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams,
+    PostParams, WatchEvent, WatchParams,
 };
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
@@ -32,10 +35,20 @@ impl Drop for Env {
 }
 
 fn env() -> Env {
+    env_with(Duration::ZERO)
+}
+
+fn env_with(delay: Duration) -> Env {
     let dir = tempfile::tempdir().expect("tempdir");
     let cp = ControlPlane::open(Config::new(dir.path())).expect("control plane");
     let client = cp.client();
-    let sim = AzureSimulator::new(client.clone(), SimConfig::instant()).spawn();
+    let sim = AzureSimulator::new(
+        client.clone(),
+        SimConfig {
+            provisioning_delay: delay,
+        },
+    )
+    .spawn();
     Env {
         client,
         sim,
@@ -321,7 +334,7 @@ async fn spec_change_goes_through_reconciling_to_succeeded_with_the_new_generati
         .await
         .expect("watch")
         .boxed();
-    clusters
+    let changed = clusters
         .patch(
             "c1",
             &PatchParams::default(),
@@ -329,6 +342,14 @@ async fn spec_change_goes_through_reconciling_to_succeeded_with_the_new_generati
         )
         .await
         .expect("spec change");
+    // Right after the change, before the simulator has reacted, Ready still speaks of
+    // generation 1: stale, so not ready by the readiness rule.
+    let changed = serde_json::to_value(changed).unwrap();
+    assert_eq!(changed["metadata"]["generation"], 2);
+    assert_eq!(ready(&changed)["observedGeneration"], 1);
+    assert_eq!(ready(&changed)["status"], "True");
+    let stale = aso_readiness(&changed);
+    assert!(!stale.is_ready() && !stale.is_failed(), "{stale}");
 
     let mut seen = Vec::new();
     let deadline = Instant::now() + DEADLINE;
@@ -342,6 +363,10 @@ async fn spec_change_goes_through_reconciling_to_succeeded_with_the_new_generati
         };
         let obj = serde_json::to_value(obj).unwrap();
         let c = ready(&obj);
+        assert_eq!(
+            obj["status"]["provisioningState"], obj["status"]["properties"]["provisioningState"],
+            "both places agree"
+        );
         seen.push((
             c["reason"].clone(),
             c["observedGeneration"].clone(),
@@ -422,4 +447,387 @@ spec: {location: eastus}
             .is_none_or(|s| s.get("conditions").is_none()),
         "{skipped:#}"
     );
+}
+
+fn arm_state(obj: &Value) -> String {
+    obj["status"]["provisioningState"]
+        .as_str()
+        .unwrap_or("-")
+        .to_string()
+}
+
+fn finalizers(obj: &Value) -> Vec<String> {
+    obj["metadata"]["finalizers"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|f| f.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Watches `name` from `since` and collects `pick` of every event until `done` holds for one (then
+/// returns what it collected), failing after [`DEADLINE`].
+async fn watch_until<T: std::fmt::Debug>(
+    api: &Api<DynamicObject>,
+    name: &str,
+    since: &str,
+    pick: impl Fn(&WatchEvent<DynamicObject>) -> Option<T>,
+    done: impl Fn(&WatchEvent<DynamicObject>) -> bool,
+) -> Vec<T> {
+    let params = WatchParams::default()
+        .fields(&format!("metadata.name={name}"))
+        .timeout(10);
+    let mut events = api.watch(&params, since).await.expect("watch").boxed();
+    let deadline = Instant::now() + DEADLINE;
+    let mut seen = Vec::new();
+    loop {
+        let next = tokio::time::timeout_at(deadline, events.try_next()).await;
+        let Ok(Ok(Some(event))) = next else {
+            panic!("{name}: watch ended before the awaited event; saw {seen:?} ({next:?})")
+        };
+        seen.extend(pick(&event));
+        if done(&event) {
+            return seen;
+        }
+    }
+}
+
+fn object_of(event: &WatchEvent<DynamicObject>) -> Option<Value> {
+    match event {
+        WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => {
+            Some(serde_json::to_value(o).unwrap())
+        }
+        _ => None,
+    }
+}
+
+/// `states` without consecutive repeats.
+fn steps(states: Vec<String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for s in states {
+        if out.last() != Some(&s) {
+            out.push(s);
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn provisioning_state_goes_accepted_provisioning_succeeded() {
+    for delay in [Duration::ZERO, Duration::from_millis(300)] {
+        let env = env_with(delay);
+        // Make sure the simulator watches ResourceGroups, then watch rg1 from before its creation.
+        let warm_up = create(&env.client, &RG.replace("rg1", "rg0")).await;
+        let rgs = api_of(&env.client, &warm_up);
+        let warm = wait_for(&rgs, "rg0", "Ready", is_ready).await;
+        let since = warm["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let watching = {
+            let rgs = rgs.clone();
+            tokio::spawn(async move {
+                watch_until(
+                    &rgs,
+                    "rg1",
+                    &since,
+                    |e| object_of(e).map(|o| arm_state(&o)),
+                    |e| object_of(e).is_some_and(|o| is_ready(&o)),
+                )
+                .await
+            })
+        };
+        let started = Instant::now();
+        create(&env.client, RG).await;
+        let states = steps(watching.await.expect("watch task"));
+        assert_eq!(
+            states,
+            ["-", "Accepted", "Provisioning", "Succeeded"],
+            "delay {delay:?}"
+        );
+        assert!(started.elapsed() >= delay, "Succeeded before the delay");
+        let rg = rgs.get("rg1").await.expect("get");
+        let rg = serde_json::to_value(rg).unwrap();
+        assert_eq!(finalizers(&rg), [FINALIZER]);
+        assert!(
+            inventory::exists(&env.client, RG_ID)
+                .await
+                .expect("inventory"),
+            "recorded in the simulated Azure once Succeeded"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_managed_delete_shows_deleting_for_the_delay_then_removes_the_azure_record() {
+    let env = env_with(Duration::from_millis(300));
+    let rg = create(&env.client, RG).await;
+    let rgs = api_of(&env.client, &rg);
+    wait_for(&rgs, "rg1", "Ready", is_ready).await;
+    assert!(
+        inventory::exists(&env.client, RG_ID)
+            .await
+            .expect("inventory")
+    );
+
+    let started = Instant::now();
+    let held = rgs
+        .delete("rg1", &DeleteParams::default())
+        .await
+        .expect("delete")
+        .left()
+        .expect("the finalizer holds the object");
+    let held = serde_json::to_value(held).unwrap();
+    assert!(
+        held["metadata"]["deletionTimestamp"].is_string(),
+        "{held:#}"
+    );
+    let since = held["metadata"]["resourceVersion"].as_str().unwrap();
+    let seen = watch_until(
+        &rgs,
+        "rg1",
+        since,
+        |e| {
+            let o = object_of(e)?;
+            let kind = if matches!(e, WatchEvent::Deleted(_)) {
+                "gone"
+            } else {
+                "live"
+            };
+            Some((kind, ready(&o)["reason"].clone(), arm_state(&o)))
+        },
+        |e| matches!(e, WatchEvent::Deleted(_)),
+    )
+    .await;
+    assert!(
+        seen.contains(&("live", json!("Deleting"), "Deleting".to_string())),
+        "Deleting while the object still exists: {seen:?}"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(300),
+        "gone before the delay: {:?}",
+        started.elapsed()
+    );
+    assert!(rgs.get_opt("rg1").await.expect("get").is_none());
+    assert!(
+        !inventory::exists(&env.client, RG_ID)
+            .await
+            .expect("inventory"),
+        "the simulated Azure resource is deleted before the finalizer goes"
+    );
+}
+
+#[tokio::test]
+async fn deletion_keeps_other_finalizers_and_completes_promptly_without_delay() {
+    let env = env();
+    let rg = create(
+        &env.client,
+        "
+apiVersion: resources.azure.com/v1api20200601
+kind: ResourceGroup
+metadata: {name: rg1, namespace: default, finalizers: [example.com/keep]}
+spec: {location: eastus}
+",
+    )
+    .await;
+    let rgs = api_of(&env.client, &rg);
+    let live = wait_for(&rgs, "rg1", "Ready", is_ready).await;
+    assert_eq!(finalizers(&live), ["example.com/keep", FINALIZER]);
+    rgs.delete("rg1", &DeleteParams::default())
+        .await
+        .expect("delete");
+    // The simulator finishes its part: Azure record gone, its finalizer released, the other kept.
+    let held = wait_for(&rgs, "rg1", "the simulator's finalizer released", |o| {
+        finalizers(o) == ["example.com/keep"]
+    })
+    .await;
+    assert_eq!(ready(&held)["reason"], "Deleting");
+    assert!(
+        !inventory::exists(&env.client, RG_ID)
+            .await
+            .expect("inventory")
+    );
+    rgs.patch(
+        "rg1",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .expect("release the other finalizer");
+    assert!(rgs.get_opt("rg1").await.expect("get").is_none());
+}
+
+#[tokio::test]
+async fn detach_on_delete_and_skip_release_at_once_and_keep_the_azure_record() {
+    // A delay the test would notice: these policies must not wait for it.
+    let env = env_with(Duration::from_secs(30));
+    // skip only reads: the Azure resource must exist first.
+    inventory::ensure(
+        &env.client,
+        &format!("{RG_ID}-skip"),
+        "Microsoft.Resources/resourceGroups",
+        "test",
+    )
+    .await
+    .expect("record");
+    let detached = create(
+        &env.client,
+        "
+apiVersion: resources.azure.com/v1api20200601
+kind: ResourceGroup
+metadata:
+  name: rg1
+  namespace: default
+  annotations: {serviceoperator.azure.com/reconcile-policy: detach-on-delete}
+spec: {location: eastus}
+",
+    )
+    .await;
+    let rgs = api_of(&env.client, &detached);
+    // Provisioning takes the long delay: record the detached one by hand, as if it had finished.
+    inventory::ensure(
+        &env.client,
+        RG_ID,
+        "Microsoft.Resources/resourceGroups",
+        "test",
+    )
+    .await
+    .expect("record");
+    create(
+        &env.client,
+        "
+apiVersion: resources.azure.com/v1api20200601
+kind: ResourceGroup
+metadata:
+  name: rg1-skip
+  namespace: default
+  annotations: {serviceoperator.azure.com/reconcile-policy: skip}
+spec: {location: eastus}
+",
+    )
+    .await;
+    wait_for(
+        &rgs,
+        "rg1-skip",
+        "Ready (read from the simulated Azure)",
+        is_ready,
+    )
+    .await;
+    for (name, arm_id) in [
+        ("rg1", RG_ID.to_string()),
+        ("rg1-skip", format!("{RG_ID}-skip")),
+    ] {
+        wait_for(&rgs, name, "the finalizer", |o| {
+            finalizers(o) == [FINALIZER]
+        })
+        .await;
+        let started = Instant::now();
+        rgs.delete(name, &DeleteParams::default())
+            .await
+            .expect("delete");
+        let deadline = Instant::now() + DEADLINE;
+        while rgs.get_opt(name).await.expect("get").is_some() {
+            assert!(Instant::now() < deadline, "{name} was never released");
+            tokio::time::sleep(POLL).await;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "{name}");
+        assert!(
+            inventory::exists(&env.client, &arm_id)
+                .await
+                .expect("inventory"),
+            "{name}: the simulated Azure resource is kept"
+        );
+    }
+}
+
+#[tokio::test]
+async fn warning_annotation_is_a_transient_failure_until_removed() {
+    let env = env();
+    let rg = create(
+        &env.client,
+        &format!(
+            "
+apiVersion: resources.azure.com/v1api20200601
+kind: ResourceGroup
+metadata:
+  name: rg1
+  namespace: default
+  annotations: {{'{WARN_ANNOTATION}': TooManyRequests}}
+spec: {{location: eastus}}
+"
+        ),
+    )
+    .await;
+    let rgs = api_of(&env.client, &rg);
+    let retrying = wait_for(&rgs, "rg1", "a warning", |o| {
+        ready(o)["severity"] == "Warning"
+    })
+    .await;
+    let c = ready(&retrying);
+    assert_eq!(c["status"], "False");
+    assert_eq!(c["reason"], "TooManyRequests");
+    let message = c["message"].as_str().unwrap();
+    assert!(
+        message.contains("transient") && message.contains("simulator"),
+        "{message}"
+    );
+    assert_eq!(arm_state(&retrying), "Provisioning");
+    let readiness = aso_readiness(&retrying);
+    assert!(
+        !readiness.is_ready() && !readiness.is_failed(),
+        "{readiness}"
+    );
+    assert!(
+        !inventory::exists(&env.client, RG_ID)
+            .await
+            .expect("inventory")
+    );
+
+    rgs.patch(
+        "rg1",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"annotations": {WARN_ANNOTATION: null}}})),
+    )
+    .await
+    .expect("remove the annotation");
+    let done = wait_for(&rgs, "rg1", "Ready once the annotation is gone", is_ready).await;
+    assert_eq!(arm_state(&done), "Succeeded");
+}
+
+#[tokio::test]
+async fn removing_the_error_annotation_lets_it_provision() {
+    let env = env();
+    let rg = create(
+        &env.client,
+        &format!(
+            "
+apiVersion: resources.azure.com/v1api20200601
+kind: ResourceGroup
+metadata:
+  name: rg1
+  namespace: default
+  annotations: {{'{FAIL_ANNOTATION}': QuotaExceeded}}
+spec: {{location: eastus}}
+"
+        ),
+    )
+    .await;
+    let rgs = api_of(&env.client, &rg);
+    let failed = wait_for(&rgs, "rg1", "a failure", |o| {
+        ready(o)["severity"] == "Error"
+    })
+    .await;
+    assert_eq!(arm_state(&failed), "Failed");
+    assert!(aso_readiness(&failed).is_failed());
+    rgs.patch(
+        "rg1",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"annotations": {FAIL_ANNOTATION: null}}})),
+    )
+    .await
+    .expect("remove the annotation");
+    let done = wait_for(&rgs, "rg1", "Ready once the annotation is gone", is_ready).await;
+    assert_eq!(arm_state(&done), "Succeeded");
 }

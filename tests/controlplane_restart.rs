@@ -1,5 +1,5 @@
-//! A kube-rs watcher keeps going across a restart of a standalone control plane: it reconnects,
-//! resumes from the resourceVersion it had (the event log is durable), and sees later changes.
+//! Restarts of the control plane: a kube-rs watcher keeps going across a restart of a standalone
+//! server (it resumes from the durable event log), and what was deleted stays deleted.
 
 mod common;
 
@@ -59,5 +59,43 @@ async fn watcher_resumes_after_the_server_restarts() {
     assert!(
         seen.contains(&"before-restart".to_string()),
         "the change made before the restart was delivered too: {seen:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_object_whose_last_finalizer_is_released_stays_gone_after_a_restart() {
+    use aro_gitops::controlplane::{Config, ControlPlane};
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+
+    let dir = tempfile::tempdir().unwrap();
+    let open = || {
+        let mut config = Config::new(dir.path());
+        config.preload_crds = false;
+        ControlPlane::open(config).unwrap()
+    };
+    let cp = open();
+    let api: Api<ConfigMap> = Api::namespaced(cp.client(), "default");
+    let cm: ConfigMap = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "held", "finalizers": ["example.com/hold"]}}))
+    .unwrap();
+    api.create(&PostParams::default(), &cm).await.unwrap();
+    api.delete("held", &DeleteParams::default()).await.unwrap();
+    api.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::Merge(serde_json::json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    assert!(api.get_opt("held").await.unwrap().is_none());
+    drop(api);
+    assert!(cp.close(std::time::Duration::from_secs(10)).await);
+
+    let cp = open();
+    let api: Api<ConfigMap> = Api::namespaced(cp.client(), "default");
+    assert!(
+        api.get_opt("held").await.unwrap().is_none(),
+        "the released object came back after a restart"
     );
 }

@@ -33,7 +33,10 @@ pub fn record_name(arm_id: &str) -> String {
         &ring::digest::SHA256,
         arm_id.to_ascii_lowercase().as_bytes(),
     );
-    let hex: String = d.as_ref()[..10].iter().map(|b| format!("{b:02x}")).collect();
+    let hex: String = d.as_ref()[..10]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
     let last = arm_id
         .rsplit('/')
         .next()
@@ -113,7 +116,8 @@ pub async fn ensure(
         Err(kube::Error::Api(s)) if s.code == 404 => {
             // The namespace is missing: create it, then retry once.
             let ns: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
-            let ns_body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}});
+            let ns_body =
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}});
             ns.patch(NAMESPACE, &pp, &Patch::Apply(&ns_body)).await?;
             api.patch(&record_name(arm_id), &pp, &Patch::Apply(&body))
                 .await
@@ -126,10 +130,7 @@ pub async fn ensure(
 /// Removes the record of `arm_id` (the simulated Azure resource is deleted).
 pub async fn remove(client: &kube::Client, arm_id: &str) -> Result<(), kube::Error> {
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), NAMESPACE, &resource());
-    match api
-        .delete(&record_name(arm_id), &Default::default())
-        .await
-    {
+    match api.delete(&record_name(arm_id), &Default::default()).await {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
         Err(e) => Err(e),

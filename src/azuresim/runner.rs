@@ -1,26 +1,27 @@
-//! The simulator's watch loop: discovers ASO kinds, watches them, and writes what [`status`] and
-//! [`secret`] decide.
+//! The simulator's loop: discovers ASO kinds, watches them (`watch`), and writes
+//! what [`status`] and [`secret`] decide.
 //!
 //! One task owns all state. Watchers (one per ASO kind) only report which objects changed; the loop
 //! collects those, re-reads each object and its owner, and writes status only when it differs, so
 //! its own writes come back as events that change nothing. A change to an object also wakes the
 //! objects that name it as owner. Provisioning delays are timers in the same loop, keyed by the
-//! generation they were started for: a spec change during the delay starts a new one.
+//! generation they were started for: a spec change during the delay starts a new one. Deletions
+//! (the finalizer, `deletion`) are timed the same way.
+
+mod deletion;
 
 use super::azure::{self, OwnerRef};
 use super::inventory;
+use super::policy::{self, ReconcilePolicy};
 use super::status::{self, Phase};
-use super::{FIELD_MANAGER, RECONCILE_POLICY_ANNOTATION, SimConfig, secret};
-use futures::StreamExt;
+use super::watch::{self, Key, Kinds, Seen, to_value};
+use super::{FIELD_MANAGER, SimConfig, secret};
 use k8s_openapi::api::core::v1::Secret;
+use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
-use kube::discovery::{Discovery, Scope, verbs};
-use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, HashMap};
-use std::fmt;
+use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet};
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
@@ -51,44 +52,24 @@ impl AzureSimulator {
     }
 }
 
-/// One simulated object, independent of the API version it is served at.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-struct Key {
-    group: String,
-    kind: String,
-    namespace: String,
-    name: String,
-}
-
-impl fmt::Display for Key {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}/{}", self.kind, self.namespace, self.name)
-    }
-}
-
-/// What a watcher reports.
-enum Seen {
-    Applied { key: Key, owner: OwnerRef },
-    /// Gone from the control plane; `arm_id` is the Azure resource ASO deleted with it (policy
-    /// `manage`), `None` when the Azure resource is kept (`detach-on-delete`, `skip`) or never existed.
-    Deleted { key: Key, arm_id: Option<String> },
-}
-
 struct Runner {
     client: Client,
     config: SimConfig,
     tx: mpsc::UnboundedSender<Seen>,
-    /// Watched kinds by (group, kind).
-    kinds: HashMap<(String, String), ApiResource>,
+    kinds: Kinds,
     /// The owner each known object names: which objects to wake when an owner changes.
     owners: HashMap<Key, OwnerRef>,
     /// Provisioning started for (generation, due at).
     timers: HashMap<Key, (i64, Instant)>,
+    /// Deletions under `manage`: when the simulated Azure resource is due to go.
+    deletions: HashMap<Key, Instant>,
     wakeups: BinaryHeap<Reverse<(Instant, Key)>>,
     /// ARM ids already recorded in the simulated Azure inventory by this runner.
     recorded: BTreeSet<String>,
-    /// ARM ids whose simulated Azure resource is to be deleted.
+    /// ARM ids whose simulated Azure resource is to be deleted (objects gone without the finalizer).
     removals: Vec<String>,
+    /// uids of deleted objects whose simulated Azure resource the finalizer step already removed.
+    finalized: HashSet<String>,
 }
 
 async fn run(client: Client, config: SimConfig) {
@@ -100,9 +81,11 @@ async fn run(client: Client, config: SimConfig) {
         kinds: HashMap::new(),
         owners: HashMap::new(),
         timers: HashMap::new(),
+        deletions: HashMap::new(),
         wakeups: BinaryHeap::new(),
         recorded: BTreeSet::new(),
         removals: Vec::new(),
+        finalized: HashSet::new(),
     };
     // Dropped with this task, which aborts every watcher.
     let mut watchers: JoinSet<()> = JoinSet::new();
@@ -116,7 +99,7 @@ async fn run(client: Client, config: SimConfig) {
         let next_wakeup = runner.wakeups.peek().map(|Reverse((at, _))| *at);
         tokio::select! {
             _ = sleep_until(next_discovery) => {
-                let found = runner.discover(&mut watchers).await;
+                let found = watch::discover(&runner.client, &mut runner.kinds, &runner.tx, &mut watchers).await;
                 next_discovery = Instant::now() + if found { REDISCOVERY_INTERVAL } else { DISCOVERY_RETRY };
             }
             Some(seen) = rx.recv() => {
@@ -146,66 +129,23 @@ async fn run(client: Client, config: SimConfig) {
             }
         }
         for key in dirty {
-            if let Err(error) = runner.reconcile(&key).await {
-                tracing::warn!(kind = %key.kind, namespace = %key.namespace, name = %key.name, %error, "simulated reconcile failed; retrying");
-                runner
-                    .wakeups
-                    .push(Reverse((Instant::now() + RETRY_AFTER, key)));
-            }
+            let retry_at = match runner.reconcile(&key).await {
+                Ok(()) => continue,
+                // Gone meanwhile: the watch reports it.
+                Err(kube::Error::Api(s)) if s.code == 404 => continue,
+                // Changed since it was read: read it again at once.
+                Err(kube::Error::Api(s)) if s.code == 409 => Instant::now(),
+                Err(error) => {
+                    tracing::warn!(kind = %key.kind, namespace = %key.namespace, name = %key.name, %error, "simulated reconcile failed; retrying");
+                    Instant::now() + RETRY_AFTER
+                }
+            };
+            runner.wakeups.push(Reverse((retry_at, key)));
         }
     }
 }
 
 impl Runner {
-    /// Finds ASO kinds not watched yet and starts a watcher for each. True when at least one ASO
-    /// kind is watched.
-    async fn discover(&mut self, watchers: &mut JoinSet<()>) -> bool {
-        let groups = match self.client.list_api_groups().await {
-            Ok(groups) => groups,
-            Err(error) => {
-                tracing::warn!(%error, "Azure simulator: API discovery failed");
-                return !self.kinds.is_empty();
-            }
-        };
-        let names: Vec<String> = groups
-            .groups
-            .into_iter()
-            .map(|g| g.name)
-            .filter(|n| n.ends_with(".azure.com"))
-            .collect();
-        if names.is_empty() {
-            tracing::debug!("Azure simulator: no ASO API group served yet");
-            return !self.kinds.is_empty();
-        }
-        let allow: Vec<&str> = names.iter().map(String::as_str).collect();
-        let discovery = match Discovery::new(self.client.clone())
-            .filter(&allow)
-            .run()
-            .await
-        {
-            Ok(d) => d,
-            Err(error) => {
-                tracing::warn!(%error, "Azure simulator: discovery of ASO groups failed");
-                return !self.kinds.is_empty();
-            }
-        };
-        for group in discovery.groups() {
-            for (ar, caps) in group.recommended_resources() {
-                if caps.scope != Scope::Namespaced || !caps.supports_operation(verbs::WATCH) {
-                    continue;
-                }
-                let gk = (ar.group.clone(), ar.kind.clone());
-                if self.kinds.contains_key(&gk) {
-                    continue;
-                }
-                tracing::info!(group = %ar.group, version = %ar.version, kind = %ar.kind, "Azure simulator: watching ASO kind");
-                watchers.spawn(watch_kind(self.client.clone(), ar.clone(), self.tx.clone()));
-                self.kinds.insert(gk, ar);
-            }
-        }
-        !self.kinds.is_empty()
-    }
-
     /// Records what a watcher saw and marks the objects to reconcile.
     fn note(&mut self, seen: Seen, dirty: &mut BTreeSet<Key>) {
         let key = match seen {
@@ -214,14 +154,22 @@ impl Runner {
                 dirty.insert(key.clone());
                 key
             }
-            Seen::Deleted { key, arm_id } => {
-                self.owners.remove(&key);
-                self.timers.remove(&key);
-                self.removals.extend(arm_id);
+            Seen::Deleted { key, uid, arm_id } => {
+                self.forget(&key);
+                // Deleted through the finalizer: its Azure resource was handled then.
+                if !self.finalized.remove(&uid) {
+                    self.removals.extend(arm_id);
+                }
                 key
             }
         };
         dirty.extend(self.children_of(&key));
+    }
+
+    fn forget(&mut self, key: &Key) {
+        self.owners.remove(key);
+        self.timers.remove(key);
+        self.deletions.remove(key);
     }
 
     fn children_of(&self, owner: &Key) -> Vec<Key> {
@@ -240,7 +188,8 @@ impl Runner {
         Api::namespaced_with(self.client.clone(), namespace, ar)
     }
 
-    /// Brings one object's status (and Secrets) to what the simulated Azure would report.
+    /// Brings one object (its finalizer, status and Secrets) to what the simulated Azure would
+    /// report, or takes its deletion a step further.
     async fn reconcile(&mut self, key: &Key) -> Result<(), kube::Error> {
         let Some(ar) = self
             .kinds
@@ -251,20 +200,22 @@ impl Runner {
         };
         let api = self.api(&ar, &key.namespace);
         let Some(live) = api.get_opt(&key.name).await? else {
-            self.owners.remove(key);
-            self.timers.remove(key);
+            self.forget(key);
             return Ok(());
         };
-        let obj = to_value(live, &ar);
+        let mut obj = to_value(live, &ar);
+        if policy::is_deleting(&obj) {
+            self.timers.remove(key);
+            return self.finalize(key, &ar, &api, obj).await;
+        }
+        self.deletions.remove(key);
+        if !policy::has_finalizer(&obj) {
+            obj = deletion::add_finalizer(&api, &ar, &obj).await?;
+        }
         let owner = self
             .owner_object(&key.namespace, &azure::owner_of(&obj))
             .await?;
-        if obj
-            .pointer("/metadata/annotations")
-            .and_then(|a| a.get(RECONCILE_POLICY_ANNOTATION))
-            .and_then(Value::as_str)
-            == Some("skip")
-        {
+        if ReconcilePolicy::of(&obj) == ReconcilePolicy::Skip {
             // ASO never writes Azure under skip; it only reads the resource. A resource that
             // exists in the simulated Azure reads as Ready; one that does not is left alone.
             self.timers.remove(key);
@@ -274,14 +225,8 @@ impl Runner {
                 None => false,
             };
             tracing::debug!(kind = %key.kind, namespace = %key.namespace, name = %key.name, exists, "reconcile-policy skip: read only");
-            if exists && obj.get("status") != Some(&read) {
-                let body = json!({
-                    "apiVersion": obj["apiVersion"], "kind": obj["kind"],
-                    "metadata": {"name": key.name, "namespace": key.namespace},
-                    "status": read,
-                });
-                api.patch_status(&key.name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&body))
-                    .await?;
+            if exists {
+                write_status(&api, &ar, key, &obj, &read, "Succeeded").await?;
             }
             return Ok(());
         }
@@ -296,39 +241,9 @@ impl Runner {
         let provisioned = status::is_settled(&obj) || delay_elapsed;
         let phase = status::phase(&obj, owner.as_ref(), provisioned);
         let desired = status::render(&obj, owner.as_ref(), &phase, &timestamp());
-
-        if obj.get("status") != Some(&desired) {
-            let body = json!({
-                "apiVersion": obj["apiVersion"],
-                "kind": obj["kind"],
-                "metadata": {"name": key.name, "namespace": key.namespace},
-                "status": desired,
-            });
-            api.patch_status(
-                &key.name,
-                &PatchParams::apply(FIELD_MANAGER).force(),
-                &Patch::Apply(&body),
-            )
-            .await?;
-            tracing::info!(
-                kind = %key.kind, namespace = %key.namespace, name = %key.name, generation,
-                reason = phase.reason(), "simulated ASO status written"
-            );
-        }
-
-        match phase {
-            Phase::Provisioning => {
-                if self.timers.get(key).map(|(g, _)| *g) != Some(generation) {
-                    let due = Instant::now() + self.config.provisioning_delay;
-                    self.timers.insert(key.clone(), (generation, due));
-                    self.wakeups.push(Reverse((due, key.clone())));
-                }
-            }
-            _ => {
-                self.timers.remove(key);
-            }
-        }
         if phase == Phase::Succeeded {
+            // What Azure holds comes first: once Ready says Succeeded, the resource (and a
+            // cluster's kubeconfig Secrets) exist.
             if let Some(arm_id) = desired.get("id").and_then(Value::as_str)
                 && !self.recorded.contains(arm_id)
             {
@@ -338,6 +253,22 @@ impl Runner {
             }
             if key.kind == azure::HCP_CLUSTER {
                 self.write_secrets(&obj).await?;
+            }
+        }
+        write_status(&api, &ar, key, &obj, &desired, phase.reason()).await?;
+
+        match phase {
+            Phase::Provisioning => {
+                if self.timers.get(key).map(|(g, _)| *g) != Some(generation) {
+                    let due = Instant::now() + self.config.provisioning_delay;
+                    self.timers.insert(key.clone(), (generation, due));
+                    self.wakeups.push(Reverse((due, key.clone())));
+                }
+            }
+            // Retried on the next change: the delay of this generation has been served.
+            Phase::TransientFailure { .. } => {}
+            _ => {
+                self.timers.remove(key);
             }
         }
         Ok(())
@@ -408,82 +339,40 @@ impl Runner {
     }
 }
 
-/// Watches one ASO kind in every namespace and reports changes until the receiver is gone.
-async fn watch_kind(client: Client, ar: ApiResource, tx: mpsc::UnboundedSender<Seen>) {
-    let api: Api<DynamicObject> = Api::all_with(client, &ar);
-    let mut events = watcher(api, watcher::Config::default())
-        .default_backoff()
-        .boxed();
-    while let Some(event) = events.next().await {
-        let seen = match event {
-            Ok(watcher::Event::Apply(obj) | watcher::Event::InitApply(obj)) => {
-                let key = key_of(&obj, &ar);
-                let owner = azure::owner_of(&to_value(obj, &ar));
-                Seen::Applied { key, owner }
-            }
-            Ok(watcher::Event::Delete(obj)) => {
-                let key = key_of(&obj, &ar);
-                let obj = to_value(obj, &ar);
-                Seen::Deleted {
-                    key,
-                    arm_id: deleted_in_azure(&obj),
-                }
-            }
-            Ok(watcher::Event::Init | watcher::Event::InitDone) => continue,
-            Err(error) => {
-                tracing::warn!(kind = %ar.kind, %error, "Azure simulator: watch failed; retrying");
-                continue;
-            }
-        };
-        if tx.send(seen).is_err() {
-            return;
-        }
+/// Writes `desired` as the status of `obj` when it differs from the live one. Returns the object as
+/// it stands after (with the resourceVersion of the write).
+async fn write_status(
+    api: &Api<DynamicObject>,
+    ar: &ApiResource,
+    key: &Key,
+    obj: &Value,
+    desired: &Value,
+    reason: &str,
+) -> Result<Value, kube::Error> {
+    if obj.get("status") == Some(desired) {
+        return Ok(obj.clone());
     }
-}
-
-/// The ARM id ASO deletes in Azure when `obj` is deleted: its `status.id` under policy `manage`;
-/// `detach-on-delete` and `skip` keep the Azure resource.
-fn deleted_in_azure(obj: &Value) -> Option<String> {
-    let policy = obj
-        .pointer("/metadata/annotations")
-        .and_then(|a| a.get(RECONCILE_POLICY_ANNOTATION))
-        .and_then(Value::as_str)
-        .unwrap_or("manage");
-    if policy != "manage" {
-        return None;
-    }
-    obj.pointer("/status/id")
-        .and_then(Value::as_str)
-        .map(str::to_string)
-}
-
-fn key_of(obj: &DynamicObject, ar: &ApiResource) -> Key {
-    Key {
-        group: ar.group.clone(),
-        kind: ar.kind.clone(),
-        namespace: obj.namespace().unwrap_or_default(),
-        name: obj.name_any(),
-    }
-}
-
-/// The object as JSON, with `apiVersion` and `kind` filled in (list items may lack them).
-fn to_value(obj: DynamicObject, ar: &ApiResource) -> Value {
-    let mut value = serde_json::to_value(obj).unwrap_or_else(|_| json!({}));
-    if value
-        .get("kind")
-        .and_then(Value::as_str)
-        .is_none_or(str::is_empty)
-    {
-        value["kind"] = json!(ar.kind);
-    }
-    if value
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .is_none_or(str::is_empty)
-    {
-        value["apiVersion"] = json!(ar.api_version);
-    }
-    value
+    let body = json!({
+        "apiVersion": obj["apiVersion"],
+        "kind": obj["kind"],
+        "metadata": {"name": key.name, "namespace": key.namespace},
+        "status": desired,
+    });
+    let written = api
+        .patch_status(
+            &key.name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&body),
+        )
+        .await?;
+    let generation = obj.pointer("/metadata/generation").and_then(|g| g.as_i64());
+    let state = desired.get("provisioningState").and_then(|s| s.as_str());
+    tracing::info!(
+        kind = %key.kind, namespace = %key.namespace, name = %key.name,
+        generation, reason, provisioning_state = state,
+        "simulated ASO status written"
+    );
+    Ok(to_value(written, ar))
 }
 
 fn timestamp() -> String {

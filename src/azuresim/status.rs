@@ -1,13 +1,26 @@
 //! What status the simulator writes for an ASO object in a given state (pure).
 //!
-//! [`phase`] decides where an object stands (waiting for its owner, provisioning, failed, succeeded)
-//! and [`desired_status`] renders the whole `status` ASO would write for it: the `Ready` condition
-//! and, once provisioned, the ARM id and the kind's observed properties. Fields written before are
-//! kept (a cluster being updated still reports its id and URLs), so the rendered status never drops
-//! a field and comparing it with the live one tells whether a write is needed.
+//! [`phase`] decides where an object stands (waiting for its owner, accepted, provisioning, failed,
+//! succeeded, deleting) and [`desired_status`] renders the whole `status` ASO would write for it: the
+//! `Ready` condition, `provisioningState` and, once provisioned, the ARM id and the kind's observed
+//! properties. Fields written before are kept (a cluster being updated still reports its id and
+//! URLs), so the rendered status never drops a field and comparing it with the live one tells
+//! whether a write is needed.
+//!
+//! `provisioningState` moves `Accepted` (the first write on a new object) → `Provisioning` (while
+//! the delay runs) → `Succeeded`; a spec change of a provisioned object goes through `Updating`; a
+//! requested failure ends in `Failed`; a deletion shows `Deleting`. It is written at
+//! `status.provisioningState` for every kind and, for the ARO HCP kinds (cluster, node pool,
+//! external auth), also at `status.properties.provisioningState`, where ARM reports it for them.
+//!
+//! Generations lag as in ASO: the `Ready` condition's `observedGeneration` is the generation the
+//! simulator last wrote status for. Right after a spec change, before the simulator has reacted, it
+//! is lower than `metadata.generation`, so the readiness rule reads "not ready"; the simulator's
+//! first reaction is `Reconciling` with the new generation, and `Ready=True` comes after the delay.
 
-use super::FAIL_ANNOTATION;
 use super::azure::{self, OwnerRef};
+use super::policy;
+use super::{FAIL_ANNOTATION, WARN_ANNOTATION};
 use crate::reconcile::readiness::ready_condition;
 use serde_json::{Map, Value, json};
 
@@ -26,10 +39,15 @@ pub enum Phase {
     WaitingForOwner { kind: String, name: String },
     /// The owner exists but has no Azure resource yet (no `status.id`).
     WaitingForOwnerProvisioning { kind: String, name: String },
-    /// Simulated provisioning of the current generation is under way.
+    /// A new object: the simulated ARM request is accepted, provisioning has not started.
+    Accepted,
+    /// Simulated provisioning (or update) of the current generation is under way.
     Provisioning,
-    /// The simulated ARM call failed with `code` (from [`FAIL_ANNOTATION`]).
+    /// The simulated ARM call failed for good with `code` (from [`FAIL_ANNOTATION`]): severity Error.
     Failed { code: String },
+    /// The simulated ARM call failed with `code` (from [`WARN_ANNOTATION`]) and is retried: severity
+    /// Warning. Removing the annotation lets the next attempt succeed.
+    TransientFailure { code: String },
     /// Provisioned for the current generation.
     Succeeded,
 }
@@ -41,9 +59,12 @@ impl Phase {
             Phase::Deleting => "Deleting",
             Phase::OwnerNotSet { .. } => "OwnerNotSet",
             Phase::WaitingForOwner { .. } => "WaitingForOwner",
-            Phase::WaitingForOwnerProvisioning { .. } | Phase::Provisioning => "Reconciling",
-            Phase::Failed { code } if is_arm_code(code) => code,
+            Phase::WaitingForOwnerProvisioning { .. } | Phase::Accepted | Phase::Provisioning => {
+                "Reconciling"
+            }
+            Phase::Failed { code } | Phase::TransientFailure { code } if is_arm_code(code) => code,
             Phase::Failed { .. } => "ReconciliationFailedPermanently",
+            Phase::TransientFailure { .. } => "ReconciliationFailed",
             Phase::Succeeded => "Succeeded",
         }
     }
@@ -52,11 +73,9 @@ impl Phase {
 /// Decides the phase of `obj`. `owner` is the object `spec.owner` names, when it exists (ignored for
 /// kinds without an owner or with an ARM-id owner); `provisioned` says the simulated provisioning
 /// delay for the current generation has elapsed (or the object already settled, see [`is_settled`]).
+/// Not provisioned yet, an object that never had a `provisioningState` is [`Phase::Accepted`].
 pub fn phase(obj: &Value, owner: Option<&Value>, provisioned: bool) -> Phase {
-    if obj
-        .pointer("/metadata/deletionTimestamp")
-        .is_some_and(|v| !v.is_null())
-    {
+    if policy::is_deleting(obj) {
         return Phase::Deleting;
     }
     match azure::owner_of(obj) {
@@ -75,14 +94,31 @@ pub fn phase(obj: &Value, owner: Option<&Value>, provisioned: bool) -> Phase {
         },
     }
     if !provisioned {
-        return Phase::Provisioning;
+        return match previous_state(obj) {
+            None => Phase::Accepted,
+            Some(_) => Phase::Provisioning,
+        };
     }
-    match fail_code(obj) {
-        Some(code) => Phase::Failed {
+    if let Some(code) = fail_code(obj) {
+        return Phase::Failed {
+            code: code.to_string(),
+        };
+    }
+    match warn_code(obj) {
+        Some(code) => Phase::TransientFailure {
             code: code.to_string(),
         },
         None => Phase::Succeeded,
     }
+}
+
+/// The `provisioningState` last written: `status.provisioningState`, or where the ARO HCP kinds
+/// also carry it.
+pub fn previous_state(obj: &Value) -> Option<&str> {
+    obj.pointer("/status/provisioningState")
+        .or_else(|| obj.pointer("/status/properties/provisioningState"))
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
 }
 
 /// The status the simulator writes for `obj` (see [`phase`] for `owner` and `provisioned`). `now` is
@@ -93,7 +129,9 @@ pub fn desired_status(obj: &Value, owner: Option<&Value>, provisioned: bool, now
 }
 
 /// True when the `Ready` condition describes the current generation and is final: `True`, or failed
-/// with severity `Error`. Such an object needs no new provisioning delay.
+/// with severity `Error` for the failure [`FAIL_ANNOTATION`] still asks for. Such an object needs no
+/// new provisioning delay. Removing (or changing) the annotation unsettles a failed object, as any
+/// change makes ASO reconcile again.
 pub fn is_settled(obj: &Value) -> bool {
     let Some(cond) = ready_condition(obj) else {
         return false;
@@ -106,15 +144,32 @@ pub fn is_settled(obj: &Value) -> bool {
         .get("observedGeneration")
         .and_then(Value::as_i64)
         .unwrap_or(0);
+    let still_failing = fail_code(obj).is_some_and(|code| {
+        Some(
+            Phase::Failed {
+                code: code.to_string(),
+            }
+            .reason(),
+        ) == cond.get("reason").and_then(Value::as_str)
+    });
     let final_state = cond.get("status").and_then(Value::as_str) == Some("True")
-        || cond.get("severity").and_then(Value::as_str) == Some("Error");
+        || (cond.get("severity").and_then(Value::as_str) == Some("Error") && still_failing);
     observed >= generation && final_state
 }
 
 /// The ARM error code requested by [`FAIL_ANNOTATION`], when set.
 pub fn fail_code(obj: &Value) -> Option<&str> {
+    annotation(obj, FAIL_ANNOTATION)
+}
+
+/// The ARM error code requested by [`WARN_ANNOTATION`], when set.
+pub fn warn_code(obj: &Value) -> Option<&str> {
+    annotation(obj, WARN_ANNOTATION)
+}
+
+fn annotation<'a>(obj: &'a Value, name: &str) -> Option<&'a str> {
     obj.pointer("/metadata/annotations")
-        .and_then(|a| a.get(FAIL_ANNOTATION))
+        .and_then(|a| a.get(name))
         .and_then(Value::as_str)
         .map(str::trim)
         .filter(|s| !s.is_empty())
@@ -132,31 +187,32 @@ pub fn render(obj: &Value, owner: Option<&Value>, phase: &Phase, now: &str) -> V
         kind,
         azure::HCP_CLUSTER | azure::NODE_POOL | azure::EXTERNAL_AUTH
     );
-    let previous_state = obj
-        .pointer("/status/properties/provisioningState")
-        .and_then(Value::as_str);
-
     let state = match phase {
         Phase::Succeeded => {
             observed_fields(obj, owner, &mut status);
             Some("Succeeded")
         }
-        Phase::Provisioning if matches!(previous_state, Some("Succeeded" | "Updating")) => {
-            Some("Updating")
-        }
-        Phase::Provisioning => Some("Provisioning"),
+        Phase::Accepted => Some("Accepted"),
+        // Retrying a transient failure is still provisioning (or updating) as far as ARM tells.
+        Phase::Provisioning | Phase::TransientFailure { .. } => match previous_state(obj) {
+            Some("Succeeded" | "Updating") => Some("Updating"),
+            _ => Some("Provisioning"),
+        },
         Phase::Failed { .. } => Some("Failed"),
         Phase::Deleting => Some("Deleting"),
         Phase::OwnerNotSet { .. }
         | Phase::WaitingForOwner { .. }
         | Phase::WaitingForOwnerProvisioning { .. } => None,
     };
-    if let (true, Some(state)) = (has_state, state) {
-        let properties = status.entry("properties").or_insert_with(|| json!({}));
-        if !properties.is_object() {
-            *properties = json!({});
+    if let Some(state) = state {
+        status.insert("provisioningState".into(), json!(state));
+        if has_state {
+            let properties = status.entry("properties").or_insert_with(|| json!({}));
+            if !properties.is_object() {
+                *properties = json!({});
+            }
+            properties["provisioningState"] = json!(state);
         }
-        properties["provisioningState"] = json!(state);
     }
 
     let ready = ready_condition_for(obj, phase, now);
@@ -220,10 +276,13 @@ fn observed_fields(obj: &Value, owner: Option<&Value>, status: &mut Map<String, 
 fn ready_condition_for(obj: &Value, phase: &Phase, now: &str) -> Value {
     let (status, severity) = match phase {
         Phase::Succeeded => ("True", None),
-        Phase::Deleting | Phase::Provisioning | Phase::WaitingForOwnerProvisioning { .. } => {
-            ("False", Some("Info"))
+        Phase::Deleting
+        | Phase::Accepted
+        | Phase::Provisioning
+        | Phase::WaitingForOwnerProvisioning { .. } => ("False", Some("Info")),
+        Phase::WaitingForOwner { .. } | Phase::TransientFailure { .. } => {
+            ("False", Some("Warning"))
         }
-        Phase::WaitingForOwner { .. } => ("False", Some("Warning")),
         Phase::OwnerNotSet { .. } | Phase::Failed { .. } => ("False", Some("Error")),
     };
     let previous = ready_condition(obj);
@@ -262,7 +321,16 @@ fn message(phase: &Phase) -> String {
         Phase::WaitingForOwnerProvisioning { kind, name } => {
             format!("Waiting for owner {kind} \"{name}\" to be provisioned ({NOTE})")
         }
+        Phase::Accepted => {
+            format!("Simulated ARM request accepted; provisioning starts next ({NOTE})")
+        }
         Phase::Provisioning => format!("Simulated provisioning in progress ({NOTE})"),
+        Phase::TransientFailure { code } => {
+            let shown: String = code.chars().take(64).collect();
+            format!(
+                "Simulated transient ARM error {shown:?}, requested by annotation {WARN_ANNOTATION}; the simulator retries on every change to the object, and removing the annotation lets the next attempt succeed (aro-gitops Azure simulator; no real Azure call was made)"
+            )
+        }
         Phase::Failed { code } if is_arm_code(code) => {
             format!(
                 "Simulated ARM error {code}, requested by annotation {FAIL_ANNOTATION} (aro-gitops Azure simulator; no real Azure call was made)"
@@ -291,5 +359,7 @@ fn owner_arm_id(owner: &Value) -> Option<&str> {
         .filter(|s| !s.is_empty())
 }
 
+#[cfg(test)]
+mod lifecycle_tests;
 #[cfg(test)]
 mod tests;

@@ -249,9 +249,15 @@ impl State {
         for change in &txn.changes {
             crds_changed |= change.key.starts_with(CRD_PREFIX);
             let entry = Entry::new(change.object.clone());
+            // The store applies deletes before puts: the last change of a key in the transaction
+            // must be the only one staged for it (a finalizer released by a patch writes the object
+            // and then removes it).
             if change.type_ == EventType::Deleted {
+                batch.puts.retain(|(k, _)| *k != change.key);
                 batch.deletes.push(change.key.clone());
             } else {
+                batch.deletes.retain(|k| *k != change.key);
+                batch.puts.retain(|(k, _)| *k != change.key);
                 batch.puts.push((change.key.clone(), entry.json.to_vec()));
             }
             let record = json!({"type": change.type_.as_str(), "key": change.key, "object": &*change.object});

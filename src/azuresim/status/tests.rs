@@ -3,11 +3,18 @@
 use super::*;
 use serde_json::json;
 
-const NOW: &str = "2026-01-02T03:04:05Z";
-const EARLIER: &str = "2025-12-31T00:00:00Z";
-const RG_ID: &str = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg";
+pub(super) const NOW: &str = "2026-01-02T03:04:05Z";
+pub(super) const EARLIER: &str = "2025-12-31T00:00:00Z";
+pub(super) const RG_ID: &str =
+    "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg";
 
-fn object(api_version: &str, kind: &str, name: &str, generation: i64, spec: Value) -> Value {
+pub(super) fn object(
+    api_version: &str,
+    kind: &str,
+    name: &str,
+    generation: i64,
+    spec: Value,
+) -> Value {
     json!({
         "apiVersion": api_version,
         "kind": kind,
@@ -16,7 +23,7 @@ fn object(api_version: &str, kind: &str, name: &str, generation: i64, spec: Valu
     })
 }
 
-fn rg() -> Value {
+pub(super) fn rg() -> Value {
     object(
         "resources.azure.com/v1api20200601",
         "ResourceGroup",
@@ -26,7 +33,7 @@ fn rg() -> Value {
     )
 }
 
-fn vnet() -> Value {
+pub(super) fn vnet() -> Value {
     object(
         "network.azure.com/v1api20201101",
         "VirtualNetwork",
@@ -36,7 +43,7 @@ fn vnet() -> Value {
     )
 }
 
-fn cluster(generation: i64) -> Value {
+pub(super) fn cluster(generation: i64) -> Value {
     object(
         "redhatopenshift.azure.com/v1api20240610preview",
         "HcpOpenShiftCluster",
@@ -46,21 +53,31 @@ fn cluster(generation: i64) -> Value {
     )
 }
 
-fn with_status(mut obj: Value, status: Value) -> Value {
+pub(super) fn with_status(mut obj: Value, status: Value) -> Value {
     obj["status"] = status;
     obj
 }
 
-fn with_fail(mut obj: Value, code: &str) -> Value {
+pub(super) fn with_fail(mut obj: Value, code: &str) -> Value {
     obj["metadata"]["annotations"] = json!({FAIL_ANNOTATION: code});
     obj
 }
 
-fn ready(status: &str, reason: &str, generation: i64, since: &str) -> Value {
+pub(super) fn with_warning(mut obj: Value, code: &str) -> Value {
+    let annotations = obj["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .entry("annotations")
+        .or_insert_with(|| json!({}));
+    annotations[WARN_ANNOTATION] = json!(code);
+    obj
+}
+
+pub(super) fn ready(status: &str, reason: &str, generation: i64, since: &str) -> Value {
     json!({"type": "Ready", "status": status, "reason": reason, "observedGeneration": generation, "lastTransitionTime": since})
 }
 
-fn provisioned_rg() -> Value {
+pub(super) fn provisioned_rg() -> Value {
     with_status(
         rg(),
         json!({"id": RG_ID, "conditions": [ready("True", "Succeeded", 1, EARLIER)]}),
@@ -78,7 +95,7 @@ struct Case {
     absent: Vec<&'static str>,
 }
 
-fn ready_at(status: &Value) -> &Value {
+pub(super) fn ready_at(status: &Value) -> &Value {
     status["conditions"]
         .as_array()
         .unwrap()
@@ -148,6 +165,7 @@ fn desired_status_table() {
                 ("id", json!(RG_ID)),
                 ("type", json!("Microsoft.Resources/resourceGroups")),
                 ("location", json!("eastus")),
+                ("provisioningState", json!("Succeeded")),
             ],
             absent: vec!["/severity", "properties"],
         },
@@ -262,15 +280,60 @@ fn desired_status_table() {
             absent: vec![],
         },
         Case {
-            name: "new cluster is Provisioning",
+            name: "new cluster is Accepted first",
             obj: cluster(1),
             owner: Some(provisioned_rg()),
             provisioned: false,
             want: vec![
                 ("/reason", json!("Reconciling")),
+                ("/severity", json!("Info")),
+                ("provisioningState", json!("Accepted")),
+                ("properties/provisioningState", json!("Accepted")),
+            ],
+            absent: vec!["id"],
+        },
+        Case {
+            name: "accepted cluster is Provisioning while the delay runs",
+            obj: with_status(
+                cluster(1),
+                json!({"provisioningState": "Accepted", "properties": {"provisioningState": "Accepted"}}),
+            ),
+            owner: Some(provisioned_rg()),
+            provisioned: false,
+            want: vec![
+                ("/reason", json!("Reconciling")),
+                ("provisioningState", json!("Provisioning")),
                 ("properties/provisioningState", json!("Provisioning")),
             ],
             absent: vec!["id"],
+        },
+        Case {
+            name: "warning annotation is a transient failure, still provisioning",
+            obj: with_status(
+                with_warning(rg(), "TooManyRequests"),
+                json!({"provisioningState": "Provisioning"}),
+            ),
+            owner: None,
+            provisioned: true,
+            want: vec![
+                ("/status", json!("False")),
+                ("/severity", json!("Warning")),
+                ("/reason", json!("TooManyRequests")),
+                ("provisioningState", json!("Provisioning")),
+            ],
+            absent: vec!["id"],
+        },
+        Case {
+            name: "error annotation wins over the warning one",
+            obj: with_warning(with_fail(rg(), "QuotaExceeded"), "TooManyRequests"),
+            owner: None,
+            provisioned: true,
+            want: vec![
+                ("/severity", json!("Error")),
+                ("/reason", json!("QuotaExceeded")),
+                ("provisioningState", json!("Failed")),
+            ],
+            absent: vec![],
         },
         Case {
             name: "spec change goes back to reconciling, Updating, keeping what Azure reported",
@@ -325,8 +388,10 @@ fn desired_status_table() {
             provisioned: true,
             want: vec![
                 ("/status", json!("False")),
+                ("/severity", json!("Info")),
                 ("/reason", json!("Deleting")),
                 ("id", json!(RG_ID)),
+                ("provisioningState", json!("Deleting")),
             ],
             absent: vec![],
         },
@@ -413,7 +478,12 @@ fn desired_status_table() {
 #[test]
 fn rendering_the_written_status_again_changes_nothing() {
     for (obj, owner, provisioned) in [
-        (rg(), None, false),
+        // (A new object goes Accepted, then Provisioning: a deliberate second write.)
+        (
+            with_status(rg(), json!({"provisioningState": "Accepted"})),
+            None,
+            false,
+        ),
         (rg(), None, true),
         (vnet(), None, true),
         (cluster(1), Some(provisioned_rg()), true),
@@ -422,6 +492,7 @@ fn rendering_the_written_status_again_changes_nothing() {
             Some(provisioned_rg()),
             true,
         ),
+        (with_warning(rg(), "TooManyRequests"), None, true),
     ] {
         let first = desired_status(&obj, owner.as_ref(), provisioned, NOW);
         let written = with_status(obj.clone(), first.clone());
@@ -452,15 +523,41 @@ fn other_conditions_are_kept_and_ready_replaced_in_place() {
 #[test]
 fn settled_means_final_for_the_current_generation() {
     let error = json!({"type": "Ready", "status": "False", "severity": "Error", "reason": "QuotaExceeded", "observedGeneration": 1});
+    let warning = json!({"type": "Ready", "status": "False", "severity": "Warning", "reason": "TooManyRequests", "observedGeneration": 1});
+    let failing = with_fail(rg(), "QuotaExceeded");
     let cases = [
-        (json!([ready("True", "Succeeded", 1, EARLIER)]), 1, true),
-        (json!([ready("True", "Succeeded", 1, EARLIER)]), 2, false),
-        (json!([error]), 1, true),
-        (json!([ready("False", "Reconciling", 1, EARLIER)]), 1, false),
-        (json!([]), 1, false),
+        (
+            rg(),
+            json!([ready("True", "Succeeded", 1, EARLIER)]),
+            1,
+            true,
+        ),
+        (
+            rg(),
+            json!([ready("True", "Succeeded", 1, EARLIER)]),
+            2,
+            false,
+        ),
+        (failing.clone(), json!([error.clone()]), 1, true),
+        // The failure is no longer asked for (annotation removed or changed): provision again.
+        (rg(), json!([error.clone()]), 1, false),
+        (with_fail(rg(), "Conflict"), json!([error]), 1, false),
+        (
+            with_warning(rg(), "TooManyRequests"),
+            json!([warning]),
+            1,
+            false,
+        ),
+        (
+            rg(),
+            json!([ready("False", "Reconciling", 1, EARLIER)]),
+            1,
+            false,
+        ),
+        (rg(), json!([]), 1, false),
     ];
-    for (conditions, generation, want) in cases {
-        let mut obj = with_status(rg(), json!({"conditions": conditions}));
+    for (obj, conditions, generation, want) in cases {
+        let mut obj = with_status(obj, json!({"conditions": conditions}));
         obj["metadata"]["generation"] = json!(generation);
         assert_eq!(is_settled(&obj), want, "{obj}");
     }
@@ -486,6 +583,14 @@ fn phase_order_owner_then_delay_then_failure() {
     );
     assert_eq!(
         phase(&failing_vnet, Some(&provisioned_rg()), false),
+        Phase::Accepted
+    );
+    let accepted = with_status(
+        failing_vnet.clone(),
+        json!({"provisioningState": "Accepted"}),
+    );
+    assert_eq!(
+        phase(&accepted, Some(&provisioned_rg()), false),
         Phase::Provisioning
     );
     assert_eq!(
