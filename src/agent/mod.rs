@@ -512,6 +512,15 @@ impl Agent {
 /// is not forgotten when a later pass finds the object unchanged.
 fn carry_actions(previous: &UnitOutcome, next: &mut UnitOutcome) {
     use crate::report::ObjectAction;
+    // A deletion finished in an earlier pass leaves no trace in later ones: keep it reported.
+    let gone: Vec<_> = previous
+        .objects
+        .iter()
+        .filter(|p| p.action == ObjectAction::Deleted)
+        .filter(|p| !next.objects.iter().any(|o| o.key == p.key))
+        .cloned()
+        .collect();
+    next.objects.extend(gone);
     for o in &mut next.objects {
         if o.action != ObjectAction::Unchanged {
             continue;
