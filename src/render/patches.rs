@@ -282,6 +282,10 @@ fn not_a_list(v: &Value) -> String {
 /// Whether a line of `text` may start or end a document (`---`, `...`): without one, a YAML stream holds
 /// at most one document.
 fn has_document_markers(text: &str) -> bool {
+    // Most patches hold neither sequence anywhere: a fast search settles it.
+    if !text.contains("---") && !text.contains("...") {
+        return false;
+    }
     let bytes = text.as_bytes();
     let mut line_starts = std::iter::once(0).chain(
         bytes
