@@ -45,9 +45,18 @@ fn options() -> serde_saphyr::Options {
 }
 
 /// Recently parsed texts and their documents. Renders of a fleet read the same bases again and again,
-/// and parsing dominates a render; a hit costs a clone of the values. Bounded: texts over
+/// and parsing dominates a render; a hit costs a clone of the values. A text is kept the second time it is
+/// parsed, so texts read once (each cluster's own files) cost no copy. Bounded: texts over
 /// [`CACHE_MAX_TEXT`] bytes are not kept, and the cache is emptied when it holds [`CACHE_ENTRIES`].
-struct ParseCache(std::sync::Mutex<std::collections::HashMap<CacheKey, Parsed>>);
+struct ParseCache(std::sync::Mutex<CacheState>);
+
+#[derive(Default)]
+struct CacheState {
+    /// By [`text_hash`]: the text (compared on a hit) and what parsing it gave.
+    parsed: std::collections::HashMap<u64, (CacheKey, Parsed)>,
+    /// Hashes of the texts parsed once and not kept.
+    seen: std::collections::HashSet<u64>,
+}
 
 /// (several documents?, the text).
 type CacheKey = (bool, Box<str>);
@@ -55,6 +64,25 @@ type Parsed = Result<Vec<Value>, YamlError>;
 
 const CACHE_MAX_TEXT: usize = 64 * 1024;
 const CACHE_ENTRIES: usize = 4096;
+
+/// A fast 64-bit hash of a text (FxHash's mixing, eight bytes at a time); hits are confirmed by comparing
+/// the texts.
+fn text_hash(multi: bool, text: &str) -> u64 {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+    let mix = |h: u64, word: u64| (h.rotate_left(5) ^ word).wrapping_mul(K);
+    let mut h = mix(u64::from(multi), text.len() as u64);
+    let mut chunks = text.as_bytes().chunks_exact(8);
+    for chunk in &mut chunks {
+        h = mix(
+            h,
+            u64::from_le_bytes(chunk.try_into().expect("eight bytes")),
+        );
+    }
+    for &b in chunks.remainder() {
+        h = mix(h, u64::from(b));
+    }
+    h
+}
 
 impl ParseCache {
     fn get_or_parse(
@@ -66,16 +94,32 @@ impl ParseCache {
         if input.len() > CACHE_MAX_TEXT {
             return parse();
         }
-        let key = (multi, Box::<str>::from(input));
-        if let Some(hit) = self.0.lock().expect("parse cache lock").get(&key) {
-            return hit.clone();
-        }
+        let hash = text_hash(multi, input);
+        let keep = {
+            let mut state = self.0.lock().expect("parse cache lock");
+            if let Some(((m, text), hit)) = state.parsed.get(&hash)
+                && *m == multi
+                && **text == *input
+            {
+                return hit.clone();
+            }
+            // Kept the second time it is seen.
+            if state.seen.len() >= CACHE_ENTRIES {
+                state.seen.clear();
+            }
+            !state.seen.insert(hash)
+        };
         let parsed = parse();
-        let mut cache = self.0.lock().expect("parse cache lock");
-        if cache.len() >= CACHE_ENTRIES {
-            cache.clear();
+        if keep {
+            let mut state = self.0.lock().expect("parse cache lock");
+            if state.parsed.len() >= CACHE_ENTRIES {
+                state.parsed.clear();
+            }
+            state.seen.remove(&hash);
+            state
+                .parsed
+                .insert(hash, ((multi, input.into()), parsed.clone()));
         }
-        cache.insert(key, parsed.clone());
         parsed
     }
 }
@@ -157,6 +201,26 @@ mod tests {
         let err = from_str("a: 1\nb: [\n").unwrap_err();
         assert!(err.line.is_some(), "{err:?}");
         assert!(err.to_string().contains("line"), "{err}");
+    }
+
+    #[test]
+    fn a_text_is_kept_the_second_time_it_is_parsed() {
+        let text = "kept: [the, second, time]\n";
+        let kept = || {
+            let state = cache().0.lock().unwrap();
+            state
+                .parsed
+                .get(&text_hash(true, text))
+                .is_some_and(|((_, t), _)| &**t == text)
+        };
+        let first = from_multi_str(text).unwrap();
+        assert!(!kept());
+        assert_eq!(from_multi_str(text).unwrap(), first);
+        assert!(kept());
+        assert_eq!(from_multi_str(text).unwrap(), first);
+        // The single-document reading is kept apart.
+        assert_eq!(from_str(text).unwrap(), first[0]);
+        assert_ne!(text_hash(true, text), text_hash(false, text));
     }
 
     #[test]

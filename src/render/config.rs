@@ -11,6 +11,8 @@ use super::fieldspec::{FieldSpec, list_from_value};
 use super::order::LegacyOrder;
 use super::resid::GvkSelector;
 use serde_json::Value;
+use std::ops::{Deref, DerefMut};
+use std::sync::{Arc, LazyLock, Mutex};
 
 /// References to objects of one type (`gvk`), held in the fields `referrers` designate.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,7 +23,7 @@ pub struct NameBackReference {
 
 /// Field specs per transformer.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TransformerConfig {
+pub struct Specs {
     pub name_prefix: Vec<FieldSpec>,
     pub name_suffix: Vec<FieldSpec>,
     pub namespace: Vec<FieldSpec>,
@@ -34,13 +36,69 @@ pub struct TransformerConfig {
     pub replicas: Vec<FieldSpec>,
 }
 
+/// A transformer configuration: [`Specs`], shared (it reads as its specs, and a change copies them when
+/// they are shared). Every kustomization of every render starts from the built-in configuration and merges
+/// configurations into each other; sharing makes the copies free, and merges of configurations merged
+/// before are answered from a small memo (see [`TransformerConfig::merge`]).
+#[derive(Debug, Clone)]
+pub struct TransformerConfig(Arc<Specs>);
+
+impl Deref for TransformerConfig {
+    type Target = Specs;
+
+    fn deref(&self) -> &Specs {
+        &self.0
+    }
+}
+
+impl DerefMut for TransformerConfig {
+    fn deref_mut(&mut self) -> &mut Specs {
+        Arc::make_mut(&mut self.0)
+    }
+}
+
+impl PartialEq for TransformerConfig {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
+    }
+}
+
+impl Eq for TransformerConfig {}
+
+impl Default for TransformerConfig {
+    /// The empty configuration (one shared instance, so merges into it can be memoised).
+    fn default() -> Self {
+        static EMPTY: LazyLock<TransformerConfig> =
+            LazyLock::new(|| TransformerConfig(Arc::new(Specs::default())));
+        EMPTY.clone()
+    }
+}
+
+impl From<Specs> for TransformerConfig {
+    fn from(specs: Specs) -> Self {
+        TransformerConfig(Arc::new(specs))
+    }
+}
+
+/// Recent merges of shared configurations: (into, merged, result). Holding the configurations keeps their
+/// addresses from being reused, so pointer equality identifies them.
+type MergeMemo = Vec<(TransformerConfig, TransformerConfig, TransformerConfig)>;
+
+/// How many merges [`TransformerConfig::merge`] remembers (a fleet's renders repeat a handful).
+const MEMO_ENTRIES: usize = 64;
+
+fn memo() -> &'static Mutex<MergeMemo> {
+    static MEMO: LazyLock<Mutex<MergeMemo>> = LazyLock::new(Default::default);
+    &MEMO
+}
+
 impl TransformerConfig {
     /// kustomize's built-in configuration.
     pub fn builtin() -> Self {
-        static BUILTIN: std::sync::LazyLock<TransformerConfig> = std::sync::LazyLock::new(|| {
-            let mut config = super::config_tables::builtin();
-            config.sort();
-            config
+        static BUILTIN: LazyLock<TransformerConfig> = LazyLock::new(|| {
+            let mut specs = super::config_tables::builtin();
+            specs.sort();
+            specs.into()
         });
         BUILTIN.clone()
     }
@@ -52,7 +110,7 @@ impl TransformerConfig {
             Value::Null => return Ok(Self::default()),
             _ => return Err("a transformer configuration must be a mapping".into()),
         };
-        let mut config = TransformerConfig::default();
+        let mut config = Specs::default();
         for (key, value) in map {
             let specs = || list_from_value(value).map_err(|e| format!("`{key}`: {e}"));
             match key.as_str() {
@@ -72,13 +130,48 @@ impl TransformerConfig {
                 other => return Err(format!("unknown transformer configuration field `{other}`")),
             }
         }
-        Ok(config)
+        Ok(config.into())
     }
 
     /// Merges `other` into this configuration, kustomize's way.
+    ///
+    /// The result depends only on the two configurations, so a merge of two shared configurations merged
+    /// before (the built-in one into a kustomization's, a base's into its overlay's) is looked up, not redone.
     pub fn merge(&mut self, other: &TransformerConfig) -> Result<(), String> {
-        // Merging a configuration into itself changes nothing (every spec is already covered); the
-        // common case, where both are the built-in one, skips the quadratic merge and the sort.
+        // Merging a configuration into itself changes nothing (every spec is already covered).
+        if Arc::ptr_eq(&self.0, &other.0) {
+            return Ok(());
+        }
+        let same = |a: &TransformerConfig, b: &TransformerConfig| Arc::ptr_eq(&a.0, &b.0);
+        if let Some((_, _, result)) = memo()
+            .lock()
+            .expect("config memo lock")
+            .iter()
+            .find(|(into, merged, _)| same(into, self) && same(merged, other))
+        {
+            *self = result.clone();
+            return Ok(());
+        }
+        let before = self.clone();
+        let mut specs = Specs::clone(&self.0);
+        specs.merge(other)?;
+        // An unchanged configuration stays the same shared one.
+        if specs != *before.0 {
+            *self = specs.into();
+        }
+        let mut memo = memo().lock().expect("config memo lock");
+        if memo.len() >= MEMO_ENTRIES {
+            memo.clear();
+        }
+        memo.push((before, other.clone(), self.clone()));
+        Ok(())
+    }
+}
+
+impl Specs {
+    /// [`TransformerConfig::merge`], done.
+    fn merge(&mut self, other: &Specs) -> Result<(), String> {
+        // Merging a configuration into itself changes nothing (every spec is already covered).
         if self == other {
             return Ok(());
         }
@@ -256,6 +349,32 @@ mod tests {
         let mut config = TransformerConfig::builtin();
         config.merge(&conflicting).unwrap();
         assert!(TransformerConfig::default().merge(&config).is_err());
+    }
+
+    #[test]
+    fn merges_of_shared_configurations_are_remembered_and_equal_fresh_ones() {
+        let builtin = TransformerConfig::builtin();
+        let mut first = TransformerConfig::default();
+        first.merge(&builtin).unwrap();
+        // Usually answered by the memo (unless other tests' renders emptied it meanwhile).
+        let mut second = TransformerConfig::default();
+        second.merge(&builtin).unwrap();
+        let mut fresh = Specs::default();
+        fresh.merge(&builtin).unwrap();
+        assert_eq!((&*first, &*second), (&fresh, &fresh));
+
+        // A change copies the shared specs: the memo's result stays as it was.
+        let custom = TransformerConfig::from_value(
+            &json!({"namePrefix": [{"path": "spec/x", "kind": "Widget"}]}),
+        )
+        .unwrap();
+        let mut changed = first.clone();
+        changed.merge(&custom).unwrap();
+        assert_ne!(changed.name_prefix, first.name_prefix);
+        assert_eq!(*first, fresh);
+        let mut again = TransformerConfig::default();
+        again.merge(&builtin).unwrap();
+        assert_eq!(*again, fresh);
     }
 
     #[test]

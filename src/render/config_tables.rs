@@ -1,7 +1,7 @@
 //! kustomize v5.5's built-in field specs, as data: where names, namespaces, labels, annotations, images,
 //! replica counts and `$(VAR)` references live in the Kubernetes types it knows.
 
-use super::config::{NameBackReference, TransformerConfig};
+use super::config::{NameBackReference, Specs};
 use super::fieldspec::FieldSpec;
 use super::resid::GvkSelector;
 
@@ -503,7 +503,7 @@ fn var_reference() -> Vec<FieldSpec> {
     specs
 }
 
-pub fn builtin() -> TransformerConfig {
+pub fn builtin() -> Specs {
     let containers = ["spec/containers[]/image", "spec/initContainers[]/image"];
     let mut images: Vec<FieldSpec> = containers.iter().map(|p| FieldSpec::new(p, true)).collect();
     images.extend(
@@ -511,7 +511,7 @@ pub fn builtin() -> TransformerConfig {
             .iter()
             .map(|p| FieldSpec::new(&p.replacen("spec/", "spec/template/spec/", 1), true)),
     );
-    TransformerConfig {
+    Specs {
         name_prefix: vec![FieldSpec::new("metadata/name", false)],
         name_suffix: vec![FieldSpec::new("metadata/name", false)],
         namespace: namespace(),

@@ -11,7 +11,9 @@ use super::documents::{type_name, yaml_error};
 use super::error::RenderError;
 use super::fieldspec::{FieldSpec, list_from_value};
 use serde_json::{Map, Value};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex};
 
 /// The names kustomize recognises, in the order it looks for them.
 pub const KUSTOMIZATION_FILE_NAMES: [&str; 3] =
@@ -196,7 +198,30 @@ pub fn find(dir: &Path, shown: &Path) -> Result<Option<PathBuf>, RenderError> {
 }
 
 /// Reads the kustomization in `text`; `file` (repository-relative) is named in errors.
-pub fn parse(file: &Path, text: &str) -> Result<Kustomization, RenderError> {
+///
+/// Kustomizations read are kept by text (the overlays of a fleet share their bases' kustomizations), so
+/// the same text is read once; the cache is bounded like the YAML parse cache.
+pub fn parse(file: &Path, text: &str) -> Result<Arc<Kustomization>, RenderError> {
+    type Cache = Mutex<HashMap<Box<str>, Arc<Kustomization>>>;
+    static CACHE: LazyLock<Cache> = LazyLock::new(Default::default);
+    const MAX_TEXT: usize = 64 * 1024;
+    const ENTRIES: usize = 1024;
+    let cacheable = text.len() <= MAX_TEXT;
+    if cacheable && let Some(k) = CACHE.lock().expect("kustomization cache lock").get(text) {
+        return Ok(k.clone());
+    }
+    let k = Arc::new(parse_text(file, text)?);
+    if cacheable {
+        let mut cache = CACHE.lock().expect("kustomization cache lock");
+        if cache.len() >= ENTRIES {
+            cache.clear();
+        }
+        cache.insert(text.into(), k.clone());
+    }
+    Ok(k)
+}
+
+fn parse_text(file: &Path, text: &str) -> Result<Kustomization, RenderError> {
     let invalid = |problem: String| RenderError::InvalidKustomization {
         file: file.to_path_buf(),
         problem,

@@ -1,7 +1,7 @@
 use super::*;
 
 fn parse_ok(text: &str) -> Kustomization {
-    parse(Path::new("k/kustomization.yaml"), text).unwrap()
+    Kustomization::clone(&parse(Path::new("k/kustomization.yaml"), text).unwrap())
 }
 
 fn parse_err(text: &str) -> String {

@@ -58,8 +58,10 @@ fn set_pairs(
     for res in resources.resources_mut() {
         let gvk = res.gvk();
         let id = res.cur_id();
+        // The specs for other types change nothing: skip them once, not for every pair.
+        let specs: Vec<&FieldSpec> = specs.iter().filter(|s| s.applies_to(&gvk)).collect();
         for (key, value) in pairs {
-            for spec in specs {
+            for spec in &specs {
                 fieldspec::apply(res.object_mut(), &gvk, spec, Create::Mapping, &mut |node| {
                     set_entry(node, key, value)
                 })

@@ -302,7 +302,7 @@ impl Renderer {
                     .iter()
                     .any(|o| o == "originAnnotations")
                     .then(|| self.shown(dir));
-                Ok((acc, k.sort, origins))
+                Ok((acc, k.sort.clone(), origins))
             }
             None => {
                 let acc = self.within(dir, |r| r.plain_folder(dir))?;

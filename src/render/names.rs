@@ -24,8 +24,11 @@ pub fn set_namespace(
 ) -> Result<(), RenderError> {
     // The built-in namespace field specs are applied by `namespace::set_namespace` with kustomize's special
     // cases; further ones come from `configurations`.
-    let builtin = super::config::TransformerConfig::builtin().namespace;
-    let custom: Vec<&FieldSpec> = specs.iter().filter(|s| !builtin.contains(s)).collect();
+    let builtin = super::config::TransformerConfig::builtin();
+    let custom: Vec<&FieldSpec> = specs
+        .iter()
+        .filter(|s| !builtin.namespace.contains(s))
+        .collect();
     for res in resources.resources_mut() {
         res.store_previous_id();
         namespace::set_namespace(res.object_mut(), ns);

@@ -76,6 +76,26 @@ thread_local! {
 /// custom OpenAPI schema says so (see [`super::openapi`]).
 pub fn is_cluster_scoped(api_version: &str, kind: &str) -> bool {
     let (group, version) = split_api_version(api_version);
+    scoped(group, version, kind, |a| a == api_version)
+}
+
+/// [`is_cluster_scoped`] of the `apiVersion` joined from `group` and `version` (a version without `/`, as
+/// [`split_api_version`] gives it), without building that string.
+pub fn is_cluster_scoped_gvk(group: &str, version: &str, kind: &str) -> bool {
+    scoped(group, version, kind, |a| {
+        if group.is_empty() {
+            a == version
+        } else {
+            a.len() == group.len() + 1 + version.len()
+                && a.starts_with(group)
+                && a.ends_with(version)
+                && a.as_bytes()[group.len()] == b'/'
+        }
+    })
+}
+
+/// `is_api_version` tells whether an `apiVersion` of the custom schema is the one asked about.
+fn scoped(group: &str, version: &str, kind: &str, is_api_version: impl Fn(&str) -> bool) -> bool {
     if CLUSTER_SCOPED
         .iter()
         .any(|(g, k, versions)| *g == group && *k == kind && versions.contains(&version))
@@ -90,7 +110,7 @@ pub fn is_cluster_scoped(api_version: &str, kind: &str) -> bool {
             types
                 .borrow()
                 .iter()
-                .any(|(a, k)| a == api_version && k == kind)
+                .any(|(a, k)| k == kind && is_api_version(a))
         })
 }
 

@@ -6,7 +6,7 @@
 //! everything else in between by `group_version_kind`, then by namespace and name. `sortOptions` may replace
 //! the two kind lists.
 
-use super::resid::str_at;
+use super::resid::{field_str, metadata_str};
 use super::resources::Resource;
 use crate::object::split_api_version;
 use serde_json::Value;
@@ -92,25 +92,41 @@ fn or<'a>(s: &'a str, placeholder: &'a str) -> &'a str {
     if s.is_empty() { placeholder } else { s }
 }
 
+/// Compares the concatenations of two lists of strings, bytewise, without building them.
+fn cmp_joined(a: &[&str], b: &[&str]) -> Ordering {
+    a.iter()
+        .flat_map(|p| p.bytes())
+        .cmp(b.iter().flat_map(|p| p.bytes()))
+}
+
+fn gvk_of(o: &Value) -> (&str, &str, &str) {
+    let (group, version) = split_api_version(field_str(o, "apiVersion"));
+    (group, version, field_str(o, "kind"))
+}
+
+/// `group_version_kind` in pieces, empty parts spelled as kustomize spells them.
+fn gvk_key<'a>((g, v, k): (&'a str, &'a str, &'a str)) -> [&'a str; 5] {
+    [or(g, "~G"), "_", or(v, "~V"), "_", or(k, "~K")]
+}
+
+/// `namespace|name` in pieces.
+fn name_key(o: &Value) -> [&str; 3] {
+    [
+        or(metadata_str(o, "namespace"), "~X"),
+        "|",
+        or(metadata_str(o, "name"), "~N"),
+    ]
+}
+
 fn compare(a: &Value, b: &Value, order: &LegacyOrder) -> Ordering {
-    let gvk = |o: &Value| {
-        let (group, version) = split_api_version(str_at(o, "/apiVersion"));
-        (
-            group.to_string(),
-            version.to_string(),
-            str_at(o, "/kind").to_string(),
-        )
-    };
-    let (ga, gb) = (gvk(a), gvk(b));
+    let (ga, gb) = (gvk_of(a), gvk_of(b));
     if ga != gb {
-        let by_rank = kind_rank(&ga.2, order).cmp(&kind_rank(&gb.2, order));
+        let by_rank = kind_rank(ga.2, order).cmp(&kind_rank(gb.2, order));
         if by_rank != Ordering::Equal {
             return by_rank;
         }
-        let key = |(g, v, k): &(String, String, String)| {
-            format!("{}_{}_{}", or(g, "~G"), or(v, "~V"), or(k, "~K"))
-        };
-        let by_gvk = key(&ga).cmp(&key(&gb));
+        // By `group_version_kind` as one string.
+        let by_gvk = cmp_joined(&gvk_key(ga), &gvk_key(gb));
         // kustomize's quirk: Namespaces of the core group come before those of other groups.
         if ga.2 == "Namespace" && gb.2 == "Namespace" && (ga.0.is_empty() || gb.0.is_empty()) {
             return by_gvk.reverse();
@@ -118,14 +134,7 @@ fn compare(a: &Value, b: &Value, order: &LegacyOrder) -> Ordering {
         return by_gvk;
     }
     // Same type: by `namespace|name` as one string, as kustomize compares them.
-    let key = |o: &Value| {
-        format!(
-            "{}|{}",
-            or(str_at(o, "/metadata/namespace"), "~X"),
-            or(str_at(o, "/metadata/name"), "~N")
-        )
-    };
-    key(a).cmp(&key(b))
+    cmp_joined(&name_key(a), &name_key(b))
 }
 
 #[cfg(test)]

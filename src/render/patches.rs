@@ -65,10 +65,9 @@ pub fn strategic_merge_list(
             Some(docs) => docs,
             None => {
                 let (_, text, shown) = r.read_in(t.dir, t.file, entry)?;
-                if let Err(e) = crate::yaml::from_multi_str(&text) {
-                    return Err(super::documents::yaml_error(&shown, e, 1));
-                }
-                parse_sm(&text).map_err(|e| build_error(&shown, format!("{what}: {e}")))?
+                let docs = crate::yaml::from_multi_str(&text)
+                    .map_err(|e| super::documents::yaml_error(&shown, e, 1))?;
+                sm_documents(docs).map_err(|e| build_error(&shown, format!("{what}: {e}")))?
             }
         };
         all.extend(docs.into_iter().map(|doc| (what.clone(), doc)));
@@ -128,32 +127,50 @@ pub fn apply_patch_entry(
         .as_deref()
         .map(str::trim)
         .filter(|p| !p.is_empty());
-    let content = match (inline, &entry.path) {
+    let (content, shown) = match (inline, &entry.path) {
         (Some(_), Some(_)) => return Err(err("`patch` and `path` cannot both be set".into())),
         (None, None) => return Err(err("one of `patch` and `path` is required".into())),
-        (Some(p), None) => p.to_string(),
+        (Some(p), None) => (p.to_string(), None),
         (None, Some(path)) => {
             let (_, text, shown) = r.read_in(t.dir, t.file, path)?;
-            // A YAML syntax error is reported against the patch file, with its line.
-            if !text.trim_start().starts_with('[')
-                && let Err(e) = crate::yaml::from_multi_str(&text)
-            {
-                return Err(super::documents::yaml_error(&shown, e, 1));
-            }
-            text
+            (text, Some(shown))
         }
     };
+    // The text is read as YAML once, for both readings (a JSON-only patch in JSON needs no YAML).
+    let yaml =
+        (!(json_only && content.starts_with('['))).then(|| crate::yaml::from_multi_str(&content));
+    // A YAML syntax error in a patch file is reported against the file, with its line.
+    if let (Some(shown), Some(Err(e))) = (&shown, &yaml)
+        && !content.trim_start().starts_with('[')
+    {
+        return Err(super::documents::yaml_error(shown, e.clone(), 1));
+    }
 
-    let json = parse_json_patch(&content);
+    let json = parse_json_patch(&content, yaml.as_ref());
     if json_only {
-        let ops = json.map_err(|e| err(format!("not a JSON 6902 patch: {e}")))?;
+        let json = json.map_err(|e| err(format!("not a JSON 6902 patch: {e}")))?;
         let target = entry
             .target
             .as_ref()
             .ok_or_else(|| err("a JSON 6902 patch needs a `target`".into()))?;
+        let ops = match json {
+            JsonPatch::Ops(ops) => ops,
+            JsonPatch::Document => yaml
+                .and_then(Result::ok)
+                .and_then(|mut docs| docs.pop())
+                .unwrap_or(Value::Null),
+        };
         return apply_json(resources, target, &ops, false).map_err(err);
     }
-    let sm = parse_sm(&content);
+    let sm = match &yaml {
+        Some(Ok(docs)) => check_sm(docs),
+        Some(Err(e)) => Err(e.to_string()),
+        None => parse_sm(&content).map(drop),
+    };
+    let docs = match yaml {
+        Some(Ok(docs)) => docs,
+        _ => Vec::new(),
+    };
     match (sm, json) {
         (Ok(_), Ok(_)) => Err(err(
             "the patch reads both as a strategic merge patch and as a JSON 6902 patch".into(),
@@ -161,14 +178,18 @@ pub fn apply_patch_entry(
         (Err(sm), Err(js)) => Err(err(format!(
             "the patch is neither a strategic merge patch ({sm}) nor a JSON 6902 patch ({js})"
         ))),
-        (Err(_), Ok(ops)) => {
+        (Err(_), Ok(json)) => {
             let target = entry
                 .target
                 .as_ref()
                 .ok_or_else(|| err("a JSON 6902 patch needs a `target`".into()))?;
-            apply_json(resources, target, &ops, true).map_err(err)
+            let ops = match json {
+                JsonPatch::Document => &docs[0],
+                JsonPatch::Ops(ref ops) => ops,
+            };
+            apply_json(resources, target, ops, true).map_err(err)
         }
-        (Ok(docs), Err(_)) => {
+        (Ok(_), Err(_)) => {
             for doc in docs {
                 let patch = SmPatch {
                     doc,
@@ -194,34 +215,90 @@ fn inline_patches(entry: &str) -> Option<Vec<Value>> {
 
 /// Strategic merge patches: every document a mapping (no document at all is fine).
 fn parse_sm(text: &str) -> Result<Vec<Value>, String> {
-    let docs = crate::yaml::from_multi_str(text).map_err(|e| e.to_string())?;
-    if let Some(bad) = docs.iter().find(|d| !d.is_object()) {
-        return Err(format!(
-            "a patch document is {}, not a mapping",
-            super::documents::type_name(bad)
-        ));
-    }
+    sm_documents(crate::yaml::from_multi_str(text).map_err(|e| e.to_string())?)
+}
+
+/// The documents of a file of strategic merge patches, each checked to be a mapping.
+fn sm_documents(docs: Vec<Value>) -> Result<Vec<Value>, String> {
+    check_sm(&docs)?;
     Ok(docs)
 }
 
-/// A JSON 6902 patch (JSON, or YAML when it does not start with `[`): a list of operations.
-fn parse_json_patch(text: &str) -> Result<Value, String> {
+fn check_sm(docs: &[Value]) -> Result<(), String> {
+    match docs.iter().find(|d| !d.is_object()) {
+        Some(bad) => Err(format!(
+            "a patch document is {}, not a mapping",
+            super::documents::type_name(bad)
+        )),
+        None => Ok(()),
+    }
+}
+
+/// A JSON 6902 patch as read: its list of operations, or "the one YAML document of the text" (which is
+/// a list), when the text's reading as a YAML stream already has it.
+#[derive(Debug)]
+enum JsonPatch {
+    Ops(Value),
+    Document,
+}
+
+/// A JSON 6902 patch (JSON, or YAML when it does not start with `[`): a list of operations. `yaml` is the
+/// text read as a YAML stream ([`crate::yaml::from_multi_str`]), if it was: a stream of one document
+/// holds what reading the text as one document ([`crate::yaml::from_str`]) gives.
+fn parse_json_patch(
+    text: &str,
+    yaml: Option<&Result<Vec<Value>, crate::yaml::YamlError>>,
+) -> Result<JsonPatch, String> {
     if text.is_empty() {
         return Err("empty".into());
     }
     let value = if text.starts_with('[') {
         serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?
     } else {
-        crate::yaml::from_str(text).map_err(|e| e.to_string())?
+        match yaml {
+            Some(Ok(docs)) if docs.len() == 1 && !has_document_markers(text) => {
+                return match &docs[0] {
+                    Value::Array(_) => Ok(JsonPatch::Document),
+                    other => Err(not_a_list(other)),
+                };
+            }
+            _ => crate::yaml::from_str(text).map_err(|e| e.to_string())?,
+        }
     };
     match value {
-        Value::Array(_) => Ok(value),
-        Value::Null => Ok(Value::Array(Vec::new())),
-        other => Err(format!(
-            "is {}, not a list of operations",
-            super::documents::type_name(&other)
-        )),
+        Value::Array(_) => Ok(JsonPatch::Ops(value)),
+        Value::Null => Ok(JsonPatch::Ops(Value::Array(Vec::new()))),
+        other => Err(not_a_list(&other)),
     }
+}
+
+fn not_a_list(v: &Value) -> String {
+    format!(
+        "is {}, not a list of operations",
+        super::documents::type_name(v)
+    )
+}
+
+/// Whether a line of `text` may start or end a document (`---`, `...`): without one, a YAML stream holds
+/// at most one document.
+fn has_document_markers(text: &str) -> bool {
+    // Most patches hold neither sequence anywhere: a fast search settles it.
+    if !text.contains("---") && !text.contains("...") {
+        return false;
+    }
+    let bytes = text.as_bytes();
+    let mut line_starts = std::iter::once(0).chain(
+        bytes
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| matches!(b, b'\n' | b'\r'))
+            .map(|(i, _)| i + 1),
+    );
+    line_starts.any(|start| {
+        let line = &bytes[start..];
+        let line = line.strip_prefix("\u{feff}".as_bytes()).unwrap_or(line);
+        line.starts_with(b"---") || line.starts_with(b"...")
+    })
 }
 
 /// The identity a patch document names.
@@ -265,17 +342,21 @@ fn apply_sm(resources: &mut ResMap, i: usize, patch: &SmPatch) -> Result<(), Str
     if patch.allow_name_change || patch.allow_kind_change {
         res.store_previous_id();
     }
-    let mut doc = patch.doc.clone();
-    if let Some(map) = doc.as_object_mut() {
-        // The patch is applied as if written for the target's apiVersion.
-        map.insert(
-            "apiVersion".into(),
-            res.object()
-                .get("apiVersion")
-                .cloned()
-                .unwrap_or(Value::Null),
-        );
-    }
+    // The patch is applied as if written for the target's apiVersion (usually it is).
+    let api_version = res.object().get("apiVersion");
+    let doc = match patch.doc.as_object() {
+        Some(map) if map.get("apiVersion") != Some(api_version.unwrap_or(&Value::Null)) => {
+            let mut doc = patch.doc.clone();
+            if let Some(map) = doc.as_object_mut() {
+                map.insert(
+                    "apiVersion".into(),
+                    api_version.cloned().unwrap_or(Value::Null),
+                );
+            }
+            std::borrow::Cow::Owned(doc)
+        }
+        _ => std::borrow::Cow::Borrowed(&patch.doc),
+    };
     match smp::apply(res.object_mut(), &doc, patch.schema)
         .map_err(|e| format!("patching {id}: {e}"))?
     {
@@ -327,14 +408,41 @@ mod tests {
 
     #[test]
     fn patch_kinds_are_told_apart() {
+        // Read alone, and with the text's reading as a YAML stream (as `apply_patch_entry` does).
+        let json = |text: &str| {
+            let alone = parse_json_patch(text, None).map(|_| ());
+            let yaml = crate::yaml::from_multi_str(text);
+            assert_eq!(
+                parse_json_patch(text, Some(&yaml)).map(|_| ()),
+                alone,
+                "{text:?}"
+            );
+            alone
+        };
         assert!(parse_sm("").unwrap().is_empty());
-        assert!(parse_json_patch("").is_err());
+        assert!(json("").is_err());
         // Comments only: both readings succeed, which kustomize refuses.
-        assert!(parse_sm("# c\n").is_ok() && parse_json_patch("# c\n").is_ok());
+        assert!(parse_sm("# c\n").is_ok() && json("# c\n").is_ok());
         assert!(parse_sm("- op: add\n  path: /a\n  value: 1\n").is_err());
-        assert!(parse_json_patch("- op: add\n  path: /a\n  value: 1\n").is_ok());
-        assert!(parse_json_patch("[{\"op\": \"remove\", \"path\": \"/a\"}]").is_ok());
-        assert!(parse_json_patch("kind: X\n").is_err());
+        assert!(json("- op: add\n  path: /a\n  value: 1\n").is_ok());
+        assert!(json("[{\"op\": \"remove\", \"path\": \"/a\"}]").is_ok());
+        assert!(json("kind: X\n").is_err());
+        // Several documents: not one list of operations, whatever the stream holds.
+        assert!(json("---\n- op: add\n  path: /a\n  value: 1\n---\n").is_err());
+        assert!(
+            json("- op: add\n  path: /a\n  value: 1\n---\n- op: remove\n  path: /a\n").is_err()
+        );
+        assert!(!has_document_markers(
+            "- op: add\n  path: /a--- \n  value: x...\n"
+        ));
+        for text in [
+            "---\n- a\n",
+            "- a\n...\n",
+            "- a\r--- \n- b",
+            "\u{feff}---\n- a\n",
+        ] {
+            assert!(has_document_markers(text), "{text:?}");
+        }
         assert_eq!(inline_patches("patch.yaml"), None);
         assert_eq!(
             inline_patches("kind: X\nmetadata: {name: a}\n").map(|d| d.len()),

@@ -5,7 +5,7 @@
 //! without one. A [`GvkSelector`] (the `group`/`version`/`kind` of a field spec or patch target) matches a
 //! type when each of its non-empty parts is equal.
 
-use super::namespace::is_cluster_scoped;
+use super::namespace::is_cluster_scoped_gvk;
 use crate::object::{join_api_version, split_api_version};
 use serde_json::Value;
 use std::fmt;
@@ -26,11 +26,11 @@ pub struct Gvk {
 impl Gvk {
     /// The type of `obj`, from its `apiVersion` and `kind`.
     pub fn of(obj: &Value) -> Gvk {
-        let (group, version) = split_api_version(str_at(obj, "/apiVersion"));
+        let (group, version) = split_api_version(field_str(obj, "apiVersion"));
         Gvk {
             group: group.to_string(),
             version: version.to_string(),
-            kind: str_at(obj, "/kind").to_string(),
+            kind: field_str(obj, "kind").to_string(),
         }
     }
 
@@ -40,7 +40,7 @@ impl Gvk {
 
     /// Whether kustomize takes this type to be cluster-scoped.
     pub fn cluster_scoped(&self) -> bool {
-        is_cluster_scoped(&self.api_version(), &self.kind)
+        is_cluster_scoped_gvk(&self.group, &self.version, &self.kind)
     }
 
     /// Whether `selector` selects this type (empty parts of the selector match anything).
@@ -95,8 +95,8 @@ impl ResId {
     pub fn of(obj: &Value) -> ResId {
         ResId {
             gvk: Gvk::of(obj),
-            name: str_at(obj, "/metadata/name").to_string(),
-            namespace: str_at(obj, "/metadata/namespace").to_string(),
+            name: metadata_str(obj, "name").to_string(),
+            namespace: metadata_str(obj, "namespace").to_string(),
         }
     }
 
@@ -148,9 +148,15 @@ impl fmt::Display for ResId {
     }
 }
 
-/// The string at a JSON pointer, or `""`.
-pub fn str_at<'a>(obj: &'a Value, pointer: &str) -> &'a str {
-    obj.pointer(pointer)
+/// The string in the top-level field `key` of `obj`, or `""`.
+pub fn field_str<'a>(obj: &'a Value, key: &str) -> &'a str {
+    obj.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// The string in `metadata.<key>` of `obj`, or `""`.
+pub fn metadata_str<'a>(obj: &'a Value, key: &str) -> &'a str {
+    obj.get("metadata")
+        .and_then(|m| m.get(key))
         .and_then(Value::as_str)
         .unwrap_or_default()
 }

@@ -8,7 +8,7 @@
 
 use super::error::RenderError;
 use super::generators::{self, Behavior};
-use super::resid::{Gvk, IdKey, ResId, str_at};
+use super::resid::{Gvk, IdKey, ResId, field_str, metadata_str};
 use crate::object::SourcedObject;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -29,6 +29,21 @@ struct PreviousId {
     kind: String,
     name: String,
     namespace: String,
+}
+
+impl PreviousId {
+    /// The identity, with the group and version of `current`.
+    fn id(&self, current: &Gvk) -> ResId {
+        ResId {
+            gvk: Gvk {
+                group: current.group.clone(),
+                version: current.version.clone(),
+                kind: self.kind.clone(),
+            },
+            name: self.name.clone(),
+            namespace: self.namespace.clone(),
+        }
+    }
 }
 
 /// An object being rendered, with its history.
@@ -71,15 +86,15 @@ impl Resource {
     }
 
     pub fn name(&self) -> &str {
-        str_at(self.object(), "/metadata/name")
+        metadata_str(self.object(), "name")
     }
 
     pub fn namespace(&self) -> &str {
-        str_at(self.object(), "/metadata/namespace")
+        metadata_str(self.object(), "namespace")
     }
 
     pub fn kind(&self) -> &str {
-        str_at(self.object(), "/kind")
+        field_str(self.object(), "kind")
     }
 
     /// The current identity.
@@ -90,25 +105,24 @@ impl Resource {
     /// The identities the object had before, oldest first (not including the current one).
     pub fn prev_ids(&self) -> Vec<ResId> {
         let gvk = self.gvk();
-        self.previous
-            .iter()
-            .map(|p| ResId {
-                gvk: Gvk {
-                    kind: p.kind.clone(),
-                    ..gvk.clone()
-                },
-                name: p.name.clone(),
-                namespace: p.namespace.clone(),
-            })
-            .collect()
+        self.previous.iter().map(|p| p.id(&gvk)).collect()
+    }
+
+    /// Whether the current or a previous identity is `id` ([`ResId::same_as`]).
+    pub fn has_id(&self, id: &ResId) -> bool {
+        let gvk = self.gvk();
+        if gvk.group != id.gvk.group || gvk.version != id.gvk.version {
+            return false;
+        }
+        ResId::of(self.object()).same_as(id) || self.previous.iter().any(|p| p.id(&gvk).same_as(id))
     }
 
     /// The identity the object was loaded with.
     pub fn org_id(&self) -> ResId {
-        self.prev_ids()
-            .into_iter()
-            .next()
-            .unwrap_or_else(|| self.cur_id())
+        match self.previous.first() {
+            Some(p) => p.id(&self.gvk()),
+            None => self.cur_id(),
+        }
     }
 
     /// Records the current identity as a previous one (before a transformer changes it).
@@ -145,23 +159,12 @@ impl Resource {
         }
     }
 
-    /// `metadata.labels` or `metadata.annotations` as string pairs (non-strings skipped).
-    pub fn string_map(&self, field: &str) -> Vec<(String, String)> {
-        self.object()
-            .pointer(&format!("/metadata/{field}"))
-            .and_then(Value::as_object)
-            .map(|m| {
-                m.iter()
-                    .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-
     /// Whether the object says it is local configuration, never to be output.
     pub fn is_local_config(&self) -> bool {
         self.object()
-            .pointer("/metadata/annotations/config.kubernetes.io~1local-config")
+            .get("metadata")
+            .and_then(|m| m.get("annotations"))
+            .and_then(|a| a.get("config.kubernetes.io/local-config"))
             .and_then(Value::as_str)
             == Some("true")
     }
@@ -226,14 +229,15 @@ impl ResMap {
             index
         });
         let id = res.cur_id();
-        if let Some(&first) = index.get(&id.key()) {
+        let key = id.key();
+        if let Some(&first) = index.get(&key) {
             return Err(RenderError::Duplicate {
                 id: id.to_string(),
                 first: self.list[first].sourced.origin.clone(),
                 second: res.sourced.origin,
             });
         }
-        index.insert(id.key(), self.list.len());
+        index.insert(key, self.list.len());
         self.list.push(res);
         Ok(())
     }
@@ -301,8 +305,7 @@ impl ResMap {
 
     /// The one object whose current or any previous identity is `id` (kustomize's `GetById`).
     pub fn index_by_id(&self, id: &ResId) -> Result<usize, String> {
-        let found =
-            self.indices(|r| r.cur_id().same_as(id) || r.prev_ids().iter().any(|p| p.same_as(id)));
+        let found = self.indices(|r| r.has_id(id));
         match found.as_slice() {
             [one] => Ok(*one),
             [] => Err(format!("no object {id} ({})", id.gvk.api_version())),

@@ -4,8 +4,9 @@
 //! `!a`, comma-separated, all required).
 
 use super::kustomization::Selector;
-use super::resid::GvkSelector;
+use super::resid::field_str;
 use super::resources::Resource;
+use crate::object::split_api_version;
 use crate::selector::LabelSelector;
 use regex::Regex;
 
@@ -61,38 +62,43 @@ impl Matcher {
 
     /// Whether `res` is selected.
     pub fn matches(&self, res: &Resource) -> bool {
-        let (org, cur) = (res.org_id(), res.cur_id());
-        if let Some(re) = &self.namespace
-            && !re.is_match(org.effective_namespace())
-            && !re.is_match(cur.effective_namespace())
-        {
-            return false;
-        }
-        if let Some(re) = &self.name
-            && !re.is_match(&org.name)
-            && !re.is_match(&cur.name)
-        {
-            return false;
-        }
         let s = &self.selector;
-        if !res
-            .gvk()
-            .selected_by(&GvkSelector::new(&s.group, &s.version, &s.kind))
+        // The type first: it is cheap to check and rules out most objects.
+        let obj = res.object();
+        let (group, version) = split_api_version(field_str(obj, "apiVersion"));
+        let kind = field_str(obj, "kind");
+        if !((s.group.is_empty() || s.group == group)
+            && (s.version.is_empty() || s.version == version)
+            && (s.kind.is_empty() || s.kind == kind))
         {
             return false;
         }
-        let (labels, annotations) = (res.string_map("labels"), res.string_map("annotations"));
-        let l: std::collections::HashMap<&str, &str> = labels
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        let a: std::collections::HashMap<&str, &str> = annotations
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        self.labels.matches_with(|k| l.get(k).copied())
-            && self.annotations.matches_with(|k| a.get(k).copied())
+        if self.namespace.is_some() || self.name.is_some() {
+            let (org, cur) = (res.org_id(), res.cur_id());
+            if let Some(re) = &self.namespace
+                && !re.is_match(org.effective_namespace())
+                && !re.is_match(cur.effective_namespace())
+            {
+                return false;
+            }
+            if let Some(re) = &self.name
+                && !re.is_match(&org.name)
+                && !re.is_match(&cur.name)
+            {
+                return false;
+            }
+        }
+        let pairs = |field: &str| obj.get("metadata").and_then(|m| m.get(field));
+        let (labels, annotations) = (pairs("labels"), pairs("annotations"));
+        self.labels.matches_with(|k| string_in(labels, k))
+            && self.annotations.matches_with(|k| string_in(annotations, k))
     }
+}
+
+/// The string under `key` in `map` (labels or annotations), if there is one.
+fn string_in<'a>(map: Option<&'a serde_json::Value>, key: &str) -> Option<&'a str> {
+    map.and_then(|m| m.get(key))
+        .and_then(serde_json::Value::as_str)
 }
 
 #[cfg(test)]
