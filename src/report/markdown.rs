@@ -32,6 +32,7 @@ pub fn to_markdown(report: &ClusterReport) -> String {
     facts(&mut out, report);
     chain_section(&mut out, &report.chain);
     objects_section(&mut out, report);
+    conditions_section(&mut out, report);
     errors_section(&mut out, &report.errors);
     let end = out.trim_end().len();
     out.truncate(end);
@@ -147,6 +148,27 @@ fn action(o: &ReportObject) -> String {
         Action::Failed => "**failed**".to_string(),
         other => other.as_str().to_string(),
     }
+}
+
+fn conditions_section(out: &mut String, report: &ClusterReport) {
+    if report.conditions.is_empty() {
+        return;
+    }
+    out.push_str("## Conditions\n\n| Object | Type | Status | Reason | Message |\n|---|---|---|---|---|\n");
+    for o in &report.conditions {
+        for c in &o.conditions {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} |",
+                cell(&o.object),
+                cell(&c.type_),
+                cell(&c.status),
+                cell(c.reason.as_deref().unwrap_or("")),
+                cell(c.message.as_deref().unwrap_or(""))
+            );
+        }
+    }
+    out.push('\n');
 }
 
 fn reason_message(o: &ReportObject) -> String {

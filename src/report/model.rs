@@ -123,7 +123,30 @@ pub struct ClusterReport {
     pub phase: Phase,
     pub chain: Chain,
     pub objects: Vec<ReportObject>,
+    /// The ARO objects' conditions, in chain order; empty lists are left out.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<ObjectConditions>,
     pub errors: Vec<ReportError>,
+}
+
+/// The conditions of one ARO object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ObjectConditions {
+    /// `Kind/namespace/name`.
+    pub object: String,
+    pub conditions: Vec<ReportCondition>,
+}
+
+/// One condition, without its transition time (reports hold no timestamps).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReportCondition {
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// The `apiVersion` of [`ClusterReport`].

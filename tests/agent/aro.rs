@@ -1,5 +1,5 @@
 //! The embedded ARO reconcilers on the simulator (issue 6, the parts in place so far): a failing
-//! HcpOpenShiftCluster shows `[Error] <message>` in `HcpClusterReady` and fails the report, the
+//! HcpOpenShiftCluster shows `[Error] <message>` in `HcpClusterReady` and in the report, the
 //! control plane endpoint is mirrored into the AROCluster, and a node pool removed from git is
 //! deleted (with consent), its Azure-backed objects dependents first.
 
@@ -40,9 +40,10 @@ async fn a_failing_hcp_cluster_shows_error_in_hcp_cluster_ready_and_the_report()
     assert_eq!(ready["reason"], "InvalidTemplateDeployment");
     let message = ready["message"].as_str().unwrap_or_default();
     assert!(message.starts_with("[Error] "), "{message}");
-    // The report names the failed step and the ARM error (its conditions table is issue 6's).
+    // The report names the failed step and carries the condition with its `[Error] ` message.
     let md = f.report("reports/aro-dev/dev.md").expect("the dev report");
     assert!(md.contains("HcpClusterReady failed"), "{md}");
+    assert!(md.contains("| HcpClusterReady | False | InvalidTemplateDeployment | [Error] "), "{md}");
     assert!(md.contains("InvalidTemplateDeployment"), "{md}");
 }
 
