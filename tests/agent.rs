@@ -10,6 +10,8 @@
 //! unreachable remote).
 
 mod common;
+#[path = "agent/aro.rs"]
+mod aro;
 #[path = "agent/converge.rs"]
 mod converge;
 #[path = "agent/drift.rs"]
