@@ -201,7 +201,10 @@ fn run_child(repo: &Path, state: &Path) -> InProcess {
         ..InProcess::default()
     };
     if !out.status.success() {
-        r.error = Some(format!("bench child failed: {}", log_tail(&r.log.join("\n"), 5)));
+        r.error = Some(format!(
+            "bench child failed: {}",
+            log_tail(&r.log.join("\n"), 5)
+        ));
     }
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         let Some((k, v)) = line.split_once('=') else {
@@ -387,7 +390,10 @@ impl Server {
         // when it serves.
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
                 if line.contains("serving at") {
                     let _ = tx.send(());
                 }
@@ -462,7 +468,10 @@ fn change_one_cluster(repo: &Path) -> String {
         "- op: replace\n  path: /spec/resources/0/spec/properties/platform/vmSize\n  value: Standard_E16s_v5\n",
     );
     std::fs::write(&patch, text).expect("patch written");
-    git(repo, &["commit", "-qam", &format!("{name}: bigger worker VMs")]);
+    git(
+        repo,
+        &["commit", "-qam", &format!("{name}: bigger worker VMs")],
+    );
     name
 }
 
@@ -579,7 +588,9 @@ fn main() {
     let one = plan(&repo, &state, time_v);
     let one_commit = head_commit(&repo);
 
-    eprintln!("plan bench: the same plans with --kubeconfig against the store served in its own process...");
+    eprintln!(
+        "plan bench: the same plans with --kubeconfig against the store served in its own process..."
+    );
     let served = Server::start(&state).map(|server| {
         let kc_state = dir.path().join("state-kubeconfig");
         let noop = server.plan(&repo, &kc_state, &noop_commit, time_v);
@@ -649,7 +660,9 @@ fn main() {
                 );
             }
         }
-        None => println!("| `plan --kubeconfig` against the served store | the server did not start |"),
+        None => {
+            println!("| `plan --kubeconfig` against the served store | the server did not start |")
+        }
     }
     println!(
         "| no-op plan: clusters with changes | {} |",
@@ -740,4 +753,3 @@ fn main() {
         println!("\n{TIME} not found: process peak RSS not measured (in-process figures only).");
     }
 }
-

@@ -9,9 +9,9 @@
 //! schema violations) and `git_source` the git edge cases (a status branch that moved, an
 //! unreachable remote).
 
-mod common;
 #[path = "agent/aro.rs"]
 mod aro;
+mod common;
 #[path = "agent/converge.rs"]
 mod converge;
 #[path = "agent/drift.rs"]

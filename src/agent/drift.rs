@@ -88,7 +88,11 @@ impl DriftReport {
     pub fn text(&self) -> String {
         let mut out = format!("Drift against {}\n", self.against);
         for u in &self.units {
-            let rev = u.revision.as_deref().map(|r| &r[..r.len().min(12)]).unwrap_or("?");
+            let rev = u
+                .revision
+                .as_deref()
+                .map(|r| &r[..r.len().min(12)])
+                .unwrap_or("?");
             let _ = writeln!(out, "\n{} (applied {rev}):", u.unit);
             for e in &u.errors {
                 let _ = writeln!(out, "  error: {e}");
@@ -253,14 +257,8 @@ pub async fn drift(
             let found = rendered.iter().find(|(u, _)| &u.name() == name);
             let (objects, errors) = match found {
                 Some((_, Ok(p))) => (unit_drift(inv, p, &live), vec![]),
-                Some((_, Err(errs))) => (
-                    vec![],
-                    errs.iter().map(|e| e.message.clone()).collect(),
-                ),
-                None => (
-                    vec![],
-                    vec![format!("the unit is not in revision {rev}")],
-                ),
+                Some((_, Err(errs))) => (vec![], errs.iter().map(|e| e.message.clone()).collect()),
+                None => (vec![], vec![format!("the unit is not in revision {rev}")]),
             };
             units.push(UnitDrift {
                 unit: name.clone(),

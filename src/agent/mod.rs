@@ -15,9 +15,9 @@ mod progress;
 pub mod prune;
 mod watch;
 
+pub use drift::{DriftReport, drift};
 pub use env::Environment;
 pub use pass::FAILPOINT_ENV;
-pub use drift::{DriftReport, drift};
 pub use plan::{PlanRequest, PlanRun, plan};
 pub use prune::Safety;
 
@@ -301,7 +301,9 @@ impl Agent {
             .chain([(String::new(), "v1".to_string(), "Secret".to_string())])
             .collect();
         // Every unit's inventory (one LIST); units that left git are pruned from theirs.
-        let (mut inventories, broken) = match crate::apply::inventory::read_all(&self.env.cluster).await {
+        let (mut inventories, broken) = match crate::apply::inventory::read_all(&self.env.cluster)
+            .await
+        {
             Ok(found) => found,
             Err(e) => {
                 tracing::error!(error = %e, "reading the inventories failed: nothing is pruned this round");
@@ -415,7 +417,10 @@ impl Agent {
                 .into_iter()
                 .filter(|&i| {
                     let Ok(p) = &rev.units[i].1 else { return false };
-                    let unit_ns = inventories.get(&rev.units[i].0.name()).into_iter().flat_map(|inv| inv.entries.values().map(|e| &e.id.namespace));
+                    let unit_ns = inventories
+                        .get(&rev.units[i].0.name())
+                        .into_iter()
+                        .flat_map(|inv| inv.entries.values().map(|e| &e.id.namespace));
                     namespaces.contains(&None)
                         || p.objects
                             .iter()

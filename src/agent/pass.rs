@@ -96,7 +96,8 @@ fn blockers_of(prepared: &Prepared, i: usize, live: &HashMap<ObjectKey, Value>) 
         .filter(|d| !unblocks(d, live.get(*d)))
         .cloned()
         .collect();
-    if prepared.objects[i].key.kind == aro::EXTERNAL_AUTH && prepared.objects[i].embedded_in.is_some()
+    if prepared.objects[i].key.kind == aro::EXTERNAL_AUTH
+        && prepared.objects[i].embedded_in.is_some()
     {
         let is_pool = |k: &ObjectKey| k.kind == aro::NODE_POOL;
         let one_ready = deps
@@ -412,7 +413,10 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
         let drifted = diff.action == Action::Update
             && inv.get(key).and_then(|e| e.applied.as_deref()) == Some(digest.as_str());
         if drifted && !ctx.self_heal {
-            let fields = crate::plan::drift::drifted_fields(&desired, current.expect("drift is of a live object"));
+            let fields = crate::plan::drift::drifted_fields(
+                &desired,
+                current.expect("drift is of a live object"),
+            );
             let described: Vec<String> = fields
                 .iter()
                 .map(|f| match f.managers.as_slice() {
@@ -428,7 +432,11 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
                 reason: Some("Drifted".into()),
                 message: Some(format!(
                     "live state differs from what aro-gitops applied: {}; run with --self-heal to correct it",
-                    if described.is_empty() { "fields it no longer sets".to_string() } else { described.join("; ") }
+                    if described.is_empty() {
+                        "fields it no longer sets".to_string()
+                    } else {
+                        described.join("; ")
+                    }
                 )),
             });
             continue;

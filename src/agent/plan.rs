@@ -196,13 +196,9 @@ fn short(commit: &str) -> &str {
 
 /// The CAPI Cluster of a prepared unit as `namespace/name`.
 fn cluster_name(p: &prepare::Prepared) -> Option<String> {
-    p.cluster.as_ref().map(|c| {
-        format!(
-            "{}/{}",
-            c.namespace.as_deref().unwrap_or("default"),
-            c.name
-        )
-    })
+    p.cluster
+        .as_ref()
+        .map(|c| format!("{}/{}", c.namespace.as_deref().unwrap_or("default"), c.name))
 }
 
 /// Whether the unit's CAPI Cluster in git allows its deletions.
@@ -272,7 +268,8 @@ fn add_deletions(
                     c.policy_effects.push(PolicyEffect {
                         object: object.clone(),
                         policy: Policy::DetachOnDelete.as_str().into(),
-                        effect: "the Kubernetes object is deleted; the Azure resource is kept".into(),
+                        effect: "the Kubernetes object is deleted; the Azure resource is kept"
+                            .into(),
                     });
                 }
                 let mut d = diff_object(None, *obj);
@@ -346,8 +343,7 @@ async fn against_live(
     let inventory_keys = inventories
         .values()
         .flat_map(|i| i.entries.values().map(|e| e.key()));
-    let (live, read_errors) =
-        inventory::read_kinds(cluster, head_keys.chain(inventory_keys)).await;
+    let (live, read_errors) = inventory::read_kinds(cluster, head_keys.chain(inventory_keys)).await;
     global.extend(read_errors.iter().map(|e| Problem {
         file: None,
         object: None,
@@ -441,7 +437,8 @@ async fn against_live(
         let leaving = super::prune::candidates(inv, &desired_keys);
         if !leaving.is_empty() {
             let keys: Vec<ObjectKey> = leaving.iter().map(|e| e.key()).collect();
-            let old: Vec<Option<&Value>> = keys.iter().map(|k| live.get(&Identity::from(k))).collect();
+            let old: Vec<Option<&Value>> =
+                keys.iter().map(|k| live.get(&Identity::from(k))).collect();
             let cands: Vec<Candidate> = keys
                 .iter()
                 .zip(&leaving)
@@ -456,7 +453,8 @@ async fn against_live(
                 flag: safety.allow_deletion,
                 unit: unit_consents(p) || inv.consent,
             };
-            let verdicts = prune::decide(&cands, inv.entries.len(), consent, safety.max_delete_share);
+            let verdicts =
+                prune::decide(&cands, inv.entries.len(), consent, safety.max_delete_share);
             add_deletions(&mut c, &keys, &old, verdicts, "live");
         }
         clusters.push(c);
@@ -466,7 +464,8 @@ async fn against_live(
         for (name, inv) in inventories.iter().filter(|(n, _)| !present.contains(*n)) {
             let mut c = empty_cluster(name, None);
             let keys: Vec<ObjectKey> = inv.entries.values().map(|e| e.key()).collect();
-            let old: Vec<Option<&Value>> = keys.iter().map(|k| live.get(&Identity::from(k))).collect();
+            let old: Vec<Option<&Value>> =
+                keys.iter().map(|k| live.get(&Identity::from(k))).collect();
             let cands: Vec<Candidate> = keys
                 .iter()
                 .zip(inv.entries.values())
@@ -491,11 +490,8 @@ async fn against_live(
 
 /// Head against the base revision (no cluster).
 fn against_base(base: &Rendered, head: &Rendered, safety: Safety) -> Vec<ClusterPreview> {
-    let base_units: BTreeMap<String, &prepare::Preparation> = base
-        .units
-        .iter()
-        .map(|(u, p)| (u.name(), p))
-        .collect();
+    let base_units: BTreeMap<String, &prepare::Preparation> =
+        base.units.iter().map(|(u, p)| (u.name(), p)).collect();
     let mut clusters = Vec::new();
     for (unit, prepared) in &head.units {
         let name = unit.name();

@@ -126,10 +126,10 @@ fn expand(unit: &Unit, rendered: Vec<SourcedObject>) -> Result<Prepared, Vec<Uni
                     None
                 })
                 .map(|(_, _, h)| h.as_str());
-            let capi_cluster = clusters
-                .iter()
-                .find(|c| c.pointer("/metadata/namespace").and_then(Value::as_str) == ns.as_deref()
-                    && c.pointer("/metadata/name").and_then(Value::as_str) == Some(cluster.as_str()));
+            let capi_cluster = clusters.iter().find(|c| {
+                c.pointer("/metadata/namespace").and_then(Value::as_str) == ns.as_deref()
+                    && c.pointer("/metadata/name").and_then(Value::as_str) == Some(cluster.as_str())
+            });
             let paused = aro::is_paused(&s.object, capi_cluster.copied());
             match aro::embedded_resources(&s.object, hcp, paused) {
                 Ok(e) => e,
@@ -258,8 +258,7 @@ pub fn prepare_all(root: &Path, units: Vec<Unit>) -> Vec<PreparedUnit> {
             .map(|w| w.join().expect("a prepare thread panicked"))
             .collect()
     });
-    let mut results: Vec<Option<Preparation>> =
-        (0..units.len()).map(|_| None).collect();
+    let mut results: Vec<Option<Preparation>> = (0..units.len()).map(|_| None).collect();
     for (i, p) in done.into_iter().flatten() {
         results[i] = Some(p);
     }

@@ -160,7 +160,9 @@ pub async fn step(
                     outcomes.push(if blocked {
                         outcome(
                             ObjectAction::DeletionBlocked,
-                            Some(format!("objects that depend on it are not deleted: {names}")),
+                            Some(format!(
+                                "objects that depend on it are not deleted: {names}"
+                            )),
                         )
                     } else {
                         outcome(
@@ -187,9 +189,8 @@ pub async fn step(
                 match cluster.delete(key).await {
                     Ok(_) => {
                         tracing::info!(object = %key, detach, "deleted");
-                        let reason = detach.then(|| {
-                            "detach-on-delete: the Azure resource is kept".to_string()
-                        });
+                        let reason = detach
+                            .then(|| "detach-on-delete: the Azure resource is kept".to_string());
                         outcomes.push(outcome(ObjectAction::Deleting, reason));
                     }
                     Err(e) => {
@@ -226,7 +227,10 @@ async fn write_detach(
         "metadata": {"name": key.name, "namespace": key.namespace,
                      "annotations": {RECONCILE_POLICY: Policy::DetachOnDelete.as_str()}},
     });
-    cluster.apply(key, &patch, OWNERSHIP_MANAGER).await.map(|_| ())
+    cluster
+        .apply(key, &patch, OWNERSHIP_MANAGER)
+        .await
+        .map(|_| ())
 }
 
 /// The dependency graph of objects about to be deleted, from their bodies (`None`: gone); an
@@ -235,7 +239,10 @@ pub fn deletion_graph(keys: &[ObjectKey], bodies: &[Option<&Value>]) -> graph::G
     let empty = json!({});
     let uids: Vec<Option<&str>> = bodies
         .iter()
-        .map(|b| b.and_then(|o| o.pointer("/metadata/uid")).and_then(Value::as_str))
+        .map(|b| {
+            b.and_then(|o| o.pointer("/metadata/uid"))
+                .and_then(Value::as_str)
+        })
         .collect();
     let nodes: Vec<Node> = keys
         .iter()

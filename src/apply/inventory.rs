@@ -111,7 +111,11 @@ pub fn name_for(unit: &str) -> String {
         })
         .collect();
     let slug: String = slug.trim_matches('-').chars().take(200).collect();
-    format!("inventory-{}-{}", slug.trim_end_matches('-'), &digest(unit)[..10])
+    format!(
+        "inventory-{}-{}",
+        slug.trim_end_matches('-'),
+        &digest(unit)[..10]
+    )
 }
 
 /// Hex SHA-256 of `text`.
@@ -209,7 +213,11 @@ impl Inventory {
             .pointer("/data/entries")
             .and_then(Value::as_str)
             .unwrap_or("");
-        for (n, line) in lines.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        for (n, line) in lines
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
             let e: Entry = serde_json::from_str(line)
                 .map_err(|e| err(format!("data.entries line {}: {e}", n + 1)))?;
             entries.insert(e.id.clone(), e);
@@ -240,7 +248,10 @@ pub async fn read_all(
     cluster: &Cluster,
 ) -> Result<(BTreeMap<String, Inventory>, Vec<InventoryError>), ApplyError> {
     let items = cluster
-        .list(&config_map_key(""), Some(&format!("{INVENTORY_LABEL}=true")))
+        .list(
+            &config_map_key(""),
+            Some(&format!("{INVENTORY_LABEL}=true")),
+        )
         .await?;
     let mut found = BTreeMap::new();
     let mut errors = Vec::new();
@@ -290,10 +301,10 @@ pub async fn write(cluster: &Cluster, inventory: &Inventory) -> Result<(), Apply
     let key = ObjectKey::from_object(&cm).expect("inventory has an identity");
     match cluster.apply(&key, &cm, FIELD_MANAGER).await {
         Ok(_) => Ok(()),
-        Err(ApplyError::Api { source, .. })
-            if matches!(source.as_ref(), kube::Error::Api(s) if s.code == 404) =>
+        Err(ApplyError::Api { source, .. }) if matches!(source.as_ref(), kube::Error::Api(s) if s.code == 404) =>
         {
-            let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}});
+            let ns =
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}});
             let ns_key = ObjectKey::from_object(&ns).expect("namespace has an identity");
             cluster.apply(&ns_key, &ns, FIELD_MANAGER).await?;
             cluster.apply(&key, &cm, FIELD_MANAGER).await.map(|_| ())
@@ -304,7 +315,10 @@ pub async fn write(cluster: &Cluster, inventory: &Inventory) -> Result<(), Apply
 
 /// Deletes a unit's inventory once it holds nothing.
 pub async fn remove(cluster: &Cluster, unit: &str) -> Result<(), ApplyError> {
-    cluster.delete(&config_map_key(&name_for(unit))).await.map(|_| ())
+    cluster
+        .delete(&config_map_key(&name_for(unit)))
+        .await
+        .map(|_| ())
 }
 
 #[cfg(test)]
@@ -344,7 +358,11 @@ mod tests {
             policy: Policy::Manage,
             if_exists: false,
         };
-        inv.record(&key("ResourceGroup", "rg", "v1api20200601"), created, Some("d1".into()));
+        inv.record(
+            &key("ResourceGroup", "rg", "v1api20200601"),
+            created,
+            Some("d1".into()),
+        );
         inv.record(
             &key("ResourceGroup", "other", "v1api20200601"),
             Decision {
@@ -366,7 +384,11 @@ mod tests {
             policy: Policy::Manage,
             if_exists: false,
         };
-        inv.record(&key("ResourceGroup", "rg", "v1api20200601"), d, Some("x".into()));
+        inv.record(
+            &key("ResourceGroup", "rg", "v1api20200601"),
+            d,
+            Some("x".into()),
+        );
         let newer = key("ResourceGroup", "rg", "v1api20230701");
         assert!(inv.get(&newer).is_some());
         // Re-recording without a digest keeps the last applied one.
@@ -380,7 +402,11 @@ mod tests {
         let mut cm = Inventory::new("u").to_config_map();
         cm["data"]["entries"] = Value::String("{not json".into());
         let e = Inventory::from_config_map(&cm).unwrap_err();
-        assert!(e.to_string().contains("ConfigMap/aro-gitops-system/inventory-u-"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("ConfigMap/aro-gitops-system/inventory-u-"),
+            "{e}"
+        );
         assert!(e.to_string().contains("line 1"), "{e}");
     }
 }

@@ -89,7 +89,12 @@ impl ControlPlane {
     /// off, installs or updates the preloaded CRDs.
     pub fn open(config: Config) -> Result<ControlPlane, ControlPlaneError> {
         let (store, loaded) = store::Store::open(&config.state_dir)?;
-        let state = State::open(store, loaded, config.event_log_capacity, config.event_log_bytes)?;
+        let state = State::open(
+            store,
+            loaded,
+            config.event_log_capacity,
+            config.event_log_bytes,
+        )?;
         let cp = ControlPlane {
             shared: Arc::new(Shared {
                 state: Mutex::new(state),

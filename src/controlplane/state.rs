@@ -67,7 +67,11 @@ impl WatchEvent {
     /// the change (taken to be about as large).
     pub fn weight(&self) -> usize {
         let json = self.object.json.len();
-        if self.previous.is_some() { 2 * json } else { json }
+        if self.previous.is_some() {
+            2 * json
+        } else {
+            json
+        }
     }
 }
 

@@ -215,10 +215,7 @@ pub fn with_decision(mut desired: Value, decision: &Decision) -> Value {
     if if_exists(&desired).is_none() {
         return desired;
     }
-    let Some(meta) = desired
-        .get_mut("metadata")
-        .and_then(Value::as_object_mut)
-    else {
+    let Some(meta) = desired.get_mut("metadata").and_then(Value::as_object_mut) else {
         return desired;
     };
     let annotations = meta
@@ -309,7 +306,10 @@ mod tests {
             policy: Policy::Manage,
             if_exists: false,
         };
-        assert_eq!(decide_create(&o, Some(recorded), Ok(true)).unwrap(), recorded);
+        assert_eq!(
+            decide_create(&o, Some(recorded), Ok(true)).unwrap(),
+            recorded
+        );
     }
 
     #[test]
@@ -324,9 +324,18 @@ mod tests {
             policy: Policy::Skip,
             if_exists: true,
         };
-        assert!(!skip_needs_write(None, &skip), "declared skip: never created");
-        assert!(skip_needs_write(None, &adopted), "if-exists: the recording create");
-        assert!(skip_needs_write(Some(&obj(json!({}))), &skip), "live lacks skip");
+        assert!(
+            !skip_needs_write(None, &skip),
+            "declared skip: never created"
+        );
+        assert!(
+            skip_needs_write(None, &adopted),
+            "if-exists: the recording create"
+        );
+        assert!(
+            skip_needs_write(Some(&obj(json!({}))), &skip),
+            "live lacks skip"
+        );
         assert!(!skip_needs_write(
             Some(&obj(json!({RECONCILE_POLICY: "skip"}))),
             &skip

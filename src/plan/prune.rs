@@ -35,7 +35,9 @@ pub enum Hold {
 impl std::fmt::Display for Hold {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Hold::RenderFailed => f.write_str("the render failed; nothing is deleted until it succeeds"),
+            Hold::RenderFailed => {
+                f.write_str("the render failed; nothing is deleted until it succeeds")
+            }
             Hold::RenderEmpty => f.write_str(
                 "the render returned no objects; an empty render never deletes anything",
             ),
@@ -135,7 +137,8 @@ pub fn decide(
     consent: Consent,
     max_share: f64,
 ) -> Vec<Verdict> {
-    let how_to = format!("allow with --allow-deletion or the annotation {ALLOW_DELETION_ANNOTATION}=true");
+    let how_to =
+        format!("allow with --allow-deletion or the annotation {ALLOW_DELETION_ANNOTATION}=true");
     let mut verdicts: Vec<Verdict> = candidates
         .iter()
         .map(|c| {

@@ -154,7 +154,9 @@ fn conditions_section(out: &mut String, report: &ClusterReport) {
     if report.conditions.is_empty() {
         return;
     }
-    out.push_str("## Conditions\n\n| Object | Type | Status | Reason | Message |\n|---|---|---|---|---|\n");
+    out.push_str(
+        "## Conditions\n\n| Object | Type | Status | Reason | Message |\n|---|---|---|---|---|\n",
+    );
     for o in &report.conditions {
         for c in &o.conditions {
             let _ = writeln!(

@@ -356,13 +356,16 @@ impl Source {
         let repo = self.mirror()?;
         let oid = git2::Oid::from_str(commit).map_err(&git_error)?;
         if repo.find_commit(oid).is_err() {
-            remote::fetch(&repo, &self.remote, &["+refs/heads/*:refs/remotes/origin/*"]).map_err(
-                |e| SourceError::Fetch {
-                    url: self.remote.shown().to_string(),
-                    reference: commit.to_string(),
-                    message: self.remote.redact(e.message()),
-                },
-            )?;
+            remote::fetch(
+                &repo,
+                &self.remote,
+                &["+refs/heads/*:refs/remotes/origin/*"],
+            )
+            .map_err(|e| SourceError::Fetch {
+                url: self.remote.shown().to_string(),
+                reference: commit.to_string(),
+                message: self.remote.redact(e.message()),
+            })?;
         }
         std::fs::create_dir_all(into).map_err(SourceError::io(into, "create directory"))?;
         checkout::materialize(&repo, oid, into, &git_error)

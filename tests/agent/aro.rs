@@ -43,7 +43,10 @@ async fn a_failing_hcp_cluster_shows_error_in_hcp_cluster_ready_and_the_report()
     // The report names the failed step and carries the condition with its `[Error] ` message.
     let md = f.report("reports/aro-dev/dev.md").expect("the dev report");
     assert!(md.contains("HcpClusterReady failed"), "{md}");
-    assert!(md.contains("| HcpClusterReady | False | InvalidTemplateDeployment | [Error] "), "{md}");
+    assert!(
+        md.contains("| HcpClusterReady | False | InvalidTemplateDeployment | [Error] "),
+        "{md}"
+    );
     assert!(md.contains("InvalidTemplateDeployment"), "{md}");
 }
 
@@ -70,7 +73,10 @@ async fn the_endpoint_is_mirrored_into_the_aro_cluster() {
     let host = endpoint["host"].as_str().expect("host");
     assert!(url.contains(host), "{url} vs {endpoint}");
     let port = endpoint["port"].as_u64().expect("port");
-    assert!(url.ends_with(&format!(":{port}")) || port == 443, "{url} vs {endpoint}");
+    assert!(
+        url.ends_with(&format!(":{port}")) || port == 443,
+        "{url} vs {endpoint}"
+    );
     assert_eq!(cluster.pointer("/status/ready"), Some(&Value::Bool(true)));
 }
 
@@ -78,7 +84,12 @@ async fn the_endpoint_is_mirrored_into_the_aro_cluster() {
 async fn a_node_pool_removed_from_git_is_deleted_with_consent() {
     let f = Fixture::plain();
     f.run().await;
-    let pool = key(HCP, "HcpOpenShiftClustersNodePool", "aro-dev", "aro-dev-infra");
+    let pool = key(
+        HCP,
+        "HcpOpenShiftClustersNodePool",
+        "aro-dev",
+        "aro-dev-infra",
+    );
     let amp = key(
         "infrastructure.cluster.x-k8s.io/v1beta2",
         "AROMachinePool",
@@ -117,5 +128,10 @@ async fn a_node_pool_removed_from_git_is_deleted_with_consent() {
         })
         .await;
     assert_eq!(gone, (true, true));
-    assert!(outcome(&done, PROD).objects.iter().all(|x| x.action != ObjectAction::Deleted));
+    assert!(
+        outcome(&done, PROD)
+            .objects
+            .iter()
+            .all(|x| x.action != ObjectAction::Deleted)
+    );
 }

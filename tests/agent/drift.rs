@@ -26,14 +26,9 @@ async fn location(f: &Fixture) -> String {
 
 async fn drift(f: &Fixture) -> agent::DriftReport {
     f.wait_store_free_pub().await;
-    agent::drift(
-        &f.url.to_string_lossy(),
-        GitRef::RemoteHead,
-        &f.state,
-        None,
-    )
-    .await
-    .expect("drift runs")
+    agent::drift(&f.url.to_string_lossy(), GitRef::RemoteHead, &f.state, None)
+        .await
+        .expect("drift runs")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -63,7 +58,13 @@ async fn a_kubectl_edit_is_reported_with_its_manager_and_healed_on_request() {
         let mut server = Server::start_with_state(&f.state.join("control-plane"));
         let out = server
             .kubectl()
-            .command(&["edit", "resourcegroups.resources.azure.com", RG, "-n", "aro-dev"])
+            .command(&[
+                "edit",
+                "resourcegroups.resources.azure.com",
+                RG,
+                "-n",
+                "aro-dev",
+            ])
             .env("KUBE_EDITOR", &editor)
             .output()
             .expect("kubectl edit runs");
@@ -90,21 +91,33 @@ async fn a_kubectl_edit_is_reported_with_its_manager_and_healed_on_request() {
     assert_eq!(field.applied, Some(Value::String(applied.clone())));
     assert_eq!(field.live, Some(Value::String("westus2".into())));
     assert_eq!(field.managers, vec!["kubectl-edit".to_string()]);
-    assert!(report.text().contains("changed by kubectl-edit"), "{}", report.text());
+    assert!(
+        report.text().contains("changed by kubectl-edit"),
+        "{}",
+        report.text()
+    );
     let prod = report.units.iter().find(|u| u.unit == PROD).expect("prod");
     assert!(prod.objects.is_empty());
 
     // A run without --self-heal reports the drift and leaves it.
     let s = f.run().await;
     let o = outcome(&s, DEV);
-    assert_eq!(with_action(o, &ObjectAction::Drifted), vec![rg().to_string()], "{}", describe(o));
+    assert_eq!(
+        with_action(o, &ObjectAction::Drifted),
+        vec![rg().to_string()],
+        "{}",
+        describe(o)
+    );
     let message = o
         .objects
         .iter()
         .find(|x| x.action == ObjectAction::Drifted)
         .and_then(|x| x.message.clone())
         .unwrap_or_default();
-    assert!(message.contains("spec.location (changed by kubectl-edit)"), "{message}");
+    assert!(
+        message.contains("spec.location (changed by kubectl-edit)"),
+        "{message}"
+    );
     assert_eq!(location(&f).await, "westus2");
     let md = f.report("reports/aro-dev/dev.md").expect("the dev report");
     assert!(md.contains("drifted"), "{md}");
@@ -115,7 +128,12 @@ async fn a_kubectl_edit_is_reported_with_its_manager_and_healed_on_request() {
     f.wait_store_free_pub().await;
     let healed = agent::run(config).await.expect("runs");
     let o = outcome(&healed, DEV);
-    assert_eq!(with_action(o, &ObjectAction::Updated), vec![rg().to_string()], "{}", describe(o));
+    assert_eq!(
+        with_action(o, &ObjectAction::Updated),
+        vec![rg().to_string()],
+        "{}",
+        describe(o)
+    );
     assert_eq!(location(&f).await, applied);
     assert_eq!(drift(&f).await.exit_code(), 0);
 }

@@ -57,7 +57,10 @@ async fn skip_is_read_and_reported_never_written() {
         describe(o)
     );
     assert_eq!(report::phase(o), Phase::Converged, "{}", describe(o));
-    assert!(get(&f, &rg_key("skipped-rg")).await.is_none(), "never created");
+    assert!(
+        get(&f, &rg_key("skipped-rg")).await.is_none(),
+        "never created"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -119,15 +122,24 @@ async fn a_crash_between_the_decision_and_the_create_does_not_turn_created_into_
         .output()
         .expect("the binary runs");
     assert_eq!(out.status.code(), Some(137), "{out:?}");
-    assert!(get(&f, &rg_key("crash-rg")).await.is_none(), "the create was not sent");
+    assert!(
+        get(&f, &rg_key("crash-rg")).await.is_none(),
+        "the create was not sent"
+    );
     // Meanwhile the Azure resource appeared (the create that was in flight, say).
     exists_in_azure(&f, &rg_arm_id("crash-rg")).await;
 
     let s = f.run().await;
     assert_eq!(report::phase(outcome(&s, DEV)), Phase::Converged);
-    let rg = get(&f, &rg_key("crash-rg")).await.expect("created after the restart");
+    let rg = get(&f, &rg_key("crash-rg"))
+        .await
+        .expect("created after the restart");
     assert_eq!(annotation(&rg, ADOPTION).as_deref(), Some("created"));
-    assert_eq!(annotation(&rg, POLICY), None, "managed, not the if-exists policy");
+    assert_eq!(
+        annotation(&rg, POLICY),
+        None,
+        "managed, not the if-exists policy"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -172,7 +184,12 @@ async fn an_object_already_live_is_adopted_and_reported_so() {
     f.add_resource(DEV, "handmade.yaml");
     let s = f.run().await;
     let o = outcome(&s, DEV);
-    assert_eq!(with_action(o, &ObjectAction::Adopted), vec![k.to_string()], "{}", describe(o));
+    assert_eq!(
+        with_action(o, &ObjectAction::Adopted),
+        vec![k.to_string()],
+        "{}",
+        describe(o)
+    );
     let yaml = f.report("reports/aro-dev/dev.yaml").expect("report");
     assert!(yaml.contains("action: adopted"), "{yaml}");
     // Adopted once: afterwards it is the agent's like any other.
@@ -192,8 +209,16 @@ async fn an_unknown_policy_value_is_a_validation_error_naming_the_object() {
     let s = agent::run(f.config()).await.expect("runs");
     let o = outcome(&s, DEV);
     assert_eq!(report::phase(o), Phase::Failed);
-    let message = o.errors.iter().map(|e| e.message.clone()).collect::<Vec<_>>().join("\n");
-    assert!(message.contains("\"sometimes\" is not a reconcile policy"), "{message}");
+    let message = o
+        .errors
+        .iter()
+        .map(|e| e.message.clone())
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        message.contains("\"sometimes\" is not a reconcile policy"),
+        "{message}"
+    );
     assert!(message.contains("odd-rg"), "{message}");
     assert!(o.objects.is_empty());
 }

@@ -6,7 +6,8 @@ use super::*;
 use aro_gitops::apply::inventory;
 use aro_gitops::azuresim::inventory as azure;
 
-const CONFIG_MAP: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: NAME\ndata:\n  a: \"1\"\n";
+const CONFIG_MAP: &str =
+    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: NAME\ndata:\n  a: \"1\"\n";
 
 fn config_map(name: &str) -> String {
     CONFIG_MAP.replace("NAME", name)
@@ -59,7 +60,12 @@ async fn inventory_names(f: &Fixture, unit: &str) -> Vec<String> {
         let (all, broken) = inventory::read_all(&c).await.expect("inventories");
         assert!(broken.is_empty());
         all.get(&unit)
-            .map(|i| i.entries.keys().map(|e| format!("{}/{}", e.kind, e.name)).collect())
+            .map(|i| {
+                i.entries
+                    .keys()
+                    .map(|e| format!("{}/{}", e.kind, e.name))
+                    .collect()
+            })
             .unwrap_or_default()
     })
     .await
@@ -78,15 +84,26 @@ async fn an_object_that_leaves_git_is_deleted_and_forgotten() {
     let first = f.run().await;
     assert_converged(outcome(&first, DEV));
     assert!(exists(&f, &cm_key("extra")).await);
-    assert!(inventory_names(&f, DEV).await.contains(&"ConfigMap/extra".to_string()));
+    assert!(
+        inventory_names(&f, DEV)
+            .await
+            .contains(&"ConfigMap/extra".to_string())
+    );
 
     f.write(&format!("{DEV}/kustomization.yaml"), &original);
     let second = f.run().await;
     let o = outcome(&second, DEV);
     assert_converged_but_deleted(o);
-    assert_eq!(with_action(o, &ObjectAction::Deleted), vec![cm_key("extra").to_string()]);
+    assert_eq!(
+        with_action(o, &ObjectAction::Deleted),
+        vec![cm_key("extra").to_string()]
+    );
     assert!(!exists(&f, &cm_key("extra")).await);
-    assert!(!inventory_names(&f, DEV).await.contains(&"ConfigMap/extra".to_string()));
+    assert!(
+        !inventory_names(&f, DEV)
+            .await
+            .contains(&"ConfigMap/extra".to_string())
+    );
     // The other cluster was not touched.
     assert!(with_action(outcome(&second, PROD), &ObjectAction::Deleted).is_empty());
 }
@@ -101,7 +118,10 @@ fn assert_converged_but_deleted(o: &UnitOutcome) {
 async fn azure_deletions_wait_for_consent_and_detach_keeps_the_azure_resource() {
     let f = Fixture::plain();
     let original = kustomization(&f);
-    f.write(&format!("{DEV}/managed.yaml"), &resource_group("managed-rg", ""));
+    f.write(
+        &format!("{DEV}/managed.yaml"),
+        &resource_group("managed-rg", ""),
+    );
     f.write(
         &format!("{DEV}/detached.yaml"),
         &resource_group(
@@ -137,7 +157,10 @@ async fn azure_deletions_wait_for_consent_and_detach_keeps_the_azure_resource() 
     assert!(reason.contains("--allow-deletion"), "{reason}");
     assert!(exists(&f, &rg_key("managed-rg")).await);
     assert!(!exists(&f, &rg_key("detached-rg")).await);
-    assert!(in_simulated_azure(&f, &rg_arm_id("detached-rg")).await, "detach keeps Azure");
+    assert!(
+        in_simulated_azure(&f, &rg_arm_id("detached-rg")).await,
+        "detach keeps Azure"
+    );
     // The report says why.
     let md = f.report("reports/aro-dev/dev.md").expect("the dev report");
     assert!(md.contains("deletionBlocked"), "{md}");
@@ -156,11 +179,15 @@ async fn azure_deletions_wait_for_consent_and_detach_keeps_the_azure_resource() 
     );
     assert!(!exists(&f, &rg_key("managed-rg")).await);
     let gone = rg_arm_id("managed-rg");
-    common::eventually(Duration::from_secs(10), "the simulator deletes the Azure resource", || {
-        let f = &f;
-        let gone = gone.clone();
-        async move { (!in_simulated_azure(f, &gone).await).then_some(()) }
-    })
+    common::eventually(
+        Duration::from_secs(10),
+        "the simulator deletes the Azure resource",
+        || {
+            let f = &f;
+            let gone = gone.clone();
+            async move { (!in_simulated_azure(f, &gone).await).then_some(()) }
+        },
+    )
     .await;
 }
 
@@ -176,7 +203,10 @@ async fn failed_and_empty_renders_delete_nothing() {
     // A render that fails: a resource that does not exist.
     f.write(
         &format!("{DEV}/kustomization.yaml"),
-        &original.replace("  - cluster-params.yaml", "  - cluster-params.yaml\n  - missing.yaml"),
+        &original.replace(
+            "  - cluster-params.yaml",
+            "  - cluster-params.yaml\n  - missing.yaml",
+        ),
     );
     f.wait_store_free_pub().await;
     let failed = agent::run(f.config()).await.expect("runs");
@@ -193,8 +223,16 @@ async fn failed_and_empty_renders_delete_nothing() {
     f.wait_store_free_pub().await;
     let empty = agent::run(f.config()).await.expect("runs");
     let o = outcome(&empty, DEV);
-    assert!(with_action(o, &ObjectAction::Deleting).is_empty(), "{}", describe(o));
-    assert!(with_action(o, &ObjectAction::Deleted).is_empty(), "{}", describe(o));
+    assert!(
+        with_action(o, &ObjectAction::Deleting).is_empty(),
+        "{}",
+        describe(o)
+    );
+    assert!(
+        with_action(o, &ObjectAction::Deleted).is_empty(),
+        "{}",
+        describe(o)
+    );
     assert!(exists(&f, &cm_key("extra")).await);
     assert!(exists(&f, &rg_key("aro-dev-rg")).await);
     assert_eq!(inventory_names(&f, DEV).await, before);
@@ -210,15 +248,24 @@ async fn nothing_is_deleted_while_the_source_is_unreachable() {
     // volume): the agent has nothing it can trust and must not prune from the inventory.
     std::fs::rename(&f.url, f.dir.path().join("moved.git")).expect("move the remote");
     f.wait_store_free_pub().await;
-    let stale = agent::run(f.config()).await.expect("runs on the last good revision");
+    let stale = agent::run(f.config())
+        .await
+        .expect("runs on the last good revision");
     let o = outcome(&stale, DEV);
     assert!(o.stale_source.is_some(), "{}", describe(o));
     assert!(with_action(o, &ObjectAction::Deleting).is_empty());
     std::fs::remove_dir_all(f.state.join("source")).expect("drop the source state");
     f.wait_store_free_pub().await;
-    assert!(agent::run(f.config()).await.is_err(), "no source at all is an error");
+    assert!(
+        agent::run(f.config()).await.is_err(),
+        "no source at all is an error"
+    );
     assert!(exists(&f, &cm_key("extra")).await);
-    assert!(inventory_names(&f, DEV).await.contains(&"ConfigMap/extra".to_string()));
+    assert!(
+        inventory_names(&f, DEV)
+            .await
+            .contains(&"ConfigMap/extra".to_string())
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -243,7 +290,11 @@ async fn the_share_guard_holds_large_deletions_until_allowed() {
         o.objects
             .iter()
             .filter(|x| x.action == ObjectAction::DeletionBlocked)
-            .all(|x| x.reason.as_deref().unwrap_or_default().contains("more than the 10%")),
+            .all(|x| x
+                .reason
+                .as_deref()
+                .unwrap_or_default()
+                .contains("more than the 10%")),
         "{}",
         describe(o)
     );
@@ -252,6 +303,9 @@ async fn the_share_guard_holds_large_deletions_until_allowed() {
     config.safety.allow_deletion = true;
     f.wait_store_free_pub().await;
     let allowed = agent::run(config).await.expect("runs");
-    assert_eq!(with_action(outcome(&allowed, DEV), &ObjectAction::Deleted).len(), 4);
+    assert_eq!(
+        with_action(outcome(&allowed, DEV), &ObjectAction::Deleted).len(),
+        4
+    );
     assert!(!exists(&f, &cm_key("one")).await);
 }

@@ -298,7 +298,9 @@ mod tests {
               "annotations": {"serviceoperator.azure.com/reconcile-policy": "manage"}}}
         ]));
         assert_eq!(
-            embedded_resources(&owner, None, true).unwrap_err().to_string(),
+            embedded_resources(&owner, None, true)
+                .unwrap_err()
+                .to_string(),
             "AROControlPlane/aro-dev/dev-cp: incompatible value: value at spec.resources[0].metadata.annotations.serviceoperator.azure.com/reconcile-policy set by user to \"manage\" but must be \"skip\""
         );
         assert!(embedded_resources(&owner, None, false).is_ok());

@@ -8,8 +8,8 @@ mod status;
 
 pub use conditions::{Condition, mirror_aso_ready, set_condition};
 pub use embedded::{
-    PAUSED_ANNOTATION, is_paused, set_controller,
-    EmbeddedError, OWNED_KINDS_ANNOTATION, controller_ref, embedded_resources, owned_kinds_entry,
+    EmbeddedError, OWNED_KINDS_ANNOTATION, PAUSED_ANNOTATION, controller_ref, embedded_resources,
+    is_paused, owned_kinds_entry, set_controller,
 };
 pub use status::{
     aro_cluster_status, aro_control_plane_status, aro_machine_pool_status, parse_endpoint,
