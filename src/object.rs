@@ -134,6 +134,19 @@ pub struct SourcedObject {
     pub origin: Origin,
 }
 
+/// The object's `metadata.finalizers`, in order.
+pub fn finalizers(obj: &Value) -> Vec<String> {
+    obj.pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

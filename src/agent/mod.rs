@@ -13,6 +13,7 @@ mod plan;
 pub mod prepare;
 mod progress;
 pub mod prune;
+mod status;
 mod watch;
 
 pub use drift::{DriftReport, drift};

@@ -436,26 +436,11 @@ async fn against_live(
         let desired_keys: Vec<ObjectKey> = p.objects.iter().map(|o| o.key.clone()).collect();
         let leaving = super::prune::candidates(inv, &desired_keys);
         if !leaving.is_empty() {
-            let keys: Vec<ObjectKey> = leaving.iter().map(|e| e.key()).collect();
-            let old: Vec<Option<&Value>> =
-                keys.iter().map(|k| live.get(&Identity::from(k))).collect();
-            let cands: Vec<Candidate> = keys
-                .iter()
-                .zip(&leaving)
-                .zip(&old)
-                .map(|((k, e), l)| Candidate {
-                    key: k,
-                    live: *l,
-                    recorded: e.policy,
-                })
-                .collect();
             let consent = Consent {
                 flag: safety.allow_deletion,
                 unit: unit_consents(p) || inv.consent,
             };
-            let verdicts =
-                prune::decide(&cands, inv.entries.len(), consent, safety.max_delete_share);
-            add_deletions(&mut c, &keys, &old, verdicts, "live");
+            leaving_inventory(&mut c, &leaving, &live, inv.entries.len(), consent, safety);
         }
         clusters.push(c);
     }
@@ -463,29 +448,42 @@ async fn against_live(
     if !head.units.is_empty() {
         for (name, inv) in inventories.iter().filter(|(n, _)| !present.contains(*n)) {
             let mut c = empty_cluster(name, None);
-            let keys: Vec<ObjectKey> = inv.entries.values().map(|e| e.key()).collect();
-            let old: Vec<Option<&Value>> =
-                keys.iter().map(|k| live.get(&Identity::from(k))).collect();
-            let cands: Vec<Candidate> = keys
-                .iter()
-                .zip(inv.entries.values())
-                .zip(&old)
-                .map(|((k, e), l)| Candidate {
-                    key: k,
-                    live: *l,
-                    recorded: e.policy,
-                })
-                .collect();
             let consent = Consent {
                 flag: safety.allow_deletion,
                 unit: inv.consent,
             };
-            let verdicts = prune::decide(&cands, keys.len(), consent, safety.max_delete_share);
-            add_deletions(&mut c, &keys, &old, verdicts, "live");
+            let leaving: Vec<&inventory::Entry> = inv.entries.values().collect();
+            leaving_inventory(&mut c, &leaving, &live, leaving.len(), consent, safety);
             clusters.push(c);
         }
     }
     Ok((clusters, global))
+}
+
+/// Adds the deletions of inventory members that left git, judged against live state; `total` is
+/// the share guard's denominator.
+fn leaving_inventory(
+    c: &mut ClusterPreview,
+    leaving: &[&inventory::Entry],
+    live: &HashMap<Identity, Value>,
+    total: usize,
+    consent: Consent,
+    safety: Safety,
+) {
+    let keys: Vec<ObjectKey> = leaving.iter().map(|e| e.key()).collect();
+    let old: Vec<Option<&Value>> = keys.iter().map(|k| live.get(&Identity::from(k))).collect();
+    let cands: Vec<Candidate> = keys
+        .iter()
+        .zip(leaving)
+        .zip(&old)
+        .map(|((k, e), l)| Candidate {
+            key: k,
+            live: *l,
+            recorded: e.policy,
+        })
+        .collect();
+    let verdicts = prune::decide(&cands, total, consent, safety.max_delete_share);
+    add_deletions(c, &keys, &old, verdicts, "live");
 }
 
 /// Head against the base revision (no cluster).

@@ -88,18 +88,7 @@ fn arm_id(obj: &Value) -> Option<String> {
         .map(str::to_string)
 }
 
-/// The object's finalizers, in order.
-pub fn finalizers(obj: &Value) -> Vec<String> {
-    obj.pointer("/metadata/finalizers")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
-}
+pub use crate::object::finalizers;
 
 /// Whether [`FINALIZER`] is on `obj`.
 pub fn has_finalizer(obj: &Value) -> bool {

@@ -6,6 +6,7 @@
 
 use super::objects::Propagation;
 use super::state::{CRD_PREFIX, Txn, owner_uids};
+use crate::object::finalizers;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -14,18 +15,6 @@ const ORPHAN: &str = "orphan";
 
 fn str_at<'a>(obj: &'a Value, pointer: &str) -> Option<&'a str> {
     obj.pointer(pointer).and_then(Value::as_str)
-}
-
-fn finalizers(obj: &Value) -> Vec<String> {
-    obj.pointer("/metadata/finalizers")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// The storage-key parts: (group, kind, namespace, name).
