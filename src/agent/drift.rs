@@ -5,12 +5,13 @@
 use super::prepare::{self, PreparedUnit};
 use super::{AgentError, Environment};
 use crate::apply::inventory::{self, Identity, Inventory};
+use crate::apply::live::LiveIndex;
 use crate::plan::drift::drifted_fields;
 use crate::plan::policy::{self, Policy};
 use crate::source::{GitRef, Source, SourceConfig};
 use serde::Serialize;
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -141,7 +142,7 @@ impl DriftReport {
 pub fn unit_drift(
     inv: &Inventory,
     prepared: &prepare::Prepared,
-    live: &HashMap<Identity, Value>,
+    live: &LiveIndex,
 ) -> Vec<ObjectDrift> {
     let mut out = Vec::new();
     for &i in &prepared.order {
@@ -153,7 +154,7 @@ pub fn unit_drift(
             continue;
         }
         let desired = policy::with_decision(o.object.clone(), &entry.decision());
-        let drift = match live.get(&Identity::from(&o.key)) {
+        let drift = match live.get(&Identity::from(&o.key)).as_ref() {
             None => ObjectDrift {
                 object: o.key.to_string(),
                 api_version: o.key.api_version(),
@@ -233,8 +234,8 @@ pub async fn drift(
         let keys = inventories
             .values()
             .flat_map(|i| i.entries.values().map(|e| e.key()));
-        let (live, read_errors) = inventory::read_kinds(&env.cluster, keys).await;
-        if let Some(e) = read_errors.into_iter().next() {
+        let mut live = LiveIndex::default();
+        if let Some(e) = live.read(&env.cluster, keys).await.into_iter().next() {
             return Err(e.into());
         }
         let mut by_revision: BTreeMap<String, Vec<PreparedUnit>> = BTreeMap::new();

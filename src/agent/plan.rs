@@ -9,6 +9,7 @@
 use super::prepare::{self, PreparedUnit};
 use super::{AgentError, Environment, Safety};
 use crate::apply::inventory::{self, Identity, Inventory};
+use crate::apply::live::LiveIndex;
 use crate::apply::{AzureView, Cluster};
 use crate::object::ObjectKey;
 use crate::plan::policy::{self, Policy, Provenance};
@@ -20,6 +21,7 @@ use crate::plan::prune::{self, Candidate, Consent, Verdict};
 use crate::plan::{Action, ObjectDiff, diff_object, diff_revisions};
 use crate::report::UnitError;
 use crate::source::{GitRef, Source, SourceConfig};
+use crate::unit::Unit;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -43,37 +45,54 @@ struct Rendered {
     units: Vec<PreparedUnit>,
 }
 
-/// Fetches `reference` into its own mirror under `state_dir` (never the run's source state) and
-/// prepares every unit of it.
-async fn render_revision(
+/// A revision checked out, its units found but not rendered yet.
+struct Checkout {
+    revision: PreviewRevision,
+    root: PathBuf,
+    units: Vec<Unit>,
+}
+
+/// Fetches `reference` into its own mirror under `state_dir` (never the run's source state),
+/// checks it out and finds its units.
+async fn checkout_revision(
     repo: &str,
     reference: &GitRef,
     state_dir: PathBuf,
-) -> Result<Rendered, AgentError> {
+) -> Result<Checkout, AgentError> {
     let config = SourceConfig {
         url: repo.to_string(),
         reference: reference.clone(),
         state_dir,
     };
     let shown = reference.to_string();
-    tokio::task::spawn_blocking(move || -> Result<Rendered, AgentError> {
+    tokio::task::spawn_blocking(move || -> Result<Checkout, AgentError> {
         let mut source = Source::open(config)?;
         let revision = match source.sync()? {
             crate::source::SyncOutcome::Stale { error, .. } => return Err(error.into()),
             outcome => outcome.revision().clone(),
         };
         let units = crate::unit::discover(&revision.checkout)?;
-        let units = prepare::prepare_all(&revision.checkout, units);
-        Ok(Rendered {
+        Ok(Checkout {
             revision: PreviewRevision {
                 reference: shown,
                 commit: revision.commit,
             },
+            root: revision.checkout,
             units,
         })
     })
     .await
     .map_err(|e| AgentError::Task(e.to_string()))?
+}
+
+/// Prepares every unit of a checkout.
+async fn render(checkout: Checkout) -> Result<Rendered, AgentError> {
+    tokio::task::spawn_blocking(move || Rendered {
+        units: prepare::prepare_all(&checkout.root, checkout.units),
+        revision: checkout.revision,
+    })
+    .await
+    .map_err(|e| AgentError::Task(e.to_string()))
 }
 
 /// A unit error as the preview shows it: file and object in their own fields, and the message
@@ -115,7 +134,7 @@ pub struct PlanRun {
 /// Plans `req`.
 pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
     let plan_state = req.state_dir.join("plan");
-    let head = render_revision(&req.repo, &req.head, plan_state.join("head")).await?;
+    let head = checkout_revision(&req.repo, &req.head, plan_state.join("head")).await?;
     // Live state when a cluster is reachable; the base revision otherwise.
     let env = match (&req.kubeconfig, &req.base) {
         (None, Some(_)) => None,
@@ -137,7 +156,9 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
         (None, None) => Some(Environment::start(&req.state_dir, None, None).await?),
     };
     let base = match (&env, &req.base) {
-        (None, Some(b)) => Some(render_revision(&req.repo, b, plan_state.join("base")).await?),
+        (None, Some(b)) => {
+            Some(render(checkout_revision(&req.repo, b, plan_state.join("base")).await?).await?)
+        }
         _ => None,
     };
     let base_revision = base.as_ref().map(|b| b.revision.clone());
@@ -165,7 +186,7 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
                     req.state_dir.join("control-plane").display()
                 ),
             };
-            let result = against_live(&env.cluster, &env.azure_view, &head, req.safety).await;
+            let result = against_live(&env.cluster, &env.azure_view, head, req.safety).await;
             requests = env.cluster.counter().requests();
             tracing::info!(
                 reads = env.cluster.counter().reads(),
@@ -183,7 +204,7 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
                 base.revision.reference,
                 short(&base.revision.commit)
             );
-            preview.clusters = against_base(&base, &head, req.safety);
+            preview.clusters = against_base(&base, &render(head).await?, req.safety);
         }
         (None, None) => unreachable!("without a cluster there is always a base"),
     }
@@ -289,9 +310,7 @@ fn prepared_or_errors<'a>(
     match prepared {
         Ok(p) => Some(p),
         Err(errors) => {
-            let mut c = empty_cluster(unit, None);
-            c.errors = errors.iter().map(problem).collect();
-            clusters.push(c);
+            clusters.push(failed_unit(unit, errors));
             None
         }
     }
@@ -318,134 +337,116 @@ fn empty_cluster(unit: &str, cluster: Option<String>) -> ClusterPreview {
     }
 }
 
-/// Head against live state.
+/// A unit of head compared with live state, or kept for a second round: it has objects of a kind
+/// not listed yet, or a `reconcile-policy-if-exists` decision that needs the Azure view.
+enum UnitPlan {
+    Done(ClusterPreview),
+    Later(Box<prepare::Prepared>),
+}
+
+/// What `reconcile-policy-if-exists` found in Azure, for each object that asks (and is neither live
+/// nor decided already).
+type AzureFindings = HashMap<ObjectKey, Result<bool, String>>;
+
+/// The objects of `p` whose decision needs the Azure view.
+fn asks_azure<'a>(
+    p: &'a prepare::Prepared,
+    inv: &'a Inventory,
+    live: &'a LiveIndex,
+) -> impl Iterator<Item = &'a prepare::PlannedObject> + 'a {
+    p.objects.iter().filter(|o| {
+        inv.get(&o.key).is_none()
+            && policy::if_exists(&o.object).is_some()
+            && !live.contains(&Identity::from(&o.key))
+    })
+}
+
+/// Head against live state. Live state is read first (ConfigMaps across namespaces, which hold the
+/// inventories, then every kind an inventory names: one LIST each), kept as JSON text; then every
+/// unit is rendered and compared on every core, and dropped once compared, so a plan's memory
+/// does not grow with the fleet's rendered objects.
 async fn against_live(
     cluster: &Cluster,
     azure_view: &AzureView,
-    head: &Rendered,
+    head: Checkout,
     safety: Safety,
 ) -> Result<(Vec<ClusterPreview>, Vec<Problem>), AgentError> {
-    let (inventories, broken) = inventory::read_all(cluster).await?;
-    let mut global: Vec<Problem> = broken
-        .iter()
-        .map(|e| Problem {
-            file: None,
-            object: None,
-            message: e.to_string(),
-        })
-        .collect();
-    // One LIST per kind, across namespaces, for every kind head or an inventory names.
-    let head_keys = head
-        .units
-        .iter()
-        .filter_map(|(_, p)| p.as_ref().ok())
-        .flat_map(|p| p.objects.iter().map(|o| o.key.clone()));
-    let inventory_keys = inventories
+    let mut live = LiveIndex::default();
+    let config_maps = inventory::config_map_key("");
+    let mut read_errors = live.read(cluster, [config_maps.clone()]).await;
+    if live.failure(&config_maps).is_some() {
+        return Err(read_errors.remove(0).into());
+    }
+    let (inventories, broken) =
+        inventory::from_config_maps(live.select("", "ConfigMap", inventory::NAMESPACE));
+    let recorded_kinds: Vec<ObjectKey> = inventories
         .values()
-        .flat_map(|i| i.entries.values().map(|e| e.key()));
-    let (live, read_errors) = inventory::read_kinds(cluster, head_keys.chain(inventory_keys)).await;
-    global.extend(read_errors.iter().map(|e| Problem {
-        file: None,
-        object: None,
-        message: e.to_string(),
-    }));
-    let empty = Inventory::default();
-    let mut clusters = Vec::new();
-    let present: BTreeSet<String> = head.units.iter().map(|(u, _)| u.name()).collect();
-    for (unit, prepared) in &head.units {
-        let name = unit.name();
-        let inv = inventories.get(&name).unwrap_or(&empty);
-        let Some(p) = prepared_or_errors(prepared, &name, &mut clusters) else {
-            continue;
-        };
-        let mut c = empty_cluster(&name, cluster_name(p));
-        let unit_objects: Vec<&Value> = p.objects.iter().map(|o| &o.object).collect();
-        for &i in &p.order {
-            let o = &p.objects[i];
-            let current = live.get(&Identity::from(&o.key));
-            let recorded = inv.get(&o.key).map(|e| e.decision());
-            let decision = match current {
-                Some(l) => policy::decide_live(&o.object, l, recorded),
-                None => {
-                    let exists = if recorded.is_none() && policy::if_exists(&o.object).is_some() {
-                        azure_view.exists(&o.object, &unit_objects).await
+        .flat_map(|i| i.entries.values().map(|e| e.key()))
+        .collect();
+    read_errors.extend(live.read(cluster, recorded_kinds).await);
+
+    let Checkout {
+        revision: _,
+        root,
+        units,
+    } = head;
+    let present: BTreeSet<String> = units.iter().map(Unit::name).collect();
+    let no_findings = AzureFindings::new();
+    // spawn_blocking needs 'static data: live state and the inventories move in and back out.
+    let (first, live, units, inventories) = tokio::task::spawn_blocking(move || {
+        let empty = Inventory::default();
+        let first = prepare::on_every_core(&units, |u| {
+            let name = u.name();
+            match prepare::prepare(&root, u) {
+                Err(errors) => UnitPlan::Done(failed_unit(&name, &errors)),
+                Ok(p) => {
+                    let inv = inventories.get(&name).unwrap_or(&empty);
+                    let unlisted = p.objects.iter().any(|o| !live.has_kind(&o.key));
+                    if unlisted || asks_azure(&p, inv, &live).next().is_some() {
+                        UnitPlan::Later(Box::new(p))
                     } else {
-                        Ok(false)
-                    };
-                    match policy::decide_create(&o.object, recorded, exists) {
-                        Ok(d) => d,
-                        Err(e) => {
-                            c.errors.push(Problem {
-                                file: Some(o.origin.file.display().to_string()),
-                                object: Some(ObjectRef::from(&o.key)),
-                                message: e.to_string(),
-                            });
-                            continue;
-                        }
+                        UnitPlan::Done(plan_unit(&name, &p, inv, &live, &no_findings, safety))
                     }
                 }
-            };
-            if decision.policy == Policy::Skip && !policy::skip_needs_write(current, &decision) {
-                policy_effect(
-                    &mut c,
-                    &o.key,
-                    Policy::Skip,
-                    if current.is_some() {
-                        "not applied: reconcile-policy skip (read and reported only)"
-                    } else {
-                        "not created: reconcile-policy skip"
-                    },
-                );
-                continue;
             }
-            if decision.provenance == Provenance::Adopted
-                && inv.get(&o.key).and_then(|e| e.applied.as_ref()).is_none()
-            {
-                c.counts.adopted += 1;
-                c.adopted.push(Adoption {
-                    object: ObjectRef::from(&o.key),
-                    reason: if current.is_some() {
-                        "live and not created by aro-gitops: taken over".into()
-                    } else {
-                        format!(
-                            "the Azure resource already exists: reconcile-policy-if-exists makes the policy {}",
-                            decision.policy
-                        )
-                    },
-                });
+        });
+        (first, live, units, inventories)
+    })
+    .await
+    .map_err(|e| AgentError::Task(e.to_string()))?;
+    let mut live = live;
+    // Second round: kinds nobody recorded yet, and the Azure view.
+    let later_kinds: Vec<ObjectKey> = first
+        .iter()
+        .filter_map(|u| match u {
+            UnitPlan::Later(p) => Some(p.objects.iter().map(|o| o.key.clone())),
+            UnitPlan::Done(_) => None,
+        })
+        .flatten()
+        .collect();
+    read_errors.extend(live.read(cluster, later_kinds).await);
+    let empty = Inventory::default();
+    let mut clusters = Vec::with_capacity(first.len());
+    for (u, planned) in units.iter().zip(first) {
+        match planned {
+            UnitPlan::Done(c) => clusters.push(c),
+            UnitPlan::Later(p) => {
+                let name = u.name();
+                let inv = inventories.get(&name).unwrap_or(&empty);
+                let unit_objects: Vec<&Value> = p.objects.iter().map(|o| &o.object).collect();
+                let mut findings = AzureFindings::new();
+                for o in asks_azure(&p, inv, &live) {
+                    findings.insert(
+                        o.key.clone(),
+                        azure_view.exists(&o.object, &unit_objects).await,
+                    );
+                }
+                clusters.push(plan_unit(&name, &p, inv, &live, &findings, safety));
             }
-            if decision.policy == Policy::DetachOnDelete {
-                policy_effect(
-                    &mut c,
-                    &o.key,
-                    Policy::DetachOnDelete,
-                    "applied; when it leaves git, the Azure resource is kept",
-                );
-            }
-            let mut desired = policy::with_decision(o.object.clone(), &decision);
-            // As a pass applies it: an embedded resource is controlled by its live ARO object.
-            if let Some(parent) = o
-                .embedded_in
-                .and_then(|pi| live.get(&Identity::from(&p.objects[pi].key)))
-            {
-                crate::reconcile::aro::set_controller(&mut desired, parent);
-            }
-            add_diff(&mut c, diff_object(Some(&desired), current), false);
         }
-        // Deletions: inventory members no longer rendered.
-        let desired_keys: Vec<ObjectKey> = p.objects.iter().map(|o| o.key.clone()).collect();
-        let leaving = super::prune::candidates(inv, &desired_keys);
-        if !leaving.is_empty() {
-            let consent = Consent {
-                flag: safety.allow_deletion,
-                unit: unit_consents(p) || inv.consent,
-            };
-            leaving_inventory(&mut c, &leaving, &live, inv.entries.len(), consent, safety);
-        }
-        clusters.push(c);
     }
     // Units that left git: everything in their inventory goes (with the unit's consent).
-    if !head.units.is_empty() {
+    if !units.is_empty() {
         for (name, inv) in inventories.iter().filter(|(n, _)| !present.contains(*n)) {
             let mut c = empty_cluster(name, None);
             let consent = Consent {
@@ -457,7 +458,125 @@ async fn against_live(
             clusters.push(c);
         }
     }
+    let global = broken
+        .iter()
+        .map(|e| e.to_string())
+        .chain(read_errors.iter().map(|e| e.to_string()))
+        .map(|message| Problem {
+            file: None,
+            object: None,
+            message,
+        })
+        .collect();
     Ok((clusters, global))
+}
+
+/// The preview of a unit that did not render or validate: its errors.
+fn failed_unit(unit: &str, errors: &[UnitError]) -> ClusterPreview {
+    let mut c = empty_cluster(unit, None);
+    c.errors = errors.iter().map(problem).collect();
+    c
+}
+
+/// One unit of head against live state: the same decisions as a pass (policies, adoption,
+/// deletion safety), each object parsed from `live` only while it is compared.
+fn plan_unit(
+    name: &str,
+    p: &prepare::Prepared,
+    inv: &Inventory,
+    live: &LiveIndex,
+    azure: &AzureFindings,
+    safety: Safety,
+) -> ClusterPreview {
+    let mut c = empty_cluster(name, cluster_name(p));
+    for &i in &p.order {
+        let o = &p.objects[i];
+        if let Some(why) = live.failure(&o.key) {
+            c.errors.push(Problem {
+                file: Some(o.origin.file.display().to_string()),
+                object: Some(ObjectRef::from(&o.key)),
+                message: format!("live state of its kind could not be read: {why}"),
+            });
+            continue;
+        }
+        let current = live.get(&Identity::from(&o.key));
+        let current = current.as_ref();
+        let recorded = inv.get(&o.key).map(|e| e.decision());
+        let decision = match current {
+            Some(l) => policy::decide_live(&o.object, l, recorded),
+            None => {
+                let exists = azure.get(&o.key).cloned().unwrap_or(Ok(false));
+                match policy::decide_create(&o.object, recorded, exists) {
+                    Ok(d) => d,
+                    Err(e) => {
+                        c.errors.push(Problem {
+                            file: Some(o.origin.file.display().to_string()),
+                            object: Some(ObjectRef::from(&o.key)),
+                            message: e.to_string(),
+                        });
+                        continue;
+                    }
+                }
+            }
+        };
+        if decision.policy == Policy::Skip && !policy::skip_needs_write(current, &decision) {
+            policy_effect(
+                &mut c,
+                &o.key,
+                Policy::Skip,
+                if current.is_some() {
+                    "not applied: reconcile-policy skip (read and reported only)"
+                } else {
+                    "not created: reconcile-policy skip"
+                },
+            );
+            continue;
+        }
+        if decision.provenance == Provenance::Adopted
+            && inv.get(&o.key).and_then(|e| e.applied.as_ref()).is_none()
+        {
+            c.counts.adopted += 1;
+            c.adopted.push(Adoption {
+                object: ObjectRef::from(&o.key),
+                reason: if current.is_some() {
+                    "live and not created by aro-gitops: taken over".into()
+                } else {
+                    format!(
+                        "the Azure resource already exists: reconcile-policy-if-exists makes the policy {}",
+                        decision.policy
+                    )
+                },
+            });
+        }
+        if decision.policy == Policy::DetachOnDelete {
+            policy_effect(
+                &mut c,
+                &o.key,
+                Policy::DetachOnDelete,
+                "applied; when it leaves git, the Azure resource is kept",
+            );
+        }
+        let mut desired = policy::with_decision(o.object.clone(), &decision);
+        // As a pass applies it: an embedded resource is controlled by its live ARO object.
+        if let Some(parent) = o
+            .embedded_in
+            .and_then(|pi| live.get(&Identity::from(&p.objects[pi].key)))
+        {
+            crate::reconcile::aro::set_controller(&mut desired, &parent);
+        }
+        add_diff(&mut c, diff_object(Some(&desired), current), false);
+    }
+    // Deletions: inventory members no longer rendered.
+    let desired_keys: Vec<ObjectKey> = p.objects.iter().map(|o| o.key.clone()).collect();
+    let leaving = super::prune::candidates(inv, &desired_keys);
+    if !leaving.is_empty() {
+        let consent = Consent {
+            flag: safety.allow_deletion,
+            unit: unit_consents(p) || inv.consent,
+        };
+        leaving_inventory(&mut c, &leaving, live, inv.entries.len(), consent, safety);
+    }
+    c
 }
 
 /// Adds the deletions of inventory members that left git, judged against live state; `total` is
@@ -465,13 +584,14 @@ async fn against_live(
 fn leaving_inventory(
     c: &mut ClusterPreview,
     leaving: &[&inventory::Entry],
-    live: &HashMap<Identity, Value>,
+    live: &LiveIndex,
     total: usize,
     consent: Consent,
     safety: Safety,
 ) {
     let keys: Vec<ObjectKey> = leaving.iter().map(|e| e.key()).collect();
-    let old: Vec<Option<&Value>> = keys.iter().map(|k| live.get(&Identity::from(k))).collect();
+    let parsed: Vec<Option<Value>> = keys.iter().map(|k| live.get(&Identity::from(k))).collect();
+    let old: Vec<Option<&Value>> = parsed.iter().map(Option::as_ref).collect();
     let cands: Vec<Candidate> = keys
         .iter()
         .zip(leaving)

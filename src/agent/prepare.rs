@@ -222,32 +222,32 @@ pub type Preparation = Result<Prepared, Vec<UnitError>>;
 /// A unit and how its preparation went.
 pub type PreparedUnit = (Unit, Preparation);
 
-/// Prepares every unit of the checkout at `root`, on as many threads as there are cores (units are
-/// independent), keeping their order.
+/// Prepares every unit of the checkout at `root`, on every core (units are independent),
+/// keeping their order.
 pub fn prepare_all(root: &Path, units: Vec<Unit>) -> Vec<PreparedUnit> {
+    let prepared = on_every_core(&units, |u| prepare(root, u));
+    units.into_iter().zip(prepared).collect()
+}
+
+/// `f` of every item, computed on as many threads as there are cores, in the items' order.
+pub fn on_every_core<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
-        .min(units.len().max(1));
+        .min(items.len().max(1));
     if threads <= 1 {
-        return units
-            .into_iter()
-            .map(|u| {
-                let p = prepare(root, &u);
-                (u, p)
-            })
-            .collect();
+        return items.iter().map(f).collect();
     }
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let done: Vec<Vec<(usize, Preparation)>> = std::thread::scope(|s| {
+    let done: Vec<Vec<(usize, R)>> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..threads)
             .map(|_| {
                 s.spawn(|| {
                     let mut out = Vec::new();
                     loop {
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(u) = units.get(i) else { break };
-                        out.push((i, prepare(root, u)));
+                        let Some(item) = items.get(i) else { break };
+                        out.push((i, f(item)));
                     }
                     out
                 })
@@ -255,16 +255,26 @@ pub fn prepare_all(root: &Path, units: Vec<Unit>) -> Vec<PreparedUnit> {
             .collect();
         workers
             .into_iter()
-            .map(|w| w.join().expect("a prepare thread panicked"))
+            .map(|w| w.join().expect("a worker thread panicked"))
             .collect()
     });
-    let mut results: Vec<Option<Preparation>> = (0..units.len()).map(|_| None).collect();
-    for (i, p) in done.into_iter().flatten() {
-        results[i] = Some(p);
+    let mut results: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
+    for (i, r) in done.into_iter().flatten() {
+        results[i] = Some(r);
     }
-    units
+    results
         .into_iter()
-        .zip(results)
-        .map(|(u, p)| (u, p.expect("every unit prepared")))
+        .map(|r| r.expect("every item computed"))
         .collect()
+}
+
+#[cfg(test)]
+mod parallel_tests {
+    #[test]
+    fn every_item_is_computed_once_in_order() {
+        let items: Vec<u32> = (0..1000).collect();
+        let out = super::on_every_core(&items, |i| i * 2);
+        assert_eq!(out, items.iter().map(|i| i * 2).collect::<Vec<_>>());
+        assert!(super::on_every_core(&[] as &[u32], |i| *i).is_empty());
+    }
 }

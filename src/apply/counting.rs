@@ -14,7 +14,9 @@ pub struct RequestCounter {
     reads: Arc<AtomicU64>,
     writes: Arc<AtomicU64>,
     /// Requests by `METHOD path` (query left out), for tests and benchmarks that check how state
-    /// is read (e.g. one LIST per kind, no per-object GET).
+    /// is read (e.g. one LIST per kind, no per-object GET). The further pages of a paged LIST
+    /// (a `continue` token in the query) count under `METHOD path (continued)`, so one LIST
+    /// stays one entry however many pages it takes.
     by_path: Arc<Mutex<BTreeMap<String, u64>>>,
 }
 
@@ -28,17 +30,27 @@ impl RequestCounter {
         self.writes.load(Ordering::Relaxed)
     }
 
-    /// How many requests went to each `METHOD path` (query left out).
+    /// How many requests went to each `METHOD path` (query left out; further pages of a LIST
+    /// under `METHOD path (continued)`).
     pub fn requests(&self) -> BTreeMap<String, u64> {
         self.by_path.lock().expect("counter lock").clone()
     }
 
-    fn record_path(&self, method: &Method, path: &str) {
+    fn record_path(&self, method: &Method, path: &str, query: Option<&str>) {
+        let continued = query.is_some_and(|q| {
+            q.split('&')
+                .any(|p| p.strip_prefix("continue=").is_some_and(|t| !t.is_empty()))
+        });
+        let entry = if continued {
+            format!("{method} {path} (continued)")
+        } else {
+            format!("{method} {path}")
+        };
         *self
             .by_path
             .lock()
             .expect("counter lock")
-            .entry(format!("{method} {path}"))
+            .entry(entry)
             .or_default() += 1;
     }
 
@@ -91,7 +103,8 @@ where
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
         self.counter.record(req.method());
-        self.counter.record_path(req.method(), req.uri().path());
+        self.counter
+            .record_path(req.method(), req.uri().path(), req.uri().query());
         self.inner.call(req)
     }
 }
@@ -113,5 +126,17 @@ mod tests {
             c.record(&m);
         }
         assert_eq!((c.reads(), c.writes()), (2, 3));
+    }
+
+    #[test]
+    fn further_pages_of_a_list_count_apart() {
+        let c = RequestCounter::default();
+        let path = "/apis/g/v1/things";
+        c.record_path(&Method::GET, path, Some("limit=500"));
+        c.record_path(&Method::GET, path, Some("limit=500&continue=abc"));
+        c.record_path(&Method::GET, path, Some("continue=&limit=500"));
+        let r = c.requests();
+        assert_eq!(r["GET /apis/g/v1/things"], 2);
+        assert_eq!(r["GET /apis/g/v1/things (continued)"], 1);
     }
 }

@@ -232,7 +232,7 @@ impl Inventory {
 }
 
 /// The key of the inventory ConfigMaps, for LIST calls.
-fn config_map_key(name: &str) -> ObjectKey {
+pub fn config_map_key(name: &str) -> ObjectKey {
     ObjectKey {
         group: String::new(),
         version: "v1".into(),
@@ -253,9 +253,23 @@ pub async fn read_all(
             Some(&format!("{INVENTORY_LABEL}=true")),
         )
         .await?;
+    Ok(from_config_maps(items))
+}
+
+/// The inventories among `config_maps` (those in [`NAMESPACE`] labelled [`INVENTORY_LABEL`]),
+/// by unit, and the ones that could not be read.
+pub fn from_config_maps(
+    config_maps: impl IntoIterator<Item = Value>,
+) -> (BTreeMap<String, Inventory>, Vec<InventoryError>) {
     let mut found = BTreeMap::new();
     let mut errors = Vec::new();
-    for cm in items {
+    let label = format!("/metadata/labels/{}", INVENTORY_LABEL.replace('/', "~1"));
+    for cm in config_maps {
+        if cm.pointer("/metadata/namespace").and_then(Value::as_str) != Some(NAMESPACE)
+            || cm.pointer(&label).and_then(Value::as_str) != Some("true")
+        {
+            continue;
+        }
         match Inventory::from_config_map(&cm) {
             Ok(inv) => {
                 found.insert(inv.unit.clone(), inv);
@@ -263,36 +277,7 @@ pub async fn read_all(
             Err(e) => errors.push(e),
         }
     }
-    Ok((found, errors))
-}
-
-/// Every live object of the kinds `keys` name, by identity: one LIST per kind, across namespaces,
-/// whatever the number of objects or namespaces. Kinds the cluster does not serve hold nothing;
-/// other failures are returned beside what was read.
-pub async fn read_kinds(
-    cluster: &Cluster,
-    keys: impl IntoIterator<Item = ObjectKey>,
-) -> (std::collections::HashMap<Identity, Value>, Vec<ApplyError>) {
-    let mut kinds: BTreeMap<(String, String), ObjectKey> = BTreeMap::new();
-    for k in keys {
-        kinds.entry((k.group.clone(), k.kind.clone())).or_insert(k);
-    }
-    let mut live = std::collections::HashMap::new();
-    let mut errors = Vec::new();
-    for key in kinds.values() {
-        match cluster.list_all(key, None).await {
-            Ok(items) => {
-                for item in items {
-                    if let Ok(k) = ObjectKey::from_object(&item) {
-                        live.insert(Identity::from(&k), item);
-                    }
-                }
-            }
-            Err(ApplyError::UnknownKind { .. }) => {}
-            Err(e) => errors.push(e),
-        }
-    }
-    (live, errors)
+    (found, errors)
 }
 
 /// Writes `inventory` (server-side apply), creating its namespace on first use.

@@ -7,6 +7,7 @@
 mod azure_view;
 mod counting;
 pub mod inventory;
+pub mod live;
 
 pub use azure_view::AzureView;
 pub use counting::{CountLayer, RequestCounter};
@@ -14,6 +15,7 @@ pub use counting::{CountLayer, RequestCounter};
 use crate::object::{ObjectKey, join_api_version};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
 use serde_json::Value;
+use serde_json::value::RawValue;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Mutex;
@@ -204,8 +206,11 @@ impl Cluster {
         key: &ObjectKey,
         label_selector: Option<&str>,
     ) -> Result<Vec<Value>, ApplyError> {
-        let api = self.api_for(key).await?;
-        list_with(&api, key, label_selector).await
+        let namespace = key
+            .namespace
+            .clone()
+            .unwrap_or_else(|| self.client.default_namespace().to_string());
+        list_parsed(self, key, Some(&namespace), label_selector).await
     }
 
     /// LIST of a kind in every namespace (one request, however many namespaces a fleet has).
@@ -214,9 +219,7 @@ impl Cluster {
         key: &ObjectKey,
         label_selector: Option<&str>,
     ) -> Result<Vec<Value>, ApplyError> {
-        let kind = self.served(key).await?;
-        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &kind.resource);
-        list_with(&api, key, label_selector).await
+        list_parsed(self, key, None, label_selector).await
     }
 
     /// Deletes `key` (dependents go by background garbage collection). `Ok(false)`: it was
@@ -284,24 +287,91 @@ impl Cluster {
     }
 }
 
-/// One LIST through `api`, the items as JSON.
-async fn list_with(
-    api: &Api<DynamicObject>,
+/// Items per page of a LIST (kubectl's page size): a large kind is read in pages, so neither side
+/// holds one response of every object at once.
+pub const LIST_PAGE_SIZE: u32 = 500;
+
+/// A LIST response read without parsing its items: each stays the server's JSON text.
+#[derive(serde::Deserialize)]
+struct RawList {
+    #[serde(default)]
+    metadata: RawListMeta,
+    #[serde(default)]
+    items: Option<Vec<Box<RawValue>>>,
+}
+
+#[derive(Default, serde::Deserialize)]
+struct RawListMeta {
+    #[serde(rename = "continue", default)]
+    continue_: Option<String>,
+}
+
+/// Parses one raw LIST item; servers may leave `apiVersion` and `kind` out of list items, so they
+/// are filled in from the kind listed.
+pub fn parse_item(raw: &RawValue, kind: &ApiResource) -> Option<Value> {
+    let mut obj: Value = serde_json::from_str(raw.get()).ok()?;
+    let map = obj.as_object_mut()?;
+    if !map.contains_key("apiVersion") {
+        map.insert("apiVersion".into(), Value::String(kind.api_version.clone()));
+    }
+    if !map.contains_key("kind") {
+        map.insert("kind".into(), Value::String(kind.kind.clone()));
+    }
+    Some(obj)
+}
+
+impl Cluster {
+    /// Every object of `key`'s kind, in `namespace` or (with `None`) in every namespace, page by
+    /// page ([`LIST_PAGE_SIZE`]), each item as the server's JSON text, with the kind as served.
+    pub async fn list_raw(
+        &self,
+        key: &ObjectKey,
+        namespace: Option<&str>,
+        label_selector: Option<&str>,
+    ) -> Result<(ApiResource, Vec<Box<RawValue>>), ApplyError> {
+        use kube::Resource;
+        let kind = self.served(key).await?;
+        let path = match namespace {
+            Some(ns) if kind.namespaced => DynamicObject::url_path(&kind.resource, Some(ns)),
+            _ => DynamicObject::url_path(&kind.resource, None),
+        };
+        let request = kube::core::Request::new(path);
+        let failed = |e: kube::Error| ApplyError::Api {
+            key: key.clone(),
+            verb: "list",
+            source: Box::new(e),
+        };
+        let mut items = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let mut lp = ListParams::default().limit(LIST_PAGE_SIZE);
+            if let Some(sel) = label_selector {
+                lp = lp.labels(sel);
+            }
+            if let Some(t) = token.take() {
+                lp = lp.continue_token(&t);
+            }
+            let req = request
+                .list(&lp)
+                .map_err(|e| failed(kube::Error::BuildRequest(e)))?;
+            let page: RawList = self.client.request(req).await.map_err(failed)?;
+            items.extend(page.items.unwrap_or_default());
+            match page.metadata.continue_ {
+                Some(t) if !t.is_empty() => token = Some(t),
+                _ => break,
+            }
+        }
+        Ok((kind.resource, items))
+    }
+}
+
+/// One LIST of `key`'s kind in `namespace` (`None`: every namespace), the items as JSON.
+async fn list_parsed(
+    cluster: &Cluster,
     key: &ObjectKey,
+    namespace: Option<&str>,
     label_selector: Option<&str>,
 ) -> Result<Vec<Value>, ApplyError> {
-    let mut lp = ListParams::default();
-    if let Some(sel) = label_selector {
-        lp = lp.labels(sel);
-    }
-    let list = api.list(&lp).await.map_err(|e| ApplyError::Api {
-        key: key.clone(),
-        verb: "list",
-        source: Box::new(e),
-    })?;
-    Ok(list
-        .items
-        .into_iter()
-        .map(|o| serde_json::to_value(o).expect("objects serialise"))
-        .collect())
+    let (kind, raw) = cluster.list_raw(key, namespace, label_selector).await?;
+    Ok(raw.iter().filter_map(|r| parse_item(r, &kind)).collect())
 }

@@ -484,7 +484,7 @@ fn live_resource_version(shared: &Shared, target: &Target, obj: &Value) -> Optio
     let state = shared.state.lock().expect("state lock");
     state
         .get(&target.key(name))
-        .and_then(|e| e.object.pointer("/metadata/resourceVersion").cloned())
+        .and_then(|e| e.object().pointer("/metadata/resourceVersion").cloned())
 }
 
 /// Runs a write in a transaction on a blocking thread (the commit fsyncs); commits unless dry-run.

@@ -148,7 +148,7 @@ impl ControlPlane {
         if let Some(live) = state.get(&target.key(&name))
             && obj
                 .get("spec")
-                .is_none_or(|spec| live.object.get("spec") == Some(spec))
+                .is_none_or(|spec| live.object().get("spec") == Some(spec))
         {
             return Ok(());
         }

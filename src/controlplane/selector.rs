@@ -18,6 +18,11 @@ impl From<crate::selector::SelectorError> for ApiError {
 pub struct FieldSelector(Vec<(String, bool, String)>);
 
 impl FieldSelector {
+    /// Whether it selects everything.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     pub fn parse(input: &str) -> Result<Self, ApiError> {
         let mut reqs = Vec::new();
         for part in input.split(',').map(str::trim).filter(|p| !p.is_empty()) {

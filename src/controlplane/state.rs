@@ -9,7 +9,7 @@ use super::registry::Registry;
 use super::store::{Batch, Loaded, Store};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use tokio::sync::broadcast;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,15 +40,58 @@ impl EventType {
 /// One stored object, with its serialised form cached for fast LISTs.
 #[derive(Debug, Clone)]
 pub struct Entry {
-    pub object: Arc<Value>,
+    /// The object's JSON, as stored and as served (LIST splices it).
     pub json: Arc<Vec<u8>>,
+    /// The object parsed, on first use: an object that is only stored and served is never
+    /// parsed, so opening a large store costs its bytes, not a tree per object.
+    parsed: Arc<OnceLock<Arc<Value>>>,
 }
 
 impl Entry {
     fn new(object: Arc<Value>) -> Self {
         let json = Arc::new(serde_json::to_vec(&*object).expect("JSON values serialise"));
-        Entry { object, json }
+        Entry {
+            json,
+            parsed: Arc::new(OnceLock::from(object)),
+        }
     }
+
+    /// An entry of JSON already checked to be an object (see [`StoredMeta`]).
+    fn from_json(json: Vec<u8>) -> Self {
+        Entry {
+            json: Arc::new(json),
+            parsed: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// The object, parsed now if it was not yet.
+    pub fn object(&self) -> &Arc<Value> {
+        self.parsed.get_or_init(|| {
+            Arc::new(serde_json::from_slice(&self.json).expect("stored JSON was checked at open"))
+        })
+    }
+}
+
+/// What opening a store reads of each object: its uid and its owners' uids. Deserializing into it
+/// checks the whole JSON text without building it.
+#[derive(serde::Deserialize)]
+struct StoredMeta<'a> {
+    #[serde(borrow, default)]
+    metadata: StoredMetadata<'a>,
+}
+
+#[derive(Default, serde::Deserialize)]
+struct StoredMetadata<'a> {
+    #[serde(borrow, default)]
+    uid: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default, rename = "ownerReferences")]
+    owner_references: Vec<StoredOwner<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct StoredOwner<'a> {
+    #[serde(borrow, default)]
+    uid: Option<std::borrow::Cow<'a, str>>,
 }
 
 /// A change, as watchers see it.
@@ -109,25 +152,24 @@ impl State {
         let mut dependents: HashMap<String, BTreeSet<String>> = HashMap::new();
         let mut uids = HashMap::new();
         for (key, bytes) in loaded.objects {
-            let value: Value =
+            let meta: StoredMeta =
                 serde_json::from_slice(&bytes).map_err(|e| ControlPlaneError::CorruptObject {
                     path: Default::default(),
                     key: key.clone(),
                     message: e.to_string(),
                 })?;
-            for uid in owner_uids(&value) {
-                dependents.entry(uid).or_default().insert(key.clone());
+            for owner in meta.metadata.owner_references {
+                if let Some(uid) = owner.uid {
+                    dependents
+                        .entry(uid.into_owned())
+                        .or_default()
+                        .insert(key.clone());
+                }
             }
-            if let Some(uid) = object_uid(&value) {
-                uids.insert(uid.to_string(), key.clone());
+            if let Some(uid) = meta.metadata.uid {
+                uids.insert(uid.into_owned(), key.clone());
             }
-            objects.insert(
-                key,
-                Entry {
-                    object: Arc::new(value),
-                    json: Arc::new(bytes),
-                },
-            );
+            objects.insert(key, Entry::from_json(bytes));
         }
         let mut events = VecDeque::new();
         for (rv, bytes) in loaded.events {
@@ -157,7 +199,7 @@ impl State {
             objects
                 .range(CRD_PREFIX.to_string()..)
                 .take_while(|(k, _)| k.starts_with(CRD_PREFIX))
-                .map(|(_, e)| &*e.object),
+                .map(|(_, e)| &**e.object()),
         ));
         let (sender, _) = broadcast::channel(16_384);
         let event_bytes = events.iter().map(|e| e.weight()).sum();
@@ -316,17 +358,17 @@ impl State {
                 _ => self.objects.insert(ev.key.clone(), ev.object.clone()),
             };
             if let Some(old) = &old
-                && let Some(uid) = object_uid(&old.object)
+                && let Some(uid) = object_uid(old.object())
             {
                 self.uids.remove(uid);
             }
             if let Some(uid) =
-                object_uid(&ev.object.object).filter(|_| ev.type_ != EventType::Deleted)
+                object_uid(&ev.object.object()).filter(|_| ev.type_ != EventType::Deleted)
             {
                 self.uids.insert(uid.to_string(), ev.key.clone());
             }
             if let Some(old) = old {
-                for uid in owner_uids(&old.object) {
+                for uid in owner_uids(old.object()) {
                     if let Some(set) = self.dependents.get_mut(&uid) {
                         set.remove(&ev.key);
                         if set.is_empty() {
@@ -336,7 +378,7 @@ impl State {
                 }
             }
             if ev.type_ != EventType::Deleted {
-                for uid in owner_uids(&ev.object.object) {
+                for uid in owner_uids(&ev.object.object()) {
                     self.dependents
                         .entry(uid)
                         .or_default()
@@ -362,7 +404,7 @@ impl State {
         }
         if crds_changed {
             self.registry = Arc::new(Registry::new(
-                self.range(CRD_PREFIX, None).map(|(_, e)| &*e.object),
+                self.range(CRD_PREFIX, None).map(|(_, e)| &**e.object()),
             ));
         }
         Ok(())
@@ -440,7 +482,7 @@ impl<'s> Txn<'s> {
     pub fn get(&self, key: &str) -> Option<Arc<Value>> {
         match self.overlay.get(key) {
             Some(v) => v.clone(),
-            None => self.state.objects.get(key).map(|e| e.object.clone()),
+            None => self.state.objects.get(key).map(|e| e.object().clone()),
         }
     }
 

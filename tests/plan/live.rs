@@ -254,3 +254,46 @@ fn resize_prod_workers(f: &Fleet) {
         "value: Standard_E8s_v3\n      - op: add\n        path: /spec/resources/0/spec/properties/platform/availabilityZone\n        value: \"1\"",
     );
 }
+
+#[test]
+fn a_plan_reads_live_state_with_one_list_per_kind_and_no_object_gets() {
+    let f = Fleet::plain();
+    f.run_once();
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let run = runtime
+        .block_on(aro_gitops::agent::plan(aro_gitops::agent::PlanRequest {
+            repo: f.repo.display().to_string(),
+            head: "HEAD".parse().expect("HEAD is a reference"),
+            base: None,
+            state_dir: f.state.clone(),
+            kubeconfig: None,
+            safety: aro_gitops::agent::Safety::default(),
+        }))
+        .expect("the plan runs");
+    assert_eq!(run.preview.exit_code(), 0);
+    let gets: Vec<(&String, &u64)> = run
+        .requests
+        .iter()
+        .filter(|(path, _)| path.starts_with("GET "))
+        .collect();
+    // Every LIST is across namespaces, once per kind (further pages would count apart); a path
+    // naming a namespace would be a per-object GET or a per-namespace LIST.
+    for (path, n) in &gets {
+        assert!(!path.contains("/namespaces/"), "{path} in {gets:#?}");
+        if !path.ends_with("(continued)") {
+            assert_eq!(**n, 1, "{path} sent {n} times: {gets:#?}");
+        }
+    }
+    for kind in ["configmaps", "aroclusters", "hcpopenshiftclusters", "resourcegroups"] {
+        assert!(
+            gets.iter().any(|(p, _)| p.ends_with(&format!("/{kind}"))),
+            "no LIST of {kind}: {gets:#?}"
+        );
+    }
+    let writes: Vec<_> = run
+        .requests
+        .keys()
+        .filter(|p| !p.starts_with("GET "))
+        .collect();
+    assert!(writes.is_empty(), "a plan wrote: {writes:?}");
+}
