@@ -445,6 +445,7 @@ impl Agent {
             stale_source: rev.stale.clone(),
             safety: self.config.safety,
             self_heal: self.config.self_heal,
+            keys: &crate::reconcile::aro::ManualKeys,
         }
     }
 

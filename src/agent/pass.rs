@@ -11,14 +11,14 @@
 use super::prepare::Prepared;
 use super::prune::{self as pruning, Safety};
 use crate::apply::inventory::{self, Inventory, body_digest};
-use crate::apply::{AzureView, Cluster, FIELD_MANAGER, OWNERSHIP_MANAGER};
+use crate::apply::{AzureView, Cluster, FIELD_MANAGER};
 use crate::object::ObjectKey;
 use crate::plan::policy::{self, Decision, Policy};
 use crate::plan::{Action, diff_object};
-use crate::reconcile::aro::{self, OWNED_KINDS_ANNOTATION, owned_kinds_entry};
+use crate::reconcile::aro::{self, KeyManager};
 use crate::reconcile::readiness::{Readiness, aso_readiness};
 use crate::report::{AzureMode, ObjectAction, ObjectOutcome, UnitError, UnitOutcome};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
 
 /// How far one object has come, as the pass judges it.
@@ -86,28 +86,21 @@ fn unblocks(key: &ObjectKey, live: Option<&Value>) -> bool {
     }
 }
 
-/// The dependencies of object `i` that hold it back now. The ExternalAuth deferral
-/// (`aro-reconcilers.md`): an ExternalAuth waits for at least one Ready node pool of its own
-/// cluster (the graph makes it depend on all of them), and one that exists already is kept.
+/// The dependencies of object `i` that hold it back now. An embedded resource waits here only on
+/// what is not embedded in another ARO object (its owner's other resources, Namespaces, CRDs):
+/// the gates between the ARO objects of a cluster are their decisions' ([`aro::Decision::held`]).
 fn blockers_of(prepared: &Prepared, i: usize, live: &HashMap<ObjectKey, Value>) -> Vec<ObjectKey> {
-    let deps = prepared.deps[i].iter().map(|&d| &prepared.objects[d].key);
-    let mut blockers: Vec<ObjectKey> = deps
-        .clone()
+    let own = prepared.objects[i].embedded_in;
+    prepared.deps[i]
+        .iter()
+        .filter(|&&d| {
+            let theirs = prepared.objects[d].embedded_in;
+            own.is_none() || theirs.is_none() || theirs == own
+        })
+        .map(|&d| &prepared.objects[d].key)
         .filter(|d| !unblocks(d, live.get(*d)))
         .cloned()
-        .collect();
-    if prepared.objects[i].key.kind == aro::EXTERNAL_AUTH
-        && prepared.objects[i].embedded_in.is_some()
-    {
-        let is_pool = |k: &ObjectKey| k.kind == aro::NODE_POOL;
-        let one_ready = deps
-            .filter(|d| is_pool(d))
-            .any(|d| state_of(d, live.get(d)) == State::Ready);
-        if one_ready || live.contains_key(&prepared.objects[i].key) {
-            blockers.retain(|b| !is_pool(b));
-        }
-    }
-    blockers
+        .collect()
 }
 
 /// Secrets are kept for the chain (the kubeconfig) without their data.
@@ -128,6 +121,42 @@ fn list_key(key: &ObjectKey) -> (String, String, String, Option<String>) {
         key.kind.clone(),
         key.namespace.clone(),
     )
+}
+
+/// Lists `key`'s kind in its namespace into `live` (once per kind, version and namespace).
+async fn list_into(
+    cluster: &Cluster,
+    key: &ObjectKey,
+    live: &mut HashMap<ObjectKey, Value>,
+    listed: &mut BTreeSet<(String, String, String, Option<String>)>,
+    unserved: &mut BTreeSet<(String, String, String, Option<String>)>,
+    errors: &mut Vec<UnitError>,
+) {
+    if !listed.insert(list_key(key)) {
+        return;
+    }
+    match cluster.list(key, None).await {
+        Ok(items) => {
+            for item in items {
+                if let Ok(k) = ObjectKey::from_object(&item) {
+                    // Keep the version the unit asked for, so lookups by key match.
+                    let k = ObjectKey {
+                        version: key.version.clone(),
+                        ..k
+                    };
+                    live.insert(k, without_secret_data(item));
+                }
+            }
+        }
+        Err(crate::apply::ApplyError::UnknownKind { .. }) => {
+            unserved.insert(list_key(key));
+        }
+        Err(e) => errors.push(UnitError {
+            object: Some(key.clone()),
+            file: None,
+            message: e.to_string(),
+        }),
+    }
 }
 
 /// The outcome of an object that could not be applied, with the reason.
@@ -154,6 +183,8 @@ pub struct PassContext<'a> {
     pub stale_source: Option<String>,
     pub safety: Safety,
     pub self_heal: bool,
+    /// Where the etcd encryption keys of the AROControlPlanes stand.
+    pub keys: &'a dyn KeyManager,
 }
 
 /// Writes `inventory` when it differs from `written`, and remembers what was written.
@@ -205,38 +236,44 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
         namespace: Some(ns.clone()),
         name: String::new(),
     });
-    for key in prepared
+    let unit_keys: Vec<ObjectKey> = prepared
         .objects
         .iter()
         .map(|o| o.key.clone())
         .chain(secret_keys)
-    {
-        if !listed.insert(list_key(&key)) {
-            continue;
-        }
-        match cluster.list(&key, None).await {
-            Ok(items) => {
-                for item in items {
-                    if let Ok(k) = ObjectKey::from_object(&item) {
-                        // Keep the version the unit asked for, so lookups by key match.
-                        let k = ObjectKey {
-                            version: key.version.clone(),
-                            ..k
-                        };
-                        live.insert(k, without_secret_data(item));
-                    }
-                }
-            }
-            Err(crate::apply::ApplyError::UnknownKind { .. }) => {
-                unserved.insert(list_key(&key));
-            }
-            Err(e) => errors.push(UnitError {
-                object: Some(key.clone()),
-                file: None,
-                message: e.to_string(),
-            }),
+        .collect();
+    for key in &unit_keys {
+        list_into(
+            cluster,
+            key,
+            &mut live,
+            &mut listed,
+            &mut unserved,
+            &mut errors,
+        )
+        .await;
+    }
+    // The kinds the ARO objects recorded and the unit no longer renders: their owned objects are
+    // still to be seen (and pruned).
+    for key in super::status::recorded_kind_keys(prepared, &live) {
+        let seen = listed
+            .iter()
+            .any(|(g, _, k, ns)| (g, k, ns) == (&key.group, &key.kind, &key.namespace));
+        if !seen {
+            let mut ignored = BTreeSet::new();
+            list_into(
+                cluster,
+                &key,
+                &mut live,
+                &mut listed,
+                &mut ignored,
+                &mut errors,
+            )
+            .await;
         }
     }
+    let key_states = super::status::key_states(ctx.keys, prepared).await;
+    let now = super::status::now();
 
     // Record every object about to be managed before anything is created: a crash after a create
     // can never leave an object the inventory does not know. Decisions under
@@ -259,7 +296,9 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
     let unit_objects: Vec<&Value> = prepared.objects.iter().map(|o| &o.object).collect();
 
     let mut outcomes: Vec<Option<ObjectOutcome>> = vec![None; prepared.objects.len()];
-    let mut recorded_kinds: HashMap<usize, BTreeSet<String>> = HashMap::new();
+    let mut decisions: HashMap<usize, aro::Decision> = HashMap::new();
+    let mut failed_owners = BTreeSet::new();
+    let mut recorded_owners = BTreeSet::new();
     for &i in &prepared.order {
         let planned = &prepared.objects[i];
         let key = &planned.key;
@@ -271,6 +310,49 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
             });
             outcomes[i] = Some(failed(key, "UnknownKind"));
             continue;
+        }
+        let mut desired = planned.object.clone();
+        if let Some(p) = planned.embedded_in {
+            // The owner's decision, taken when its first embedded resource comes up.
+            let d = decisions.entry(p).or_insert_with(|| {
+                let owner = &prepared.objects[p].key;
+                super::status::decide(prepared, &live, &key_states, &now)
+                    .into_iter()
+                    .find(|d| &d.owner == owner)
+                    .expect("a decision for every ARO object")
+            });
+            if let Some(e) = &d.error {
+                if failed_owners.insert(p) {
+                    errors.push(UnitError {
+                        object: Some(d.owner.clone()),
+                        file: Some(planned.origin.file.clone()),
+                        message: format!("{e} ({})", planned.origin),
+                    });
+                }
+                outcomes[i] = Some(failed(key, "InvalidSpec"));
+                continue;
+            }
+            if let Some(h) = d.held.iter().find(|h| &h.key == key) {
+                outcomes[i] = Some(ObjectOutcome {
+                    key: key.clone(),
+                    action: ObjectAction::Blocked { on: h.on.clone() },
+                    ready: state_of(key, live.get(key)) == State::Ready,
+                    reason: Some(h.reason.clone()),
+                    message: Some(h.message.clone()).filter(|m| !m.is_empty()),
+                });
+                continue;
+            }
+            match d
+                .applies
+                .iter()
+                .find(|a| ObjectKey::from_object(a).as_ref() == Ok(key))
+            {
+                Some(body) => desired = body.clone(),
+                None => {
+                    outcomes[i] = Some(failed(key, "NotDecided"));
+                    continue;
+                }
+            }
         }
         let blockers = blockers_of(prepared, i, &live);
         if !blockers.is_empty() {
@@ -285,58 +367,23 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
             });
             continue;
         }
-        let mut desired = planned.object.clone();
-        if let Some(p) = planned.embedded_in {
-            let parent_key = &prepared.objects[p].key;
-            let Some(parent) = live.get(parent_key).cloned() else {
-                outcomes[i] = Some(ObjectOutcome {
-                    key: key.clone(),
-                    action: ObjectAction::Blocked {
-                        on: vec![parent_key.clone()],
-                    },
-                    ready: false,
-                    reason: None,
-                    message: None,
+        // Shared applier, step 1: the owned kinds are recorded on the owner before its first apply.
+        if let Some(p) = planned.embedded_in
+            && let Some(value) = decisions.get(&p).and_then(|d| d.record_owned_kinds.clone())
+            && recorded_owners.insert(p)
+        {
+            let owner = prepared.objects[p].key.clone();
+            if let Err(e) =
+                super::status::record_owned_kinds(cluster, &owner, &value, &mut live).await
+            {
+                errors.push(UnitError {
+                    object: Some(owner),
+                    file: Some(planned.origin.file.clone()),
+                    message: e.to_string(),
                 });
+                recorded_owners.remove(&p);
+                outcomes[i] = Some(failed(key, "OwnerRecordFailed"));
                 continue;
-            };
-            aro::set_controller(&mut desired, &parent);
-            // Shared applier, step 1: record the kind on the owner before the first object of it exists.
-            let entry = owned_kinds_entry(&desired);
-            let recorded = recorded_kinds.entry(p).or_insert_with(|| {
-                parent
-                    .pointer(&format!(
-                        "/metadata/annotations/{}",
-                        OWNED_KINDS_ANNOTATION.replace('/', "~1")
-                    ))
-                    .and_then(Value::as_str)
-                    .map(|s| {
-                        s.split(';')
-                            .filter(|e| !e.is_empty())
-                            .map(str::to_string)
-                            .collect()
-                    })
-                    .unwrap_or_default()
-            });
-            if !recorded.contains(&entry) {
-                tracing::debug!(owner = %parent_key, kind = %entry, "recording owned kind");
-                recorded.insert(entry);
-                let value = recorded.iter().cloned().collect::<Vec<_>>().join(";");
-                let patch = json!({"apiVersion": parent["apiVersion"], "kind": parent["kind"], "metadata": {"name": parent_key.name, "namespace": parent_key.namespace, "annotations": {OWNED_KINDS_ANNOTATION: value}}});
-                match cluster.apply(parent_key, &patch, OWNERSHIP_MANAGER).await {
-                    Ok(updated) => {
-                        live.insert(parent_key.clone(), updated);
-                    }
-                    Err(e) => {
-                        errors.push(UnitError {
-                            object: Some(parent_key.clone()),
-                            file: Some(planned.origin.file.clone()),
-                            message: e.to_string(),
-                        });
-                        outcomes[i] = Some(failed(key, "OwnerRecordFailed"));
-                        continue;
-                    }
-                }
             }
         }
         if !inventory_ok {
@@ -482,6 +529,25 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
 
     // Prune what left git, unless the render or the source says not to.
     let desired_keys: Vec<ObjectKey> = prepared.objects.iter().map(|o| o.key.clone()).collect();
+    // The ARO applier's deletions (owned objects of a recorded kind left out of spec.resources)
+    // go through the same deletion safety: the inventory holds every embedded resource the agent
+    // applied, so they are candidates already; one it does not hold (applied by another
+    // controller before the agent) is recorded first, as the live object says, and pruned alike.
+    for d in super::status::decide(prepared, &live, &key_states, &now) {
+        for k in d.deletions {
+            let found = live.iter().find(|(lk, _)| {
+                (&lk.group, &lk.kind, &lk.namespace, &lk.name)
+                    == (&k.group, &k.kind, &k.namespace, &k.name)
+            });
+            if let Some((lk, obj)) = found
+                && inv.get(lk).is_none()
+                && !desired_keys.contains(lk)
+            {
+                tracing::info!(owner = %d.owner, object = %lk, "owned object left spec.resources: recorded for pruning");
+                inv.record(lk, policy::decide_live(obj, obj, None), None);
+            }
+        }
+    }
     let leaving: Vec<inventory::Entry> = pruning::candidates(inv, &desired_keys)
         .into_iter()
         .cloned()
@@ -529,7 +595,7 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
     }
     save(cluster, inv, &mut written, &mut errors).await;
 
-    super::status::write(cluster, prepared, &mut live, &mut errors).await;
+    super::status::write(cluster, prepared, &mut live, &key_states, &mut errors).await;
 
     let objects = prepared
         .order
