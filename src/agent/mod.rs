@@ -8,6 +8,7 @@
 
 mod drift;
 mod env;
+mod live;
 mod pass;
 mod plan;
 pub mod prepare;

@@ -1,7 +1,12 @@
-//! One pass over a prepared unit: read live state (one LIST per kind and namespace), apply what
-//! is unblocked and changed in dependency order, prune what left git (as far as deletion safety
-//! allows), then let the embedded reconcilers write the ARO objects' status. A pass never waits:
-//! what is blocked now is retried when a watch fires.
+//! One pass over a prepared unit: read live state (`live`: one LIST per kind and namespace),
+//! apply what is unblocked and changed in dependency order, prune what left git (as far as
+//! deletion safety allows), then let the embedded reconcilers write the ARO objects' status. A
+//! pass never waits: what is blocked now is retried when a watch fires.
+//!
+//! The resources embedded in ARO objects are applied as their owner's decision says
+//! (`status::Reconcilers`, on `reconcile::aro`): the body to apply, or held by a gate (the
+//! infrastructure, control-plane, ExternalAuth and key gates), with the owned kinds recorded on
+//! the owner before its first apply.
 //!
 //! The unit's inventory is written before anything new is created (so nothing can be orphaned),
 //! and a `reconcile-policy-if-exists` decision is recorded in it before its create is sent.
@@ -10,6 +15,7 @@
 
 use super::prepare::Prepared;
 use super::prune::{self as pruning, Safety};
+use super::status::{Reconcilers, Step};
 use crate::apply::inventory::{self, Inventory, body_digest};
 use crate::apply::{AzureView, Cluster, FIELD_MANAGER};
 use crate::object::ObjectKey;
@@ -19,7 +25,7 @@ use crate::reconcile::aro::{self, KeyManager};
 use crate::reconcile::readiness::{Readiness, aso_readiness};
 use crate::report::{AzureMode, ObjectAction, ObjectOutcome, UnitError, UnitOutcome};
 use serde_json::Value;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
 /// How far one object has come, as the pass judges it.
 #[derive(Debug, Clone, PartialEq)]
@@ -103,62 +109,6 @@ fn blockers_of(prepared: &Prepared, i: usize, live: &HashMap<ObjectKey, Value>) 
         .collect()
 }
 
-/// Secrets are kept for the chain (the kubeconfig) without their data.
-fn without_secret_data(mut obj: Value) -> Value {
-    if obj.get("kind").and_then(Value::as_str) == Some("Secret")
-        && let Some(m) = obj.as_object_mut()
-    {
-        m.remove("data");
-        m.remove("stringData");
-    }
-    obj
-}
-
-fn list_key(key: &ObjectKey) -> (String, String, String, Option<String>) {
-    (
-        key.group.clone(),
-        key.version.clone(),
-        key.kind.clone(),
-        key.namespace.clone(),
-    )
-}
-
-/// Lists `key`'s kind in its namespace into `live` (once per kind, version and namespace).
-async fn list_into(
-    cluster: &Cluster,
-    key: &ObjectKey,
-    live: &mut HashMap<ObjectKey, Value>,
-    listed: &mut BTreeSet<(String, String, String, Option<String>)>,
-    unserved: &mut BTreeSet<(String, String, String, Option<String>)>,
-    errors: &mut Vec<UnitError>,
-) {
-    if !listed.insert(list_key(key)) {
-        return;
-    }
-    match cluster.list(key, None).await {
-        Ok(items) => {
-            for item in items {
-                if let Ok(k) = ObjectKey::from_object(&item) {
-                    // Keep the version the unit asked for, so lookups by key match.
-                    let k = ObjectKey {
-                        version: key.version.clone(),
-                        ..k
-                    };
-                    live.insert(k, without_secret_data(item));
-                }
-            }
-        }
-        Err(crate::apply::ApplyError::UnknownKind { .. }) => {
-            unserved.insert(list_key(key));
-        }
-        Err(e) => errors.push(UnitError {
-            object: Some(key.clone()),
-            file: None,
-            message: e.to_string(),
-        }),
-    }
-}
-
 /// The outcome of an object that could not be applied, with the reason.
 fn failed(key: &ObjectKey, reason: &str) -> ObjectOutcome {
     ObjectOutcome {
@@ -221,59 +171,11 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
     let stale_source = ctx.stale_source.clone();
     let mut written = inv.clone();
     let mut errors = Vec::new();
-    let mut live: HashMap<ObjectKey, Value> = HashMap::new();
-    let mut listed = BTreeSet::new();
-    let mut unserved = BTreeSet::new();
-    let namespaces: BTreeSet<Option<String>> = prepared
-        .objects
-        .iter()
-        .map(|o| o.key.namespace.clone())
-        .collect();
-    let secret_keys = namespaces.iter().flatten().map(|ns| ObjectKey {
-        group: String::new(),
-        version: "v1".into(),
-        kind: "Secret".into(),
-        namespace: Some(ns.clone()),
-        name: String::new(),
-    });
-    let unit_keys: Vec<ObjectKey> = prepared
-        .objects
-        .iter()
-        .map(|o| o.key.clone())
-        .chain(secret_keys)
-        .collect();
-    for key in &unit_keys {
-        list_into(
-            cluster,
-            key,
-            &mut live,
-            &mut listed,
-            &mut unserved,
-            &mut errors,
-        )
-        .await;
-    }
-    // The kinds the ARO objects recorded and the unit no longer renders: their owned objects are
-    // still to be seen (and pruned).
-    for key in super::status::recorded_kind_keys(prepared, &live) {
-        let seen = listed
-            .iter()
-            .any(|(g, _, k, ns)| (g, k, ns) == (&key.group, &key.kind, &key.namespace));
-        if !seen {
-            let mut ignored = BTreeSet::new();
-            list_into(
-                cluster,
-                &key,
-                &mut live,
-                &mut listed,
-                &mut ignored,
-                &mut errors,
-            )
-            .await;
-        }
-    }
-    let key_states = super::status::key_states(ctx.keys, prepared).await;
-    let now = super::status::now();
+    let super::live::Live {
+        objects: mut live,
+        unserved,
+    } = super::live::read(cluster, prepared, &mut errors).await;
+    let mut reconcilers = Reconcilers::start(ctx.keys, prepared).await;
 
     // Record every object about to be managed before anything is created: a crash after a create
     // can never leave an object the inventory does not know. Decisions under
@@ -296,13 +198,10 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
     let unit_objects: Vec<&Value> = prepared.objects.iter().map(|o| &o.object).collect();
 
     let mut outcomes: Vec<Option<ObjectOutcome>> = vec![None; prepared.objects.len()];
-    let mut decisions: HashMap<usize, aro::Decision> = HashMap::new();
-    let mut failed_owners = BTreeSet::new();
-    let mut recorded_owners = BTreeSet::new();
     for &i in &prepared.order {
         let planned = &prepared.objects[i];
         let key = &planned.key;
-        if unserved.contains(&list_key(key)) {
+        if unserved.contains(&super::live::list_key(key)) {
             errors.push(UnitError {
                 object: Some(key.clone()),
                 file: Some(planned.origin.file.clone()),
@@ -312,44 +211,21 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
             continue;
         }
         let mut desired = planned.object.clone();
-        if let Some(p) = planned.embedded_in {
-            // The owner's decision, taken when its first embedded resource comes up.
-            let d = decisions.entry(p).or_insert_with(|| {
-                let owner = &prepared.objects[p].key;
-                super::status::decide(prepared, &live, &key_states, &now)
-                    .into_iter()
-                    .find(|d| &d.owner == owner)
-                    .expect("a decision for every ARO object")
-            });
-            if let Some(e) = &d.error {
-                if failed_owners.insert(p) {
-                    errors.push(UnitError {
-                        object: Some(d.owner.clone()),
-                        file: Some(planned.origin.file.clone()),
-                        message: format!("{e} ({})", planned.origin),
+        if planned.embedded_in.is_some() {
+            match reconcilers.step(prepared, i, &live, &mut errors) {
+                Step::Apply(body) => desired = body,
+                Step::Held(h) => {
+                    outcomes[i] = Some(ObjectOutcome {
+                        key: key.clone(),
+                        action: ObjectAction::Blocked { on: h.on },
+                        ready: state_of(key, live.get(key)) == State::Ready,
+                        reason: Some(h.reason),
+                        message: Some(h.message).filter(|m| !m.is_empty()),
                     });
+                    continue;
                 }
-                outcomes[i] = Some(failed(key, "InvalidSpec"));
-                continue;
-            }
-            if let Some(h) = d.held.iter().find(|h| &h.key == key) {
-                outcomes[i] = Some(ObjectOutcome {
-                    key: key.clone(),
-                    action: ObjectAction::Blocked { on: h.on.clone() },
-                    ready: state_of(key, live.get(key)) == State::Ready,
-                    reason: Some(h.reason.clone()),
-                    message: Some(h.message.clone()).filter(|m| !m.is_empty()),
-                });
-                continue;
-            }
-            match d
-                .applies
-                .iter()
-                .find(|a| ObjectKey::from_object(a).as_ref() == Ok(key))
-            {
-                Some(body) => desired = body.clone(),
-                None => {
-                    outcomes[i] = Some(failed(key, "NotDecided"));
+                Step::Failed(reason) => {
+                    outcomes[i] = Some(failed(key, reason));
                     continue;
                 }
             }
@@ -367,24 +243,12 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
             });
             continue;
         }
-        // Shared applier, step 1: the owned kinds are recorded on the owner before its first apply.
-        if let Some(p) = planned.embedded_in
-            && let Some(value) = decisions.get(&p).and_then(|d| d.record_owned_kinds.clone())
-            && recorded_owners.insert(p)
+        if !reconcilers
+            .record_owned_kinds(cluster, prepared, i, &mut live, &mut errors)
+            .await
         {
-            let owner = prepared.objects[p].key.clone();
-            if let Err(e) =
-                super::status::record_owned_kinds(cluster, &owner, &value, &mut live).await
-            {
-                errors.push(UnitError {
-                    object: Some(owner),
-                    file: Some(planned.origin.file.clone()),
-                    message: e.to_string(),
-                });
-                recorded_owners.remove(&p);
-                outcomes[i] = Some(failed(key, "OwnerRecordFailed"));
-                continue;
-            }
+            outcomes[i] = Some(failed(key, "OwnerRecordFailed"));
+            continue;
         }
         if !inventory_ok {
             outcomes[i] = Some(failed(key, "InventoryNotWritten"));
@@ -529,25 +393,7 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
 
     // Prune what left git, unless the render or the source says not to.
     let desired_keys: Vec<ObjectKey> = prepared.objects.iter().map(|o| o.key.clone()).collect();
-    // The ARO applier's deletions (owned objects of a recorded kind left out of spec.resources)
-    // go through the same deletion safety: the inventory holds every embedded resource the agent
-    // applied, so they are candidates already; one it does not hold (applied by another
-    // controller before the agent) is recorded first, as the live object says, and pruned alike.
-    for d in super::status::decide(prepared, &live, &key_states, &now) {
-        for k in d.deletions {
-            let found = live.iter().find(|(lk, _)| {
-                (&lk.group, &lk.kind, &lk.namespace, &lk.name)
-                    == (&k.group, &k.kind, &k.namespace, &k.name)
-            });
-            if let Some((lk, obj)) = found
-                && inv.get(lk).is_none()
-                && !desired_keys.contains(lk)
-            {
-                tracing::info!(owner = %d.owner, object = %lk, "owned object left spec.resources: recorded for pruning");
-                inv.record(lk, policy::decide_live(obj, obj, None), None);
-            }
-        }
-    }
+    reconcilers.record_deletions(prepared, &live, inv);
     let leaving: Vec<inventory::Entry> = pruning::candidates(inv, &desired_keys)
         .into_iter()
         .cloned()
@@ -595,7 +441,9 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
     }
     save(cluster, inv, &mut written, &mut errors).await;
 
-    super::status::write(cluster, prepared, &mut live, &key_states, &mut errors).await;
+    reconcilers
+        .write(cluster, prepared, &mut live, &mut errors)
+        .await;
 
     let objects = prepared
         .order

@@ -1,26 +1,32 @@
-//! The embedded ARO reconcilers' IO in a pass; the decisions are `reconcile::aro`'s (pure).
+//! The embedded ARO reconcilers in a pass: the decisions are `reconcile::aro`'s (pure), the IO
+//! is here. [`Reconcilers`] holds one pass's state:
+//! - at the start, where each AROControlPlane's etcd key stands (the pass's [`KeyManager`]);
+//! - for each embedded resource, in the pass's order, what its owner's decision (taken when the
+//!   first of its resources comes up) says: apply this body, held by a gate, or failed;
+//! - before an owner's first apply, the owned-kinds annotation;
+//! - before pruning, the owned objects the applier deletes, put into the unit's inventory so the
+//!   deletion safety decides them like any other;
+//! - at the end, each decision's patches (the AROCluster's endpoint, the CAPI MachinePool's
+//!   replicas-managed-by) and its status through the status subresource, each written only when
+//!   it differs from what is live.
 //!
-//! - [`key_states`]: asks the pass's [`KeyManager`] where each AROControlPlane's etcd key stands,
-//!   once, before any decision;
-//! - [`recorded_kind_keys`]: the kinds the ARO owners recorded and the unit no longer renders, so
-//!   the pass lists them and the decisions see the owned objects left behind;
-//! - [`decide`]: the decisions of a unit's ARO objects against the live objects of the pass;
-//! - [`record_owned_kinds`]: the owned-kinds annotation, written before an owner's first apply;
-//! - [`write`]: at the end of a pass, each decision's patches (the AROCluster's endpoint, the CAPI
-//!   MachinePool's replicas-managed-by) and its status, through the status subresource, each
-//!   written only when it differs from what is live.
+//! [`recorded_kind_keys`] tells the pass which recorded kinds to list beyond the unit's own, so
+//! the decisions see owned objects of a kind no longer rendered.
 
 use super::prepare::Prepared;
+use crate::apply::inventory::Inventory;
 use crate::apply::{Cluster, OWNERSHIP_MANAGER, RECONCILER_MANAGER};
 use crate::object::ObjectKey;
+use crate::plan::policy;
 use crate::reconcile::aro::{
-    self, Decision, KeyManager, KeyState, OWNED_KINDS_ANNOTATION, parse_owned_kind, recorded_kinds,
+    self, Decision, Held, KeyManager, KeyState, OWNED_KINDS_ANNOTATION, parse_owned_kind,
+    recorded_kinds,
 };
 use crate::report::UnitError;
 use serde_json::{Value, json};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
-pub fn now() -> String {
+fn now() -> String {
     chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
@@ -29,27 +35,6 @@ fn aro_objects(prepared: &Prepared) -> impl Iterator<Item = &super::prepare::Pla
         .objects
         .iter()
         .filter(|o| aro::is_aro_kind(&o.key.group, &o.key.kind))
-}
-
-/// The key state of every AROControlPlane of the unit, from `keys`.
-pub async fn key_states(
-    keys: &dyn KeyManager,
-    prepared: &Prepared,
-) -> HashMap<ObjectKey, KeyState> {
-    let mut out = HashMap::new();
-    for o in aro_objects(prepared).filter(|o| o.key.kind == "AROControlPlane") {
-        let hcp = o
-            .object
-            .pointer("/spec/resources")
-            .and_then(Value::as_array)
-            .and_then(|l| l.iter().find(|r| r["kind"] == aro::HCP_CLUSTER));
-        let state = match hcp {
-            Some(h) => keys.key_state(&o.object, h).await,
-            None => KeyState::NotConfigured,
-        };
-        out.insert(o.key.clone(), state);
-    }
-    out
 }
 
 /// List keys (namespace-wide, any name) of the kinds the unit's live ARO owners recorded.
@@ -70,39 +55,6 @@ pub fn recorded_kind_keys(prepared: &Prepared, live: &HashMap<ObjectKey, Value>)
                 .collect::<Vec<_>>()
         })
         .collect()
-}
-
-/// The decisions of the unit's ARO objects against `live` (see [`aro::decide_all`]).
-pub fn decide(
-    prepared: &Prepared,
-    live: &HashMap<ObjectKey, Value>,
-    keys: &HashMap<ObjectKey, KeyState>,
-    now: &str,
-) -> Vec<Decision> {
-    let desired: Vec<&Value> = aro_objects(prepared).map(|o| &o.object).collect();
-    if desired.is_empty() {
-        return vec![];
-    }
-    let mut snapshot: Vec<Value> = live.values().cloned().collect();
-    // A stable world: decisions do not depend on the map's iteration order.
-    snapshot.sort_by_key(|o| ObjectKey::from_object(o).ok());
-    aro::decide_all(&desired, &snapshot, keys, now)
-}
-
-/// Writes the owned-kinds annotation `value` on `owner` before its first apply of a new kind.
-pub async fn record_owned_kinds(
-    cluster: &Cluster,
-    owner: &ObjectKey,
-    value: &str,
-    live: &mut HashMap<ObjectKey, Value>,
-) -> Result<(), crate::apply::ApplyError> {
-    tracing::debug!(%owner, kinds = %value, "recording owned kinds");
-    let patch = json!({"apiVersion": owner.api_version(), "kind": owner.kind,
-        "metadata": {"name": owner.name, "namespace": owner.namespace,
-            "annotations": {OWNED_KINDS_ANNOTATION: value}}});
-    let updated = cluster.apply(owner, &patch, OWNERSHIP_MANAGER).await?;
-    live.insert(owner.clone(), updated);
-    Ok(())
 }
 
 /// Server-side applies `patch` as the reconciler (or its `status` through the status subresource)
@@ -143,34 +95,211 @@ async fn reconciler_write(
     }
 }
 
-/// The reconcilers' writes at the end of a pass: patches, then status, where they differ from live.
-pub async fn write(
-    cluster: &Cluster,
-    prepared: &Prepared,
-    live: &mut HashMap<ObjectKey, Value>,
-    keys: &HashMap<ObjectKey, KeyState>,
-    errors: &mut Vec<UnitError>,
-) {
-    for d in decide(prepared, live, keys, &now()) {
-        let Some(obj) = live.get(&d.owner).cloned() else {
-            continue;
-        };
-        for patch in &d.patches {
-            tracing::debug!(object = %d.owner, patch = %patch["kind"], "reconciler patch");
-            reconciler_write(cluster, patch, false, live, errors).await;
+/// What an embedded resource's owner decided for it.
+pub enum Step {
+    /// Apply this body (namespace, controller reference, mutators, pause).
+    Apply(Value),
+    /// A gate holds it.
+    Held(Held),
+    /// Not applied; the reason (the unit's errors say why).
+    Failed(&'static str),
+}
+
+/// The ARO reconcilers' state in one pass over a unit (see the module header).
+pub struct Reconcilers {
+    keys: HashMap<ObjectKey, KeyState>,
+    now: String,
+    /// Decisions by owner index, taken when the owner's first embedded resource comes up.
+    decisions: HashMap<usize, Decision>,
+    /// Owners whose terminal error is reported already.
+    failed: BTreeSet<usize>,
+    /// Owners whose owned kinds are recorded this pass.
+    recorded: BTreeSet<usize>,
+}
+
+impl Reconcilers {
+    /// Asks `keys` where the etcd key of each AROControlPlane of the unit stands.
+    pub async fn start(keys: &dyn KeyManager, prepared: &Prepared) -> Reconcilers {
+        let mut states = HashMap::new();
+        for o in aro_objects(prepared).filter(|o| o.key.kind == "AROControlPlane") {
+            let hcp = o
+                .object
+                .pointer("/spec/resources")
+                .and_then(Value::as_array)
+                .and_then(|l| l.iter().find(|r| r["kind"] == aro::HCP_CLUSTER));
+            let state = match hcp {
+                Some(h) => keys.key_state(&o.object, h).await,
+                None => KeyState::NotConfigured,
+            };
+            states.insert(o.key.clone(), state);
         }
-        let obj = live.get(&d.owner).cloned().unwrap_or(obj);
-        let current = obj.get("status").cloned().unwrap_or(json!({}));
-        let differs = d
-            .status
-            .as_object()
-            .is_some_and(|m| m.iter().any(|(k, v)| current.get(k) != Some(v)));
-        if differs {
-            tracing::debug!(object = %d.owner, live = %current, computed = %d.status, "status write");
-            let patch = json!({"apiVersion": obj["apiVersion"], "kind": obj["kind"],
-                "metadata": {"name": d.owner.name, "namespace": d.owner.namespace},
-                "status": d.status});
-            reconciler_write(cluster, &patch, true, live, errors).await;
+        Reconcilers {
+            keys: states,
+            now: now(),
+            decisions: HashMap::new(),
+            failed: BTreeSet::new(),
+            recorded: BTreeSet::new(),
+        }
+    }
+
+    /// The decisions of the unit's ARO objects against `live` (see [`aro::decide_all`]).
+    fn decide(&self, prepared: &Prepared, live: &HashMap<ObjectKey, Value>) -> Vec<Decision> {
+        let desired: Vec<&Value> = aro_objects(prepared).map(|o| &o.object).collect();
+        if desired.is_empty() {
+            return vec![];
+        }
+        let mut snapshot: Vec<Value> = live.values().cloned().collect();
+        // A stable world: decisions do not depend on the map's iteration order.
+        snapshot.sort_by_key(|o| ObjectKey::from_object(o).ok());
+        aro::decide_all(&desired, &snapshot, &self.keys, &self.now)
+    }
+
+    /// What the decision of the owner of embedded resource `i` says for it.
+    pub fn step(
+        &mut self,
+        prepared: &Prepared,
+        i: usize,
+        live: &HashMap<ObjectKey, Value>,
+        errors: &mut Vec<UnitError>,
+    ) -> Step {
+        let planned = &prepared.objects[i];
+        let Some(p) = planned.embedded_in else {
+            return Step::Apply(planned.object.clone());
+        };
+        if !self.decisions.contains_key(&p) {
+            let owner = &prepared.objects[p].key;
+            if let Some(d) = self
+                .decide(prepared, live)
+                .into_iter()
+                .find(|d| &d.owner == owner)
+            {
+                self.decisions.insert(p, d);
+            }
+        }
+        let Some(d) = self.decisions.get(&p) else {
+            return Step::Failed("NotDecided");
+        };
+        if let Some(e) = &d.error {
+            if self.failed.insert(p) {
+                errors.push(UnitError {
+                    object: Some(d.owner.clone()),
+                    file: Some(planned.origin.file.clone()),
+                    message: format!("{e} ({})", planned.origin),
+                });
+            }
+            return Step::Failed("InvalidSpec");
+        }
+        if let Some(h) = d.held.iter().find(|h| h.key == planned.key) {
+            return Step::Held(h.clone());
+        }
+        d.applies
+            .iter()
+            .find(|a| ObjectKey::from_object(a).as_ref() == Ok(&planned.key))
+            .map_or(Step::Failed("NotDecided"), |b| Step::Apply(b.clone()))
+    }
+
+    /// Shared applier, step 1: before the first apply of an owner's embedded resources this pass,
+    /// the owned-kinds annotation its decision asks for. False when that write failed.
+    pub async fn record_owned_kinds(
+        &mut self,
+        cluster: &Cluster,
+        prepared: &Prepared,
+        i: usize,
+        live: &mut HashMap<ObjectKey, Value>,
+        errors: &mut Vec<UnitError>,
+    ) -> bool {
+        let Some(p) = prepared.objects[i].embedded_in else {
+            return true;
+        };
+        let Some(value) = self
+            .decisions
+            .get(&p)
+            .and_then(|d| d.record_owned_kinds.clone())
+        else {
+            return true;
+        };
+        if self.recorded.contains(&p) {
+            return true;
+        }
+        let owner = &prepared.objects[p].key;
+        tracing::debug!(%owner, kinds = %value, "recording owned kinds");
+        let patch = json!({"apiVersion": owner.api_version(), "kind": owner.kind,
+            "metadata": {"name": owner.name, "namespace": owner.namespace,
+                "annotations": {OWNED_KINDS_ANNOTATION: value}}});
+        match cluster.apply(owner, &patch, OWNERSHIP_MANAGER).await {
+            Ok(updated) => {
+                live.insert(owner.clone(), updated);
+                self.recorded.insert(p);
+                true
+            }
+            Err(e) => {
+                errors.push(UnitError {
+                    object: Some(owner.clone()),
+                    file: Some(prepared.objects[i].origin.file.clone()),
+                    message: e.to_string(),
+                });
+                false
+            }
+        }
+    }
+
+    /// The applier's deletions (owned objects of a recorded kind left out of `spec.resources`) go
+    /// through the pass's deletion safety. The inventory holds every embedded resource the agent
+    /// applied, so they are prune candidates already; one it does not hold (applied by another
+    /// controller before the agent) is recorded, as the live object says, and pruned alike.
+    pub fn record_deletions(
+        &self,
+        prepared: &Prepared,
+        live: &HashMap<ObjectKey, Value>,
+        inv: &mut Inventory,
+    ) {
+        for d in self.decide(prepared, live) {
+            for k in d.deletions {
+                let found = live.iter().find(|(lk, _)| {
+                    (&lk.group, &lk.kind, &lk.namespace, &lk.name)
+                        == (&k.group, &k.kind, &k.namespace, &k.name)
+                });
+                if let Some((lk, obj)) = found
+                    && inv.get(lk).is_none()
+                    && !prepared.objects.iter().any(|o| &o.key == lk)
+                {
+                    tracing::info!(owner = %d.owner, object = %lk, "owned object left spec.resources: recorded for pruning");
+                    inv.record(lk, policy::decide_live(obj, obj, None), None);
+                }
+            }
+        }
+    }
+
+    /// The reconcilers' writes at the end of a pass: patches, then status, where they differ
+    /// from live.
+    pub async fn write(
+        &self,
+        cluster: &Cluster,
+        prepared: &Prepared,
+        live: &mut HashMap<ObjectKey, Value>,
+        errors: &mut Vec<UnitError>,
+    ) {
+        for d in self.decide(prepared, live) {
+            let Some(obj) = live.get(&d.owner).cloned() else {
+                continue;
+            };
+            for patch in &d.patches {
+                tracing::debug!(object = %d.owner, patch = %patch["kind"], "reconciler patch");
+                reconciler_write(cluster, patch, false, live, errors).await;
+            }
+            let obj = live.get(&d.owner).cloned().unwrap_or(obj);
+            let current = obj.get("status").cloned().unwrap_or(json!({}));
+            let differs = d
+                .status
+                .as_object()
+                .is_some_and(|m| m.iter().any(|(k, v)| current.get(k) != Some(v)));
+            if differs {
+                tracing::debug!(object = %d.owner, live = %current, computed = %d.status, "status write");
+                let patch = json!({"apiVersion": obj["apiVersion"], "kind": obj["kind"],
+                    "metadata": {"name": d.owner.name, "namespace": d.owner.namespace},
+                    "status": d.status});
+                reconciler_write(cluster, &patch, true, live, errors).await;
+            }
         }
     }
 }
