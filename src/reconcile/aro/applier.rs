@@ -244,6 +244,7 @@ pub fn live_owner<'a>(desired: &Value, live: &'a [Value]) -> Option<&'a Value> {
 }
 
 #[cfg(test)]
+#[allow(clippy::type_complexity)] // tables of tuples
 mod tests {
     use super::*;
 

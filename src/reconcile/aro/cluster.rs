@@ -144,6 +144,7 @@ pub fn decide_cluster(desired: &Value, live: &[Value], now: &str) -> Decision {
 }
 
 #[cfg(test)]
+#[allow(clippy::type_complexity)] // tables of tuples
 mod tests {
     use super::super::fixtures::*;
     use super::*;

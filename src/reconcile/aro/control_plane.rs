@@ -304,4 +304,8 @@ pub fn decide_control_plane(
 }
 
 #[cfg(test)]
+#[allow(clippy::type_complexity)] // tables of tuples
+mod condition_tests;
+#[cfg(test)]
+#[allow(clippy::type_complexity)] // tables of tuples
 mod tests;

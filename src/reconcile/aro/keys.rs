@@ -116,6 +116,7 @@ pub fn manual_key_state(hcp: &Value) -> KeyState {
 }
 
 #[cfg(test)]
+#[allow(clippy::type_complexity)] // tables of tuples
 mod tests {
     use super::*;
     use serde_json::json;

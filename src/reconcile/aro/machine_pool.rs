@@ -189,6 +189,7 @@ pub fn decide_machine_pool(desired: &Value, live: &[Value], now: &str) -> Decisi
 }
 
 #[cfg(test)]
+#[allow(clippy::type_complexity)] // tables of tuples
 mod tests {
     use super::super::fixtures::*;
     use super::*;

@@ -138,3 +138,59 @@ fn owner_key(desired: &Value) -> ObjectKey {
 
 #[cfg(test)]
 mod fixtures;
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::*;
+    use super::*;
+    use serde_json::json;
+
+    /// A cluster whose HcpOpenShiftCluster just became ready, its kubeconfig written, while the
+    /// statuses on the live ARO objects are from before.
+    fn world(acp: &Value, amp: &Value, ac: &Value) -> Vec<Value> {
+        let mut hcp = aso(HCP_CLUSTER, "hcp", Ready::Yes);
+        hcp["status"]["properties"] = json!({"api": {"url": "https://api.dev"}});
+        let live = with_owner(acp, vec![hcp, secret("dev-kubeconfig")]);
+        with_owner(ac, with_owner(amp, live))
+    }
+
+    #[test]
+    fn gates_read_the_statuses_decided_in_the_same_round() {
+        let acp = control_plane_obj(&[(HCP_CLUSTER, "hcp")]);
+        let amp = machine_pool_obj("dev-workers", &[(NODE_POOL, "np")]);
+        let ac = aro_cluster_obj(&[]);
+        let live = world(&acp, &amp, &ac);
+        // Whatever order they come in.
+        let decisions = decide_all(&[&ac, &amp, &acp], &live, &HashMap::new(), "t");
+        let kinds: Vec<&str> = decisions.iter().map(|d| d.owner.kind.as_str()).collect();
+        assert_eq!(kinds, ["AROControlPlane", "AROMachinePool", "AROCluster"]);
+        assert_eq!(decisions[0].status["ready"], true);
+        // The machine pool's gate saw HcpClusterReady True, decided just before.
+        assert!(decisions[1].held.is_empty(), "{:?}", decisions[1].held);
+        assert_eq!(decisions[1].applies.len(), 1);
+        // The cluster mirrored the endpoint and readiness decided just before.
+        assert_eq!(decisions[2].status["ready"], true);
+        assert_eq!(
+            decisions[2].patches[0]["spec"]["controlPlaneEndpoint"],
+            json!({"host": "api.dev", "port": 443})
+        );
+        // Each alone, against the stale statuses: held, not ready.
+        assert!(!decide_machine_pool(&amp, &live, "t").held.is_empty());
+        assert_eq!(decide_cluster(&ac, &live, "t").status["ready"], false);
+    }
+
+    #[test]
+    fn a_control_plane_without_a_key_state_is_read_in_manual_mode() {
+        let mut acp = control_plane_obj(&[(HCP_CLUSTER, "hcp")]);
+        acp["spec"]["resources"][0]["spec"]["properties"] = json!({"etcd": {"dataEncryption": {"customerManaged": {"kms": {"activeKey": {"name": "k"}}}}}});
+        let live = with_owner(&acp, vec![aro_cluster_obj(&[])]);
+        let d = &decide_all(&[&acp], &live, &HashMap::new(), "t")[0];
+        assert_eq!(d.held[0].reason, "KeyVersionMissing");
+        let given = HashMap::from([(
+            ObjectKey::from_object(&acp).unwrap(),
+            KeyState::NotConfigured,
+        )]);
+        let d = &decide_all(&[&acp], &live, &given, "t")[0];
+        assert!(d.held.is_empty());
+    }
+}

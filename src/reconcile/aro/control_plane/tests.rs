@@ -1,24 +1,26 @@
-//! Tables for the AROControlPlane decision: every condition, gate, mutator and terminal error.
+//! Tables for the AROControlPlane decision: its gates (infrastructure, key, ExternalAuth),
+//! `EncryptionKeyReady` and `ExternalAuthReady`, terminal errors and pause; the other conditions
+//! and the mutators are in `condition_tests`.
 
 use super::super::fixtures::*;
 use super::super::keys::manual_key_state;
 use super::*;
 
-const HCP: &str = "HcpOpenShiftCluster";
-const EA: &str = "HcpOpenShiftClustersExternalAuth";
+pub const HCP: &str = "HcpOpenShiftCluster";
+pub const EA: &str = "HcpOpenShiftClustersExternalAuth";
 
-fn acp() -> Value {
+pub fn acp() -> Value {
     control_plane_obj(&[(HCP, "hcp"), (EA, "auth")])
 }
 
 /// The world of a cluster whose infrastructure (one ResourceGroup) is ready.
-fn ready_infra(mut live: Vec<Value>) -> Vec<Value> {
+pub fn ready_infra(mut live: Vec<Value>) -> Vec<Value> {
     live.push(aro_cluster_obj(&[("ResourceGroup", "rg")]));
     live.push(aso("ResourceGroup", "rg", Ready::Yes));
     live
 }
 
-fn decide(desired: &Value, live: Vec<Value>) -> Decision {
+pub fn decide(desired: &Value, live: Vec<Value>) -> Decision {
     decide_control_plane(
         desired,
         &with_owner(desired, live),
@@ -32,6 +34,13 @@ fn applied_names(d: &Decision) -> Vec<&str> {
         .iter()
         .map(|a| a["metadata"]["name"].as_str().unwrap())
         .collect()
+}
+
+pub fn hcp_live(ready: Ready) -> Value {
+    let mut h = aso(HCP, "hcp", ready);
+    h["status"]["id"] = json!("/subscriptions/0/hcp");
+    h["status"]["properties"] = json!({"api": {"url": "https://api.dev:443"}, "console": {"url": "https://console.dev"}, "version": {"id": "4.20.0"}});
+    h
 }
 
 #[test]
@@ -324,243 +333,6 @@ fn the_key_gate_and_encryption_key_ready_table() {
         d.error.unwrap().to_string(),
         "AROControlPlane/aro-dev/dev: incompatible value: value at spec.resources[0].spec.properties.etcd.dataEncryption.customerManaged.kms.activeKey.version set by user to \"v1\" but must be \"v2\""
     );
-}
-
-fn hcp_live(ready: Ready) -> Value {
-    let mut h = aso(HCP, "hcp", ready);
-    h["status"]["id"] = json!("/subscriptions/0/hcp");
-    h["status"]["properties"] = json!({"api": {"url": "https://api.dev:443"}, "console": {"url": "https://console.dev"}, "version": {"id": "4.20.0"}});
-    h
-}
-
-#[test]
-fn hcp_cluster_ready_table() {
-    let rows: Vec<(&str, Option<Value>, (&str, &str, &str))> = vec![
-        (
-            "not found",
-            None,
-            (
-                "False",
-                "HcpOpenShiftClusterNotFound",
-                "HcpOpenShiftCluster not found",
-            ),
-        ),
-        (
-            "ready",
-            Some(hcp_live(Ready::Yes)),
-            ("True", "Succeeded", ""),
-        ),
-        (
-            "ASO's reason, default message",
-            Some(hcp_live(Ready::No)),
-            (
-                "False",
-                "Reconciling",
-                "HcpOpenShiftCluster is not yet ready",
-            ),
-        ),
-        (
-            "no Ready condition: Provisioning",
-            Some(hcp_live(Ready::Absent)),
-            (
-                "False",
-                "Provisioning",
-                "HcpOpenShiftCluster is not yet ready",
-            ),
-        ),
-        (
-            "stale generation",
-            Some(hcp_live(Ready::Stale)),
-            (
-                "False",
-                "Reconciling",
-                "waiting for generation 2 to be observed (Ready condition is for generation 1)",
-            ),
-        ),
-        (
-            "error severity",
-            Some(hcp_live(Ready::With(
-                "Error",
-                "InvalidTemplateDeployment",
-                "bad template",
-            ))),
-            ("False", "InvalidTemplateDeployment", "[Error] bad template"),
-        ),
-        (
-            "warning severity",
-            Some(hcp_live(Ready::With(
-                "Warning",
-                "WaitingForOwner",
-                "rg missing",
-            ))),
-            ("False", "WaitingForOwner", "[Warning] rg missing"),
-        ),
-        (
-            "info severity: no prefix",
-            Some(hcp_live(Ready::With("Info", "Reconciling", "working"))),
-            ("False", "Reconciling", "working"),
-        ),
-    ];
-    for (name, hcp, want) in rows {
-        let found = hcp.is_some();
-        let d = decide(
-            &control_plane_obj(&[(HCP, "hcp")]),
-            ready_infra(hcp.into_iter().collect()),
-        );
-        assert_cond(&d.status, "HcpClusterReady", want.0, want.1, want.2);
-        let mirrored = (
-            d.status["id"].as_str(),
-            d.status["apiURL"].as_str(),
-            d.status["consoleURL"].as_str(),
-            d.status["version"].as_str(),
-        );
-        let want_mirror = if found {
-            (
-                Some("/subscriptions/0/hcp"),
-                Some("https://api.dev:443"),
-                Some("https://console.dev"),
-                Some("4.20.0"),
-            )
-        } else {
-            (None, None, None, None)
-        };
-        assert_eq!(mirrored, want_mirror, "case {name}");
-    }
-}
-
-#[test]
-fn per_kind_conditions_table() {
-    let kinds = [
-        ("ResourceGroup", "ResourceGroupReady"),
-        ("VirtualNetwork", "VNetReady"),
-        ("NetworkSecurityGroup", "SecurityGroupsReady"),
-        ("VirtualNetworksSubnet", "SubnetsReady"),
-        ("Vault", "VaultReady"),
-        ("UserAssignedIdentity", "UserAssignedIdentitiesReady"),
-        ("RoleAssignment", "RoleAssignmentReady"),
-    ];
-    for (kind, type_) in kinds {
-        let desired = control_plane_obj(&[(HCP, "hcp"), (kind, "a"), (kind, "b")]);
-        let waiting = decide(
-            &desired,
-            ready_infra(vec![aso(kind, "a", Ready::Yes), aso(kind, "b", Ready::No)]),
-        );
-        assert_cond(
-            &waiting.status,
-            type_,
-            "False",
-            "Creating",
-            &format!("Waiting for {kind} to be ready: [b]"),
-        );
-        let none = decide(&desired, ready_infra(vec![]));
-        assert_cond(
-            &none.status,
-            type_,
-            "False",
-            "Creating",
-            &format!("Waiting for {kind} to be ready: [a, b]"),
-        );
-        let ready = decide(
-            &desired,
-            ready_infra(vec![aso(kind, "a", Ready::Yes), aso(kind, "b", Ready::Yes)]),
-        );
-        assert_cond(&ready.status, type_, "True", "Succeeded", "");
-    }
-    // Only the kinds present get a condition; kinds without one get none.
-    let d = decide(&control_plane_obj(&[(HCP, "hcp")]), ready_infra(vec![]));
-    for (_, type_) in kinds {
-        assert!(cond(&d.status, type_).is_none(), "{type_}");
-    }
-}
-
-#[test]
-fn ready_needs_the_hcp_cluster_and_the_kubeconfig_secret() {
-    let mut user_creds = control_plane_obj(&[(HCP, "hcp")]);
-    user_creds["spec"]["resources"][0]["spec"]["operatorSpec"] =
-        json!({"secrets": {"adminCredentials": {"name": "custom-kubeconfig", "key": "value"}}});
-    // (case, desired, world, ready)
-    let rows: Vec<(&str, Value, Vec<Value>, bool)> = vec![
-        ("nothing", control_plane_obj(&[(HCP, "hcp")]), vec![], false),
-        (
-            "no kubeconfig",
-            control_plane_obj(&[(HCP, "hcp")]),
-            vec![hcp_live(Ready::Yes)],
-            false,
-        ),
-        (
-            "kubeconfig, HCP not ready",
-            control_plane_obj(&[(HCP, "hcp")]),
-            vec![hcp_live(Ready::No), secret("dev-kubeconfig")],
-            false,
-        ),
-        (
-            "both",
-            control_plane_obj(&[(HCP, "hcp")]),
-            vec![hcp_live(Ready::Yes), secret("dev-kubeconfig")],
-            true,
-        ),
-        (
-            "the user's admin credentials Secret",
-            user_creds.clone(),
-            vec![hcp_live(Ready::Yes), secret("custom-kubeconfig")],
-            true,
-        ),
-        (
-            "the default name is not the user's",
-            user_creds,
-            vec![hcp_live(Ready::Yes), secret("dev-kubeconfig")],
-            false,
-        ),
-    ];
-    for (name, desired, live, ready) in rows {
-        let d = decide(&desired, ready_infra(live));
-        assert_eq!(d.status["ready"], ready, "case {name}");
-        assert_eq!(
-            d.status["initialization"]["controlPlaneInitialized"], ready,
-            "case {name}"
-        );
-    }
-}
-
-#[test]
-fn mutators_table() {
-    let mut user = control_plane_obj(&[(HCP, "hcp")]);
-    user["spec"]["resources"][0]["spec"]["operatorSpec"] =
-        json!({"secrets": {"userCredentials": {"name": "u", "key": "k"}}});
-    let mut elsewhere = control_plane_obj(&[(HCP, "hcp")]);
-    elsewhere["spec"]["resources"][0]["metadata"]["namespace"] = json!("other-ns");
-    // (case, desired, pointer into the applied HCP, value)
-    let rows: Vec<(&str, Value, &str, Value)> = vec![
-        (
-            "admin credentials default",
-            control_plane_obj(&[(HCP, "hcp")]),
-            "/spec/operatorSpec/secrets/adminCredentials",
-            json!({"name": "dev-kubeconfig", "key": "value"}),
-        ),
-        (
-            "user credentials left alone",
-            user,
-            "/spec/operatorSpec/secrets/adminCredentials",
-            Value::Null,
-        ),
-        (
-            "namespace forced to the owner's",
-            elsewhere,
-            "/metadata/namespace",
-            json!(NS),
-        ),
-    ];
-    for (name, desired, pointer, want) in rows {
-        let d = decide(&desired, ready_infra(vec![]));
-        assert_eq!(
-            d.applies[0]
-                .pointer(pointer)
-                .cloned()
-                .unwrap_or(Value::Null),
-            want,
-            "case {name}"
-        );
-    }
 }
 
 #[test]
