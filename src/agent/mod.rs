@@ -8,6 +8,7 @@
 
 mod drift;
 mod env;
+mod live;
 mod pass;
 mod plan;
 pub mod prepare;
@@ -445,6 +446,7 @@ impl Agent {
             stale_source: rev.stale.clone(),
             safety: self.config.safety,
             self_heal: self.config.self_heal,
+            keys: &crate::reconcile::aro::ManualKeys,
         }
     }
 

@@ -1,7 +1,12 @@
-//! One pass over a prepared unit: read live state (one LIST per kind and namespace), apply what
-//! is unblocked and changed in dependency order, prune what left git (as far as deletion safety
-//! allows), then let the embedded reconcilers write the ARO objects' status. A pass never waits:
-//! what is blocked now is retried when a watch fires.
+//! One pass over a prepared unit: read live state (`live`: one LIST per kind and namespace),
+//! apply what is unblocked and changed in dependency order, prune what left git (as far as
+//! deletion safety allows), then let the embedded reconcilers write the ARO objects' status. A
+//! pass never waits: what is blocked now is retried when a watch fires.
+//!
+//! The resources embedded in ARO objects are applied as their owner's decision says
+//! (`status::Reconcilers`, on `reconcile::aro`): the body to apply, or held by a gate (the
+//! infrastructure, control-plane, ExternalAuth and key gates), with the owned kinds recorded on
+//! the owner before its first apply.
 //!
 //! The unit's inventory is written before anything new is created (so nothing can be orphaned),
 //! and a `reconcile-policy-if-exists` decision is recorded in it before its create is sent.
@@ -10,16 +15,17 @@
 
 use super::prepare::Prepared;
 use super::prune::{self as pruning, Safety};
+use super::status::{Reconcilers, Step};
 use crate::apply::inventory::{self, Inventory, body_digest};
-use crate::apply::{AzureView, Cluster, FIELD_MANAGER, OWNERSHIP_MANAGER};
+use crate::apply::{AzureView, Cluster, FIELD_MANAGER};
 use crate::object::ObjectKey;
 use crate::plan::policy::{self, Decision, Policy};
 use crate::plan::{Action, diff_object};
-use crate::reconcile::aro::{self, OWNED_KINDS_ANNOTATION, owned_kinds_entry};
+use crate::reconcile::aro::{self, KeyManager};
 use crate::reconcile::readiness::{Readiness, aso_readiness};
 use crate::report::{AzureMode, ObjectAction, ObjectOutcome, UnitError, UnitOutcome};
-use serde_json::{Value, json};
-use std::collections::{BTreeSet, HashMap};
+use serde_json::Value;
+use std::collections::HashMap;
 
 /// How far one object has come, as the pass judges it.
 #[derive(Debug, Clone, PartialEq)]
@@ -86,48 +92,21 @@ fn unblocks(key: &ObjectKey, live: Option<&Value>) -> bool {
     }
 }
 
-/// The dependencies of object `i` that hold it back now. The ExternalAuth deferral
-/// (`aro-reconcilers.md`): an ExternalAuth waits for at least one Ready node pool of its own
-/// cluster (the graph makes it depend on all of them), and one that exists already is kept.
+/// The dependencies of object `i` that hold it back now. An embedded resource waits here only on
+/// what is not embedded in another ARO object (its owner's other resources, Namespaces, CRDs):
+/// the gates between the ARO objects of a cluster are their decisions' ([`aro::Decision::held`]).
 fn blockers_of(prepared: &Prepared, i: usize, live: &HashMap<ObjectKey, Value>) -> Vec<ObjectKey> {
-    let deps = prepared.deps[i].iter().map(|&d| &prepared.objects[d].key);
-    let mut blockers: Vec<ObjectKey> = deps
-        .clone()
+    let own = prepared.objects[i].embedded_in;
+    prepared.deps[i]
+        .iter()
+        .filter(|&&d| {
+            let theirs = prepared.objects[d].embedded_in;
+            own.is_none() || theirs.is_none() || theirs == own
+        })
+        .map(|&d| &prepared.objects[d].key)
         .filter(|d| !unblocks(d, live.get(*d)))
         .cloned()
-        .collect();
-    if prepared.objects[i].key.kind == aro::EXTERNAL_AUTH
-        && prepared.objects[i].embedded_in.is_some()
-    {
-        let is_pool = |k: &ObjectKey| k.kind == aro::NODE_POOL;
-        let one_ready = deps
-            .filter(|d| is_pool(d))
-            .any(|d| state_of(d, live.get(d)) == State::Ready);
-        if one_ready || live.contains_key(&prepared.objects[i].key) {
-            blockers.retain(|b| !is_pool(b));
-        }
-    }
-    blockers
-}
-
-/// Secrets are kept for the chain (the kubeconfig) without their data.
-fn without_secret_data(mut obj: Value) -> Value {
-    if obj.get("kind").and_then(Value::as_str) == Some("Secret")
-        && let Some(m) = obj.as_object_mut()
-    {
-        m.remove("data");
-        m.remove("stringData");
-    }
-    obj
-}
-
-fn list_key(key: &ObjectKey) -> (String, String, String, Option<String>) {
-    (
-        key.group.clone(),
-        key.version.clone(),
-        key.kind.clone(),
-        key.namespace.clone(),
-    )
+        .collect()
 }
 
 /// The outcome of an object that could not be applied, with the reason.
@@ -154,6 +133,8 @@ pub struct PassContext<'a> {
     pub stale_source: Option<String>,
     pub safety: Safety,
     pub self_heal: bool,
+    /// Where the etcd encryption keys of the AROControlPlanes stand.
+    pub keys: &'a dyn KeyManager,
 }
 
 /// Writes `inventory` when it differs from `written`, and remembers what was written.
@@ -190,53 +171,11 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
     let stale_source = ctx.stale_source.clone();
     let mut written = inv.clone();
     let mut errors = Vec::new();
-    let mut live: HashMap<ObjectKey, Value> = HashMap::new();
-    let mut listed = BTreeSet::new();
-    let mut unserved = BTreeSet::new();
-    let namespaces: BTreeSet<Option<String>> = prepared
-        .objects
-        .iter()
-        .map(|o| o.key.namespace.clone())
-        .collect();
-    let secret_keys = namespaces.iter().flatten().map(|ns| ObjectKey {
-        group: String::new(),
-        version: "v1".into(),
-        kind: "Secret".into(),
-        namespace: Some(ns.clone()),
-        name: String::new(),
-    });
-    for key in prepared
-        .objects
-        .iter()
-        .map(|o| o.key.clone())
-        .chain(secret_keys)
-    {
-        if !listed.insert(list_key(&key)) {
-            continue;
-        }
-        match cluster.list(&key, None).await {
-            Ok(items) => {
-                for item in items {
-                    if let Ok(k) = ObjectKey::from_object(&item) {
-                        // Keep the version the unit asked for, so lookups by key match.
-                        let k = ObjectKey {
-                            version: key.version.clone(),
-                            ..k
-                        };
-                        live.insert(k, without_secret_data(item));
-                    }
-                }
-            }
-            Err(crate::apply::ApplyError::UnknownKind { .. }) => {
-                unserved.insert(list_key(&key));
-            }
-            Err(e) => errors.push(UnitError {
-                object: Some(key.clone()),
-                file: None,
-                message: e.to_string(),
-            }),
-        }
-    }
+    let super::live::Live {
+        objects: mut live,
+        unserved,
+    } = super::live::read(cluster, prepared, &mut errors).await;
+    let mut reconcilers = Reconcilers::start(ctx.keys, prepared).await;
 
     // Record every object about to be managed before anything is created: a crash after a create
     // can never leave an object the inventory does not know. Decisions under
@@ -259,11 +198,10 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
     let unit_objects: Vec<&Value> = prepared.objects.iter().map(|o| &o.object).collect();
 
     let mut outcomes: Vec<Option<ObjectOutcome>> = vec![None; prepared.objects.len()];
-    let mut recorded_kinds: HashMap<usize, BTreeSet<String>> = HashMap::new();
     for &i in &prepared.order {
         let planned = &prepared.objects[i];
         let key = &planned.key;
-        if unserved.contains(&list_key(key)) {
+        if unserved.contains(&super::live::list_key(key)) {
             errors.push(UnitError {
                 object: Some(key.clone()),
                 file: Some(planned.origin.file.clone()),
@@ -271,6 +209,26 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
             });
             outcomes[i] = Some(failed(key, "UnknownKind"));
             continue;
+        }
+        let mut desired = planned.object.clone();
+        if planned.embedded_in.is_some() {
+            match reconcilers.step(prepared, i, &live, &mut errors) {
+                Step::Apply(body) => desired = body,
+                Step::Held(h) => {
+                    outcomes[i] = Some(ObjectOutcome {
+                        key: key.clone(),
+                        action: ObjectAction::Blocked { on: h.on },
+                        ready: state_of(key, live.get(key)) == State::Ready,
+                        reason: Some(h.reason),
+                        message: Some(h.message).filter(|m| !m.is_empty()),
+                    });
+                    continue;
+                }
+                Step::Failed(reason) => {
+                    outcomes[i] = Some(failed(key, reason));
+                    continue;
+                }
+            }
         }
         let blockers = blockers_of(prepared, i, &live);
         if !blockers.is_empty() {
@@ -285,59 +243,12 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
             });
             continue;
         }
-        let mut desired = planned.object.clone();
-        if let Some(p) = planned.embedded_in {
-            let parent_key = &prepared.objects[p].key;
-            let Some(parent) = live.get(parent_key).cloned() else {
-                outcomes[i] = Some(ObjectOutcome {
-                    key: key.clone(),
-                    action: ObjectAction::Blocked {
-                        on: vec![parent_key.clone()],
-                    },
-                    ready: false,
-                    reason: None,
-                    message: None,
-                });
-                continue;
-            };
-            aro::set_controller(&mut desired, &parent);
-            // Shared applier, step 1: record the kind on the owner before the first object of it exists.
-            let entry = owned_kinds_entry(&desired);
-            let recorded = recorded_kinds.entry(p).or_insert_with(|| {
-                parent
-                    .pointer(&format!(
-                        "/metadata/annotations/{}",
-                        OWNED_KINDS_ANNOTATION.replace('/', "~1")
-                    ))
-                    .and_then(Value::as_str)
-                    .map(|s| {
-                        s.split(';')
-                            .filter(|e| !e.is_empty())
-                            .map(str::to_string)
-                            .collect()
-                    })
-                    .unwrap_or_default()
-            });
-            if !recorded.contains(&entry) {
-                tracing::debug!(owner = %parent_key, kind = %entry, "recording owned kind");
-                recorded.insert(entry);
-                let value = recorded.iter().cloned().collect::<Vec<_>>().join(";");
-                let patch = json!({"apiVersion": parent["apiVersion"], "kind": parent["kind"], "metadata": {"name": parent_key.name, "namespace": parent_key.namespace, "annotations": {OWNED_KINDS_ANNOTATION: value}}});
-                match cluster.apply(parent_key, &patch, OWNERSHIP_MANAGER).await {
-                    Ok(updated) => {
-                        live.insert(parent_key.clone(), updated);
-                    }
-                    Err(e) => {
-                        errors.push(UnitError {
-                            object: Some(parent_key.clone()),
-                            file: Some(planned.origin.file.clone()),
-                            message: e.to_string(),
-                        });
-                        outcomes[i] = Some(failed(key, "OwnerRecordFailed"));
-                        continue;
-                    }
-                }
-            }
+        if !reconcilers
+            .record_owned_kinds(cluster, prepared, i, &mut live, &mut errors)
+            .await
+        {
+            outcomes[i] = Some(failed(key, "OwnerRecordFailed"));
+            continue;
         }
         if !inventory_ok {
             outcomes[i] = Some(failed(key, "InventoryNotWritten"));
@@ -482,6 +393,7 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
 
     // Prune what left git, unless the render or the source says not to.
     let desired_keys: Vec<ObjectKey> = prepared.objects.iter().map(|o| o.key.clone()).collect();
+    reconcilers.record_deletions(prepared, &live, inv);
     let leaving: Vec<inventory::Entry> = pruning::candidates(inv, &desired_keys)
         .into_iter()
         .cloned()
@@ -529,7 +441,9 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
     }
     save(cluster, inv, &mut written, &mut errors).await;
 
-    super::status::write(cluster, prepared, &mut live, &mut errors).await;
+    reconcilers
+        .write(cluster, prepared, &mut live, &mut errors)
+        .await;
 
     let objects = prepared
         .order

@@ -1,85 +1,304 @@
-//! The embedded ARO reconcilers' writes at the end of a pass: the status of AROCluster,
-//! AROControlPlane and AROMachinePool (computed by `reconcile::aro`, pure) and the AROCluster's
-//! mirrored control plane endpoint, each written only when it differs from what is live.
+//! The embedded ARO reconcilers in a pass: the decisions are `reconcile::aro`'s (pure), the IO
+//! is here. [`Reconcilers`] holds one pass's state:
+//! - at the start, where each AROControlPlane's etcd key stands (the pass's [`KeyManager`]);
+//! - for each embedded resource, in the pass's order, what its owner's decision (taken when the
+//!   first of its resources comes up) says: apply this body, held by a gate, or failed;
+//! - before an owner's first apply, the owned-kinds annotation;
+//! - before pruning, the owned objects the applier deletes, put into the unit's inventory so the
+//!   deletion safety decides them like any other;
+//! - at the end, each decision's patches (the AROCluster's endpoint, the CAPI MachinePool's
+//!   replicas-managed-by) and its status through the status subresource, each written only when
+//!   it differs from what is live.
+//!
+//! [`recorded_kind_keys`] tells the pass which recorded kinds to list beyond the unit's own, so
+//! the decisions see owned objects of a kind no longer rendered.
 
 use super::prepare::Prepared;
-use crate::apply::{Cluster, RECONCILER_MANAGER};
+use crate::apply::inventory::Inventory;
+use crate::apply::{Cluster, OWNERSHIP_MANAGER, RECONCILER_MANAGER};
 use crate::object::ObjectKey;
-use crate::reconcile::aro;
+use crate::plan::policy;
+use crate::reconcile::aro::{
+    self, Decision, Held, KeyManager, KeyState, OWNED_KINDS_ANNOTATION, parse_owned_kind,
+    recorded_kinds,
+};
 use crate::report::UnitError;
 use serde_json::{Value, json};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 fn now() -> String {
     chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
-/// The embedded reconcilers' status writes (and the AROCluster endpoint mirror), only where the
-/// computed state differs from what is live.
-pub async fn write(
-    cluster: &Cluster,
-    prepared: &Prepared,
-    live: &mut HashMap<ObjectKey, Value>,
-    errors: &mut Vec<UnitError>,
-) {
-    let now = now();
-    // The control plane first: the clusters mirror its endpoint and readiness.
-    let rank = |k: &ObjectKey| match k.kind.as_str() {
-        "AROControlPlane" => 0,
-        "AROMachinePool" => 1,
-        _ => 2,
-    };
-    let mut aro_objects: Vec<_> = prepared
+fn aro_objects(prepared: &Prepared) -> impl Iterator<Item = &super::prepare::PlannedObject> {
+    prepared
         .objects
         .iter()
         .filter(|o| aro::is_aro_kind(&o.key.group, &o.key.kind))
-        .collect();
-    aro_objects.sort_by_key(|o| rank(&o.key));
-    for planned in aro_objects {
-        let key = &planned.key;
-        let Some(obj) = live.get(key).cloned() else {
-            continue;
+}
+
+/// List keys (namespace-wide, any name) of the kinds the unit's live ARO owners recorded.
+pub fn recorded_kind_keys(prepared: &Prepared, live: &HashMap<ObjectKey, Value>) -> Vec<ObjectKey> {
+    aro_objects(prepared)
+        .filter_map(|o| live.get(&o.key).map(|l| (o, l)))
+        .flat_map(|(o, l)| {
+            recorded_kinds(l)
+                .into_iter()
+                .filter_map(|e| parse_owned_kind(&e))
+                .map(|(group, version, kind)| ObjectKey {
+                    group,
+                    version,
+                    kind,
+                    namespace: o.key.namespace.clone(),
+                    name: String::new(),
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Server-side applies `patch` as the reconciler (or its `status` through the status subresource)
+/// and keeps the result in `live`.
+async fn reconciler_write(
+    cluster: &Cluster,
+    patch: &Value,
+    status: bool,
+    live: &mut HashMap<ObjectKey, Value>,
+    errors: &mut Vec<UnitError>,
+) {
+    let Ok(found) = ObjectKey::from_object(patch) else {
+        return;
+    };
+    // The live map is keyed by the version the unit asked for.
+    let key = live
+        .keys()
+        .find(|k| {
+            (&k.group, &k.kind, &k.namespace, &k.name)
+                == (&found.group, &found.kind, &found.namespace, &found.name)
+        })
+        .cloned()
+        .unwrap_or(found);
+    let result = if status {
+        cluster.apply_status(&key, patch, RECONCILER_MANAGER).await
+    } else {
+        cluster.apply(&key, patch, RECONCILER_MANAGER).await
+    };
+    match result {
+        Ok(updated) => {
+            live.insert(key, updated);
+        }
+        Err(e) => errors.push(UnitError {
+            object: Some(key),
+            file: None,
+            message: e.to_string(),
+        }),
+    }
+}
+
+/// What an embedded resource's owner decided for it.
+pub enum Step {
+    /// Apply this body (namespace, controller reference, mutators, pause).
+    Apply(Value),
+    /// A gate holds it.
+    Held(Held),
+    /// Not applied; the reason (the unit's errors say why).
+    Failed(&'static str),
+}
+
+/// The ARO reconcilers' state in one pass over a unit (see the module header).
+pub struct Reconcilers {
+    keys: HashMap<ObjectKey, KeyState>,
+    now: String,
+    /// Decisions by owner index, taken when the owner's first embedded resource comes up.
+    decisions: HashMap<usize, Decision>,
+    /// Owners whose terminal error is reported already.
+    failed: BTreeSet<usize>,
+    /// Owners whose owned kinds are recorded this pass.
+    recorded: BTreeSet<usize>,
+}
+
+impl Reconcilers {
+    /// Asks `keys` where the etcd key of each AROControlPlane of the unit stands.
+    pub async fn start(keys: &dyn KeyManager, prepared: &Prepared) -> Reconcilers {
+        let mut states = HashMap::new();
+        for o in aro_objects(prepared).filter(|o| o.key.kind == "AROControlPlane") {
+            let hcp = o
+                .object
+                .pointer("/spec/resources")
+                .and_then(Value::as_array)
+                .and_then(|l| l.iter().find(|r| r["kind"] == aro::HCP_CLUSTER));
+            let state = match hcp {
+                Some(h) => keys.key_state(&o.object, h).await,
+                None => KeyState::NotConfigured,
+            };
+            states.insert(o.key.clone(), state);
+        }
+        Reconcilers {
+            keys: states,
+            now: now(),
+            decisions: HashMap::new(),
+            failed: BTreeSet::new(),
+            recorded: BTreeSet::new(),
+        }
+    }
+
+    /// The decisions of the unit's ARO objects against `live` (see [`aro::decide_all`]).
+    fn decide(&self, prepared: &Prepared, live: &HashMap<ObjectKey, Value>) -> Vec<Decision> {
+        let desired: Vec<&Value> = aro_objects(prepared).map(|o| &o.object).collect();
+        if desired.is_empty() {
+            return vec![];
+        }
+        let mut snapshot: Vec<Value> = live.values().cloned().collect();
+        // A stable world: decisions do not depend on the map's iteration order.
+        snapshot.sort_by_key(|o| ObjectKey::from_object(o).ok());
+        aro::decide_all(&desired, &snapshot, &self.keys, &self.now)
+    }
+
+    /// What the decision of the owner of embedded resource `i` says for it.
+    pub fn step(
+        &mut self,
+        prepared: &Prepared,
+        i: usize,
+        live: &HashMap<ObjectKey, Value>,
+        errors: &mut Vec<UnitError>,
+    ) -> Step {
+        let planned = &prepared.objects[i];
+        let Some(p) = planned.embedded_in else {
+            return Step::Apply(planned.object.clone());
         };
-        let snapshot: Vec<Value> = live.values().cloned().collect();
-        let (status, endpoint) = match key.kind.as_str() {
-            "AROCluster" => aro::aro_cluster_status(&obj, &snapshot, &now),
-            "AROControlPlane" => (aro::aro_control_plane_status(&obj, &snapshot, &now), None),
-            _ => (aro::aro_machine_pool_status(&obj, &snapshot, &now), None),
+        if !self.decisions.contains_key(&p) {
+            let owner = &prepared.objects[p].key;
+            if let Some(d) = self
+                .decide(prepared, live)
+                .into_iter()
+                .find(|d| &d.owner == owner)
+            {
+                self.decisions.insert(p, d);
+            }
+        }
+        let Some(d) = self.decisions.get(&p) else {
+            return Step::Failed("NotDecided");
         };
-        if let Some((host, port)) = endpoint {
-            let want = json!({"host": host, "port": port});
-            if obj.pointer("/spec/controlPlaneEndpoint") != Some(&want) {
-                tracing::debug!(object = %key, "mirroring the control plane endpoint");
-                let patch = json!({"apiVersion": obj["apiVersion"], "kind": obj["kind"], "metadata": {"name": key.name, "namespace": key.namespace}, "spec": {"controlPlaneEndpoint": want}});
-                match cluster.apply(key, &patch, RECONCILER_MANAGER).await {
-                    Ok(updated) => {
-                        live.insert(key.clone(), updated);
-                    }
-                    Err(e) => errors.push(UnitError {
-                        object: Some(key.clone()),
-                        file: None,
-                        message: e.to_string(),
-                    }),
+        if let Some(e) = &d.error {
+            if self.failed.insert(p) {
+                errors.push(UnitError {
+                    object: Some(d.owner.clone()),
+                    file: Some(planned.origin.file.clone()),
+                    message: format!("{e} ({})", planned.origin),
+                });
+            }
+            return Step::Failed("InvalidSpec");
+        }
+        if let Some(h) = d.held.iter().find(|h| h.key == planned.key) {
+            return Step::Held(h.clone());
+        }
+        d.applies
+            .iter()
+            .find(|a| ObjectKey::from_object(a).as_ref() == Ok(&planned.key))
+            .map_or(Step::Failed("NotDecided"), |b| Step::Apply(b.clone()))
+    }
+
+    /// Shared applier, step 1: before the first apply of an owner's embedded resources this pass,
+    /// the owned-kinds annotation its decision asks for. False when that write failed.
+    pub async fn record_owned_kinds(
+        &mut self,
+        cluster: &Cluster,
+        prepared: &Prepared,
+        i: usize,
+        live: &mut HashMap<ObjectKey, Value>,
+        errors: &mut Vec<UnitError>,
+    ) -> bool {
+        let Some(p) = prepared.objects[i].embedded_in else {
+            return true;
+        };
+        let Some(value) = self
+            .decisions
+            .get(&p)
+            .and_then(|d| d.record_owned_kinds.clone())
+        else {
+            return true;
+        };
+        if self.recorded.contains(&p) {
+            return true;
+        }
+        let owner = &prepared.objects[p].key;
+        tracing::debug!(%owner, kinds = %value, "recording owned kinds");
+        let patch = json!({"apiVersion": owner.api_version(), "kind": owner.kind,
+            "metadata": {"name": owner.name, "namespace": owner.namespace,
+                "annotations": {OWNED_KINDS_ANNOTATION: value}}});
+        match cluster.apply(owner, &patch, OWNERSHIP_MANAGER).await {
+            Ok(updated) => {
+                live.insert(owner.clone(), updated);
+                self.recorded.insert(p);
+                true
+            }
+            Err(e) => {
+                errors.push(UnitError {
+                    object: Some(owner.clone()),
+                    file: Some(prepared.objects[i].origin.file.clone()),
+                    message: e.to_string(),
+                });
+                false
+            }
+        }
+    }
+
+    /// The applier's deletions (owned objects of a recorded kind left out of `spec.resources`) go
+    /// through the pass's deletion safety. The inventory holds every embedded resource the agent
+    /// applied, so they are prune candidates already; one it does not hold (applied by another
+    /// controller before the agent) is recorded, as the live object says, and pruned alike.
+    pub fn record_deletions(
+        &self,
+        prepared: &Prepared,
+        live: &HashMap<ObjectKey, Value>,
+        inv: &mut Inventory,
+    ) {
+        for d in self.decide(prepared, live) {
+            for k in d.deletions {
+                let found = live.iter().find(|(lk, _)| {
+                    (&lk.group, &lk.kind, &lk.namespace, &lk.name)
+                        == (&k.group, &k.kind, &k.namespace, &k.name)
+                });
+                if let Some((lk, obj)) = found
+                    && inv.get(lk).is_none()
+                    && !prepared.objects.iter().any(|o| &o.key == lk)
+                {
+                    tracing::info!(owner = %d.owner, object = %lk, "owned object left spec.resources: recorded for pruning");
+                    inv.record(lk, policy::decide_live(obj, obj, None), None);
                 }
             }
         }
-        let obj = live.get(key).cloned().unwrap_or(obj);
-        let current = obj.get("status").cloned().unwrap_or(json!({}));
-        let differs = status
-            .as_object()
-            .is_some_and(|m| m.iter().any(|(k, v)| current.get(k) != Some(v)));
-        if differs {
-            tracing::debug!(object = %key, live = %current, computed = %status, "status write");
-            let patch = json!({"apiVersion": obj["apiVersion"], "kind": obj["kind"], "metadata": {"name": key.name, "namespace": key.namespace}, "status": status});
-            match cluster.apply_status(key, &patch, RECONCILER_MANAGER).await {
-                Ok(updated) => {
-                    live.insert(key.clone(), updated);
-                }
-                Err(e) => errors.push(UnitError {
-                    object: Some(key.clone()),
-                    file: None,
-                    message: e.to_string(),
-                }),
+    }
+
+    /// The reconcilers' writes at the end of a pass: patches, then status, where they differ
+    /// from live.
+    pub async fn write(
+        &self,
+        cluster: &Cluster,
+        prepared: &Prepared,
+        live: &mut HashMap<ObjectKey, Value>,
+        errors: &mut Vec<UnitError>,
+    ) {
+        for d in self.decide(prepared, live) {
+            let Some(obj) = live.get(&d.owner).cloned() else {
+                continue;
+            };
+            for patch in &d.patches {
+                tracing::debug!(object = %d.owner, patch = %patch["kind"], "reconciler patch");
+                reconciler_write(cluster, patch, false, live, errors).await;
+            }
+            let obj = live.get(&d.owner).cloned().unwrap_or(obj);
+            let current = obj.get("status").cloned().unwrap_or(json!({}));
+            let differs = d
+                .status
+                .as_object()
+                .is_some_and(|m| m.iter().any(|(k, v)| current.get(k) != Some(v)));
+            if differs {
+                tracing::debug!(object = %d.owner, live = %current, computed = %d.status, "status write");
+                let patch = json!({"apiVersion": obj["apiVersion"], "kind": obj["kind"],
+                    "metadata": {"name": d.owner.name, "namespace": d.owner.namespace},
+                    "status": d.status});
+                reconciler_write(cluster, &patch, true, live, errors).await;
             }
         }
     }

@@ -60,6 +60,16 @@ pub fn set_condition(
     conditions.push(v);
 }
 
+/// A status object from its fields and conditions (sorted by type, so equal state gives equal bytes).
+pub fn finish_status(
+    mut status: serde_json::Map<String, Value>,
+    mut conditions: Vec<Value>,
+) -> Value {
+    conditions.sort_by(|a, b| a["type"].as_str().cmp(&b["type"].as_str()));
+    status.insert("conditions".into(), Value::Array(conditions));
+    Value::Object(status)
+}
+
 /// A condition that mirrors an ASO resource's readiness: True `Succeeded`; otherwise False with
 /// ASO's reason (default `default_reason`) and message (default `default_message`), prefixed by
 /// `[Error] ` or `[Warning] ` according to ASO's severity.

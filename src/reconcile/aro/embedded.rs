@@ -1,15 +1,30 @@
-//! The shared applier's decisions: which ASO resources an ARO object embeds, as they are to be
-//! applied (namespace forced to the owner's, mutators applied), and how ownership is recorded.
+//! Which ASO resources an ARO object embeds, as they are to be applied: entries validated
+//! (webhook rules), namespace forced to the owner's, mutators applied (credentials, owners, the
+//! key version, pause), with "incompatible value" errors when the user set something else; and
+//! the terminal errors of the ARO reconcilers.
 
 use super::{CONTROL_PLANE_GROUP, EXTERNAL_AUTH, HCP_CLUSTER, INFRA_GROUP, NODE_POOL, str_at};
-use crate::object::{ObjectKey, split_api_version};
+use crate::object::ObjectKey;
 use serde_json::{Value, json};
 
-/// Annotation on the owner listing the kinds it ever applied, recorded before the first one.
-pub const OWNED_KINDS_ANNOTATION: &str = "sigs.k8s.io/cluster-api-provider-azure-owned-aso-kinds";
-
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum EmbeddedError {
+pub enum AroError {
+    #[error(
+        "{owner}: AROCluster cannot be used without AROControlPlane (Cluster {cluster}'s controlPlaneRef is a {found})"
+    )]
+    WithoutControlPlane {
+        owner: Box<ObjectKey>,
+        cluster: String,
+        found: String,
+    },
+    #[error("{owner}: spec.resources must hold exactly one {kind}; it holds {count}")]
+    NotExactlyOne {
+        owner: Box<ObjectKey>,
+        kind: &'static str,
+        count: usize,
+    },
+    #[error("{owner}: spec.resources must not be empty")]
+    NoResources { owner: Box<ObjectKey> },
     #[error("{owner}: spec.resources[{index}]: {message}")]
     Invalid {
         owner: Box<ObjectKey>,
@@ -26,31 +41,6 @@ pub enum EmbeddedError {
         user: String,
         want: String,
     },
-}
-
-/// `Kind.version.group`, the form the owned-kinds annotation records.
-pub fn owned_kinds_entry(obj: &Value) -> String {
-    let (group, version) = split_api_version(str_at(obj, "/apiVersion").unwrap_or(""));
-    format!("{}.{version}.{group}", str_at(obj, "/kind").unwrap_or(""))
-}
-
-/// A controller ownerReference to `owner` (which must be live: it needs the uid).
-pub fn controller_ref(owner: &Value) -> Option<Value> {
-    Some(json!({
-        "apiVersion": str_at(owner, "/apiVersion")?,
-        "kind": str_at(owner, "/kind")?,
-        "name": str_at(owner, "/metadata/name")?,
-        "uid": str_at(owner, "/metadata/uid")?,
-        "controller": true,
-        "blockOwnerDeletion": true,
-    }))
-}
-
-/// Makes `owner` the controller of `desired` (its only ownerReference), when `owner` has a uid.
-pub fn set_controller(desired: &mut Value, owner: &Value) {
-    if let Some(r) = controller_ref(owner) {
-        desired["metadata"]["ownerReferences"] = json!([r]);
-    }
 }
 
 /// The CAPI cluster an ARO object belongs to: its `cluster.x-k8s.io/cluster-name` label, else its name.
@@ -85,8 +75,8 @@ pub fn embedded_resources(
     owner: &Value,
     hcp_name: Option<&str>,
     paused: bool,
-) -> Result<Vec<Value>, EmbeddedError> {
-    let owner_key = ObjectKey::from_object(owner).map_err(|e| EmbeddedError::Invalid {
+) -> Result<Vec<Value>, AroError> {
+    let owner_key = ObjectKey::from_object(owner).map_err(|e| AroError::Invalid {
         owner: Box::new(ObjectKey {
             group: String::new(),
             version: String::new(),
@@ -110,7 +100,7 @@ pub fn embedded_resources(
         .and_then(|r| str_at(r, "/metadata/name"));
     let mut out = Vec::with_capacity(list.len());
     for (index, entry) in list.iter().enumerate() {
-        let invalid = |message: String| EmbeddedError::Invalid {
+        let invalid = |message: String| AroError::Invalid {
             owner: Box::new(owner_key.clone()),
             index,
             message,
@@ -169,48 +159,66 @@ pub fn embedded_resources(
 }
 
 /// Mutator while paused: `reconcile-policy: skip`; another policy the user set is incompatible.
-fn pause(obj: &mut Value, owner: &ObjectKey, index: usize) -> Result<(), EmbeddedError> {
-    const POLICY: &str = crate::validate::RECONCILE_POLICY;
-    let path = format!("metadata.annotations.{POLICY}");
-    match obj
-        .pointer("/metadata/annotations")
-        .and_then(|a| a.get(POLICY))
-        .and_then(Value::as_str)
-    {
-        Some(user) if user != "skip" => Err(EmbeddedError::Incompatible {
-            owner: Box::new(owner.clone()),
-            index,
-            path,
-            user: format!("{user:?}"),
-            want: "\"skip\"".into(),
-        }),
-        _ => {
-            obj["metadata"]["annotations"][POLICY] = json!("skip");
-            Ok(())
-        }
-    }
+fn pause(obj: &mut Value, owner: &ObjectKey, index: usize) -> Result<(), AroError> {
+    let pointer = format!(
+        "/metadata/annotations/{}",
+        crate::validate::RECONCILE_POLICY.replace('/', "~1")
+    );
+    force(obj, &pointer, "skip", owner, index)
 }
 
 /// Mutator: `spec.owner = {name}`; a different name the user set is an incompatible value.
-fn set_owner(
+fn set_owner(obj: &mut Value, want: &str, owner: &ObjectKey, index: usize) -> Result<(), AroError> {
+    force(obj, "/spec/owner/name", want, owner, index)
+}
+
+/// Mutator: the etcd key version the agent found, at `kms.activeKey.version` of the
+/// HcpOpenShiftCluster `spec.resources[index]`; a different version the user wrote is incompatible.
+pub fn set_key_version(
     obj: &mut Value,
+    version: &str,
+    owner: &ObjectKey,
+    index: usize,
+) -> Result<(), AroError> {
+    let pointer = format!("{}/activeKey/version", super::keys::KMS_POINTER);
+    force(obj, &pointer, version, owner, index)
+}
+
+/// The one mutator rule: the string at `pointer` becomes `want`; a different value the user set
+/// there is an error naming `spec.resources[index].<path>`.
+fn force(
+    obj: &mut Value,
+    pointer: &str,
     want: &str,
     owner: &ObjectKey,
     index: usize,
-) -> Result<(), EmbeddedError> {
-    match str_at(obj, "/spec/owner/name") {
-        Some(user) if user != want => Err(EmbeddedError::Incompatible {
-            owner: Box::new(owner.clone()),
-            index,
-            path: "spec.owner.name".into(),
-            user: format!("{user:?}"),
-            want: format!("{want:?}"),
-        }),
-        _ => {
-            obj["spec"]["owner"]["name"] = json!(want);
-            Ok(())
-        }
+) -> Result<(), AroError> {
+    let segments: Vec<String> = pointer
+        .split('/')
+        .skip(1)
+        .map(|s| s.replace("~1", "/").replace("~0", "~"))
+        .collect();
+    let incompatible = |user: String| AroError::Incompatible {
+        owner: Box::new(owner.clone()),
+        index,
+        path: segments.join("."),
+        user,
+        want: format!("{want:?}"),
+    };
+    match obj.pointer(pointer) {
+        Some(Value::String(user)) if user == want => return Ok(()),
+        Some(Value::Null) | None => {}
+        Some(user) => return Err(incompatible(user.to_string())),
     }
+    let mut at = obj;
+    for s in &segments {
+        if !(at.is_object() || at.is_null()) {
+            return Err(incompatible(at.to_string()));
+        }
+        at = &mut at[s.as_str()];
+    }
+    *at = json!(want);
+    Ok(())
 }
 
 #[cfg(test)]
@@ -239,10 +247,6 @@ mod tests {
             json!({"name": "dev-kubeconfig", "key": "value"})
         );
         assert_eq!(out[1]["spec"]["owner"]["name"], "dev-hcp");
-        assert_eq!(
-            owned_kinds_entry(&out[0]),
-            "HcpOpenShiftCluster.v1api20240610preview.redhatopenshift.azure.com"
-        );
     }
 
     #[test]
@@ -311,13 +315,5 @@ mod tests {
         let mut annotated = acp(json!([]));
         annotated["metadata"]["annotations"] = json!({PAUSED_ANNOTATION: ""});
         assert!(is_paused(&annotated, None));
-    }
-
-    #[test]
-    fn controller_ref_needs_a_live_owner() {
-        assert!(controller_ref(&acp(json!([]))).is_none());
-        let mut live = acp(json!([]));
-        live["metadata"]["uid"] = json!("u-1");
-        assert_eq!(controller_ref(&live).unwrap()["controller"], true);
     }
 }

@@ -1,0 +1,121 @@
+//! Reading a unit's live state for a pass: one LIST per kind, version and namespace the unit
+//! renders, the Secrets of its namespaces (without their data: the kubeconfig's presence is what
+//! the chain needs), and the kinds its ARO objects recorded as owned but no longer render.
+
+use super::prepare::Prepared;
+use crate::apply::Cluster;
+use crate::object::ObjectKey;
+use crate::report::UnitError;
+use serde_json::Value;
+use std::collections::{BTreeSet, HashMap};
+
+/// A listing: group, version, kind, namespace.
+pub type ListKey = (String, String, String, Option<String>);
+
+/// What a pass reads before it acts.
+pub struct Live {
+    /// Live objects, keyed with the version the unit asked for.
+    pub objects: HashMap<ObjectKey, Value>,
+    /// Listings of kinds the cluster does not serve.
+    pub unserved: BTreeSet<ListKey>,
+}
+
+/// Secrets are kept for the chain (the kubeconfig) without their data.
+fn without_secret_data(mut obj: Value) -> Value {
+    if obj.get("kind").and_then(Value::as_str) == Some("Secret")
+        && let Some(m) = obj.as_object_mut()
+    {
+        m.remove("data");
+        m.remove("stringData");
+    }
+    obj
+}
+
+/// The listing `key` is read by.
+pub fn list_key(key: &ObjectKey) -> ListKey {
+    (
+        key.group.clone(),
+        key.version.clone(),
+        key.kind.clone(),
+        key.namespace.clone(),
+    )
+}
+
+/// Lists `key`'s kind in its namespace into `live` (once per kind, version and namespace).
+async fn list_into(
+    cluster: &Cluster,
+    key: &ObjectKey,
+    live: &mut HashMap<ObjectKey, Value>,
+    listed: &mut BTreeSet<ListKey>,
+    unserved: &mut BTreeSet<ListKey>,
+    errors: &mut Vec<UnitError>,
+) {
+    if !listed.insert(list_key(key)) {
+        return;
+    }
+    match cluster.list(key, None).await {
+        Ok(items) => {
+            for item in items {
+                if let Ok(k) = ObjectKey::from_object(&item) {
+                    // Keep the version the unit asked for, so lookups by key match.
+                    let k = ObjectKey {
+                        version: key.version.clone(),
+                        ..k
+                    };
+                    live.insert(k, without_secret_data(item));
+                }
+            }
+        }
+        Err(crate::apply::ApplyError::UnknownKind { .. }) => {
+            unserved.insert(list_key(key));
+        }
+        Err(e) => errors.push(UnitError {
+            object: Some(key.clone()),
+            file: None,
+            message: e.to_string(),
+        }),
+    }
+}
+
+/// Reads the live state of `prepared`'s unit.
+pub async fn read(cluster: &Cluster, prepared: &Prepared, errors: &mut Vec<UnitError>) -> Live {
+    let mut live: HashMap<ObjectKey, Value> = HashMap::new();
+    let mut listed = BTreeSet::new();
+    let mut unserved = BTreeSet::new();
+    let namespaces: BTreeSet<Option<String>> = prepared
+        .objects
+        .iter()
+        .map(|o| o.key.namespace.clone())
+        .collect();
+    let secret_keys = namespaces.iter().flatten().map(|ns| ObjectKey {
+        group: String::new(),
+        version: "v1".into(),
+        kind: "Secret".into(),
+        namespace: Some(ns.clone()),
+        name: String::new(),
+    });
+    let unit_keys: Vec<ObjectKey> = prepared
+        .objects
+        .iter()
+        .map(|o| o.key.clone())
+        .chain(secret_keys)
+        .collect();
+    for key in &unit_keys {
+        list_into(cluster, key, &mut live, &mut listed, &mut unserved, errors).await;
+    }
+    // The kinds the ARO objects recorded and the unit no longer renders: their owned objects are
+    // still to be seen (and pruned).
+    for key in super::status::recorded_kind_keys(prepared, &live) {
+        let seen = listed
+            .iter()
+            .any(|(g, _, k, ns)| (g, k, ns) == (&key.group, &key.kind, &key.namespace));
+        if !seen {
+            let mut ignored = BTreeSet::new();
+            list_into(cluster, &key, &mut live, &mut listed, &mut ignored, errors).await;
+        }
+    }
+    Live {
+        objects: live,
+        unserved,
+    }
+}
