@@ -31,15 +31,23 @@ const TARGET_RSS_MB: f64 = 300.0;
 
 struct Options {
     clusters: usize,
+    /// `--workdir DIR`: keep the fleet and the populated store in DIR, and reuse them when a
+    /// previous run left them there (populate takes most of the bench's time).
+    workdir: Option<PathBuf>,
 }
 
 fn options(args: &[String]) -> Options {
-    let mut o = Options { clusters: 1000 };
+    let mut o = Options {
+        clusters: 1000,
+        workdir: None,
+    };
     let mut it = args.iter();
     while let Some(a) = it.next() {
-        if a == "--clusters" {
-            o.clusters = it.next().and_then(|n| n.parse().ok()).unwrap_or(1000);
-        } // `--bench` and anything cargo adds are ignored
+        match a.as_str() {
+            "--clusters" => o.clusters = it.next().and_then(|n| n.parse().ok()).unwrap_or(1000),
+            "--workdir" => o.workdir = it.next().map(PathBuf::from),
+            _ => {} // `--bench` and anything cargo adds are ignored
+        }
     }
     o
 }
@@ -529,10 +537,73 @@ fn main() {
     let opts = options(&args);
     let n = opts.clusters;
     let time_v = Path::new(TIME).exists();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let repo = dir.path().join("fleet");
-    let state = dir.path().join("state");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = opts.workdir.clone().unwrap_or_else(|| tmp.path().to_path_buf());
+    std::fs::create_dir_all(&dir).expect("workdir");
+    let repo = dir.join("fleet");
+    let state = dir.join("state");
+    let marker = dir.join("populated");
+    let reuse = opts.workdir.is_some() && marker.exists();
+    if reuse {
+        eprintln!("plan bench: reusing the fleet and the populated store in {}", dir.display());
+        // Back to the fleet's first commit; the plans' own mirrors and the served store start over.
+        let first = Command::new("git")
+            .arg("-C")
+            .arg(&repo)
+            .args(["rev-list", "--max-parents=0", "HEAD"])
+            .output()
+            .expect("git runs");
+        let first = String::from_utf8_lossy(&first.stdout).trim().to_string();
+        git(&repo, &["reset", "-q", "--hard", &first]);
+        let _ = std::fs::remove_dir_all(state.join("plan"));
+        let _ = std::fs::remove_dir_all(dir.join("state-kubeconfig"));
+    } else {
+        let _ = std::fs::remove_dir_all(&repo);
+        let _ = std::fs::remove_dir_all(&state);
+        let _ = std::fs::remove_file(&marker);
+    }
+    let populate = if reuse {
+        None
+    } else {
+        Some(generate_and_populate(n, &repo, &state, time_v))
+    };
+    if populate.as_ref().is_some_and(|p| p.code == Some(0)) && opts.workdir.is_some() {
+        std::fs::write(&marker, "").expect("marker written");
+    }
+    let (units, objects) = count_objects(&repo);
+    let store_mb = dir_bytes(&state.join("control-plane")) as f64 / 1e6;
 
+    eprintln!("plan bench: no-op plan...");
+    let noop = plan(&repo, &state, time_v);
+    let noop_commit = head_commit(&repo);
+    eprintln!("plan bench: one cluster changed...");
+    let changed_name = change_one_cluster(&repo);
+    let one = plan(&repo, &state, time_v);
+    let one_commit = head_commit(&repo);
+
+    eprintln!(
+        "plan bench: the same plans with --kubeconfig against the store served in its own process..."
+    );
+    let served = Server::start(&state).map(|server| {
+        let kc_state = dir.join("state-kubeconfig");
+        let noop = server.plan(&repo, &kc_state, &noop_commit, time_v);
+        let one = server.plan(&repo, &kc_state, &one_commit, time_v);
+        (noop, one)
+    });
+    report(
+        n,
+        units,
+        objects,
+        populate.as_ref(),
+        store_mb,
+        (&noop, &one),
+        served.as_ref(),
+        &changed_name,
+    );
+}
+
+/// Writes the fleet into a new git repository at `repo` and applies it with `run --once`.
+fn generate_and_populate(n: usize, repo: &Path, state: &Path, time_v: bool) -> Measured {
     eprintln!("plan bench: generating {n} clusters...");
     let out = Command::new(FLEETGEN)
         .args(["--clusters", &n.to_string(), "--out"])
@@ -568,8 +639,7 @@ fn main() {
         ],
         time_v,
     );
-    let populated = populate.code == Some(0);
-    if !populated {
+    if populate.code != Some(0) {
         eprintln!(
             "plan bench: populate exited with {:?}:\n{}\n{}",
             populate.code,
@@ -577,27 +647,21 @@ fn main() {
             log_tail(&populate.stderr, 20)
         );
     }
+    populate
+}
 
-    let store_mb = dir_bytes(&state.join("control-plane")) as f64 / 1e6;
-
-    eprintln!("plan bench: no-op plan...");
-    let noop = plan(&repo, &state, time_v);
-    let noop_commit = head_commit(&repo);
-    eprintln!("plan bench: one cluster changed...");
-    let changed_name = change_one_cluster(&repo);
-    let one = plan(&repo, &state, time_v);
-    let one_commit = head_commit(&repo);
-
-    eprintln!(
-        "plan bench: the same plans with --kubeconfig against the store served in its own process..."
-    );
-    let served = Server::start(&state).map(|server| {
-        let kc_state = dir.path().join("state-kubeconfig");
-        let noop = server.plan(&repo, &kc_state, &noop_commit, time_v);
-        let one = server.plan(&repo, &kc_state, &one_commit, time_v);
-        (noop, one)
-    });
-
+/// Prints the results as Markdown.
+#[allow(clippy::too_many_arguments)]
+fn report(
+    n: usize,
+    units: usize,
+    objects: usize,
+    populate: Option<&Measured>,
+    store_mb: f64,
+    (noop, one): (&PlanResult, &PlanResult),
+    served: Option<&(Measured, Measured)>,
+    changed_name: &str,
+) {
     let noop_pattern = Pattern::of(&noop.child.requests);
     let one_pattern = Pattern::of(&one.child.requests);
     let one_changed = one.changed_clusters();
@@ -609,13 +673,16 @@ fn main() {
     println!("| measurement | result |");
     println!("|---|---|");
     println!("| clusters / objects rendered | {units} / {objects} |");
-    println!(
-        "| populate (`aro-gitops run --once --sim-delay 0s`, setup) | {} wall, {} CPU, peak RSS {}, exit {:?} |",
-        ms(populate.wall),
-        populate.cpu.map_or("n/a".into(), ms),
-        mb(populate.peak_rss_mb),
-        populate.code
-    );
+    match populate {
+        Some(populate) => println!(
+            "| populate (`aro-gitops run --once --sim-delay 0s`, setup) | {} wall, {} CPU, peak RSS {}, exit {:?} |",
+            ms(populate.wall),
+            populate.cpu.map_or("n/a".into(), ms),
+            mb(populate.peak_rss_mb),
+            populate.code
+        ),
+        None => println!("| populate | reused from `--workdir` (populated by an earlier run) |"),
+    }
     println!("| control-plane store on disk after populate | {store_mb:.0} MB |");
     for (label, r, p) in [
         ("no-op plan", &noop, &noop_pattern),
@@ -648,7 +715,7 @@ fn main() {
             p.writes
         );
     }
-    match &served {
+    match served {
         Some((noop_kc, one_kc)) => {
             for (label, m) in [("no-op plan", noop_kc), ("one-change plan", one_kc)] {
                 println!(
@@ -717,7 +784,7 @@ fn main() {
             mb(one_kc.peak_rss_mb)
         );
     }
-    if !populated {
+    if let Some(populate) = populate.filter(|p| p.code != Some(0)) {
         println!(
             "- populate did not converge (exit {:?}); the plans ran against what it applied. Its last output:\n\n```\n{}\n{}\n```",
             populate.code,
@@ -749,7 +816,7 @@ fn main() {
             );
         }
     }
-    if !time_v {
+    if one.process.peak_rss_mb.is_none() {
         println!("\n{TIME} not found: process peak RSS not measured (in-process figures only).");
     }
 }

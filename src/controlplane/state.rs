@@ -88,6 +88,17 @@ struct StoredMetadata<'a> {
     owner_references: Vec<StoredOwner<'a>>,
 }
 
+/// A stored watch event, its object kept as JSON text.
+#[derive(serde::Deserialize)]
+struct StoredEvent<'a> {
+    #[serde(borrow, rename = "type")]
+    type_: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    key: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    object: &'a serde_json::value::RawValue,
+}
+
 #[derive(serde::Deserialize)]
 struct StoredOwner<'a> {
     #[serde(borrow, default)]
@@ -173,21 +184,17 @@ impl State {
         }
         let mut events = VecDeque::new();
         for (rv, bytes) in loaded.events {
-            let Ok(ev) = serde_json::from_slice::<Value>(&bytes) else {
+            let Ok(ev) = serde_json::from_slice::<StoredEvent>(&bytes) else {
                 continue;
             };
-            let (Some(t), Some(key)) = (
-                ev["type"].as_str().and_then(EventType::parse),
-                ev["key"].as_str(),
-            ) else {
+            let Some(t) = EventType::parse(&ev.type_) else {
                 continue;
             };
-            let object = Entry::new(Arc::new(ev["object"].clone()));
             events.push_back(Arc::new(WatchEvent {
                 resource_version: rv,
                 type_: t,
-                key: key.to_string(),
-                object,
+                key: ev.key.into_owned(),
+                object: Entry::from_json(ev.object.get().as_bytes().to_vec()),
                 previous: None,
             }));
         }
