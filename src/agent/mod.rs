@@ -6,6 +6,7 @@
 //! between, and commits the reports back to git. With `once` it stops when every unit has
 //! settled or the deadline passes; otherwise it keeps following the repository.
 
+mod aro_deletion;
 mod drift;
 mod env;
 mod pass;

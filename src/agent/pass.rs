@@ -142,8 +142,24 @@ fn failed(key: &ObjectKey, reason: &str) -> ObjectOutcome {
 }
 
 /// Test hook: with `ARO_GITOPS_FAILPOINT=exit-after-adoption-record` the process exits right after
-/// a `reconcile-policy-if-exists` decision is recorded and before the create is sent (a crash there).
+/// a `reconcile-policy-if-exists` decision is recorded and before the create is sent (a crash there);
+/// with `exit-after-owned-kinds-record` it kills itself (SIGKILL) right after a kind is recorded on
+/// an ARO object and before the first resource of that kind is applied.
 pub const FAILPOINT_ENV: &str = "ARO_GITOPS_FAILPOINT";
+
+/// With [`FAILPOINT_ENV`] set to `name`: a real `kill -9` of this process, here.
+fn failpoint_kill(name: &str, object: &ObjectKey) {
+    if std::env::var(FAILPOINT_ENV).as_deref() != Ok(name) {
+        return;
+    }
+    tracing::error!(%object, failpoint = name, "failpoint: killing the process (SIGKILL)");
+    let _ = std::process::Command::new("kill")
+        .args(["-9", &std::process::id().to_string()])
+        .status();
+    loop {
+        std::thread::park(); // the signal ends the process
+    }
+}
 
 /// What every pass of a run shares.
 pub struct PassContext<'a> {
@@ -272,6 +288,14 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
             outcomes[i] = Some(failed(key, "UnknownKind"));
             continue;
         }
+        // An ARO object being deleted: nothing it embeds is applied (its deletion decides).
+        if let Some(p) = planned.embedded_in
+            && super::aro_deletion::is_deleting(live.get(&prepared.objects[p].key))
+        {
+            let owner = &prepared.objects[p].key;
+            outcomes[i] = Some(super::aro_deletion::held_by_deleting_owner(key, owner));
+            continue;
+        }
         let blockers = blockers_of(prepared, i, &live);
         if !blockers.is_empty() {
             let current = live.get(key);
@@ -288,6 +312,14 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
         let mut desired = planned.object.clone();
         if let Some(p) = planned.embedded_in {
             let parent_key = &prepared.objects[p].key;
+            // The owner's finalizer goes on before the first resource it embeds exists.
+            if let Err(e) =
+                super::aro_deletion::ensure_finalizer(cluster, parent_key, &mut live).await
+            {
+                errors.push(e);
+                outcomes[i] = Some(failed(key, "FinalizerNotAdded"));
+                continue;
+            }
             let Some(parent) = live.get(parent_key).cloned() else {
                 outcomes[i] = Some(ObjectOutcome {
                     key: key.clone(),
@@ -326,6 +358,7 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
                 match cluster.apply(parent_key, &patch, OWNERSHIP_MANAGER).await {
                     Ok(updated) => {
                         live.insert(parent_key.clone(), updated);
+                        failpoint_kill("exit-after-owned-kinds-record", key);
                     }
                     Err(e) => {
                         errors.push(UnitError {
@@ -530,8 +563,10 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
     save(cluster, inv, &mut written, &mut errors).await;
 
     super::status::write(cluster, prepared, &mut live, &mut errors).await;
+    // ARO objects being deleted (left git, or deleted by a person): the next step, in reverse order.
+    let driven = super::aro_deletion::drive(cluster, &live, &mut errors).await;
 
-    let objects = prepared
+    let mut objects: Vec<ObjectOutcome> = prepared
         .order
         .iter()
         .filter_map(|&i| {
@@ -559,6 +594,7 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
         })
         .chain(pruned)
         .collect();
+    super::aro_deletion::merge(&mut objects, driven);
     let mut live_objects: Vec<Value> = live.into_values().collect();
     live_objects.sort_by(|a, b| {
         let k = |v: &Value| {
@@ -607,7 +643,7 @@ pub async fn remove(ctx: &PassContext<'_>, inv: &mut Inventory) -> UnitOutcome {
             let refs: Vec<&inventory::Entry> = leaving.iter().collect();
             pruning::read_live(ctx.cluster, &refs, &mut live, &mut errors).await;
             let total = leaving.len();
-            pruning::step(
+            let mut objects = pruning::step(
                 ctx.cluster,
                 inv,
                 leaving,
@@ -617,7 +653,10 @@ pub async fn remove(ctx: &PassContext<'_>, inv: &mut Inventory) -> UnitOutcome {
                 ctx.safety,
                 &mut errors,
             )
-            .await
+            .await;
+            let driven = super::aro_deletion::drive(ctx.cluster, &live, &mut errors).await;
+            super::aro_deletion::merge(&mut objects, driven);
+            objects
         }
     };
     if inv.entries.is_empty() {

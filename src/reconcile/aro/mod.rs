@@ -3,6 +3,7 @@
 //! the agent does the IO. Condition types, reasons and messages follow `aro-reconcilers.md`.
 
 mod conditions;
+pub mod deletion;
 mod embedded;
 mod status;
 
