@@ -359,7 +359,10 @@ impl Agent {
                     continue;
                 }
                 let ctx = self.pass_context(rev);
-                let next = pass::remove(&ctx, inv).await;
+                let mut next = pass::remove(&ctx, inv).await;
+                if let Some(previous) = removed_outcomes.get(unit) {
+                    carry_actions(previous, &mut next);
+                }
                 removed_outcomes.insert(unit.clone(), next);
             }
             for &i in &due {
