@@ -78,16 +78,19 @@ pub async fn ensure_finalizer(
     }
 }
 
-/// Carries on the deletion of every ARO object among `live` that is being deleted and still holds
-/// its finalizer. Returns the outcomes of those objects and of the resources they own.
+/// Carries on the deletion of every ARO object of the unit (`of_unit`) among `live` that is being
+/// deleted and still holds its finalizer (another unit's, in a shared namespace, is left to that
+/// unit). Returns the outcomes of those objects and of the resources they own.
 pub async fn drive(
     cluster: &Cluster,
     live: &HashMap<ObjectKey, Value>,
+    of_unit: impl Fn(&ObjectKey) -> bool,
     errors: &mut Vec<UnitError>,
 ) -> Vec<ObjectOutcome> {
     let mut owners: BTreeMap<Option<String>, BTreeSet<ObjectKey>> = BTreeMap::new();
     for (k, v) in live {
         if aro::is_aro_kind(&k.group, &k.kind)
+            && of_unit(k)
             && deletion::is_deleting(v)
             && deletion::holds_finalizer(v)
         {

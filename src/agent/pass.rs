@@ -564,7 +564,9 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
 
     super::status::write(cluster, prepared, &mut live, &mut errors).await;
     // ARO objects being deleted (left git, or deleted by a person): the next step, in reverse order.
-    let driven = super::aro_deletion::drive(cluster, &live, &mut errors).await;
+    let of_unit =
+        |k: &ObjectKey| inv.get(k).is_some() || prepared.objects.iter().any(|o| &o.key == k);
+    let driven = super::aro_deletion::drive(cluster, &live, of_unit, &mut errors).await;
 
     let mut objects: Vec<ObjectOutcome> = prepared
         .order
@@ -654,7 +656,8 @@ pub async fn remove(ctx: &PassContext<'_>, inv: &mut Inventory) -> UnitOutcome {
                 &mut errors,
             )
             .await;
-            let driven = super::aro_deletion::drive(ctx.cluster, &live, &mut errors).await;
+            let of_unit = |k: &ObjectKey| inv.get(k).is_some();
+            let driven = super::aro_deletion::drive(ctx.cluster, &live, of_unit, &mut errors).await;
             super::aro_deletion::merge(&mut objects, driven);
             objects
         }
