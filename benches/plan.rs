@@ -538,14 +538,20 @@ fn main() {
     let n = opts.clusters;
     let time_v = Path::new(TIME).exists();
     let tmp = tempfile::tempdir().expect("tempdir");
-    let dir = opts.workdir.clone().unwrap_or_else(|| tmp.path().to_path_buf());
+    let dir = opts
+        .workdir
+        .clone()
+        .unwrap_or_else(|| tmp.path().to_path_buf());
     std::fs::create_dir_all(&dir).expect("workdir");
     let repo = dir.join("fleet");
     let state = dir.join("state");
     let marker = dir.join("populated");
     let reuse = opts.workdir.is_some() && marker.exists();
     if reuse {
-        eprintln!("plan bench: reusing the fleet and the populated store in {}", dir.display());
+        eprintln!(
+            "plan bench: reusing the fleet and the populated store in {}",
+            dir.display()
+        );
         // Back to the fleet's first commit; the plans' own mirrors and the served store start over.
         let first = Command::new("git")
             .arg("-C")

@@ -7,15 +7,23 @@
 //! order, convergence, reports), `rerun` the runs after it (nothing written, a change to one
 //! cluster), `failures` the units that fail alone (cycles, bad YAML, unknown kinds, duplicates,
 //! schema violations) and `git_source` the git edge cases (a status branch that moved, an
-//! unreachable remote).
+//! unreachable remote). `aro_chain` has the order of the ARO dependency chain and its gates,
+//! `aro_deletion` the deletion of a whole cluster in reverse order and a crash while recording owned
+//! kinds; `events` reads the control plane's event log back for them.
 
 #[path = "agent/aro.rs"]
 mod aro;
+#[path = "agent/aro_chain.rs"]
+mod aro_chain;
+#[path = "agent/aro_deletion.rs"]
+mod aro_deletion;
 mod common;
 #[path = "agent/converge.rs"]
 mod converge;
 #[path = "agent/drift.rs"]
 mod drift;
+#[path = "agent/events.rs"]
+mod events;
 #[path = "agent/failures.rs"]
 mod failures;
 #[path = "agent/git_source.rs"]

@@ -6,6 +6,7 @@
 //! between, and commits the reports back to git. With `once` it stops when every unit has
 //! settled or the deadline passes; otherwise it keeps following the repository.
 
+mod aro_deletion;
 mod drift;
 mod env;
 mod live;
@@ -359,7 +360,10 @@ impl Agent {
                     continue;
                 }
                 let ctx = self.pass_context(rev);
-                let next = pass::remove(&ctx, inv).await;
+                let mut next = pass::remove(&ctx, inv).await;
+                if let Some(previous) = removed_outcomes.get(unit) {
+                    carry_actions(previous, &mut next);
+                }
                 removed_outcomes.insert(unit.clone(), next);
             }
             for &i in &due {

@@ -121,8 +121,24 @@ fn failed(key: &ObjectKey, reason: &str) -> ObjectOutcome {
 }
 
 /// Test hook: with `ARO_GITOPS_FAILPOINT=exit-after-adoption-record` the process exits right after
-/// a `reconcile-policy-if-exists` decision is recorded and before the create is sent (a crash there).
+/// a `reconcile-policy-if-exists` decision is recorded and before the create is sent (a crash there);
+/// with `exit-after-owned-kinds-record` it kills itself (SIGKILL) right after a kind is recorded on
+/// an ARO object and before the first resource of that kind is applied.
 pub const FAILPOINT_ENV: &str = "ARO_GITOPS_FAILPOINT";
+
+/// With [`FAILPOINT_ENV`] set to `name`: a real `kill -9` of this process, here.
+pub(super) fn failpoint_kill(name: &str, object: &ObjectKey) {
+    if std::env::var(FAILPOINT_ENV).as_deref() != Ok(name) {
+        return;
+    }
+    tracing::error!(%object, failpoint = name, "failpoint: killing the process (SIGKILL)");
+    let _ = std::process::Command::new("kill")
+        .args(["-9", &std::process::id().to_string()])
+        .status();
+    loop {
+        std::thread::park(); // the signal ends the process
+    }
+}
 
 /// What every pass of a run shares.
 pub struct PassContext<'a> {
@@ -210,6 +226,14 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
             outcomes[i] = Some(failed(key, "UnknownKind"));
             continue;
         }
+        // An ARO object being deleted: nothing it embeds is applied (its deletion decides).
+        if let Some(p) = planned.embedded_in
+            && super::aro_deletion::is_deleting(live.get(&prepared.objects[p].key))
+        {
+            let owner = &prepared.objects[p].key;
+            outcomes[i] = Some(super::aro_deletion::held_by_deleting_owner(key, owner));
+            continue;
+        }
         let mut desired = planned.object.clone();
         if planned.embedded_in.is_some() {
             match reconcilers.step(prepared, i, &live, &mut errors) {
@@ -241,6 +265,16 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
                 reason: None,
                 message: None,
             });
+            continue;
+        }
+        // The owner's finalizer goes on before the first resource it embeds exists.
+        if let Some(p) = planned.embedded_in
+            && let Err(e) =
+                super::aro_deletion::ensure_finalizer(cluster, &prepared.objects[p].key, &mut live)
+                    .await
+        {
+            errors.push(e);
+            outcomes[i] = Some(failed(key, "FinalizerNotAdded"));
             continue;
         }
         if !reconcilers
@@ -444,8 +478,12 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
     reconcilers
         .write(cluster, prepared, &mut live, &mut errors)
         .await;
+    // ARO objects being deleted (left git, or deleted by a person): the next step, in reverse order.
+    let of_unit =
+        |k: &ObjectKey| inv.get(k).is_some() || prepared.objects.iter().any(|o| &o.key == k);
+    let driven = super::aro_deletion::drive(cluster, &live, of_unit, &mut errors).await;
 
-    let objects = prepared
+    let mut objects: Vec<ObjectOutcome> = prepared
         .order
         .iter()
         .filter_map(|&i| {
@@ -473,6 +511,7 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
         })
         .chain(pruned)
         .collect();
+    super::aro_deletion::merge(&mut objects, driven);
     let mut live_objects: Vec<Value> = live.into_values().collect();
     live_objects.sort_by(|a, b| {
         let k = |v: &Value| {
@@ -521,7 +560,7 @@ pub async fn remove(ctx: &PassContext<'_>, inv: &mut Inventory) -> UnitOutcome {
             let refs: Vec<&inventory::Entry> = leaving.iter().collect();
             pruning::read_live(ctx.cluster, &refs, &mut live, &mut errors).await;
             let total = leaving.len();
-            pruning::step(
+            let mut objects = pruning::step(
                 ctx.cluster,
                 inv,
                 leaving,
@@ -531,7 +570,11 @@ pub async fn remove(ctx: &PassContext<'_>, inv: &mut Inventory) -> UnitOutcome {
                 ctx.safety,
                 &mut errors,
             )
-            .await
+            .await;
+            let of_unit = |k: &ObjectKey| inv.get(k).is_some();
+            let driven = super::aro_deletion::drive(ctx.cluster, &live, of_unit, &mut errors).await;
+            super::aro_deletion::merge(&mut objects, driven);
+            objects
         }
     };
     if inv.entries.is_empty() {

@@ -1,6 +1,8 @@
 //! Pruning in a pass: objects in a unit's inventory that are no longer rendered are deleted, as the
 //! deletion-safety decisions of [`crate::plan::prune`] allow, dependents before what they depend on,
-//! one step per pass (a pass never waits: the next one goes on when the watches fire).
+//! one step per pass (a pass never waits: the next one goes on when the watches fire). What an ARO
+//! object embeds is not deleted here when the ARO object leaves too: the prune deletes the ARO
+//! object and its finalizer takes what it embeds in reverse order (`super::aro_deletion`).
 
 use crate::apply::inventory::{Entry, Inventory};
 use crate::apply::{Cluster, OWNERSHIP_MANAGER};
@@ -115,6 +117,7 @@ pub async fn step(
     let bodies: Vec<Option<&Value>> = keys.iter().map(|k| live.get(k)).collect();
     let g = deletion_graph(&keys, &bodies);
     let order = dependents_first(&g);
+    let delegated = delegated_to_owner(&keys, &bodies, &verdicts);
     let mut outcomes = Vec::new();
     for &i in &order {
         let key = &keys[i];
@@ -125,6 +128,21 @@ pub async fn step(
             reason,
             message: None,
         };
+        if let Some(owner) = delegated[i]
+            && matches!(
+                verdicts[i],
+                Verdict::Delete { .. } | Verdict::Blocked { .. }
+            )
+        {
+            outcomes.push(outcome(
+                ObjectAction::Deleting,
+                Some(format!(
+                    "deleted with {}, in reverse order, before its finalizer is released",
+                    keys[owner]
+                )),
+            ));
+            continue;
+        }
         match &verdicts[i] {
             Verdict::Gone => {
                 inventory.forget(key);
@@ -141,9 +159,11 @@ pub async fn step(
             }
             Verdict::Delete { detach } => {
                 // Dependents first: wait until every candidate that depends on this one is gone.
+                // What an ARO object embeds goes with its deletion, not before it.
                 let waiting: Vec<&ObjectKey> = g
                     .dependents(i)
                     .into_iter()
+                    .filter(|&d| delegated[d] != Some(i))
                     .map(|d| &keys[d])
                     .filter(|d| live.contains_key(*d))
                     .collect();
@@ -206,6 +226,33 @@ pub async fn step(
         }
     }
     outcomes
+}
+
+/// For each candidate, the candidate ARO object that controls it, when that one is deleted too:
+/// its finalizer deletes what it embeds in reverse order (`super::aro_deletion`), so the prune
+/// leaves those to it.
+fn delegated_to_owner(
+    keys: &[ObjectKey],
+    bodies: &[Option<&Value>],
+    verdicts: &[Verdict],
+) -> Vec<Option<usize>> {
+    use crate::reconcile::aro::deletion::controller_uid;
+    let uid = |b: Option<&Value>| {
+        b.and_then(|o| o.pointer("/metadata/uid"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    bodies
+        .iter()
+        .map(|b| {
+            let c = controller_uid((*b)?)?;
+            (0..keys.len()).find(|&j| {
+                crate::reconcile::aro::is_aro_kind(&keys[j].group, &keys[j].kind)
+                    && uid(bodies[j]).as_deref() == Some(c)
+                    && matches!(verdicts[j], Verdict::Delete { .. })
+            })
+        })
+        .collect()
 }
 
 /// Makes sure `detach-on-delete` is on the live object before it is deleted (so ASO keeps the

@@ -230,6 +230,10 @@ impl Reconcilers {
             Ok(updated) => {
                 live.insert(owner.clone(), updated);
                 self.recorded.insert(p);
+                super::pass::failpoint_kill(
+                    "exit-after-owned-kinds-record",
+                    &prepared.objects[i].key,
+                );
                 true
             }
             Err(e) => {

@@ -28,6 +28,9 @@ pub const RECONCILER_MANAGER: &str = "aro-gitops-reconciler";
 /// Separate from the others: server-side apply removes what a manager stops applying, and each
 /// of these writes carries only its own fields.
 pub const OWNERSHIP_MANAGER: &str = "aro-gitops-ownership";
+/// The field manager of the finalizers the embedded reconcilers put on ARO objects (their own, so
+/// that the agent's later applies of the object, which do not carry them, never remove them).
+pub const FINALIZER_MANAGER: &str = "aro-gitops-finalizer";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
@@ -52,6 +55,13 @@ pub enum ApplyError {
     },
     #[error("cannot connect to the cluster: {0}")]
     Connect(String),
+}
+
+impl ApplyError {
+    /// The API server refused the write because the object changed since it was read (409).
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, ApplyError::Api { source, .. } if matches!(source.as_ref(), kube::Error::Api(s) if s.code == 409))
+    }
 }
 
 /// A served kind: how to address it.
@@ -257,6 +267,32 @@ impl Cluster {
         manager: &str,
     ) -> Result<Value, ApplyError> {
         self.server_side_apply(key, obj, manager, true).await
+    }
+
+    /// A JSON merge patch of `key` as `manager`, for the edits server-side apply cannot make
+    /// safely (a finalizer released under a `resourceVersion` precondition: the patch fails with a
+    /// conflict rather than drop a finalizer added meanwhile, and never recreates a gone object).
+    /// `Ok(None)`: the object is gone.
+    pub async fn merge_patch(
+        &self,
+        key: &ObjectKey,
+        body: &Value,
+        manager: &str,
+    ) -> Result<Option<Value>, ApplyError> {
+        let api = self.api_for(key).await?;
+        let pp = PatchParams {
+            field_manager: Some(manager.to_string()),
+            ..Default::default()
+        };
+        match api.patch(&key.name, &pp, &Patch::Merge(body)).await {
+            Ok(o) => Ok(Some(serde_json::to_value(o).expect("objects serialise"))),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(None),
+            Err(e) => Err(ApplyError::Api {
+                key: key.clone(),
+                verb: "patch",
+                source: Box::new(e),
+            }),
+        }
     }
 
     /// The one server-side apply of the agent: forced (git wins), to the object or its status.

@@ -284,7 +284,12 @@ fn a_plan_reads_live_state_with_one_list_per_kind_and_no_object_gets() {
             assert_eq!(**n, 1, "{path} sent {n} times: {gets:#?}");
         }
     }
-    for kind in ["configmaps", "aroclusters", "hcpopenshiftclusters", "resourcegroups"] {
+    for kind in [
+        "configmaps",
+        "aroclusters",
+        "hcpopenshiftclusters",
+        "resourcegroups",
+    ] {
         assert!(
             gets.iter().any(|(p, _)| p.ends_with(&format!("/{kind}"))),
             "no LIST of {kind}: {gets:#?}"

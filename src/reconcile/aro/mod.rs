@@ -15,6 +15,7 @@ mod applier;
 mod cluster;
 mod conditions;
 mod control_plane;
+pub mod deletion;
 mod embedded;
 mod keys;
 mod machine_pool;
