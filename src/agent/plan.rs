@@ -337,6 +337,20 @@ fn empty_cluster(unit: &str, cluster: Option<String>) -> ClusterPreview {
     }
 }
 
+/// The process's resident memory in MB (Linux; `None` elsewhere), logged at a plan's phases.
+fn resident_mb() -> Option<u64> {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .map(|kb| kb / 1024)
+}
+
 /// A unit of head compared with live state, or kept for a second round: it has objects of a kind
 /// not listed yet, or a `reconcile-policy-if-exists` decision that needs the Azure view.
 enum UnitPlan {
@@ -371,6 +385,7 @@ async fn against_live(
     head: Checkout,
     safety: Safety,
 ) -> Result<(Vec<ClusterPreview>, Vec<Problem>), AgentError> {
+    tracing::info!(rss_mb = resident_mb(), "reading live state");
     let mut live = LiveIndex::default();
     let config_maps = inventory::config_map_key("");
     let mut read_errors = live.read(cluster, [config_maps.clone()]).await;
@@ -384,6 +399,11 @@ async fn against_live(
         .flat_map(|i| i.entries.values().map(|e| e.key()))
         .collect();
     read_errors.extend(live.read(cluster, recorded_kinds).await);
+    tracing::info!(
+        objects = live.len(),
+        rss_mb = resident_mb(),
+        "live state listed"
+    );
 
     let Checkout {
         revision: _,
@@ -415,6 +435,11 @@ async fn against_live(
     .await
     .map_err(|e| AgentError::Task(e.to_string()))?;
     let mut live = live;
+    tracing::info!(
+        units = units.len(),
+        rss_mb = resident_mb(),
+        "units rendered and compared"
+    );
     // Second round: kinds nobody recorded yet, and the Azure view.
     let later_kinds: Vec<ObjectKey> = first
         .iter()
@@ -489,6 +514,7 @@ fn plan_unit(
     safety: Safety,
 ) -> ClusterPreview {
     let mut c = empty_cluster(name, cluster_name(p));
+    let mut parents: HashMap<usize, Option<Value>> = HashMap::new();
     for &i in &p.order {
         let o = &p.objects[i];
         if let Some(why) = live.failure(&o.key) {
@@ -557,12 +583,14 @@ fn plan_unit(
             );
         }
         let mut desired = policy::with_decision(o.object.clone(), &decision);
-        // As a pass applies it: an embedded resource is controlled by its live ARO object.
-        if let Some(parent) = o
-            .embedded_in
-            .and_then(|pi| live.get(&Identity::from(&p.objects[pi].key)))
+        // As a pass applies it: an embedded resource is controlled by its live ARO object (parsed
+        // once for all it embeds).
+        if let Some(pi) = o.embedded_in
+            && let Some(parent) = parents
+                .entry(pi)
+                .or_insert_with(|| live.get(&Identity::from(&p.objects[pi].key)))
         {
-            crate::reconcile::aro::set_controller(&mut desired, &parent);
+            crate::reconcile::aro::set_controller(&mut desired, parent);
         }
         add_diff(&mut c, diff_object(Some(&desired), current), false);
     }

@@ -12,6 +12,9 @@ use std::path::{Path, PathBuf};
 const OBJECTS: TableDefinition<&str, &[u8]> = TableDefinition::new("objects");
 const EVENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("events");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+
+/// redb's page cache.
+const STORE_CACHE_BYTES: usize = 32 * 1024 * 1024;
 const META_RV: &str = "resourceVersion";
 
 /// Everything the store held when it was opened.
@@ -45,10 +48,16 @@ impl Store {
             source,
         })?;
         let path = dir.join("state.redb");
-        let db = Database::create(&path).map_err(|e| ControlPlaneError::OpenStore {
-            path: path.clone(),
-            source: Box::new(e.into()),
-        })?;
+        // Every object is read once at open and then held by the state, so redb's page cache only
+        // serves writes: a small one keeps a large store from doubling in memory (the default is
+        // 1 GiB, filled by the first full read).
+        let db = redb::Builder::new()
+            .set_cache_size(STORE_CACHE_BYTES)
+            .create(&path)
+            .map_err(|e| ControlPlaneError::OpenStore {
+                path: path.clone(),
+                source: Box::new(e.into()),
+            })?;
         let store = Store { db, path };
         let loaded = store.load()?;
         Ok((store, loaded))

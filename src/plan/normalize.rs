@@ -70,13 +70,11 @@ impl Prepared {
             }
             all = all.union(&set);
         }
-        let mut d = desired.clone();
+        let mut d = without_server_fields(desired);
         strip_nulls(&mut d);
         fold_secret_string_data(&mut d);
-        strip_server_fields(&mut d);
         canonical_numbers(&mut d);
-        let mut l = live.clone();
-        strip_server_fields(&mut l);
+        let mut l = without_server_fields(live);
         canonical_numbers(&mut l);
         Prepared {
             desired: d,
@@ -98,20 +96,43 @@ pub fn is_secret(obj: &Value) -> bool {
         && obj.get("apiVersion").and_then(Value::as_str) == Some("v1")
 }
 
-fn strip_server_fields(obj: &mut Value) {
-    let Some(map) = obj.as_object_mut() else {
-        return;
+/// A copy of `obj` without what the server sets (`status`, server metadata, the last-applied
+/// annotation), made without copying those first (a live object's status and managedFields are
+/// often most of it).
+fn without_server_fields(obj: &Value) -> Value {
+    let Some(map) = obj.as_object() else {
+        return obj.clone();
     };
-    map.shift_remove("status");
-    let Some(meta) = map.get_mut("metadata").and_then(Value::as_object_mut) else {
-        return;
-    };
-    for field in SERVER_METADATA {
-        meta.shift_remove(*field);
+    let mut out = Map::with_capacity(map.len());
+    for (k, v) in map {
+        match (k.as_str(), v.as_object()) {
+            ("status", _) => {}
+            ("metadata", Some(meta)) => {
+                let mut m = Map::with_capacity(meta.len());
+                for (mk, mv) in meta {
+                    match (mk.as_str(), mv.as_object()) {
+                        (f, _) if SERVER_METADATA.contains(&f) => {}
+                        ("annotations", Some(a)) => {
+                            let kept = a
+                                .iter()
+                                .filter(|(ak, _)| ak.as_str() != LAST_APPLIED_ANNOTATION)
+                                .map(|(ak, av)| (ak.clone(), av.clone()))
+                                .collect();
+                            m.insert(mk.clone(), Value::Object(kept));
+                        }
+                        _ => {
+                            m.insert(mk.clone(), mv.clone());
+                        }
+                    }
+                }
+                out.insert(k.clone(), Value::Object(m));
+            }
+            _ => {
+                out.insert(k.clone(), v.clone());
+            }
+        }
     }
-    if let Some(annotations) = meta.get_mut("annotations").and_then(Value::as_object_mut) {
-        annotations.shift_remove(LAST_APPLIED_ANNOTATION);
-    }
+    Value::Object(out)
 }
 
 /// Drops `null` values from maps, at any depth (also in maps inside lists).
