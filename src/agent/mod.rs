@@ -524,6 +524,10 @@ impl Agent {
 /// is not forgotten when a later pass finds the object unchanged.
 fn carry_actions(previous: &UnitOutcome, next: &mut UnitOutcome) {
     use crate::report::ObjectAction;
+    // A unit being removed forgets its CAPI Cluster once that is deleted: the report keeps it.
+    if next.cluster.is_none() {
+        next.cluster = previous.cluster.clone();
+    }
     // A deletion finished in an earlier pass leaves no trace in later ones: keep it reported.
     let gone: Vec<_> = previous
         .objects

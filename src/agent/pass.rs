@@ -544,6 +544,11 @@ pub async fn remove(ctx: &PassContext<'_>, inv: &mut Inventory) -> UnitOutcome {
     let mut written = inv.clone();
     let mut errors = Vec::new();
     let leaving: Vec<inventory::Entry> = inv.entries.values().cloned().collect();
+    // The report stays where the cluster's report was: its CAPI Cluster, as the inventory knows it.
+    let capi_cluster = leaving
+        .iter()
+        .find(|e| e.id.group == "cluster.x-k8s.io" && e.id.kind == "Cluster")
+        .map(inventory::Entry::key);
     let mut live = HashMap::new();
     let objects = match crate::plan::prune::hold(Some(1), ctx.stale_source.as_deref()) {
         Some(hold) => leaving
@@ -590,7 +595,7 @@ pub async fn remove(ctx: &PassContext<'_>, inv: &mut Inventory) -> UnitOutcome {
     }
     UnitOutcome {
         unit: inv.unit.clone(),
-        cluster: None,
+        cluster: capi_cluster,
         revision: ctx.revision.to_string(),
         stale_source: ctx.stale_source.clone(),
         azure: ctx.azure,

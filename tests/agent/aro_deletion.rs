@@ -111,7 +111,16 @@ async fn removing_a_whole_cluster_deletes_it_in_reverse_order_and_releases_final
     let o = outcome(&s, DEV);
     assert!(o.errors.is_empty(), "{}", describe(o));
     assert_converged(outcome(&s, PROD));
-    // The report of the removed cluster lists everything it deleted.
+    // The report of the removed cluster lists everything it deleted, under its CAPI Cluster (so it
+    // replaces the cluster's last report rather than leaving it saying "converged").
+    assert_eq!(
+        o.cluster
+            .as_ref()
+            .map(|c| (c.namespace.as_deref(), c.name.as_str())),
+        Some((Some("aro-dev"), "dev")),
+        "{}",
+        describe(o)
+    );
     let deleted = with_action(o, &ObjectAction::Deleted);
     for x in &objects {
         assert!(
