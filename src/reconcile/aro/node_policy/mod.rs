@@ -75,13 +75,17 @@ pub enum NodePolicyError {
     },
     #[error("AutoNodePolicy {policy} cannot be merged: {message}")]
     Invalid { policy: String, message: String },
+    #[error(
+        "no AutoNodePolicy can be merged: the node pool's spec.properties.platform is not an object"
+    )]
+    NotAnObject,
 }
 
 impl NodePolicyError {
     /// The condition reason this error shows as.
     pub fn reason(&self) -> &'static str {
         match self {
-            NodePolicyError::Invalid { .. } => NODE_POLICY_INVALID,
+            NodePolicyError::Invalid { .. } | NodePolicyError::NotAnObject => NODE_POLICY_INVALID,
             _ => NODE_POLICY_VIOLATION,
         }
     }
@@ -361,10 +365,7 @@ impl NodePolicy {
     pub fn merge(&self, pool: &Value) -> Result<Value, NodePolicyError> {
         let mut out = pool.clone();
         let Some(platform) = platform_mut(&mut out) else {
-            return Err(NodePolicyError::Invalid {
-                policy: self.name.clone(),
-                message: "the node pool's spec.properties.platform is not an object".into(),
-            });
+            return Err(NodePolicyError::NotAnObject);
         };
         if text(platform, "vmSize").is_none()
             && let Some(size) = self.pick_vm_size()

@@ -230,6 +230,7 @@ pub fn arch_of(vm_size: &str) -> &'static str {
 }
 
 #[cfg(test)]
+#[allow(clippy::type_complexity)] // tables of tuples
 mod tests {
     use super::*;
     use serde_json::json;

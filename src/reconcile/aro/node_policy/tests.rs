@@ -1,5 +1,6 @@
 //! The merge, table by table: which policy counts, the requirements on each field, the hidden
 //! fields, and the AROMachinePool decision with a policy.
+#![allow(clippy::type_complexity)] // tables of tuples
 
 use super::*;
 use crate::reconcile::aro::fixtures::*;
@@ -324,6 +325,25 @@ fn hidden_fields_from_the_root_volume() {
     assert_eq!(
         merge(&pool(json!({})), Some(&bad)).unwrap_err().to_string(),
         "AutoNodePolicy aro-dev/default cannot be merged: spec.nodePoolDefaults.requirements[0]: Gt takes one integer value, not \"big\""
+    );
+}
+
+#[test]
+fn a_node_pool_without_a_platform_object_cannot_be_merged() {
+    let mut np = pool(json!({}));
+    np["spec"]["properties"] = json!("text");
+    let e = merge(&np, None).unwrap_err();
+    assert_eq!(e.reason(), NODE_POLICY_INVALID);
+    assert_eq!(
+        e.to_string(),
+        "no AutoNodePolicy can be merged: the node pool's spec.properties.platform is not an object"
+    );
+    // A missing platform is created.
+    let mut bare = pool(json!({}));
+    bare["spec"].as_object_mut().unwrap().remove("properties");
+    assert_eq!(
+        merge(&bare, None).unwrap()["spec"]["properties"]["platform"],
+        json!({"osDisk": os_disk(128, "Premium_LRS")})
     );
 }
 
