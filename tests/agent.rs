@@ -9,7 +9,8 @@
 //! schema violations) and `git_source` the git edge cases (a status branch that moved, an
 //! unreachable remote). `aro_chain` has the order of the ARO dependency chain and its gates,
 //! `aro_deletion` the deletion of a whole cluster in reverse order and a crash while recording owned
-//! kinds; `events` reads the control plane's event log back for them.
+//! kinds; `events` reads the control plane's event log back for them. `node_policy` has the
+//! AutoNodePolicy merged into the node pools.
 
 #[path = "agent/aro.rs"]
 mod aro;
@@ -30,6 +31,8 @@ mod failures;
 mod git_source;
 #[path = "agent/kubeconfig.rs"]
 mod kubeconfig;
+#[path = "agent/node_policy.rs"]
+mod node_policy;
 #[path = "agent/policies.rs"]
 mod policies;
 #[path = "agent/pruning.rs"]

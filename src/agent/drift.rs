@@ -8,6 +8,7 @@ use crate::apply::inventory::{self, Identity, Inventory};
 use crate::apply::live::LiveIndex;
 use crate::plan::drift::drifted_fields;
 use crate::plan::policy::{self, Policy};
+use crate::reconcile::aro::node_policy;
 use crate::source::{GitRef, Source, SourceConfig};
 use serde::Serialize;
 use serde_json::Value;
@@ -154,6 +155,13 @@ pub fn unit_drift(
             continue;
         }
         let desired = policy::with_decision(o.object.clone(), &entry.decision());
+        // A node pool was applied with its AutoNodePolicy merged in (one it refused was not).
+        let Ok(desired) = prepared.with_node_policy(i, desired, |ns| {
+            live.select(node_policy::POLICY_GROUP, node_policy::POLICY_KIND, ns)
+                .collect()
+        }) else {
+            continue;
+        };
         let drift = match live.get(&Identity::from(&o.key)).as_ref() {
             None => ObjectDrift {
                 object: o.key.to_string(),

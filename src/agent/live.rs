@@ -1,10 +1,12 @@
 //! Reading a unit's live state for a pass: one LIST per kind, version and namespace the unit
 //! renders, the Secrets of its namespaces (without their data: the kubeconfig's presence is what
-//! the chain needs), and the kinds its ARO objects recorded as owned but no longer render.
+//! the chain needs), the AutoNodePolicies of the namespaces of its node pools, and the kinds its
+//! ARO objects recorded as owned but no longer render.
 
 use super::prepare::Prepared;
 use crate::apply::Cluster;
 use crate::object::ObjectKey;
+use crate::reconcile::aro::node_policy;
 use crate::report::UnitError;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
@@ -102,6 +104,13 @@ pub async fn read(cluster: &Cluster, prepared: &Prepared, errors: &mut Vec<UnitE
         .collect();
     for key in &unit_keys {
         list_into(cluster, key, &mut live, &mut listed, &mut unserved, errors).await;
+    }
+    // The AutoNodePolicies of the namespaces whose node pools the unit reconciles, rendered by
+    // the unit or not (a kind the cluster does not serve there just holds none).
+    for ns in prepared.node_policy_namespaces() {
+        let key = node_policy::list_key(Some(&ns));
+        let mut ignored = BTreeSet::new();
+        list_into(cluster, &key, &mut live, &mut listed, &mut ignored, errors).await;
     }
     // The kinds the ARO objects recorded and the unit no longer renders: their owned objects are
     // still to be seen (and pruned).

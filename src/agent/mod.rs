@@ -302,6 +302,17 @@ impl Agent {
                 })
             })
             .chain([(String::new(), "v1".to_string(), "Secret".to_string())])
+            // A live AutoNodePolicy changes the node pools of its namespace, in git or not.
+            .chain(
+                rev.units
+                    .iter()
+                    .filter_map(|(_, p)| p.as_ref().ok())
+                    .any(|p| !p.node_policy_namespaces().is_empty())
+                    .then(|| {
+                        let k = crate::reconcile::aro::node_policy::list_key(None);
+                        (k.group, k.version, k.kind)
+                    }),
+            )
             .collect();
         // Every unit's inventory (one LIST); units that left git are pruned from theirs.
         let (mut inventories, broken) = match crate::apply::inventory::read_all(&self.env.cluster)

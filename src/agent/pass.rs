@@ -21,7 +21,7 @@ use crate::apply::{AzureView, Cluster, FIELD_MANAGER};
 use crate::object::ObjectKey;
 use crate::plan::policy::{self, Decision, Policy};
 use crate::plan::{Action, diff_object};
-use crate::reconcile::aro::{self, KeyManager};
+use crate::reconcile::aro::{self, KeyManager, node_policy};
 use crate::reconcile::readiness::{Readiness, aso_readiness};
 use crate::report::{AzureMode, ObjectAction, ObjectOutcome, UnitError, UnitOutcome};
 use serde_json::Value;
@@ -239,9 +239,15 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
             match reconcilers.step(prepared, i, &live, &mut errors) {
                 Step::Apply(body) => desired = body,
                 Step::Held(h) => {
+                    // A hold only a person lifts (a node pool its AutoNodePolicy refuses) fails.
+                    let action = if h.needs_person() {
+                        ObjectAction::Failed
+                    } else {
+                        ObjectAction::Blocked { on: h.on }
+                    };
                     outcomes[i] = Some(ObjectOutcome {
                         key: key.clone(),
-                        action: ObjectAction::Blocked { on: h.on },
+                        action,
                         ready: state_of(key, live.get(key)) == State::Ready,
                         reason: Some(h.reason),
                         message: Some(h.message).filter(|m| !m.is_empty()),
@@ -506,6 +512,12 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
                 }
                 State::Missing if o.reason.is_none() => o.reason = Some("NotCreated".into()),
                 _ => {}
+            }
+            if let Some(why) = node_policy::ignored(&prepared.objects[i].object)
+                && o.reason.is_none()
+            {
+                o.reason = Some(node_policy::NOT_DEFAULT.into());
+                o.message = Some(why);
             }
             Some(o)
         })

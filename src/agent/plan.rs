@@ -19,6 +19,7 @@ use crate::plan::preview::{
 };
 use crate::plan::prune::{self, Candidate, Consent, Verdict};
 use crate::plan::{Action, ObjectDiff, diff_object, diff_revisions};
+use crate::reconcile::aro::node_policy;
 use crate::report::UnitError;
 use crate::source::{GitRef, Source, SourceConfig};
 use crate::unit::Unit;
@@ -394,9 +395,11 @@ async fn against_live(
     }
     let (inventories, broken) =
         inventory::from_config_maps(live.select("", "ConfigMap", inventory::NAMESPACE));
+    // AutoNodePolicies too (node pools are merged with them), whether an inventory names them.
     let recorded_kinds: Vec<ObjectKey> = inventories
         .values()
         .flat_map(|i| i.entries.values().map(|e| e.key()))
+        .chain([node_policy::list_key(None)])
         .collect();
     read_errors.extend(live.read(cluster, recorded_kinds).await);
     tracing::info!(
@@ -592,6 +595,21 @@ fn plan_unit(
         {
             crate::reconcile::aro::set_controller(&mut desired, parent);
         }
+        // As a pass applies it: a node pool with its namespace's AutoNodePolicy merged in.
+        let desired = match p.with_node_policy(i, desired, |ns| {
+            live.select(node_policy::POLICY_GROUP, node_policy::POLICY_KIND, ns)
+                .collect()
+        }) {
+            Ok(d) => d,
+            Err(e) => {
+                c.errors.push(Problem {
+                    file: Some(o.origin.file.display().to_string()),
+                    object: Some(ObjectRef::from(&o.key)),
+                    message: format!("not applied: {e}"),
+                });
+                continue;
+            }
+        };
         add_diff(&mut c, diff_object(Some(&desired), current), false);
     }
     // Deletions: inventory members no longer rendered.

@@ -3,10 +3,11 @@
 
 use crate::object::{ObjectKey, Origin, SourcedObject};
 use crate::plan::graph::{self, Node};
-use crate::reconcile::aro::{self, HCP_CLUSTER};
+use crate::reconcile::aro::{self, HCP_CLUSTER, node_policy};
 use crate::report::UnitError;
 use crate::unit::Unit;
 use serde_json::Value;
+use std::collections::BTreeSet;
 use std::path::Path;
 
 /// One object the unit wants live: from git, or embedded in an ARO object from git.
@@ -29,6 +30,50 @@ pub struct Prepared {
     pub order: Vec<usize>,
     /// The unit's CAPI Cluster, which names its report.
     pub cluster: Option<ObjectKey>,
+}
+
+impl Prepared {
+    /// The AutoNodePolicies the unit renders (they count before they are live).
+    pub fn node_policies(&self) -> Vec<&Value> {
+        self.objects
+            .iter()
+            .map(|o| &o.object)
+            .filter(|o| node_policy::is_policy(o))
+            .collect()
+    }
+
+    /// The namespaces whose node pools the unit reconciles (those holding its AROMachinePools),
+    /// and those of the AutoNodePolicies it renders: where it writes the policies' status.
+    pub fn node_policy_namespaces(&self) -> BTreeSet<String> {
+        self.objects
+            .iter()
+            .filter(|o| {
+                (o.key.kind == "AROMachinePool" && o.key.group == aro::INFRA_GROUP)
+                    || node_policy::is_policy(&o.object)
+            })
+            .filter_map(|o| o.key.namespace.clone())
+            .collect()
+    }
+
+    /// The body of the unit's object `i` as a pass applies it, as far as the merge of the node
+    /// pool policy goes: an embedded node pool with the AutoNodePolicy that counts in its
+    /// namespace merged in (the unit's, else one of `live_policies(namespace)`); anything else as
+    /// it is. The plan and the drift report show what a pass applies with it.
+    pub fn with_node_policy(
+        &self,
+        i: usize,
+        body: Value,
+        live_policies: impl FnOnce(&str) -> Vec<Value>,
+    ) -> Result<Value, node_policy::NodePolicyError> {
+        let o = &self.objects[i];
+        if o.embedded_in.is_none() || o.key.kind != aro::NODE_POOL {
+            return Ok(body);
+        }
+        let ns = o.key.namespace.as_deref().unwrap_or("default");
+        let live = live_policies(ns);
+        let policy = node_policy::effective_policy(ns, &self.node_policies(), &live);
+        node_policy::merge(&body, policy)
+    }
 }
 
 fn error(origin: Option<&Origin>, object: Option<ObjectKey>, message: String) -> UnitError {

@@ -8,7 +8,11 @@
 //!   deletion safety decides them like any other;
 //! - at the end, each decision's patches (the AROCluster's endpoint, the CAPI MachinePool's
 //!   replicas-managed-by) and its status through the status subresource, each written only when
-//!   it differs from what is live.
+//!   it differs from what is live; then the `Ready` condition of the AutoNodePolicies of the
+//!   unit's namespaces (`reconcile::aro::node_policy`).
+//!
+//! The decisions see live state with the AutoNodePolicies the unit renders in place of the live
+//! ones: a policy in git counts before it is live.
 //!
 //! [`recorded_kind_keys`] tells the pass which recorded kinds to list beyond the unit's own, so
 //! the decisions see owned objects of a kind no longer rendered.
@@ -19,8 +23,8 @@ use crate::apply::{Cluster, OWNERSHIP_MANAGER, RECONCILER_MANAGER};
 use crate::object::ObjectKey;
 use crate::plan::policy;
 use crate::reconcile::aro::{
-    self, Decision, Held, KeyManager, KeyState, OWNED_KINDS_ANNOTATION, parse_owned_kind,
-    recorded_kinds,
+    self, Decision, Held, KeyManager, KeyState, OWNED_KINDS_ANNOTATION, node_policy,
+    parse_owned_kind, recorded_kinds,
 };
 use crate::report::UnitError;
 use serde_json::{Value, json};
@@ -149,6 +153,18 @@ impl Reconcilers {
             return vec![];
         }
         let mut snapshot: Vec<Value> = live.values().cloned().collect();
+        // The AutoNodePolicies the unit renders count as they are in git, live or not yet, so
+        // the first apply of a node pool is already merged with its policy.
+        let id = |o: &Value| {
+            (
+                o.pointer("/metadata/namespace").cloned(),
+                o["metadata"]["name"].clone(),
+            )
+        };
+        for policy in prepared.node_policies() {
+            snapshot.retain(|o| !node_policy::is_policy(o) || id(o) != id(policy));
+            snapshot.push(policy.clone());
+        }
         // A stable world: decisions do not depend on the map's iteration order.
         snapshot.sort_by_key(|o| ObjectKey::from_object(o).ok());
         aro::decide_all(&desired, &snapshot, &self.keys, &self.now)
@@ -304,6 +320,16 @@ impl Reconcilers {
                     "status": d.status});
                 reconciler_write(cluster, &patch, true, live, errors).await;
             }
+        }
+        // The AutoNodePolicies of the unit's namespaces, judged on the statuses just written.
+        let world: Vec<&Value> = live.values().collect();
+        let patches = node_policy::policy_status_patches(
+            &prepared.node_policy_namespaces(),
+            &world,
+            &self.now,
+        );
+        for patch in &patches {
+            reconciler_write(cluster, patch, true, live, errors).await;
         }
     }
 }

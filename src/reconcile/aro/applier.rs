@@ -27,6 +27,18 @@ pub struct Held {
     pub message: String,
 }
 
+impl Held {
+    /// Whether only a person can lift this hold (a node pool its AutoNodePolicy refuses): the
+    /// object is then reported failed rather than waiting.
+    pub fn needs_person(&self) -> bool {
+        [
+            super::node_policy::NODE_POLICY_VIOLATION,
+            super::node_policy::NODE_POLICY_INVALID,
+        ]
+        .contains(&self.reason.as_str())
+    }
+}
+
 /// What an ARO reconciler decides for one ARO object, from the objects it sees.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decision {

@@ -4,11 +4,15 @@
 //! CAPI MachinePool when the pool autoscales; `NodePoolReady`, `AROMachinePoolReady`,
 //! `AgentPoolsReady`, replicas and `status.ready`.
 //!
-//! Not here yet: the AutoNodePolicy merge (`policies.md` §3) comes before the apply when it lands.
+//! Before the apply, the namespace's AutoNodePolicy is merged into the node pool (`node_policy`,
+//! `policies.md` §3); the one in `live` counts (the agent puts the unit's rendered policy there,
+//! so git counts before it is live). A node pool the policy refuses is held whatever the gates
+//! say, and `NodePoolReady`/`AROMachinePoolReady` are False with the policy's reason and message.
 
-use super::applier::{self, Decision, hold_all, live_owner};
+use super::applier::{self, Decision, Held, hold_all, live_owner};
 use super::conditions::{Condition, finish_status, mirror_aso_ready, set_condition};
 use super::embedded::{AroError, embedded_resources, is_paused};
+use super::node_policy::{self, NodePolicyError};
 use super::world::{
     capi_cluster, capi_machine_pool, condition, condition_true, control_plane, embedded_live,
     hcp_name,
@@ -45,6 +49,43 @@ fn replicas_managed_by(desired: &Value, live: &[Value]) -> Option<Value> {
     })
 }
 
+/// `resources` (the AROMachinePool `owner`'s, mutated) with the AutoNodePolicy of its namespace
+/// merged into the node pool, or the hold of a node pool the policy refuses, and why.
+fn merge_node_policy(
+    owner: &ObjectKey,
+    resources: Vec<Value>,
+    live: &[Value],
+) -> (Vec<Value>, Option<(Held, NodePolicyError)>) {
+    let ns = owner.namespace.as_deref().unwrap_or("default");
+    let policy = node_policy::effective_policy(ns, &[], live);
+    let mut refused = None;
+    let merged = resources
+        .into_iter()
+        .map(|r| {
+            if str_at(&r, "/kind") != Some(NODE_POOL) {
+                return r;
+            }
+            match node_policy::merge(&r, policy) {
+                Ok(m) => m,
+                Err(e) => {
+                    let on = policy.and_then(|p| ObjectKey::from_object(p).ok());
+                    if let Ok(key) = ObjectKey::from_object(&r) {
+                        let held = Held {
+                            key,
+                            on: on.into_iter().collect(),
+                            reason: e.reason().into(),
+                            message: e.to_string(),
+                        };
+                        refused = Some((held, e));
+                    }
+                    r
+                }
+            }
+        })
+        .collect();
+    (merged, refused)
+}
+
 /// The AROMachinePool `desired` (as in git) against the world `live`.
 pub fn decide_machine_pool(desired: &Value, live: &[Value], now: &str) -> Decision {
     let key = owner_key(desired);
@@ -72,7 +113,9 @@ pub fn decide_machine_pool(desired: &Value, live: &[Value], now: &str) -> Decisi
         Ok(r) => (r, None),
         Err(e) => (vec![], Some(e)),
     };
+    let (resources, refused) = merge_node_policy(&key, resources, live);
     let held = match (owner, acp) {
+        _ if refused.is_some() => refused.iter().map(|(h, _)| h.clone()).collect(),
         (None, _) => hold_all(
             &resources,
             &key,
@@ -167,7 +210,13 @@ pub fn decide_machine_pool(desired: &Value, live: &[Value], now: &str) -> Decisi
             readiness.is_ready() && matches!(state, "Succeeded" | "Updating")
         }
     };
-    let ready = ready && error.is_none();
+    if let Some((_, e)) = &refused {
+        for t in ["NodePoolReady", "AROMachinePoolReady"] {
+            let c = Condition::new(t, "False", e.reason(), e.to_string());
+            set_condition(&mut conditions, previous, &c, now);
+        }
+    }
+    let ready = ready && error.is_none() && refused.is_none();
     status.insert("ready".into(), json!(ready));
     status.insert("initialization".into(), json!({"provisioned": ready}));
     status.insert("resources".into(), json!(applied.resources));

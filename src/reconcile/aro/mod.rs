@@ -9,6 +9,7 @@
 //! - `cluster`, `control_plane`, `machine_pool`: one decision per ARO kind, with its gates and
 //!   conditions;
 //! - `embedded`: validation of `spec.resources` and the mutators; `keys`: the encryption-key seam;
+//! - `node_policy`: the AutoNodePolicy merged into node pools, and the policies' status;
 //! - `conditions`: CAPI-style conditions; `world`: lookups in the live objects.
 
 mod applier;
@@ -19,6 +20,7 @@ pub mod deletion;
 mod embedded;
 mod keys;
 mod machine_pool;
+pub mod node_policy;
 mod world;
 
 pub use applier::{
