@@ -473,7 +473,7 @@ fn change_one_cluster(repo: &Path) -> String {
         .join("patches/aromachinepool-workers.yaml");
     let mut text = std::fs::read_to_string(&patch).expect("worker pool patch");
     text.push_str(
-        "- op: replace\n  path: /spec/resources/0/spec/properties/platform/vmSize\n  value: Standard_E16s_v5\n",
+        "- op: replace\n  path: /spec/resources/0/spec/properties/platform/vmSize\n  value: Standard_D16s_v3\n",
     );
     std::fs::write(&patch, text).expect("patch written");
     git(
