@@ -61,6 +61,31 @@ pub struct Decision {
     pub error: Option<AroError>,
 }
 
+impl Decision {
+    /// A decision from what the shared applier worked out: a terminal error records, applies and
+    /// deletes nothing (the status still says why).
+    pub fn assemble(
+        owner: ObjectKey,
+        applied: Applied,
+        held: Vec<Held>,
+        status: Value,
+        patches: Vec<Value>,
+        error: Option<AroError>,
+    ) -> Decision {
+        let failed = error.is_some();
+        Decision {
+            owner,
+            record_owned_kinds: applied.record_owned_kinds.filter(|_| !failed),
+            applies: if failed { vec![] } else { applied.applies },
+            held,
+            deletions: if failed { vec![] } else { applied.deletions },
+            status,
+            patches,
+            error,
+        }
+    }
+}
+
 /// `Kind.version.group`, the form the owned-kinds annotation records.
 pub fn owned_kinds_entry(obj: &Value) -> String {
     let (group, version) = split_api_version(str_at(obj, "/apiVersion").unwrap_or(""));

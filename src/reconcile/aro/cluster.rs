@@ -130,17 +130,14 @@ pub fn decide_cluster(desired: &Value, live: &[Value], now: &str) -> Decision {
                 "spec": {"controlPlaneEndpoint": want}}));
         }
     }
-    let failed = error.is_some();
-    Decision {
-        owner: key,
-        record_owned_kinds: applied.record_owned_kinds.filter(|_| !failed),
-        applies: if failed { vec![] } else { applied.applies },
+    Decision::assemble(
+        key,
+        applied,
         held,
-        deletions: if failed { vec![] } else { applied.deletions },
-        status: finish_status(status, conditions),
+        finish_status(status, conditions),
         patches,
         error,
-    }
+    )
 }
 
 #[cfg(test)]

@@ -290,17 +290,14 @@ pub fn decide_control_plane(
         json!({"controlPlaneInitialized": ready}),
     );
     status.insert("resources".into(), json!(applied.resources));
-    let failed = error.is_some();
-    Decision {
-        owner: key,
-        record_owned_kinds: applied.record_owned_kinds.filter(|_| !failed),
-        applies: if failed { vec![] } else { applied.applies },
+    Decision::assemble(
+        key,
+        applied,
         held,
-        deletions: if failed { vec![] } else { applied.deletions },
-        status: finish_status(status, conditions),
-        patches: vec![],
+        finish_status(status, conditions),
+        vec![],
         error,
-    }
+    )
 }
 
 #[cfg(test)]

@@ -220,21 +220,19 @@ pub fn decide_machine_pool(desired: &Value, live: &[Value], now: &str) -> Decisi
     status.insert("ready".into(), json!(ready));
     status.insert("initialization".into(), json!({"provisioned": ready}));
     status.insert("resources".into(), json!(applied.resources));
-    let failed = error.is_some();
-    Decision {
-        owner: key,
-        record_owned_kinds: applied.record_owned_kinds.filter(|_| !failed),
-        applies: if failed { vec![] } else { applied.applies },
+    let patches = if error.is_some() {
+        vec![]
+    } else {
+        replicas_managed_by(desired, live).into_iter().collect()
+    };
+    Decision::assemble(
+        key,
+        applied,
         held,
-        deletions: if failed { vec![] } else { applied.deletions },
-        status: finish_status(status, conditions),
-        patches: if failed {
-            vec![]
-        } else {
-            replicas_managed_by(desired, live).into_iter().collect()
-        },
+        finish_status(status, conditions),
+        patches,
         error,
-    }
+    )
 }
 
 #[cfg(test)]
