@@ -284,6 +284,8 @@ fn classify(request: &str) -> Request {
 #[derive(Default)]
 struct Pattern {
     lists: BTreeMap<String, u64>,
+    /// Further pages of paged LISTs (500 items a page), by resource: part of the LIST they continue.
+    pages: BTreeMap<String, u64>,
     /// Every LIST, as `resource [in namespace]`, with its count.
     list_detail: BTreeMap<String, u64>,
     gets: u64,
@@ -296,6 +298,12 @@ impl Pattern {
     fn of(requests: &BTreeMap<String, u64>) -> Pattern {
         let mut p = Pattern::default();
         for (request, &n) in requests {
+            if let Some(first) = request.strip_suffix(" (continued)") {
+                if let Request::List { resource, .. } = classify(first) {
+                    *p.pages.entry(resource).or_default() += n;
+                }
+                continue;
+            }
             match classify(request) {
                 Request::Discovery => p.discovery += n,
                 Request::Write => p.writes += n,
@@ -712,10 +720,11 @@ fn report(
                 .map_or(String::new(), |e| format!(", error: {e}"))
         );
         println!(
-            "| {label}: requests | {} kinds LISTed, max {} LIST per kind, {} LISTs in all; {} per-object GETs; {} discovery; {} writes |",
+            "| {label}: requests | {} kinds LISTed, max {} LIST per kind, {} LISTs in all ({} further pages); {} per-object GETs; {} discovery; {} writes |",
             p.lists.len(),
             p.max_lists_per_kind(),
             p.lists.values().sum::<u64>(),
+            p.pages.values().sum::<u64>(),
             p.gets,
             p.discovery,
             p.writes
