@@ -6,6 +6,8 @@
 //! Either way the same decisions as a run are shown: reconcile policies, adoption, and deletions
 //! blocked by deletion safety. Reading live state costs one LIST per kind and no per-object GET.
 
+mod base;
+
 use super::prepare::{self, PreparedUnit};
 use super::{AgentError, Environment, Safety};
 use crate::apply::inventory::{self, Identity, Inventory};
@@ -18,7 +20,7 @@ use crate::plan::preview::{
     PolicyEffect, Preview, Problem, Revision as PreviewRevision,
 };
 use crate::plan::prune::{self, Candidate, Consent, Verdict};
-use crate::plan::{Action, ObjectDiff, diff_object, diff_revisions};
+use crate::plan::{Action, ObjectDiff, diff_object};
 use crate::reconcile::aro::node_policy;
 use crate::report::UnitError;
 use crate::source::{GitRef, Source, SourceConfig};
@@ -205,7 +207,7 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
                 base.revision.reference,
                 short(&base.revision.commit)
             );
-            preview.clusters = against_base(&base, &render(head).await?, req.safety);
+            preview.clusters = base::against_base(&base, &render(head).await?, req.safety);
         }
         (None, None) => unreachable!("without a cluster there is always a base"),
     }
@@ -355,7 +357,7 @@ fn resident_mb() -> Option<u64> {
 /// A unit of head compared with live state, or kept for a second round: it has objects of a kind
 /// not listed yet, or a `reconcile-policy-if-exists` decision that needs the Azure view.
 enum UnitPlan {
-    Done(ClusterPreview),
+    Done(Box<ClusterPreview>),
     Later(Box<prepare::Prepared>),
 }
 
@@ -421,14 +423,21 @@ async fn against_live(
         let first = prepare::on_every_core(&units, |u| {
             let name = u.name();
             match prepare::prepare(&root, u) {
-                Err(errors) => UnitPlan::Done(failed_unit(&name, &errors)),
+                Err(errors) => UnitPlan::Done(Box::new(failed_unit(&name, &errors))),
                 Ok(p) => {
                     let inv = inventories.get(&name).unwrap_or(&empty);
                     let unlisted = p.objects.iter().any(|o| !live.has_kind(&o.key));
                     if unlisted || asks_azure(&p, inv, &live).next().is_some() {
                         UnitPlan::Later(Box::new(p))
                     } else {
-                        UnitPlan::Done(plan_unit(&name, &p, inv, &live, &no_findings, safety))
+                        UnitPlan::Done(Box::new(plan_unit(
+                            &name,
+                            &p,
+                            inv,
+                            &live,
+                            &no_findings,
+                            safety,
+                        )))
                     }
                 }
             }
@@ -457,7 +466,7 @@ async fn against_live(
     let mut clusters = Vec::with_capacity(first.len());
     for (u, planned) in units.iter().zip(first) {
         match planned {
-            UnitPlan::Done(c) => clusters.push(c),
+            UnitPlan::Done(c) => clusters.push(*c),
             UnitPlan::Later(p) => {
                 let name = u.name();
                 let inv = inventories.get(&name).unwrap_or(&empty);
@@ -650,114 +659,4 @@ fn leaving_inventory(
         .collect();
     let verdicts = prune::decide(&cands, total, consent, safety.max_delete_share);
     add_deletions(c, &keys, &old, verdicts, "live");
-}
-
-/// Head against the base revision (no cluster).
-fn against_base(base: &Rendered, head: &Rendered, safety: Safety) -> Vec<ClusterPreview> {
-    let base_units: BTreeMap<String, &prepare::Preparation> =
-        base.units.iter().map(|(u, p)| (u.name(), p)).collect();
-    let mut clusters = Vec::new();
-    for (unit, prepared) in &head.units {
-        let name = unit.name();
-        let Some(p) = prepared_or_errors(prepared, &name, &mut clusters) else {
-            continue;
-        };
-        let mut c = empty_cluster(&name, cluster_name(p));
-        let old: HashMap<Identity, &Value> = match base_units.get(&name) {
-            Some(Ok(b)) => b
-                .objects
-                .iter()
-                .map(|o| (Identity::from(&o.key), &o.object))
-                .collect(),
-            // A base that did not render shows head as all new.
-            _ => HashMap::new(),
-        };
-        for &i in &p.order {
-            let o = &p.objects[i];
-            let before = old.get(&Identity::from(&o.key)).copied();
-            let declared = policy::declared(&o.object);
-            if declared == Policy::Skip {
-                policy_effect(
-                    &mut c,
-                    &o.key,
-                    Policy::Skip,
-                    "not applied: reconcile-policy skip (read and reported only)",
-                );
-                continue;
-            }
-            if declared == Policy::DetachOnDelete {
-                policy_effect(
-                    &mut c,
-                    &o.key,
-                    Policy::DetachOnDelete,
-                    "applied; when it leaves git, the Azure resource is kept",
-                );
-            }
-            if let Some(p) = policy::if_exists(&o.object)
-                && before.is_none()
-            {
-                policy_effect(
-                    &mut c,
-                    &o.key,
-                    p,
-                    &format!(
-                        "decided at create time: policy {p} if the Azure resource already exists, else manage"
-                    ),
-                );
-            }
-            add_diff(&mut c, diff_revisions(Some(&o.object), before), false);
-        }
-        if let Some(Ok(b)) = base_units.get(&name) {
-            let wanted: BTreeSet<Identity> =
-                p.objects.iter().map(|o| Identity::from(&o.key)).collect();
-            let leaving: Vec<&prepare::PlannedObject> = b
-                .objects
-                .iter()
-                .filter(|o| !wanted.contains(&Identity::from(&o.key)))
-                .collect();
-            deletions_from_base(&mut c, &leaving, b.objects.len(), unit_consents(p), safety);
-        }
-        clusters.push(c);
-    }
-    // Units only in base: all of it leaves.
-    let present: BTreeSet<String> = head.units.iter().map(|(u, _)| u.name()).collect();
-    if !head.units.is_empty() {
-        for (name, b) in base_units.iter().filter(|(n, _)| !present.contains(*n)) {
-            let Ok(b) = b else { continue };
-            let mut c = empty_cluster(name, cluster_name(b));
-            let leaving: Vec<&prepare::PlannedObject> = b.objects.iter().collect();
-            deletions_from_base(&mut c, &leaving, b.objects.len(), false, safety);
-            clusters.push(c);
-        }
-    }
-    clusters
-}
-
-fn deletions_from_base(
-    c: &mut ClusterPreview,
-    leaving: &[&prepare::PlannedObject],
-    total: usize,
-    unit_consent: bool,
-    safety: Safety,
-) {
-    if leaving.is_empty() {
-        return;
-    }
-    let keys: Vec<ObjectKey> = leaving.iter().map(|o| o.key.clone()).collect();
-    let old: Vec<Option<&Value>> = leaving.iter().map(|o| Some(&o.object)).collect();
-    let cands: Vec<Candidate> = keys
-        .iter()
-        .zip(leaving)
-        .map(|(k, o)| Candidate {
-            key: k,
-            live: Some(&o.object),
-            recorded: policy::declared(&o.object),
-        })
-        .collect();
-    let consent = Consent {
-        flag: safety.allow_deletion,
-        unit: unit_consent,
-    };
-    let verdicts = prune::decide(&cands, total, consent, safety.max_delete_share);
-    add_deletions(c, &keys, &old, verdicts, "base");
 }

@@ -370,7 +370,7 @@ impl State {
                 self.uids.remove(uid);
             }
             if let Some(uid) =
-                object_uid(&ev.object.object()).filter(|_| ev.type_ != EventType::Deleted)
+                object_uid(ev.object.object()).filter(|_| ev.type_ != EventType::Deleted)
             {
                 self.uids.insert(uid.to_string(), ev.key.clone());
             }
@@ -385,7 +385,7 @@ impl State {
                 }
             }
             if ev.type_ != EventType::Deleted {
-                for uid in owner_uids(&ev.object.object()) {
+                for uid in owner_uids(ev.object.object()) {
                     self.dependents
                         .entry(uid)
                         .or_default()

@@ -43,7 +43,7 @@ impl WatchFilter {
         if !self.key_matches(&ev.key) {
             return None;
         }
-        let now = self.selects(&ev.object.object());
+        let now = self.selects(ev.object.object());
         let before = ev.previous.as_deref().map(|p| self.selects(p));
         match (ev.type_, before, now) {
             (EventType::Deleted, _, true) => Some(EventType::Deleted),
@@ -147,7 +147,7 @@ pub fn spawn(
             resource_version = ev.resource_version;
             if let Some(t) = filter.view(&ev)
                 && tx
-                    .send(Ok(filter.line(t.as_str(), &ev.object.object())))
+                    .send(Ok(filter.line(t.as_str(), ev.object.object())))
                     .await
                     .is_err()
             {
@@ -180,7 +180,7 @@ pub fn spawn(
                         }
                         resource_version = ev.resource_version;
                         if let Some(t) = filter.view(&ev)
-                            && tx.send(Ok(filter.line(t.as_str(), &ev.object.object()))).await.is_err()
+                            && tx.send(Ok(filter.line(t.as_str(), ev.object.object()))).await.is_err()
                         {
                             return;
                         }

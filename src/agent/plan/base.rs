@@ -1,0 +1,131 @@
+//! A plan without a cluster: head against the base revision's render (a pull request's preview in
+//! CI). The same policy and deletion-safety decisions as against live state, on rendered objects.
+
+use super::{
+    Rendered, add_deletions, add_diff, cluster_name, empty_cluster, policy_effect,
+    prepared_or_errors, unit_consents,
+};
+use crate::agent::Safety;
+use crate::agent::prepare;
+use crate::apply::inventory::Identity;
+use crate::object::ObjectKey;
+use crate::plan::diff_revisions;
+use crate::plan::policy::{self, Policy};
+use crate::plan::preview::ClusterPreview;
+use crate::plan::prune::{self, Candidate, Consent};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// Head against the base revision (no cluster).
+pub(super) fn against_base(
+    base: &Rendered,
+    head: &Rendered,
+    safety: Safety,
+) -> Vec<ClusterPreview> {
+    let base_units: BTreeMap<String, &prepare::Preparation> =
+        base.units.iter().map(|(u, p)| (u.name(), p)).collect();
+    let mut clusters = Vec::new();
+    for (unit, prepared) in &head.units {
+        let name = unit.name();
+        let Some(p) = prepared_or_errors(prepared, &name, &mut clusters) else {
+            continue;
+        };
+        let mut c = empty_cluster(&name, cluster_name(p));
+        let old: HashMap<Identity, &Value> = match base_units.get(&name) {
+            Some(Ok(b)) => b
+                .objects
+                .iter()
+                .map(|o| (Identity::from(&o.key), &o.object))
+                .collect(),
+            // A base that did not render shows head as all new.
+            _ => HashMap::new(),
+        };
+        for &i in &p.order {
+            let o = &p.objects[i];
+            let before = old.get(&Identity::from(&o.key)).copied();
+            let declared = policy::declared(&o.object);
+            if declared == Policy::Skip {
+                policy_effect(
+                    &mut c,
+                    &o.key,
+                    Policy::Skip,
+                    "not applied: reconcile-policy skip (read and reported only)",
+                );
+                continue;
+            }
+            if declared == Policy::DetachOnDelete {
+                policy_effect(
+                    &mut c,
+                    &o.key,
+                    Policy::DetachOnDelete,
+                    "applied; when it leaves git, the Azure resource is kept",
+                );
+            }
+            if let Some(p) = policy::if_exists(&o.object)
+                && before.is_none()
+            {
+                policy_effect(
+                    &mut c,
+                    &o.key,
+                    p,
+                    &format!(
+                        "decided at create time: policy {p} if the Azure resource already exists, else manage"
+                    ),
+                );
+            }
+            add_diff(&mut c, diff_revisions(Some(&o.object), before), false);
+        }
+        if let Some(Ok(b)) = base_units.get(&name) {
+            let wanted: BTreeSet<Identity> =
+                p.objects.iter().map(|o| Identity::from(&o.key)).collect();
+            let leaving: Vec<&prepare::PlannedObject> = b
+                .objects
+                .iter()
+                .filter(|o| !wanted.contains(&Identity::from(&o.key)))
+                .collect();
+            deletions_from_base(&mut c, &leaving, b.objects.len(), unit_consents(p), safety);
+        }
+        clusters.push(c);
+    }
+    // Units only in base: all of it leaves.
+    let present: BTreeSet<String> = head.units.iter().map(|(u, _)| u.name()).collect();
+    if !head.units.is_empty() {
+        for (name, b) in base_units.iter().filter(|(n, _)| !present.contains(*n)) {
+            let Ok(b) = b else { continue };
+            let mut c = empty_cluster(name, cluster_name(b));
+            let leaving: Vec<&prepare::PlannedObject> = b.objects.iter().collect();
+            deletions_from_base(&mut c, &leaving, b.objects.len(), false, safety);
+            clusters.push(c);
+        }
+    }
+    clusters
+}
+
+fn deletions_from_base(
+    c: &mut ClusterPreview,
+    leaving: &[&prepare::PlannedObject],
+    total: usize,
+    unit_consent: bool,
+    safety: Safety,
+) {
+    if leaving.is_empty() {
+        return;
+    }
+    let keys: Vec<ObjectKey> = leaving.iter().map(|o| o.key.clone()).collect();
+    let old: Vec<Option<&Value>> = leaving.iter().map(|o| Some(&o.object)).collect();
+    let cands: Vec<Candidate> = keys
+        .iter()
+        .zip(leaving)
+        .map(|(k, o)| Candidate {
+            key: k,
+            live: Some(&o.object),
+            recorded: policy::declared(&o.object),
+        })
+        .collect();
+    let consent = Consent {
+        flag: safety.allow_deletion,
+        unit: unit_consent,
+    };
+    let verdicts = prune::decide(&cands, total, consent, safety.max_delete_share);
+    add_deletions(c, &keys, &old, verdicts, "base");
+}
