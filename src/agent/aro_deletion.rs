@@ -146,7 +146,7 @@ async fn read_namespace(
         list_into(cluster, &list_key(k), &mut objects, errors).await;
     }
     let recorded: BTreeSet<(String, String, String)> =
-        objects.iter().flat_map(deletion::owned_kinds).collect();
+        objects.iter().flat_map(aro::owned_kinds).collect();
     for (group, version, kind) in &recorded {
         list_into(
             cluster,

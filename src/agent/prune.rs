@@ -236,7 +236,7 @@ fn delegated_to_owner(
     bodies: &[Option<&Value>],
     verdicts: &[Verdict],
 ) -> Vec<Option<usize>> {
-    use crate::reconcile::aro::deletion::controller_uid;
+    use crate::reconcile::aro::controller_uid;
     let uid = |b: Option<&Value>| {
         b.and_then(|o| o.pointer("/metadata/uid"))
             .and_then(Value::as_str)

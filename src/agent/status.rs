@@ -23,8 +23,7 @@ use crate::apply::{Cluster, OWNERSHIP_MANAGER, RECONCILER_MANAGER};
 use crate::object::ObjectKey;
 use crate::plan::policy;
 use crate::reconcile::aro::{
-    self, Decision, Held, KeyManager, KeyState, OWNED_KINDS_ANNOTATION, node_policy,
-    parse_owned_kind, recorded_kinds,
+    self, Decision, Held, KeyManager, KeyState, OWNED_KINDS_ANNOTATION, node_policy, owned_kinds,
 };
 use crate::report::UnitError;
 use serde_json::{Value, json};
@@ -46,9 +45,8 @@ pub fn recorded_kind_keys(prepared: &Prepared, live: &HashMap<ObjectKey, Value>)
     aro_objects(prepared)
         .filter_map(|o| live.get(&o.key).map(|l| (o, l)))
         .flat_map(|(o, l)| {
-            recorded_kinds(l)
+            owned_kinds(l)
                 .into_iter()
-                .filter_map(|e| parse_owned_kind(&e))
                 .map(|(group, version, kind)| ObjectKey {
                     group,
                     version,

@@ -6,7 +6,8 @@
 
 use super::events;
 use super::*;
-use aro_gitops::reconcile::aro::deletion::{finalizer_for, owned_kinds};
+use aro_gitops::reconcile::aro::deletion::finalizer_for;
+use aro_gitops::reconcile::aro::owned_kinds;
 use std::collections::BTreeMap;
 
 const ARO_KINDS: [(&str, &str); 3] = [

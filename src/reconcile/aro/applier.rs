@@ -137,17 +137,25 @@ pub fn set_controller(desired: &mut Value, owner: &Value) {
 
 /// Whether `obj` has `owner` (live, with a uid) as its controller.
 pub fn controlled_by(obj: &Value, owner: &Value) -> bool {
-    let Some(uid) = str_at(owner, "/metadata/uid") else {
-        return false;
-    };
+    str_at(owner, "/metadata/uid").is_some_and(|uid| controller_uid(obj) == Some(uid))
+}
+
+/// The uid of `obj`'s controller (its ownerReference with `controller: true`).
+pub fn controller_uid(obj: &Value) -> Option<&str> {
     obj.pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array)
-        .is_some_and(|refs| {
-            refs.iter().any(|r| {
-                r.get("controller").and_then(Value::as_bool) == Some(true)
-                    && r.get("uid").and_then(Value::as_str) == Some(uid)
-            })
-        })
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
+        .and_then(|r| r.get("uid"))
+        .and_then(Value::as_str)
+}
+
+/// The kinds `owner` recorded in its owned-kinds annotation, as `(group, version, kind)`.
+pub fn owned_kinds(owner: &Value) -> Vec<(String, String, String)> {
+    recorded_kinds(owner)
+        .iter()
+        .filter_map(|e| parse_owned_kind(e))
+        .collect()
 }
 
 /// The applier's share of a decision.
@@ -190,9 +198,8 @@ pub fn apply(
     let record_owned_kinds =
         (kinds != recorded).then(|| kinds.into_iter().collect::<Vec<_>>().join(";"));
     let wanted = embedded_live(desired, live);
-    let recorded_kinds: Vec<(String, String)> = recorded
-        .iter()
-        .filter_map(|e| parse_owned_kind(e))
+    let recorded_kinds: Vec<(String, String)> = owned_kinds(owner)
+        .into_iter()
         .map(|(g, _, k)| (g, k))
         .collect();
     let mut leaving: Vec<&Value> = live

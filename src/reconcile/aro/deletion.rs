@@ -20,8 +20,9 @@
 //! garbage collection takes the Kubernetes object once the owner is gone, and ASO leaves the Azure
 //! resource alone. A paused owner (or cluster) deletes nothing and keeps its finalizer.
 
+use super::applier::controller_uid;
 use super::embedded::{cluster_name, is_paused};
-use super::{EXTERNAL_AUTH, HCP_CLUSTER, NODE_POOL, OWNED_KINDS_ANNOTATION, is_aro_kind, str_at};
+use super::{EXTERNAL_AUTH, HCP_CLUSTER, NODE_POOL, is_aro_kind, str_at};
 use crate::object::{ObjectKey, finalizers};
 use crate::plan::graph::{self, Node};
 use crate::plan::policy::{Policy, declared};
@@ -64,30 +65,6 @@ pub fn without_own_finalizer(obj: &Value) -> Vec<String> {
         .into_iter()
         .filter(|f| Some(f.as_str()) != own)
         .collect()
-}
-
-/// The kinds `owner` recorded in its owned-kinds annotation, as `(group, version, kind)`.
-pub fn owned_kinds(owner: &Value) -> Vec<(String, String, String)> {
-    let Some(value) = owner
-        .pointer("/metadata/annotations")
-        .and_then(|a| a.get(OWNED_KINDS_ANNOTATION))
-        .and_then(Value::as_str)
-    else {
-        return Vec::new();
-    };
-    value
-        .split(';')
-        .filter_map(parse_owned_kinds_entry)
-        .collect()
-}
-
-/// `Kind.version.group` → `(group, version, kind)`; `None` for an entry without a version.
-pub fn parse_owned_kinds_entry(entry: &str) -> Option<(String, String, String)> {
-    let mut parts = entry.trim().splitn(3, '.');
-    let kind = parts.next().filter(|k| !k.is_empty())?;
-    let version = parts.next().filter(|v| !v.is_empty())?;
-    let group = parts.next().unwrap_or("");
-    Some((group.to_string(), version.to_string(), kind.to_string()))
 }
 
 /// What happens now to one resource the deleted owner controls.
@@ -142,16 +119,6 @@ fn stage(kind: &str, controller_kind: &str) -> u8 {
         _ if controller_kind == "AROCluster" => 3,
         _ => 2,
     }
-}
-
-/// The uid of `obj`'s controller (its ownerReference with `controller: true`).
-pub fn controller_uid(obj: &Value) -> Option<&str> {
-    obj.pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array)?
-        .iter()
-        .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
-        .and_then(|r| r.get("uid"))
-        .and_then(Value::as_str)
 }
 
 /// Decides the next step of the deletion of `owner` (an ARO object with a `deletionTimestamp`).

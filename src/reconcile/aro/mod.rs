@@ -24,8 +24,8 @@ pub mod node_policy;
 mod world;
 
 pub use applier::{
-    Decision, Held, OWNED_KINDS_ANNOTATION, controlled_by, controller_ref, owned_kinds_entry,
-    parse_owned_kind, recorded_kinds, set_controller,
+    Decision, Held, OWNED_KINDS_ANNOTATION, controlled_by, controller_ref, controller_uid,
+    owned_kinds, owned_kinds_entry, parse_owned_kind, recorded_kinds, set_controller,
 };
 pub use cluster::{decide_cluster, parse_endpoint};
 pub use conditions::{Condition, mirror_aso_ready, set_condition};

@@ -1,6 +1,7 @@
 //! Table tests of the reverse-order deletion: every stage of a whole cluster, waits within a
 //! stage, another cluster of the namespace, `skip`, pause, and what holds a finalizer.
 
+use super::super::OWNED_KINDS_ANNOTATION;
 use super::*;
 use serde_json::json;
 
@@ -147,12 +148,12 @@ fn finalizers_and_owned_kinds() {
     ];
     for (entry, want) in entries {
         let want = want.map(|(g, v, k)| (g.to_string(), v.to_string(), k.to_string()));
-        assert_eq!(parse_owned_kinds_entry(entry), want, "{entry:?}");
+        assert_eq!(super::super::parse_owned_kind(entry), want, "{entry:?}");
     }
     let mut owner = control_plane("dev", false);
     owner["metadata"]["annotations"] = json!({OWNED_KINDS_ANNOTATION:
         "HcpOpenShiftCluster.v1api20240610preview.redhatopenshift.azure.com;HcpOpenShiftClustersExternalAuth.v1api20240610preview.redhatopenshift.azure.com"});
-    assert_eq!(owned_kinds(&owner).len(), 2);
+    assert_eq!(super::super::owned_kinds(&owner).len(), 2);
     assert!(holds_finalizer(&owner));
     owner["metadata"]["finalizers"] = json!(["other", CONTROL_PLANE_FINALIZER]);
     assert_eq!(without_own_finalizer(&owner), vec!["other".to_string()]);
