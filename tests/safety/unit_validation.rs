@@ -1,0 +1,3 @@
+//! See `tests/safety.rs`.
+#[allow(unused_imports)]
+use super::*;
