@@ -211,6 +211,9 @@ pub struct ServeArgs {
     /// Allow listening on an address other than loopback (there is no authentication).
     #[arg(long)]
     pub allow_non_loopback: bool,
+    /// How long a request body may take to arrive before the request is answered 408.
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    pub request_body_timeout: Duration,
 }
 
 #[cfg(test)]

@@ -261,6 +261,7 @@ fn validate(args: ValidateArgs) -> anyhow::Result<ExitCode> {
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let mut config = controlplane::Config::new(&args.state);
     config.preload_crds = !args.no_preload_crds;
+    config.request_body_timeout = args.request_body_timeout;
     let state = args.state.clone();
     let cp = tokio::task::spawn_blocking(move || ControlPlane::open(config))
         .await?

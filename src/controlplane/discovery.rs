@@ -80,7 +80,10 @@ fn resource_entries(t: &ResourceType) -> Vec<Value> {
         "singularName": t.singular,
         "namespaced": t.namespaced,
         "kind": t.kind,
-        "verbs": VERBS,
+        "verbs": VERBS
+            .iter()
+            .filter(|v| **v != "deletecollection" || super::limits::offers_delete_collection(t))
+            .collect::<Vec<_>>(),
     });
     if !t.short_names.is_empty() {
         main["shortNames"] = json!(t.short_names);

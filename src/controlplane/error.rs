@@ -18,6 +18,7 @@ pub enum Reason {
     Gone,
     Forbidden,
     NotAcceptable,
+    Timeout,
     InternalError,
 }
 
@@ -36,6 +37,7 @@ impl Reason {
             Reason::Gone => "Gone",
             Reason::Forbidden => "Forbidden",
             Reason::NotAcceptable => "NotAcceptable",
+            Reason::Timeout => "Timeout",
             Reason::InternalError => "InternalError",
         }
     }
@@ -175,6 +177,15 @@ impl ApiError {
 
     pub fn forbidden(message: impl Into<String>) -> Self {
         ApiError::new(403, Reason::Forbidden, message)
+    }
+
+    /// `namespaces "default" is forbidden: <why>`, as the API server words a refused request.
+    pub fn forbidden_object(group: &str, resource: &str, name: &str, why: &str) -> Self {
+        ApiError::forbidden(format!(
+            "{} \"{name}\" is forbidden: {why}",
+            qualified(group, resource)
+        ))
+        .with_details(group, resource, name)
     }
 
     /// The path names no resource this server knows.

@@ -31,6 +31,11 @@ fn key_parts(key: &str) -> (&str, &str, &str, &str) {
 /// Starts deleting the object at `key`. Returns the object as it now stands, or `None` if absent.
 pub fn delete(txn: &mut Txn, key: &str, propagation: Propagation, now: &str) -> Option<Arc<Value>> {
     let obj = txn.get(key)?;
+    if txn.is_protected(key) {
+        // Requests were refused before getting here; what remains is the collector following an
+        // ownerReference, which upstream is refused as well and leaves the namespace as it is.
+        return Some(obj);
+    }
     let (group, kind, _, name) = key_parts(key);
     let is_namespace = group.is_empty() && kind == "Namespace";
     let is_crd = key.starts_with(CRD_PREFIX);

@@ -1,9 +1,11 @@
 //! The HTTP face of the control plane: routes Kubernetes API paths to discovery, reads, writes and
-//! watches; decodes bodies (JSON or YAML, at most 3 MiB); answers errors as `Status` bodies.
+//! watches; decodes bodies (JSON, YAML or protobuf; bounded in size and time by `limits`); answers
+//! errors as `Status` bodies.
 
 use super::Shared;
 use super::discovery;
 use super::error::ApiError;
+use super::limits;
 use super::objects::{
     self, DeleteOptions, PatchType, Subresource, Target, WriteOptions, as_version,
 };
@@ -270,6 +272,7 @@ async fn resource(
                     .and_then(Value::as_array)
                     .is_some_and(|a| !a.is_empty());
             let name = target.name.clone().expect("matched with a name");
+            limits::check_delete(&target, &name, &shared.config.protected_namespaces)?;
             let t = target.clone();
             let obj = run_write(&shared, dry, move |txn| {
                 objects::delete(txn, &t, &name, &opts, &now())
@@ -290,6 +293,7 @@ async fn resource(
             ))
         }
         (&Method::DELETE, false) => {
+            limits::check_delete_collection(&target)?;
             let labels =
                 LabelSelector::parse(query.get("labelSelector").map(String::as_str).unwrap_or(""))?;
             let fields =
@@ -342,19 +346,18 @@ pub(super) fn prefix_of(target: &Target) -> String {
 }
 
 async fn read_body(shared: &Shared, req: Request<Body>) -> Result<Bytes, ApiError> {
-    let limit = shared.config.max_body_bytes;
-    if let Some(len) = req
+    let declared = req
         .headers()
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok())
-        && len > limit
-    {
-        return Err(ApiError::too_large(limit));
-    }
-    axum::body::to_bytes(req.into_body(), limit)
-        .await
-        .map_err(|_| ApiError::too_large(limit))
+        .and_then(|v| v.parse::<u64>().ok());
+    limits::read_body(
+        req.into_body(),
+        declared,
+        shared.config.max_body_bytes,
+        shared.config.request_body_timeout,
+    )
+    .await
 }
 
 /// Decodes a JSON, YAML or Kubernetes protobuf body by its content type.

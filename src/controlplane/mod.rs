@@ -16,6 +16,7 @@ pub mod error;
 mod gc;
 mod http;
 pub mod kubeconfig;
+mod limits;
 mod objects;
 pub mod patch;
 mod protobuf;
@@ -29,6 +30,7 @@ mod table;
 mod watch;
 
 pub use error::{ApiError, ControlPlaneError};
+pub use limits::{AGENT_NAMESPACE, IMMORTAL_NAMESPACES};
 
 use objects::{Target, WriteOptions};
 use serde_json::{Value, json};
@@ -58,6 +60,11 @@ pub struct Config {
     pub bookmark_interval: Duration,
     /// Largest request body accepted (upstream: 3 MiB).
     pub max_body_bytes: usize,
+    /// How long a request body may take to arrive; a client that stalls mid-body is answered 408.
+    pub request_body_timeout: Duration,
+    /// Namespaces no request may delete (403, as kube-apiserver's immortal namespaces): by default
+    /// `default`, `kube-system`, `kube-public` and the agent's own namespace.
+    pub protected_namespaces: Vec<String>,
 }
 
 impl Config {
@@ -69,6 +76,8 @@ impl Config {
             event_log_bytes: 32 * 1024 * 1024,
             bookmark_interval: Duration::from_secs(30),
             max_body_bytes: 3 * 1024 * 1024,
+            request_body_timeout: Duration::from_secs(60),
+            protected_namespaces: limits::default_protected_namespaces(),
         }
     }
 }
@@ -89,12 +98,13 @@ impl ControlPlane {
     /// off, installs or updates the preloaded CRDs.
     pub fn open(config: Config) -> Result<ControlPlane, ControlPlaneError> {
         let (store, loaded) = store::Store::open(&config.state_dir)?;
-        let state = State::open(
+        let mut state = State::open(
             store,
             loaded,
             config.event_log_capacity,
             config.event_log_bytes,
         )?;
+        state.protect_namespaces(config.protected_namespaces.clone());
         let cp = ControlPlane {
             shared: Arc::new(Shared {
                 state: Mutex::new(state),

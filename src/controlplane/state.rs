@@ -147,6 +147,8 @@ pub struct State {
     compacted: u64,
     registry: Arc<Registry>,
     sender: broadcast::Sender<Arc<WatchEvent>>,
+    /// Namespaces nothing deletes, not even garbage collection.
+    protected_namespaces: Vec<String>,
 }
 
 /// Storage key of a CRD object.
@@ -223,7 +225,12 @@ impl State {
             compacted,
             registry,
             sender,
+            protected_namespaces: Vec::new(),
         })
+    }
+
+    pub fn protect_namespaces(&mut self, names: Vec<String>) {
+        self.protected_namespaces = names;
     }
 
     pub fn registry(&self) -> Arc<Registry> {
@@ -460,6 +467,11 @@ pub struct Txn<'s> {
 }
 
 impl<'s> Txn<'s> {
+    /// Whether the object at `key` is a namespace no deletion may touch.
+    pub fn is_protected(&self, key: &str) -> bool {
+        super::limits::is_protected_key(key, &self.state.protected_namespaces)
+    }
+
     /// The key of the live (committed or staged) object with this uid.
     pub fn key_of_uid(&self, uid: &str) -> Option<String> {
         for (k, v) in &self.overlay {

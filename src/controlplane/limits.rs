@@ -1,0 +1,221 @@
+//! What the server refuses whatever the object says, as kube-apiserver does: deleting a namespace
+//! the cluster (or the agent) cannot live without, a collection delete the resource does not
+//! offer, and a request body that is too large, malformed, or never finishes arriving.
+
+use super::error::{ApiError, Reason};
+use super::objects::Target;
+use super::registry::ResourceType;
+use axum::body::Body;
+use bytes::Bytes;
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use std::time::Duration;
+
+/// The namespaces kube-apiserver never lets go (its NamespaceLifecycle admission).
+pub const IMMORTAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public"];
+
+/// The agent's own namespace, where every unit's inventory lives. The same name as
+/// `apply::inventory::NAMESPACE`, which the control plane cannot import (apply depends on it
+/// through plan); the safety tests hold the two equal.
+pub const AGENT_NAMESPACE: &str = "aro-gitops-system";
+
+/// The protected namespaces of a default [`super::Config`]: the immortal ones and the agent's.
+pub fn default_protected_namespaces() -> Vec<String> {
+    IMMORTAL_NAMESPACES
+        .iter()
+        .chain([&AGENT_NAMESPACE])
+        .map(|s| s.to_string())
+        .collect()
+}
+
+fn is_namespaces(rt: &ResourceType) -> bool {
+    rt.group.is_empty() && rt.kind == "Namespace" && !rt.custom
+}
+
+/// Whether the storage key names a protected namespace (for deletions the server starts itself,
+/// such as garbage collection by ownerReferences).
+pub(super) fn is_protected_key(key: &str, protected: &[String]) -> bool {
+    key.strip_prefix("/Namespace//")
+        .is_some_and(|name| protected.iter().any(|p| p == name))
+}
+
+/// Deleting one object: a protected namespace is refused, dry run or not.
+pub(super) fn check_delete(
+    target: &Target,
+    name: &str,
+    protected: &[String],
+) -> Result<(), ApiError> {
+    if is_namespaces(&target.rt) && protected.iter().any(|p| p == name) {
+        return Err(ApiError::forbidden_object(
+            "",
+            "namespaces",
+            name,
+            "this namespace may not be deleted",
+        ));
+    }
+    Ok(())
+}
+
+/// Whether the resource offers `deletecollection` at all (discovery lists it): namespaces do not,
+/// upstream.
+pub(super) fn offers_delete_collection(rt: &ResourceType) -> bool {
+    !is_namespaces(rt)
+}
+
+/// Whether `DELETE` on this collection path is served: not for namespaces, nor on the
+/// all-namespaces path of a namespaced kind (which only lists and watches).
+fn serves_delete_collection(rt: &ResourceType, namespace: Option<&str>) -> bool {
+    offers_delete_collection(rt) && (namespace.is_some() || !rt.namespaced)
+}
+
+/// Deleting a collection: refused as kube-apiserver refuses a method it does not route.
+pub(super) fn check_delete_collection(target: &Target) -> Result<(), ApiError> {
+    if serves_delete_collection(&target.rt, target.namespace.as_deref()) {
+        Ok(())
+    } else {
+        Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        ))
+    }
+}
+
+/// Reads a whole request body: at most `limit` bytes (413 beyond), within `timeout` (408 when the
+/// client stalls), and a body the connection cannot decode (bad chunked encoding) is a 400.
+pub(super) async fn read_body(
+    body: Body,
+    declared_len: Option<u64>,
+    limit: usize,
+    timeout: Duration,
+) -> Result<Bytes, ApiError> {
+    if declared_len.is_some_and(|n| n > limit as u64) {
+        return Err(ApiError::too_large(limit));
+    }
+    match tokio::time::timeout(timeout, Limited::new(body, limit).collect()).await {
+        Err(_) => Err(body_timeout(timeout)),
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Err(e)) if e.is::<LengthLimitError>() => Err(ApiError::too_large(limit)),
+        Ok(Err(e)) => Err(unreadable_body(e.as_ref())),
+    }
+}
+
+fn body_timeout(timeout: Duration) -> ApiError {
+    ApiError::new(
+        408,
+        Reason::Timeout,
+        format!(
+            "the request body did not arrive within {}",
+            humantime::format_duration(timeout)
+        ),
+    )
+}
+
+/// A body the connection failed to decode, named by the innermost cause (hyper's own words, such
+/// as "invalid chunk size: overflow"; it never quotes the body).
+fn unreadable_body(e: &(dyn std::error::Error + 'static)) -> ApiError {
+    let mut cause = e;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    ApiError::bad_request(format!("the request body could not be read: {cause}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controlplane::registry::Registry;
+
+    fn target(reg: &Registry, group: &str, plural: &str, ns: Option<&str>) -> Target {
+        Target {
+            rt: reg
+                .by_resource(group, "v1", plural)
+                .expect("known resource"),
+            version: "v1".into(),
+            namespace: ns.map(str::to_string),
+            name: None,
+            subresource: None,
+        }
+    }
+
+    #[test]
+    fn protected_namespaces_cannot_be_deleted_others_can() {
+        let reg = Registry::new([]);
+        let protected = default_protected_namespaces();
+        let ns = target(&reg, "", "namespaces", None);
+        for name in ["default", "kube-system", "kube-public", "aro-gitops-system"] {
+            let e = check_delete(&ns, name, &protected).unwrap_err();
+            assert_eq!((e.code, e.reason), (403, Reason::Forbidden));
+            assert_eq!(
+                e.message,
+                format!("namespaces \"{name}\" is forbidden: this namespace may not be deleted")
+            );
+        }
+        assert!(check_delete(&ns, "aro-dev", &protected).is_ok());
+        assert!(check_delete(&ns, "kube-node-lease", &protected).is_ok());
+        // A ConfigMap named like a protected namespace is just a ConfigMap.
+        let cm = target(&reg, "", "configmaps", Some("default"));
+        assert!(check_delete(&cm, "default", &protected).is_ok());
+        assert!(is_protected_key("/Namespace//kube-system", &protected));
+        assert!(!is_protected_key(
+            "/ConfigMap/default/kube-system",
+            &protected
+        ));
+        assert!(!is_protected_key("/Namespace//aro-dev", &protected));
+    }
+
+    #[test]
+    fn collection_delete_is_served_except_for_namespaces_and_across_namespaces() {
+        let reg = Registry::new([]);
+        let e = check_delete_collection(&target(&reg, "", "namespaces", None)).unwrap_err();
+        assert_eq!((e.code, e.reason), (405, Reason::MethodNotAllowed));
+        assert!(check_delete_collection(&target(&reg, "", "configmaps", None)).is_err());
+        assert!(check_delete_collection(&target(&reg, "", "configmaps", Some("x"))).is_ok());
+        let crds = target(
+            &reg,
+            "apiextensions.k8s.io",
+            "customresourcedefinitions",
+            None,
+        );
+        assert!(check_delete_collection(&crds).is_ok());
+    }
+
+    fn chunks(parts: Vec<Result<&'static [u8], std::io::Error>>) -> Body {
+        let frames = parts
+            .into_iter()
+            .map(|p| p.map(|b| hyper::body::Frame::data(Bytes::from_static(b))));
+        Body::new(http_body_util::StreamBody::new(futures::stream::iter(
+            frames,
+        )))
+    }
+
+    #[tokio::test]
+    async fn bodies_are_bounded_in_size_and_time_and_decoding_errors_are_bad_requests() {
+        let t = Duration::from_secs(5);
+        let ok = read_body(chunks(vec![Ok(b"{}"), Ok(b" ")]), None, 16, t).await;
+        assert_eq!(ok.unwrap(), Bytes::from_static(b"{} "));
+
+        let e = read_body(Body::from("x".repeat(17)), None, 16, t)
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, 413);
+        let e = read_body(Body::empty(), Some(17), 16, t).await.unwrap_err();
+        assert_eq!(
+            e.code, 413,
+            "a declared length over the limit is refused unread"
+        );
+
+        let broken = std::io::Error::new(std::io::ErrorKind::InvalidInput, "invalid chunk size");
+        let e = read_body(chunks(vec![Ok(b"{"), Err(broken)]), None, 16, t)
+            .await
+            .unwrap_err();
+        assert_eq!((e.code, e.reason), (400, Reason::BadRequest));
+        assert!(e.message.ends_with("invalid chunk size"), "{}", e.message);
+
+        let stalled = Body::new(http_body_util::StreamBody::new(futures::stream::pending::<
+            Result<hyper::body::Frame<Bytes>, std::io::Error>,
+        >()));
+        let e = read_body(stalled, None, 16, Duration::from_millis(50))
+            .await
+            .unwrap_err();
+        assert_eq!((e.code, e.reason), (408, Reason::Timeout));
+        assert_eq!(e.message, "the request body did not arrive within 50ms");
+    }
+}
