@@ -39,8 +39,21 @@ impl Server {
         Server::start_on(tempfile::tempdir().expect("tempdir"), state, "127.0.0.1:0")
     }
 
+    /// Starts a server on a fresh temporary state directory with extra `control-plane serve`
+    /// arguments (e.g. `--request-body-timeout 2s`).
+    #[allow(dead_code)]
+    pub fn start_with_args(extra: &[&str]) -> Server {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let state = dir.path().join("state");
+        Server::start_with(dir, &state, "127.0.0.1:0", extra)
+    }
+
     /// Starts a server whose state lives in `state`, listening on `listen`.
     fn start_on(dir: tempfile::TempDir, state: &Path, listen: &str) -> Server {
+        Server::start_with(dir, state, listen, &[])
+    }
+
+    fn start_with(dir: tempfile::TempDir, state: &Path, listen: &str, extra: &[&str]) -> Server {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -49,6 +62,7 @@ impl Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_aro-gitops"))
             .args(["control-plane", "serve", "--listen", listen, "--state"])
             .arg(state)
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log))
