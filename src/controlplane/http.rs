@@ -162,6 +162,7 @@ async fn serve(
                 Some("finalize") if rt.kind == "Namespace" && !rt.custom => None,
                 Some(_) => return Err(ApiError::unknown_path()),
             };
+            limits::check_subresource_method(req.method(), sub.as_deref())?;
             if rt.namespaced
                 && namespace.is_none()
                 && (name.is_some() || req.method() == Method::POST)

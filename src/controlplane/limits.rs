@@ -72,10 +72,25 @@ pub(super) fn check_delete_collection(target: &Target) -> Result<(), ApiError> {
     if serves_delete_collection(&target.rt, target.namespace.as_deref()) {
         Ok(())
     } else {
-        Err(ApiError::method_not_allowed(
-            "the server does not allow this method on the requested resource",
-        ))
+        Err(not_routed())
     }
+}
+
+/// What kube-apiserver answers a method it has no route for.
+fn not_routed() -> ApiError {
+    ApiError::method_not_allowed("the server does not allow this method on the requested resource")
+}
+
+/// A subresource (`status`, a namespace's `finalize`) is written, never deleted: a `DELETE` there
+/// would otherwise reach the object itself.
+pub(super) fn check_subresource_method(
+    method: &http::Method,
+    sub: Option<&str>,
+) -> Result<(), ApiError> {
+    if sub.is_some() && method == http::Method::DELETE {
+        return Err(not_routed());
+    }
+    Ok(())
 }
 
 /// Reads a whole request body: at most `limit` bytes (413 beyond), within `timeout` (408 when the
@@ -162,7 +177,7 @@ mod tests {
     }
 
     #[test]
-    fn collection_delete_is_served_except_for_namespaces_and_across_namespaces() {
+    fn collection_and_subresource_deletes_are_refused_where_upstream_has_no_route() {
         let reg = Registry::new([]);
         let e = check_delete_collection(&target(&reg, "", "namespaces", None)).unwrap_err();
         assert_eq!((e.code, e.reason), (405, Reason::MethodNotAllowed));

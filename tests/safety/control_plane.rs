@@ -180,6 +180,14 @@ fn case_11_namespaces_cannot_be_deleted_as_a_collection() {
         PROMPT,
     );
     assert_status(&a, 405, "MethodNotAllowed", "does not allow this method");
+    // Nor through a subresource of one namespace.
+    for ns in ["team-a", AGENT_NAMESPACE] {
+        for sub in ["finalize", "status"] {
+            let path = format!("/api/v1/namespaces/{ns}/{sub}");
+            let a = exchange(&server.addr, head("DELETE", &path, "").as_bytes(), PROMPT);
+            assert_status(&a, 405, "MethodNotAllowed", "does not allow this method");
+        }
+    }
     assert_eq!(namespaces(&k), before, "no namespace went");
     assert_eq!(config_maps(&k, AGENT_NAMESPACE), ["inventory-x"]);
 
