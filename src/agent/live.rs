@@ -1,6 +1,7 @@
 //! Reading a unit's live state for a pass: one LIST per kind, version and namespace the unit
-//! renders, the Secrets of its namespaces (without their data: the kubeconfig's presence is what
-//! the chain needs), the AutoNodePolicies of the namespaces of its node pools, and the kinds its
+//! renders, the Secrets of its namespaces (without their data, but for the Secrets the unit renders:
+//! those are compared with git as they are, `data` against `data`; the kubeconfig's presence is
+//! what the chain needs of the others), the AutoNodePolicies of the namespaces of its node pools, and the kinds its
 //! ARO objects recorded as owned but no longer render.
 
 use super::prepare::Prepared;
@@ -9,7 +10,7 @@ use crate::object::ObjectKey;
 use crate::reconcile::aro::node_policy;
 use crate::report::UnitError;
 use serde_json::Value;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// A listing: group, version, kind, namespace.
 pub type ListKey = (String, String, String, Option<String>);
@@ -23,7 +24,7 @@ pub struct Live {
 }
 
 /// Secrets are kept for the chain (the kubeconfig) without their data.
-fn without_secret_data(mut obj: Value) -> Value {
+pub fn without_secret_data(mut obj: Value) -> Value {
     if obj.get("kind").and_then(Value::as_str) == Some("Secret")
         && let Some(m) = obj.as_object_mut()
     {
@@ -43,10 +44,12 @@ pub fn list_key(key: &ObjectKey) -> ListKey {
     )
 }
 
-/// Lists `key`'s kind in its namespace into `live` (once per kind, version and namespace).
+/// Lists `key`'s kind in its namespace into `live` (once per kind, version and namespace); the
+/// data of a Secret is kept only when `rendered` holds it.
 async fn list_into(
     cluster: &Cluster,
     key: &ObjectKey,
+    rendered: &HashSet<ObjectKey>,
     live: &mut HashMap<ObjectKey, Value>,
     listed: &mut BTreeSet<ListKey>,
     unserved: &mut BTreeSet<ListKey>,
@@ -64,7 +67,12 @@ async fn list_into(
                         version: key.version.clone(),
                         ..k
                     };
-                    live.insert(k, without_secret_data(item));
+                    let item = if rendered.contains(&k) {
+                        item
+                    } else {
+                        without_secret_data(item)
+                    };
+                    live.insert(k, item);
                 }
             }
         }
@@ -84,6 +92,7 @@ pub async fn read(cluster: &Cluster, prepared: &Prepared, errors: &mut Vec<UnitE
     let mut live: HashMap<ObjectKey, Value> = HashMap::new();
     let mut listed = BTreeSet::new();
     let mut unserved = BTreeSet::new();
+    let rendered: HashSet<ObjectKey> = prepared.objects.iter().map(|o| o.key.clone()).collect();
     let namespaces: BTreeSet<Option<String>> = prepared
         .objects
         .iter()
@@ -103,14 +112,32 @@ pub async fn read(cluster: &Cluster, prepared: &Prepared, errors: &mut Vec<UnitE
         .chain(secret_keys)
         .collect();
     for key in &unit_keys {
-        list_into(cluster, key, &mut live, &mut listed, &mut unserved, errors).await;
+        list_into(
+            cluster,
+            key,
+            &rendered,
+            &mut live,
+            &mut listed,
+            &mut unserved,
+            errors,
+        )
+        .await;
     }
     // The AutoNodePolicies of the namespaces whose node pools the unit reconciles, rendered by
     // the unit or not (a kind the cluster does not serve there just holds none).
     for ns in prepared.node_policy_namespaces() {
         let key = node_policy::list_key(Some(&ns));
         let mut ignored = BTreeSet::new();
-        list_into(cluster, &key, &mut live, &mut listed, &mut ignored, errors).await;
+        list_into(
+            cluster,
+            &key,
+            &rendered,
+            &mut live,
+            &mut listed,
+            &mut ignored,
+            errors,
+        )
+        .await;
     }
     // The kinds the ARO objects recorded and the unit no longer renders: their owned objects are
     // still to be seen (and pruned).
@@ -120,7 +147,16 @@ pub async fn read(cluster: &Cluster, prepared: &Prepared, errors: &mut Vec<UnitE
             .any(|(g, _, k, ns)| (g, k, ns) == (&key.group, &key.kind, &key.namespace));
         if !seen {
             let mut ignored = BTreeSet::new();
-            list_into(cluster, &key, &mut live, &mut listed, &mut ignored, errors).await;
+            list_into(
+                cluster,
+                &key,
+                &rendered,
+                &mut live,
+                &mut listed,
+                &mut ignored,
+                errors,
+            )
+            .await;
         }
     }
     Live {

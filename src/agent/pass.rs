@@ -355,15 +355,23 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
         let adopted = current.is_some()
             && inv.get(key).and_then(|e| e.applied.as_ref()).is_none()
             && decision.provenance == crate::plan::policy::Provenance::Adopted;
-        let diff = diff_object(Some(&desired), current);
-        // Unchanged in git since the last apply, yet different live: drift.
-        let drifted = diff.action == Action::Update
-            && inv.get(key).and_then(|e| e.applied.as_deref()) == Some(digest.as_str());
+        let mut diff = diff_object(Some(&desired), current);
+        // Unchanged in git since the last apply, yet different live: drift, judged as
+        // `aro-gitops drift` judges it (one comparison), so an object that did not change is never
+        // drifted and self-heal writes nothing.
+        let unchanged_in_git =
+            inv.get(key).and_then(|e| e.applied.as_deref()) == Some(digest.as_str());
+        let fields = match current {
+            Some(l) if unchanged_in_git && diff.action == Action::Update => {
+                crate::plan::drift::drifted_fields(&desired, l)
+            }
+            _ => vec![],
+        };
+        if unchanged_in_git && diff.action == Action::Update && fields.is_empty() {
+            diff.action = Action::Unchanged;
+        }
+        let drifted = !fields.is_empty();
         if drifted && !ctx.self_heal {
-            let fields = crate::plan::drift::drifted_fields(
-                &desired,
-                current.expect("drift is of a live object"),
-            );
             let described: Vec<String> = fields
                 .iter()
                 .map(|f| match f.managers.as_slice() {
@@ -379,11 +387,7 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
                 reason: Some("Drifted".into()),
                 message: Some(format!(
                     "live state differs from what aro-gitops applied: {}; run with --self-heal to correct it",
-                    if described.is_empty() {
-                        "fields it no longer sets".to_string()
-                    } else {
-                        described.join("; ")
-                    }
+                    described.join("; ")
                 )),
             });
             continue;
@@ -524,7 +528,11 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
         .chain(pruned)
         .collect();
     super::aro_deletion::merge(&mut objects, driven);
-    let mut live_objects: Vec<Value> = live.into_values().collect();
+    // The unit's own Secrets were read whole to be compared; their values go no further.
+    let mut live_objects: Vec<Value> = live
+        .into_values()
+        .map(super::live::without_secret_data)
+        .collect();
     live_objects.sort_by(|a, b| {
         let k = |v: &Value| {
             (

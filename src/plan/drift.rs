@@ -271,6 +271,28 @@ mod tests {
         );
     }
 
+    #[test]
+    fn secret_string_data_is_compared_as_the_data_the_server_stores() {
+        let desired = json!({"apiVersion": "v1", "kind": "Secret",
+                             "metadata": {"name": "creds", "namespace": "apps"},
+                             "type": "Opaque", "stringData": {"password": "hunter2"}});
+        // As the server stores it: folded into data, the agent owning `stringData` fields.
+        let live = json!({"apiVersion": "v1", "kind": "Secret",
+                          "metadata": {"name": "creds", "namespace": "apps", "managedFields": [
+                              {"manager": FIELD_MANAGER, "operation": "Apply", "apiVersion": "v1",
+                               "fieldsType": "FieldsV1", "fieldsV1": {
+                                   "f:stringData": {"f:password": {}}, "f:type": {}}}]},
+                          "type": "Opaque", "data": {"password": "aHVudGVyMg=="}});
+        assert!(drifted_fields(&desired, &live).is_empty());
+        let (d, l) = crate::plan::normalize::comparable(&desired, &live);
+        assert_eq!(d, l, "the plan diff and drift agree");
+        let mut edited = live.clone();
+        edited["data"]["password"] = json!("b3RoZXI=");
+        let drift = drifted_fields(&desired, &edited);
+        assert_eq!(paths(&drift), vec!["data.password"]);
+        assert!(drift[0].desired.is_none() && drift[0].live.is_none());
+    }
+
     fn cluster_schema() -> Schema {
         Schema::from_openapi_v3(&json!({
             "type": "object",
