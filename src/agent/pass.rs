@@ -444,41 +444,21 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
         .collect();
     let mut pruned = Vec::new();
     if !leaving.is_empty() {
-        match crate::plan::prune::hold(Some(prepared.objects.len()), stale_source.as_deref()) {
-            Some(hold) => {
-                tracing::warn!(unit = %prepared.unit.name(), %hold, "prune held");
-                for e in &leaving {
-                    pruned.push(ObjectOutcome {
-                        key: e.key(),
-                        action: ObjectAction::DeletionBlocked,
-                        ready: false,
-                        reason: Some(hold.to_string()),
-                        message: None,
-                    });
-                }
-            }
-            None => {
-                let refs: Vec<&inventory::Entry> = leaving.iter().collect();
-                pruning::read_live(cluster, &refs, &mut live, &mut errors).await;
-                let unit_consent = prepared
-                    .cluster
-                    .as_ref()
-                    .and_then(|c| prepared.objects.iter().find(|o| &o.key == c))
-                    .is_some_and(|o| crate::plan::prune::consents(&o.object));
-                let total = inv.entries.len();
-                pruned = pruning::step(
-                    cluster,
-                    inv,
-                    leaving,
-                    &live,
-                    total,
-                    unit_consent,
-                    ctx.safety,
-                    &mut errors,
-                )
-                .await;
-            }
-        }
+        let refs: Vec<&inventory::Entry> = leaving.iter().collect();
+        pruning::read_live(cluster, &refs, &mut live, &mut errors).await;
+        let unit_consent = prepared
+            .cluster
+            .as_ref()
+            .and_then(|c| prepared.objects.iter().find(|o| &o.key == c))
+            .is_some_and(|o| crate::plan::prune::consents(&o.object));
+        let how = pruning::UnitPruning {
+            rendered: Some(prepared.objects.len()),
+            stale_source: stale_source.as_deref(),
+            unit_consent,
+            safety: ctx.safety,
+        };
+        let total = inv.entries.len();
+        (pruned, _) = pruning::prune(cluster, inv, leaving, &live, total, how, &mut errors).await;
     }
     if errors.is_empty() && stale_source.is_none() {
         inv.revision = Some(revision.to_string());
@@ -570,38 +550,22 @@ pub async fn remove(ctx: &PassContext<'_>, inv: &mut Inventory) -> UnitOutcome {
         .find(|e| e.id.group == "cluster.x-k8s.io" && e.id.kind == "Cluster")
         .map(inventory::Entry::key);
     let mut live = HashMap::new();
-    let objects = match crate::plan::prune::hold(Some(1), ctx.stale_source.as_deref()) {
-        Some(hold) => leaving
-            .iter()
-            .map(|e| ObjectOutcome {
-                key: e.key(),
-                action: ObjectAction::DeletionBlocked,
-                ready: false,
-                reason: Some(hold.to_string()),
-                message: None,
-            })
-            .collect(),
-        None => {
-            let refs: Vec<&inventory::Entry> = leaving.iter().collect();
-            pruning::read_live(ctx.cluster, &refs, &mut live, &mut errors).await;
-            let total = leaving.len();
-            let mut objects = pruning::step(
-                ctx.cluster,
-                inv,
-                leaving,
-                &live,
-                total,
-                false,
-                ctx.safety,
-                &mut errors,
-            )
-            .await;
-            let of_unit = |k: &ObjectKey| inv.get(k).is_some();
-            let driven = super::aro_deletion::drive(ctx.cluster, &live, of_unit, &mut errors).await;
-            super::aro_deletion::merge(&mut objects, driven);
-            objects
-        }
+    let refs: Vec<&inventory::Entry> = leaving.iter().collect();
+    pruning::read_live(ctx.cluster, &refs, &mut live, &mut errors).await;
+    let how = pruning::UnitPruning {
+        rendered: None,
+        stale_source: ctx.stale_source.as_deref(),
+        unit_consent: false,
+        safety: ctx.safety,
     };
+    let total = leaving.len();
+    let (mut objects, went_ahead) =
+        pruning::prune(ctx.cluster, inv, leaving, &live, total, how, &mut errors).await;
+    if went_ahead {
+        let of_unit = |k: &ObjectKey| inv.get(k).is_some();
+        let driven = super::aro_deletion::drive(ctx.cluster, &live, of_unit, &mut errors).await;
+        super::aro_deletion::merge(&mut objects, driven);
+    }
     if inv.entries.is_empty() {
         if let Err(e) = inventory::remove(ctx.cluster, &inv.unit).await {
             errors.push(UnitError {
