@@ -444,8 +444,6 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
         .collect();
     let mut pruned = Vec::new();
     if !leaving.is_empty() {
-        let refs: Vec<&inventory::Entry> = leaving.iter().collect();
-        pruning::read_live(cluster, &refs, &mut live, &mut errors).await;
         let unit_consent = prepared
             .cluster
             .as_ref()
@@ -458,7 +456,8 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
             safety: ctx.safety,
         };
         let total = inv.entries.len();
-        (pruned, _) = pruning::prune(cluster, inv, leaving, &live, total, how, &mut errors).await;
+        (pruned, _) =
+            pruning::prune(cluster, inv, leaving, &mut live, total, how, &mut errors).await;
     }
     if errors.is_empty() && stale_source.is_none() {
         inv.revision = Some(revision.to_string());
@@ -550,8 +549,6 @@ pub async fn remove(ctx: &PassContext<'_>, inv: &mut Inventory) -> UnitOutcome {
         .find(|e| e.id.group == "cluster.x-k8s.io" && e.id.kind == "Cluster")
         .map(inventory::Entry::key);
     let mut live = HashMap::new();
-    let refs: Vec<&inventory::Entry> = leaving.iter().collect();
-    pruning::read_live(ctx.cluster, &refs, &mut live, &mut errors).await;
     let how = pruning::UnitPruning {
         rendered: None,
         stale_source: ctx.stale_source.as_deref(),
@@ -559,8 +556,16 @@ pub async fn remove(ctx: &PassContext<'_>, inv: &mut Inventory) -> UnitOutcome {
         safety: ctx.safety,
     };
     let total = leaving.len();
-    let (mut objects, went_ahead) =
-        pruning::prune(ctx.cluster, inv, leaving, &live, total, how, &mut errors).await;
+    let (mut objects, went_ahead) = pruning::prune(
+        ctx.cluster,
+        inv,
+        leaving,
+        &mut live,
+        total,
+        how,
+        &mut errors,
+    )
+    .await;
     if went_ahead {
         let of_unit = |k: &ObjectKey| inv.get(k).is_some();
         let driven = super::aro_deletion::drive(ctx.cluster, &live, of_unit, &mut errors).await;

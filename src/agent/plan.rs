@@ -673,7 +673,7 @@ fn held(c: &mut ClusterPreview, keys: &[ObjectKey], hold: &prune::Hold) {
         c.counts.blocked += 1;
         c.blocked_deletions.push(BlockedDeletion {
             object: ObjectRef::from(key),
-            reason: hold.to_string(),
+            reason: hold.object_reason(),
         });
     }
 }

@@ -87,27 +87,39 @@ pub fn decide(
     (keys, bodies, verdicts)
 }
 
-/// Prunes one unit for a pass: decides ([`decide`]) and runs one step; when nothing may be
-/// pruned now, every candidate is blocked with the reason, and an empty render fails the unit.
-/// Returns the candidates' outcomes and whether the pruning went ahead.
+/// Prunes one unit for a pass: reads the live objects of `entries` into `live` (unless nothing
+/// may be pruned now), decides ([`decide`]) and runs one step; when nothing may be pruned now,
+/// every candidate is blocked with the reason, and an empty render fails the unit. Returns the
+/// candidates' outcomes and whether the pruning went ahead.
 pub async fn prune(
     cluster: &Cluster,
     inventory: &mut Inventory,
     entries: Vec<Entry>,
-    live: &HashMap<ObjectKey, Value>,
+    live: &mut HashMap<ObjectKey, Value>,
     total: usize,
     how: UnitPruning<'_>,
     errors: &mut Vec<UnitError>,
 ) -> (Vec<ObjectOutcome>, bool) {
     let refs: Vec<&Entry> = entries.iter().collect();
-    let (_, _, verdicts) = decide(how, inventory, &refs, |k| live.get(k).cloned(), total);
+    let allow_empty = how.safety.allow_empty_render || inventory.allow_empty_render;
+    let verdicts = match prune::may_prune(how.rendered, how.stale_source, allow_empty) {
+        Ok(()) => {
+            read_live(cluster, &refs, live, errors).await;
+            decide(how, inventory, &refs, |k| live.get(k).cloned(), total).2
+        }
+        Err(hold) => Err(hold),
+    };
     match verdicts {
         Ok(verdicts) => (
             step(cluster, inventory, entries, live, verdicts, errors).await,
             true,
         ),
         Err(hold) => {
-            tracing::warn!(unit = %inventory.unit, %hold, "prune held");
+            if hold.fails_unit() {
+                tracing::error!(unit = %inventory.unit, %hold, "prune refused");
+            } else {
+                tracing::warn!(unit = %inventory.unit, %hold, "prune held");
+            }
             if hold.fails_unit() {
                 errors.push(UnitError {
                     object: None,
@@ -121,7 +133,7 @@ pub async fn prune(
                     key: e.key(),
                     action: ObjectAction::DeletionBlocked,
                     ready: false,
-                    reason: Some(hold.to_string()),
+                    reason: Some(hold.object_reason()),
                     message: None,
                 })
                 .collect();
@@ -144,7 +156,7 @@ pub fn candidates<'a>(inventory: &'a Inventory, desired: &[ObjectKey]) -> Vec<&'
 }
 
 /// Reads the live objects of `entries` (one LIST per kind and namespace not listed yet).
-pub async fn read_live(
+async fn read_live(
     cluster: &Cluster,
     entries: &[&Entry],
     live: &mut HashMap<ObjectKey, Value>,

@@ -51,7 +51,7 @@ impl std::fmt::Display for Hold {
             }
             Hold::RenderEmpty => write!(
                 f,
-                "{EMPTY_RENDER} while it has live objects; nothing is deleted (if the unit really is empty now, run with --allow-empty-render or annotate its inventory {ALLOW_EMPTY_RENDER_ANNOTATION}=true)"
+                "{EMPTY_RENDER}, but it has objects live; nothing is deleted. If the unit is meant to be empty, run with --allow-empty-render or annotate its inventory with {ALLOW_EMPTY_RENDER_ANNOTATION}=true"
             ),
             Hold::SourceUnreachable(why) => write!(
                 f,
@@ -66,6 +66,14 @@ impl Hold {
     /// unreachable source).
     pub fn fails_unit(&self) -> bool {
         !matches!(self, Hold::SourceUnreachable(_))
+    }
+
+    /// Why each object is not deleted: the hold in short when it is the unit's error already.
+    pub fn object_reason(&self) -> String {
+        match self {
+            Hold::RenderEmpty => EMPTY_RENDER.to_string(),
+            h => h.to_string(),
+        }
     }
 }
 
@@ -180,19 +188,23 @@ pub fn deletions(p: &Pruning) -> Result<Vec<Verdict>, Hold> {
     if p.candidates.is_empty() {
         return Ok(vec![]);
     }
-    match p.rendered {
-        None => {
-            if let Some(h) = hold(Some(1), p.stale_source) {
-                return Err(h);
-            }
-        }
-        Some(n) => match hold(Some(n), p.stale_source) {
-            Some(Hold::RenderEmpty) if p.allow_empty_render => {}
-            Some(h) => return Err(h),
-            None => {}
-        },
-    }
+    may_prune(p.rendered, p.stale_source, p.allow_empty_render)?;
     Ok(decide(p.candidates, p.total, p.consent, p.max_share))
+}
+
+/// The part of [`deletions`] that needs no live object: whether a unit with candidates may prune
+/// at all (a pass asks first, to read nothing it will not delete).
+pub fn may_prune(
+    rendered: Option<usize>,
+    stale_source: Option<&str>,
+    allow_empty_render: bool,
+) -> Result<(), Hold> {
+    // A unit that left git rendered nothing on purpose: only the source can hold it.
+    match hold(Some(rendered.unwrap_or(1)), stale_source) {
+        Some(Hold::RenderEmpty) if allow_empty_render => Ok(()),
+        Some(h) => Err(h),
+        None => Ok(()),
+    }
 }
 
 /// Decides every candidate of one unit. `total` is how many objects the unit has live under the

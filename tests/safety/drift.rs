@@ -232,21 +232,27 @@ fn run(fleet: &Fleet, more: &[&str]) -> Output {
     fleet.aro_gitops(&args)
 }
 
-/// The fleet converged, then `clusters/dev` emptied (committed); returns what dev's inventory held.
-fn converged_then_dev_emptied() -> (Fleet, Vec<ObjectKey>) {
-    let (fleet, _) = Fleet::git();
+/// The fleet converged, then `clusters/dev` emptied (committed); returns what dev's inventory
+/// held, and the commits before and after.
+fn converged_then_dev_emptied() -> (Fleet, Vec<ObjectKey>, String, String) {
+    let (fleet, base) = Fleet::git();
     fleet.run_once();
     let recorded = inventory_keys(&fleet, DEV);
     assert!(recorded.len() >= 28, "{recorded:?}");
     fleet.write(&format!("{DEV}/kustomization.yaml"), EMPTY_KUSTOMIZATION);
-    fleet.commit("dev renders nothing");
-    (fleet, recorded)
+    let head = fleet.commit("dev renders nothing");
+    (fleet, recorded, base, head)
 }
 
 #[test]
 fn case_09_empty_render_fails_in_plan_and_run_and_deletes_nothing() {
-    let (fleet, recorded) = converged_then_dev_emptied();
+    let (fleet, recorded, base, head) = converged_then_dev_emptied();
     let all: BTreeSet<String> = recorded.iter().map(shown).collect();
+
+    // A pull request's preview (against the base revision) says so too.
+    let preview = fleet.plan_revs(&base, &head, &["--allow-deletion"]);
+    assert_eq!(preview.code, 1, "{}", preview.all());
+    assert!(preview.all().contains(EMPTY_RENDER), "{}", preview.all());
 
     let plan = fleet.plan(&["--allow-deletion"]);
     assert_eq!(plan.code, 1, "{}", plan.all());
@@ -269,7 +275,7 @@ fn case_09_empty_render_fails_in_plan_and_run_and_deletes_nothing() {
 
 #[test]
 fn case_09_empty_render_with_consent_plan_deletions_equal_run_deletions() {
-    let (fleet, recorded) = converged_then_dev_emptied();
+    let (fleet, recorded, _, _) = converged_then_dev_emptied();
     let all: BTreeSet<String> = recorded.iter().map(shown).collect();
 
     // The flag, or the unit's own consent on its inventory: the same plan.
