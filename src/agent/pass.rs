@@ -19,8 +19,8 @@ use super::status::{Reconcilers, Step};
 use crate::apply::inventory::{self, Inventory, body_digest};
 use crate::apply::{AzureView, Cluster, FIELD_MANAGER};
 use crate::object::ObjectKey;
+use crate::plan::Action;
 use crate::plan::policy::{self, Decision, Policy};
-use crate::plan::{Action, diff_object};
 use crate::reconcile::aro::{self, KeyManager, node_policy};
 use crate::reconcile::readiness::{Readiness, aso_readiness};
 use crate::report::{AzureMode, ObjectAction, ObjectOutcome, UnitError, UnitOutcome};
@@ -355,21 +355,11 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
         let adopted = current.is_some()
             && inv.get(key).and_then(|e| e.applied.as_ref()).is_none()
             && decision.provenance == crate::plan::policy::Provenance::Adopted;
-        let mut diff = diff_object(Some(&desired), current);
         // Unchanged in git since the last apply, yet different live: drift, judged as
-        // `aro-gitops drift` judges it (one comparison), so an object that did not change is never
-        // drifted and self-heal writes nothing.
+        // `aro-gitops drift` judges it.
         let unchanged_in_git =
             inv.get(key).and_then(|e| e.applied.as_deref()) == Some(digest.as_str());
-        let fields = match current {
-            Some(l) if unchanged_in_git && diff.action == Action::Update => {
-                crate::plan::drift::drifted_fields(&desired, l)
-            }
-            _ => vec![],
-        };
-        if unchanged_in_git && diff.action == Action::Update && fields.is_empty() {
-            diff.action = Action::Unchanged;
-        }
+        let (diff, fields) = crate::plan::drift::judge(&desired, current, unchanged_in_git);
         let drifted = !fields.is_empty();
         if drifted && !ctx.self_heal {
             let described: Vec<String> = fields
