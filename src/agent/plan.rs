@@ -650,9 +650,12 @@ fn leaving_inventory(
     live: &LiveIndex,
     total: usize,
 ) {
-    let (keys, parsed, verdicts) =
-        super::prune::decide(how, inv, leaving, |k| live.get(&Identity::from(k)), total);
-    let old: Vec<Option<&Value>> = parsed.iter().map(Option::as_ref).collect();
+    let super::prune::Decided {
+        keys,
+        bodies,
+        verdicts,
+    } = super::prune::decide(how, inv, leaving, |k| live.get(&Identity::from(k)), total);
+    let old: Vec<Option<&Value>> = bodies.iter().map(Option::as_ref).collect();
     match verdicts {
         Ok(verdicts) => add_deletions(c, &keys, &old, verdicts, "live"),
         Err(hold) => held(c, &keys, &hold),

@@ -46,6 +46,15 @@ pub struct UnitPruning<'a> {
     pub safety: Safety,
 }
 
+/// The deletions of one unit's candidates, decided.
+pub struct Decided {
+    pub keys: Vec<ObjectKey>,
+    /// Their live objects (`None`: gone).
+    pub bodies: Vec<Option<Value>>,
+    /// A verdict per candidate, or why nothing is pruned now.
+    pub verdicts: Result<Vec<Verdict>, prune::Hold>,
+}
+
 /// The deletions of one unit, as [`prune::deletions`] decides them (the decision a plan shows):
 /// `entries` are its inventory members no longer rendered, `live` their live objects, `total` the
 /// share guard's denominator.
@@ -55,11 +64,7 @@ pub fn decide(
     entries: &[&Entry],
     live: impl Fn(&ObjectKey) -> Option<Value>,
     total: usize,
-) -> (
-    Vec<ObjectKey>,
-    Vec<Option<Value>>,
-    Result<Vec<Verdict>, prune::Hold>,
-) {
+) -> Decided {
     let keys: Vec<ObjectKey> = entries.iter().map(|e| e.key()).collect();
     let bodies: Vec<Option<Value>> = keys.iter().map(live).collect();
     let cands: Vec<Candidate> = entries
@@ -84,7 +89,11 @@ pub fn decide(
         max_share: how.safety.max_delete_share,
         allow_empty_render: how.safety.allow_empty_render || inventory.allow_empty_render,
     });
-    (keys, bodies, verdicts)
+    Decided {
+        keys,
+        bodies,
+        verdicts,
+    }
 }
 
 /// Prunes one unit for a pass: reads the live objects of `entries` into `live` (unless nothing
@@ -105,7 +114,7 @@ pub async fn prune(
     let verdicts = match prune::may_prune(how.rendered, how.stale_source, allow_empty) {
         Ok(()) => {
             read_live(cluster, &refs, live, errors).await;
-            decide(how, inventory, &refs, |k| live.get(k).cloned(), total).2
+            decide(how, inventory, &refs, |k| live.get(k).cloned(), total).verdicts
         }
         Err(hold) => Err(hold),
     };
