@@ -1,8 +1,8 @@
 //! Reading a unit's live state for a pass: one LIST per kind, version and namespace the unit
-//! renders, the Secrets of its namespaces (without their data, but for the Secrets the unit renders:
-//! those are compared with git as they are, `data` against `data`; the kubeconfig's presence is
-//! what the chain needs of the others), the AutoNodePolicies of the namespaces of its node pools, and the kinds its
-//! ARO objects recorded as owned but no longer render.
+//! renders, the Secrets of its namespaces (without their data: the kubeconfig's presence is what
+//! the chain needs; the unit's own Secrets keep theirs, compared with git `data` against `data` as
+//! `aro-gitops drift` compares them), the AutoNodePolicies of the namespaces of its node pools,
+//! and the kinds its ARO objects recorded as owned but no longer render.
 
 use super::prepare::Prepared;
 use crate::apply::Cluster;
@@ -44,12 +44,10 @@ pub fn list_key(key: &ObjectKey) -> ListKey {
     )
 }
 
-/// Lists `key`'s kind in its namespace into `live` (once per kind, version and namespace); the
-/// data of a Secret is kept only when `rendered` holds it.
+/// Lists `key`'s kind in its namespace into `live` (once per kind, version and namespace).
 async fn list_into(
     cluster: &Cluster,
     key: &ObjectKey,
-    rendered: &HashSet<ObjectKey>,
     live: &mut HashMap<ObjectKey, Value>,
     listed: &mut BTreeSet<ListKey>,
     unserved: &mut BTreeSet<ListKey>,
@@ -66,11 +64,6 @@ async fn list_into(
                     let k = ObjectKey {
                         version: key.version.clone(),
                         ..k
-                    };
-                    let item = if rendered.contains(&k) {
-                        item
-                    } else {
-                        without_secret_data(item)
                     };
                     live.insert(k, item);
                 }
@@ -92,7 +85,6 @@ pub async fn read(cluster: &Cluster, prepared: &Prepared, errors: &mut Vec<UnitE
     let mut live: HashMap<ObjectKey, Value> = HashMap::new();
     let mut listed = BTreeSet::new();
     let mut unserved = BTreeSet::new();
-    let rendered: HashSet<ObjectKey> = prepared.objects.iter().map(|o| o.key.clone()).collect();
     let namespaces: BTreeSet<Option<String>> = prepared
         .objects
         .iter()
@@ -112,32 +104,14 @@ pub async fn read(cluster: &Cluster, prepared: &Prepared, errors: &mut Vec<UnitE
         .chain(secret_keys)
         .collect();
     for key in &unit_keys {
-        list_into(
-            cluster,
-            key,
-            &rendered,
-            &mut live,
-            &mut listed,
-            &mut unserved,
-            errors,
-        )
-        .await;
+        list_into(cluster, key, &mut live, &mut listed, &mut unserved, errors).await;
     }
     // The AutoNodePolicies of the namespaces whose node pools the unit reconciles, rendered by
     // the unit or not (a kind the cluster does not serve there just holds none).
     for ns in prepared.node_policy_namespaces() {
         let key = node_policy::list_key(Some(&ns));
         let mut ignored = BTreeSet::new();
-        list_into(
-            cluster,
-            &key,
-            &rendered,
-            &mut live,
-            &mut listed,
-            &mut ignored,
-            errors,
-        )
-        .await;
+        list_into(cluster, &key, &mut live, &mut listed, &mut ignored, errors).await;
     }
     // The kinds the ARO objects recorded and the unit no longer renders: their owned objects are
     // still to be seen (and pruned).
@@ -147,20 +121,21 @@ pub async fn read(cluster: &Cluster, prepared: &Prepared, errors: &mut Vec<UnitE
             .any(|(g, _, k, ns)| (g, k, ns) == (&key.group, &key.kind, &key.namespace));
         if !seen {
             let mut ignored = BTreeSet::new();
-            list_into(
-                cluster,
-                &key,
-                &rendered,
-                &mut live,
-                &mut listed,
-                &mut ignored,
-                errors,
-            )
-            .await;
+            list_into(cluster, &key, &mut live, &mut listed, &mut ignored, errors).await;
         }
     }
-    Live {
-        objects: live,
-        unserved,
-    }
+    // Only the Secrets the unit renders keep their data (they are compared with git).
+    let rendered: HashSet<&ObjectKey> = prepared.objects.iter().map(|o| &o.key).collect();
+    let objects = live
+        .into_iter()
+        .map(|(k, v)| {
+            let v = if rendered.contains(&k) {
+                v
+            } else {
+                without_secret_data(v)
+            };
+            (k, v)
+        })
+        .collect();
+    Live { objects, unserved }
 }

@@ -46,6 +46,13 @@ pub struct UnitPruning<'a> {
     pub safety: Safety,
 }
 
+impl UnitPruning<'_> {
+    /// Whether the unit may render nothing and prune: the flag, or its inventory's annotation.
+    fn allows_empty_render(&self, inventory: &Inventory) -> bool {
+        self.safety.allow_empty_render || inventory.allow_empty_render
+    }
+}
+
 /// The deletions of one unit's candidates, decided.
 pub struct Decided {
     pub keys: Vec<ObjectKey>,
@@ -87,7 +94,7 @@ pub fn decide(
             unit: how.unit_consent || inventory.consent,
         },
         max_share: how.safety.max_delete_share,
-        allow_empty_render: how.safety.allow_empty_render || inventory.allow_empty_render,
+        allow_empty_render: how.allows_empty_render(inventory),
     });
     Decided {
         keys,
@@ -110,7 +117,7 @@ pub async fn prune(
     errors: &mut Vec<UnitError>,
 ) -> (Vec<ObjectOutcome>, bool) {
     let refs: Vec<&Entry> = entries.iter().collect();
-    let allow_empty = how.safety.allow_empty_render || inventory.allow_empty_render;
+    let allow_empty = how.allows_empty_render(inventory);
     let verdicts = match prune::may_prune(how.rendered, how.stale_source, allow_empty) {
         Ok(()) => {
             read_live(cluster, &refs, live, errors).await;
@@ -126,15 +133,13 @@ pub async fn prune(
         Err(hold) => {
             if hold.fails_unit() {
                 tracing::error!(unit = %inventory.unit, %hold, "prune refused");
-            } else {
-                tracing::warn!(unit = %inventory.unit, %hold, "prune held");
-            }
-            if hold.fails_unit() {
                 errors.push(UnitError {
                     object: None,
                     file: None,
                     message: hold.to_string(),
                 });
+            } else {
+                tracing::warn!(unit = %inventory.unit, %hold, "prune held");
             }
             let outcomes = entries
                 .iter()
