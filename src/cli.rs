@@ -118,6 +118,11 @@ pub struct SafetyArgs {
     /// The largest share (0 to 1) of a cluster's objects one plan may delete without consent.
     #[arg(long, default_value_t = 0.5, value_parser = share)]
     pub max_delete_share: f64,
+    /// Let a unit that renders no objects prune what it has (otherwise it fails with "refusing to
+    /// prune: the unit rendered no objects"; per unit: the annotation
+    /// aro-gitops.dev/allow-empty-render=true on its inventory).
+    #[arg(long, alias = "allow-empty")]
+    pub allow_empty_render: bool,
 }
 
 fn share(s: &str) -> Result<f64, String> {

@@ -119,6 +119,7 @@ fn safety(args: &aro_gitops::cli::SafetyArgs) -> agent::Safety {
     agent::Safety {
         allow_deletion: args.allow_deletion,
         max_delete_share: args.max_delete_share,
+        allow_empty_render: args.allow_empty_render,
     }
 }
 

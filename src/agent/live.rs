@@ -1,7 +1,8 @@
 //! Reading a unit's live state for a pass: one LIST per kind, version and namespace the unit
 //! renders, the Secrets of its namespaces (without their data: the kubeconfig's presence is what
-//! the chain needs), the AutoNodePolicies of the namespaces of its node pools, and the kinds its
-//! ARO objects recorded as owned but no longer render.
+//! the chain needs; the unit's own Secrets keep theirs, compared with git `data` against `data` as
+//! `aro-gitops drift` compares them), the AutoNodePolicies of the namespaces of its node pools,
+//! and the kinds its ARO objects recorded as owned but no longer render.
 
 use super::prepare::Prepared;
 use crate::apply::Cluster;
@@ -9,7 +10,7 @@ use crate::object::ObjectKey;
 use crate::reconcile::aro::node_policy;
 use crate::report::UnitError;
 use serde_json::Value;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// A listing: group, version, kind, namespace.
 pub type ListKey = (String, String, String, Option<String>);
@@ -23,7 +24,7 @@ pub struct Live {
 }
 
 /// Secrets are kept for the chain (the kubeconfig) without their data.
-fn without_secret_data(mut obj: Value) -> Value {
+pub fn without_secret_data(mut obj: Value) -> Value {
     if obj.get("kind").and_then(Value::as_str) == Some("Secret")
         && let Some(m) = obj.as_object_mut()
     {
@@ -64,7 +65,7 @@ async fn list_into(
                         version: key.version.clone(),
                         ..k
                     };
-                    live.insert(k, without_secret_data(item));
+                    live.insert(k, item);
                 }
             }
         }
@@ -123,8 +124,18 @@ pub async fn read(cluster: &Cluster, prepared: &Prepared, errors: &mut Vec<UnitE
             list_into(cluster, &key, &mut live, &mut listed, &mut ignored, errors).await;
         }
     }
-    Live {
-        objects: live,
-        unserved,
-    }
+    // Only the Secrets the unit renders keep their data (they are compared with git).
+    let rendered: HashSet<&ObjectKey> = prepared.objects.iter().map(|o| &o.key).collect();
+    let objects = live
+        .into_iter()
+        .map(|(k, v)| {
+            let v = if rendered.contains(&k) {
+                v
+            } else {
+                without_secret_data(v)
+            };
+            (k, v)
+        })
+        .collect();
+    Live { objects, unserved }
 }

@@ -19,8 +19,8 @@ use super::status::{Reconcilers, Step};
 use crate::apply::inventory::{self, Inventory, body_digest};
 use crate::apply::{AzureView, Cluster, FIELD_MANAGER};
 use crate::object::ObjectKey;
+use crate::plan::Action;
 use crate::plan::policy::{self, Decision, Policy};
-use crate::plan::{Action, diff_object};
 use crate::reconcile::aro::{self, KeyManager, node_policy};
 use crate::reconcile::readiness::{Readiness, aso_readiness};
 use crate::report::{AzureMode, ObjectAction, ObjectOutcome, UnitError, UnitOutcome};
@@ -355,15 +355,13 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
         let adopted = current.is_some()
             && inv.get(key).and_then(|e| e.applied.as_ref()).is_none()
             && decision.provenance == crate::plan::policy::Provenance::Adopted;
-        let diff = diff_object(Some(&desired), current);
-        // Unchanged in git since the last apply, yet different live: drift.
-        let drifted = diff.action == Action::Update
-            && inv.get(key).and_then(|e| e.applied.as_deref()) == Some(digest.as_str());
+        // Unchanged in git since the last apply, yet different live: drift, judged as
+        // `aro-gitops drift` judges it.
+        let unchanged_in_git =
+            inv.get(key).and_then(|e| e.applied.as_deref()) == Some(digest.as_str());
+        let (diff, fields) = crate::plan::drift::judge(&desired, current, unchanged_in_git);
+        let drifted = !fields.is_empty();
         if drifted && !ctx.self_heal {
-            let fields = crate::plan::drift::drifted_fields(
-                &desired,
-                current.expect("drift is of a live object"),
-            );
             let described: Vec<String> = fields
                 .iter()
                 .map(|f| match f.managers.as_slice() {
@@ -379,11 +377,7 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
                 reason: Some("Drifted".into()),
                 message: Some(format!(
                     "live state differs from what aro-gitops applied: {}; run with --self-heal to correct it",
-                    if described.is_empty() {
-                        "fields it no longer sets".to_string()
-                    } else {
-                        described.join("; ")
-                    }
+                    described.join("; ")
                 )),
             });
             continue;
@@ -440,41 +434,20 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
         .collect();
     let mut pruned = Vec::new();
     if !leaving.is_empty() {
-        match crate::plan::prune::hold(Some(prepared.objects.len()), stale_source.as_deref()) {
-            Some(hold) => {
-                tracing::warn!(unit = %prepared.unit.name(), %hold, "prune held");
-                for e in &leaving {
-                    pruned.push(ObjectOutcome {
-                        key: e.key(),
-                        action: ObjectAction::DeletionBlocked,
-                        ready: false,
-                        reason: Some(hold.to_string()),
-                        message: None,
-                    });
-                }
-            }
-            None => {
-                let refs: Vec<&inventory::Entry> = leaving.iter().collect();
-                pruning::read_live(cluster, &refs, &mut live, &mut errors).await;
-                let unit_consent = prepared
-                    .cluster
-                    .as_ref()
-                    .and_then(|c| prepared.objects.iter().find(|o| &o.key == c))
-                    .is_some_and(|o| crate::plan::prune::consents(&o.object));
-                let total = inv.entries.len();
-                pruned = pruning::step(
-                    cluster,
-                    inv,
-                    leaving,
-                    &live,
-                    total,
-                    unit_consent,
-                    ctx.safety,
-                    &mut errors,
-                )
-                .await;
-            }
-        }
+        let unit_consent = prepared
+            .cluster
+            .as_ref()
+            .and_then(|c| prepared.objects.iter().find(|o| &o.key == c))
+            .is_some_and(|o| crate::plan::prune::consents(&o.object));
+        let how = pruning::UnitPruning {
+            rendered: Some(prepared.objects.len()),
+            stale_source: stale_source.as_deref(),
+            unit_consent,
+            safety: ctx.safety,
+        };
+        let total = inv.entries.len();
+        (pruned, _) =
+            pruning::prune(cluster, inv, leaving, &mut live, total, how, &mut errors).await;
     }
     if errors.is_empty() && stale_source.is_none() {
         inv.revision = Some(revision.to_string());
@@ -524,7 +497,11 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
         .chain(pruned)
         .collect();
     super::aro_deletion::merge(&mut objects, driven);
-    let mut live_objects: Vec<Value> = live.into_values().collect();
+    // The unit's own Secrets were read whole to be compared; their values go no further.
+    let mut live_objects: Vec<Value> = live
+        .into_values()
+        .map(super::live::without_secret_data)
+        .collect();
     live_objects.sort_by(|a, b| {
         let k = |v: &Value| {
             (
@@ -562,38 +539,28 @@ pub async fn remove(ctx: &PassContext<'_>, inv: &mut Inventory) -> UnitOutcome {
         .find(|e| e.id.group == "cluster.x-k8s.io" && e.id.kind == "Cluster")
         .map(inventory::Entry::key);
     let mut live = HashMap::new();
-    let objects = match crate::plan::prune::hold(Some(1), ctx.stale_source.as_deref()) {
-        Some(hold) => leaving
-            .iter()
-            .map(|e| ObjectOutcome {
-                key: e.key(),
-                action: ObjectAction::DeletionBlocked,
-                ready: false,
-                reason: Some(hold.to_string()),
-                message: None,
-            })
-            .collect(),
-        None => {
-            let refs: Vec<&inventory::Entry> = leaving.iter().collect();
-            pruning::read_live(ctx.cluster, &refs, &mut live, &mut errors).await;
-            let total = leaving.len();
-            let mut objects = pruning::step(
-                ctx.cluster,
-                inv,
-                leaving,
-                &live,
-                total,
-                false,
-                ctx.safety,
-                &mut errors,
-            )
-            .await;
-            let of_unit = |k: &ObjectKey| inv.get(k).is_some();
-            let driven = super::aro_deletion::drive(ctx.cluster, &live, of_unit, &mut errors).await;
-            super::aro_deletion::merge(&mut objects, driven);
-            objects
-        }
+    let how = pruning::UnitPruning {
+        rendered: None,
+        stale_source: ctx.stale_source.as_deref(),
+        unit_consent: false,
+        safety: ctx.safety,
     };
+    let total = leaving.len();
+    let (mut objects, went_ahead) = pruning::prune(
+        ctx.cluster,
+        inv,
+        leaving,
+        &mut live,
+        total,
+        how,
+        &mut errors,
+    )
+    .await;
+    if went_ahead {
+        let of_unit = |k: &ObjectKey| inv.get(k).is_some();
+        let driven = super::aro_deletion::drive(ctx.cluster, &live, of_unit, &mut errors).await;
+        super::aro_deletion::merge(&mut objects, driven);
+    }
     if inv.entries.is_empty() {
         if let Err(e) = inventory::remove(ctx.cluster, &inv.unit).await {
             errors.push(UnitError {

@@ -9,6 +9,7 @@
 mod base;
 
 use super::prepare::{self, PreparedUnit};
+use super::prune::UnitPruning;
 use super::{AgentError, Environment, Safety};
 use crate::apply::inventory::{self, Identity, Inventory};
 use crate::apply::live::LiveIndex;
@@ -19,7 +20,7 @@ use crate::plan::preview::{
     Adoption, Against, BlockedDeletion, Change, ChangeAction, ClusterPreview, Counts, ObjectRef,
     PolicyEffect, Preview, Problem, Revision as PreviewRevision,
 };
-use crate::plan::prune::{self, Candidate, Consent, Verdict};
+use crate::plan::prune::{self, Verdict};
 use crate::plan::{Action, ObjectDiff, diff_object};
 use crate::reconcile::aro::node_policy;
 use crate::report::UnitError;
@@ -486,12 +487,14 @@ async fn against_live(
     if !units.is_empty() {
         for (name, inv) in inventories.iter().filter(|(n, _)| !present.contains(*n)) {
             let mut c = empty_cluster(name, None);
-            let consent = Consent {
-                flag: safety.allow_deletion,
-                unit: inv.consent,
-            };
             let leaving: Vec<&inventory::Entry> = inv.entries.values().collect();
-            leaving_inventory(&mut c, &leaving, &live, leaving.len(), consent, safety);
+            let how = UnitPruning {
+                rendered: None,
+                stale_source: None,
+                unit_consent: false,
+                safety,
+            };
+            leaving_inventory(&mut c, how, inv, &leaving, &live, leaving.len());
             clusters.push(c);
         }
     }
@@ -625,38 +628,55 @@ fn plan_unit(
     let desired_keys: Vec<ObjectKey> = p.objects.iter().map(|o| o.key.clone()).collect();
     let leaving = super::prune::candidates(inv, &desired_keys);
     if !leaving.is_empty() {
-        let consent = Consent {
-            flag: safety.allow_deletion,
-            unit: unit_consents(p) || inv.consent,
+        let how = UnitPruning {
+            rendered: Some(p.objects.len()),
+            stale_source: None,
+            unit_consent: unit_consents(p),
+            safety,
         };
-        leaving_inventory(&mut c, &leaving, live, inv.entries.len(), consent, safety);
+        leaving_inventory(&mut c, how, inv, &leaving, live, inv.entries.len());
     }
     c
 }
 
-/// Adds the deletions of inventory members that left git, judged against live state; `total` is
-/// the share guard's denominator.
+/// Adds the deletions of inventory members that left git, judged against live state as a pass
+/// judges them (one decision: [`super::prune::decide`]); `total` is the share guard's
+/// denominator. An empty render without consent is the unit's error, as in a run.
 fn leaving_inventory(
     c: &mut ClusterPreview,
+    how: UnitPruning,
+    inv: &Inventory,
     leaving: &[&inventory::Entry],
     live: &LiveIndex,
     total: usize,
-    consent: Consent,
-    safety: Safety,
 ) {
-    let keys: Vec<ObjectKey> = leaving.iter().map(|e| e.key()).collect();
-    let parsed: Vec<Option<Value>> = keys.iter().map(|k| live.get(&Identity::from(k))).collect();
-    let old: Vec<Option<&Value>> = parsed.iter().map(Option::as_ref).collect();
-    let cands: Vec<Candidate> = keys
-        .iter()
-        .zip(leaving)
-        .zip(&old)
-        .map(|((k, e), l)| Candidate {
-            key: k,
-            live: *l,
-            recorded: e.policy,
-        })
-        .collect();
-    let verdicts = prune::decide(&cands, total, consent, safety.max_delete_share);
-    add_deletions(c, &keys, &old, verdicts, "live");
+    let super::prune::Decided {
+        keys,
+        bodies,
+        verdicts,
+    } = super::prune::decide(how, inv, leaving, |k| live.get(&Identity::from(k)), total);
+    let old: Vec<Option<&Value>> = bodies.iter().map(Option::as_ref).collect();
+    match verdicts {
+        Ok(verdicts) => add_deletions(c, &keys, &old, verdicts, "live"),
+        Err(hold) => held(c, &keys, &hold),
+    }
+}
+
+/// Nothing of the unit is deleted now: each candidate is blocked with the reason, and a hold that
+/// fails the unit (an empty render) is its error.
+fn held(c: &mut ClusterPreview, keys: &[ObjectKey], hold: &prune::Hold) {
+    if hold.fails_unit() {
+        c.errors.push(Problem {
+            file: None,
+            object: None,
+            message: hold.to_string(),
+        });
+    }
+    for key in keys {
+        c.counts.blocked += 1;
+        c.blocked_deletions.push(BlockedDeletion {
+            object: ObjectRef::from(key),
+            reason: hold.object_reason(),
+        });
+    }
 }

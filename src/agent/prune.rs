@@ -22,6 +22,8 @@ pub struct Safety {
     pub allow_deletion: bool,
     /// `--max-delete-share`.
     pub max_delete_share: f64,
+    /// `--allow-empty-render`: a unit may render no objects and prune what it has.
+    pub allow_empty_render: bool,
 }
 
 impl Default for Safety {
@@ -29,6 +31,127 @@ impl Default for Safety {
         Safety {
             allow_deletion: false,
             max_delete_share: prune::DEFAULT_MAX_DELETE_SHARE,
+            allow_empty_render: false,
+        }
+    }
+}
+
+/// How one unit is pruned: `rendered` is how many objects it rendered (`None`: it left git),
+/// `unit_consent` whether its CAPI Cluster in git allows its deletions.
+#[derive(Debug, Clone, Copy)]
+pub struct UnitPruning<'a> {
+    pub rendered: Option<usize>,
+    pub stale_source: Option<&'a str>,
+    pub unit_consent: bool,
+    pub safety: Safety,
+}
+
+impl UnitPruning<'_> {
+    /// Whether the unit may render nothing and prune: the flag, or its inventory's annotation.
+    fn allows_empty_render(&self, inventory: &Inventory) -> bool {
+        self.safety.allow_empty_render || inventory.allow_empty_render
+    }
+}
+
+/// The deletions of one unit's candidates, decided.
+pub struct Decided {
+    pub keys: Vec<ObjectKey>,
+    /// Their live objects (`None`: gone).
+    pub bodies: Vec<Option<Value>>,
+    /// A verdict per candidate, or why nothing is pruned now.
+    pub verdicts: Result<Vec<Verdict>, prune::Hold>,
+}
+
+/// The deletions of one unit, as [`prune::deletions`] decides them (the decision a plan shows):
+/// `entries` are its inventory members no longer rendered, `live` their live objects, `total` the
+/// share guard's denominator.
+pub fn decide(
+    how: UnitPruning,
+    inventory: &Inventory,
+    entries: &[&Entry],
+    live: impl Fn(&ObjectKey) -> Option<Value>,
+    total: usize,
+) -> Decided {
+    let keys: Vec<ObjectKey> = entries.iter().map(|e| e.key()).collect();
+    let bodies: Vec<Option<Value>> = keys.iter().map(live).collect();
+    let cands: Vec<Candidate> = entries
+        .iter()
+        .zip(&keys)
+        .zip(&bodies)
+        .map(|((e, k), l)| Candidate {
+            key: k,
+            live: l.as_ref(),
+            recorded: e.policy,
+        })
+        .collect();
+    let verdicts = prune::deletions(&prune::Pruning {
+        rendered: how.rendered,
+        stale_source: how.stale_source,
+        candidates: &cands,
+        total,
+        consent: Consent {
+            flag: how.safety.allow_deletion,
+            unit: how.unit_consent || inventory.consent,
+        },
+        max_share: how.safety.max_delete_share,
+        allow_empty_render: how.allows_empty_render(inventory),
+    });
+    Decided {
+        keys,
+        bodies,
+        verdicts,
+    }
+}
+
+/// Prunes one unit for a pass: reads the live objects of `entries` into `live` (unless nothing
+/// may be pruned now), decides ([`decide`]) and runs one step; when nothing may be pruned now,
+/// every candidate is blocked with the reason, and an empty render fails the unit. Returns the
+/// candidates' outcomes and whether the pruning went ahead.
+pub async fn prune(
+    cluster: &Cluster,
+    inventory: &mut Inventory,
+    entries: Vec<Entry>,
+    live: &mut HashMap<ObjectKey, Value>,
+    total: usize,
+    how: UnitPruning<'_>,
+    errors: &mut Vec<UnitError>,
+) -> (Vec<ObjectOutcome>, bool) {
+    let refs: Vec<&Entry> = entries.iter().collect();
+    let allow_empty = how.allows_empty_render(inventory);
+    let verdicts = match prune::may_prune(how.rendered, how.stale_source, allow_empty) {
+        Ok(()) => {
+            read_live(cluster, &refs, live, errors).await;
+            decide(how, inventory, &refs, |k| live.get(k).cloned(), total).verdicts
+        }
+        Err(hold) => Err(hold),
+    };
+    match verdicts {
+        Ok(verdicts) => (
+            step(cluster, inventory, entries, live, verdicts, errors).await,
+            true,
+        ),
+        Err(hold) => {
+            if hold.fails_unit() {
+                tracing::error!(unit = %inventory.unit, %hold, "prune refused");
+                errors.push(UnitError {
+                    object: None,
+                    file: None,
+                    message: hold.to_string(),
+                });
+            } else {
+                tracing::warn!(unit = %inventory.unit, %hold, "prune held");
+            }
+            let outcomes = entries
+                .iter()
+                .map(|e| ObjectOutcome {
+                    key: e.key(),
+                    action: ObjectAction::DeletionBlocked,
+                    ready: false,
+                    reason: Some(hold.object_reason()),
+                    message: None,
+                })
+                .collect();
+            (outcomes, false)
         }
     }
 }
@@ -47,7 +170,7 @@ pub fn candidates<'a>(inventory: &'a Inventory, desired: &[ObjectKey]) -> Vec<&'
 }
 
 /// Reads the live objects of `entries` (one LIST per kind and namespace not listed yet).
-pub async fn read_live(
+async fn read_live(
     cluster: &Cluster,
     entries: &[&Entry],
     live: &mut HashMap<ObjectKey, Value>,
@@ -86,34 +209,18 @@ pub async fn read_live(
     }
 }
 
-/// Runs one pruning step for a unit: decides every candidate, deletes those whose dependents among
-/// the candidates are gone, and forgets what is gone or kept. Returns the outcomes of the candidates.
-#[allow(clippy::too_many_arguments)]
-pub async fn step(
+/// Runs one pruning step for a unit on the verdicts of its candidates (`entries`): deletes those
+/// whose dependents among the candidates are gone, and forgets what is gone or kept. Returns the
+/// outcomes of the candidates.
+async fn step(
     cluster: &Cluster,
     inventory: &mut Inventory,
     entries: Vec<Entry>,
     live: &HashMap<ObjectKey, Value>,
-    total: usize,
-    unit_consent: bool,
-    safety: Safety,
+    verdicts: Vec<Verdict>,
     errors: &mut Vec<UnitError>,
 ) -> Vec<ObjectOutcome> {
     let keys: Vec<ObjectKey> = entries.iter().map(Entry::key).collect();
-    let cands: Vec<Candidate> = entries
-        .iter()
-        .zip(&keys)
-        .map(|(e, k)| Candidate {
-            key: k,
-            live: live.get(k),
-            recorded: e.policy,
-        })
-        .collect();
-    let consent = Consent {
-        flag: safety.allow_deletion,
-        unit: unit_consent || inventory.consent,
-    };
-    let verdicts = prune::decide(&cands, total, consent, safety.max_delete_share);
     let bodies: Vec<Option<&Value>> = keys.iter().map(|k| live.get(k)).collect();
     let g = deletion_graph(&keys, &bodies);
     let order = dependents_first(&g);

@@ -88,6 +88,8 @@ pub struct Inventory {
     pub entries: BTreeMap<Identity, Entry>,
     /// The live ConfigMap carries [`crate::plan::prune::ALLOW_DELETION_ANNOTATION`]`=true`.
     pub consent: bool,
+    /// The live ConfigMap carries [`crate::plan::prune::ALLOW_EMPTY_RENDER_ANNOTATION`]`=true`.
+    pub allow_empty_render: bool,
 }
 
 /// An inventory that does not decode.
@@ -227,6 +229,7 @@ impl Inventory {
             revision,
             entries,
             consent: crate::plan::prune::consents(cm),
+            allow_empty_render: crate::plan::prune::allows_empty_render(cm),
         })
     }
 }

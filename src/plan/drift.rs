@@ -6,6 +6,7 @@
 //! field the agent still manages but git no longer sets is not drift either (the plan shows it as
 //! a removal). For a Secret only paths are reported, never values.
 
+use super::diff::{Action, ObjectDiff, diff_object};
 use super::normalize::{Ctx, Owned, Prepared, is_empty_container, is_secret, match_items, project};
 use crate::apply::FIELD_MANAGER;
 use crate::controlplane::ssa::{FieldSet, PathElement, managed_sets};
@@ -62,6 +63,27 @@ pub fn drifted_fields(desired: &Value, live: &Value) -> Vec<DriftedField> {
             }
         })
         .collect()
+}
+
+/// What a pass does with one object: the planned diff, and the fields that drifted. Drift is only
+/// of an object git did not change since the agent applied it (`unchanged_in_git`), and is judged
+/// by [`drifted_fields`], as `aro-gitops drift` judges it: when no field drifted, the object is
+/// unchanged (nothing is written, even with self-heal).
+pub fn judge(
+    desired: &Value,
+    live: Option<&Value>,
+    unchanged_in_git: bool,
+) -> (ObjectDiff, Vec<DriftedField>) {
+    let mut diff = diff_object(Some(desired), live);
+    let fields = match live {
+        Some(l) if unchanged_in_git && diff.action == Action::Update => drifted_fields(desired, l),
+        _ => return (diff, vec![]),
+    };
+    if fields.is_empty() {
+        diff.action = Action::Unchanged;
+        diff.diff.clear();
+    }
+    (diff, fields)
 }
 
 type Found = Vec<(Vec<PathElement>, Value, Option<Value>)>;
@@ -269,6 +291,63 @@ mod tests {
                 .iter()
                 .all(|d| d.desired.is_none() && d.live.is_none())
         );
+    }
+
+    #[test]
+    fn secret_string_data_is_compared_as_the_data_the_server_stores() {
+        let desired = json!({"apiVersion": "v1", "kind": "Secret",
+                             "metadata": {"name": "creds", "namespace": "apps"},
+                             "type": "Opaque", "stringData": {"password": "hunter2"}});
+        // As the server stores it: folded into data, the agent owning `stringData` fields.
+        let live = json!({"apiVersion": "v1", "kind": "Secret",
+                          "metadata": {"name": "creds", "namespace": "apps", "managedFields": [
+                              {"manager": FIELD_MANAGER, "operation": "Apply", "apiVersion": "v1",
+                               "fieldsType": "FieldsV1", "fieldsV1": {
+                                   "f:stringData": {"f:password": {}}, "f:type": {}}}]},
+                          "type": "Opaque", "data": {"password": "aHVudGVyMg=="}});
+        assert!(drifted_fields(&desired, &live).is_empty());
+        let (d, l) = crate::plan::normalize::comparable(&desired, &live);
+        assert_eq!(d, l, "the plan diff and drift agree");
+        let (diff, fields) = judge(&desired, Some(&live), true);
+        assert_eq!((diff.action, fields.len()), (Action::Unchanged, 0));
+        let mut edited = live.clone();
+        edited["data"]["password"] = json!("b3RoZXI=");
+        let drift = drifted_fields(&desired, &edited);
+        assert_eq!(paths(&drift), vec!["data.password"]);
+        assert!(drift[0].desired.is_none() && drift[0].live.is_none());
+        let (diff, fields) = judge(&desired, Some(&edited), true);
+        assert_eq!(
+            (diff.action, paths(&fields)),
+            (Action::Update, vec!["data.password"])
+        );
+        assert!(!diff.diff.contains("b3RoZXI=") && !diff.diff.contains("aHVudGVyMg=="));
+        // Changed in git: an update, not drift.
+        let (diff, fields) = judge(&desired, Some(&edited), false);
+        assert_eq!((diff.action, fields.len()), (Action::Update, 0));
+    }
+
+    #[test]
+    fn only_what_drift_sees_makes_a_pass_write_an_object_git_did_not_change() {
+        // The agent still owns a field git no longer sets (the diff shows it as a removal), yet
+        // git did not change since the apply: drift sees nothing, so nothing is written.
+        let desired = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                             "metadata": {"name": "c", "namespace": "apps"}, "data": {"a": "1"}});
+        let live = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                          "metadata": {"name": "c", "namespace": "apps", "managedFields": [
+                              {"manager": FIELD_MANAGER, "operation": "Apply", "apiVersion": "v1",
+                               "fieldsType": "FieldsV1", "fieldsV1": {
+                                   "f:data": {"f:a": {}, "f:b": {}}}}]},
+                          "data": {"a": "1", "b": "2"}});
+        assert_eq!(
+            diff_object(Some(&desired), Some(&live)).action,
+            Action::Update
+        );
+        let (diff, fields) = judge(&desired, Some(&live), true);
+        assert_eq!(diff.action, Action::Unchanged);
+        assert!(fields.is_empty() && diff.diff.is_empty());
+        // Missing live: a create, never drift.
+        let (diff, fields) = judge(&desired, None, true);
+        assert_eq!((diff.action, fields.len()), (Action::Create, 0));
     }
 
     fn cluster_schema() -> Schema {

@@ -1,8 +1,12 @@
 //! Deletion safety (`policies.md` §2), as pure decisions: what leaving git does to each object the
-//! agent applied before.
+//! agent applied before. [`deletions`] is the one decision a pass and a plan both take.
 //!
-//! - Nothing is pruned when the render failed, returned nothing, or the source is unreachable
-//!   ([`hold`]): a unit in that state keeps every object.
+//! - Nothing is pruned when the render failed or the source is unreachable ([`hold`]): a unit in
+//!   that state keeps every object.
+//! - A unit that renders no objects while its inventory has entries fails ([`EMPTY_RENDER`]) and
+//!   deletes nothing, unless the user opts in: `--allow-empty-render`, or
+//!   [`ALLOW_EMPTY_RENDER_ANNOTATION`]`=true` on the unit's inventory. A unit that left git (its
+//!   folder removed) is not an empty render: its inventory is pruned under the rules below.
 //! - An object whose deletion destroys an Azure resource (a `*.azure.com` kind under policy `manage`)
 //!   is deleted only with consent: the `--allow-deletion` flag, [`ALLOW_DELETION_ANNOTATION`] on the
 //!   object, or the same annotation on the unit (its CAPI Cluster in git, or its live inventory).
@@ -21,6 +25,13 @@ use serde_json::Value;
 /// guard.
 pub const ALLOW_DELETION_ANNOTATION: &str = "aro-gitops.dev/allow-deletion";
 
+/// Annotation on a unit's inventory (`"true"`) that lets the unit render no objects and prune all
+/// it has (under the other rules); `--allow-empty-render` does the same for every unit.
+pub const ALLOW_EMPTY_RENDER_ANNOTATION: &str = "aro-gitops.dev/allow-empty-render";
+
+/// The words of a unit's failure when it rendered nothing but has objects.
+pub const EMPTY_RENDER: &str = "refusing to prune: the unit rendered no objects";
+
 /// The default share of a unit's objects one plan may delete without unit consent.
 pub const DEFAULT_MAX_DELETE_SHARE: f64 = 0.5;
 
@@ -38,13 +49,30 @@ impl std::fmt::Display for Hold {
             Hold::RenderFailed => {
                 f.write_str("the render failed; nothing is deleted until it succeeds")
             }
-            Hold::RenderEmpty => f.write_str(
-                "the render returned no objects; an empty render never deletes anything",
+            Hold::RenderEmpty => write!(
+                f,
+                "{EMPTY_RENDER}, but it has objects live; nothing is deleted. If the unit is meant to be empty, run with --allow-empty-render or annotate its inventory with {ALLOW_EMPTY_RENDER_ANNOTATION}=true"
             ),
             Hold::SourceUnreachable(why) => write!(
                 f,
                 "the source is unreachable ({why}); nothing is deleted until it is reachable again"
             ),
+        }
+    }
+}
+
+impl Hold {
+    /// Whether the hold fails the unit (an empty or failed render), rather than only waiting (an
+    /// unreachable source).
+    pub fn fails_unit(&self) -> bool {
+        !matches!(self, Hold::SourceUnreachable(_))
+    }
+
+    /// Why each object is not deleted: the hold in short when it is the unit's error already.
+    pub fn object_reason(&self) -> String {
+        match self {
+            Hold::RenderEmpty => EMPTY_RENDER.to_string(),
+            h => h.to_string(),
         }
     }
 }
@@ -107,6 +135,14 @@ pub fn consents(obj: &Value) -> bool {
     allowed_by_annotation(obj)
 }
 
+/// Whether `obj` (an inventory) carries [`ALLOW_EMPTY_RENDER_ANNOTATION`]`=true`.
+pub fn allows_empty_render(obj: &Value) -> bool {
+    obj.pointer("/metadata/annotations")
+        .and_then(|a| a.get(ALLOW_EMPTY_RENDER_ANNOTATION))
+        .and_then(Value::as_str)
+        == Some("true")
+}
+
 /// The policy in force on a live object: its annotation when it has one, else what was recorded.
 fn effective(c: &Candidate) -> Policy {
     match c.live {
@@ -127,6 +163,48 @@ fn effective(c: &Candidate) -> Policy {
 fn is_azure(key: &ObjectKey) -> bool {
     crate::reconcile::aro::is_aso_group(&key.group)
         || crate::reconcile::aro::is_aro_kind(&key.group, &key.kind)
+}
+
+/// What one unit's pruning is decided on, in a pass and in a plan alike.
+#[derive(Debug, Clone)]
+pub struct Pruning<'a> {
+    /// How many objects the unit rendered; `None`: the unit left git (its folder is gone).
+    pub rendered: Option<usize>,
+    /// Why the source could not be fetched, when it could not.
+    pub stale_source: Option<&'a str>,
+    /// The objects it applied before that it no longer renders.
+    pub candidates: &'a [Candidate<'a>],
+    /// How many objects the unit has under the agent (the share guard's denominator).
+    pub total: usize,
+    pub consent: Consent,
+    pub max_share: f64,
+    /// `--allow-empty-render`, or [`ALLOW_EMPTY_RENDER_ANNOTATION`] on the unit's inventory.
+    pub allow_empty_render: bool,
+}
+
+/// The deletions of one unit: a verdict per candidate, or why nothing at all is pruned this time.
+/// The one decision of a pass ([`crate::agent`]'s prune) and of a plan, so both always agree.
+pub fn deletions(p: &Pruning) -> Result<Vec<Verdict>, Hold> {
+    if p.candidates.is_empty() {
+        return Ok(vec![]);
+    }
+    may_prune(p.rendered, p.stale_source, p.allow_empty_render)?;
+    Ok(decide(p.candidates, p.total, p.consent, p.max_share))
+}
+
+/// The part of [`deletions`] that needs no live object: whether a unit with candidates may prune
+/// at all (a pass asks first, to read nothing it will not delete).
+pub fn may_prune(
+    rendered: Option<usize>,
+    stale_source: Option<&str>,
+    allow_empty_render: bool,
+) -> Result<(), Hold> {
+    // A unit that left git rendered nothing on purpose: only the source can hold it.
+    match hold(Some(rendered.unwrap_or(1)), stale_source) {
+        Some(Hold::RenderEmpty) if allow_empty_render => Ok(()),
+        Some(h) => Err(h),
+        None => Ok(()),
+    }
 }
 
 /// Decides every candidate of one unit. `total` is how many objects the unit has live under the
@@ -218,6 +296,73 @@ mod tests {
             Some(Hold::SourceUnreachable(_))
         ));
         assert_eq!(hold(Some(5), None), None);
+    }
+
+    #[test]
+    fn an_empty_render_with_objects_fails_unless_allowed() {
+        let k = key("", "ConfigMap", "cm");
+        let l = live(json!({}));
+        let c = [Candidate {
+            key: &k,
+            live: Some(&l),
+            recorded: Policy::Manage,
+        }];
+        let flag = Consent {
+            flag: true,
+            unit: false,
+        };
+        let p = Pruning {
+            rendered: Some(0),
+            stale_source: None,
+            candidates: &c,
+            total: 1,
+            consent: flag,
+            max_share: 0.5,
+            allow_empty_render: false,
+        };
+        let held = deletions(&p).unwrap_err();
+        assert_eq!(held, Hold::RenderEmpty);
+        assert!(held.fails_unit());
+        assert!(held.to_string().starts_with(EMPTY_RENDER), "{held}");
+        let allowed = Pruning {
+            allow_empty_render: true,
+            ..p.clone()
+        };
+        assert_eq!(
+            deletions(&allowed),
+            Ok(vec![Verdict::Delete { detach: false }])
+        );
+        // Allowed but without consent: the share guard still holds it.
+        let unconsented = Pruning {
+            consent: Consent::default(),
+            ..allowed.clone()
+        };
+        assert!(matches!(
+            deletions(&unconsented).unwrap()[0],
+            Verdict::Blocked { .. }
+        ));
+        // Nothing to prune: nothing to refuse. A unit that left git is not an empty render.
+        assert_eq!(
+            deletions(&Pruning {
+                candidates: &[],
+                ..p.clone()
+            }),
+            Ok(vec![])
+        );
+        assert_eq!(
+            deletions(&Pruning {
+                rendered: None,
+                ..p.clone()
+            }),
+            Ok(vec![Verdict::Delete { detach: false }])
+        );
+        // An unreachable source holds everything, without failing the unit.
+        let stale = deletions(&Pruning {
+            stale_source: Some("connection refused"),
+            ..allowed
+        })
+        .unwrap_err();
+        assert!(!stale.fails_unit());
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! CI). The same policy and deletion-safety decisions as against live state, on rendered objects.
 
 use super::{
-    Rendered, add_deletions, add_diff, cluster_name, empty_cluster, policy_effect,
+    Rendered, add_deletions, add_diff, cluster_name, empty_cluster, held, policy_effect,
     prepared_or_errors, unit_consents,
 };
 use crate::agent::Safety;
@@ -83,7 +83,15 @@ pub(super) fn against_base(
                 .iter()
                 .filter(|o| !wanted.contains(&Identity::from(&o.key)))
                 .collect();
-            deletions_from_base(&mut c, &leaving, b.objects.len(), unit_consents(p), safety);
+            let rendered = Some(p.objects.len());
+            deletions_from_base(
+                &mut c,
+                &leaving,
+                rendered,
+                b.objects.len(),
+                unit_consents(p),
+                safety,
+            );
         }
         clusters.push(c);
     }
@@ -94,16 +102,19 @@ pub(super) fn against_base(
             let Ok(b) = b else { continue };
             let mut c = empty_cluster(name, cluster_name(b));
             let leaving: Vec<&prepare::PlannedObject> = b.objects.iter().collect();
-            deletions_from_base(&mut c, &leaving, b.objects.len(), false, safety);
+            deletions_from_base(&mut c, &leaving, None, b.objects.len(), false, safety);
             clusters.push(c);
         }
     }
     clusters
 }
 
+/// The deletions of what left git between base and head, decided as a pass decides them
+/// ([`prune::deletions`]); `rendered` is how many objects head renders (`None`: the unit left git).
 fn deletions_from_base(
     c: &mut ClusterPreview,
     leaving: &[&prepare::PlannedObject],
+    rendered: Option<usize>,
     total: usize,
     unit_consent: bool,
     safety: Safety,
@@ -126,6 +137,17 @@ fn deletions_from_base(
         flag: safety.allow_deletion,
         unit: unit_consent,
     };
-    let verdicts = prune::decide(&cands, total, consent, safety.max_delete_share);
-    add_deletions(c, &keys, &old, verdicts, "base");
+    let verdicts = prune::deletions(&prune::Pruning {
+        rendered,
+        stale_source: None,
+        candidates: &cands,
+        total,
+        consent,
+        max_share: safety.max_delete_share,
+        allow_empty_render: safety.allow_empty_render,
+    });
+    match verdicts {
+        Ok(verdicts) => add_deletions(c, &keys, &old, verdicts, "base"),
+        Err(hold) => held(c, &keys, &hold),
+    }
 }
