@@ -200,8 +200,11 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
             revision: revision.to_string(),
             stale_source,
             azure,
-            objects: super::preflight::outcomes(prepared, &refused),
+            objects: super::preflight::outcomes(prepared, &refused, |k| {
+                state_of(k, live.get(k)) == State::Ready
+            }),
             errors: errors.into_iter().chain(refused).collect(),
+            // The report places the cluster on its chain from these, in any order.
             live: live.into_values().collect(),
         };
     }

@@ -171,8 +171,12 @@ fn refusal(o: &PlannedObject, what: String) -> UnitError {
 }
 
 /// The outcomes of a unit refused before its first write: the refused objects failed, the others
-/// not applied because of them.
-pub fn outcomes(prepared: &Prepared, errors: &[UnitError]) -> Vec<ObjectOutcome> {
+/// not applied because of them (`ready` says how each stands live).
+pub fn outcomes(
+    prepared: &Prepared,
+    errors: &[UnitError],
+    ready: impl Fn(&ObjectKey) -> bool,
+) -> Vec<ObjectOutcome> {
     let refused: Vec<ObjectKey> = errors.iter().filter_map(|e| e.object.clone()).collect();
     prepared
         .order
@@ -193,7 +197,7 @@ pub fn outcomes(prepared: &Prepared, errors: &[UnitError]) -> Vec<ObjectOutcome>
                     action: ObjectAction::Blocked {
                         on: refused.clone(),
                     },
-                    ready: false,
+                    ready: ready(key),
                     reason: Some("UnitInvalid".into()),
                     message: Some("not applied: the cluster would refuse part of the unit".into()),
                 }
