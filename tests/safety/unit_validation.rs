@@ -19,6 +19,18 @@ fn add_to_dev(fleet: &Fleet, file: &str, content: &str) {
     fleet.add_resource(DEV, file);
 }
 
+/// How `api_version` `kind` is addressed (plural: the kind in lower case, plus `s`).
+fn resource(api_version: &str, kind: &str) -> ApiResource {
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    ApiResource {
+        group: group.into(),
+        version: version.into(),
+        api_version: api_version.into(),
+        kind: kind.into(),
+        plural: format!("{}s", kind.to_lowercase()),
+    }
+}
+
 /// The live object `api_version`/`kind` `namespace`/`name` in the fleet's embedded store.
 fn live(
     fleet: &Fleet,
@@ -27,15 +39,7 @@ fn live(
     namespace: Option<&str>,
     name: &str,
 ) -> Option<Value> {
-    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-    let plural = format!("{}s", kind.to_lowercase());
-    let resource = ApiResource {
-        group: group.into(),
-        version: version.into(),
-        api_version: api_version.into(),
-        kind: kind.into(),
-        plural,
-    };
+    let resource = resource(api_version, kind);
     let name = name.to_string();
     let namespace = namespace.map(str::to_string);
     fleet.with_client(async move |client| {
@@ -50,6 +54,27 @@ fn live(
     })
 }
 
+/// `namespace/name` of every live `api_version` `kind` (the kind must be served).
+fn all_live(fleet: &Fleet, api_version: &str, kind: &str) -> Vec<String> {
+    let resource = resource(api_version, kind);
+    fleet.with_client(async move |client| {
+        let api: Api<DynamicObject> = Api::all_with(client, &resource);
+        api.list(&Default::default())
+            .await
+            .expect("a list of a served kind")
+            .items
+            .into_iter()
+            .map(|o| {
+                format!(
+                    "{}/{}",
+                    o.metadata.namespace.unwrap_or_default(),
+                    o.metadata.name.unwrap_or_default()
+                )
+            })
+            .collect()
+    })
+}
+
 /// Nothing of `clusters/dev` is live: neither its Namespace nor its CAPI Cluster, nor its
 /// inventory's objects; `clusters/prod` converged.
 fn assert_dev_untouched_prod_converged(fleet: &Fleet, out: &Output) {
@@ -58,16 +83,19 @@ fn assert_dev_untouched_prod_converged(fleet: &Fleet, out: &Output) {
         "Namespace/aro-dev was applied:\n{}",
         out.all()
     );
+    assert_eq!(
+        all_live(fleet, "cluster.x-k8s.io/v1beta2", "Cluster"),
+        ["aro-prod/prod"],
+        "dev's Cluster was applied:\n{}",
+        out.all()
+    );
+    let dev_config: Vec<String> = all_live(fleet, "v1", "ConfigMap")
+        .into_iter()
+        .filter(|n| n.starts_with("aro-dev/"))
+        .collect();
     assert!(
-        live(
-            fleet,
-            "cluster.x-k8s.io/v1beta1",
-            "Cluster",
-            Some("aro-dev"),
-            "dev"
-        )
-        .is_none(),
-        "Cluster/aro-dev/dev was applied:\n{}",
+        dev_config.is_empty(),
+        "applied: {dev_config:?}\n{}",
         out.all()
     );
     assert!(
@@ -304,21 +332,57 @@ fn case_08_unit_without_namespace_fails_fast_naming_the_objects() {
         "Cluster/",
         "metadata.namespace: Required value",
     );
-    assert!(
-        live(
-            &fleet,
-            "cluster.x-k8s.io/v1beta1",
-            "Cluster",
-            Some("default"),
-            "dev"
-        )
-        .is_none(),
-        "the unit's Cluster landed in default:\n{}",
+    assert_eq!(
+        all_live(&fleet, "cluster.x-k8s.io/v1beta2", "Cluster"),
+        ["aro-prod/prod"],
+        "dev's Cluster was applied somewhere:\n{}",
         out.all()
     );
     assert!(
         out.all().contains("clusters/prod: Converged"),
         "{}",
+        out.all()
+    );
+}
+
+#[test]
+fn case_06_no_partial_applies_a_refused_revision_of_a_converged_unit_changes_nothing() {
+    let (fleet, _) = Fleet::git();
+    fleet.run_once();
+    add_to_dev(
+        &fleet,
+        "fine.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fine\ndata:\n  a: b\n",
+    );
+    add_to_dev(
+        &fleet,
+        "widget.yaml",
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n",
+    );
+    fleet.commit("a new object and one of a kind nobody serves");
+    let out = run(&fleet, "60s");
+    assert_dev_failed(
+        &fleet,
+        &out,
+        &format!("{DEV}/widget.yaml"),
+        "Widget/aro-dev/w",
+        "serves no kind Widget",
+    );
+    assert!(
+        live(&fleet, "v1", "ConfigMap", Some("aro-dev"), "fine").is_none(),
+        "part of the refused revision was applied:\n{}",
+        out.all()
+    );
+    assert!(
+        live(
+            &fleet,
+            "cluster.x-k8s.io/v1beta2",
+            "Cluster",
+            Some("aro-dev"),
+            "dev"
+        )
+        .is_some(),
+        "the converged cluster was touched:\n{}",
         out.all()
     );
 }
