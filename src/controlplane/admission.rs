@@ -118,8 +118,10 @@ pub(super) fn check_namespace_open(txn: &Txn, target: &Target) -> Result<(), Api
     }
 }
 
-/// Per-kind normalisation the API server does on every write.
+/// Per-kind normalisation the API server does on every write, after the checks of every kind
+/// (labels and annotations).
 pub(super) fn normalise_kind(target: &Target, name: &str, obj: &mut Value) -> Result<(), ApiError> {
+    refuse(target, name, builtin::metadata_problems(obj, false))?;
     match (target.rt.group.as_str(), target.rt.kind.as_str()) {
         ("", "Secret") => {
             check_data(target, name, obj)?;
@@ -182,7 +184,15 @@ pub(super) fn normalise_kind(target: &Target, name: &str, obj: &mut Value) -> Re
 /// A ConfigMap's or Secret's data as kube-apiserver accepts it (string maps, base64, valid keys):
 /// 422 Invalid with every field at fault, never a value.
 fn check_data(target: &Target, name: &str, obj: &Value) -> Result<(), ApiError> {
-    let problems = builtin::data_problems(&target.rt.group, &target.rt.kind, obj);
+    refuse(
+        target,
+        name,
+        builtin::data_problems(&target.rt.group, &target.rt.kind, obj),
+    )
+}
+
+/// 422 Invalid naming every problem, when there is one.
+fn refuse(target: &Target, name: &str, problems: Vec<String>) -> Result<(), ApiError> {
     if problems.is_empty() {
         return Ok(());
     }

@@ -10,6 +10,8 @@
 use base64::Engine;
 use serde_json::Value;
 
+/// The most the annotations of one object hold (keys and values together).
+pub const MAX_ANNOTATIONS_BYTES: usize = 256 * 1024;
 /// The largest object kube-apiserver stores (etcd's default request limit), serialized as JSON.
 pub const MAX_OBJECT_BYTES: usize = 1536 * 1024;
 /// The most data a ConfigMap or Secret holds (all values together).
@@ -82,6 +84,84 @@ fn label_ok(name: &str, first: impl Fn(char) -> bool) -> bool {
         && name.starts_with(first)
         && name.ends_with(alnum)
         && name.chars().all(|c| alnum(c) || c == '-')
+}
+
+/// A label or annotation key: an optional DNS subdomain prefix and `/`, then a name of at most
+/// 63 alphanumerics, `-`, `_` or `.`, starting and ending with an alphanumeric.
+fn qualified_name_ok(key: &str) -> bool {
+    let (prefix, name) = match key.split_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, key),
+    };
+    let prefix_ok =
+        prefix.is_none_or(|p| !p.is_empty() && name_problem("", "ConfigMap", p).is_none());
+    prefix_ok && label_value_ok(name) && !name.is_empty()
+}
+
+/// A label value: empty, or at most 63 alphanumerics, `-`, `_` or `.`, starting and ending with
+/// an alphanumeric.
+fn label_value_ok(value: &str) -> bool {
+    value.is_empty()
+        || (value.len() <= 63
+            && value.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && value.ends_with(|c: char| c.is_ascii_alphanumeric())
+            && value
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+}
+
+/// Problems of `metadata.labels` and `metadata.annotations`: string maps, valid keys, label values
+/// as kube-apiserver accepts them, annotations within their total size. Annotation values are
+/// never quoted (one may carry a whole object, a Secret's included). With `typed`, the kind's own
+/// schema already says both are maps of strings, and only keys and label values are checked here.
+pub fn metadata_problems(obj: &Value, typed: bool) -> Vec<String> {
+    let mut problems = Vec::new();
+    for field in ["labels", "annotations"] {
+        let path = format!("metadata.{field}");
+        let map = match obj.pointer(&format!("/metadata/{field}")) {
+            None | Some(Value::Null) => continue,
+            Some(Value::Object(m)) => m,
+            Some(_) if typed => continue,
+            Some(other) => {
+                problems.push(format!(
+                    "{path}: Invalid value: must be a map of strings, not {}",
+                    value_kind(other)
+                ));
+                continue;
+            }
+        };
+        let mut total = 0;
+        for (key, value) in map {
+            if !qualified_name_ok(key) {
+                problems.push(format!(
+                    "{path}: Invalid value: {key:?}: a key must be a name of at most 63 alphanumeric characters, '-', '_' or '.' \
+                     (starting and ending with an alphanumeric), optionally prefixed by a DNS subdomain and '/'"
+                ));
+            }
+            let Some(text) = value.as_str() else {
+                if !typed {
+                    problems.push(format!(
+                        "{path}[{key}]: Invalid value: must be a string, not {} (quote it in YAML)",
+                        value_kind(value)
+                    ));
+                }
+                continue;
+            };
+            total += key.len() + text.len();
+            if field == "labels" && !label_value_ok(text) {
+                problems.push(format!(
+                    "{path}[{key}]: Invalid value: {text:?}: a label value must be empty or at most 63 alphanumeric characters, '-', '_' or '.', starting and ending with an alphanumeric"
+                ));
+            }
+        }
+        if field == "annotations" && total > MAX_ANNOTATIONS_BYTES {
+            problems.push(format!(
+                "{path}: Too long: the annotations hold {} bytes, over the {MAX_ANNOTATIONS_BYTES} an API server accepts",
+                total
+            ));
+        }
+    }
+    problems
 }
 
 /// Whether `group`/`kind` is namespaced, when known without asking a cluster: the built-in kinds,
@@ -310,9 +390,10 @@ pub fn data_problems(group: &str, kind: &str, obj: &Value) -> Vec<String> {
 }
 
 /// Every problem of one object kube-apiserver would refuse, as far as it is known without a
-/// cluster: its name, size and data. `namespaced` says whether its kind needs a namespace (from
-/// [`namespaced`] or the unit's own CRDs); `None` when not known here.
-pub fn object_problems(obj: &Value, namespaced: Option<bool>) -> Vec<String> {
+/// cluster: its name, labels and annotations, size and data. `namespaced` says whether its kind
+/// needs a namespace (from [`namespaced`] or the unit's own CRDs; `None` when not known here);
+/// `typed_metadata` that the kind's schema already types its labels and annotations.
+pub fn object_problems(obj: &Value, namespaced: Option<bool>, typed_metadata: bool) -> Vec<String> {
     let kind = obj.get("kind").and_then(Value::as_str).unwrap_or_default();
     let group = obj
         .get("apiVersion")
@@ -337,6 +418,7 @@ pub fn object_problems(obj: &Value, namespaced: Option<bool>) -> Vec<String> {
         problems.push(p.replacen("metadata.name", "metadata.namespace", 1));
     }
     problems.extend(namespace_problem(kind, namespace, namespaced));
+    problems.extend(metadata_problems(obj, typed_metadata));
     problems.extend(size_problem(obj));
     problems.extend(data_problems(group, kind, obj));
     problems

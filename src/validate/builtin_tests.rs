@@ -153,13 +153,63 @@ fn object_problems_gather_every_check() {
     let obj = json!({"apiVersion": "v1", "kind": "Secret",
         "metadata": {"name": "Bad_Name", "namespace": "Bad.NS"},
         "stringData": {"password": {"nested": "x"}}});
-    let problems = object_problems(&obj, namespaced("", "Secret"));
+    let problems = object_problems(&obj, namespaced("", "Secret"), false);
     assert_eq!(problems.len(), 3, "{problems:?}");
     assert!(problems[0].starts_with("metadata.name: "));
     assert!(problems[1].starts_with("metadata.namespace: "));
     assert!(problems[2].starts_with("stringData[password]: "));
     let no_ns = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}});
-    let problems = object_problems(&no_ns, namespaced("", "ConfigMap"));
+    let problems = object_problems(&no_ns, namespaced("", "ConfigMap"), false);
     assert_eq!(problems.len(), 1);
     assert!(problems[0].starts_with("metadata.namespace: Required value: ConfigMap is namespaced"));
+}
+
+#[test]
+fn labels_and_annotations_are_string_maps_with_valid_keys() {
+    // (metadata, expected problems: each a prefix)
+    let cases: Vec<(Value, Vec<&str>)> = vec![
+        (
+            json!({"labels": {"app.kubernetes.io/name": "web", "tier": "", "v": "1.2_x"},
+                   "annotations": {"example.com/note": "any text: at all"}}),
+            vec![],
+        ),
+        (
+            json!({"labels": {"version": 1}}),
+            vec!["metadata.labels[version]: Invalid value: must be a string, not a number"],
+        ),
+        (
+            json!({"labels": {"a": "has spaces", "Bad_Prefix/x": "y", "-a": "b"}}),
+            vec![
+                "metadata.labels[a]: Invalid value: \"has spaces\"",
+                "metadata.labels: Invalid value: \"Bad_Prefix/x\": a key must",
+                "metadata.labels: Invalid value: \"-a\": a key must",
+            ],
+        ),
+        (
+            json!({"annotations": ["x"]}),
+            vec!["metadata.annotations: Invalid value: must be a map of strings, not a list"],
+        ),
+        (
+            json!({"annotations": {"big": "x".repeat(MAX_ANNOTATIONS_BYTES)}}),
+            vec!["metadata.annotations: Too long"],
+        ),
+        (
+            json!({"annotations": {"note": {"password": "hunter2"}}}),
+            vec!["metadata.annotations[note]: Invalid value: must be a string, not a map"],
+        ),
+    ];
+    for (metadata, expected) in cases {
+        let obj = json!({"metadata": metadata});
+        let problems = metadata_problems(&obj, false);
+        assert_eq!(problems.len(), expected.len(), "{metadata}: {problems:?}");
+        for (p, e) in problems.iter().zip(&expected) {
+            assert!(p.starts_with(e), "{p:?} should start with {e:?}");
+            assert!(!p.contains("hunter2"), "a value is quoted: {p}");
+        }
+    }
+    // A kind whose schema types them: keys and label values only.
+    let typed = json!({"metadata": {"labels": {"v": 1, "-a": "b"}, "annotations": ["x"]}});
+    let problems = metadata_problems(&typed, true);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0].starts_with("metadata.labels: Invalid value: \"-a\""));
 }

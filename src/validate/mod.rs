@@ -74,6 +74,7 @@ pub fn validate(objects: &[SourcedObject]) -> Vec<ValidationError> {
                 continue;
             }
         };
+        let typed_metadata = schema::for_kind(&key.kind).is_some();
         if let Some(schema) = schema::for_kind(&key.kind) {
             errors.extend(
                 schema
@@ -89,7 +90,7 @@ pub fn validate(objects: &[SourcedObject]) -> Vec<ValidationError> {
                 .map(|(_, _, namespaced)| *namespaced)
         });
         errors.extend(
-            builtin::object_problems(obj, scope)
+            builtin::object_problems(obj, scope, typed_metadata)
                 .into_iter()
                 .map(|m| error(Some(&key), m)),
         );
@@ -111,7 +112,7 @@ pub fn validate(objects: &[SourcedObject]) -> Vec<ValidationError> {
                 rules::policy_problems(entry, &prefix)
                     .into_iter()
                     .chain(
-                        builtin::object_problems(entry, None)
+                        builtin::object_problems(entry, None, typed_metadata)
                             .into_iter()
                             .map(|m| format!("{prefix}: {m}")),
                     )

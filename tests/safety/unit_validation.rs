@@ -217,6 +217,11 @@ fn case_05_malformed_builtin_objects_are_refused_by_the_agent_and_the_control_pl
                 json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "raw"},
                 "data": {"password": "hunter2!"}}),
             ),
+            (
+                "ConfigMap",
+                "configmaps",
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "labelled", "labels": {"version": 1}}}),
+            ),
         ] {
             let resource = ApiResource {
                 group: String::new(),
@@ -240,11 +245,12 @@ fn case_05_malformed_builtin_objects_are_refused_by_the_agent_and_the_control_pl
         }
         refusals
     });
-    for ((kind, applied, stored), field) in
-        refusals
-            .into_iter()
-            .zip(["stringData[password]", "data[color]", "data[password]"])
-    {
+    for ((kind, applied, stored), field) in refusals.into_iter().zip([
+        "stringData[password]",
+        "data[color]",
+        "data[password]",
+        "metadata.labels[version]",
+    ]) {
         let Err(kube::Error::Api(status)) = applied else {
             panic!("{kind} with malformed {field} was accepted: {applied:?}");
         };
