@@ -12,6 +12,7 @@ mod env;
 mod live;
 mod pass;
 mod plan;
+mod preflight;
 pub mod prepare;
 mod progress;
 pub mod prune;

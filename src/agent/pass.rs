@@ -191,6 +191,23 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
         objects: mut live,
         unserved,
     } = super::live::read(cluster, prepared, &mut errors).await;
+    // The whole unit is checked against the cluster before its first write (inventory included).
+    let refused = super::preflight::check(cluster, prepared, &live, &unserved, inv, revision).await;
+    if !refused.is_empty() {
+        return UnitOutcome {
+            unit: prepared.unit.name(),
+            cluster: prepared.cluster.clone(),
+            revision: revision.to_string(),
+            stale_source,
+            azure,
+            objects: super::preflight::outcomes(prepared, &refused, |k| {
+                state_of(k, live.get(k)) == State::Ready
+            }),
+            errors: errors.into_iter().chain(refused).collect(),
+            // The report places the cluster on its chain from these, in any order.
+            live: live.into_values().collect(),
+        };
+    }
     let mut reconcilers = Reconcilers::start(ctx.keys, prepared).await;
 
     // Record every object about to be managed before anything is created: a crash after a create

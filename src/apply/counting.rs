@@ -25,7 +25,8 @@ impl RequestCounter {
         self.reads.load(Ordering::Relaxed)
     }
 
-    /// POST, PUT, PATCH and DELETE requests.
+    /// POST, PUT, PATCH and DELETE requests, but dry runs (`dryRun=All`: nothing is stored),
+    /// which count as reads.
     pub fn writes(&self) -> u64 {
         self.writes.load(Ordering::Relaxed)
     }
@@ -43,6 +44,8 @@ impl RequestCounter {
         });
         let entry = if continued {
             format!("{method} {path} (continued)")
+        } else if is_dry_run(query) {
+            format!("{method} {path} (dry run)")
         } else {
             format!("{method} {path}")
         };
@@ -54,8 +57,9 @@ impl RequestCounter {
             .or_default() += 1;
     }
 
-    fn record(&self, method: &Method) {
+    fn record(&self, method: &Method, query: Option<&str>) {
         let counter = if [Method::POST, Method::PUT, Method::PATCH, Method::DELETE].contains(method)
+            && !is_dry_run(query)
         {
             &self.writes
         } else {
@@ -67,6 +71,11 @@ impl RequestCounter {
     pub fn layer(&self) -> CountLayer {
         CountLayer(self.clone())
     }
+}
+
+/// A request with `dryRun=All`: judged by the server, stored nowhere.
+fn is_dry_run(query: Option<&str>) -> bool {
+    query.is_some_and(|q| q.split('&').any(|p| p == "dryRun=All"))
 }
 
 /// A tower layer that records every request in a [`RequestCounter`].
@@ -102,7 +111,7 @@ where
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
-        self.counter.record(req.method());
+        self.counter.record(req.method(), req.uri().query());
         self.counter
             .record_path(req.method(), req.uri().path(), req.uri().query());
         self.inner.call(req)
@@ -123,9 +132,11 @@ mod tests {
             Method::GET,
             Method::DELETE,
         ] {
-            c.record(&m);
+            c.record(&m, None);
         }
         assert_eq!((c.reads(), c.writes()), (2, 3));
+        c.record(&Method::PATCH, Some("fieldManager=a&dryRun=All&force=true"));
+        assert_eq!((c.reads(), c.writes()), (3, 3), "a dry run stores nothing");
     }
 
     #[test]

@@ -259,6 +259,27 @@ impl Cluster {
         self.server_side_apply(key, obj, manager, false).await
     }
 
+    /// A server-side apply of `obj` as `manager` with `dryRun=All`: the server validates and
+    /// admits it as it would the write, and stores nothing.
+    pub async fn dry_run_apply(
+        &self,
+        key: &ObjectKey,
+        obj: &Value,
+        manager: &str,
+    ) -> Result<Value, ApplyError> {
+        let api = self.api_for(key).await?;
+        let pp = PatchParams::apply(manager).force().dry_run();
+        let out = api
+            .patch(&key.name, &pp, &Patch::Apply(obj))
+            .await
+            .map_err(|e| ApplyError::Api {
+                key: key.clone(),
+                verb: "dry-run apply",
+                source: Box::new(e),
+            })?;
+        Ok(serde_json::to_value(out).expect("objects serialise"))
+    }
+
     /// Server-side apply of `obj`'s status as `manager`.
     pub async fn apply_status(
         &self,

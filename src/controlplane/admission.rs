@@ -6,38 +6,9 @@ use super::error::ApiError;
 use super::objects::Target;
 use super::registry::crd_resource_type;
 use super::state::Txn;
+use crate::validate::builtin;
 use base64::Engine;
 use serde_json::{Map, Value, json};
-
-/// DNS-1123 subdomain (most kinds) or label (Namespaces).
-pub(super) fn check_name(name: &str, label_only: bool) -> Result<(), String> {
-    let max = if label_only { 63 } else { 253 };
-    let allowed = |c: char| {
-        c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || (!label_only && c == '.')
-    };
-    let ends_ok = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-    if name.is_empty()
-        || name.len() > max
-        || !name.chars().all(allowed)
-        || !ends_ok(name.chars().next())
-        || !ends_ok(name.chars().last())
-    {
-        let what = if label_only {
-            "RFC 1123 label"
-        } else {
-            "RFC 1123 subdomain"
-        };
-        return Err(format!(
-            "metadata.name: Invalid value: {name:?}: a lowercase {what} must consist of lower case alphanumeric characters{}, and must start and end with an alphanumeric character (at most {max} characters)",
-            if label_only {
-                " or '-'"
-            } else {
-                ", '-' or '.'"
-            }
-        ));
-    }
-    Ok(())
-}
 
 /// Checks the body names this kind and version, and returns its name (possibly generated).
 pub(super) fn check_identity(
@@ -117,11 +88,9 @@ pub(super) fn check_identity(
             "metadata.name: Required value: name or generateName is required",
         ));
     }
-    check_name(
-        &name,
-        target.rt.kind == "Namespace" && target.rt.group.is_empty(),
-    )
-    .map_err(|e| target.invalid(&name, &e))?;
+    if let Some(problem) = builtin::name_problem(&target.rt.group, &target.rt.kind, &name) {
+        return Err(target.invalid(&name, &problem));
+    }
     Ok(name)
 }
 
@@ -149,18 +118,20 @@ pub(super) fn check_namespace_open(txn: &Txn, target: &Target) -> Result<(), Api
     }
 }
 
-/// Per-kind normalisation the API server does on every write.
+/// Per-kind normalisation the API server does on every write, after the checks of every kind
+/// (labels and annotations).
 pub(super) fn normalise_kind(target: &Target, name: &str, obj: &mut Value) -> Result<(), ApiError> {
+    refuse(target, name, builtin::metadata_problems(obj, false))?;
     match (target.rt.group.as_str(), target.rt.kind.as_str()) {
         ("", "Secret") => {
+            check_data(target, name, obj)?;
             if let Some(Value::Object(string_data)) =
                 obj.as_object_mut().and_then(|m| m.remove("stringData"))
             {
-                let data = obj["data"]
+                let mut data = obj["data"]
                     .as_object_mut()
                     .map(std::mem::take)
                     .unwrap_or_default();
-                let mut data = data;
                 for (k, v) in string_data {
                     let s = v.as_str().unwrap_or_default();
                     data.insert(
@@ -170,26 +141,11 @@ pub(super) fn normalise_kind(target: &Target, name: &str, obj: &mut Value) -> Re
                 }
                 obj["data"] = Value::Object(data);
             }
-            if let Some(data) = obj.get("data").and_then(Value::as_object) {
-                for (k, v) in data {
-                    let ok = v.as_str().is_some_and(|s| {
-                        base64::engine::general_purpose::STANDARD.decode(s).is_ok()
-                    });
-                    if !ok {
-                        // Never echo the value: it is secret.
-                        return Err(target.invalid(
-                            name,
-                            &format!(
-                                "data[{k}]: Invalid value: <hidden>: must be base64-encoded bytes"
-                            ),
-                        ));
-                    }
-                }
-            }
             if obj.get("type").is_none() {
                 obj["type"] = json!("Opaque");
             }
         }
+        ("", "ConfigMap") => check_data(target, name, obj)?,
         ("", "Namespace") => {
             if obj.pointer("/spec/finalizers").is_none() {
                 obj["spec"]["finalizers"] = json!(["kubernetes"]);
@@ -223,6 +179,29 @@ pub(super) fn normalise_kind(target: &Target, name: &str, obj: &mut Value) -> Re
         _ => {}
     }
     Ok(())
+}
+
+/// A ConfigMap's or Secret's data as kube-apiserver accepts it (string maps, base64, valid keys):
+/// 422 Invalid with every field at fault, never a value.
+fn check_data(target: &Target, name: &str, obj: &Value) -> Result<(), ApiError> {
+    refuse(
+        target,
+        name,
+        builtin::data_problems(&target.rt.group, &target.rt.kind, obj),
+    )
+}
+
+/// 422 Invalid naming every problem, when there is one.
+fn refuse(target: &Target, name: &str, problems: Vec<String>) -> Result<(), ApiError> {
+    if problems.is_empty() {
+        return Ok(());
+    }
+    let what = if problems.len() == 1 {
+        problems[0].clone()
+    } else {
+        format!("[{}]", problems.join(", "))
+    };
+    Err(target.invalid(name, &what))
 }
 
 /// Everything but metadata and status: a change here bumps `generation`.

@@ -39,7 +39,7 @@ fn valid_objects_of_every_kind_pass() {
         ),
         (
             "cm.yaml",
-            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "anything"}, "data": {"k": "v"}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "anything", "namespace": "aro-dev"}, "data": {"k": "v"}}),
         ),
     ]);
     assert!(found.is_empty(), "{found:#?}");

@@ -8,10 +8,13 @@
 //!   names);
 //! - duplicates: one group/kind/namespace/name defined twice, counting ASO resources embedded in
 //!   the ARO kinds (in their owner's namespace, where the agent applies them);
-//! - the reconcile-policy annotations, on objects and on embedded resources.
+//! - the reconcile-policy annotations, on objects and on embedded resources;
+//! - what kube-apiserver refuses of any object (`builtin`): names per kind, size, the string maps
+//!   and base64 of ConfigMaps and Secrets, a namespace for namespaced kinds.
 //!
 //! Messages name the file, the object and the JSON pointer of the field, never a Secret's data.
 
+pub mod builtin;
 mod rules;
 mod schema;
 
@@ -55,6 +58,7 @@ impl std::error::Error for ValidationError {}
 pub fn validate(objects: &[SourcedObject]) -> Vec<ValidationError> {
     let mut errors = Vec::new();
     let mut duplicates = rules::Duplicates::default();
+    let defined = builtin::defined_kinds(objects.iter().map(|s| &s.object));
     for sourced in objects {
         let origin = &sourced.origin;
         let obj = &sourced.object;
@@ -70,6 +74,7 @@ pub fn validate(objects: &[SourcedObject]) -> Vec<ValidationError> {
                 continue;
             }
         };
+        let typed_metadata = schema::for_kind(&key.kind).is_some();
         if let Some(schema) = schema::for_kind(&key.kind) {
             errors.extend(
                 schema
@@ -78,6 +83,17 @@ pub fn validate(objects: &[SourcedObject]) -> Vec<ValidationError> {
                     .map(|v| error(Some(&key), v.to_string())),
             );
         }
+        let scope = builtin::namespaced(&key.group, &key.kind).or_else(|| {
+            defined
+                .iter()
+                .find(|(g, k, _)| (g, k) == (&key.group, &key.kind))
+                .map(|(_, _, namespaced)| *namespaced)
+        });
+        errors.extend(
+            builtin::object_problems(obj, scope, typed_metadata)
+                .into_iter()
+                .map(|m| error(Some(&key), m)),
+        );
         errors.extend(
             rules::policy_problems(obj, "")
                 .into_iter()
@@ -95,6 +111,11 @@ pub fn validate(objects: &[SourcedObject]) -> Vec<ValidationError> {
             errors.extend(
                 rules::policy_problems(entry, &prefix)
                     .into_iter()
+                    .chain(
+                        builtin::object_problems(entry, None, typed_metadata)
+                            .into_iter()
+                            .map(|m| format!("{prefix}: {m}")),
+                    )
                     .map(|m| error(Some(&key), m)),
             );
             // Entries without identity are reported by the owner's schema.
