@@ -106,6 +106,9 @@ pub struct RunArgs {
     /// Look for drift on this schedule and write it into the reports (e.g. `10m`).
     #[arg(long, value_parser = humantime::parse_duration)]
     pub drift_interval: Option<Duration>,
+    /// How many units are reconciled at once (each unit one at a time).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
+    pub concurrency: u16,
 }
 
 /// When objects that left git may be deleted.

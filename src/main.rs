@@ -80,6 +80,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         safety: safety(&args.safety),
         self_heal: args.self_heal,
         drift_interval: args.drift_interval,
+        concurrency: usize::from(args.concurrency),
     };
     let summary = agent::run(config).await?;
     println!();

@@ -127,6 +127,7 @@ impl Fixture {
             safety: agent::Safety::default(),
             self_heal: false,
             drift_interval: None,
+            concurrency: 4,
         }
     }
 

@@ -1,9 +1,10 @@
-//! Reading a unit's live state for a pass: one LIST per kind, version and namespace the unit
-//! renders, the Secrets of its namespaces (without their data: the kubeconfig's presence is what
+//! Reading a unit's live state for a pass, from the shared caches (a LIST only for a kind no
+//! cache holds): every object of each kind, version and namespace the unit renders, the Secrets of its namespaces (without their data: the kubeconfig's presence is what
 //! the chain needs; the unit's own Secrets keep theirs, compared with git `data` against `data` as
 //! `aro-gitops drift` compares them), the AutoNodePolicies of the namespaces of its node pools,
 //! and the kinds its ARO objects recorded as owned but no longer render.
 
+use super::controller::cache::Caches;
 use super::prepare::Prepared;
 use crate::apply::Cluster;
 use crate::object::ObjectKey;
@@ -47,6 +48,7 @@ pub fn list_key(key: &ObjectKey) -> ListKey {
 /// Lists `key`'s kind in its namespace into `live` (once per kind, version and namespace).
 async fn list_into(
     cluster: &Cluster,
+    caches: Option<&Caches>,
     key: &ObjectKey,
     live: &mut HashMap<ObjectKey, Value>,
     listed: &mut BTreeSet<ListKey>,
@@ -56,7 +58,11 @@ async fn list_into(
     if !listed.insert(list_key(key)) {
         return;
     }
-    match cluster.list(key, None).await {
+    let listed = match caches.and_then(|c| c.list(cluster, key)) {
+        Some(items) => Ok(items),
+        None => cluster.list(key, None).await,
+    };
+    match listed {
         Ok(items) => {
             for item in items {
                 if let Ok(k) = ObjectKey::from_object(&item) {
@@ -81,7 +87,12 @@ async fn list_into(
 }
 
 /// Reads the live state of `prepared`'s unit.
-pub async fn read(cluster: &Cluster, prepared: &Prepared, errors: &mut Vec<UnitError>) -> Live {
+pub async fn read(
+    cluster: &Cluster,
+    caches: Option<&Caches>,
+    prepared: &Prepared,
+    errors: &mut Vec<UnitError>,
+) -> Live {
     let mut live: HashMap<ObjectKey, Value> = HashMap::new();
     let mut listed = BTreeSet::new();
     let mut unserved = BTreeSet::new();
@@ -104,14 +115,32 @@ pub async fn read(cluster: &Cluster, prepared: &Prepared, errors: &mut Vec<UnitE
         .chain(secret_keys)
         .collect();
     for key in &unit_keys {
-        list_into(cluster, key, &mut live, &mut listed, &mut unserved, errors).await;
+        list_into(
+            cluster,
+            caches,
+            key,
+            &mut live,
+            &mut listed,
+            &mut unserved,
+            errors,
+        )
+        .await;
     }
     // The AutoNodePolicies of the namespaces whose node pools the unit reconciles, rendered by
     // the unit or not (a kind the cluster does not serve there just holds none).
     for ns in prepared.node_policy_namespaces() {
         let key = node_policy::list_key(Some(&ns));
         let mut ignored = BTreeSet::new();
-        list_into(cluster, &key, &mut live, &mut listed, &mut ignored, errors).await;
+        list_into(
+            cluster,
+            caches,
+            &key,
+            &mut live,
+            &mut listed,
+            &mut ignored,
+            errors,
+        )
+        .await;
     }
     // The kinds the ARO objects recorded and the unit no longer renders: their owned objects are
     // still to be seen (and pruned).
@@ -121,7 +150,16 @@ pub async fn read(cluster: &Cluster, prepared: &Prepared, errors: &mut Vec<UnitE
             .any(|(g, _, k, ns)| (g, k, ns) == (&key.group, &key.kind, &key.namespace));
         if !seen {
             let mut ignored = BTreeSet::new();
-            list_into(cluster, &key, &mut live, &mut listed, &mut ignored, errors).await;
+            list_into(
+                cluster,
+                caches,
+                &key,
+                &mut live,
+                &mut listed,
+                &mut ignored,
+                errors,
+            )
+            .await;
         }
     }
     // Only the Secrets the unit renders keep their data (they are compared with git).

@@ -7,6 +7,7 @@
 //! settled or the deadline passes; otherwise it keeps following the repository.
 
 mod aro_deletion;
+mod controller;
 mod drift;
 mod env;
 mod live;
@@ -17,7 +18,6 @@ pub mod prepare;
 mod progress;
 pub mod prune;
 mod status;
-mod watch;
 
 pub use drift::{DriftReport, drift};
 pub use env::Environment;
@@ -29,7 +29,7 @@ use crate::report::{self, UnitOutcome};
 use crate::source::{GitRef, Identity, ReportTarget, Source, SourceConfig, SyncOutcome};
 use crate::unit::{self, Unit};
 use prepare::Prepared;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -57,6 +57,8 @@ pub struct RunConfig {
     pub self_heal: bool,
     /// Look for drift on this schedule (a pass over every unit), when set.
     pub drift_interval: Option<Duration>,
+    /// How many units are reconciled at once (at least one).
+    pub concurrency: usize,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -136,6 +138,7 @@ pub async fn run(config: RunConfig) -> Result<RunSummary, AgentError> {
         source,
         config,
         progress: None,
+        caches: controller::cache::Caches::default(),
     };
     agent.run().await
 }
@@ -145,6 +148,8 @@ struct Agent {
     source: Arc<Mutex<Source>>,
     config: RunConfig,
     progress: Option<progress::Progress>,
+    /// Live state, for the agent's whole life.
+    caches: controller::cache::Caches,
 }
 
 /// One revision, prepared.
@@ -256,202 +261,6 @@ impl Agent {
         }
     }
 
-    /// Passes over every unit until each has converged or failed (or `deadline`), woken by watches.
-    async fn converge(
-        &mut self,
-        rev: &Revision,
-        deadline: Option<Instant>,
-    ) -> Result<Vec<UnitOutcome>, AgentError> {
-        let azure = self.env.azure;
-        let mut outcomes: Vec<UnitOutcome> = rev
-            .units
-            .iter()
-            .map(|(u, p)| match p {
-                Ok(p) => UnitOutcome {
-                    unit: u.name(),
-                    cluster: p.cluster.clone(),
-                    revision: rev.commit.clone(),
-                    stale_source: rev.stale.clone(),
-                    azure,
-                    objects: vec![],
-                    errors: vec![],
-                    live: vec![],
-                },
-                Err(errors) => UnitOutcome {
-                    unit: u.name(),
-                    cluster: None,
-                    revision: rev.commit.clone(),
-                    stale_source: rev.stale.clone(),
-                    azure,
-                    objects: vec![],
-                    errors: errors.clone(),
-                    live: vec![],
-                },
-            })
-            .collect();
-        let kinds: BTreeSet<(String, String, String)> = rev
-            .units
-            .iter()
-            .filter_map(|(_, p)| p.as_ref().ok())
-            .flat_map(|p| {
-                p.objects.iter().map(|o| {
-                    (
-                        o.key.group.clone(),
-                        o.key.version.clone(),
-                        o.key.kind.clone(),
-                    )
-                })
-            })
-            .chain([(String::new(), "v1".to_string(), "Secret".to_string())])
-            // A live AutoNodePolicy changes the node pools of its namespace, in git or not.
-            .chain(
-                rev.units
-                    .iter()
-                    .filter_map(|(_, p)| p.as_ref().ok())
-                    .any(|p| !p.node_policy_namespaces().is_empty())
-                    .then(|| {
-                        let k = crate::reconcile::aro::node_policy::list_key(None);
-                        (k.group, k.version, k.kind)
-                    }),
-            )
-            .collect();
-        // Every unit's inventory (one LIST); units that left git are pruned from theirs.
-        let (mut inventories, broken) = match crate::apply::inventory::read_all(&self.env.cluster)
-            .await
-        {
-            Ok(found) => found,
-            Err(e) => {
-                tracing::error!(error = %e, "reading the inventories failed: nothing is pruned this round");
-                (BTreeMap::new(), vec![])
-            }
-        };
-        for e in &broken {
-            tracing::error!(error = %e, "an inventory does not decode: its unit prunes nothing");
-        }
-        let removed: Vec<String> = if rev.units.is_empty() {
-            // No unit at all is an empty render of the whole repository: never prune on it.
-            vec![]
-        } else {
-            let present: BTreeSet<String> = rev.units.iter().map(|(u, _)| u.name()).collect();
-            inventories
-                .keys()
-                .filter(|u| !present.contains(*u))
-                .cloned()
-                .collect()
-        };
-        let kinds: BTreeSet<(String, String, String)> = kinds
-            .into_iter()
-            .chain(inventories.values().flat_map(|inv| {
-                inv.entries
-                    .values()
-                    .map(|e| (e.id.group.clone(), e.version.clone(), e.id.kind.clone()))
-            }))
-            .collect();
-        let (mut changes, _watches) = watch::start(&self.env.cluster, &kinds).await;
-        let mut due: BTreeSet<usize> = rev
-            .units
-            .iter()
-            .enumerate()
-            .filter(|(_, (_, p))| p.is_ok())
-            .map(|(i, _)| i)
-            .collect();
-        for (i, o) in outcomes
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| rev.units[*i].1.is_err())
-        {
-            self.progress.as_mut().expect("progress set").update(i, o);
-        }
-        let mut removed_outcomes: BTreeMap<String, UnitOutcome> = BTreeMap::new();
-        loop {
-            for unit in &removed {
-                let Some(inv) = inventories.get_mut(unit) else {
-                    continue;
-                };
-                if inv.entries.is_empty() {
-                    continue;
-                }
-                let ctx = self.pass_context(rev);
-                let mut next = pass::remove(&ctx, inv).await;
-                if let Some(previous) = removed_outcomes.get(unit) {
-                    carry_actions(previous, &mut next);
-                }
-                removed_outcomes.insert(unit.clone(), next);
-            }
-            for &i in &due {
-                let Ok(prepared) = &rev.units[i].1 else {
-                    continue;
-                };
-                let ctx = self.pass_context(rev);
-                let unit_name = rev.units[i].0.name();
-                let inv = inventories
-                    .entry(unit_name.clone())
-                    .or_insert_with(|| crate::apply::inventory::Inventory::new(&unit_name));
-                let mut next = pass::run(&ctx, prepared, inv).await;
-                carry_actions(&outcomes[i], &mut next);
-                outcomes[i] = next;
-                self.progress
-                    .as_mut()
-                    .expect("progress set")
-                    .update(i, &outcomes[i]);
-            }
-            let pending: BTreeSet<usize> = (0..outcomes.len())
-                .filter(|&i| {
-                    rev.units[i].1.is_ok()
-                        && report::phase(&outcomes[i]) != report::Phase::Converged
-                        && report::phase(&outcomes[i]) != report::Phase::Failed
-                })
-                .collect();
-            let removing = removed_outcomes.values().any(|o| {
-                o.objects
-                    .iter()
-                    .any(|x| x.action == crate::report::ObjectAction::Deleting)
-            });
-            if pending.is_empty() && !removing {
-                break;
-            }
-            let wait = match deadline {
-                Some(d) if Instant::now() >= d => break,
-                Some(d) => d - Instant::now(),
-                None => self.config.interval,
-            };
-            let Ok(Some(first)) = tokio::time::timeout(wait, changes.recv()).await else {
-                if deadline.is_some() {
-                    continue; // deadline check at the top of the next round
-                }
-                break;
-            };
-            // Collect what else changed in a short window, then wake the units it concerns.
-            let mut namespaces = BTreeSet::from([first]);
-            let settle = tokio::time::sleep(Duration::from_millis(30));
-            tokio::pin!(settle);
-            loop {
-                tokio::select! {
-                    _ = &mut settle => break,
-                    Some(ns) = changes.recv() => { namespaces.insert(ns); }
-                }
-            }
-            due = pending
-                .into_iter()
-                .filter(|&i| {
-                    let Ok(p) = &rev.units[i].1 else { return false };
-                    let unit_ns = inventories
-                        .get(&rev.units[i].0.name())
-                        .into_iter()
-                        .flat_map(|inv| inv.entries.values().map(|e| &e.id.namespace));
-                    namespaces.contains(&None)
-                        || p.objects
-                            .iter()
-                            .any(|o| namespaces.contains(&o.key.namespace))
-                        || unit_ns.into_iter().any(|ns| namespaces.contains(ns))
-                })
-                .collect();
-        }
-        self.progress.as_mut().expect("progress set").finish();
-        outcomes.extend(removed_outcomes.into_values());
-        Ok(outcomes)
-    }
-
     /// What every pass over `rev` shares.
     fn pass_context<'a>(&'a self, rev: &'a Revision) -> pass::PassContext<'a> {
         pass::PassContext {
@@ -463,6 +272,7 @@ impl Agent {
             safety: self.config.safety,
             self_heal: self.config.self_heal,
             keys: &crate::reconcile::aro::ManualKeys,
+            caches: Some(&self.caches),
         }
     }
 

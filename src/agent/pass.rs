@@ -1,4 +1,4 @@
-//! One pass over a prepared unit: read live state (`live`: one LIST per kind and namespace),
+//! One pass over a prepared unit: read live state (`live`: from the shared caches),
 //! apply what is unblocked and changed in dependency order, prune what left git (as far as
 //! deletion safety allows), then let the embedded reconcilers write the ARO objects' status. A
 //! pass never waits: what is blocked now is retried when a watch fires.
@@ -151,6 +151,8 @@ pub struct PassContext<'a> {
     pub self_heal: bool,
     /// Where the etcd encryption keys of the AROControlPlanes stand.
     pub keys: &'a dyn KeyManager,
+    /// Live state to read instead of listing it.
+    pub caches: Option<&'a super::controller::cache::Caches>,
 }
 
 /// Writes `inventory` when it differs from `written`, and remembers what was written.
@@ -190,7 +192,7 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
     let super::live::Live {
         objects: mut live,
         unserved,
-    } = super::live::read(cluster, prepared, &mut errors).await;
+    } = super::live::read(cluster, ctx.caches, prepared, &mut errors).await;
     // The whole unit is checked against the cluster before its first write (inventory included).
     let refused = super::preflight::check(cluster, prepared, &live, &unserved, inv, revision).await;
     if !refused.is_empty() {
@@ -376,7 +378,20 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
         // `aro-gitops drift` judges it.
         let unchanged_in_git =
             inv.get(key).and_then(|e| e.applied.as_deref()) == Some(digest.as_str());
-        let (diff, fields) = crate::plan::drift::judge(&desired, current, unchanged_in_git);
+        let mut judged = crate::plan::drift::judge(&desired, current, unchanged_in_git);
+        // Cached objects come without managedFields (field ownership), and a cache may lag behind
+        // the agent's own writes: an object to be written or reported drifted is read whole first.
+        if current.is_some_and(|c| c.pointer("/metadata/managedFields").is_none())
+            && (!unchanged_in_git || judged.0.action != Action::Unchanged || !judged.1.is_empty())
+        {
+            match cluster.get(key).await {
+                Ok(Some(whole)) => drop(live.insert(key.clone(), whole)),
+                Ok(None) => drop(live.remove(key)),
+                Err(e) => tracing::warn!(object = %key, error = %e, "reading the object failed"),
+            }
+            judged = crate::plan::drift::judge(&desired, live.get(key), unchanged_in_git);
+        }
+        let (diff, fields) = judged;
         let drifted = !fields.is_empty();
         if drifted && !ctx.self_heal {
             let described: Vec<String> = fields

@@ -1,0 +1,309 @@
+//! The controller: brings every unit of a revision to its converged state. Units are keys in a
+//! work queue (`queue`); up to `--concurrency` passes run at once, one per unit; live state comes
+//! from the shared caches (`cache`), whose changes wake the units of the namespace they happened
+//! in (an index, not a scan of the fleet). The per-unit work is `pass`.
+
+pub mod cache;
+pub mod queue;
+
+use super::{Agent, AgentError, Revision, carry_actions, pass};
+use crate::apply::inventory::Inventory;
+use crate::report::{self, ObjectAction, UnitOutcome};
+use cache::{Change, KindKey};
+use queue::{Backoff, WorkQueue, Workers};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::{Duration, Instant};
+
+/// A piece of work: a unit of the revision (by index), or a unit that left git (by name).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Job {
+    Unit(usize),
+    Removed(String),
+}
+
+/// Every kind the units of `rev` and the inventories read.
+fn kinds_of(rev: &Revision, inventories: &BTreeMap<String, Inventory>) -> BTreeSet<KindKey> {
+    let prepared = || rev.units.iter().filter_map(|(_, p)| p.as_ref().ok());
+    let rendered = prepared().flat_map(|p| {
+        p.objects.iter().map(|o| {
+            (
+                o.key.group.clone(),
+                o.key.version.clone(),
+                o.key.kind.clone(),
+            )
+        })
+    });
+    // A live AutoNodePolicy changes the node pools of its namespace, in git or not.
+    let policies = prepared()
+        .any(|p| !p.node_policy_namespaces().is_empty())
+        .then(|| {
+            let k = crate::reconcile::aro::node_policy::list_key(None);
+            (k.group, k.version, k.kind)
+        });
+    let inventoried = inventories.values().flat_map(|inv| {
+        inv.entries
+            .values()
+            .map(|e| (e.id.group.clone(), e.version.clone(), e.id.kind.clone()))
+    });
+    rendered
+        .chain([(String::new(), "v1".to_string(), "Secret".to_string())])
+        .chain(policies)
+        .chain(inventoried)
+        .collect()
+}
+
+/// The units to wake for a change in each namespace.
+fn namespace_index(
+    rev: &Revision,
+    inventories: &BTreeMap<String, Inventory>,
+) -> HashMap<Option<String>, BTreeSet<usize>> {
+    let mut index: HashMap<Option<String>, BTreeSet<usize>> = HashMap::new();
+    for (i, (u, p)) in rev.units.iter().enumerate() {
+        let Ok(p) = p else { continue };
+        let inventoried = inventories
+            .get(&u.name())
+            .into_iter()
+            .flat_map(|inv| inv.entries.values().map(|e| e.id.namespace.clone()));
+        for ns in p
+            .objects
+            .iter()
+            .map(|o| o.key.namespace.clone())
+            .chain(inventoried)
+        {
+            index.entry(ns).or_default().insert(i);
+        }
+    }
+    index
+}
+
+fn settled(o: &UnitOutcome) -> bool {
+    matches!(
+        report::phase(o),
+        report::Phase::Converged | report::Phase::Failed
+    )
+}
+
+fn deleting(o: &UnitOutcome) -> bool {
+    o.objects.iter().any(|x| x.action == ObjectAction::Deleting)
+}
+
+impl Agent {
+    /// Runs the units of `rev` until each has converged or failed (or `deadline`; without one,
+    /// until nothing changed for an interval), woken by the caches' changes.
+    pub(super) async fn converge(
+        &mut self,
+        rev: &Revision,
+        deadline: Option<Instant>,
+    ) -> Result<Vec<UnitOutcome>, AgentError> {
+        let mut outcomes: Vec<UnitOutcome> = rev
+            .units
+            .iter()
+            .map(|(u, p)| self.first_outcome(rev, u, p))
+            .collect();
+        // Every unit's inventory (one LIST); units that left git are pruned from theirs.
+        let (mut inventories, broken) = match crate::apply::inventory::read_all(&self.env.cluster)
+            .await
+        {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::error!(error = %e, "reading the inventories failed: nothing is pruned this round");
+                (BTreeMap::new(), vec![])
+            }
+        };
+        for e in &broken {
+            tracing::error!(error = %e, "an inventory does not decode: its unit prunes nothing");
+        }
+        let removed: Vec<String> = if rev.units.is_empty() {
+            // No unit at all is an empty render of the whole repository: never prune on it.
+            vec![]
+        } else {
+            let present: BTreeSet<String> = rev.units.iter().map(|(u, _)| u.name()).collect();
+            inventories
+                .keys()
+                .filter(|u| !present.contains(*u))
+                .cloned()
+                .collect()
+        };
+        self.caches
+            .ensure(&self.env.cluster, &kinds_of(rev, &inventories))
+            .await;
+        self.caches.drain().await; // what changed before is read fresh by every pass below
+        let index = namespace_index(rev, &inventories);
+
+        let mut progress = self.progress.take().expect("progress set");
+        for (i, o) in outcomes.iter().enumerate() {
+            if rev.units[i].1.is_err() {
+                progress.update(i, o);
+            }
+        }
+        let mut queue: WorkQueue<Job> = WorkQueue::new(Backoff::default(), rev.units.len() as u64);
+        for (i, _) in rev.units.iter().enumerate().filter(|(_, (_, p))| p.is_ok()) {
+            queue.add(Job::Unit(i));
+        }
+        for unit in &removed {
+            if inventories
+                .get(unit)
+                .is_some_and(|inv| !inv.entries.is_empty())
+            {
+                queue.add(Job::Removed(unit.clone()));
+            }
+        }
+        let mut removed_outcomes: BTreeMap<String, UnitOutcome> = BTreeMap::new();
+        let mut workers = Workers::new(self.config.concurrency);
+        let mut quiet_since = Instant::now();
+        loop {
+            let now = Instant::now();
+            let past_deadline = deadline.is_some_and(|d| now >= d);
+            if !past_deadline {
+                workers.fill(&mut queue, now, |job| {
+                    let inv = match &job {
+                        Job::Unit(i) => {
+                            let name = rev.units[*i].0.name();
+                            inventories
+                                .remove(&name)
+                                .unwrap_or_else(|| Inventory::new(&name))
+                        }
+                        Job::Removed(u) => {
+                            inventories.remove(u).unwrap_or_else(|| Inventory::new(u))
+                        }
+                    };
+                    self.run_job(rev, job, inv)
+                });
+            }
+            let pending = outcomes
+                .iter()
+                .enumerate()
+                .any(|(i, o)| rev.units[i].1.is_ok() && !settled(o));
+            let busy = !workers.is_empty() || queue.has_ready(now);
+            if !busy && (past_deadline || (!pending && !removed_outcomes.values().any(deleting))) {
+                break;
+            }
+            if past_deadline && workers.is_empty() {
+                break;
+            }
+            // Wait for a pass to end, a change, a retry's time or the deadline. A retry already
+            // due waits for a free worker (a pass to end).
+            let due = queue.next_due().filter(|t| *t > now);
+            let wait = match (deadline.filter(|_| !past_deadline), due) {
+                (Some(d), Some(t)) => d.min(t) - now,
+                (Some(d), None) => d - now,
+                (None, Some(t)) => t - now,
+                (None, None) if past_deadline => Duration::from_secs(3600),
+                (None, None) => self.config.interval,
+            };
+            tokio::select! {
+                (job, outcome, inv) = workers.next() => {
+                    let failed = report::phase(&outcome) == report::Phase::Failed;
+                    match &job {
+                        Job::Unit(i) => {
+                            let mut next = outcome;
+                            carry_actions(&outcomes[*i], &mut next);
+                            outcomes[*i] = next;
+                            progress.update(*i, &outcomes[*i]);
+                        }
+                        Job::Removed(u) => {
+                            let mut next = outcome;
+                            if let Some(previous) = removed_outcomes.get(u) {
+                                carry_actions(previous, &mut next);
+                            }
+                            removed_outcomes.insert(u.clone(), next);
+                        }
+                    }
+                    let name = match &job {
+                        Job::Unit(i) => rev.units[*i].0.name(),
+                        Job::Removed(u) => u.clone(),
+                    };
+                    inventories.insert(name, inv);
+                    queue.done(&job, failed, Instant::now());
+                    quiet_since = Instant::now();
+                }
+                change = self.caches.next_change(wait) => {
+                    let Some(first) = change else {
+                        if deadline.is_none() && workers.is_empty() && quiet_since.elapsed() >= self.config.interval {
+                            break;
+                        }
+                        continue;
+                    };
+                    quiet_since = Instant::now();
+                    let mut changed = self.caches.drain().await;
+                    changed.insert(first);
+                    self.wake(&changed, &index, &outcomes, &removed_outcomes, &mut queue);
+                }
+            }
+        }
+        drop(workers);
+        progress.finish();
+        self.progress = Some(progress);
+        outcomes.extend(removed_outcomes.into_values());
+        Ok(outcomes)
+    }
+
+    /// Queues the units a change in `changed` concerns: the unsettled ones of those namespaces
+    /// (every unsettled one for a cluster-scoped change), and the removals still deleting.
+    fn wake(
+        &self,
+        changed: &BTreeSet<Change>,
+        index: &HashMap<Option<String>, BTreeSet<usize>>,
+        outcomes: &[UnitOutcome],
+        removed: &BTreeMap<String, UnitOutcome>,
+        queue: &mut WorkQueue<Job>,
+    ) {
+        let units: BTreeSet<usize> = if changed.contains(&None) {
+            (0..outcomes.len()).collect()
+        } else {
+            changed
+                .iter()
+                .filter_map(|ns| index.get(ns))
+                .flatten()
+                .copied()
+                .collect()
+        };
+        for i in units {
+            if !settled(&outcomes[i]) {
+                queue.add(Job::Unit(i));
+            }
+        }
+        for (u, o) in removed {
+            if deleting(o) {
+                queue.add(Job::Removed(u.clone()));
+            }
+        }
+    }
+
+    /// One pass of `job`, with its inventory; gives the inventory back.
+    async fn run_job(
+        &self,
+        rev: &Revision,
+        job: Job,
+        mut inv: Inventory,
+    ) -> (Job, UnitOutcome, Inventory) {
+        let ctx = self.pass_context(rev);
+        let outcome = match &job {
+            Job::Unit(i) => {
+                let prepared = rev.units[*i].1.as_ref().expect("only prepared units run");
+                pass::run(&ctx, prepared, &mut inv).await
+            }
+            Job::Removed(_) => pass::remove(&ctx, &mut inv).await,
+        };
+        (job, outcome, inv)
+    }
+
+    /// A unit's outcome before its first pass (its errors, when it could not be prepared).
+    fn first_outcome(
+        &self,
+        rev: &Revision,
+        u: &crate::unit::Unit,
+        p: &Result<super::prepare::Prepared, Vec<report::UnitError>>,
+    ) -> UnitOutcome {
+        UnitOutcome {
+            unit: u.name(),
+            cluster: p.as_ref().ok().and_then(|p| p.cluster.clone()),
+            revision: rev.commit.clone(),
+            stale_source: rev.stale.clone(),
+            azure: self.env.azure,
+            objects: vec![],
+            errors: p.as_ref().err().cloned().unwrap_or_default(),
+            live: vec![],
+        }
+    }
+}
