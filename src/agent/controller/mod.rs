@@ -149,6 +149,9 @@ impl Agent {
             }
         }
         let mut removed_outcomes: BTreeMap<String, UnitOutcome> = BTreeMap::new();
+        // Units with a pass done in this call: before it, a unit is not settled, whatever its
+        // first outcome says.
+        let mut passed = vec![false; outcomes.len()];
         let mut workers = Workers::new(self.config.concurrency);
         let mut quiet_since = Instant::now();
         loop {
@@ -173,7 +176,7 @@ impl Agent {
             let pending = outcomes
                 .iter()
                 .enumerate()
-                .any(|(i, o)| rev.units[i].1.is_ok() && !settled(o));
+                .any(|(i, o)| rev.units[i].1.is_ok() && !(passed[i] && settled(o)));
             let busy = !workers.is_empty() || queue.has_ready(now);
             if !busy && (past_deadline || (!pending && !removed_outcomes.values().any(deleting))) {
                 break;
@@ -199,6 +202,7 @@ impl Agent {
                             let mut next = outcome;
                             carry_actions(&outcomes[*i], &mut next);
                             outcomes[*i] = next;
+                            passed[*i] = true;
                             progress.update(*i, &outcomes[*i]);
                         }
                         Job::Removed(u) => {
@@ -227,7 +231,7 @@ impl Agent {
                     quiet_since = Instant::now();
                     let mut changed = self.caches.drain().await;
                     changed.insert(first);
-                    self.wake(&changed, &index, &outcomes, &removed_outcomes, &mut queue);
+                    self.wake(&changed, &index, &outcomes, &passed, &removed_outcomes, &mut queue);
                 }
             }
         }
@@ -245,11 +249,13 @@ impl Agent {
         changed: &BTreeSet<Change>,
         index: &HashMap<Option<String>, BTreeSet<usize>>,
         outcomes: &[UnitOutcome],
+        passed: &[bool],
         removed: &BTreeMap<String, UnitOutcome>,
         queue: &mut WorkQueue<Job>,
     ) {
+        // Only prepared units are in the index.
         let units: BTreeSet<usize> = if changed.contains(&None) {
-            (0..outcomes.len()).collect()
+            index.values().flatten().copied().collect()
         } else {
             changed
                 .iter()
@@ -259,7 +265,7 @@ impl Agent {
                 .collect()
         };
         for i in units {
-            if !settled(&outcomes[i]) {
+            if !(passed[i] && settled(&outcomes[i])) {
                 queue.add(Job::Unit(i));
             }
         }
