@@ -10,6 +10,7 @@ mod aro_deletion;
 mod controller;
 mod drift;
 mod env;
+mod failpoint;
 mod live;
 mod pass;
 mod plan;
@@ -21,7 +22,7 @@ mod status;
 
 pub use drift::{DriftReport, drift};
 pub use env::Environment;
-pub use pass::FAILPOINT_ENV;
+pub use failpoint::FAILPOINT_ENV;
 pub use plan::{PlanRequest, PlanRun, plan};
 pub use prune::Safety;
 

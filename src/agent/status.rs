@@ -244,7 +244,7 @@ impl Reconcilers {
             Ok(updated) => {
                 live.insert(owner.clone(), updated);
                 self.recorded.insert(p);
-                super::pass::failpoint_kill(
+                super::failpoint::failpoint_kill(
                     "exit-after-owned-kinds-record",
                     &prepared.objects[i].key,
                 );
