@@ -368,7 +368,6 @@ mod workers_tests {
         gate.send(()).expect("running");
         assert_eq!(workers.next().await, 0);
         assert!(workers.is_empty());
-        drop(start);
         assert_eq!(started, vec![0, 1, 2, 3, 4, 5, 6], "in arrival order");
     }
 }
