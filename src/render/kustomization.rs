@@ -181,11 +181,16 @@ pub struct Kustomization {
 
 /// The kustomization file in `dir`, if there is one; two or more is an error, as in kustomize.
 /// `shown` is how the folder is named in errors (repository-relative).
-pub fn find(dir: &Path, shown: &Path) -> Result<Option<PathBuf>, RenderError> {
+pub fn find(
+    loader: &super::inputs::Loader,
+    dir: &Path,
+    shown: &Path,
+) -> Result<Option<PathBuf>, RenderError> {
+    // Every candidate is looked at (and so noted), even after one is found.
     let found: Vec<&str> = KUSTOMIZATION_FILE_NAMES
         .iter()
         .copied()
-        .filter(|name| dir.join(name).is_file())
+        .filter(|name| loader.is_file(&dir.join(name)))
         .collect();
     match found.as_slice() {
         [] => Ok(None),

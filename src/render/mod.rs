@@ -25,6 +25,7 @@ mod fieldpath;
 mod fieldspec;
 pub mod generators;
 mod images;
+pub mod inputs;
 mod kustomization;
 mod labels;
 mod namereference;
@@ -47,6 +48,7 @@ mod vars;
 mod differential;
 
 pub use error::RenderError;
+pub use inputs::Inputs;
 
 use crate::object::SourcedObject;
 use kustomization::{Kind, SortOrder};
@@ -58,72 +60,101 @@ use target::Accumulator;
 /// repository `root`. `dir` may be absolute or relative to `root`. Objects come out in the order `kubectl
 /// kustomize` prints them, each with its origin (repository-relative file and document).
 pub fn render(root: &Path, dir: &Path) -> Result<Vec<SourcedObject>, RenderError> {
-    let root = std::fs::canonicalize(root).map_err(|source| match source.kind() {
-        std::io::ErrorKind::NotFound => RenderError::NotFound {
-            path: root.to_path_buf(),
-        },
-        _ => RenderError::Read {
-            path: root.to_path_buf(),
-            source,
-        },
-    })?;
+    render_traced(root, dir).0
+}
+
+/// [`render`], and the render's input closure: every repository path it read or looked for (see
+/// [`Inputs`]), whether it succeeded or not.
+pub fn render_traced(root: &Path, dir: &Path) -> (Result<Vec<SourcedObject>, RenderError>, Inputs) {
+    let root = match std::fs::canonicalize(root) {
+        Ok(root) => root,
+        Err(source) => {
+            let error = match source.kind() {
+                std::io::ErrorKind::NotFound => RenderError::NotFound {
+                    path: root.to_path_buf(),
+                },
+                _ => RenderError::Read {
+                    path: root.to_path_buf(),
+                    source,
+                },
+            };
+            // Nothing was read: any change may matter.
+            let everything = Inputs {
+                folders: [PathBuf::new()].into(),
+                ..Inputs::default()
+            };
+            return (Err(error), everything);
+        }
+    };
     let _scope = namespace::ScopeGuard::new();
     let mut renderer = Renderer {
+        loader: inputs::Loader::new(root.clone()),
         root,
         stack: Vec::new(),
         openapi: openapi::Choice::Unset,
     };
-    let target = renderer.root.join(dir);
-    let shown = match normalize(dir) {
-        p if p.as_os_str().is_empty() => PathBuf::from("."),
-        p => p,
-    };
-    let path = std::fs::canonicalize(&target).map_err(|source| match source.kind() {
-        std::io::ErrorKind::NotFound => RenderError::NotFound {
-            path: shown.clone(),
-        },
-        _ => RenderError::Read {
-            path: shown.clone(),
-            source,
-        },
-    })?;
-    if !path.starts_with(&renderer.root) {
-        return Err(RenderError::OutsideRoot {
-            at: PathBuf::from("."),
-            entry: dir.display().to_string(),
-        });
-    }
+    let rendered = renderer.render(dir);
+    (rendered, renderer.loader.into_inputs())
+}
 
-    let folder = if path.is_dir() {
-        Some(path.clone())
-    } else {
-        let named_as_kustomization = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| kustomization::KUSTOMIZATION_FILE_NAMES.contains(&n));
-        path.parent()
-            .filter(|_| named_as_kustomization)
-            .map(Path::to_path_buf)
-    };
-    let (acc, sort, origins) = match folder {
-        Some(folder) => renderer.top_folder(&folder)?,
-        None => {
-            let mut acc = Accumulator::default();
-            for res in renderer.file(&path)? {
-                acc.resources.append(res)?;
+impl Renderer {
+    /// The whole build of `dir`.
+    fn render(&mut self, dir: &Path) -> Result<Vec<SourcedObject>, RenderError> {
+        let target = self.root.join(dir);
+        let shown = match normalize(dir) {
+            p if p.as_os_str().is_empty() => PathBuf::from("."),
+            p => p,
+        };
+        let path = self
+            .loader
+            .canonicalize(&target)
+            .map_err(|source| match source.kind() {
+                std::io::ErrorKind::NotFound => RenderError::NotFound {
+                    path: shown.clone(),
+                },
+                _ => RenderError::Read {
+                    path: shown.clone(),
+                    source,
+                },
+            })?;
+        if !path.starts_with(&self.root) {
+            return Err(RenderError::OutsideRoot {
+                at: PathBuf::from("."),
+                entry: dir.display().to_string(),
+            });
+        }
+
+        let folder = if self.loader.is_dir(&path) {
+            Some(path.clone())
+        } else {
+            let named_as_kustomization = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| kustomization::KUSTOMIZATION_FILE_NAMES.contains(&n));
+            path.parent()
+                .filter(|_| named_as_kustomization)
+                .map(Path::to_path_buf)
+        };
+        let (acc, sort, origins) = match folder {
+            Some(folder) => self.top_folder(&folder)?,
+            None => {
+                let mut acc = Accumulator::default();
+                for res in self.file(&path)? {
+                    acc.resources.append(res)?;
+                }
+                acc.config = config::TransformerConfig::builtin();
+                (acc, None, None)
             }
-            acc.config = config::TransformerConfig::builtin();
-            (acc, None, None)
+        };
+        let mut resources = finish(acc, sort.as_ref())?;
+        if let Some(top) = origins {
+            for res in &mut resources {
+                annotate_origin(res, &top);
+            }
         }
-    };
-    let mut resources = finish(acc, sort.as_ref())?;
-    if let Some(top) = origins {
-        for res in &mut resources {
-            annotate_origin(res, &top);
-        }
+        tracing::debug!(dir = %self.shown(&path).display(), objects = resources.len(), "rendered");
+        Ok(resources.into_iter().map(|r| r.sourced).collect())
     }
-    tracing::debug!(dir = %renderer.shown(&path).display(), objects = resources.len(), "rendered");
-    Ok(resources.into_iter().map(|r| r.sourced).collect())
 }
 
 /// What is done once for the whole build: hash suffixes on generated names, references to renamed objects,
@@ -252,6 +283,8 @@ type TopBuild = (Accumulator, Option<SortOrder>, Option<PathBuf>);
 struct Renderer {
     /// The canonical repository root.
     root: PathBuf,
+    /// Every read of the filesystem, noted as the render's input closure.
+    loader: inputs::Loader,
     /// Canonical folders being rendered, outermost first (for cycle detection).
     stack: Vec<PathBuf>,
     /// The OpenAPI schema strategic merge patches merge with (one for the whole build, as in kustomize).
@@ -276,13 +309,16 @@ impl Renderer {
     /// The folder asked for: its kustomization if it has one (with its sort options), else its plain files
     /// and subfolders.
     fn top_folder(&mut self, dir: &Path) -> Result<TopBuild, RenderError> {
-        match kustomization::find(dir, &self.shown(dir))? {
+        match kustomization::find(&self.loader, dir, &self.shown(dir))? {
             Some(file) => {
                 let shown = self.shown(&file);
-                let text = std::fs::read_to_string(&file).map_err(|source| RenderError::Read {
-                    path: shown.clone(),
-                    source,
-                })?;
+                let text =
+                    self.loader
+                        .read_to_string(&file)
+                        .map_err(|source| RenderError::Read {
+                            path: shown.clone(),
+                            source,
+                        })?;
                 let k = kustomization::parse(&shown, &text)?;
                 if k.kind == Kind::Component {
                     return Err(target::build_error(
@@ -313,7 +349,7 @@ impl Renderer {
 
     /// A folder inside a plain folder: its kustomization if it has one, else its plain files and subfolders.
     fn folder(&mut self, dir: &Path) -> Result<Accumulator, RenderError> {
-        match kustomization::find(dir, &self.shown(dir))? {
+        match kustomization::find(&self.loader, dir, &self.shown(dir))? {
             Some(file) => self.accumulate_kustomization(
                 dir,
                 &file,
@@ -334,10 +370,13 @@ impl Renderer {
     /// The objects of one YAML file (canonical path).
     fn file(&self, path: &Path) -> Result<Vec<Resource>, RenderError> {
         let shown = self.shown(path);
-        let text = std::fs::read_to_string(path).map_err(|source| RenderError::Read {
-            path: shown.clone(),
-            source,
-        })?;
+        let text = self
+            .loader
+            .read_to_string(path)
+            .map_err(|source| RenderError::Read {
+                path: shown.clone(),
+                source,
+            })?;
         Ok(documents::parse_objects(&shown, &text)?
             .into_iter()
             .map(Resource::loaded)
@@ -352,11 +391,7 @@ impl Renderer {
             path: shown.clone(),
             source,
         };
-        let mut entries = std::fs::read_dir(dir)
-            .map_err(read_err)?
-            .map(|e| e.map(|e| e.file_name()))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(read_err)?;
+        let mut entries = self.loader.read_dir_names(dir).map_err(read_err)?;
         entries.sort();
 
         let mut acc = Accumulator {
@@ -368,7 +403,7 @@ impl Renderer {
             let Some(name) = name.to_str().filter(|n| !n.starts_with('.')) else {
                 continue;
             };
-            if dir.join(name).is_dir() {
+            if self.loader.is_dir(&dir.join(name)) {
                 let path = self.resolve(dir, &shown, name)?;
                 self.check_cycle(&path, &shown, name)?;
                 let sub = self.folder(&path)?;
@@ -391,17 +426,20 @@ impl Renderer {
     /// it must exist and lie inside the root (the load restrictor).
     fn resolve(&self, dir: &Path, at: &Path, entry: &str) -> Result<PathBuf, RenderError> {
         let target = dir.join(entry);
-        let path = std::fs::canonicalize(&target).map_err(|source| match source.kind() {
-            std::io::ErrorKind::NotFound => RenderError::MissingResource {
-                file: at.to_path_buf(),
-                entry: entry.to_string(),
-                path: self.shown(&normalize(&target)),
-            },
-            _ => RenderError::Read {
-                path: self.shown(&normalize(&target)),
-                source,
-            },
-        })?;
+        let path = self
+            .loader
+            .canonicalize(&target)
+            .map_err(|source| match source.kind() {
+                std::io::ErrorKind::NotFound => RenderError::MissingResource {
+                    file: at.to_path_buf(),
+                    entry: entry.to_string(),
+                    path: self.shown(&normalize(&target)),
+                },
+                _ => RenderError::Read {
+                    path: self.shown(&normalize(&target)),
+                    source,
+                },
+            })?;
         if !path.starts_with(&self.root) {
             return Err(RenderError::OutsideRoot {
                 at: at.to_path_buf(),
