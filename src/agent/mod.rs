@@ -9,6 +9,7 @@
 mod aro_deletion;
 mod drift;
 mod env;
+pub mod incremental;
 mod live;
 mod pass;
 mod plan;
@@ -22,12 +23,12 @@ mod watch;
 pub use drift::{DriftReport, drift};
 pub use env::Environment;
 pub use pass::FAILPOINT_ENV;
-pub use plan::{PlanRequest, PlanRun, plan};
+pub use plan::{PlanRequest, PlanRun, RenderedUnits, plan};
 pub use prune::Safety;
 
 use crate::report::{self, UnitOutcome};
 use crate::source::{GitRef, Identity, ReportTarget, Source, SourceConfig, SyncOutcome};
-use crate::unit::{self, Unit};
+use crate::unit::Unit;
 use prepare::Prepared;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -151,7 +152,9 @@ struct Agent {
 struct Revision {
     commit: String,
     stale: Option<String>,
-    units: Vec<(Unit, Result<Prepared, Vec<report::UnitError>>)>,
+    units: Arc<Vec<(Unit, Result<Prepared, Vec<report::UnitError>>)>>,
+    /// The input closure of each unit's render (see [`incremental`]).
+    inputs: Arc<BTreeMap<Unit, crate::render::Inputs>>,
 }
 
 impl Agent {
@@ -165,8 +168,13 @@ impl Agent {
             .map_err(|e| AgentError::Task(e.to_string()))
     }
 
-    /// Fetches the source and prepares every unit of the revision it gives.
-    async fn load(&self) -> Result<Revision, AgentError> {
+    /// Fetches the source and prepares the revision it gives: every unit the first time; after
+    /// `previous`, only the units whose input closure changed since (see [`incremental`]). Also
+    /// returns the paths changed since `previous` (`None`: the first revision, or not known).
+    async fn load(
+        &self,
+        previous: Option<&Revision>,
+    ) -> Result<(Revision, Option<Vec<PathBuf>>), AgentError> {
         let outcome = self.blocking(|s| s.sync()).await??;
         let (revision, stale) = match &outcome {
             SyncOutcome::Fresh(r) | SyncOutcome::Unchanged(r) => (r.clone(), None),
@@ -175,22 +183,57 @@ impl Agent {
                 (last_good.clone(), Some(error.to_string()))
             }
         };
+        let changed = match previous {
+            Some(p) if p.commit == revision.commit => Some(vec![]),
+            Some(p) => {
+                let (from, to) = (p.commit.clone(), revision.commit.clone());
+                match self.blocking(move |s| s.changed_paths(&from, &to)).await? {
+                    Ok(c) => Some(c),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "the changes between revisions are unknown: every unit renders");
+                        None
+                    }
+                }
+            }
+            None => None,
+        };
+        if let Some(p) = previous
+            && p.commit == revision.commit
+        {
+            let rev = Revision {
+                commit: revision.commit,
+                stale,
+                units: p.units.clone(),
+                inputs: p.inputs.clone(),
+            };
+            return Ok((rev, changed));
+        }
         let root = revision.checkout.clone();
-        let units = tokio::task::spawn_blocking(move || -> Result<_, AgentError> {
-            let units = unit::discover(&root)?;
-            Ok(prepare::prepare_all(&root, units))
+        let earlier = previous.map(|p| (p.units.clone(), p.inputs.clone()));
+        let paths = changed.clone();
+        let prepared = tokio::task::spawn_blocking(move || {
+            let earlier = earlier
+                .as_ref()
+                .map(|(units, inputs)| incremental::Earlier {
+                    units,
+                    inputs,
+                    changed: paths.as_deref(),
+                });
+            incremental::prepare_revision(&root, earlier)
         })
         .await
         .map_err(|e| AgentError::Task(e.to_string()))??;
-        Ok(Revision {
+        let rev = Revision {
             commit: revision.commit,
             stale,
-            units,
-        })
+            units: Arc::new(prepared.units),
+            inputs: Arc::new(prepared.inputs),
+        };
+        Ok((rev, changed))
     }
 
     async fn run(&mut self) -> Result<RunSummary, AgentError> {
-        let mut rev = self.load().await?;
+        let (mut rev, _) = self.load(None).await?;
         tracing::info!(commit = %rev.commit, units = rev.units.len(), "revision loaded");
         self.progress = Some(progress::Progress::new(
             self.config.progress_bars,
@@ -230,15 +273,9 @@ impl Agent {
             }
             next_fetch = Instant::now() + self.config.interval;
             let previous = rev.commit.clone();
-            match self.load().await {
-                Ok(next) => {
-                    let changed = self
-                        .blocking({
-                            let (from, to) = (previous.clone(), next.commit.clone());
-                            move |s| s.changed_paths(&from, &to)
-                        })
-                        .await?
-                        .unwrap_or_default();
+            match self.load(Some(&rev)).await {
+                Ok((next, changed)) => {
+                    let changed = changed.unwrap_or_default();
                     if next.commit != previous && !self.config.report_target.only_reports(&changed)
                     {
                         tracing::info!(from = %previous, to = %next.commit, "new revision");

@@ -47,6 +47,10 @@ pub struct PlanRequest {
 struct Rendered {
     revision: PreviewRevision,
     units: Vec<PreparedUnit>,
+    /// The input closure of each unit's render.
+    inputs: BTreeMap<Unit, crate::render::Inputs>,
+    /// How many units this side rendered (the others took the base's preparation).
+    rendered: usize,
 }
 
 /// A revision checked out, its units found but not rendered yet.
@@ -89,14 +93,63 @@ async fn checkout_revision(
     .map_err(|e| AgentError::Task(e.to_string()))?
 }
 
-/// Prepares every unit of a checkout.
-async fn render(checkout: Checkout) -> Result<Rendered, AgentError> {
-    tokio::task::spawn_blocking(move || Rendered {
-        units: prepare::prepare_all(&checkout.root, checkout.units),
-        revision: checkout.revision,
+/// Prepares the units of a checkout: every unit, or with `base` (the base side, rendered, and the
+/// paths changed since it), only those whose input closure changed (see
+/// [`super::incremental`]); the others take base's preparation. Gives `base` back.
+async fn render(
+    checkout: Checkout,
+    base: Option<(Rendered, Option<Vec<PathBuf>>)>,
+) -> Result<(Rendered, Option<Rendered>), AgentError> {
+    tokio::task::spawn_blocking(move || {
+        let earlier = base
+            .as_ref()
+            .map(|(b, changed)| super::incremental::Earlier {
+                units: &b.units,
+                inputs: &b.inputs,
+                changed: changed.as_deref(),
+            });
+        let prepared = super::incremental::prepare_units(&checkout.root, checkout.units, earlier);
+        let side = Rendered {
+            rendered: prepared.rendered.len(),
+            units: prepared.units,
+            inputs: prepared.inputs,
+            revision: checkout.revision,
+        };
+        (side, base.map(|(b, _)| b))
     })
     .await
     .map_err(|e| AgentError::Task(e.to_string()))
+}
+
+/// The paths changed from base to head, read in head's mirror (`None` when it cannot tell, say
+/// base is not in head's history: then every unit renders).
+async fn changed_paths(
+    repo: &str,
+    head: &GitRef,
+    state_dir: PathBuf,
+    from: String,
+    to: String,
+) -> Option<Vec<PathBuf>> {
+    let config = SourceConfig {
+        url: repo.to_string(),
+        reference: head.clone(),
+        state_dir,
+    };
+    let found = tokio::task::spawn_blocking(move || {
+        Source::open(config).and_then(|s| s.changed_paths(&from, &to))
+    })
+    .await;
+    match found {
+        Ok(Ok(changed)) => Some(changed),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "the changes from base to head are unknown: every unit renders");
+            None
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "the changes from base to head are unknown: every unit renders");
+            None
+        }
+    }
 }
 
 /// A unit error as the preview shows it: file and object in their own fields, and the message
@@ -133,6 +186,16 @@ pub struct PlanRun {
     pub preview: Preview,
     /// Requests sent to the cluster, by `METHOD path` (empty when compared with base).
     pub requests: BTreeMap<String, u64>,
+    /// Units rendered at each side (compared with base: base renders every unit, head only those
+    /// whose input closure changed).
+    pub rendered: RenderedUnits,
+}
+
+/// How many units a plan rendered, per side.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct RenderedUnits {
+    pub base: usize,
+    pub head: usize,
 }
 
 /// Plans `req`.
@@ -161,7 +224,8 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
     };
     let base = match (&env, &req.base) {
         (None, Some(b)) => {
-            Some(render(checkout_revision(&req.repo, b, plan_state.join("base")).await?).await?)
+            let checkout = checkout_revision(&req.repo, b, plan_state.join("base")).await?;
+            Some(render(checkout, None).await?.0)
         }
         _ => None,
     };
@@ -181,6 +245,7 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
         errors: vec![],
     };
     let mut requests = BTreeMap::new();
+    let mut rendered = RenderedUnits::default();
     match (env, base) {
         (Some(env), _) => {
             preview.against_description = match &req.kubeconfig {
@@ -190,6 +255,7 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
                     req.state_dir.join("control-plane").display()
                 ),
             };
+            rendered.head = head.units.len();
             let result = against_live(&env.cluster, &env.azure_view, head, req.safety).await;
             requests = env.cluster.counter().requests();
             tracing::info!(
@@ -208,11 +274,35 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
                 base.revision.reference,
                 short(&base.revision.commit)
             );
-            preview.clusters = base::against_base(&base, &render(head).await?, req.safety);
+            let changed = changed_paths(
+                &req.repo,
+                &req.head,
+                plan_state.join("head"),
+                base.revision.commit.clone(),
+                head.revision.commit.clone(),
+            )
+            .await;
+            let (head, base) = render(head, Some((base, changed))).await?;
+            let base = base.expect("render gives base back");
+            rendered = RenderedUnits {
+                base: base.rendered,
+                head: head.rendered,
+            };
+            tracing::info!(
+                base = base.rendered,
+                head = head.rendered,
+                units = head.units.len(),
+                "units rendered"
+            );
+            preview.clusters = base::against_base(&base, &head, req.safety);
         }
         (None, None) => unreachable!("without a cluster there is always a base"),
     }
-    Ok(PlanRun { preview, requests })
+    Ok(PlanRun {
+        preview,
+        requests,
+        rendered,
+    })
 }
 
 fn short(commit: &str) -> &str {

@@ -86,7 +86,21 @@ fn error(origin: Option<&Origin>, object: Option<ObjectKey>, message: String) ->
 
 /// Renders, validates, expands and orders `unit` from the checkout at `root`.
 pub fn prepare(root: &Path, unit: &Unit) -> Result<Prepared, Vec<UnitError>> {
-    let rendered = crate::render::render(root, &unit.path).map_err(|e| {
+    prepare_traced(root, unit).0
+}
+
+/// [`prepare`], and the input closure of the unit's render (what a later revision must change for
+/// the preparation to change: the rest of preparing reads nothing but the rendered objects).
+pub fn prepare_traced(root: &Path, unit: &Unit) -> (Preparation, crate::render::Inputs) {
+    let (rendered, inputs) = crate::render::render_traced(root, &unit.path);
+    (prepare_rendered(unit, rendered), inputs)
+}
+
+fn prepare_rendered(
+    unit: &Unit,
+    rendered: Result<Vec<SourcedObject>, crate::render::RenderError>,
+) -> Preparation {
+    let rendered = rendered.map_err(|e| {
         vec![error(
             Some(&Origin {
                 file: e.file().to_path_buf(),
