@@ -205,3 +205,83 @@ fn plan_renders_head_only_for_units_whose_inputs_changed() {
         run.preview.clusters
     );
 }
+
+/// The long-running agent (`run` without `--once`), end to end: after a commit changing dev only,
+/// its debug log shows dev rendered again, and prod kept.
+#[test]
+fn the_running_agent_renders_again_only_the_changed_unit() {
+    use common::kubectl::LineReader;
+    use std::process::{Command, Stdio};
+    use std::time::Duration;
+    let (f, _) = Fleet::git();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_aro-gitops"))
+        .args(["run", "--sim-delay", "0s", "--interval", "1s", "--repo"])
+        .arg(&f.repo)
+        .arg("--state")
+        .arg(&f.state)
+        .env(
+            "ARO_GITOPS_LOG",
+            "warn,aro_gitops::agent=info,aro_gitops::agent::incremental=debug",
+        )
+        .env("NO_COLOR", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("aro-gitops runs");
+    let mut log = LineReader::new(child.stderr.take().expect("stderr"));
+    // Stopped however the test ends.
+    struct Stop(std::process::Child);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let child = Stop(child);
+    let wait = Duration::from_secs(120);
+    let first = log.wait_for(wait, "the first revision prepared", |l| {
+        l.contains("units prepared")
+    });
+    assert!(
+        first.contains("rendered=2") && first.contains("kept=0"),
+        "{first}"
+    );
+    log.wait_for(wait, "the first reports", |l| {
+        l.contains("reports committed")
+    });
+    let before_commit = log.seen.len();
+
+    f.replace(
+        "clusters/dev/cluster-params.yaml",
+        "location: eastus",
+        "location: westus",
+    );
+    f.commit("dev moves west");
+    let line = log.wait_for(wait, "a unit rendered again", |l| {
+        l.contains("unit rendered")
+    });
+    assert!(
+        line.contains("unit=clusters/dev")
+            && line.contains("clusters/dev/cluster-params.yaml changed"),
+        "{line}"
+    );
+    let prepared = log.wait_for(wait, "the revision prepared", |l| {
+        l.contains("units prepared")
+    });
+    assert!(
+        prepared.contains("rendered=1") && prepared.contains("kept=1"),
+        "{prepared}"
+    );
+    log.wait_for(wait, "the new revision", |l| l.contains("new revision"));
+    drop(child);
+    let after: Vec<&String> = log
+        .seen
+        .iter()
+        .skip(before_commit)
+        .filter(|l| l.contains("unit rendered") && l.contains("clusters/prod"))
+        .collect();
+    assert!(after.is_empty(), "prod rendered again: {after:?}");
+}
