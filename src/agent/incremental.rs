@@ -238,7 +238,9 @@ mod tests {
     fn which_units_render_for_which_change() {
         use Decision::Keep;
         let both = ["clusters/dev", "clusters/prod"];
-        let cases: &[(&str, &[&str], &[&str], Vec<Decision>)] = &[
+        // (what, units, changed paths, decisions)
+        type Case<'a> = (&'a str, &'a [&'a str], &'a [&'a str], Vec<Decision>);
+        let cases: &[Case] = &[
             (
                 "a shared base re-renders every unit",
                 &both,

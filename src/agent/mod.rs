@@ -29,7 +29,6 @@ pub use prune::Safety;
 use crate::report::{self, UnitOutcome};
 use crate::source::{GitRef, Identity, ReportTarget, Source, SourceConfig, SyncOutcome};
 use crate::unit::Unit;
-use prepare::Prepared;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -152,7 +151,7 @@ struct Agent {
 struct Revision {
     commit: String,
     stale: Option<String>,
-    units: Arc<Vec<(Unit, Result<Prepared, Vec<report::UnitError>>)>>,
+    units: Arc<Vec<prepare::PreparedUnit>>,
     /// The input closure of each unit's render (see [`incremental`]).
     inputs: Arc<BTreeMap<Unit, crate::render::Inputs>>,
 }

@@ -8,6 +8,8 @@
 
 mod base;
 
+use base::{changed_paths, render};
+
 use super::prepare::{self, PreparedUnit};
 use super::prune::UnitPruning;
 use super::{AgentError, Environment, Safety};
@@ -91,65 +93,6 @@ async fn checkout_revision(
     })
     .await
     .map_err(|e| AgentError::Task(e.to_string()))?
-}
-
-/// Prepares the units of a checkout: every unit, or with `base` (the base side, rendered, and the
-/// paths changed since it), only those whose input closure changed (see
-/// [`super::incremental`]); the others take base's preparation. Gives `base` back.
-async fn render(
-    checkout: Checkout,
-    base: Option<(Rendered, Option<Vec<PathBuf>>)>,
-) -> Result<(Rendered, Option<Rendered>), AgentError> {
-    tokio::task::spawn_blocking(move || {
-        let earlier = base
-            .as_ref()
-            .map(|(b, changed)| super::incremental::Earlier {
-                units: &b.units,
-                inputs: &b.inputs,
-                changed: changed.as_deref(),
-            });
-        let prepared = super::incremental::prepare_units(&checkout.root, checkout.units, earlier);
-        let side = Rendered {
-            rendered: prepared.rendered.len(),
-            units: prepared.units,
-            inputs: prepared.inputs,
-            revision: checkout.revision,
-        };
-        (side, base.map(|(b, _)| b))
-    })
-    .await
-    .map_err(|e| AgentError::Task(e.to_string()))
-}
-
-/// The paths changed from base to head, read in head's mirror (`None` when it cannot tell, say
-/// base is not in head's history: then every unit renders).
-async fn changed_paths(
-    repo: &str,
-    head: &GitRef,
-    state_dir: PathBuf,
-    from: String,
-    to: String,
-) -> Option<Vec<PathBuf>> {
-    let config = SourceConfig {
-        url: repo.to_string(),
-        reference: head.clone(),
-        state_dir,
-    };
-    let found = tokio::task::spawn_blocking(move || {
-        Source::open(config).and_then(|s| s.changed_paths(&from, &to))
-    })
-    .await;
-    match found {
-        Ok(Ok(changed)) => Some(changed),
-        Ok(Err(e)) => {
-            tracing::warn!(error = %e, "the changes from base to head are unknown: every unit renders");
-            None
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, "the changes from base to head are unknown: every unit renders");
-            None
-        }
-    }
 }
 
 /// A unit error as the preview shows it: file and object in their own fields, and the message
