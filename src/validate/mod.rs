@@ -8,10 +8,12 @@
 //!   names);
 //! - duplicates: one group/kind/namespace/name defined twice, counting ASO resources embedded in
 //!   the ARO kinds (in their owner's namespace, where the agent applies them);
-//! - the reconcile-policy annotations, on objects and on embedded resources.
+//! - the reconcile-policy annotations, on objects and on embedded resources;
+//! - the agent's namespace and marks ([`reserved`]): no unit may declare them.
 //!
 //! Messages name the file, the object and the JSON pointer of the field, never a Secret's data.
 
+pub mod reserved;
 mod rules;
 mod schema;
 
@@ -81,6 +83,7 @@ pub fn validate(objects: &[SourcedObject]) -> Vec<ValidationError> {
         errors.extend(
             rules::policy_problems(obj, "")
                 .into_iter()
+                .chain(reserved::problems(obj, ""))
                 .map(|m| error(Some(&key), m)),
         );
         let place = rules::Place {
@@ -95,6 +98,7 @@ pub fn validate(objects: &[SourcedObject]) -> Vec<ValidationError> {
             errors.extend(
                 rules::policy_problems(entry, &prefix)
                     .into_iter()
+                    .chain(reserved::problems(entry, &prefix))
                     .map(|m| error(Some(&key), m)),
             );
             // Entries without identity are reported by the owner's schema.
