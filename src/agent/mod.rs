@@ -9,6 +9,7 @@
 mod aro_deletion;
 mod drift;
 mod env;
+mod fleet;
 mod live;
 mod pass;
 mod plan;
@@ -151,6 +152,8 @@ struct Revision {
     commit: String,
     stale: Option<String>,
     units: Vec<(Unit, Result<Prepared, Vec<report::UnitError>>)>,
+    /// What every unit declares (ownership's deletion guard).
+    fleet: crate::plan::ownership::Fleet,
 }
 
 impl Agent {
@@ -177,14 +180,18 @@ impl Agent {
         let root = revision.checkout.clone();
         let units = tokio::task::spawn_blocking(move || -> Result<_, AgentError> {
             let units = unit::discover(&root)?;
-            Ok(prepare::prepare_all(&root, units))
+            let mut units = prepare::prepare_all(&root, units);
+            let fleet = fleet::check(&mut units);
+            Ok((units, fleet))
         })
         .await
         .map_err(|e| AgentError::Task(e.to_string()))??;
+        let (units, fleet) = units;
         Ok(Revision {
             commit: revision.commit,
             stale,
             units,
+            fleet,
         })
     }
 
@@ -324,8 +331,21 @@ impl Agent {
                 (BTreeMap::new(), vec![])
             }
         };
+        // An inventory that does not decode or that the agent does not trust: its unit is not
+        // acted on (nothing applied, nothing pruned) until a person restores or deletes it.
+        let mut refused: BTreeMap<String, report::UnitError> = BTreeMap::new();
         for e in &broken {
-            tracing::error!(error = %e, "an inventory does not decode: its unit prunes nothing");
+            tracing::error!(error = %e, "an inventory is not acted on: its unit applies and prunes nothing");
+            if let Some(unit) = &e.unit {
+                refused.insert(
+                    unit.clone(),
+                    report::UnitError {
+                        object: Some(crate::apply::inventory::config_map_key(&e.name)),
+                        file: None,
+                        message: e.to_string(),
+                    },
+                );
+            }
         }
         let removed: Vec<String> = if rev.units.is_empty() {
             // No unit at all is an empty render of the whole repository: never prune on it.
@@ -347,21 +367,42 @@ impl Agent {
             }))
             .collect();
         let (mut changes, _watches) = watch::start(&self.env.cluster, &kinds).await;
+        for (i, (u, _)) in rev.units.iter().enumerate() {
+            if let Some(e) = refused.remove(&u.name()) {
+                outcomes[i].errors.push(e);
+            }
+        }
         let mut due: BTreeSet<usize> = rev
             .units
             .iter()
             .enumerate()
-            .filter(|(_, (_, p))| p.is_ok())
+            .filter(|(i, (_, p))| p.is_ok() && outcomes[*i].errors.is_empty())
             .map(|(i, _)| i)
             .collect();
         for (i, o) in outcomes
             .iter()
             .enumerate()
-            .filter(|(i, _)| rev.units[*i].1.is_err())
+            .filter(|(i, o)| rev.units[*i].1.is_err() || !o.errors.is_empty())
         {
             self.progress.as_mut().expect("progress set").update(i, o);
         }
-        let mut removed_outcomes: BTreeMap<String, UnitOutcome> = BTreeMap::new();
+        // Units that left git with an inventory not acted on: reported, never pruned.
+        let mut removed_outcomes: BTreeMap<String, UnitOutcome> = refused
+            .into_iter()
+            .map(|(unit, e)| {
+                let o = UnitOutcome {
+                    unit: unit.clone(),
+                    cluster: None,
+                    revision: rev.commit.clone(),
+                    stale_source: rev.stale.clone(),
+                    azure,
+                    objects: vec![],
+                    errors: vec![e],
+                    live: vec![],
+                };
+                (unit, o)
+            })
+            .collect();
         loop {
             for unit in &removed {
                 let Some(inv) = inventories.get_mut(unit) else {
@@ -462,6 +503,7 @@ impl Agent {
             safety: self.config.safety,
             self_heal: self.config.self_heal,
             keys: &crate::reconcile::aro::ManualKeys,
+            fleet: &rev.fleet,
         }
     }
 

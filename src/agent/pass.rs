@@ -19,6 +19,7 @@ use super::status::{Reconcilers, Step};
 use crate::apply::inventory::{self, Inventory, body_digest};
 use crate::apply::{AzureView, Cluster, FIELD_MANAGER};
 use crate::object::ObjectKey;
+use crate::plan::ownership;
 use crate::plan::policy::{self, Decision, Policy};
 use crate::plan::{Action, diff_object};
 use crate::reconcile::aro::{self, KeyManager, node_policy};
@@ -151,6 +152,8 @@ pub struct PassContext<'a> {
     pub self_heal: bool,
     /// Where the etcd encryption keys of the AROControlPlanes stand.
     pub keys: &'a dyn KeyManager,
+    /// What every unit of the revision declares (ownership's deletion guard).
+    pub fleet: &'a crate::plan::ownership::Fleet,
 }
 
 /// Writes `inventory` when it differs from `written`, and remembers what was written.
@@ -191,6 +194,34 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
         objects: mut live,
         unserved,
     } = super::live::read(cluster, prepared, &mut errors).await;
+    // An object live and owned by another unit is not taken over silently: nothing of the unit
+    // is recorded or applied until that is resolved.
+    let unit = prepared.unit.name();
+    let taken: Vec<UnitError> = prepared
+        .objects
+        .iter()
+        .filter_map(|o| {
+            let message = ownership::take_over(&unit, &o.key, &o.object, live.get(&o.key)?)?;
+            Some(UnitError {
+                object: Some(o.key.clone()),
+                file: Some(o.origin.file.clone()),
+                message: format!("{}: {message}", o.origin),
+            })
+        })
+        .collect();
+    if !taken.is_empty() {
+        errors.extend(taken);
+        return UnitOutcome {
+            unit,
+            cluster: prepared.cluster.clone(),
+            revision: revision.to_string(),
+            stale_source,
+            azure,
+            objects: vec![],
+            errors,
+            live: vec![],
+        };
+    }
     let mut reconcilers = Reconcilers::start(ctx.keys, prepared).await;
 
     // Record every object about to be managed before anything is created: a crash after a create
@@ -335,7 +366,7 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
                 }
             }
         };
-        let desired = policy::with_decision(desired, &decision);
+        let desired = ownership::mark(policy::with_decision(desired, &decision), &unit);
         if decision.policy == Policy::Skip && !policy::skip_needs_write(current, &decision) {
             inv.record(key, decision, None);
             outcomes[i] = Some(ObjectOutcome {
@@ -470,6 +501,7 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
                     total,
                     unit_consent,
                     ctx.safety,
+                    ctx.fleet,
                     &mut errors,
                 )
                 .await;
@@ -585,6 +617,7 @@ pub async fn remove(ctx: &PassContext<'_>, inv: &mut Inventory) -> UnitOutcome {
                 total,
                 false,
                 ctx.safety,
+                ctx.fleet,
                 &mut errors,
             )
             .await;

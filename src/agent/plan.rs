@@ -90,9 +90,13 @@ async fn checkout_revision(
 
 /// Prepares every unit of a checkout.
 async fn render(checkout: Checkout) -> Result<Rendered, AgentError> {
-    tokio::task::spawn_blocking(move || Rendered {
-        units: prepare::prepare_all(&checkout.root, checkout.units),
-        revision: checkout.revision,
+    tokio::task::spawn_blocking(move || {
+        let mut units = prepare::prepare_all(&checkout.root, checkout.units);
+        super::fleet::check(&mut units);
+        Rendered {
+            units,
+            revision: checkout.revision,
+        }
     })
     .await
     .map_err(|e| AgentError::Task(e.to_string()))
@@ -357,8 +361,16 @@ fn resident_mb() -> Option<u64> {
 /// A unit of head compared with live state, or kept for a second round: it has objects of a kind
 /// not listed yet, or a `reconcile-policy-if-exists` decision that needs the Azure view.
 enum UnitPlan {
-    Done(Box<ClusterPreview>),
+    Done(Box<(ClusterPreview, Leaving)>),
     Later(Box<prepare::Prepared>),
+}
+
+/// The inventory members a unit no longer renders, and whether the unit consents to deletions:
+/// judged once every unit is rendered (ownership's deletion guard needs the whole fleet).
+#[derive(Default)]
+struct Leaving {
+    entries: Vec<inventory::Entry>,
+    consent: bool,
 }
 
 /// What `reconcile-policy-if-exists` found in Azure, for each object that asks (and is neither live
@@ -423,22 +435,20 @@ async fn against_live(
         let first = prepare::on_every_core(&units, |u| {
             let name = u.name();
             match prepare::prepare(&root, u) {
-                Err(errors) => UnitPlan::Done(Box::new(failed_unit(&name, &errors))),
+                Err(errors) => (
+                    UnitPlan::Done(Box::new((failed_unit(&name, &errors), Leaving::default()))),
+                    None,
+                ),
                 Ok(p) => {
+                    let claims = super::fleet::claims(&p);
                     let inv = inventories.get(&name).unwrap_or(&empty);
                     let unlisted = p.objects.iter().any(|o| !live.has_kind(&o.key));
-                    if unlisted || asks_azure(&p, inv, &live).next().is_some() {
+                    let planned = if unlisted || asks_azure(&p, inv, &live).next().is_some() {
                         UnitPlan::Later(Box::new(p))
                     } else {
-                        UnitPlan::Done(Box::new(plan_unit(
-                            &name,
-                            &p,
-                            inv,
-                            &live,
-                            &no_findings,
-                            safety,
-                        )))
-                    }
+                        UnitPlan::Done(Box::new(plan_unit(&name, &p, inv, &live, &no_findings)))
+                    };
+                    (planned, Some(claims))
                 }
             }
         });
@@ -452,6 +462,25 @@ async fn against_live(
         rss_mb = resident_mb(),
         "units rendered and compared"
     );
+    // The fleet-wide ownership check, on the small summaries the units left.
+    let (first, claims): (
+        Vec<UnitPlan>,
+        Vec<Option<crate::plan::ownership::UnitClaims>>,
+    ) = first.into_iter().unzip();
+    let claims: Vec<crate::plan::ownership::UnitClaims> = claims.into_iter().flatten().collect();
+    let mut conflicts = super::fleet::conflict_errors(&claims);
+    let fleet = crate::plan::ownership::Fleet::new(&claims);
+    drop(claims);
+    // Units whose inventory the agent does not act on.
+    for e in &broken {
+        if let Some(unit) = &e.unit {
+            conflicts.entry(unit.clone()).or_default().push(UnitError {
+                object: Some(inventory::config_map_key(&e.name)),
+                file: None,
+                message: e.to_string(),
+            });
+        }
+    }
     // Second round: kinds nobody recorded yet, and the Azure view.
     let later_kinds: Vec<ObjectKey> = first
         .iter()
@@ -465,11 +494,15 @@ async fn against_live(
     let empty = Inventory::default();
     let mut clusters = Vec::with_capacity(first.len());
     for (u, planned) in units.iter().zip(first) {
-        match planned {
-            UnitPlan::Done(c) => clusters.push(*c),
+        let name = u.name();
+        if let Some(errors) = conflicts.remove(&name) {
+            clusters.push(failed_unit(&name, &errors));
+            continue;
+        }
+        let inv = inventories.get(&name).unwrap_or(&empty);
+        let (mut c, leaving) = match planned {
+            UnitPlan::Done(c) => *c,
             UnitPlan::Later(p) => {
-                let name = u.name();
-                let inv = inventories.get(&name).unwrap_or(&empty);
                 let unit_objects: Vec<&Value> = p.objects.iter().map(|o| &o.object).collect();
                 let mut findings = AzureFindings::new();
                 for o in asks_azure(&p, inv, &live) {
@@ -478,20 +511,45 @@ async fn against_live(
                         azure_view.exists(&o.object, &unit_objects).await,
                     );
                 }
-                clusters.push(plan_unit(&name, &p, inv, &live, &findings, safety));
+                plan_unit(&name, &p, inv, &live, &findings)
             }
+        };
+        if !leaving.entries.is_empty() {
+            let consent = Consent {
+                flag: safety.allow_deletion,
+                unit: leaving.consent,
+            };
+            let refs: Vec<&inventory::Entry> = leaving.entries.iter().collect();
+            let total = inv.entries.len();
+            let guard = (name.as_str(), &fleet);
+            leaving_inventory(&mut c, &refs, &live, total, consent, safety, guard);
         }
+        clusters.push(c);
     }
     // Units that left git: everything in their inventory goes (with the unit's consent).
     if !units.is_empty() {
         for (name, inv) in inventories.iter().filter(|(n, _)| !present.contains(*n)) {
             let mut c = empty_cluster(name, None);
+            if let Some(errors) = conflicts.remove(name) {
+                c.errors = errors.iter().map(problem).collect();
+                clusters.push(c);
+                continue;
+            }
             let consent = Consent {
                 flag: safety.allow_deletion,
                 unit: inv.consent,
             };
             let leaving: Vec<&inventory::Entry> = inv.entries.values().collect();
-            leaving_inventory(&mut c, &leaving, &live, leaving.len(), consent, safety);
+            let guard = (name.as_str(), &fleet);
+            leaving_inventory(
+                &mut c,
+                &leaving,
+                &live,
+                leaving.len(),
+                consent,
+                safety,
+                guard,
+            );
             clusters.push(c);
         }
     }
@@ -523,8 +581,7 @@ fn plan_unit(
     inv: &Inventory,
     live: &LiveIndex,
     azure: &AzureFindings,
-    safety: Safety,
-) -> ClusterPreview {
+) -> (ClusterPreview, Leaving) {
     let mut c = empty_cluster(name, cluster_name(p));
     let mut parents: HashMap<usize, Option<Value>> = HashMap::new();
     for &i in &p.order {
@@ -594,7 +651,8 @@ fn plan_unit(
                 "applied; when it leaves git, the Azure resource is kept",
             );
         }
-        let mut desired = policy::with_decision(o.object.clone(), &decision);
+        let mut desired =
+            crate::plan::ownership::mark(policy::with_decision(o.object.clone(), &decision), name);
         // As a pass applies it: an embedded resource is controlled by its live ARO object (parsed
         // once for all it embeds).
         if let Some(pi) = o.embedded_in
@@ -623,15 +681,14 @@ fn plan_unit(
     }
     // Deletions: inventory members no longer rendered.
     let desired_keys: Vec<ObjectKey> = p.objects.iter().map(|o| o.key.clone()).collect();
-    let leaving = super::prune::candidates(inv, &desired_keys);
-    if !leaving.is_empty() {
-        let consent = Consent {
-            flag: safety.allow_deletion,
-            unit: unit_consents(p) || inv.consent,
-        };
-        leaving_inventory(&mut c, &leaving, live, inv.entries.len(), consent, safety);
-    }
-    c
+    let leaving = Leaving {
+        entries: super::prune::candidates(inv, &desired_keys)
+            .into_iter()
+            .cloned()
+            .collect(),
+        consent: unit_consents(p) || inv.consent,
+    };
+    (c, leaving)
 }
 
 /// Adds the deletions of inventory members that left git, judged against live state; `total` is
@@ -643,6 +700,7 @@ fn leaving_inventory(
     total: usize,
     consent: Consent,
     safety: Safety,
+    (unit, fleet): (&str, &crate::plan::ownership::Fleet),
 ) {
     let keys: Vec<ObjectKey> = leaving.iter().map(|e| e.key()).collect();
     let parsed: Vec<Option<Value>> = keys.iter().map(|k| live.get(&Identity::from(k))).collect();
@@ -658,5 +716,6 @@ fn leaving_inventory(
         })
         .collect();
     let verdicts = prune::decide(&cands, total, consent, safety.max_delete_share);
+    let verdicts = super::prune::guard(unit, fleet, &keys, &old, verdicts);
     add_deletions(c, &keys, &old, verdicts, "live");
 }

@@ -8,6 +8,7 @@ use crate::apply::inventory::{Entry, Inventory};
 use crate::apply::{Cluster, OWNERSHIP_MANAGER};
 use crate::object::ObjectKey;
 use crate::plan::graph::{self, Node};
+use crate::plan::ownership::{Fleet, Guard, guard_deletion};
 use crate::plan::policy::Policy;
 use crate::plan::prune::{self, Candidate, Consent, Verdict};
 use crate::report::{ObjectAction, ObjectOutcome, UnitError};
@@ -97,6 +98,7 @@ pub async fn step(
     total: usize,
     unit_consent: bool,
     safety: Safety,
+    fleet: &Fleet,
     errors: &mut Vec<UnitError>,
 ) -> Vec<ObjectOutcome> {
     let keys: Vec<ObjectKey> = entries.iter().map(Entry::key).collect();
@@ -115,6 +117,7 @@ pub async fn step(
     };
     let verdicts = prune::decide(&cands, total, consent, safety.max_delete_share);
     let bodies: Vec<Option<&Value>> = keys.iter().map(|k| live.get(k)).collect();
+    let verdicts = guard(&inventory.unit, fleet, &keys, &bodies, verdicts);
     let g = deletion_graph(&keys, &bodies);
     let order = dependents_first(&g);
     let delegated = delegated_to_owner(&keys, &bodies, &verdicts);
@@ -329,4 +332,95 @@ pub fn dependents_first(g: &graph::Graph) -> Vec<usize> {
         }
         Err(_) => (0..g.len()).rev().collect(),
     }
+}
+
+/// Ownership's deletion guard over a unit's verdicts (`crate::plan::ownership::guard_deletion`):
+/// an object another unit declares or owns is forgotten, not deleted (`Keep`); one not marked as
+/// this unit's, a Namespace another unit puts objects in, an Azure resource another object stands
+/// for, and an ARO object embedding any of those, are held (`Blocked`). `bodies` are the candidates'
+/// live objects (`None`: gone); the Azure identities follow owner chains through them.
+pub fn guard(
+    unit: &str,
+    fleet: &Fleet,
+    keys: &[ObjectKey],
+    bodies: &[Option<&Value>],
+    verdicts: Vec<Verdict>,
+) -> Vec<Verdict> {
+    use crate::plan::azure_identity::{self, AsoObject};
+    use crate::reconcile::aro::{controller_uid, is_aro_kind};
+    let present: Vec<usize> = (0..keys.len()).filter(|&i| bodies[i].is_some()).collect();
+    let uid = |b: &Value| {
+        b.pointer("/metadata/uid")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let aso: Vec<AsoObject> = present
+        .iter()
+        .map(|&i| {
+            let body = bodies[i].expect("present");
+            let subscription = controller_uid(body).and_then(|c| {
+                present
+                    .iter()
+                    .filter_map(|&j| bodies[j])
+                    .find(|p| uid(p).as_deref() == Some(c))
+                    .and_then(azure_identity::subscription_of)
+            });
+            AsoObject {
+                key: &keys[i],
+                body,
+                subscription,
+            }
+        })
+        .collect();
+    let mut azure = vec![None; keys.len()];
+    for (n, id) in azure_identity::of_unit(&aso).into_iter().enumerate() {
+        azure[present[n]] = id;
+    }
+    let guards: Vec<Guard> = (0..keys.len())
+        .map(|i| match bodies[i] {
+            Some(b) => guard_deletion(unit, &keys[i], b, azure[i].as_ref(), fleet),
+            None => Guard::Allow,
+        })
+        .collect();
+    verdicts
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            if !matches!(v, Verdict::Delete { .. } | Verdict::Blocked { .. }) {
+                return v;
+            }
+            match &guards[i] {
+                Guard::NotOurs(reason) => {
+                    return Verdict::Keep {
+                        reason: reason.clone(),
+                    };
+                }
+                Guard::Hold(reason) => {
+                    return Verdict::Blocked {
+                        reason: reason.clone(),
+                    };
+                }
+                Guard::Allow => {}
+            }
+            // An ARO object's deletion takes what it embeds: held while any of those is.
+            if is_aro_kind(&keys[i].group, &keys[i].kind)
+                && let Some(own) = bodies[i].and_then(uid)
+                && let Some((j, why)) = (0..keys.len()).find_map(|j| {
+                    let b = bodies[j]?;
+                    if controller_uid(b) != Some(own.as_str()) {
+                        return None;
+                    }
+                    match &guards[j] {
+                        Guard::Allow => None,
+                        Guard::NotOurs(r) | Guard::Hold(r) => Some((j, r.clone())),
+                    }
+                })
+            {
+                return Verdict::Blocked {
+                    reason: format!("it embeds {}, which is not deleted: {why}", keys[j]),
+                };
+            }
+            v
+        })
+        .collect()
 }

@@ -176,16 +176,22 @@ mod tests {
 
     #[test]
     fn vaults_compare_by_name_across_subscriptions_and_groups() {
-        let a = ids(&[rg("a", "rg", "rg-a"), vault("a", "kv", "rg")], Some("sub-1"));
-        let b = ids(&[rg("b", "rg", "rg-b"), vault("b", "kv", "rg")], Some("sub-2"));
-        assert_eq!(a[1].as_ref().unwrap().id, "global:microsoft.keyvault/vaults/kv");
-        assert_eq!(a[1].as_ref().unwrap().id, b[1].as_ref().unwrap().id);
-        assert!(
-            a[1].as_ref()
-                .unwrap()
-                .arm_id
-                .starts_with("/subscriptions/sub-1/resourceGroups/rg-a/providers/Microsoft.KeyVault/vaults/kv")
+        let a = ids(
+            &[rg("a", "rg", "rg-a"), vault("a", "kv", "rg")],
+            Some("sub-1"),
         );
+        let b = ids(
+            &[rg("b", "rg", "rg-b"), vault("b", "kv", "rg")],
+            Some("sub-2"),
+        );
+        assert_eq!(
+            a[1].as_ref().unwrap().id,
+            "global:microsoft.keyvault/vaults/kv"
+        );
+        assert_eq!(a[1].as_ref().unwrap().id, b[1].as_ref().unwrap().id);
+        assert!(a[1].as_ref().unwrap().arm_id.starts_with(
+            "/subscriptions/sub-1/resourceGroups/rg-a/providers/Microsoft.KeyVault/vaults/kv"
+        ));
     }
 
     #[test]
@@ -196,11 +202,18 @@ mod tests {
         );
         let orphan = vault("a", "kv", "missing");
         let mut skip = rg("a", "rg", "rg-a");
-        skip.1["metadata"]["annotations"] = json!({"serviceoperator.azure.com/reconcile-policy": "skip"});
+        skip.1["metadata"]["annotations"] =
+            json!({"serviceoperator.azure.com/reconcile-policy": "skip"});
         let got = ids(&[cm, orphan, skip], None);
         assert_eq!(got[0], None);
         assert_eq!(got[1], None);
         assert!(!got[2].as_ref().unwrap().writes);
-        assert!(got[2].as_ref().unwrap().arm_id.contains(azure::SUBSCRIPTION_ID));
+        assert!(
+            got[2]
+                .as_ref()
+                .unwrap()
+                .arm_id
+                .contains(azure::SUBSCRIPTION_ID)
+        );
     }
 }

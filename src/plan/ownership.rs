@@ -306,10 +306,16 @@ mod tests {
 
     #[test]
     fn the_mark_names_the_unit_and_fits_a_label() {
-        let m = mark(json!({"metadata": {"name": "x", "labels": {"a": "b"}}}), "clusters/dev");
+        let m = mark(
+            json!({"metadata": {"name": "x", "labels": {"a": "b"}}}),
+            "clusters/dev",
+        );
         assert_eq!(owner(&m), Some("clusters/dev"));
         assert_eq!(m["metadata"]["labels"]["a"], "b");
-        assert_eq!(m["metadata"]["labels"][OWNER_LABEL].as_str().unwrap().len(), 16);
+        assert_eq!(
+            m["metadata"]["labels"][OWNER_LABEL].as_str().unwrap().len(),
+            16
+        );
     }
 
     #[test]
@@ -344,16 +350,27 @@ mod tests {
         let units = vec![
             UnitClaims {
                 unit: "clusters/dev".into(),
-                claims: vec![claim(a, "a.yaml", Some("/subscriptions/s/resourceGroups/RG"))],
+                claims: vec![claim(
+                    a,
+                    "a.yaml",
+                    Some("/subscriptions/s/resourceGroups/RG"),
+                )],
             },
             UnitClaims {
                 unit: "clusters/dev2".into(),
-                claims: vec![claim(b, "b.yaml", Some("/subscriptions/s/resourceGroups/rg"))],
+                claims: vec![claim(
+                    b,
+                    "b.yaml",
+                    Some("/subscriptions/s/resourceGroups/rg"),
+                )],
             },
         ];
         let c = conflicts(&units);
         assert_eq!(c.len(), 2, "{c:?}");
-        assert!(c[1].message.contains("unit clusters/dev2") && c[1].message.contains("unit clusters/dev)"));
+        assert!(
+            c[1].message.contains("unit clusters/dev2")
+                && c[1].message.contains("unit clusters/dev)")
+        );
         assert!(c[0].message.contains("same Azure resource"));
     }
 
@@ -362,7 +379,11 @@ mod tests {
         let k = key("ConfigMap", Some("ns"), "x");
         let live = mark(json!({"metadata": {"name": "x"}}), "clusters/old");
         let plain = json!({"metadata": {"name": "x"}});
-        assert!(take_over("clusters/new", &k, &plain, &live).unwrap().contains("owned by unit clusters/old"));
+        assert!(
+            take_over("clusters/new", &k, &plain, &live)
+                .unwrap()
+                .contains("owned by unit clusters/old")
+        );
         assert_eq!(take_over("clusters/old", &k, &plain, &live), None);
         let consent = json!({"metadata": {"name": "x", "annotations": {ADOPT_FROM_ANNOTATION: "clusters/old"}}});
         assert_eq!(take_over("clusters/new", &k, &consent, &live), None);
@@ -379,15 +400,29 @@ mod tests {
         }]);
         let ours = mark(json!({"metadata": {"name": "aro-dev"}}), "clusters/copy");
         // Another unit declares objects in the namespace.
-        assert!(matches!(guard_deletion("clusters/copy", &ns, &ours, None, &fleet), Guard::Hold(r) if r.contains("clusters/dev declares objects")));
+        assert!(
+            matches!(guard_deletion("clusters/copy", &ns, &ours, None, &fleet), Guard::Hold(r) if r.contains("clusters/dev declares objects"))
+        );
         // Another unit declares the object itself.
-        assert!(matches!(guard_deletion("clusters/copy", &cm, &ours, None, &fleet), Guard::NotOurs(_)));
+        assert!(matches!(
+            guard_deletion("clusters/copy", &cm, &ours, None, &fleet),
+            Guard::NotOurs(_)
+        ));
         // Not marked as ours.
         let other = key("ConfigMap", Some("elsewhere"), "y");
         let theirs = mark(json!({"metadata": {}}), "clusters/dev");
-        assert!(matches!(guard_deletion("clusters/copy", &other, &theirs, None, &fleet), Guard::NotOurs(_)));
-        assert!(matches!(guard_deletion("clusters/copy", &other, &json!({}), None, &fleet), Guard::Hold(_)));
-        assert_eq!(guard_deletion("clusters/copy", &other, &ours, None, &fleet), Guard::Allow);
+        assert!(matches!(
+            guard_deletion("clusters/copy", &other, &theirs, None, &fleet),
+            Guard::NotOurs(_)
+        ));
+        assert!(matches!(
+            guard_deletion("clusters/copy", &other, &json!({}), None, &fleet),
+            Guard::Hold(_)
+        ));
+        assert_eq!(
+            guard_deletion("clusters/copy", &other, &ours, None, &fleet),
+            Guard::Allow
+        );
     }
 
     #[test]
@@ -404,6 +439,8 @@ mod tests {
             arm_id: "/s/rg".into(),
             writes: true,
         };
-        assert!(matches!(guard_deletion("clusters/dev2", &mine, &live, Some(&a), &fleet), Guard::Hold(r) if r.contains("of unit clusters/dev stands for the same Azure resource")));
+        assert!(
+            matches!(guard_deletion("clusters/dev2", &mine, &live, Some(&a), &fleet), Guard::Hold(r) if r.contains("of unit clusters/dev stands for the same Azure resource"))
+        );
     }
 }

@@ -1,0 +1,76 @@
+//! The fleet-wide ownership check, in one place for `run`, `plan` and `drift`: what each unit
+//! declares (a small summary per unit), the conflicts between units (one object declared twice, two
+//! objects for one Azure resource) turned into failed units, and the fleet the deletion guard asks.
+
+use super::prepare::{Prepared, PreparedUnit};
+use crate::plan::azure_identity::{self, AsoObject, AzureIdentity};
+use crate::plan::ownership::{self, Claim, Fleet, UnitClaims};
+use crate::report::UnitError;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// The Azure identities of a prepared unit's objects (by index; `None` for other kinds).
+pub fn azure_identities(p: &Prepared) -> Vec<Option<AzureIdentity>> {
+    let aso: Vec<AsoObject> = p
+        .objects
+        .iter()
+        .map(|o| AsoObject {
+            key: &o.key,
+            body: &o.object,
+            subscription: o
+                .embedded_in
+                .and_then(|i| azure_identity::subscription_of(&p.objects[i].object)),
+        })
+        .collect();
+    azure_identity::of_unit(&aso)
+}
+
+/// What a prepared unit declares.
+pub fn claims(p: &Prepared) -> UnitClaims {
+    UnitClaims {
+        unit: p.unit.name(),
+        claims: p
+            .objects
+            .iter()
+            .zip(azure_identities(p))
+            .map(|(o, azure)| Claim {
+                key: o.key.clone(),
+                file: o.origin.to_string(),
+                azure,
+            })
+            .collect(),
+    }
+}
+
+/// The errors of each unit in a conflict with another, by unit.
+pub fn conflict_errors(claims: &[UnitClaims]) -> BTreeMap<String, Vec<UnitError>> {
+    let mut out: BTreeMap<String, Vec<UnitError>> = BTreeMap::new();
+    for c in ownership::conflicts(claims) {
+        out.entry(c.unit).or_default().push(UnitError {
+            object: Some(c.key),
+            file: Some(PathBuf::from(c.file)),
+            message: c.message,
+        });
+    }
+    out
+}
+
+/// Fails every unit in a conflict with another (nothing of it is applied), and returns the fleet
+/// of every unit that prepared, conflicting or not (they all still declare their objects).
+pub fn check(units: &mut [PreparedUnit]) -> Fleet {
+    let claims: Vec<UnitClaims> = units
+        .iter()
+        .filter_map(|(_, p)| p.as_ref().ok())
+        .map(claims)
+        .collect();
+    let mut errors = conflict_errors(&claims);
+    for (u, p) in units.iter_mut() {
+        if let Some(e) = errors.remove(&u.name()) {
+            for e in &e {
+                tracing::error!(unit = %u.name(), error = %e.message, "conflict between units");
+            }
+            *p = Err(e);
+        }
+    }
+    Fleet::new(&claims)
+}
