@@ -210,6 +210,9 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
         })
         .collect();
     if !taken.is_empty() {
+        for e in &taken {
+            tracing::error!(unit = %unit, error = %e.message, "not taken over from another unit");
+        }
         errors.extend(taken);
         return UnitOutcome {
             unit,

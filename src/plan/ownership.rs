@@ -11,15 +11,15 @@
 //!   unit (the consent, as ASO's `reconcile-policy-if-exists` is for Azure) and that unit no longer
 //!   declares it.
 //! - **Prune deletes only its own.** An inventory member that left git is deleted only when its
-//!   live copy carries this unit's mark, no unit of the revision declares it, no other unit declares
-//!   objects in it (a Namespace), and no other object stands for its Azure resource
+//!   live copy carries this unit's mark (marked as another's: forgotten), no unit of the revision
+//!   declares it, no other unit declares objects in it (a Namespace), and no other object stands for its Azure resource
 //!   ([`guard_deletion`]).
 
 use super::azure_identity::AzureIdentity;
 use crate::object::ObjectKey;
 pub use crate::validate::reserved::{ADOPT_FROM_ANNOTATION, OWNER_ANNOTATION, OWNER_LABEL};
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// An object's identity across API versions.
 pub type Id = (String, String, Option<String>, String);
@@ -130,53 +130,104 @@ pub fn conflicts(units: &[UnitClaims]) -> Vec<Conflict> {
             }
         }
     }
-    let mut seen = BTreeSet::new();
+    // One conflict per unit and other unit: the first object in full, the others listed.
+    type Pair = (String, String);
+    let mut twice: BTreeMap<Pair, Vec<(&Claim, &Claim)>> = BTreeMap::new();
     for claims in objects.values().filter(|c| c.len() > 1) {
         for (unit, c) in claims {
             for (other, oc) in claims.iter().filter(|(o, _)| o != unit) {
-                if !seen.insert((unit.to_string(), id(&c.key), other.to_string())) {
-                    continue;
+                let list = twice
+                    .entry((unit.to_string(), other.to_string()))
+                    .or_default();
+                if !list.iter().any(|(x, _)| id(&x.key) == id(&c.key)) {
+                    list.push((c, oc));
                 }
-                out.push(Conflict {
-                    unit: unit.to_string(),
-                    key: c.key.clone(),
-                    file: c.file.clone(),
-                    message: format!(
-                        "{} is declared by two units: {unit} ({}) and {other} ({}); an object belongs to one unit: remove it from one of them (nothing of either unit is applied until then)",
-                        c.key, c.file, oc.file
-                    ),
-                });
             }
         }
     }
+    for ((unit, other), list) in twice {
+        let (c, oc) = list[0];
+        out.push(Conflict {
+            unit: unit.clone(),
+            key: c.key.clone(),
+            file: c.file.clone(),
+            message: format!(
+                "{} is declared by two units: {unit} ({}) and {other} ({}){}; an object belongs to one unit: remove it from one of them (nothing of either unit is applied until then)",
+                c.key,
+                c.file,
+                oc.file,
+                more(list[1..].iter().map(|(c, _)| c.key.to_string()), "both units also declare")
+            ),
+        });
+    }
+    let mut shared: BTreeMap<Pair, Vec<(&Claim, &Claim)>> = BTreeMap::new();
     for claims in azure.values().filter(|c| c.len() > 1) {
         for (unit, c) in claims {
             for (other, oc) in claims.iter() {
                 if id(&oc.key) == id(&c.key) {
                     continue; // the same object twice: reported above
                 }
-                let arm = c.azure.as_ref().map(|a| a.arm_id.as_str()).unwrap_or("");
-                out.push(Conflict {
-                    unit: unit.to_string(),
-                    key: c.key.clone(),
-                    file: c.file.clone(),
-                    message: format!(
-                        "{} ({}, unit {unit}) and {} ({}, unit {other}) are the same Azure resource {arm}{}: one Azure resource is managed by one object; give one of them other Azure names (nothing of either unit is applied until then)",
-                        c.key,
-                        c.file,
-                        oc.key,
-                        oc.file,
-                        if c.azure.as_ref().is_some_and(|a| a.id.starts_with("global:")) {
-                            " (its name is global in Azure)"
-                        } else {
-                            ""
-                        }
-                    ),
-                });
+                shared
+                    .entry((unit.to_string(), other.to_string()))
+                    .or_default()
+                    .push((c, oc));
             }
         }
     }
+    for ((unit, other), list) in shared {
+        let (c, oc) = list[0];
+        let arm = c.azure.as_ref().map(|a| a.arm_id.as_str()).unwrap_or("");
+        let global = if c
+            .azure
+            .as_ref()
+            .is_some_and(|a| a.id.starts_with("global:"))
+        {
+            " (its name is global in Azure)"
+        } else {
+            ""
+        };
+        let others = list[1..].iter().map(|(c, oc)| {
+            let global = if c
+                .azure
+                .as_ref()
+                .is_some_and(|a| a.id.starts_with("global:"))
+            {
+                ", its name is global in Azure"
+            } else {
+                ""
+            };
+            format!("{} and {}{global}", c.key, oc.key)
+        });
+        out.push(Conflict {
+            unit: unit.clone(),
+            key: c.key.clone(),
+            file: c.file.clone(),
+            message: format!(
+                "{} ({}, unit {unit}) and {} ({}, unit {other}) are the same Azure resource {arm}{global}{}; one Azure resource is managed by one object: give one of them other Azure names (nothing of either unit is applied until then)",
+                c.key,
+                c.file,
+                oc.key,
+                oc.file,
+                more(others, "so are")
+            ),
+        });
+    }
     out
+}
+
+/// `; {what}: a, b, c` (at most ten, then how many more), or nothing.
+fn more(items: impl Iterator<Item = String>, what: &str) -> String {
+    let items: Vec<String> = items.collect();
+    if items.is_empty() {
+        return String::new();
+    }
+    let shown = items.len().min(10);
+    let rest = if items.len() > shown {
+        format!(" and {} more", items.len() - shown)
+    } else {
+        String::new()
+    };
+    format!("; {what}: {}{rest}", items[..shown].join(", "))
 }
 
 /// What a revision's units declare, for the deletion guard: every object's unit, every Azure
@@ -236,11 +287,6 @@ pub fn guard_deletion(
     azure: Option<&AzureIdentity>,
     fleet: &Fleet,
 ) -> Guard {
-    if let Some(other) = fleet.declared_by(key).filter(|o| *o != unit) {
-        return Guard::NotOurs(format!(
-            "unit {other} declares it in this revision: it is not deleted, and {unit} no longer tracks it"
-        ));
-    }
     match owner(live) {
         Some(o) if o == unit => {}
         Some(other) => {
@@ -253,6 +299,11 @@ pub fn guard_deletion(
                 "it carries no ownership mark of unit {unit} (annotation {OWNER_ANNOTATION}): the agent deletes only objects marked as the unit's; delete it by hand if it should go"
             ));
         }
+    }
+    if let Some(other) = fleet.declared_by(key).filter(|o| *o != unit) {
+        return Guard::Hold(format!(
+            "unit {other} declares it in this revision: it is not deleted (it moves to {other} once that unit takes it over with the annotation {ADOPT_FROM_ANNOTATION}: {unit})"
+        ));
     }
     if key.group.is_empty()
         && key.kind == "Namespace"
@@ -406,7 +457,7 @@ mod tests {
         // Another unit declares the object itself.
         assert!(matches!(
             guard_deletion("clusters/copy", &cm, &ours, None, &fleet),
-            Guard::NotOurs(_)
+            Guard::Hold(r) if r.contains("unit clusters/dev declares it")
         ));
         // Not marked as ours.
         let other = key("ConfigMap", Some("elsewhere"), "y");

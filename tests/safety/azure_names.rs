@@ -1,3 +1,72 @@
-//! See `tests/safety.rs`.
+//! See `tests/safety.rs`. Case 2: two objects standing for one Azure resource.
 #[allow(unused_imports)]
 use super::*;
+use crate::ownership::{live_names, run, simulated_azure};
+
+#[test]
+fn case_02_two_clusters_sharing_azure_names_fail_and_removing_one_keeps_the_other() {
+    let (fleet, _) = Fleet::git();
+    fleet.run_once();
+    let azure_before = simulated_azure(&fleet);
+    assert!(
+        azure_before
+            .iter()
+            .any(|id| id.ends_with("/resourceGroups/aro-dev-rg")),
+        "{azure_before:?}"
+    );
+
+    // clusters/dev2: dev's parameters (so dev's Azure names) in namespace aro-dev2.
+    common::git::copy_dir(&fleet.repo.join(DEV), &fleet.repo.join("clusters/dev2"));
+    fleet.replace(
+        "clusters/dev2/kustomization.yaml",
+        "namespace: aro-dev\n",
+        "namespace: aro-dev2\n",
+    );
+    fleet.commit("clusters/dev2 with dev's Azure names");
+
+    let plan = fleet.plan(&[]);
+    assert_eq!(plan.code, 1, "{}", plan.all());
+    for needle in [
+        "are the same Azure resource",
+        "/resourceGroups/aro-dev-rg",
+        "unit clusters/dev)",
+        "unit clusters/dev2)",
+        "Vault/aro-dev2/arogitops-dev-kv",
+        "its name is global in Azure",
+    ] {
+        assert!(
+            plan.stdout.contains(needle),
+            "{needle:?} in\n{}",
+            plan.all()
+        );
+    }
+
+    let out = run(&fleet, &[]);
+    assert_eq!(out.code, 1, "{}", out.all());
+    assert!(
+        out.all().contains("are the same Azure resource"),
+        "{}",
+        out.all()
+    );
+    assert!(out.all().contains("clusters/dev2"), "{}", out.all());
+    assert_eq!(
+        simulated_azure(&fleet),
+        azure_before,
+        "nothing of dev2 in Azure"
+    );
+    assert!(!live_names(&fleet, "v1", "Namespace", None).contains("aro-dev2"));
+
+    // dev2 leaves git: dev converges, its resource group is still there.
+    fleet.remove("clusters/dev2");
+    fleet.commit("git rm -r clusters/dev2");
+    let out = run(&fleet, &["--allow-deletion"]);
+    assert_eq!(out.code, 0, "{}", out.all());
+    assert_eq!(simulated_azure(&fleet), azure_before);
+    assert!(
+        out.stdout
+            .lines()
+            .any(|l| l.starts_with("clusters/dev ") && l.contains("Converged")),
+        "{}",
+        out.all()
+    );
+}
