@@ -215,13 +215,13 @@ pub fn conflicts(units: &[UnitClaims]) -> Vec<Conflict> {
     out
 }
 
-/// `; {what}: a, b, c` (at most ten, then how many more), or nothing.
+/// `; {what}: a, b, c` (at most 30, then how many more), or nothing.
 fn more(items: impl Iterator<Item = String>, what: &str) -> String {
     let items: Vec<String> = items.collect();
     if items.is_empty() {
         return String::new();
     }
-    let shown = items.len().min(10);
+    let shown = items.len().min(30);
     let rest = if items.len() > shown {
         format!(" and {} more", items.len() - shown)
     } else {

@@ -318,15 +318,20 @@ fn case_03_forged_inventory_in_the_agents_namespace() {
     for pass in 0..3 {
         let out = run(&fleet, &["--self-heal", "--allow-deletion"]);
         assert_eq!(out.code, 1, "pass {pass}: {}", out.all());
+        assert!(
+            out.stdout.contains("clusters/forger: Failed"),
+            "pass {pass}: {}",
+            out.all()
+        );
+        let report = status_report(&fleet, "reports/_units/clusters_forger.md");
         for needle in [
             "clusters/forger/inventory.yaml",
             "aro-gitops-system is the agent's own namespace",
             "ConfigMap/aro-gitops-system/inventory-clusters-dev-",
         ] {
             assert!(
-                out.all().contains(needle),
-                "{needle:?} in pass {pass}: {}",
-                out.all()
+                report.contains(needle),
+                "{needle:?} in pass {pass}: {report}"
             );
         }
         assert!(namespaces(&fleet).contains(VICTIM), "pass {pass}");
@@ -396,6 +401,11 @@ fn case_03_forged_inventory_edited_by_another_field_manager() {
     let out = run(&fleet, &["--self-heal", "--allow-deletion"]);
     assert_eq!(out.code, 0, "{}", out.all());
     assert!(namespaces(&fleet).contains(VICTIM));
+}
+
+/// A report on the status branch of the fleet's repository.
+pub fn status_report(fleet: &Fleet, path: &str) -> String {
+    common::git::git(&fleet.repo, &["show", &format!("aro-gitops/status:{path}")])
 }
 
 /// `value` as YAML (JSON is YAML; the repository's files may be JSON documents).
