@@ -3,9 +3,11 @@
 //! objects for one Azure resource) turned into failed units, and the fleet the deletion guard asks.
 
 use super::prepare::{Prepared, PreparedUnit};
+use crate::object::ObjectKey;
 use crate::plan::azure_identity::{self, AsoObject, AzureIdentity};
 use crate::plan::ownership::{self, Claim, Fleet, UnitClaims};
 use crate::report::UnitError;
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -23,6 +25,45 @@ pub fn azure_identities(p: &Prepared) -> Vec<Option<AzureIdentity>> {
         })
         .collect();
     azure_identity::of_unit(&aso)
+}
+
+/// The Azure identities of live objects (`None`: gone, or not an ASO kind): owner chains are
+/// followed through `bodies`, and the subscription is that of the ARO object controlling the
+/// chain's root, when it is among them.
+pub fn live_identities(
+    keys: &[ObjectKey],
+    bodies: &[Option<&Value>],
+) -> Vec<Option<AzureIdentity>> {
+    use crate::reconcile::aro::controller_uid;
+    let present: Vec<usize> = (0..keys.len()).filter(|&i| bodies[i].is_some()).collect();
+    let uid = |b: &Value| {
+        b.pointer("/metadata/uid")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let aso: Vec<AsoObject> = present
+        .iter()
+        .map(|&i| {
+            let body = bodies[i].expect("present");
+            let subscription = controller_uid(body).and_then(|c| {
+                present
+                    .iter()
+                    .filter_map(|&j| bodies[j])
+                    .find(|p| uid(p).as_deref() == Some(c))
+                    .and_then(azure_identity::subscription_of)
+            });
+            AsoObject {
+                key: &keys[i],
+                body,
+                subscription,
+            }
+        })
+        .collect();
+    let mut out = vec![None; keys.len()];
+    for (n, id) in azure_identity::of_unit(&aso).into_iter().enumerate() {
+        out[present[n]] = id;
+    }
+    out
 }
 
 /// What a prepared unit declares.

@@ -522,7 +522,8 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
     // ARO objects being deleted (left git, or deleted by a person): the next step, in reverse order.
     let of_unit =
         |k: &ObjectKey| inv.get(k).is_some() || prepared.objects.iter().any(|o| &o.key == k);
-    let driven = super::aro_deletion::drive(cluster, &live, of_unit, &mut errors).await;
+    let driven =
+        super::aro_deletion::drive(cluster, &live, of_unit, (&unit, ctx.fleet), &mut errors).await;
 
     let mut objects: Vec<ObjectOutcome> = prepared
         .order
@@ -625,7 +626,9 @@ pub async fn remove(ctx: &PassContext<'_>, inv: &mut Inventory) -> UnitOutcome {
             )
             .await;
             let of_unit = |k: &ObjectKey| inv.get(k).is_some();
-            let driven = super::aro_deletion::drive(ctx.cluster, &live, of_unit, &mut errors).await;
+            let fleet = (inv.unit.as_str(), ctx.fleet);
+            let driven =
+                super::aro_deletion::drive(ctx.cluster, &live, of_unit, fleet, &mut errors).await;
             super::aro_deletion::merge(&mut objects, driven);
             objects
         }

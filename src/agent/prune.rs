@@ -260,7 +260,7 @@ fn delegated_to_owner(
 
 /// Makes sure `detach-on-delete` is on the live object before it is deleted (so ASO keeps the
 /// Azure resource), with a write of its own when it is not there yet.
-async fn write_detach(
+pub(super) async fn write_detach(
     cluster: &Cluster,
     key: &ObjectKey,
     obj: &Value,
@@ -346,39 +346,21 @@ pub fn guard(
     bodies: &[Option<&Value>],
     verdicts: Vec<Verdict>,
 ) -> Vec<Verdict> {
-    use crate::plan::azure_identity::{self, AsoObject};
     use crate::reconcile::aro::{controller_uid, is_aro_kind};
-    let present: Vec<usize> = (0..keys.len()).filter(|&i| bodies[i].is_some()).collect();
     let uid = |b: &Value| {
         b.pointer("/metadata/uid")
             .and_then(Value::as_str)
             .map(str::to_string)
     };
-    let aso: Vec<AsoObject> = present
-        .iter()
-        .map(|&i| {
-            let body = bodies[i].expect("present");
-            let subscription = controller_uid(body).and_then(|c| {
-                present
-                    .iter()
-                    .filter_map(|&j| bodies[j])
-                    .find(|p| uid(p).as_deref() == Some(c))
-                    .and_then(azure_identity::subscription_of)
-            });
-            AsoObject {
-                key: &keys[i],
-                body,
-                subscription,
-            }
-        })
-        .collect();
-    let mut azure = vec![None; keys.len()];
-    for (n, id) in azure_identity::of_unit(&aso).into_iter().enumerate() {
-        azure[present[n]] = id;
-    }
+    let azure = super::fleet::live_identities(keys, bodies);
     let guards: Vec<Guard> = (0..keys.len())
         .map(|i| match bodies[i] {
-            Some(b) => guard_deletion(unit, &keys[i], b, azure[i].as_ref(), fleet),
+            // detach-on-delete keeps the Azure resource: the deletion never reaches Azure.
+            Some(b) => {
+                let detached = verdicts[i] == Verdict::Delete { detach: true };
+                let azure = azure[i].as_ref().filter(|_| !detached);
+                guard_deletion(unit, &keys[i], b, azure, fleet)
+            }
             None => Guard::Allow,
         })
         .collect();

@@ -260,6 +260,18 @@ impl Fleet {
         f
     }
 
+    /// Another object of the revision (or the same one in another unit) standing for the Azure
+    /// resource `azure`, which `unit`'s `key` stands for too: its unit and key.
+    pub fn other_for(
+        &self,
+        azure: &AzureIdentity,
+        unit: &str,
+        key: &ObjectKey,
+    ) -> Option<(&str, &ObjectKey)> {
+        let (other, object) = self.azure.get(&azure.id)?;
+        (other != unit || id(object) != id(key)).then_some((other.as_str(), object))
+    }
+
     /// The unit of the revision that declares `key`.
     pub fn declared_by(&self, key: &ObjectKey) -> Option<&str> {
         self.objects.get(&id(key)).map(String::as_str)
@@ -317,12 +329,12 @@ pub fn guard_deletion(
         ));
     }
     if let Some(a) = azure
-        && let Some((other, object)) = fleet.azure.get(&a.id)
-        && (other != unit || id(object) != id(key))
+        && let Some((other, object)) = fleet.other_for(a, unit, key)
     {
         return Guard::Hold(format!(
-            "{object} of unit {other} stands for the same Azure resource {}: deleting this object would delete it in Azure",
-            a.arm_id
+            "{object} of unit {other} stands for the same Azure resource {}: deleting this object would delete it in Azure; set {} detach-on-delete on it to delete only the Kubernetes object",
+            a.arm_id,
+            crate::validate::RECONCILE_POLICY
         ));
     }
     Guard::Allow
