@@ -115,3 +115,71 @@ pub fn check(units: &mut [PreparedUnit]) -> Fleet {
     }
     Fleet::new(&claims)
 }
+
+/// The Azure identities of live objects (ASO kinds, and the ARO objects giving them their
+/// subscription), owner chains followed namespace by namespace.
+pub fn live_aso_identities(objects: Vec<Value>) -> Vec<(ObjectKey, AzureIdentity)> {
+    let mut by_namespace: BTreeMap<Option<String>, Vec<(ObjectKey, Value)>> = BTreeMap::new();
+    for o in objects {
+        if let Ok(k) = ObjectKey::from_object(&o) {
+            by_namespace
+                .entry(k.namespace.clone())
+                .or_default()
+                .push((k, o));
+        }
+    }
+    let mut out = Vec::new();
+    for objects in by_namespace.into_values() {
+        let keys: Vec<ObjectKey> = objects.iter().map(|(k, _)| k.clone()).collect();
+        let bodies: Vec<Option<&Value>> = objects.iter().map(|(_, o)| Some(o)).collect();
+        for (k, id) in keys.iter().zip(live_identities(&keys, &bodies)) {
+            if let Some(id) = id {
+                out.push((k.clone(), id));
+            }
+        }
+    }
+    out
+}
+
+/// The errors of each unit declaring an object that stands for the Azure resource of a live
+/// object no unit declares (`fleet.live_conflicts`), by unit.
+pub fn live_conflict_errors(
+    fleet: &Fleet,
+    live: &[(ObjectKey, AzureIdentity)],
+    inventories: &BTreeMap<String, crate::apply::inventory::Inventory>,
+) -> BTreeMap<String, Vec<UnitError>> {
+    let held: BTreeMap<ownership::Id, &str> = inventories
+        .iter()
+        .flat_map(|(unit, inv)| {
+            inv.entries
+                .values()
+                .map(move |e| (ownership::id(&e.key()), unit.as_str()))
+        })
+        .collect();
+    let mut out: BTreeMap<String, Vec<UnitError>> = BTreeMap::new();
+    for c in fleet.live_conflicts(live, |k| held.get(&ownership::id(k)).copied()) {
+        tracing::error!(unit = %c.unit, error = %c.message, "conflict with a live object");
+        out.entry(c.unit).or_default().push(UnitError {
+            object: Some(c.key),
+            file: Some(PathBuf::from(c.file)),
+            message: c.message,
+        });
+    }
+    out
+}
+
+/// The kinds a live Azure-identity check lists: the revision's ASO kinds and ARO kinds.
+pub fn identity_kinds(units: &[PreparedUnit]) -> std::collections::BTreeSet<ObjectKey> {
+    use crate::reconcile::aro::{is_aro_kind, is_aso_group};
+    units
+        .iter()
+        .filter_map(|(_, p)| p.as_ref().ok())
+        .flat_map(|p| p.objects.iter())
+        .filter(|o| is_aso_group(&o.key.group) || is_aro_kind(&o.key.group, &o.key.kind))
+        .map(|o| ObjectKey {
+            namespace: None,
+            name: String::new(),
+            ..o.key.clone()
+        })
+        .collect()
+}

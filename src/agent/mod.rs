@@ -367,9 +367,28 @@ impl Agent {
             }))
             .collect();
         let (mut changes, _watches) = watch::start(&self.env.cluster, &kinds).await;
+        // Live ASO objects no unit declares that stand for an Azure resource a unit declares.
+        let mut live_conflicts = BTreeMap::new();
+        let mut listed = Vec::new();
+        for k in fleet::identity_kinds(&rev.units) {
+            match self.env.cluster.list_all(&k, None).await {
+                Ok(items) => listed.extend(items),
+                Err(crate::apply::ApplyError::UnknownKind { .. }) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, kind = %k.kind, "listing live objects for Azure identities failed")
+                }
+            }
+        }
+        if !listed.is_empty() {
+            let live = fleet::live_aso_identities(listed);
+            live_conflicts = fleet::live_conflict_errors(&rev.fleet, &live, &inventories);
+        }
         for (i, (u, _)) in rev.units.iter().enumerate() {
             if let Some(e) = refused.remove(&u.name()) {
                 outcomes[i].errors.push(e);
+            }
+            if let Some(e) = live_conflicts.remove(&u.name()) {
+                outcomes[i].errors.extend(e);
             }
         }
         let mut due: BTreeSet<usize> = rev

@@ -491,6 +491,19 @@ async fn against_live(
         .flatten()
         .collect();
     read_errors.extend(live.read(cluster, later_kinds).await);
+    // Live ASO objects no unit declares that stand for an Azure resource a unit declares.
+    let identity_objects: Vec<Value> = live
+        .identities()
+        .filter(|id| {
+            crate::reconcile::aro::is_aso_group(&id.group)
+                || crate::reconcile::aro::is_aro_kind(&id.group, &id.kind)
+        })
+        .filter_map(|id| live.get(id))
+        .collect();
+    let live_ids = super::fleet::live_aso_identities(identity_objects);
+    for (unit, errors) in super::fleet::live_conflict_errors(&fleet, &live_ids, &inventories) {
+        conflicts.entry(unit).or_default().extend(errors);
+    }
     let empty = Inventory::default();
     let mut clusters = Vec::with_capacity(first.len());
     for (u, planned) in units.iter().zip(first) {

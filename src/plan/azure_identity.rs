@@ -31,12 +31,29 @@ pub const GLOBAL_TYPES: [&str; 6] = [
 /// The Azure resource an object stands for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct AzureIdentity {
-    /// What identities compare by: the lowercased ARM id, or `global:<type>/<name>`.
+    /// What identities compare by: the lowercased ARM id after its subscription, or
+    /// `global:<type>/<name>`.
     pub id: String,
+    /// The subscription (lowercased), when known: from an owner's ARM id, or the ARO object.
+    pub subscription: Option<String>,
     /// The ARM id as the object gives it, for messages.
     pub arm_id: String,
     /// The object writes to Azure (its policy is not `skip`).
     pub writes: bool,
+}
+
+impl AzureIdentity {
+    /// Whether both stand for one Azure resource: the same id, in the same subscription or one
+    /// of them in a subscription not known here (a conflict may be reported for objects meant for
+    /// two subscriptions, never missed for one); global names across subscriptions.
+    pub fn same(&self, other: &AzureIdentity) -> bool {
+        self.id == other.id
+            && (self.id.starts_with("global:")
+                || match (&self.subscription, &other.subscription) {
+                    (Some(a), Some(b)) => a == b,
+                    _ => true,
+                })
+    }
 }
 
 /// One ASO object of a unit, with the subscription of the ARO object it is embedded in.
@@ -91,9 +108,20 @@ pub fn of_unit(objects: &[AsoObject]) -> Vec<Option<AzureIdentity>> {
                 }
             }
             let default = format!("/subscriptions/{}", azure::SUBSCRIPTION_ID);
-            let arm_id = match (objects[root].subscription, arm_id.strip_prefix(&default)) {
-                (Some(sub), Some(rest)) => format!("/subscriptions/{sub}{rest}"),
-                _ => arm_id,
+            let (subscription, path) = match arm_id.strip_prefix(&default) {
+                Some(rest) => (
+                    objects[root].subscription.map(str::to_string),
+                    rest.to_string(),
+                ),
+                None => {
+                    let rest = arm_id.strip_prefix("/subscriptions/").unwrap_or(&arm_id);
+                    let (sub, path) = rest.split_once('/').unwrap_or((rest, ""));
+                    (Some(sub.to_string()), format!("/{path}"))
+                }
+            };
+            let arm_id = match &subscription {
+                Some(sub) => format!("/subscriptions/{sub}{path}"),
+                None => arm_id,
             };
             let arm_type = azure::arm_type(&o.key.group, &o.key.kind).to_ascii_lowercase();
             let id = if GLOBAL_TYPES.contains(&arm_type.as_str()) {
@@ -102,10 +130,11 @@ pub fn of_unit(objects: &[AsoObject]) -> Vec<Option<AzureIdentity>> {
                     azure::azure_name(o.body).to_ascii_lowercase()
                 )
             } else {
-                arm_id.to_ascii_lowercase()
+                path.to_ascii_lowercase()
             };
             Some(AzureIdentity {
                 id,
+                subscription: subscription.map(|s| s.to_ascii_lowercase()),
                 arm_id,
                 writes: !skipped(o.body),
             })
@@ -165,13 +194,16 @@ mod tests {
     fn one_resource_group_in_two_namespaces_is_one_identity() {
         let a = ids(&[rg("aro-dev", "rg", "aro-dev-rg")], Some("sub-1"));
         let b = ids(&[rg("aro-dev2", "other", "ARO-DEV-RG")], Some("SUB-1"));
-        assert_eq!(a[0].as_ref().unwrap().id, b[0].as_ref().unwrap().id);
+        assert!(a[0].as_ref().unwrap().same(b[0].as_ref().unwrap()));
         assert_eq!(
             a[0].as_ref().unwrap().arm_id,
             "/subscriptions/sub-1/resourceGroups/aro-dev-rg"
         );
         let c = ids(&[rg("aro-dev2", "other", "aro-dev-rg")], Some("sub-2"));
-        assert_ne!(a[0].as_ref().unwrap().id, c[0].as_ref().unwrap().id);
+        assert!(!a[0].as_ref().unwrap().same(c[0].as_ref().unwrap()));
+        // A subscription not known here may be any: the same resource group, conservatively.
+        let d = ids(&[rg("elsewhere", "x", "aro-dev-rg")], None);
+        assert!(a[0].as_ref().unwrap().same(d[0].as_ref().unwrap()));
     }
 
     #[test]
@@ -188,7 +220,7 @@ mod tests {
             a[1].as_ref().unwrap().id,
             "global:microsoft.keyvault/vaults/kv"
         );
-        assert_eq!(a[1].as_ref().unwrap().id, b[1].as_ref().unwrap().id);
+        assert!(a[1].as_ref().unwrap().same(b[1].as_ref().unwrap()));
         assert!(a[1].as_ref().unwrap().arm_id.starts_with(
             "/subscriptions/sub-1/resourceGroups/rg-a/providers/Microsoft.KeyVault/vaults/kv"
         ));

@@ -167,6 +167,12 @@ pub fn conflicts(units: &[UnitClaims]) -> Vec<Conflict> {
                 if id(&oc.key) == id(&c.key) {
                     continue; // the same object twice: reported above
                 }
+                let (Some(a), Some(b)) = (&c.azure, &oc.azure) else {
+                    continue;
+                };
+                if !a.same(b) {
+                    continue; // the same names in two subscriptions
+                }
                 shared
                     .entry((unit.to_string(), other.to_string()))
                     .or_default()
@@ -235,7 +241,9 @@ fn more(items: impl Iterator<Item = String>, what: &str) -> String {
 #[derive(Debug, Clone, Default)]
 pub struct Fleet {
     objects: BTreeMap<Id, String>,
-    azure: BTreeMap<String, (String, ObjectKey)>,
+    azure: BTreeMap<String, Vec<(String, ObjectKey, AzureIdentity)>>,
+    /// The claims that write to Azure, by identity: for live objects no unit declares.
+    writers: BTreeMap<String, Vec<(String, Claim)>>,
     namespaces: BTreeMap<String, Vec<(String, ObjectKey)>>,
 }
 
@@ -245,9 +253,18 @@ impl Fleet {
         for u in units {
             for c in &u.claims {
                 f.objects.insert(id(&c.key), u.unit.clone());
+                if let Some(a) = c.azure.as_ref().filter(|a| a.writes) {
+                    f.writers
+                        .entry(a.id.clone())
+                        .or_default()
+                        .push((u.unit.clone(), c.clone()));
+                }
                 if let Some(a) = &c.azure {
-                    f.azure
-                        .insert(a.id.clone(), (u.unit.clone(), c.key.clone()));
+                    f.azure.entry(a.id.clone()).or_default().push((
+                        u.unit.clone(),
+                        c.key.clone(),
+                        a.clone(),
+                    ));
                 }
                 if let Some(ns) = &c.key.namespace {
                     let v = f.namespaces.entry(ns.clone()).or_default();
@@ -268,8 +285,54 @@ impl Fleet {
         unit: &str,
         key: &ObjectKey,
     ) -> Option<(&str, &ObjectKey)> {
-        let (other, object) = self.azure.get(&azure.id)?;
-        (other != unit || id(object) != id(key)).then_some((other.as_str(), object))
+        self.azure
+            .get(&azure.id)?
+            .iter()
+            .find(|(other, object, a)| (other != unit || id(object) != id(key)) && a.same(azure))
+            .map(|(other, object, _)| (other.as_str(), object))
+    }
+
+    /// The conflicts of live ASO objects no unit declares (`live`, with their Azure identities)
+    /// with the objects of the revision that stand for the same Azure resource. A live object
+    /// still in the inventory of the unit declaring the other (`inventory_of`: the unit whose
+    /// inventory holds it) is that unit's own business: its prune holds the old object.
+    pub fn live_conflicts<'a>(
+        &self,
+        live: &[(ObjectKey, AzureIdentity)],
+        inventory_of: impl Fn(&ObjectKey) -> Option<&'a str>,
+    ) -> Vec<Conflict> {
+        let mut out = Vec::new();
+        for (key, a) in live {
+            if !a.writes || self.declared_by(key).is_some() {
+                continue;
+            }
+            let Some((unit, c)) = self.writers.get(&a.id).and_then(|w| {
+                w.iter()
+                    .find(|(_, c)| c.azure.as_ref().is_some_and(|x| x.same(a)))
+            }) else {
+                continue;
+            };
+            if inventory_of(key) == Some(unit.as_str()) {
+                continue;
+            }
+            let held = inventory_of(key)
+                .map(|u| format!(" (in the inventory of unit {u}, which no longer declares it)"))
+                .unwrap_or_else(|| " (no unit declares it)".into());
+            out.push(Conflict {
+                unit: unit.clone(),
+                key: c.key.clone(),
+                file: c.file.clone(),
+                message: format!(
+                    "{} ({}, unit {unit}) and the live object {key}{held} are the same Azure resource {}: one Azure resource is managed by one object; delete the live object first (with {} detach-on-delete on it to keep the Azure resource), or give {} other Azure names (nothing of unit {unit} is applied until then)",
+                    c.key,
+                    c.file,
+                    a.arm_id,
+                    crate::validate::RECONCILE_POLICY,
+                    c.key
+                ),
+            });
+        }
+        out
     }
 
     /// The unit of the revision that declares `key`.
@@ -362,6 +425,7 @@ mod tests {
             azure: azure.map(|a| AzureIdentity {
                 id: a.to_lowercase(),
                 arm_id: a.into(),
+                subscription: None,
                 writes: true,
             }),
         }
@@ -489,6 +553,37 @@ mod tests {
     }
 
     #[test]
+    fn a_live_object_no_unit_declares_conflicts_with_a_desired_one() {
+        let rg = |ns: &str| key("ResourceGroup", Some(ns), "rg");
+        let fleet = Fleet::new(&[UnitClaims {
+            unit: "clusters/dev2".into(),
+            claims: vec![claim(rg("aro-dev2"), "rg.yaml", Some("/s/rg"))],
+        }]);
+        let a = AzureIdentity {
+            id: "/s/rg".into(),
+            arm_id: "/s/rg".into(),
+            subscription: None,
+            writes: true,
+        };
+        let live = vec![(rg("aro-dev"), a.clone()), (rg("aro-dev2"), a)];
+        let c = fleet.live_conflicts(&live, |_| None);
+        assert_eq!(c.len(), 1, "{c:?}");
+        assert_eq!(c[0].unit, "clusters/dev2");
+        assert!(
+            c[0].message
+                .contains("the live object ResourceGroup/aro-dev/rg (no unit declares it)"),
+            "{}",
+            c[0].message
+        );
+        // The declaring unit's own old object: its prune holds it.
+        assert!(
+            fleet
+                .live_conflicts(&live, |_| Some("clusters/dev2"))
+                .is_empty()
+        );
+    }
+
+    #[test]
     fn an_azure_resource_another_object_stands_for_is_not_deleted() {
         let mine = key("ResourceGroup", Some("aro-dev2"), "rg");
         let theirs = key("ResourceGroup", Some("aro-dev"), "rg");
@@ -500,6 +595,7 @@ mod tests {
         let a = AzureIdentity {
             id: "/s/rg".into(),
             arm_id: "/s/rg".into(),
+            subscription: None,
             writes: true,
         };
         assert!(
