@@ -70,3 +70,44 @@ fn case_02_two_clusters_sharing_azure_names_fail_and_removing_one_keeps_the_othe
         out.all()
     );
 }
+
+#[test]
+fn case_02_a_live_object_no_unit_declares_holds_the_unit_naming_the_same_resource() {
+    let (fleet, _) = Fleet::git();
+    fleet.run_once();
+    // Someone creates a resource group object outside git, for dev's resource group.
+    crate::ownership::apply_as(
+        &fleet,
+        "kubectl",
+        serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "scratch-ns"}}),
+    );
+    crate::ownership::apply_as(
+        &fleet,
+        "kubectl",
+        serde_json::json!({
+            "apiVersion": "resources.azure.com/v1api20200601", "kind": "ResourceGroup",
+            "metadata": {"name": "stray", "namespace": "scratch-ns"},
+            "spec": {"azureName": "aro-dev-rg", "location": "eastus"},
+        }),
+    );
+    let plan = fleet.plan(&[]);
+    assert_eq!(plan.code, 1, "{}", plan.all());
+    assert!(
+        plan.stdout
+            .contains("the live object ResourceGroup/scratch-ns/stray (no unit declares it)"),
+        "{}",
+        plan.all()
+    );
+    let out = run(&fleet, &[]);
+    assert_eq!(out.code, 1, "{}", out.all());
+    assert!(
+        out.all().contains("ResourceGroup/scratch-ns/stray"),
+        "{}",
+        out.all()
+    );
+    assert!(
+        out.stdout.contains("clusters/prod: Converged"),
+        "{}",
+        out.all()
+    );
+}
