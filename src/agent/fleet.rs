@@ -183,3 +183,57 @@ pub fn identity_kinds(units: &[PreparedUnit]) -> std::collections::BTreeSet<Obje
         })
         .collect()
 }
+
+/// The error of each unit whose inventory the agent does not act on (it does not decode, or
+/// someone else wrote it): the unit applies and prunes nothing until a person restores or
+/// deletes it.
+pub fn refused(broken: &[crate::apply::inventory::InventoryError]) -> BTreeMap<String, UnitError> {
+    let mut out = BTreeMap::new();
+    for e in broken {
+        tracing::error!(error = %e, "an inventory is not acted on: its unit applies and prunes nothing");
+        if let Some(unit) = &e.unit {
+            out.insert(
+                unit.clone(),
+                UnitError {
+                    object: Some(crate::apply::inventory::config_map_key(&e.name)),
+                    file: None,
+                    message: e.to_string(),
+                },
+            );
+        }
+    }
+    out
+}
+
+/// [`live_conflict_errors`] against the cluster: one LIST per ASO and ARO kind of the revision,
+/// across namespaces.
+pub async fn live_conflicts_in(
+    cluster: &crate::apply::Cluster,
+    units: &[PreparedUnit],
+    fleet: &Fleet,
+    inventories: &BTreeMap<String, crate::apply::inventory::Inventory>,
+) -> BTreeMap<String, Vec<UnitError>> {
+    let mut listed = Vec::new();
+    for k in identity_kinds(units) {
+        match cluster.list_all(&k, None).await {
+            Ok(items) => listed.extend(items),
+            Err(crate::apply::ApplyError::UnknownKind { .. }) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, kind = %k.kind, "listing live objects for Azure identities failed")
+            }
+        }
+    }
+    if listed.is_empty() {
+        return BTreeMap::new();
+    }
+    live_conflict_errors(fleet, &live_aso_identities(listed), inventories)
+}
+
+/// The live ASO and ARO objects of a live index (what [`live_aso_identities`] needs).
+pub fn identity_objects(live: &crate::apply::live::LiveIndex) -> Vec<Value> {
+    use crate::reconcile::aro::{is_aro_kind, is_aso_group};
+    live.identities()
+        .filter(|id| is_aso_group(&id.group) || is_aro_kind(&id.group, &id.kind))
+        .filter_map(|id| live.get(id))
+        .collect()
+}

@@ -333,20 +333,7 @@ impl Agent {
         };
         // An inventory that does not decode or that the agent does not trust: its unit is not
         // acted on (nothing applied, nothing pruned) until a person restores or deletes it.
-        let mut refused: BTreeMap<String, report::UnitError> = BTreeMap::new();
-        for e in &broken {
-            tracing::error!(error = %e, "an inventory is not acted on: its unit applies and prunes nothing");
-            if let Some(unit) = &e.unit {
-                refused.insert(
-                    unit.clone(),
-                    report::UnitError {
-                        object: Some(crate::apply::inventory::config_map_key(&e.name)),
-                        file: None,
-                        message: e.to_string(),
-                    },
-                );
-            }
-        }
+        let mut refused = fleet::refused(&broken);
         let removed: Vec<String> = if rev.units.is_empty() {
             // No unit at all is an empty render of the whole repository: never prune on it.
             vec![]
@@ -368,21 +355,8 @@ impl Agent {
             .collect();
         let (mut changes, _watches) = watch::start(&self.env.cluster, &kinds).await;
         // Live ASO objects no unit declares that stand for an Azure resource a unit declares.
-        let mut live_conflicts = BTreeMap::new();
-        let mut listed = Vec::new();
-        for k in fleet::identity_kinds(&rev.units) {
-            match self.env.cluster.list_all(&k, None).await {
-                Ok(items) => listed.extend(items),
-                Err(crate::apply::ApplyError::UnknownKind { .. }) => {}
-                Err(e) => {
-                    tracing::warn!(error = %e, kind = %k.kind, "listing live objects for Azure identities failed")
-                }
-            }
-        }
-        if !listed.is_empty() {
-            let live = fleet::live_aso_identities(listed);
-            live_conflicts = fleet::live_conflict_errors(&rev.fleet, &live, &inventories);
-        }
+        let mut live_conflicts =
+            fleet::live_conflicts_in(&self.env.cluster, &rev.units, &rev.fleet, &inventories).await;
         for (i, (u, _)) in rev.units.iter().enumerate() {
             if let Some(e) = refused.remove(&u.name()) {
                 outcomes[i].errors.push(e);

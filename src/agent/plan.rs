@@ -472,14 +472,8 @@ async fn against_live(
     let fleet = crate::plan::ownership::Fleet::new(&claims);
     drop(claims);
     // Units whose inventory the agent does not act on.
-    for e in &broken {
-        if let Some(unit) = &e.unit {
-            conflicts.entry(unit.clone()).or_default().push(UnitError {
-                object: Some(inventory::config_map_key(&e.name)),
-                file: None,
-                message: e.to_string(),
-            });
-        }
+    for (unit, e) in super::fleet::refused(&broken) {
+        conflicts.entry(unit).or_default().push(e);
     }
     // Second round: kinds nobody recorded yet, and the Azure view.
     let later_kinds: Vec<ObjectKey> = first
@@ -492,15 +486,7 @@ async fn against_live(
         .collect();
     read_errors.extend(live.read(cluster, later_kinds).await);
     // Live ASO objects no unit declares that stand for an Azure resource a unit declares.
-    let identity_objects: Vec<Value> = live
-        .identities()
-        .filter(|id| {
-            crate::reconcile::aro::is_aso_group(&id.group)
-                || crate::reconcile::aro::is_aro_kind(&id.group, &id.kind)
-        })
-        .filter_map(|id| live.get(id))
-        .collect();
-    let live_ids = super::fleet::live_aso_identities(identity_objects);
+    let live_ids = super::fleet::live_aso_identities(super::fleet::identity_objects(&live));
     for (unit, errors) in super::fleet::live_conflict_errors(&fleet, &live_ids, &inventories) {
         conflicts.entry(unit).or_default().extend(errors);
     }
