@@ -154,14 +154,14 @@ fn shared_in_azure(
             continue;
         };
         if let Some(a) = &ids[i]
-            && let Some((other, object)) = fleet.other_for(a, unit, k)
+            && let Some(other) = fleet.other_for(a, unit, k)
         {
             out.insert(
                 k.clone(),
                 (
                     present[i].1.clone(),
                     format!(
-                        "{object} of unit {other} stands for the same Azure resource {}: detached (detach-on-delete) before the delete, so the Azure resource is kept",
+                        "{other} stands for the same Azure resource {}: detached (detach-on-delete) before the delete, so the Azure resource is kept",
                         a.arm_id
                     ),
                 ),

@@ -205,14 +205,12 @@ pub fn refused(broken: &[crate::apply::inventory::InventoryError]) -> BTreeMap<S
     out
 }
 
-/// [`live_conflict_errors`] against the cluster: one LIST per ASO and ARO kind of the revision,
-/// across namespaces.
-pub async fn live_conflicts_in(
+/// The Azure identities of the live ASO objects of the revision's kinds (one LIST per ASO and
+/// ARO kind, across namespaces), for [`live_conflict_errors`] and [`Fleet::with_live`].
+pub async fn live_identities_in(
     cluster: &crate::apply::Cluster,
     units: &[PreparedUnit],
-    fleet: &Fleet,
-    inventories: &BTreeMap<String, crate::apply::inventory::Inventory>,
-) -> BTreeMap<String, Vec<UnitError>> {
+) -> Vec<(ObjectKey, AzureIdentity)> {
     let mut listed = Vec::new();
     for k in identity_kinds(units) {
         match cluster.list_all(&k, None).await {
@@ -223,10 +221,7 @@ pub async fn live_conflicts_in(
             }
         }
     }
-    if listed.is_empty() {
-        return BTreeMap::new();
-    }
-    live_conflict_errors(fleet, &live_aso_identities(listed), inventories)
+    live_aso_identities(listed)
 }
 
 /// The live ASO and ARO objects of a live index (what [`live_aso_identities`] needs).

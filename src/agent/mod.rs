@@ -355,8 +355,10 @@ impl Agent {
             .collect();
         let (mut changes, _watches) = watch::start(&self.env.cluster, &kinds).await;
         // Live ASO objects no unit declares that stand for an Azure resource a unit declares.
-        let mut live_conflicts =
-            fleet::live_conflicts_in(&self.env.cluster, &rev.units, &rev.fleet, &inventories).await;
+        // The deletion guard counts them too.
+        let live_ids = fleet::live_identities_in(&self.env.cluster, &rev.units).await;
+        let mut live_conflicts = fleet::live_conflict_errors(&rev.fleet, &live_ids, &inventories);
+        let with_live = rev.fleet.clone().with_live(&live_ids);
         for (i, (u, _)) in rev.units.iter().enumerate() {
             if let Some(e) = refused.remove(&u.name()) {
                 outcomes[i].errors.push(e);
@@ -404,7 +406,7 @@ impl Agent {
                 if inv.entries.is_empty() {
                     continue;
                 }
-                let ctx = self.pass_context(rev);
+                let ctx = self.pass_context(rev, &with_live);
                 let mut next = pass::remove(&ctx, inv).await;
                 if let Some(previous) = removed_outcomes.get(unit) {
                     carry_actions(previous, &mut next);
@@ -415,7 +417,7 @@ impl Agent {
                 let Ok(prepared) = &rev.units[i].1 else {
                     continue;
                 };
-                let ctx = self.pass_context(rev);
+                let ctx = self.pass_context(rev, &with_live);
                 let unit_name = rev.units[i].0.name();
                 let inv = inventories
                     .entry(unit_name.clone())
@@ -486,7 +488,11 @@ impl Agent {
     }
 
     /// What every pass over `rev` shares.
-    fn pass_context<'a>(&'a self, rev: &'a Revision) -> pass::PassContext<'a> {
+    fn pass_context<'a>(
+        &'a self,
+        rev: &'a Revision,
+        fleet: &'a crate::plan::ownership::Fleet,
+    ) -> pass::PassContext<'a> {
         pass::PassContext {
             cluster: &self.env.cluster,
             azure_view: &self.env.azure_view,
@@ -496,7 +502,7 @@ impl Agent {
             safety: self.config.safety,
             self_heal: self.config.self_heal,
             keys: &crate::reconcile::aro::ManualKeys,
-            fleet: &rev.fleet,
+            fleet,
         }
     }
 

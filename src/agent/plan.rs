@@ -490,6 +490,7 @@ async fn against_live(
     for (unit, errors) in super::fleet::live_conflict_errors(&fleet, &live_ids, &inventories) {
         conflicts.entry(unit).or_default().extend(errors);
     }
+    let fleet = fleet.with_live(&live_ids);
     let empty = Inventory::default();
     let mut clusters = Vec::with_capacity(first.len());
     for (u, planned) in units.iter().zip(first) {

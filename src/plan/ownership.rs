@@ -244,6 +244,8 @@ pub struct Fleet {
     azure: BTreeMap<String, Vec<(String, ObjectKey, AzureIdentity)>>,
     /// The claims that write to Azure, by identity: for live objects no unit declares.
     writers: BTreeMap<String, Vec<(String, Claim)>>,
+    /// Live ASO objects no unit declares, by identity ([`Fleet::with_live`]).
+    live: BTreeMap<String, Vec<(ObjectKey, AzureIdentity)>>,
     namespaces: BTreeMap<String, Vec<(String, ObjectKey)>>,
 }
 
@@ -277,19 +279,38 @@ impl Fleet {
         f
     }
 
-    /// Another object of the revision (or the same one in another unit) standing for the Azure
-    /// resource `azure`, which `unit`'s `key` stands for too: its unit and key.
-    pub fn other_for(
-        &self,
-        azure: &AzureIdentity,
-        unit: &str,
-        key: &ObjectKey,
-    ) -> Option<(&str, &ObjectKey)> {
-        self.azure
-            .get(&azure.id)?
-            .iter()
-            .find(|(other, object, a)| (other != unit || id(object) != id(key)) && a.same(azure))
-            .map(|(other, object, _)| (other.as_str(), object))
+    /// Another object standing for the Azure resource `azure`, which `unit`'s `key` stands for
+    /// too: one of the revision (or the same one in another unit), else a live one no unit
+    /// declares ([`Fleet::with_live`]). Says which, for messages: "Kind/ns/name of unit U", or
+    /// "the live object Kind/ns/name".
+    pub fn other_for(&self, azure: &AzureIdentity, unit: &str, key: &ObjectKey) -> Option<String> {
+        let declared = self.azure.get(&azure.id).and_then(|v| {
+            v.iter()
+                .find(|(other, object, a)| {
+                    (other != unit || id(object) != id(key)) && a.same(azure)
+                })
+                .map(|(other, object, _)| format!("{object} of unit {other}"))
+        });
+        declared.or_else(|| {
+            self.live
+                .get(&azure.id)?
+                .iter()
+                .find(|(object, a)| id(object) != id(key) && a.same(azure))
+                .map(|(object, _)| format!("the live object {object}"))
+        })
+    }
+
+    /// This fleet with the live ASO objects no unit declares, for the deletion guard.
+    pub fn with_live(mut self, live: &[(ObjectKey, AzureIdentity)]) -> Fleet {
+        for (k, a) in live {
+            if self.declared_by(k).is_none() {
+                self.live
+                    .entry(a.id.clone())
+                    .or_default()
+                    .push((k.clone(), a.clone()));
+            }
+        }
+        self
     }
 
     /// The conflicts of live ASO objects no unit declares (`live`, with their Azure identities)
@@ -392,10 +413,10 @@ pub fn guard_deletion(
         ));
     }
     if let Some(a) = azure
-        && let Some((other, object)) = fleet.other_for(a, unit, key)
+        && let Some(other) = fleet.other_for(a, unit, key)
     {
         return Guard::Hold(format!(
-            "{object} of unit {other} stands for the same Azure resource {}: deleting this object would delete it in Azure; set {} detach-on-delete on it to delete only the Kubernetes object",
+            "{other} stands for the same Azure resource {}: deleting this object would delete it in Azure; set {} detach-on-delete on it to delete only the Kubernetes object",
             a.arm_id,
             crate::validate::RECONCILE_POLICY
         ));
@@ -580,6 +601,29 @@ mod tests {
             fleet
                 .live_conflicts(&live, |_| Some("clusters/dev2"))
                 .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_live_object_no_unit_declares_holds_a_deletion_of_its_azure_resource() {
+        let mine = key("ResourceGroup", Some("aro-dev"), "rg");
+        let stray = key("ResourceGroup", Some("scratch"), "stray");
+        let a = AzureIdentity {
+            id: "/s/rg".into(),
+            arm_id: "/s/rg".into(),
+            subscription: None,
+            writes: true,
+        };
+        let fleet = Fleet::default().with_live(&[(mine.clone(), a.clone()), (stray, a.clone())]);
+        let live = mark(json!({"metadata": {}}), "clusters/dev");
+        assert!(
+            matches!(guard_deletion("clusters/dev", &mine, &live, Some(&a), &fleet),
+            Guard::Hold(r) if r.starts_with("the live object ResourceGroup/scratch/stray stands for"))
+        );
+        let alone = Fleet::default().with_live(&[(mine.clone(), a.clone())]);
+        assert_eq!(
+            guard_deletion("clusters/dev", &mine, &live, Some(&a), &alone),
+            Guard::Allow
         );
     }
 

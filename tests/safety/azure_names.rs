@@ -111,3 +111,42 @@ fn case_02_a_live_object_no_unit_declares_holds_the_unit_naming_the_same_resourc
         out.all()
     );
 }
+
+#[test]
+fn case_02_removing_a_cluster_keeps_an_azure_resource_a_live_object_stands_for() {
+    let (fleet, _) = Fleet::git();
+    fleet.run_once();
+    let rg = simulated_azure(&fleet)
+        .into_iter()
+        .find(|id| id.ends_with("/resourceGroups/aro-dev-rg"))
+        .expect("dev's resource group in simulated Azure");
+    for obj in [
+        serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "scratch-ns"}}),
+        serde_json::json!({
+            "apiVersion": "resources.azure.com/v1api20200601", "kind": "ResourceGroup",
+            "metadata": {"name": "stray", "namespace": "scratch-ns"},
+            "spec": {"azureName": "aro-dev-rg", "location": "eastus"},
+        }),
+    ] {
+        crate::ownership::apply_as(&fleet, "kubectl", obj);
+    }
+    fleet.remove(DEV);
+    fleet.commit("git rm -r clusters/dev");
+    let plan = fleet.plan(&["--allow-deletion"]);
+    assert!(
+        plan.stdout.contains(
+            "the live object ResourceGroup/scratch-ns/stray stands for the same Azure resource"
+        ),
+        "{}",
+        plan.all()
+    );
+    let out = run(&fleet, &["--allow-deletion"]);
+    assert!(
+        out.stderr.contains(
+            "the live object ResourceGroup/scratch-ns/stray stands for the same Azure resource"
+        ),
+        "{}",
+        out.all()
+    );
+    assert!(simulated_azure(&fleet).contains(&rg), "{}", out.all());
+}
