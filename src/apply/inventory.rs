@@ -246,10 +246,14 @@ impl Inventory {
             .clone()
             .ok_or_else(|| err(format!("no {UNIT_ANNOTATION} annotation")))?;
         if name != name_for(&unit) {
-            return Err(err(format!(
-                "it says it is the inventory of unit {unit}, whose inventory is {}: the agent does not act on it",
-                name_for(&unit)
-            )));
+            // Not that unit's inventory: reported, and the unit goes on with its own.
+            return Err(InventoryError {
+                unit: None,
+                ..err(format!(
+                    "it says it is the inventory of unit {unit}, whose inventory is {}: the agent does not act on it",
+                    name_for(&unit)
+                ))
+            });
         }
         let revision = cm
             .pointer("/data/revision")
@@ -484,6 +488,22 @@ mod tests {
         cm["metadata"]["managedFields"] =
             json!([{"manager": FIELD_MANAGER, "fieldsV1": {"f:metadata": {}}}]);
         assert!(Inventory::from_config_map(&cm).is_err());
+    }
+
+    #[test]
+    fn a_config_map_named_for_another_unit_is_no_inventory_of_it() {
+        let mut cm = Inventory::new("clusters/dev").to_config_map();
+        cm["metadata"]["name"] = Value::String("inventory-forged".into());
+        let e = Inventory::from_config_map(&cm).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("says it is the inventory of unit clusters/dev"),
+            "{e}"
+        );
+        assert_eq!(
+            e.unit, None,
+            "the real inventory of clusters/dev is not refused for it"
+        );
     }
 
     #[test]
