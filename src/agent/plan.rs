@@ -91,9 +91,13 @@ async fn checkout_revision(
 
 /// Prepares every unit of a checkout.
 async fn render(checkout: Checkout) -> Result<Rendered, AgentError> {
-    tokio::task::spawn_blocking(move || Rendered {
-        units: prepare::prepare_all(&checkout.root, checkout.units),
-        revision: checkout.revision,
+    tokio::task::spawn_blocking(move || {
+        let mut units = prepare::prepare_all(&checkout.root, checkout.units);
+        super::fleet::check(&mut units);
+        Rendered {
+            units,
+            revision: checkout.revision,
+        }
     })
     .await
     .map_err(|e| AgentError::Task(e.to_string()))
@@ -358,8 +362,19 @@ fn resident_mb() -> Option<u64> {
 /// A unit of head compared with live state, or kept for a second round: it has objects of a kind
 /// not listed yet, or a `reconcile-policy-if-exists` decision that needs the Azure view.
 enum UnitPlan {
-    Done(Box<ClusterPreview>),
+    Done(Box<(ClusterPreview, Leaving)>),
     Later(Box<prepare::Prepared>),
+}
+
+/// The inventory members a unit no longer renders, and whether the unit consents to deletions:
+/// judged once every unit is rendered (ownership's deletion guard needs the whole fleet).
+#[derive(Default)]
+struct Leaving {
+    entries: Vec<inventory::Entry>,
+    /// How many objects the unit rendered.
+    rendered: usize,
+    /// The unit's CAPI Cluster in git allows its deletions.
+    unit_consent: bool,
 }
 
 /// What `reconcile-policy-if-exists` found in Azure, for each object that asks (and is neither live
@@ -424,22 +439,20 @@ async fn against_live(
         let first = prepare::on_every_core(&units, |u| {
             let name = u.name();
             match prepare::prepare(&root, u) {
-                Err(errors) => UnitPlan::Done(Box::new(failed_unit(&name, &errors))),
+                Err(errors) => (
+                    UnitPlan::Done(Box::new((failed_unit(&name, &errors), Leaving::default()))),
+                    None,
+                ),
                 Ok(p) => {
+                    let claims = super::fleet::claims(&p);
                     let inv = inventories.get(&name).unwrap_or(&empty);
                     let unlisted = p.objects.iter().any(|o| !live.has_kind(&o.key));
-                    if unlisted || asks_azure(&p, inv, &live).next().is_some() {
+                    let planned = if unlisted || asks_azure(&p, inv, &live).next().is_some() {
                         UnitPlan::Later(Box::new(p))
                     } else {
-                        UnitPlan::Done(Box::new(plan_unit(
-                            &name,
-                            &p,
-                            inv,
-                            &live,
-                            &no_findings,
-                            safety,
-                        )))
-                    }
+                        UnitPlan::Done(Box::new(plan_unit(&name, &p, inv, &live, &no_findings)))
+                    };
+                    (planned, Some(claims))
                 }
             }
         });
@@ -453,6 +466,19 @@ async fn against_live(
         rss_mb = resident_mb(),
         "units rendered and compared"
     );
+    // The fleet-wide ownership check, on the small summaries the units left.
+    let (first, claims): (
+        Vec<UnitPlan>,
+        Vec<Option<crate::plan::ownership::UnitClaims>>,
+    ) = first.into_iter().unzip();
+    let claims: Vec<crate::plan::ownership::UnitClaims> = claims.into_iter().flatten().collect();
+    let mut conflicts = super::fleet::conflict_errors(&claims);
+    let fleet = crate::plan::ownership::Fleet::new(&claims);
+    drop(claims);
+    // Units whose inventory the agent does not act on.
+    for (unit, e) in super::fleet::refused(&broken) {
+        conflicts.entry(unit).or_default().push(e);
+    }
     // Second round: kinds nobody recorded yet, and the Azure view.
     let later_kinds: Vec<ObjectKey> = first
         .iter()
@@ -463,14 +489,24 @@ async fn against_live(
         .flatten()
         .collect();
     read_errors.extend(live.read(cluster, later_kinds).await);
+    // Live ASO objects no unit declares that stand for an Azure resource a unit declares.
+    let live_ids = super::fleet::live_aso_identities(super::fleet::identity_objects(&live));
+    for (unit, errors) in super::fleet::live_conflict_errors(&fleet, &live_ids, &inventories) {
+        conflicts.entry(unit).or_default().extend(errors);
+    }
+    let fleet = fleet.with_live(&live_ids);
     let empty = Inventory::default();
     let mut clusters = Vec::with_capacity(first.len());
     for (u, planned) in units.iter().zip(first) {
-        match planned {
-            UnitPlan::Done(c) => clusters.push(*c),
+        let name = u.name();
+        if let Some(errors) = conflicts.remove(&name) {
+            clusters.push(failed_unit(&name, &errors));
+            continue;
+        }
+        let inv = inventories.get(&name).unwrap_or(&empty);
+        let (mut c, leaving) = match planned {
+            UnitPlan::Done(c) => *c,
             UnitPlan::Later(p) => {
-                let name = u.name();
-                let inv = inventories.get(&name).unwrap_or(&empty);
                 let unit_objects: Vec<&Value> = p.objects.iter().map(|o| &o.object).collect();
                 let mut findings = AzureFindings::new();
                 for o in asks_azure(&p, inv, &live) {
@@ -479,14 +515,31 @@ async fn against_live(
                         azure_view.exists(&o.object, &unit_objects).await,
                     );
                 }
-                clusters.push(plan_unit(&name, &p, inv, &live, &findings, safety));
+                plan_unit(&name, &p, inv, &live, &findings)
             }
+        };
+        if !leaving.entries.is_empty() {
+            let how = UnitPruning {
+                rendered: Some(leaving.rendered),
+                stale_source: None,
+                unit_consent: leaving.unit_consent,
+                safety,
+            };
+            let refs: Vec<&inventory::Entry> = leaving.entries.iter().collect();
+            let total = inv.entries.len();
+            leaving_inventory(&mut c, how, inv, &refs, &live, total, &fleet);
         }
+        clusters.push(c);
     }
     // Units that left git: everything in their inventory goes (with the unit's consent).
     if !units.is_empty() {
         for (name, inv) in inventories.iter().filter(|(n, _)| !present.contains(*n)) {
             let mut c = empty_cluster(name, None);
+            if let Some(errors) = conflicts.remove(name) {
+                c.errors = errors.iter().map(problem).collect();
+                clusters.push(c);
+                continue;
+            }
             let leaving: Vec<&inventory::Entry> = inv.entries.values().collect();
             let how = UnitPruning {
                 rendered: None,
@@ -494,7 +547,7 @@ async fn against_live(
                 unit_consent: false,
                 safety,
             };
-            leaving_inventory(&mut c, how, inv, &leaving, &live, leaving.len());
+            leaving_inventory(&mut c, how, inv, &leaving, &live, leaving.len(), &fleet);
             clusters.push(c);
         }
     }
@@ -526,8 +579,7 @@ fn plan_unit(
     inv: &Inventory,
     live: &LiveIndex,
     azure: &AzureFindings,
-    safety: Safety,
-) -> ClusterPreview {
+) -> (ClusterPreview, Leaving) {
     let mut c = empty_cluster(name, cluster_name(p));
     let mut parents: HashMap<usize, Option<Value>> = HashMap::new();
     for &i in &p.order {
@@ -597,7 +649,8 @@ fn plan_unit(
                 "applied; when it leaves git, the Azure resource is kept",
             );
         }
-        let mut desired = policy::with_decision(o.object.clone(), &decision);
+        let mut desired =
+            crate::plan::ownership::mark(policy::with_decision(o.object.clone(), &decision), name);
         // As a pass applies it: an embedded resource is controlled by its live ARO object (parsed
         // once for all it embeds).
         if let Some(pi) = o.embedded_in
@@ -626,17 +679,15 @@ fn plan_unit(
     }
     // Deletions: inventory members no longer rendered.
     let desired_keys: Vec<ObjectKey> = p.objects.iter().map(|o| o.key.clone()).collect();
-    let leaving = super::prune::candidates(inv, &desired_keys);
-    if !leaving.is_empty() {
-        let how = UnitPruning {
-            rendered: Some(p.objects.len()),
-            stale_source: None,
-            unit_consent: unit_consents(p),
-            safety,
-        };
-        leaving_inventory(&mut c, how, inv, &leaving, live, inv.entries.len());
-    }
-    c
+    let leaving = Leaving {
+        entries: super::prune::candidates(inv, &desired_keys)
+            .into_iter()
+            .cloned()
+            .collect(),
+        rendered: p.objects.len(),
+        unit_consent: unit_consents(p),
+    };
+    (c, leaving)
 }
 
 /// Adds the deletions of inventory members that left git, judged against live state as a pass
@@ -649,12 +700,20 @@ fn leaving_inventory(
     leaving: &[&inventory::Entry],
     live: &LiveIndex,
     total: usize,
+    fleet: &crate::plan::ownership::Fleet,
 ) {
     let super::prune::Decided {
         keys,
         bodies,
         verdicts,
-    } = super::prune::decide(how, inv, leaving, |k| live.get(&Identity::from(k)), total);
+    } = super::prune::decide(
+        how,
+        inv,
+        leaving,
+        |k| live.get(&Identity::from(k)),
+        total,
+        fleet,
+    );
     let old: Vec<Option<&Value>> = bodies.iter().map(Option::as_ref).collect();
     match verdicts {
         Ok(verdicts) => add_deletions(c, &keys, &old, verdicts, "live"),
