@@ -75,6 +75,7 @@ async fn list_into(
             object: Some(key.clone()),
             file: None,
             message: e.to_string(),
+            ..Default::default()
         }),
     }
 }

@@ -173,6 +173,7 @@ async fn save(
                 object: None,
                 file: None,
                 message: format!("writing the unit's inventory failed: {e}"),
+                ..Default::default()
             });
             false
         }
@@ -222,6 +223,7 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
                 object: Some(key.clone()),
                 file: Some(planned.origin.file.clone()),
                 message: format!("{key} ({}): the cluster serves no kind {} in {} (is its CustomResourceDefinition installed?)", planned.origin, key.kind, key.api_version()),
+                ..Default::default()
             });
             outcomes[i] = Some(failed(key, "UnknownKind"));
             continue;
@@ -328,6 +330,7 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
                             object: Some(key.clone()),
                             file: Some(planned.origin.file.clone()),
                             message: format!("{key} ({}): {e}", planned.origin),
+                            ..Default::default()
                         });
                         outcomes[i] = Some(failed(key, "AdoptionUndecided"));
                         continue;
@@ -408,6 +411,7 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
                             object: Some(key.clone()),
                             file: Some(planned.origin.file.clone()),
                             message: e.to_string(),
+                            ..Default::default()
                         });
                         ObjectAction::Failed
                     }
@@ -600,6 +604,7 @@ pub async fn remove(ctx: &PassContext<'_>, inv: &mut Inventory) -> UnitOutcome {
                 object: None,
                 file: None,
                 message: format!("removing the inventory of a unit that left git: {e}"),
+                ..Default::default()
             });
         }
     } else {

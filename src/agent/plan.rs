@@ -98,21 +98,12 @@ async fn render(checkout: Checkout) -> Result<Rendered, AgentError> {
     .map_err(|e| AgentError::Task(e.to_string()))
 }
 
-/// A unit error as the preview shows it: file and object in their own fields, and the message
-/// without them (errors from validation and rendering start with `file: Kind/ns/name: `).
+/// A unit error as the preview shows it: location (`file:line:column`) and object in their own
+/// fields, and the message (redacted) without them.
 fn problem(e: &UnitError) -> Problem {
-    let file = e.file.as_ref().map(|f| f.display().to_string());
-    let mut message = e.message.as_str();
-    if let Some(f) = &file
-        && let Some(rest) = message.strip_prefix(f.as_str())
-    {
-        // `file: ` or `file (document N): `
-        let rest = match rest.strip_prefix(" (document ") {
-            Some(r) => r.split_once("): ").map_or(rest, |(_, m)| m),
-            None => rest.strip_prefix(": ").unwrap_or(rest),
-        };
-        message = rest;
-    }
+    let file = e.location();
+    let text = e.text();
+    let mut message = text.as_str();
     if let Some(o) = &e.object {
         message = message
             .strip_prefix(o.to_string().as_str())

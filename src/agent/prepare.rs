@@ -77,30 +77,23 @@ impl Prepared {
 }
 
 fn error(origin: Option<&Origin>, object: Option<ObjectKey>, message: String) -> UnitError {
-    UnitError {
-        object,
-        file: origin.map(|o| o.file.clone()),
-        message,
-    }
+    UnitError::new(object, origin.map(|o| o.file.clone()), message)
 }
 
-/// Renders, validates, expands and orders `unit` from the checkout at `root`.
+/// Renders, validates, expands and orders `unit` from the checkout at `root`. The secret values of
+/// the rendered objects are learnt for redaction ([`crate::redact::learn`]) before anything is
+/// checked, so no message about them can show them.
 pub fn prepare(root: &Path, unit: &Unit) -> Result<Prepared, Vec<UnitError>> {
     let rendered = crate::render::render(root, &unit.path).map_err(|e| {
-        vec![error(
-            Some(&Origin {
-                file: e.file().to_path_buf(),
-                document: 0,
-            }),
-            None,
-            e.to_string(),
-        )]
+        let (line, column) = e.position();
+        vec![UnitError::new(None, Some(e.file().to_path_buf()), e.detail()).at(line, column)]
     })?;
+    crate::redact::learn(rendered.iter().map(|s| &s.object));
     let problems = crate::validate::validate(&rendered);
     if !problems.is_empty() {
         return Err(problems
             .into_iter()
-            .map(|p| error(p.origin.as_ref(), p.object.clone(), p.to_string()))
+            .map(|p| error(p.origin.as_ref(), p.object.clone(), p.message.clone()))
             .collect());
     }
     expand(unit, rendered)

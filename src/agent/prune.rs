@@ -81,6 +81,7 @@ pub async fn read_live(
                 object: Some(key),
                 file: None,
                 message: format!("reading an object to prune: {e}"),
+                ..Default::default()
             }),
         }
     }
@@ -202,6 +203,7 @@ pub async fn step(
                         object: Some(key.clone()),
                         file: None,
                         message: format!("writing detach-on-delete before the delete: {e}"),
+                        ..Default::default()
                     });
                     outcomes.push(outcome(ObjectAction::Failed, None));
                     continue;
@@ -218,6 +220,7 @@ pub async fn step(
                             object: Some(key.clone()),
                             file: None,
                             message: e.to_string(),
+                            ..Default::default()
                         });
                         outcomes.push(outcome(ObjectAction::Failed, None));
                     }

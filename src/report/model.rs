@@ -56,11 +56,80 @@ pub struct ObjectOutcome {
 }
 
 /// A problem of the unit, with the object and file it concerns where known.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// `message` says what is wrong in the user's words, without the file or the object (they have
+/// their own fields). Every sink shows an error through [`UnitError`]'s `Display` (`file:line:column:
+/// Kind/namespace/name: message`, redacted), or [`failure_block`] for a whole unit.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct UnitError {
     pub object: Option<ObjectKey>,
+    /// Repository-relative.
     pub file: Option<PathBuf>,
+    /// 1-based line in `file`, when known.
+    pub line: Option<usize>,
+    /// 1-based column in `file`, when known.
+    pub column: Option<usize>,
     pub message: String,
+}
+
+impl UnitError {
+    pub fn new(object: Option<ObjectKey>, file: Option<PathBuf>, message: String) -> UnitError {
+        UnitError {
+            object,
+            file,
+            line: None,
+            column: None,
+            message,
+        }
+    }
+
+    /// The same error at `line` and `column` of its file.
+    pub fn at(mut self, line: Option<usize>, column: Option<usize>) -> UnitError {
+        self.line = line;
+        self.column = column.filter(|_| line.is_some());
+        self
+    }
+
+    /// `file`, `file:line` or `file:line:column` (`/` separators), when the file is known.
+    pub fn location(&self) -> Option<String> {
+        let file = self.file.as_ref()?.to_string_lossy().replace('\\', "/");
+        Some(match (self.line, self.column) {
+            (Some(l), Some(c)) => format!("{file}:{l}:{c}"),
+            (Some(l), None) => format!("{file}:{l}"),
+            _ => file,
+        })
+    }
+
+    /// What is wrong, redacted.
+    pub fn text(&self) -> String {
+        crate::redact::scrub(self.message.trim()).into_owned()
+    }
+}
+
+impl std::fmt::Display for UnitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(location) = self.location() {
+            write!(f, "{location}: ")?;
+        }
+        if let Some(object) = &self.object {
+            write!(f, "{object}: ")?;
+        }
+        f.write_str(&self.text())
+    }
+}
+
+/// The block a failed unit prints on the terminal and in the log: the unit, then one line per
+/// error (`file:line:column: Kind/namespace/name: message`).
+pub fn failure_block(unit: &str, errors: &[UnitError]) -> String {
+    let count = match errors.len() {
+        1 => "1 error".to_string(),
+        n => format!("{n} errors"),
+    };
+    let mut out = format!("error: {unit} failed ({count}):\n");
+    for e in errors {
+        out.push_str(&format!("  {}\n", e.to_string().replace('\n', "\n    ")));
+    }
+    out
 }
 
 /// Everything one reconcile pass of one unit produced, as the report needs it.
