@@ -24,7 +24,8 @@ fn location_suffix(line: Option<usize>, column: Option<usize>) -> String {
 }
 
 impl YamlError {
-    fn from_saphyr(err: serde_saphyr::Error) -> Self {
+    /// The parser's error in the user's words, with its position.
+    pub(crate) fn from_saphyr(err: serde_saphyr::Error) -> Self {
         let location = err.location();
         let message = match err.without_snippet() {
             serde_saphyr::Error::Budget { breach, .. } => too_large(breach),

@@ -77,9 +77,9 @@ impl Progress {
         for e in &outcome.errors {
             tracing::error!(
                 unit = %self.names[i],
-                file = e.location().as_deref().unwrap_or(""),
-                object = e.object.as_ref().map(ToString::to_string).as_deref().unwrap_or(""),
-                message = %e.text(),
+                file = e.location(),
+                object = e.object.as_ref().map(ToString::to_string),
+                error = %e.text(),
                 "unit failed"
             );
         }
