@@ -101,19 +101,10 @@ async fn render(checkout: Checkout) -> Result<Rendered, AgentError> {
 /// A unit error as the preview shows it: location (`file:line:column`) and object in their own
 /// fields, and the message (redacted) without them.
 fn problem(e: &UnitError) -> Problem {
-    let file = e.location();
-    let text = e.text();
-    let mut message = text.as_str();
-    if let Some(o) = &e.object {
-        message = message
-            .strip_prefix(o.to_string().as_str())
-            .and_then(|m| m.strip_prefix(": "))
-            .unwrap_or(message);
-    }
     Problem {
-        file,
+        file: e.location(),
         object: e.object.as_ref().map(ObjectRef::from),
-        message: message.to_string(),
+        message: e.text(),
     }
 }
 

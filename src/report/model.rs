@@ -100,9 +100,38 @@ impl UnitError {
         })
     }
 
-    /// What is wrong, redacted.
+    /// What is wrong, redacted, without a leading repetition of the file or the object (some
+    /// messages are built as `Kind/ns/name (file): ...`): each is said once, in its own place.
     pub fn text(&self) -> String {
-        crate::redact::scrub(self.message.trim()).into_owned()
+        let mut text = self.message.trim();
+        let file = self
+            .file
+            .as_ref()
+            .map(|f| f.to_string_lossy().replace('\\', "/"));
+        let object = self.object.as_ref().map(ToString::to_string);
+        for _ in 0..2 {
+            if let Some(o) = &object
+                && let Some(rest) = text.strip_prefix(o.as_str())
+            {
+                let rest = match (&file, rest.strip_prefix(" (")) {
+                    (Some(f), Some(r)) => r
+                        .strip_prefix(f.as_str())
+                        .and_then(|r| r.strip_prefix(')'))
+                        .unwrap_or(rest),
+                    _ => rest,
+                };
+                if let Some(rest) = rest.strip_prefix(": ") {
+                    text = rest;
+                }
+            }
+            if let Some(f) = &file
+                && let Some(rest) = text.strip_prefix(f.as_str())
+                && let Some(rest) = rest.strip_prefix(": ")
+            {
+                text = rest;
+            }
+        }
+        crate::redact::scrub(text).into_owned()
     }
 }
 
@@ -295,4 +324,36 @@ pub struct ReportError {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
     pub message: String,
+}
+
+#[cfg(test)]
+mod unit_error_tests {
+    use super::*;
+
+    #[test]
+    fn file_and_object_are_said_once() {
+        let object = ObjectKey {
+            group: "example.com".into(),
+            version: "v1".into(),
+            kind: "Widget".into(),
+            namespace: Some("aro-dev".into()),
+            name: "gadget".into(),
+        };
+        let e = UnitError::new(
+            Some(object),
+            Some(PathBuf::from("clusters/dev/widget.yaml")),
+            "Widget/aro-dev/gadget (clusters/dev/widget.yaml): no kind Widget".into(),
+        )
+        .at(Some(3), Some(1));
+        assert_eq!(
+            e.to_string(),
+            "clusters/dev/widget.yaml:3:1: Widget/aro-dev/gadget: no kind Widget"
+        );
+        let e = UnitError::new(None, Some(PathBuf::from("a.yaml")), "a.yaml: bad".into());
+        assert_eq!(e.to_string(), "a.yaml: bad");
+        assert_eq!(
+            failure_block("clusters/dev", &[e.clone(), e]),
+            "error: clusters/dev failed (2 errors):\n  a.yaml: bad\n  a.yaml: bad\n"
+        );
+    }
 }
