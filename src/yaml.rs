@@ -69,10 +69,7 @@ fn too_large(breach: &serde_saphyr::budget::BudgetBreach) -> String {
 
 /// The parser's message without its hints to programmers (options of the library).
 fn without_library_hints(message: &str) -> String {
-    let mut text = message.to_string();
-    for hint in [", set DuplicateKeyPolicy in Options if acceptable"] {
-        text = text.replace(hint, "");
-    }
+    let mut text = message.replace(", set DuplicateKeyPolicy in Options if acceptable", "");
     // "... . If you just use ..., set <option> in Options": drop that sentence.
     if let Some(i) = text.find(" If you ")
         && text[i..].contains(" in Options")

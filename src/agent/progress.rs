@@ -51,11 +51,14 @@ impl Progress {
             "{:?}: step {}/{}: {}",
             phase, chain.step, chain.total, chain.stage
         );
+        let line = crate::redact::scrub(&line).into_owned();
         match &self.bars {
             Some((_, bars)) => {
                 bars[i].set_length(chain.total as u64);
                 bars[i].set_position(chain.step as u64);
-                bars[i].set_message(format!("{phase:?}: {}", chain.stage));
+                bars[i].set_message(
+                    crate::redact::scrub(&format!("{phase:?}: {}", chain.stage)).into_owned(),
+                );
             }
             None if self.last[i] != line => {
                 crate::output::println(&format!("{}: {line}", self.names[i]))

@@ -170,7 +170,7 @@ fn case_07_errors_where_the_user_looks() {
         "reports/_units/clusters_dev.md",
     )
     .expect("report");
-    let message = detail.trim_start().splitn(2, ": ").nth(1).unwrap();
+    let message = detail.trim_start().split_once(": ").unwrap().1;
     assert!(report.contains(message), "{message:?} in\n{report}");
 
     // Failed units first in the summary: break prod, mend dev.
