@@ -129,7 +129,9 @@ pub fn secret_values(object: &Value) -> BTreeSet<String> {
     found
 }
 
-/// Every string under a sensitive field name (`under`: an ancestor's name was sensitive).
+/// Every string held by a sensitive field name, directly or in a list (`under`: the field's
+/// name is sensitive). An object under a sensitive name is a reference or a structure (`activeKey:
+/// {name, vaultName, version}`): its own fields decide for themselves.
 fn sensitive_strings(value: &Value, under: bool, found: &mut BTreeSet<String>) {
     match value {
         Value::String(s) if under => {
@@ -137,12 +139,12 @@ fn sensitive_strings(value: &Value, under: bool, found: &mut BTreeSet<String>) {
         }
         Value::Object(map) => {
             for (k, v) in map {
-                sensitive_strings(v, under || is_sensitive_name(k), found);
+                sensitive_strings(v, is_sensitive_name(k), found);
             }
         }
         Value::Array(items) => {
             for v in items {
-                sensitive_strings(v, under, found);
+                sensitive_strings(v, under && !v.is_object(), found);
             }
         }
         _ => {}
@@ -157,11 +159,48 @@ fn decode_base64(text: &str) -> Option<String> {
     String::from_utf8(bytes).ok()
 }
 
-/// The values learnt so far, and the pattern matching any of them (rebuilt when they change).
+/// The values learnt so far, and the pattern matching any of them (built on the first
+/// [`scrub`] after they change, so learning a fleet's units costs one build).
 #[derive(Default)]
 struct Known {
     values: BTreeSet<String>,
     pattern: Option<Regex>,
+    stale: bool,
+}
+
+impl Known {
+    fn rebuild(&mut self) {
+        // Longest first, so a value containing another is replaced whole.
+        let mut values: Vec<&String> = self.values.iter().collect();
+        values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        let alternation: Vec<String> = values.iter().map(|v| regex::escape(v)).collect();
+        self.pattern = regex::RegexBuilder::new(&alternation.join("|"))
+            .size_limit(256 << 20)
+            .build()
+            .ok();
+        self.stale = false;
+    }
+
+    fn replace(&self, text: &str) -> Option<String> {
+        match &self.pattern {
+            Some(p) => p
+                .is_match(text)
+                .then(|| p.replace_all(text, REDACTED).into_owned()),
+            // Too many values for one pattern: one at a time, longest first.
+            None => {
+                let mut values: Vec<&String> = self.values.iter().collect();
+                values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+                let mut out: Option<String> = None;
+                for v in values {
+                    let current = out.as_deref().unwrap_or(text);
+                    if current.contains(v.as_str()) {
+                        out = Some(current.replace(v.as_str(), REDACTED));
+                    }
+                }
+                out
+            }
+        }
+    }
 }
 
 static KNOWN: LazyLock<RwLock<Known>> = LazyLock::new(Default::default);
@@ -184,11 +223,7 @@ pub fn learn<'a>(objects: impl IntoIterator<Item = &'a Value>) {
     }
     let mut known = KNOWN.write().expect("redaction lock");
     known.values.extend(new);
-    // Longest first, so a value containing another is replaced whole.
-    let mut values: Vec<&String> = known.values.iter().collect();
-    values.sort_by_key(|v| std::cmp::Reverse(v.len()));
-    let alternation: Vec<String> = values.iter().map(|v| regex::escape(v)).collect();
-    known.pattern = Regex::new(&alternation.join("|")).ok();
+    known.stale = true;
 }
 
 /// A sensitive-looking field name, then `: "value"`, `: 'value'` or `=value`.
@@ -201,13 +236,14 @@ static SHAPE: LazyLock<Regex> = LazyLock::new(|| {
 /// [`REDACTED`]. Borrowed when nothing was found.
 pub fn scrub(text: &str) -> Cow<'_, str> {
     let mut out = Cow::Borrowed(text);
-    {
-        let known = KNOWN.read().expect("redaction lock");
-        if let Some(p) = &known.pattern
-            && p.is_match(&out)
-        {
-            out = Cow::Owned(p.replace_all(&out, REDACTED).into_owned());
+    if KNOWN.read().expect("redaction lock").stale {
+        let mut known = KNOWN.write().expect("redaction lock");
+        if known.stale {
+            known.rebuild();
         }
+    }
+    if let Some(replaced) = KNOWN.read().expect("redaction lock").replace(text) {
+        out = Cow::Owned(replaced);
     }
     if SHAPE.captures_iter(&out).any(|c| shape_is_sensitive(&c)) {
         let replaced = SHAPE
@@ -292,11 +328,17 @@ mod tests {
         assert!(!values.contains("x"), "too short to learn");
         let identity = json!({"kind": "AzureClusterIdentity", "spec": {"clientSecret": "s3cr3t-value",
             "clientID": "id-1234", "list": [{"token": "tok-1234"}],
-            "clientSecretRef": {"name": "not-secret", "key": "k"}}});
+            "clientSecretRef": {"name": "not-secret", "key": "k"},
+            "activeKey": {"name": "kv-key-name", "vaultName": "kv-name", "version": "v123"},
+            "tokens": ["tok-5678"]}});
         let values = secret_values(&identity);
         assert_eq!(
             values,
-            BTreeSet::from(["s3cr3t-value".to_string(), "tok-1234".to_string()])
+            BTreeSet::from([
+                "s3cr3t-value".to_string(),
+                "tok-1234".to_string(),
+                "tok-5678".to_string()
+            ])
         );
     }
 
@@ -323,5 +365,22 @@ mod tests {
         assert!(matches!(scrub(prose), Cow::Borrowed(_)));
         let names = r#"secretName: "kubeconfig", key=value"#;
         assert_eq!(scrub(names), names);
+    }
+}
+
+#[cfg(test)]
+mod example_tests {
+    /// The example fleet holds no secret value: nothing of its outputs is redacted (a name that
+    /// merely mentions a key, such as a Key Vault's, is not taken for a secret).
+    #[test]
+    fn the_example_fleet_learns_nothing() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples-repo");
+        for unit in ["clusters/dev", "clusters/prod"] {
+            let objects = crate::render::render(&root, std::path::Path::new(unit)).unwrap();
+            for o in &objects {
+                let values = super::secret_values(&o.object);
+                assert!(values.is_empty(), "{unit}: {values:?} in {}", o.object);
+            }
+        }
     }
 }

@@ -153,6 +153,22 @@ fn describe(err: &jsonschema::ValidationError<'_>) -> String {
             format!("unknown field {}", fields.join(", "))
         }
         ValidationErrorKind::UniqueItems => "has the same item twice".to_string(),
+        ValidationErrorKind::AnyOf { .. } | ValidationErrorKind::OneOfNotValid { .. } => {
+            format!("got {got}, which matches none of the allowed forms")
+        }
+        ValidationErrorKind::OneOfMultipleValid { .. } => {
+            "matches more than one of the allowed forms; it must match exactly one".to_string()
+        }
+        ValidationErrorKind::Not { .. } | ValidationErrorKind::FalseSchema => {
+            "is not allowed here".to_string()
+        }
+        ValidationErrorKind::MinProperties { limit } => {
+            format!("must have at least {limit} fields")
+        }
+        ValidationErrorKind::MaxProperties { limit } => {
+            format!("must have at most {limit} fields")
+        }
+        ValidationErrorKind::Contains => "has no item of the expected form".to_string(),
         _ => err.masked_with(got).to_string(),
     }
 }
@@ -336,6 +352,33 @@ mod tests {
             ]
         );
         assert!(!rendered.concat().contains(&long));
+    }
+
+    #[test]
+    fn a_secret_where_a_reference_belongs_is_never_quoted() {
+        let schema = for_kind("AzureClusterIdentity").unwrap();
+        let secret = "not-to-be-shown-0123";
+        let found = schema.check(&json!({
+            "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+            "kind": "AzureClusterIdentity",
+            "metadata": {"name": "id"},
+            "spec": {"type": "ServicePrincipal", "clientSecret": secret,
+                "clientID": "00000000-0000-4000-8000-000000000000",
+                "tenantID": "00000000-0000-4000-8000-000000000000"}
+        }));
+        let rendered: Vec<String> = found.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            rendered,
+            vec!["/spec/clientSecret: expected an object (a Secret reference), got a string"]
+        );
+        let found = schema.check(
+            &json!({"apiVersion": secret, "kind": "AzureClusterIdentity",
+            "metadata": {"name": secret}, "spec": {"type": secret, "clientID": secret}}),
+        );
+        for v in &found {
+            assert!(!v.to_string().contains(secret), "{v}");
+        }
+        assert!(!found.is_empty());
     }
 
     #[test]
