@@ -368,3 +368,47 @@ fn case_13_cli_hygiene() {
     assert!(out.stderr.contains("INFO"), "{}", out.all());
     assert_no_ansi(&out);
 }
+
+#[test]
+fn case_04_generated_secret_values_never_shown() {
+    const VALUE: &str = "Gx7-generated-password-0815";
+    let encoded = {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode(VALUE)
+    };
+    let (fleet, first) = Fleet::git();
+    let kustomization = format!("{DEV}/kustomization.yaml");
+    let text = fleet.read(&kustomization);
+    fleet.write(
+        &kustomization,
+        &format!("{text}secretGenerator:\n  - name: db\n    literals:\n      - password={VALUE}\n"),
+    );
+    let head = fleet.commit("a generated Secret");
+    let seen = |out: &Output| {
+        let all = out.all();
+        assert!(
+            !all.contains(VALUE) && !all.contains(&encoded),
+            "{:?}: the generated value is shown:\n{all}",
+            out.args
+        );
+    };
+    for format in ["markdown", "json", "text"] {
+        seen(&fleet.plan_revs(&first, &head, &["-o", format]));
+        seen(&fleet.plan(&["-o", format]));
+    }
+    let out = fleet.aro_gitops(&[
+        "run",
+        "--once",
+        "--sim-delay",
+        "0s",
+        "--timeout",
+        "60s",
+        "--log",
+        "debug",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.all());
+    seen(&out);
+    seen(&fleet.aro_gitops(&["drift", "-o", "json", "--log", "debug"]));
+    let history = agent_history(&fleet.repo);
+    assert!(!history.contains(VALUE) && !history.contains(&encoded));
+}
