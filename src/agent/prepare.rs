@@ -93,10 +93,25 @@ pub fn prepare(root: &Path, unit: &Unit) -> Result<Prepared, Vec<UnitError>> {
     if !problems.is_empty() {
         return Err(problems
             .into_iter()
-            .map(|p| error(p.origin.as_ref(), p.object.clone(), p.message.clone()))
+            .map(|p| {
+                let (line, column) = field_position(root, &p).unzip();
+                error(p.origin.as_ref(), p.object.clone(), p.message.clone()).at(line, column)
+            })
             .collect());
     }
     expand(unit, rendered)
+}
+
+/// Where the field a validation problem names (its message starts with the field's JSON pointer)
+/// is written in its file, when it is written there as such (not added by a patch, say).
+fn field_position(root: &Path, p: &crate::validate::ValidationError) -> Option<(usize, usize)> {
+    let origin = p.origin.as_ref()?;
+    let pointer = p.message.split_once(": ")?.0;
+    if !pointer.starts_with('/') {
+        return None;
+    }
+    let text = std::fs::read_to_string(root.join(&origin.file)).ok()?;
+    crate::render::field_position(&text, origin.document, pointer)
 }
 
 /// The HcpOpenShiftCluster name of each AROControlPlane, by (namespace, cluster name).

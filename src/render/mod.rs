@@ -27,6 +27,7 @@ pub mod generators;
 mod images;
 mod kustomization;
 mod labels;
+mod locate;
 mod namereference;
 mod names;
 mod namespace;
@@ -47,6 +48,7 @@ mod vars;
 mod differential;
 
 pub use error::RenderError;
+pub use locate::field_position;
 
 use crate::object::SourcedObject;
 use kustomization::{Kind, SortOrder};

@@ -91,7 +91,17 @@ fn case_04_secret_value_never_copied_into_plans_reports_logs_or_history() {
     let out = validate(&fleet.repo);
     assert_ne!(out.code, 0, "{}", out.all());
     assert!(!out.all().contains(SECRET), "{}", out.all());
-    assert!(out.stdout.contains(said), "{}", out.all());
+    // Named where it is written: file:line:column, then the object.
+    let line = fleet
+        .read(IDENTITY)
+        .lines()
+        .position(|l| l.starts_with("  clientSecret:"))
+        .expect("the field")
+        + 1;
+    let block = format!(
+        "error: clusters/dev failed (1 error):\n  {IDENTITY}:{line}:3: AzureClusterIdentity/aro-dev/aro-identity: {said}\n"
+    );
+    assert!(out.stdout.contains(&block), "{block}\nin\n{}", out.all());
 
     let out = fleet.aro_gitops(&[
         "run",
