@@ -102,7 +102,9 @@ async fn render(checkout: Checkout) -> Result<Rendered, AgentError> {
 /// fields, and the message (redacted) without them.
 fn problem(e: &UnitError) -> Problem {
     Problem {
-        file: e.location(),
+        file: e.file_name(),
+        line: e.line,
+        column: e.column,
         object: e.object.as_ref().map(ObjectRef::from),
         message: e.text(),
     }
@@ -485,6 +487,7 @@ async fn against_live(
             file: None,
             object: None,
             message,
+            ..Default::default()
         })
         .collect();
     Ok((clusters, global))
@@ -516,6 +519,7 @@ fn plan_unit(
                 file: Some(o.origin.file.display().to_string()),
                 object: Some(ObjectRef::from(&o.key)),
                 message: format!("live state of its kind could not be read: {why}"),
+                ..Default::default()
             });
             continue;
         }
@@ -533,6 +537,7 @@ fn plan_unit(
                             file: Some(o.origin.file.display().to_string()),
                             object: Some(ObjectRef::from(&o.key)),
                             message: e.to_string(),
+                            ..Default::default()
                         });
                         continue;
                     }
@@ -597,6 +602,7 @@ fn plan_unit(
                     file: Some(o.origin.file.display().to_string()),
                     object: Some(ObjectRef::from(&o.key)),
                     message: format!("not applied: {e}"),
+                    ..Default::default()
                 });
                 continue;
             }

@@ -92,12 +92,13 @@ impl UnitError {
 
     /// `file`, `file:line` or `file:line:column` (`/` separators), when the file is known.
     pub fn location(&self) -> Option<String> {
-        let file = self.file.as_ref()?.to_string_lossy().replace('\\', "/");
-        Some(match (self.line, self.column) {
-            (Some(l), Some(c)) => format!("{file}:{l}:{c}"),
-            (Some(l), None) => format!("{file}:{l}"),
-            _ => file,
-        })
+        let file = self.file_name()?;
+        Some(crate::object::file_position(&file, self.line, self.column))
+    }
+
+    /// The file, with `/` separators.
+    pub fn file_name(&self) -> Option<String> {
+        Some(self.file.as_ref()?.to_string_lossy().replace('\\', "/"))
     }
 
     /// What is wrong, redacted, without a leading repetition of the file or the object (some
@@ -323,6 +324,12 @@ pub struct ReportError {
     pub object: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
+    /// 1-based line in `file`, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    /// 1-based column in `file`, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<usize>,
     pub message: String,
 }
 
