@@ -75,6 +75,7 @@ pub async fn ensure_finalizer(
             object: Some(key.clone()),
             file: None,
             message: format!("{key}: adding finalizer {finalizer} failed: {e}"),
+            ..Default::default()
         }),
     }
 }
@@ -226,6 +227,7 @@ async fn list_into(
             object: None,
             file: None,
             message: format!("reading {} for an ARO deletion: {e}", key.kind),
+            ..Default::default()
         }),
     }
 }
@@ -290,6 +292,7 @@ async fn carry_out(
                         object: Some(k.clone()),
                         file: None,
                         message: format!("deleting {k} for {key}: {e}"),
+                        ..Default::default()
                     });
                     ObjectOutcome {
                         action: ObjectAction::Failed,
@@ -349,6 +352,7 @@ async fn carry_out(
                     object: Some(key.clone()),
                     file: None,
                     message: format!("{key}: releasing finalizer {finalizer} failed: {e}"),
+                    ..Default::default()
                 });
                 ObjectOutcome {
                     action: ObjectAction::Failed,

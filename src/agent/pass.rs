@@ -176,6 +176,7 @@ async fn save(
                 object: None,
                 file: None,
                 message: format!("writing the unit's inventory failed: {e}"),
+                ..Default::default()
             });
             false
         }
@@ -273,6 +274,7 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
                 object: Some(key.clone()),
                 file: Some(planned.origin.file.clone()),
                 message: format!("{key} ({}): the cluster serves no kind {} in {} (is its CustomResourceDefinition installed?)", planned.origin, key.kind, key.api_version()),
+                ..Default::default()
             });
             outcomes[i] = Some(failed(key, "UnknownKind"));
             continue;
@@ -379,6 +381,7 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
                             object: Some(key.clone()),
                             file: Some(planned.origin.file.clone()),
                             message: format!("{key} ({}): {e}", planned.origin),
+                            ..Default::default()
                         });
                         outcomes[i] = Some(failed(key, "AdoptionUndecided"));
                         continue;
@@ -453,6 +456,7 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
                             object: Some(key.clone()),
                             file: Some(planned.origin.file.clone()),
                             message: e.to_string(),
+                            ..Default::default()
                         });
                         ObjectAction::Failed
                     }
@@ -631,6 +635,7 @@ pub async fn remove(ctx: &PassContext<'_>, inv: &mut Inventory) -> UnitOutcome {
                 object: None,
                 file: None,
                 message: format!("removing the inventory of a unit that left git: {e}"),
+                ..Default::default()
             });
         }
     } else {

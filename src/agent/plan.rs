@@ -103,31 +103,15 @@ async fn render(checkout: Checkout) -> Result<Rendered, AgentError> {
     .map_err(|e| AgentError::Task(e.to_string()))
 }
 
-/// A unit error as the preview shows it: file and object in their own fields, and the message
-/// without them (errors from validation and rendering start with `file: Kind/ns/name: `).
+/// A unit error as the preview shows it: location (`file:line:column`) and object in their own
+/// fields, and the message (redacted) without them.
 fn problem(e: &UnitError) -> Problem {
-    let file = e.file.as_ref().map(|f| f.display().to_string());
-    let mut message = e.message.as_str();
-    if let Some(f) = &file
-        && let Some(rest) = message.strip_prefix(f.as_str())
-    {
-        // `file: ` or `file (document N): `
-        let rest = match rest.strip_prefix(" (document ") {
-            Some(r) => r.split_once("): ").map_or(rest, |(_, m)| m),
-            None => rest.strip_prefix(": ").unwrap_or(rest),
-        };
-        message = rest;
-    }
-    if let Some(o) = &e.object {
-        message = message
-            .strip_prefix(o.to_string().as_str())
-            .and_then(|m| m.strip_prefix(": "))
-            .unwrap_or(message);
-    }
     Problem {
-        file,
+        file: e.file_name(),
+        line: e.line,
+        column: e.column,
         object: e.object.as_ref().map(ObjectRef::from),
-        message: message.to_string(),
+        message: e.text(),
     }
 }
 
@@ -559,6 +543,7 @@ async fn against_live(
             file: None,
             object: None,
             message,
+            ..Default::default()
         })
         .collect();
     Ok((clusters, global))
@@ -589,6 +574,7 @@ fn plan_unit(
                 file: Some(o.origin.file.display().to_string()),
                 object: Some(ObjectRef::from(&o.key)),
                 message: format!("live state of its kind could not be read: {why}"),
+                ..Default::default()
             });
             continue;
         }
@@ -606,6 +592,7 @@ fn plan_unit(
                             file: Some(o.origin.file.display().to_string()),
                             object: Some(ObjectRef::from(&o.key)),
                             message: e.to_string(),
+                            ..Default::default()
                         });
                         continue;
                     }
@@ -671,6 +658,7 @@ fn plan_unit(
                     file: Some(o.origin.file.display().to_string()),
                     object: Some(ObjectRef::from(&o.key)),
                     message: format!("not applied: {e}"),
+                    ..Default::default()
                 });
                 continue;
             }

@@ -212,6 +212,7 @@ async fn read_live(
                 object: Some(key),
                 file: None,
                 message: format!("reading an object to prune: {e}"),
+                ..Default::default()
             }),
         }
     }
@@ -317,6 +318,7 @@ async fn step(
                         object: Some(key.clone()),
                         file: None,
                         message: format!("writing detach-on-delete before the delete: {e}"),
+                        ..Default::default()
                     });
                     outcomes.push(outcome(ObjectAction::Failed, None));
                     continue;
@@ -333,6 +335,7 @@ async fn step(
                             object: Some(key.clone()),
                             file: None,
                             message: e.to_string(),
+                            ..Default::default()
                         });
                         outcomes.push(outcome(ObjectAction::Failed, None));
                     }

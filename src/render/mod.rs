@@ -27,6 +27,7 @@ pub mod generators;
 mod images;
 mod kustomization;
 mod labels;
+mod locate;
 mod namereference;
 mod names;
 mod namespace;
@@ -47,6 +48,7 @@ mod vars;
 mod differential;
 
 pub use error::RenderError;
+pub use locate::field_position;
 
 use crate::object::SourcedObject;
 use kustomization::{Kind, SortOrder};
@@ -78,21 +80,22 @@ pub fn render(root: &Path, dir: &Path) -> Result<Vec<SourcedObject>, RenderError
         p if p.as_os_str().is_empty() => PathBuf::from("."),
         p => p,
     };
-    let path = std::fs::canonicalize(&target).map_err(|source| match source.kind() {
-        std::io::ErrorKind::NotFound => RenderError::NotFound {
-            path: shown.clone(),
-        },
-        _ => RenderError::Read {
-            path: shown.clone(),
-            source,
-        },
-    })?;
-    if !path.starts_with(&renderer.root) {
-        return Err(RenderError::OutsideRoot {
-            at: PathBuf::from("."),
-            entry: dir.display().to_string(),
-        });
-    }
+    let path = match within(&renderer.root, &target) {
+        Ok(Within::Found(path)) => path,
+        Ok(Within::Missing(_)) => return Err(RenderError::NotFound { path: shown }),
+        Ok(Within::Outside) => {
+            return Err(RenderError::OutsideRoot {
+                at: PathBuf::from("."),
+                entry: dir.display().to_string(),
+            });
+        }
+        Err(source) => {
+            return Err(RenderError::Read {
+                path: shown,
+                source,
+            });
+        }
+    };
 
     let folder = if path.is_dir() {
         Some(path.clone())
@@ -269,7 +272,8 @@ impl Renderer {
         match path.strip_prefix(&self.root) {
             Ok(rel) if rel.as_os_str().is_empty() => PathBuf::from("."),
             Ok(rel) => rel.to_path_buf(),
-            Err(_) => path.to_path_buf(),
+            // Never a host path (the agent's checkout or state directory) in a message.
+            Err(_) => PathBuf::from("(outside the repository)"),
         }
     }
 
@@ -391,24 +395,22 @@ impl Renderer {
     /// it must exist and lie inside the root (the load restrictor).
     fn resolve(&self, dir: &Path, at: &Path, entry: &str) -> Result<PathBuf, RenderError> {
         let target = dir.join(entry);
-        let path = std::fs::canonicalize(&target).map_err(|source| match source.kind() {
-            std::io::ErrorKind::NotFound => RenderError::MissingResource {
+        match within(&self.root, &target) {
+            Ok(Within::Found(path)) => Ok(path),
+            Ok(Within::Missing(path)) => Err(RenderError::MissingResource {
                 file: at.to_path_buf(),
                 entry: entry.to_string(),
-                path: self.shown(&normalize(&target)),
-            },
-            _ => RenderError::Read {
-                path: self.shown(&normalize(&target)),
-                source,
-            },
-        })?;
-        if !path.starts_with(&self.root) {
-            return Err(RenderError::OutsideRoot {
+                path: self.shown(&path),
+            }),
+            Ok(Within::Outside) => Err(RenderError::OutsideRoot {
                 at: at.to_path_buf(),
                 entry: entry.to_string(),
-            });
+            }),
+            Err(source) => Err(RenderError::Read {
+                path: self.shown(&normalize(&target)),
+                source,
+            }),
         }
-        Ok(path)
     }
 
     /// Refuses a folder that contains one being rendered (kustomize's "cycle detected").
@@ -422,6 +424,47 @@ impl Renderer {
             }),
             None => Ok(()),
         }
+    }
+}
+
+/// Where a path leads, as the load restrictor sees it.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Within {
+    /// It exists inside the folder: its canonical path.
+    Found(PathBuf),
+    /// It would be inside the folder but does not exist: its path, `..` resolved.
+    Missing(PathBuf),
+    /// It is outside the folder, whether it exists or not.
+    Outside,
+}
+
+/// Where `target` leads relative to the canonical folder `folder`. Containment is decided before
+/// existence, so a path outside says "outside" whether or not it exists (a render must not tell
+/// anyone which files exist on the agent's host): first `..` is resolved as written, then symlinks
+/// (of the path, or of its deepest existing folder when it does not exist).
+pub(crate) fn within(folder: &Path, target: &Path) -> std::io::Result<Within> {
+    let written = normalize(target);
+    if !written.starts_with(folder) {
+        return Ok(Within::Outside);
+    }
+    match std::fs::canonicalize(target) {
+        Ok(path) if path.starts_with(folder) => Ok(Within::Found(path)),
+        Ok(_) => Ok(Within::Outside),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let mut ancestor = written.parent();
+            while let Some(a) = ancestor {
+                if let Ok(real) = std::fs::canonicalize(a) {
+                    return Ok(if real.starts_with(folder) {
+                        Within::Missing(written)
+                    } else {
+                        Within::Outside
+                    });
+                }
+                ancestor = a.parent();
+            }
+            Ok(Within::Outside)
+        }
+        Err(e) => Err(e),
     }
 }
 
