@@ -273,6 +273,7 @@ async fn carry_out(
                     message: format!(
                         "{k}: writing detach-on-delete before the delete: {e} ({why})"
                     ),
+                    ..Default::default()
                 });
                 out.push(ObjectOutcome {
                     action: ObjectAction::Failed,

@@ -91,6 +91,7 @@ pub fn conflict_errors(claims: &[UnitClaims]) -> BTreeMap<String, Vec<UnitError>
             object: Some(c.key),
             file: Some(PathBuf::from(c.file)),
             message: c.message,
+            ..Default::default()
         });
     }
     out
@@ -163,6 +164,7 @@ pub fn live_conflict_errors(
             object: Some(c.key),
             file: Some(PathBuf::from(c.file)),
             message: c.message,
+            ..Default::default()
         });
     }
     out
@@ -198,6 +200,7 @@ pub fn refused(broken: &[crate::apply::inventory::InventoryError]) -> BTreeMap<S
                     object: Some(crate::apply::inventory::config_map_key(&e.name)),
                     file: None,
                     message: e.to_string(),
+                    ..Default::default()
                 },
             );
         }

@@ -206,7 +206,8 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
             Some(UnitError {
                 object: Some(o.key.clone()),
                 file: Some(o.origin.file.clone()),
-                message: format!("{}: {message}", o.origin),
+                message,
+                ..Default::default()
             })
         })
         .collect();

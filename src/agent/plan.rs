@@ -717,6 +717,7 @@ fn held(c: &mut ClusterPreview, keys: &[ObjectKey], hold: &prune::Hold) {
             file: None,
             object: None,
             message: hold.to_string(),
+            ..Default::default()
         });
     }
     for key in keys {

@@ -129,7 +129,15 @@ pub async fn prune(
     let verdicts = match prune::may_prune(how.rendered, how.stale_source, allow_empty) {
         Ok(()) => {
             read_live(cluster, &refs, live, errors).await;
-            decide(how, inventory, &refs, |k| live.get(k).cloned(), total, fleet).verdicts
+            decide(
+                how,
+                inventory,
+                &refs,
+                |k| live.get(k).cloned(),
+                total,
+                fleet,
+            )
+            .verdicts
         }
         Err(hold) => Err(hold),
     };
@@ -145,6 +153,7 @@ pub async fn prune(
                     object: None,
                     file: None,
                     message: hold.to_string(),
+                    ..Default::default()
                 });
             } else {
                 tracing::warn!(unit = %inventory.unit, %hold, "prune held");
