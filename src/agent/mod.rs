@@ -9,6 +9,7 @@
 mod aro_deletion;
 mod drift;
 mod env;
+mod fleet;
 pub mod incremental;
 mod live;
 mod pass;
@@ -151,9 +152,15 @@ struct Agent {
 struct Revision {
     commit: String,
     stale: Option<String>,
+    /// The units as prepared, those in a conflict with another unit failed ([`fleet::check`]).
     units: Arc<Vec<prepare::PreparedUnit>>,
     /// The input closure of each unit's render (see [`incremental`]).
     inputs: Arc<BTreeMap<Unit, crate::render::Inputs>>,
+    /// The units the fleet check failed: their own preparation is not kept for the next revision
+    /// (the conflict may be gone then, with none of their inputs changed).
+    conflicted: Arc<BTreeSet<String>>,
+    /// What every unit declares (ownership's deletion guard).
+    fleet: Arc<crate::plan::ownership::Fleet>,
 }
 
 impl Agent {
@@ -204,13 +211,24 @@ impl Agent {
                 stale,
                 units: p.units.clone(),
                 inputs: p.inputs.clone(),
+                conflicted: p.conflicted.clone(),
+                fleet: p.fleet.clone(),
             };
             return Ok((rev, changed));
         }
         let root = revision.checkout.clone();
-        let earlier = previous.map(|p| (p.units.clone(), p.inputs.clone()));
+        let earlier = previous.map(|p| {
+            let inputs = if p.conflicted.is_empty() {
+                p.inputs.clone()
+            } else {
+                let mut inputs = (*p.inputs).clone();
+                inputs.retain(|u, _| !p.conflicted.contains(&u.name()));
+                Arc::new(inputs)
+            };
+            (p.units.clone(), inputs)
+        });
         let paths = changed.clone();
-        let prepared = tokio::task::spawn_blocking(move || {
+        let (prepared, fleet, conflicted) = tokio::task::spawn_blocking(move || {
             let earlier = earlier
                 .as_ref()
                 .map(|(units, inputs)| incremental::Earlier {
@@ -218,7 +236,9 @@ impl Agent {
                     inputs,
                     changed: paths.as_deref(),
                 });
-            incremental::prepare_revision(&root, earlier)
+            let mut prepared = incremental::prepare_revision(&root, earlier)?;
+            let (fleet, conflicted) = fleet::check(&mut prepared.units);
+            Ok::<_, AgentError>((prepared, fleet, conflicted))
         })
         .await
         .map_err(|e| AgentError::Task(e.to_string()))??;
@@ -227,6 +247,8 @@ impl Agent {
             stale,
             units: Arc::new(prepared.units),
             inputs: Arc::new(prepared.inputs),
+            conflicted: Arc::new(conflicted),
+            fleet: Arc::new(fleet),
         };
         Ok((rev, changed))
     }
@@ -361,9 +383,9 @@ impl Agent {
                 (BTreeMap::new(), vec![])
             }
         };
-        for e in &broken {
-            tracing::error!(error = %e, "an inventory does not decode: its unit prunes nothing");
-        }
+        // An inventory that does not decode or that the agent does not trust: its unit is not
+        // acted on (nothing applied, nothing pruned) until a person restores or deletes it.
+        let mut refused = fleet::refused(&broken);
         let removed: Vec<String> = if rev.units.is_empty() {
             // No unit at all is an empty render of the whole repository: never prune on it.
             vec![]
@@ -384,21 +406,50 @@ impl Agent {
             }))
             .collect();
         let (mut changes, _watches) = watch::start(&self.env.cluster, &kinds).await;
+        // Live ASO objects no unit declares that stand for an Azure resource a unit declares.
+        // The deletion guard counts them too.
+        let live_ids = fleet::live_identities_in(&self.env.cluster, &rev.units).await;
+        let mut live_conflicts = fleet::live_conflict_errors(&rev.fleet, &live_ids, &inventories);
+        let with_live = (*rev.fleet).clone().with_live(&live_ids);
+        for (i, (u, _)) in rev.units.iter().enumerate() {
+            if let Some(e) = refused.remove(&u.name()) {
+                outcomes[i].errors.push(e);
+            }
+            if let Some(e) = live_conflicts.remove(&u.name()) {
+                outcomes[i].errors.extend(e);
+            }
+        }
         let mut due: BTreeSet<usize> = rev
             .units
             .iter()
             .enumerate()
-            .filter(|(_, (_, p))| p.is_ok())
+            .filter(|(i, (_, p))| p.is_ok() && outcomes[*i].errors.is_empty())
             .map(|(i, _)| i)
             .collect();
         for (i, o) in outcomes
             .iter()
             .enumerate()
-            .filter(|(i, _)| rev.units[*i].1.is_err())
+            .filter(|(i, o)| rev.units[*i].1.is_err() || !o.errors.is_empty())
         {
             self.progress.as_mut().expect("progress set").update(i, o);
         }
-        let mut removed_outcomes: BTreeMap<String, UnitOutcome> = BTreeMap::new();
+        // Units that left git with an inventory not acted on: reported, never pruned.
+        let mut removed_outcomes: BTreeMap<String, UnitOutcome> = refused
+            .into_iter()
+            .map(|(unit, e)| {
+                let o = UnitOutcome {
+                    unit: unit.clone(),
+                    cluster: None,
+                    revision: rev.commit.clone(),
+                    stale_source: rev.stale.clone(),
+                    azure,
+                    objects: vec![],
+                    errors: vec![e],
+                    live: vec![],
+                };
+                (unit, o)
+            })
+            .collect();
         loop {
             for unit in &removed {
                 let Some(inv) = inventories.get_mut(unit) else {
@@ -407,7 +458,7 @@ impl Agent {
                 if inv.entries.is_empty() {
                     continue;
                 }
-                let ctx = self.pass_context(rev);
+                let ctx = self.pass_context(rev, &with_live);
                 let mut next = pass::remove(&ctx, inv).await;
                 if let Some(previous) = removed_outcomes.get(unit) {
                     carry_actions(previous, &mut next);
@@ -418,7 +469,7 @@ impl Agent {
                 let Ok(prepared) = &rev.units[i].1 else {
                     continue;
                 };
-                let ctx = self.pass_context(rev);
+                let ctx = self.pass_context(rev, &with_live);
                 let unit_name = rev.units[i].0.name();
                 let inv = inventories
                     .entry(unit_name.clone())
@@ -489,7 +540,11 @@ impl Agent {
     }
 
     /// What every pass over `rev` shares.
-    fn pass_context<'a>(&'a self, rev: &'a Revision) -> pass::PassContext<'a> {
+    fn pass_context<'a>(
+        &'a self,
+        rev: &'a Revision,
+        fleet: &'a crate::plan::ownership::Fleet,
+    ) -> pass::PassContext<'a> {
         pass::PassContext {
             cluster: &self.env.cluster,
             azure_view: &self.env.azure_view,
@@ -499,6 +554,7 @@ impl Agent {
             safety: self.config.safety,
             self_heal: self.config.self_heal,
             keys: &crate::reconcile::aro::ManualKeys,
+            fleet,
         }
     }
 

@@ -120,6 +120,17 @@ impl Loader {
         Ok(found)
     }
 
+    /// Where `target` leads relative to the canonical `folder` ([`super::within`]: containment
+    /// before existence); the path as written and where it leads are noted.
+    pub(crate) fn within(&self, folder: &Path, target: &Path) -> std::io::Result<super::Within> {
+        self.note_file(target);
+        let found = super::within(folder, target)?;
+        if let super::Within::Found(path) = &found {
+            self.note_file(path);
+        }
+        Ok(found)
+    }
+
     pub fn read_to_string(&self, path: &Path) -> std::io::Result<String> {
         self.note_file(path);
         std::fs::read_to_string(path)

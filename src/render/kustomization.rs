@@ -274,14 +274,7 @@ fn parse_yaml11(text: &str) -> Result<Value, crate::yaml::YamlError> {
     let mut options = serde_saphyr::Options::default();
     options.strict_booleans = false;
     options.legacy_octal_numbers = true;
-    serde_saphyr::from_str_with_options(text, options).map_err(|err| {
-        let location = err.location();
-        crate::yaml::YamlError {
-            line: location.map(|l| l.line() as usize),
-            column: location.map(|l| l.column() as usize),
-            message: err.without_snippet().to_string(),
-        }
-    })
+    serde_saphyr::from_str_with_options(text, options).map_err(crate::yaml::YamlError::from_saphyr)
 }
 
 fn read(map: &Map<String, Value>) -> Result<Kustomization, String> {

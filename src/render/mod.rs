@@ -28,6 +28,7 @@ mod images;
 pub mod inputs;
 mod kustomization;
 mod labels;
+mod locate;
 mod namereference;
 mod names;
 mod namespace;
@@ -49,6 +50,7 @@ mod differential;
 
 pub use error::RenderError;
 pub use inputs::Inputs;
+pub use locate::field_position;
 
 use crate::object::SourcedObject;
 use kustomization::{Kind, SortOrder};
@@ -105,24 +107,23 @@ impl Renderer {
             p if p.as_os_str().is_empty() => PathBuf::from("."),
             p => p,
         };
-        let path = self
-            .loader
-            .canonicalize(&target)
-            .map_err(|source| match source.kind() {
-                std::io::ErrorKind::NotFound => RenderError::NotFound {
-                    path: shown.clone(),
-                },
-                _ => RenderError::Read {
-                    path: shown.clone(),
+        // Containment first: a path outside says so whether or not it exists.
+        let path = match self.loader.within(&self.root, &target) {
+            Ok(Within::Found(path)) => path,
+            Ok(Within::Missing(_)) => return Err(RenderError::NotFound { path: shown }),
+            Ok(Within::Outside) => {
+                return Err(RenderError::OutsideRoot {
+                    at: PathBuf::from("."),
+                    entry: dir.display().to_string(),
+                });
+            }
+            Err(source) => {
+                return Err(RenderError::Read {
+                    path: shown,
                     source,
-                },
-            })?;
-        if !path.starts_with(&self.root) {
-            return Err(RenderError::OutsideRoot {
-                at: PathBuf::from("."),
-                entry: dir.display().to_string(),
-            });
-        }
+                });
+            }
+        };
 
         let folder = if self.loader.is_dir(&path) {
             Some(path.clone())
@@ -302,7 +303,8 @@ impl Renderer {
         match path.strip_prefix(&self.root) {
             Ok(rel) if rel.as_os_str().is_empty() => PathBuf::from("."),
             Ok(rel) => rel.to_path_buf(),
-            Err(_) => path.to_path_buf(),
+            // Never a host path (the agent's checkout or state directory) in a message.
+            Err(_) => PathBuf::from("(outside the repository)"),
         }
     }
 
@@ -426,27 +428,22 @@ impl Renderer {
     /// it must exist and lie inside the root (the load restrictor).
     fn resolve(&self, dir: &Path, at: &Path, entry: &str) -> Result<PathBuf, RenderError> {
         let target = dir.join(entry);
-        let path = self
-            .loader
-            .canonicalize(&target)
-            .map_err(|source| match source.kind() {
-                std::io::ErrorKind::NotFound => RenderError::MissingResource {
-                    file: at.to_path_buf(),
-                    entry: entry.to_string(),
-                    path: self.shown(&normalize(&target)),
-                },
-                _ => RenderError::Read {
-                    path: self.shown(&normalize(&target)),
-                    source,
-                },
-            })?;
-        if !path.starts_with(&self.root) {
-            return Err(RenderError::OutsideRoot {
+        match self.loader.within(&self.root, &target) {
+            Ok(Within::Found(path)) => Ok(path),
+            Ok(Within::Missing(path)) => Err(RenderError::MissingResource {
+                file: at.to_path_buf(),
+                entry: entry.to_string(),
+                path: self.shown(&path),
+            }),
+            Ok(Within::Outside) => Err(RenderError::OutsideRoot {
                 at: at.to_path_buf(),
                 entry: entry.to_string(),
-            });
+            }),
+            Err(source) => Err(RenderError::Read {
+                path: self.shown(&normalize(&target)),
+                source,
+            }),
         }
-        Ok(path)
     }
 
     /// Refuses a folder that contains one being rendered (kustomize's "cycle detected").
@@ -460,6 +457,47 @@ impl Renderer {
             }),
             None => Ok(()),
         }
+    }
+}
+
+/// Where a path leads, as the load restrictor sees it.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Within {
+    /// It exists inside the folder: its canonical path.
+    Found(PathBuf),
+    /// It would be inside the folder but does not exist: its path, `..` resolved.
+    Missing(PathBuf),
+    /// It is outside the folder, whether it exists or not.
+    Outside,
+}
+
+/// Where `target` leads relative to the canonical folder `folder`. Containment is decided before
+/// existence, so a path outside says "outside" whether or not it exists (a render must not tell
+/// anyone which files exist on the agent's host): first `..` is resolved as written, then symlinks
+/// (of the path, or of its deepest existing folder when it does not exist).
+pub(crate) fn within(folder: &Path, target: &Path) -> std::io::Result<Within> {
+    let written = normalize(target);
+    if !written.starts_with(folder) {
+        return Ok(Within::Outside);
+    }
+    match std::fs::canonicalize(target) {
+        Ok(path) if path.starts_with(folder) => Ok(Within::Found(path)),
+        Ok(_) => Ok(Within::Outside),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let mut ancestor = written.parent();
+            while let Some(a) = ancestor {
+                if let Ok(real) = std::fs::canonicalize(a) {
+                    return Ok(if real.starts_with(folder) {
+                        Within::Missing(written)
+                    } else {
+                        Within::Outside
+                    });
+                }
+                ancestor = a.parent();
+            }
+            Ok(Within::Outside)
+        }
+        Err(e) => Err(e),
     }
 }
 

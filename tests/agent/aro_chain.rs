@@ -278,6 +278,16 @@ async fn the_external_auth_waits_for_a_ready_node_pool_of_its_own_cluster() {
         "  - ../../base/fleet",
         "",
     );
+    // The Namespace is dev's: an object belongs to one unit.
+    let kustomization = format!("{other}/kustomization.yaml");
+    let text = std::fs::read_to_string(f.repo.join(&kustomization)).unwrap();
+    std::fs::write(
+        f.repo.join(&kustomization),
+        format!(
+            "{text}patches:\n  - target: {{kind: Namespace}}\n    patch: |-\n      $patch: delete\n      apiVersion: v1\n      kind: Namespace\n      metadata:\n        name: any\n"
+        ),
+    )
+    .unwrap();
     let original = std::fs::read_to_string(f.repo.join(DEV).join("kustomization.yaml")).unwrap();
     // The dev cluster's node pools fail: none of them is ever Ready.
     f.add_patch(

@@ -28,20 +28,30 @@ pub(super) async fn render(
     base: Option<(Rendered, Option<Vec<PathBuf>>)>,
 ) -> Result<(Rendered, Option<Rendered>), AgentError> {
     tokio::task::spawn_blocking(move || {
+        let inputs = base.as_ref().map(|(b, _)| {
+            let mut inputs = b.inputs.clone();
+            inputs.retain(|u, _| !b.conflicted.contains(&u.name()));
+            inputs
+        });
         let earlier = base
             .as_ref()
-            .map(|(b, changed)| crate::agent::incremental::Earlier {
-                units: &b.units,
-                inputs: &b.inputs,
-                changed: changed.as_deref(),
-            });
-        let prepared =
+            .zip(inputs.as_ref())
+            .map(
+                |((b, changed), inputs)| crate::agent::incremental::Earlier {
+                    units: &b.units,
+                    inputs,
+                    changed: changed.as_deref(),
+                },
+            );
+        let mut prepared =
             crate::agent::incremental::prepare_units(&checkout.root, checkout.units, earlier);
+        let (_, conflicted) = crate::agent::fleet::check(&mut prepared.units);
         let side = Rendered {
             rendered: prepared.rendered.len(),
             units: prepared.units,
             inputs: prepared.inputs,
             revision: checkout.revision,
+            conflicted,
         };
         (side, base.map(|(b, _)| b))
     })

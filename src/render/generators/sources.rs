@@ -225,26 +225,32 @@ fn read_restricted(
         });
     }
     let error_path = || written.to_string();
-    let resolved = ctx
+    // Containment first: a file outside says so whether or not it exists.
+    let resolved = match ctx
         .loader
-        .canonicalize(&ctx.dir.join(Path::new(written)))
-        .map_err(|source| match source.kind() {
-            std::io::ErrorKind::NotFound => GeneratorError::FileNotFound {
+        .within(ctx.dir, &ctx.dir.join(Path::new(written)))
+    {
+        Ok(crate::render::Within::Found(path)) if path.starts_with(ctx.loader.root()) => path,
+        Ok(crate::render::Within::Missing(_)) => {
+            return Err(GeneratorError::FileNotFound {
                 at: at.clone(),
                 path: error_path(),
-            },
-            _ => GeneratorError::Read {
+            });
+        }
+        Ok(_) => {
+            return Err(GeneratorError::OutsideKustomization {
+                at: at.clone(),
+                path: error_path(),
+            });
+        }
+        Err(source) => {
+            return Err(GeneratorError::Read {
                 at: at.clone(),
                 path: error_path(),
                 source,
-            },
-        })?;
-    if !resolved.starts_with(ctx.dir) || !resolved.starts_with(ctx.loader.root()) {
-        return Err(GeneratorError::OutsideKustomization {
-            at: at.clone(),
-            path: error_path(),
-        });
-    }
+            });
+        }
+    };
     let read_error = |source| GeneratorError::Read {
         at: at.clone(),
         path: error_path(),
