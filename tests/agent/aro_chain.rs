@@ -376,8 +376,9 @@ async fn a_missing_kubeconfig_secret_keeps_the_control_plane_not_ready() {
         "- op: replace\n  path: /spec/resources/0/spec/operatorSpec/secrets\n  value: {userCredentials: {name: dev-user-kubeconfig, key: value}}",
     );
     let mut config = f.config();
-    // Dev cannot converge without the Secret: the run ends at this deadline.
-    config.timeout = Duration::from_secs(15);
+    // Dev cannot converge without the Secret: the run ends at this deadline, which leaves prod
+    // room to converge on a loaded machine.
+    config.timeout = Duration::from_secs(40);
     f.wait_store_free_pub().await;
     let s = agent::run(config).await.expect("runs");
     assert_eq!(

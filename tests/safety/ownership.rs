@@ -2,7 +2,7 @@
 //! agent's alone.
 #[allow(unused_imports)]
 use super::*;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 
@@ -13,11 +13,6 @@ pub fn run(fleet: &Fleet, extra: &[&str]) -> Output {
     fleet.aro_gitops(&args)
 }
 
-fn resource(api_version: &str, kind: &str) -> ApiResource {
-    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-    ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind))
-}
-
 /// The names of the live objects of a kind (in `namespace`, or cluster-wide with `None`).
 pub fn live_names(
     fleet: &Fleet,
@@ -25,7 +20,7 @@ pub fn live_names(
     kind: &str,
     namespace: Option<&str>,
 ) -> BTreeSet<String> {
-    let ar = resource(api_version, kind);
+    let ar = common::fleet::api_resource(api_version, kind);
     let ns = namespace.map(str::to_string);
     fleet.with_client(async move |client| {
         let api: Api<DynamicObject> = match &ns {
@@ -46,7 +41,8 @@ pub fn live_names(
 
 /// The ARM ids the Azure simulator holds (`kubectl get simulatedazureresources -A`).
 pub fn simulated_azure(fleet: &Fleet) -> BTreeSet<String> {
-    let ar = resource("azuresim.aro-gitops.dev/v1alpha1", "SimulatedAzureResource");
+    let ar =
+        common::fleet::api_resource("azuresim.aro-gitops.dev/v1alpha1", "SimulatedAzureResource");
     fleet.with_client(async move |client| {
         let api: Api<DynamicObject> = Api::all_with(client, &ar);
         api.list(&Default::default())
@@ -59,31 +55,9 @@ pub fn simulated_azure(fleet: &Fleet) -> BTreeSet<String> {
     })
 }
 
-/// A live object, or `None`.
-pub fn live_object(
-    fleet: &Fleet,
-    api_version: &str,
-    kind: &str,
-    namespace: Option<&str>,
-    name: &str,
-) -> Option<Value> {
-    let ar = resource(api_version, kind);
-    let (ns, name) = (namespace.map(str::to_string), name.to_string());
-    fleet.with_client(async move |client| {
-        let api: Api<DynamicObject> = match &ns {
-            Some(ns) => Api::namespaced_with(client, ns, &ar),
-            None => Api::all_with(client, &ar),
-        };
-        api.get_opt(&name)
-            .await
-            .expect("get")
-            .map(|o| serde_json::to_value(o).expect("JSON"))
-    })
-}
-
 /// Server-side applies `obj` under `manager` (as `kubectl apply --server-side` would).
 pub fn apply_as(fleet: &Fleet, manager: &str, obj: Value) {
-    let ar = resource(
+    let ar = common::fleet::api_resource(
         obj["apiVersion"].as_str().expect("apiVersion"),
         obj["kind"].as_str().expect("kind"),
     );
@@ -107,7 +81,8 @@ pub fn apply_as(fleet: &Fleet, manager: &str, obj: Value) {
 /// The inventory ConfigMap of `unit`.
 fn inventory_of(fleet: &Fleet, unit: &str) -> Value {
     let name = aro_gitops::apply::inventory::name_for(unit);
-    live_object(fleet, "v1", "ConfigMap", Some("aro-gitops-system"), &name)
+    fleet
+        .get("v1", "ConfigMap", Some("aro-gitops-system"), &name)
         .unwrap_or_else(|| panic!("the inventory of {unit}"))
 }
 
@@ -134,7 +109,8 @@ fn case_01_two_units_declaring_one_cluster_then_one_removed() {
         azure_before.iter().any(|id| id.ends_with("/aro-dev-rg")),
         "{azure_before:?}"
     );
-    let rv_before = live_object(&fleet, "v1", "Namespace", None, "aro-dev")
+    let rv_before = fleet
+        .get("v1", "Namespace", None, "aro-dev")
         .expect("aro-dev")
         .pointer("/metadata/resourceVersion")
         .cloned();
@@ -183,7 +159,8 @@ fn case_01_two_units_declaring_one_cluster_then_one_removed() {
     assert!(out.all().contains("clusters/dev-copy"), "{}", out.all());
     assert_eq!(simulated_azure(&fleet), azure_before);
     assert_eq!(
-        live_object(&fleet, "v1", "Namespace", None, "aro-dev")
+        fleet
+            .get("v1", "Namespace", None, "aro-dev")
             .expect("aro-dev is still there")
             .pointer("/metadata/resourceVersion")
             .cloned(),
@@ -214,7 +191,9 @@ fn case_01_two_units_declaring_one_cluster_then_one_removed() {
         dev_objects
     );
     // Every object dev applied carries its mark.
-    let ns = live_object(&fleet, "v1", "Namespace", None, "aro-dev").expect("aro-dev");
+    let ns = fleet
+        .get("v1", "Namespace", None, "aro-dev")
+        .expect("aro-dev");
     assert_eq!(ns["metadata"]["annotations"]["aro-gitops.dev/unit"], DEV);
 }
 
@@ -265,7 +244,8 @@ fn case_01_an_object_owned_by_another_unit_needs_consent_to_move() {
         "{}",
         out.all()
     );
-    let cm = live_object(&fleet, "v1", "ConfigMap", Some("aro-shared"), "shared")
+    let cm = fleet
+        .get("v1", "ConfigMap", Some("aro-shared"), "shared")
         .expect("not deleted by shared-a's prune: shared-b declares it");
     assert_eq!(
         cm["metadata"]["annotations"]["aro-gitops.dev/unit"],
@@ -276,7 +256,9 @@ fn case_01_an_object_owned_by_another_unit_needs_consent_to_move() {
     fleet.commit("move with consent");
     let out = run(&fleet, &["--allow-deletion"]);
     assert_eq!(out.code, 0, "{}", out.all());
-    let cm = live_object(&fleet, "v1", "ConfigMap", Some("aro-shared"), "shared").expect("moved");
+    let cm = fleet
+        .get("v1", "ConfigMap", Some("aro-shared"), "shared")
+        .expect("moved");
     assert_eq!(
         cm["metadata"]["annotations"]["aro-gitops.dev/unit"],
         "clusters/shared-b"
