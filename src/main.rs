@@ -5,6 +5,7 @@ use aro_gitops::cli::{
     RunArgs, ServeArgs, ValidateArgs,
 };
 use aro_gitops::controlplane::{self, ControlPlane};
+use aro_gitops::output::{self, eprintln, print, println};
 use aro_gitops::plan::preview;
 use aro_gitops::source::{GitRef, ReportTarget};
 use clap::Parser;
@@ -20,9 +21,11 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn init_tracing(cli: &Cli) {
     let filter = tracing_subscriber::EnvFilter::try_new(&cli.logging.log)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // Every log line is redacted on its way to stderr, and coloured only on a terminal.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_ansi(output::stderr_colors())
+        .with_writer(output::LogWriter);
     match cli.logging.log_format {
         LogFormat::Json => builder.json().init(),
         LogFormat::Text => builder.init(),
@@ -46,7 +49,7 @@ async fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln(&format!("error: {e:#}"));
             ExitCode::FAILURE
         }
     }
@@ -83,31 +86,28 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         concurrency: usize::from(args.concurrency),
     };
     let summary = agent::run(config).await?;
-    println!();
-    print!(
-        "{}",
-        aro_gitops::report::summary_table(&summary.outcomes, None)
-    );
-    println!(
+    println("");
+    print(&aro_gitops::report::summary_table(&summary.outcomes, None));
+    println(&format!(
         "requests to the cluster: {} reads, {} writes",
         summary.reads, summary.writes
-    );
+    ));
     match (&summary.report_commit, &summary.report_error) {
-        (_, Some(e)) => println!("reports NOT committed: {e}"),
-        (Some(c), None) => println!("reports committed: {c}"),
-        (None, None) => println!("reports unchanged: nothing committed"),
+        (_, Some(e)) => println(&format!("reports NOT committed: {e}")),
+        (Some(c), None) => println(&format!("reports committed: {c}")),
+        (None, None) => println("reports unchanged: nothing committed"),
     }
     for o in &summary.outcomes {
         if let Some(stale) = &o.stale_source {
-            println!(
+            println(&format!(
                 "warning: {}: the source was unreachable, the last good revision was used: {stale}",
                 o.unit
-            );
+            ));
             break;
         }
     }
     for u in &summary.timed_out {
-        println!("not settled before the deadline: {u}");
+        println(&format!("not settled before the deadline: {u}"));
     }
     Ok(if summary.failed() {
         ExitCode::FAILURE
@@ -142,7 +142,7 @@ async fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
     let preview = match agent::plan(request).await {
         Ok(p) => p.preview,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln(&format!("error: {e}"));
             return Ok(ExitCode::FAILURE);
         }
     };
@@ -153,12 +153,12 @@ async fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
             let color = match args.color.as_str() {
                 "always" => true,
                 "never" => false,
-                _ => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+                _ => output::stdout_colors(),
             };
             preview::text(&preview, color)
         }
     };
-    print!("{out}");
+    print(&out);
     // As `terraform plan -detailed-exitcode`: 0 no changes, 2 changes, 1 error.
     Ok(ExitCode::from(preview.exit_code()))
 }
@@ -175,14 +175,14 @@ async fn drift(args: DriftArgs) -> anyhow::Result<ExitCode> {
     {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln(&format!("error: {e}"));
             return Ok(ExitCode::FAILURE);
         }
     };
     if args.output == "json" {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        println(&serde_json::to_string_pretty(&report)?);
     } else {
-        print!("{}", report.text());
+        print(&report.text());
     }
     Ok(ExitCode::from(report.exit_code()))
 }
@@ -210,7 +210,8 @@ fn render(args: RenderArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("{}: not found", args.dir.display()))?;
     let objects = aro_gitops::render::render(&root, &dir)?;
     let docs: Vec<serde_json::Value> = objects.into_iter().map(|o| o.object).collect();
-    print!("{}", aro_gitops::yaml::to_multi_string(&docs));
+    // The user's own objects, as `kustomize build` prints them: not redacted.
+    output::print_verbatim(&aro_gitops::yaml::to_multi_string(&docs));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -229,7 +230,11 @@ fn validate(args: ValidateArgs) -> anyhow::Result<ExitCode> {
                 path: path.join(u.path),
             })
             .collect(),
-        Err(_) => vec![aro_gitops::unit::Unit { path: path.clone() }],
+        // One unit's folder.
+        Err(aro_gitops::unit::UnitError::NoUnits) if aro_gitops::unit::is_unit_folder(&path) => {
+            vec![aro_gitops::unit::Unit { path: path.clone() }]
+        }
+        Err(e) => bail!("{}: {e}", args.path.display()),
     };
     let mut failed = false;
     for unit in units {
@@ -240,17 +245,15 @@ fn validate(args: ValidateArgs) -> anyhow::Result<ExitCode> {
             .to_path_buf();
         let unit = aro_gitops::unit::Unit { path: rel };
         match aro_gitops::agent::prepare::prepare(&root, &unit) {
-            Ok(p) => println!(
+            Ok(p) => println(&format!(
                 "{}: ok ({} objects, {} embedded)",
                 unit.name(),
                 p.objects.iter().filter(|o| o.embedded_in.is_none()).count(),
                 p.objects.iter().filter(|o| o.embedded_in.is_some()).count()
-            ),
+            )),
             Err(errors) => {
                 failed = true;
-                for e in errors {
-                    println!("{}: {}", unit.name(), e.message);
-                }
+                print(&aro_gitops::report::failure_block(&unit.name(), &errors));
             }
         }
     }
@@ -273,12 +276,15 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .kubeconfig
         .unwrap_or_else(|| args.state.join("kubeconfig"));
     controlplane::kubeconfig::write(&kubeconfig, &handle.url())?;
-    println!("aro-gitops local control plane serving at {}", handle.url());
-    println!("kubeconfig: {}", kubeconfig.display());
-    println!(
+    println(&format!(
+        "aro-gitops local control plane serving at {}",
+        handle.url()
+    ));
+    println(&format!("kubeconfig: {}", kubeconfig.display()));
+    println(&format!(
         "try: kubectl --kubeconfig {} get crds",
         kubeconfig.display()
-    );
+    ));
     tokio::signal::ctrl_c()
         .await
         .context("waiting for Ctrl-C")?;

@@ -147,6 +147,15 @@ pub fn finalizers(obj: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// `file`, `file:line` or `file:line:column`: a place in a file as people and editors read it.
+pub fn file_position(file: &str, line: Option<usize>, column: Option<usize>) -> String {
+    match (line, column) {
+        (Some(l), Some(c)) => format!("{file}:{l}:{c}"),
+        (Some(l), None) => format!("{file}:{l}"),
+        _ => file.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

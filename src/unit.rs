@@ -41,6 +41,11 @@ pub enum UnitError {
     NoUnits,
 }
 
+/// Whether `dir` is a folder with a kustomization file: what a unit is.
+pub fn is_unit_folder(dir: &Path) -> bool {
+    dir.is_dir() && KUSTOMIZATION_FILES.iter().any(|f| dir.join(f).is_file())
+}
+
 /// Finds the units of the repository checked out at `root`.
 pub fn discover(root: &Path) -> Result<Vec<Unit>, UnitError> {
     let settings = root.join(SETTINGS_FILE);
@@ -65,7 +70,7 @@ pub fn discover(root: &Path) -> Result<Vec<Unit>, UnitError> {
             source,
         })?;
         let path = entry.path();
-        if path.is_dir() && KUSTOMIZATION_FILES.iter().any(|f| path.join(f).is_file()) {
+        if is_unit_folder(&path) {
             units.push(Unit {
                 path: PathBuf::from("clusters").join(entry.file_name()),
             });

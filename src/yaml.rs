@@ -24,15 +24,63 @@ fn location_suffix(line: Option<usize>, column: Option<usize>) -> String {
 }
 
 impl YamlError {
-    fn from_saphyr(err: serde_saphyr::Error) -> Self {
+    /// The parser's error in the user's words, with its position.
+    pub(crate) fn from_saphyr(err: serde_saphyr::Error) -> Self {
         let location = err.location();
-        let message = err.without_snippet().to_string();
+        let message = match err.without_snippet() {
+            serde_saphyr::Error::Budget { breach, .. } => too_large(breach),
+            serde_saphyr::Error::DuplicateMappingKey { key: Some(key), .. } => {
+                format!("the key `{key}` appears twice in one mapping")
+            }
+            serde_saphyr::Error::DuplicateMappingKey { key: None, .. } => {
+                "a key appears twice in one mapping".to_string()
+            }
+            other => without_library_hints(&other.to_string()),
+        };
         YamlError {
             line: location.map(|l| l.line() as usize),
             column: location.map(|l| l.column() as usize),
             message,
         }
     }
+}
+
+/// A breached parser limit in the user's words: what was too much, and the limit.
+fn too_large(breach: &serde_saphyr::budget::BudgetBreach) -> String {
+    use serde_saphyr::budget::BudgetBreach as B;
+    let limits = serde_saphyr::Budget::default();
+    let (what, limit) = match breach {
+        B::Nodes { .. } => ("nodes", limits.max_nodes),
+        B::Events { .. } => ("parser events", limits.max_events),
+        B::Aliases { .. } => ("aliases", limits.max_aliases),
+        B::Anchors { .. } => ("anchors", limits.max_anchors),
+        B::Depth { .. } => ("levels of nesting", limits.max_depth),
+        B::Documents { .. } => ("documents", limits.max_documents),
+        B::ScalarBytes { .. } => ("bytes of text", limits.max_total_scalar_bytes),
+        B::MergeKeys { .. } => ("merge keys", limits.max_merge_keys),
+        B::AliasAnchorRatio { .. } => {
+            return "the YAML document is too complex: too many aliases for its anchors"
+                .to_string();
+        }
+        _ => return "the YAML document is too large or too complex".to_string(),
+    };
+    format!("the YAML document is too large: more than {limit} {what}")
+}
+
+/// The parser's message without its hints to programmers (options of the library).
+fn without_library_hints(message: &str) -> String {
+    let mut text = message.replace(", set DuplicateKeyPolicy in Options if acceptable", "");
+    // "... . If you just use ..., set <option> in Options": drop that sentence.
+    if let Some(i) = text.find(" If you ")
+        && text[i..].contains(" in Options")
+    {
+        text.truncate(i);
+    }
+    // The position is the error's own (`line` and `column`): not repeated in the message.
+    static AT: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r" at line \d+, column \d+$").expect("valid pattern")
+    });
+    AT.replace(&text, "").into_owned()
 }
 
 /// How scalars are typed: as kustomize (go-yaml v3) types them. `yes`/`no`/`on`/`off`/`y`/`n` stay
@@ -201,6 +249,20 @@ mod tests {
         let err = from_str("a: 1\nb: [\n").unwrap_err();
         assert!(err.line.is_some(), "{err:?}");
         assert!(err.to_string().contains("line"), "{err}");
+    }
+
+    #[test]
+    fn errors_carry_no_library_hint_nor_debug_dump() {
+        let err = from_str("a: 1\na: 2\n").unwrap_err();
+        assert_eq!(err.message, "the key `a` appears twice in one mapping");
+        let many = format!("[{}]", vec!["1"; 300_000].join(","));
+        let err = from_str(&many).unwrap_err();
+        assert!(
+            err.message
+                .starts_with("the YAML document is too large: more than "),
+            "{err}"
+        );
+        assert!(!err.message.contains('{'), "{err}");
     }
 
     #[test]

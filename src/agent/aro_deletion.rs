@@ -15,6 +15,7 @@
 
 use crate::apply::{ApplyError, Cluster, FINALIZER_MANAGER};
 use crate::object::ObjectKey;
+use crate::plan::ownership::Fleet;
 use crate::reconcile::aro::deletion::{self, Deletion, Step};
 use crate::reconcile::aro::{self, CONTROL_PLANE_GROUP, INFRA_GROUP};
 use crate::report::{ObjectAction, ObjectOutcome, UnitError};
@@ -74,6 +75,7 @@ pub async fn ensure_finalizer(
             object: Some(key.clone()),
             file: None,
             message: format!("{key}: adding finalizer {finalizer} failed: {e}"),
+            ..Default::default()
         }),
     }
 }
@@ -81,10 +83,15 @@ pub async fn ensure_finalizer(
 /// Carries on the deletion of every ARO object of the unit (`of_unit`) among `live` that is being
 /// deleted and still holds its finalizer (another unit's, in a shared namespace, is left to that
 /// unit). Returns the outcomes of those objects and of the resources they own.
+///
+/// A resource that another object of the revision (`fleet`) stands for in Azure is detached
+/// before it is deleted (`detach-on-delete`): the owner's deletion goes on, and the Azure resource
+/// the other object still uses is kept.
 pub async fn drive(
     cluster: &Cluster,
     live: &HashMap<ObjectKey, Value>,
     of_unit: impl Fn(&ObjectKey) -> bool,
+    (unit, fleet): (&str, &Fleet),
     errors: &mut Vec<UnitError>,
 ) -> Vec<ObjectOutcome> {
     let mut owners: BTreeMap<Option<String>, BTreeSet<ObjectKey>> = BTreeMap::new();
@@ -112,7 +119,54 @@ pub async fn drive(
                 continue;
             }
             let decided = deletion::decide(owner, &objects);
-            out.extend(carry_out(cluster, &key, owner, &decided, errors).await);
+            let shared = shared_in_azure(&objects, &decided, unit, fleet);
+            out.extend(carry_out(cluster, &key, owner, &decided, &shared, errors).await);
+        }
+    }
+    out
+}
+
+/// The resources `decided` deletes that another object of the revision stands for in Azure, with
+/// the reason naming it.
+fn shared_in_azure(
+    objects: &[Value],
+    decided: &Deletion,
+    unit: &str,
+    fleet: &Fleet,
+) -> HashMap<ObjectKey, (Value, String)> {
+    let keys: Vec<Option<ObjectKey>> = objects
+        .iter()
+        .map(|o| ObjectKey::from_object(o).ok())
+        .collect();
+    let present: Vec<(ObjectKey, &Value)> = keys
+        .iter()
+        .zip(objects)
+        .filter_map(|(k, o)| Some((k.clone()?, o)))
+        .collect();
+    let ks: Vec<ObjectKey> = present.iter().map(|(k, _)| k.clone()).collect();
+    let bodies: Vec<Option<&Value>> = present.iter().map(|(_, o)| Some(*o)).collect();
+    let ids = super::fleet::live_identities(&ks, &bodies);
+    let mut out = HashMap::new();
+    for (k, step) in &decided.steps {
+        if *step != Step::Delete {
+            continue;
+        }
+        let Some(i) = ks.iter().position(|x| same_identity(x, k)) else {
+            continue;
+        };
+        if let Some(a) = &ids[i]
+            && let Some(other) = fleet.other_for(a, unit, k)
+        {
+            out.insert(
+                k.clone(),
+                (
+                    present[i].1.clone(),
+                    format!(
+                        "{other} stands for the same Azure resource {}: detached (detach-on-delete) before the delete, so the Azure resource is kept",
+                        a.arm_id
+                    ),
+                ),
+            );
         }
     }
     out
@@ -173,6 +227,7 @@ async fn list_into(
             object: None,
             file: None,
             message: format!("reading {} for an ARO deletion: {e}", key.kind),
+            ..Default::default()
         }),
     }
 }
@@ -201,11 +256,32 @@ async fn carry_out(
     key: &ObjectKey,
     owner: &Value,
     decided: &Deletion,
+    shared: &HashMap<ObjectKey, (Value, String)>,
     errors: &mut Vec<UnitError>,
 ) -> Vec<ObjectOutcome> {
     let finalizer = deletion::finalizer_for(&key.kind).unwrap_or_default();
     let mut out = Vec::new();
     for (k, step) in &decided.steps {
+        if *step == Step::Delete
+            && let Some((obj, why)) = shared.get(k)
+        {
+            tracing::warn!(object = %k, owner = %key, reason = %why, "detached before its deletion");
+            if let Err(e) = super::prune::write_detach(cluster, k, obj).await {
+                errors.push(UnitError {
+                    object: Some(k.clone()),
+                    file: None,
+                    message: format!(
+                        "{k}: writing detach-on-delete before the delete: {e} ({why})"
+                    ),
+                    ..Default::default()
+                });
+                out.push(ObjectOutcome {
+                    action: ObjectAction::Failed,
+                    ..deleting(k, "DetachFailed".into())
+                });
+                continue;
+            }
+        }
         out.push(match step {
             Step::Delete => match cluster.delete(k).await {
                 Ok(_) => {
@@ -217,6 +293,7 @@ async fn carry_out(
                         object: Some(k.clone()),
                         file: None,
                         message: format!("deleting {k} for {key}: {e}"),
+                        ..Default::default()
                     });
                     ObjectOutcome {
                         action: ObjectAction::Failed,
@@ -276,6 +353,7 @@ async fn carry_out(
                     object: Some(key.clone()),
                     file: None,
                     message: format!("{key}: releasing finalizer {finalizer} failed: {e}"),
+                    ..Default::default()
                 });
                 ObjectOutcome {
                     action: ObjectAction::Failed,

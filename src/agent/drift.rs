@@ -154,7 +154,10 @@ pub fn unit_drift(
         if entry.applied.is_none() || entry.policy == Policy::Skip {
             continue;
         }
-        let desired = policy::with_decision(o.object.clone(), &entry.decision());
+        let desired = crate::plan::ownership::mark(
+            policy::with_decision(o.object.clone(), &entry.decision()),
+            &prepared.unit.name(),
+        );
         // A node pool was applied with its AutoNodePolicy merged in (one it refused was not).
         let Ok(desired) = prepared.with_node_policy(i, desired, |ns| {
             live.select(node_policy::POLICY_GROUP, node_policy::POLICY_KIND, ns)
@@ -213,7 +216,9 @@ async fn render_commit(
         let source = Source::open(config)?;
         let checkout = source.materialize_commit(&commit, &into)?;
         let units = crate::unit::discover(&checkout)?;
-        Ok(prepare::prepare_all(&checkout, units))
+        let mut units = prepare::prepare_all(&checkout, units);
+        super::fleet::check(&mut units);
+        Ok(units)
     })
     .await
     .map_err(|e| AgentError::Task(e.to_string()))?

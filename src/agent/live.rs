@@ -82,6 +82,7 @@ async fn list_into(
             object: Some(key.clone()),
             file: None,
             message: e.to_string(),
+            ..Default::default()
         }),
     }
 }

@@ -11,6 +11,8 @@ mod controller;
 mod drift;
 mod env;
 mod failpoint;
+mod fleet;
+pub mod incremental;
 mod live;
 mod pass;
 mod plan;
@@ -23,14 +25,13 @@ mod status;
 pub use drift::{DriftReport, drift};
 pub use env::Environment;
 pub use failpoint::FAILPOINT_ENV;
-pub use plan::{PlanRequest, PlanRun, plan};
+pub use plan::{PlanRequest, PlanRun, RenderedUnits, plan};
 pub use prune::Safety;
 
 use crate::report::{self, UnitOutcome};
 use crate::source::{GitRef, Identity, ReportTarget, Source, SourceConfig, SyncOutcome};
-use crate::unit::{self, Unit};
-use prepare::Prepared;
-use std::collections::BTreeMap;
+use crate::unit::Unit;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -157,7 +158,15 @@ struct Agent {
 struct Revision {
     commit: String,
     stale: Option<String>,
-    units: Vec<(Unit, Result<Prepared, Vec<report::UnitError>>)>,
+    /// The units as prepared, those in a conflict with another unit failed ([`fleet::check`]).
+    units: Arc<Vec<prepare::PreparedUnit>>,
+    /// The input closure of each unit's render (see [`incremental`]).
+    inputs: Arc<BTreeMap<Unit, crate::render::Inputs>>,
+    /// The units the fleet check failed: their own preparation is not kept for the next revision
+    /// (the conflict may be gone then, with none of their inputs changed).
+    conflicted: Arc<BTreeSet<String>>,
+    /// What every unit declares (ownership's deletion guard).
+    fleet: Arc<crate::plan::ownership::Fleet>,
 }
 
 impl Agent {
@@ -171,8 +180,13 @@ impl Agent {
             .map_err(|e| AgentError::Task(e.to_string()))
     }
 
-    /// Fetches the source and prepares every unit of the revision it gives.
-    async fn load(&self) -> Result<Revision, AgentError> {
+    /// Fetches the source and prepares the revision it gives: every unit the first time; after
+    /// `previous`, only the units whose input closure changed since (see [`incremental`]). Also
+    /// returns the paths changed since `previous` (`None`: the first revision, or not known).
+    async fn load(
+        &self,
+        previous: Option<&Revision>,
+    ) -> Result<(Revision, Option<Vec<PathBuf>>), AgentError> {
         let outcome = self.blocking(|s| s.sync()).await??;
         let (revision, stale) = match &outcome {
             SyncOutcome::Fresh(r) | SyncOutcome::Unchanged(r) => (r.clone(), None),
@@ -181,22 +195,72 @@ impl Agent {
                 (last_good.clone(), Some(error.to_string()))
             }
         };
+        let changed = match previous {
+            Some(p) if p.commit == revision.commit => Some(vec![]),
+            Some(p) => {
+                let (from, to) = (p.commit.clone(), revision.commit.clone());
+                match self.blocking(move |s| s.changed_paths(&from, &to)).await? {
+                    Ok(c) => Some(c),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "the changes between revisions are unknown: every unit renders");
+                        None
+                    }
+                }
+            }
+            None => None,
+        };
+        if let Some(p) = previous
+            && p.commit == revision.commit
+        {
+            let rev = Revision {
+                commit: revision.commit,
+                stale,
+                units: p.units.clone(),
+                inputs: p.inputs.clone(),
+                conflicted: p.conflicted.clone(),
+                fleet: p.fleet.clone(),
+            };
+            return Ok((rev, changed));
+        }
         let root = revision.checkout.clone();
-        let units = tokio::task::spawn_blocking(move || -> Result<_, AgentError> {
-            let units = unit::discover(&root)?;
-            Ok(prepare::prepare_all(&root, units))
+        let earlier = previous.map(|p| {
+            let inputs = if p.conflicted.is_empty() {
+                p.inputs.clone()
+            } else {
+                let mut inputs = (*p.inputs).clone();
+                inputs.retain(|u, _| !p.conflicted.contains(&u.name()));
+                Arc::new(inputs)
+            };
+            (p.units.clone(), inputs)
+        });
+        let paths = changed.clone();
+        let (prepared, fleet, conflicted) = tokio::task::spawn_blocking(move || {
+            let earlier = earlier
+                .as_ref()
+                .map(|(units, inputs)| incremental::Earlier {
+                    units,
+                    inputs,
+                    changed: paths.as_deref(),
+                });
+            let mut prepared = incremental::prepare_revision(&root, earlier)?;
+            let (fleet, conflicted) = fleet::check(&mut prepared.units);
+            Ok::<_, AgentError>((prepared, fleet, conflicted))
         })
         .await
         .map_err(|e| AgentError::Task(e.to_string()))??;
-        Ok(Revision {
+        let rev = Revision {
             commit: revision.commit,
             stale,
-            units,
-        })
+            units: Arc::new(prepared.units),
+            inputs: Arc::new(prepared.inputs),
+            conflicted: Arc::new(conflicted),
+            fleet: Arc::new(fleet),
+        };
+        Ok((rev, changed))
     }
 
     async fn run(&mut self) -> Result<RunSummary, AgentError> {
-        let mut rev = self.load().await?;
+        let (mut rev, _) = self.load(None).await?;
         tracing::info!(commit = %rev.commit, units = rev.units.len(), "revision loaded");
         self.progress = Some(progress::Progress::new(
             self.config.progress_bars,
@@ -236,15 +300,9 @@ impl Agent {
             }
             next_fetch = Instant::now() + self.config.interval;
             let previous = rev.commit.clone();
-            match self.load().await {
-                Ok(next) => {
-                    let changed = self
-                        .blocking({
-                            let (from, to) = (previous.clone(), next.commit.clone());
-                            move |s| s.changed_paths(&from, &to)
-                        })
-                        .await?
-                        .unwrap_or_default();
+            match self.load(Some(&rev)).await {
+                Ok((next, changed)) => {
+                    let changed = changed.unwrap_or_default();
                     if next.commit != previous && !self.config.report_target.only_reports(&changed)
                     {
                         tracing::info!(from = %previous, to = %next.commit, "new revision");
@@ -263,7 +321,11 @@ impl Agent {
     }
 
     /// What every pass over `rev` shares.
-    fn pass_context<'a>(&'a self, rev: &'a Revision) -> pass::PassContext<'a> {
+    fn pass_context<'a>(
+        &'a self,
+        rev: &'a Revision,
+        fleet: &'a crate::plan::ownership::Fleet,
+    ) -> pass::PassContext<'a> {
         pass::PassContext {
             cluster: &self.env.cluster,
             azure_view: &self.env.azure_view,
@@ -274,6 +336,7 @@ impl Agent {
             self_heal: self.config.self_heal,
             keys: &crate::reconcile::aro::ManualKeys,
             caches: Some(&self.caches),
+            fleet,
         }
     }
 

@@ -21,6 +21,7 @@ use crate::apply::inventory::{self, Inventory, body_digest};
 use crate::apply::{AzureView, Cluster, FIELD_MANAGER};
 use crate::object::ObjectKey;
 use crate::plan::Action;
+use crate::plan::ownership;
 use crate::plan::policy::{self, Decision, Policy};
 use crate::reconcile::aro::{self, KeyManager, node_policy};
 use crate::reconcile::readiness::{Readiness, aso_readiness};
@@ -134,6 +135,8 @@ pub struct PassContext<'a> {
     pub keys: &'a dyn KeyManager,
     /// Live state to read instead of listing it.
     pub caches: Option<&'a super::controller::cache::Caches>,
+    /// What every unit of the revision declares (ownership's deletion guard).
+    pub fleet: &'a crate::plan::ownership::Fleet,
 }
 
 /// Writes `inventory` when it differs from `written`, and remembers what was written.
@@ -156,6 +159,7 @@ async fn save(
                 object: None,
                 file: None,
                 message: format!("writing the unit's inventory failed: {e}"),
+                ..Default::default()
             });
             false
         }
@@ -174,11 +178,43 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
         objects: mut live,
         unserved,
     } = super::live::read(cluster, ctx.caches, prepared, &mut errors).await;
+    // An object live and owned by another unit is not taken over silently: nothing of the unit
+    // is recorded or applied until that is resolved.
+    let unit = prepared.unit.name();
+    let taken: Vec<UnitError> = prepared
+        .objects
+        .iter()
+        .filter_map(|o| {
+            let message = ownership::take_over(&unit, &o.key, &o.object, live.get(&o.key)?)?;
+            Some(UnitError {
+                object: Some(o.key.clone()),
+                file: Some(o.origin.file.clone()),
+                message,
+                ..Default::default()
+            })
+        })
+        .collect();
+    if !taken.is_empty() {
+        for e in &taken {
+            tracing::error!(unit = %unit, error = %e.message, "not taken over from another unit");
+        }
+        errors.extend(taken);
+        return UnitOutcome {
+            unit,
+            cluster: prepared.cluster.clone(),
+            revision: revision.to_string(),
+            stale_source,
+            azure,
+            objects: vec![],
+            errors,
+            live: vec![],
+        };
+    }
     // The whole unit is checked against the cluster before its first write (inventory included).
     let refused = super::preflight::check(cluster, prepared, &live, &unserved, inv, revision).await;
     if !refused.is_empty() {
         return UnitOutcome {
-            unit: prepared.unit.name(),
+            unit,
             cluster: prepared.cluster.clone(),
             revision: revision.to_string(),
             stale_source,
@@ -222,6 +258,7 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
                 object: Some(key.clone()),
                 file: Some(planned.origin.file.clone()),
                 message: format!("{key} ({}): the cluster serves no kind {} in {} (is its CustomResourceDefinition installed?)", planned.origin, key.kind, key.api_version()),
+                ..Default::default()
             });
             outcomes[i] = Some(failed(key, "UnknownKind"));
             continue;
@@ -328,6 +365,7 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
                             object: Some(key.clone()),
                             file: Some(planned.origin.file.clone()),
                             message: format!("{key} ({}): {e}", planned.origin),
+                            ..Default::default()
                         });
                         outcomes[i] = Some(failed(key, "AdoptionUndecided"));
                         continue;
@@ -335,7 +373,7 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
                 }
             }
         };
-        let desired = policy::with_decision(desired, &decision);
+        let desired = ownership::mark(policy::with_decision(desired, &decision), &unit);
         if decision.policy == Policy::Skip && !policy::skip_needs_write(current, &decision) {
             inv.record(key, decision, None);
             outcomes[i] = Some(ObjectOutcome {
@@ -415,6 +453,7 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
                             object: Some(key.clone()),
                             file: Some(planned.origin.file.clone()),
                             message: e.to_string(),
+                            ..Default::default()
                         });
                         ObjectAction::Failed
                     }
@@ -459,8 +498,17 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
             safety: ctx.safety,
         };
         let total = inv.entries.len();
-        (pruned, _) =
-            pruning::prune(cluster, inv, leaving, &mut live, total, how, &mut errors).await;
+        (pruned, _) = pruning::prune(
+            cluster,
+            inv,
+            leaving,
+            &mut live,
+            total,
+            how,
+            ctx.fleet,
+            &mut errors,
+        )
+        .await;
     }
     if errors.is_empty() && stale_source.is_none() {
         inv.revision = Some(revision.to_string());
@@ -473,7 +521,8 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
     // ARO objects being deleted (left git, or deleted by a person): the next step, in reverse order.
     let of_unit =
         |k: &ObjectKey| inv.get(k).is_some() || prepared.objects.iter().any(|o| &o.key == k);
-    let driven = super::aro_deletion::drive(cluster, &live, of_unit, &mut errors).await;
+    let driven =
+        super::aro_deletion::drive(cluster, &live, of_unit, (&unit, ctx.fleet), &mut errors).await;
 
     let mut objects: Vec<ObjectOutcome> = prepared
         .order
@@ -566,12 +615,15 @@ pub async fn remove(ctx: &PassContext<'_>, inv: &mut Inventory) -> UnitOutcome {
         &mut live,
         total,
         how,
+        ctx.fleet,
         &mut errors,
     )
     .await;
     if went_ahead {
         let of_unit = |k: &ObjectKey| inv.get(k).is_some();
-        let driven = super::aro_deletion::drive(ctx.cluster, &live, of_unit, &mut errors).await;
+        let fleet = (inv.unit.as_str(), ctx.fleet);
+        let driven =
+            super::aro_deletion::drive(ctx.cluster, &live, of_unit, fleet, &mut errors).await;
         super::aro_deletion::merge(&mut objects, driven);
     }
     if inv.entries.is_empty() {
@@ -580,6 +632,7 @@ pub async fn remove(ctx: &PassContext<'_>, inv: &mut Inventory) -> UnitOutcome {
                 object: None,
                 file: None,
                 message: format!("removing the inventory of a unit that left git: {e}"),
+                ..Default::default()
             });
         }
     } else {

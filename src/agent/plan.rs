@@ -8,6 +8,8 @@
 
 mod base;
 
+use base::{changed_paths, render};
+
 use super::prepare::{self, PreparedUnit};
 use super::prune::UnitPruning;
 use super::{AgentError, Environment, Safety};
@@ -47,6 +49,13 @@ pub struct PlanRequest {
 struct Rendered {
     revision: PreviewRevision,
     units: Vec<PreparedUnit>,
+    /// The input closure of each unit's render.
+    inputs: BTreeMap<Unit, crate::render::Inputs>,
+    /// How many units this side rendered (the others took the base's preparation).
+    rendered: usize,
+    /// The units failed by the fleet check (a conflict with another unit): head renders them
+    /// again rather than keep base's failure.
+    conflicted: BTreeSet<String>,
 }
 
 /// A revision checked out, its units found but not rendered yet.
@@ -89,41 +98,15 @@ async fn checkout_revision(
     .map_err(|e| AgentError::Task(e.to_string()))?
 }
 
-/// Prepares every unit of a checkout.
-async fn render(checkout: Checkout) -> Result<Rendered, AgentError> {
-    tokio::task::spawn_blocking(move || Rendered {
-        units: prepare::prepare_all(&checkout.root, checkout.units),
-        revision: checkout.revision,
-    })
-    .await
-    .map_err(|e| AgentError::Task(e.to_string()))
-}
-
-/// A unit error as the preview shows it: file and object in their own fields, and the message
-/// without them (errors from validation and rendering start with `file: Kind/ns/name: `).
+/// A unit error as the preview shows it: location (`file:line:column`) and object in their own
+/// fields, and the message (redacted) without them.
 fn problem(e: &UnitError) -> Problem {
-    let file = e.file.as_ref().map(|f| f.display().to_string());
-    let mut message = e.message.as_str();
-    if let Some(f) = &file
-        && let Some(rest) = message.strip_prefix(f.as_str())
-    {
-        // `file: ` or `file (document N): `
-        let rest = match rest.strip_prefix(" (document ") {
-            Some(r) => r.split_once("): ").map_or(rest, |(_, m)| m),
-            None => rest.strip_prefix(": ").unwrap_or(rest),
-        };
-        message = rest;
-    }
-    if let Some(o) = &e.object {
-        message = message
-            .strip_prefix(o.to_string().as_str())
-            .and_then(|m| m.strip_prefix(": "))
-            .unwrap_or(message);
-    }
     Problem {
-        file,
+        file: e.file_name(),
+        line: e.line,
+        column: e.column,
         object: e.object.as_ref().map(ObjectRef::from),
-        message: message.to_string(),
+        message: e.text(),
     }
 }
 
@@ -133,6 +116,16 @@ pub struct PlanRun {
     pub preview: Preview,
     /// Requests sent to the cluster, by `METHOD path` (empty when compared with base).
     pub requests: BTreeMap<String, u64>,
+    /// Units rendered at each side (compared with base: base renders every unit, head only those
+    /// whose input closure changed).
+    pub rendered: RenderedUnits,
+}
+
+/// How many units a plan rendered, per side.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct RenderedUnits {
+    pub base: usize,
+    pub head: usize,
 }
 
 /// Plans `req`.
@@ -161,7 +154,8 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
     };
     let base = match (&env, &req.base) {
         (None, Some(b)) => {
-            Some(render(checkout_revision(&req.repo, b, plan_state.join("base")).await?).await?)
+            let checkout = checkout_revision(&req.repo, b, plan_state.join("base")).await?;
+            Some(render(checkout, None).await?.0)
         }
         _ => None,
     };
@@ -181,6 +175,7 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
         errors: vec![],
     };
     let mut requests = BTreeMap::new();
+    let mut rendered = RenderedUnits::default();
     match (env, base) {
         (Some(env), _) => {
             preview.against_description = match &req.kubeconfig {
@@ -190,6 +185,7 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
                     req.state_dir.join("control-plane").display()
                 ),
             };
+            rendered.head = head.units.len();
             let result = against_live(&env.cluster, &env.azure_view, head, req.safety).await;
             requests = env.cluster.counter().requests();
             tracing::info!(
@@ -208,11 +204,35 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
                 base.revision.reference,
                 short(&base.revision.commit)
             );
-            preview.clusters = base::against_base(&base, &render(head).await?, req.safety);
+            let changed = changed_paths(
+                &req.repo,
+                &req.head,
+                plan_state.join("head"),
+                base.revision.commit.clone(),
+                head.revision.commit.clone(),
+            )
+            .await;
+            let (head, base) = render(head, Some((base, changed))).await?;
+            let base = base.expect("render gives base back");
+            rendered = RenderedUnits {
+                base: base.rendered,
+                head: head.rendered,
+            };
+            tracing::info!(
+                base = base.rendered,
+                head = head.rendered,
+                units = head.units.len(),
+                "units rendered"
+            );
+            preview.clusters = base::against_base(&base, &head, req.safety);
         }
         (None, None) => unreachable!("without a cluster there is always a base"),
     }
-    Ok(PlanRun { preview, requests })
+    Ok(PlanRun {
+        preview,
+        requests,
+        rendered,
+    })
 }
 
 fn short(commit: &str) -> &str {
@@ -358,8 +378,19 @@ fn resident_mb() -> Option<u64> {
 /// A unit of head compared with live state, or kept for a second round: it has objects of a kind
 /// not listed yet, or a `reconcile-policy-if-exists` decision that needs the Azure view.
 enum UnitPlan {
-    Done(Box<ClusterPreview>),
+    Done(Box<(ClusterPreview, Leaving)>),
     Later(Box<prepare::Prepared>),
+}
+
+/// The inventory members a unit no longer renders, and whether the unit consents to deletions:
+/// judged once every unit is rendered (ownership's deletion guard needs the whole fleet).
+#[derive(Default)]
+struct Leaving {
+    entries: Vec<inventory::Entry>,
+    /// How many objects the unit rendered.
+    rendered: usize,
+    /// The unit's CAPI Cluster in git allows its deletions.
+    unit_consent: bool,
 }
 
 /// What `reconcile-policy-if-exists` found in Azure, for each object that asks (and is neither live
@@ -424,22 +455,20 @@ async fn against_live(
         let first = prepare::on_every_core(&units, |u| {
             let name = u.name();
             match prepare::prepare(&root, u) {
-                Err(errors) => UnitPlan::Done(Box::new(failed_unit(&name, &errors))),
+                Err(errors) => (
+                    UnitPlan::Done(Box::new((failed_unit(&name, &errors), Leaving::default()))),
+                    None,
+                ),
                 Ok(p) => {
+                    let claims = super::fleet::claims(&p);
                     let inv = inventories.get(&name).unwrap_or(&empty);
                     let unlisted = p.objects.iter().any(|o| !live.has_kind(&o.key));
-                    if unlisted || asks_azure(&p, inv, &live).next().is_some() {
+                    let planned = if unlisted || asks_azure(&p, inv, &live).next().is_some() {
                         UnitPlan::Later(Box::new(p))
                     } else {
-                        UnitPlan::Done(Box::new(plan_unit(
-                            &name,
-                            &p,
-                            inv,
-                            &live,
-                            &no_findings,
-                            safety,
-                        )))
-                    }
+                        UnitPlan::Done(Box::new(plan_unit(&name, &p, inv, &live, &no_findings)))
+                    };
+                    (planned, Some(claims))
                 }
             }
         });
@@ -453,6 +482,19 @@ async fn against_live(
         rss_mb = resident_mb(),
         "units rendered and compared"
     );
+    // The fleet-wide ownership check, on the small summaries the units left.
+    let (first, claims): (
+        Vec<UnitPlan>,
+        Vec<Option<crate::plan::ownership::UnitClaims>>,
+    ) = first.into_iter().unzip();
+    let claims: Vec<crate::plan::ownership::UnitClaims> = claims.into_iter().flatten().collect();
+    let mut conflicts = super::fleet::conflict_errors(&claims);
+    let fleet = crate::plan::ownership::Fleet::new(&claims);
+    drop(claims);
+    // Units whose inventory the agent does not act on.
+    for (unit, e) in super::fleet::refused(&broken) {
+        conflicts.entry(unit).or_default().push(e);
+    }
     // Second round: kinds nobody recorded yet, and the Azure view.
     let later_kinds: Vec<ObjectKey> = first
         .iter()
@@ -463,14 +505,24 @@ async fn against_live(
         .flatten()
         .collect();
     read_errors.extend(live.read(cluster, later_kinds).await);
+    // Live ASO objects no unit declares that stand for an Azure resource a unit declares.
+    let live_ids = super::fleet::live_aso_identities(super::fleet::identity_objects(&live));
+    for (unit, errors) in super::fleet::live_conflict_errors(&fleet, &live_ids, &inventories) {
+        conflicts.entry(unit).or_default().extend(errors);
+    }
+    let fleet = fleet.with_live(&live_ids);
     let empty = Inventory::default();
     let mut clusters = Vec::with_capacity(first.len());
     for (u, planned) in units.iter().zip(first) {
-        match planned {
-            UnitPlan::Done(c) => clusters.push(*c),
+        let name = u.name();
+        if let Some(errors) = conflicts.remove(&name) {
+            clusters.push(failed_unit(&name, &errors));
+            continue;
+        }
+        let inv = inventories.get(&name).unwrap_or(&empty);
+        let (mut c, leaving) = match planned {
+            UnitPlan::Done(c) => *c,
             UnitPlan::Later(p) => {
-                let name = u.name();
-                let inv = inventories.get(&name).unwrap_or(&empty);
                 let unit_objects: Vec<&Value> = p.objects.iter().map(|o| &o.object).collect();
                 let mut findings = AzureFindings::new();
                 for o in asks_azure(&p, inv, &live) {
@@ -479,14 +531,31 @@ async fn against_live(
                         azure_view.exists(&o.object, &unit_objects).await,
                     );
                 }
-                clusters.push(plan_unit(&name, &p, inv, &live, &findings, safety));
+                plan_unit(&name, &p, inv, &live, &findings)
             }
+        };
+        if !leaving.entries.is_empty() {
+            let how = UnitPruning {
+                rendered: Some(leaving.rendered),
+                stale_source: None,
+                unit_consent: leaving.unit_consent,
+                safety,
+            };
+            let refs: Vec<&inventory::Entry> = leaving.entries.iter().collect();
+            let total = inv.entries.len();
+            leaving_inventory(&mut c, how, inv, &refs, &live, total, &fleet);
         }
+        clusters.push(c);
     }
     // Units that left git: everything in their inventory goes (with the unit's consent).
     if !units.is_empty() {
         for (name, inv) in inventories.iter().filter(|(n, _)| !present.contains(*n)) {
             let mut c = empty_cluster(name, None);
+            if let Some(errors) = conflicts.remove(name) {
+                c.errors = errors.iter().map(problem).collect();
+                clusters.push(c);
+                continue;
+            }
             let leaving: Vec<&inventory::Entry> = inv.entries.values().collect();
             let how = UnitPruning {
                 rendered: None,
@@ -494,7 +563,7 @@ async fn against_live(
                 unit_consent: false,
                 safety,
             };
-            leaving_inventory(&mut c, how, inv, &leaving, &live, leaving.len());
+            leaving_inventory(&mut c, how, inv, &leaving, &live, leaving.len(), &fleet);
             clusters.push(c);
         }
     }
@@ -506,6 +575,7 @@ async fn against_live(
             file: None,
             object: None,
             message,
+            ..Default::default()
         })
         .collect();
     Ok((clusters, global))
@@ -526,8 +596,7 @@ fn plan_unit(
     inv: &Inventory,
     live: &LiveIndex,
     azure: &AzureFindings,
-    safety: Safety,
-) -> ClusterPreview {
+) -> (ClusterPreview, Leaving) {
     let mut c = empty_cluster(name, cluster_name(p));
     let mut parents: HashMap<usize, Option<Value>> = HashMap::new();
     for &i in &p.order {
@@ -537,6 +606,7 @@ fn plan_unit(
                 file: Some(o.origin.file.display().to_string()),
                 object: Some(ObjectRef::from(&o.key)),
                 message: format!("live state of its kind could not be read: {why}"),
+                ..Default::default()
             });
             continue;
         }
@@ -554,6 +624,7 @@ fn plan_unit(
                             file: Some(o.origin.file.display().to_string()),
                             object: Some(ObjectRef::from(&o.key)),
                             message: e.to_string(),
+                            ..Default::default()
                         });
                         continue;
                     }
@@ -597,7 +668,8 @@ fn plan_unit(
                 "applied; when it leaves git, the Azure resource is kept",
             );
         }
-        let mut desired = policy::with_decision(o.object.clone(), &decision);
+        let mut desired =
+            crate::plan::ownership::mark(policy::with_decision(o.object.clone(), &decision), name);
         // As a pass applies it: an embedded resource is controlled by its live ARO object (parsed
         // once for all it embeds).
         if let Some(pi) = o.embedded_in
@@ -618,6 +690,7 @@ fn plan_unit(
                     file: Some(o.origin.file.display().to_string()),
                     object: Some(ObjectRef::from(&o.key)),
                     message: format!("not applied: {e}"),
+                    ..Default::default()
                 });
                 continue;
             }
@@ -626,17 +699,15 @@ fn plan_unit(
     }
     // Deletions: inventory members no longer rendered.
     let desired_keys: Vec<ObjectKey> = p.objects.iter().map(|o| o.key.clone()).collect();
-    let leaving = super::prune::candidates(inv, &desired_keys);
-    if !leaving.is_empty() {
-        let how = UnitPruning {
-            rendered: Some(p.objects.len()),
-            stale_source: None,
-            unit_consent: unit_consents(p),
-            safety,
-        };
-        leaving_inventory(&mut c, how, inv, &leaving, live, inv.entries.len());
-    }
-    c
+    let leaving = Leaving {
+        entries: super::prune::candidates(inv, &desired_keys)
+            .into_iter()
+            .cloned()
+            .collect(),
+        rendered: p.objects.len(),
+        unit_consent: unit_consents(p),
+    };
+    (c, leaving)
 }
 
 /// Adds the deletions of inventory members that left git, judged against live state as a pass
@@ -649,12 +720,20 @@ fn leaving_inventory(
     leaving: &[&inventory::Entry],
     live: &LiveIndex,
     total: usize,
+    fleet: &crate::plan::ownership::Fleet,
 ) {
     let super::prune::Decided {
         keys,
         bodies,
         verdicts,
-    } = super::prune::decide(how, inv, leaving, |k| live.get(&Identity::from(k)), total);
+    } = super::prune::decide(
+        how,
+        inv,
+        leaving,
+        |k| live.get(&Identity::from(k)),
+        total,
+        fleet,
+    );
     let old: Vec<Option<&Value>> = bodies.iter().map(Option::as_ref).collect();
     match verdicts {
         Ok(verdicts) => add_deletions(c, &keys, &old, verdicts, "live"),
@@ -670,6 +749,7 @@ fn held(c: &mut ClusterPreview, keys: &[ObjectKey], hold: &prune::Hold) {
             file: None,
             object: None,
             message: hold.to_string(),
+            ..Default::default()
         });
     }
     for key in keys {

@@ -167,6 +167,7 @@ fn refusal(o: &PlannedObject, what: String) -> UnitError {
         object: Some(o.key.clone()),
         file: Some(o.origin.file.clone()),
         message: format!("{} ({}): {what}", o.key, o.origin),
+        ..Default::default()
     }
 }
 

@@ -77,33 +77,56 @@ impl Prepared {
 }
 
 fn error(origin: Option<&Origin>, object: Option<ObjectKey>, message: String) -> UnitError {
-    UnitError {
-        object,
-        file: origin.map(|o| o.file.clone()),
-        message,
-    }
+    UnitError::new(object, origin.map(|o| o.file.clone()), message)
 }
 
-/// Renders, validates, expands and orders `unit` from the checkout at `root`.
+/// Renders, validates, expands and orders `unit` from the checkout at `root`. The secret values of
+/// the rendered objects are learnt for redaction ([`crate::redact::learn`]) before anything is
+/// checked, so no message about them can show them.
 pub fn prepare(root: &Path, unit: &Unit) -> Result<Prepared, Vec<UnitError>> {
-    let rendered = crate::render::render(root, &unit.path).map_err(|e| {
-        vec![error(
-            Some(&Origin {
-                file: e.file().to_path_buf(),
-                document: 0,
-            }),
-            None,
-            e.to_string(),
-        )]
+    prepare_traced(root, unit).0
+}
+
+/// [`prepare`], and the input closure of the unit's render (what a later revision must change for
+/// the preparation to change: the rest of preparing reads nothing but the rendered objects).
+pub fn prepare_traced(root: &Path, unit: &Unit) -> (Preparation, crate::render::Inputs) {
+    let (rendered, inputs) = crate::render::render_traced(root, &unit.path);
+    (prepare_rendered(root, unit, rendered), inputs)
+}
+
+fn prepare_rendered(
+    root: &Path,
+    unit: &Unit,
+    rendered: Result<Vec<SourcedObject>, crate::render::RenderError>,
+) -> Preparation {
+    let rendered = rendered.map_err(|e| {
+        let (line, column) = e.position();
+        vec![UnitError::new(None, Some(e.file().to_path_buf()), e.detail()).at(line, column)]
     })?;
+    crate::redact::learn(rendered.iter().map(|s| &s.object));
     let problems = crate::validate::validate(&rendered);
     if !problems.is_empty() {
         return Err(problems
             .into_iter()
-            .map(|p| error(p.origin.as_ref(), p.object.clone(), p.to_string()))
+            .map(|p| {
+                let (line, column) = field_position(root, &p).unzip();
+                error(p.origin.as_ref(), p.object.clone(), p.message.clone()).at(line, column)
+            })
             .collect());
     }
     expand(unit, rendered)
+}
+
+/// Where the field a validation problem names (its message starts with the field's JSON pointer)
+/// is written in its file, when it is written there as such (not added by a patch, say).
+fn field_position(root: &Path, p: &crate::validate::ValidationError) -> Option<(usize, usize)> {
+    let origin = p.origin.as_ref()?;
+    let pointer = p.message.split_once(": ")?.0;
+    if !pointer.starts_with('/') {
+        return None;
+    }
+    let text = std::fs::read_to_string(root.join(&origin.file)).ok()?;
+    crate::render::field_position(&text, origin.document, pointer)
 }
 
 /// The HcpOpenShiftCluster name of each AROControlPlane, by (namespace, cluster name).

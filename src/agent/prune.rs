@@ -8,6 +8,7 @@ use crate::apply::inventory::{Entry, Inventory};
 use crate::apply::{Cluster, OWNERSHIP_MANAGER};
 use crate::object::ObjectKey;
 use crate::plan::graph::{self, Node};
+use crate::plan::ownership::{Fleet, Guard, guard_deletion};
 use crate::plan::policy::Policy;
 use crate::plan::prune::{self, Candidate, Consent, Verdict};
 use crate::report::{ObjectAction, ObjectOutcome, UnitError};
@@ -71,6 +72,7 @@ pub fn decide(
     entries: &[&Entry],
     live: impl Fn(&ObjectKey) -> Option<Value>,
     total: usize,
+    fleet: &Fleet,
 ) -> Decided {
     let keys: Vec<ObjectKey> = entries.iter().map(|e| e.key()).collect();
     let bodies: Vec<Option<Value>> = keys.iter().map(live).collect();
@@ -95,6 +97,10 @@ pub fn decide(
         },
         max_share: how.safety.max_delete_share,
         allow_empty_render: how.allows_empty_render(inventory),
+    })
+    .map(|verdicts| {
+        let old: Vec<Option<&Value>> = bodies.iter().map(Option::as_ref).collect();
+        guard(&inventory.unit, fleet, &keys, &old, verdicts)
     });
     Decided {
         keys,
@@ -104,7 +110,8 @@ pub fn decide(
 }
 
 /// Prunes one unit for a pass: reads the live objects of `entries` into `live` (unless nothing
-/// may be pruned now), decides ([`decide`]) and runs one step; when nothing may be pruned now,
+/// may be pruned now), decides ([`decide`], ownership and Azure guards of `fleet` included) and
+/// runs one step; when nothing may be pruned now,
 /// every candidate is blocked with the reason, and an empty render fails the unit. Returns the
 /// candidates' outcomes and whether the pruning went ahead.
 pub async fn prune(
@@ -114,6 +121,7 @@ pub async fn prune(
     live: &mut HashMap<ObjectKey, Value>,
     total: usize,
     how: UnitPruning<'_>,
+    fleet: &Fleet,
     errors: &mut Vec<UnitError>,
 ) -> (Vec<ObjectOutcome>, bool) {
     let refs: Vec<&Entry> = entries.iter().collect();
@@ -121,7 +129,15 @@ pub async fn prune(
     let verdicts = match prune::may_prune(how.rendered, how.stale_source, allow_empty) {
         Ok(()) => {
             read_live(cluster, &refs, live, errors).await;
-            decide(how, inventory, &refs, |k| live.get(k).cloned(), total).verdicts
+            decide(
+                how,
+                inventory,
+                &refs,
+                |k| live.get(k).cloned(),
+                total,
+                fleet,
+            )
+            .verdicts
         }
         Err(hold) => Err(hold),
     };
@@ -137,6 +153,7 @@ pub async fn prune(
                     object: None,
                     file: None,
                     message: hold.to_string(),
+                    ..Default::default()
                 });
             } else {
                 tracing::warn!(unit = %inventory.unit, %hold, "prune held");
@@ -204,6 +221,7 @@ async fn read_live(
                 object: Some(key),
                 file: None,
                 message: format!("reading an object to prune: {e}"),
+                ..Default::default()
             }),
         }
     }
@@ -309,6 +327,7 @@ async fn step(
                         object: Some(key.clone()),
                         file: None,
                         message: format!("writing detach-on-delete before the delete: {e}"),
+                        ..Default::default()
                     });
                     outcomes.push(outcome(ObjectAction::Failed, None));
                     continue;
@@ -325,6 +344,7 @@ async fn step(
                             object: Some(key.clone()),
                             file: None,
                             message: e.to_string(),
+                            ..Default::default()
                         });
                         outcomes.push(outcome(ObjectAction::Failed, None));
                     }
@@ -364,7 +384,7 @@ fn delegated_to_owner(
 
 /// Makes sure `detach-on-delete` is on the live object before it is deleted (so ASO keeps the
 /// Azure resource), with a write of its own when it is not there yet.
-async fn write_detach(
+pub(super) async fn write_detach(
     cluster: &Cluster,
     key: &ObjectKey,
     obj: &Value,
@@ -436,4 +456,77 @@ pub fn dependents_first(g: &graph::Graph) -> Vec<usize> {
         }
         Err(_) => (0..g.len()).rev().collect(),
     }
+}
+
+/// Ownership's deletion guard over a unit's verdicts (`crate::plan::ownership::guard_deletion`):
+/// an object another unit declares or owns is forgotten, not deleted (`Keep`); one not marked as
+/// this unit's, a Namespace another unit puts objects in, an Azure resource another object stands
+/// for, and an ARO object embedding any of those, are held (`Blocked`). `bodies` are the candidates'
+/// live objects (`None`: gone); the Azure identities follow owner chains through them.
+pub fn guard(
+    unit: &str,
+    fleet: &Fleet,
+    keys: &[ObjectKey],
+    bodies: &[Option<&Value>],
+    verdicts: Vec<Verdict>,
+) -> Vec<Verdict> {
+    use crate::reconcile::aro::{controller_uid, is_aro_kind};
+    let uid = |b: &Value| {
+        b.pointer("/metadata/uid")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let azure = super::fleet::live_identities(keys, bodies);
+    let guards: Vec<Guard> = (0..keys.len())
+        .map(|i| match bodies[i] {
+            // detach-on-delete keeps the Azure resource: the deletion never reaches Azure.
+            Some(b) => {
+                let detached = verdicts[i] == Verdict::Delete { detach: true };
+                let azure = azure[i].as_ref().filter(|_| !detached);
+                guard_deletion(unit, &keys[i], b, azure, fleet)
+            }
+            None => Guard::Allow,
+        })
+        .collect();
+    verdicts
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            if !matches!(v, Verdict::Delete { .. } | Verdict::Blocked { .. }) {
+                return v;
+            }
+            match &guards[i] {
+                Guard::NotOurs(reason) => {
+                    return Verdict::Keep {
+                        reason: reason.clone(),
+                    };
+                }
+                Guard::Hold(reason) => {
+                    return Verdict::Blocked {
+                        reason: reason.clone(),
+                    };
+                }
+                Guard::Allow => {}
+            }
+            // An ARO object's deletion takes what it embeds: held while any of those is.
+            if is_aro_kind(&keys[i].group, &keys[i].kind)
+                && let Some(own) = bodies[i].and_then(uid)
+                && let Some((j, why)) = (0..keys.len()).find_map(|j| {
+                    let b = bodies[j]?;
+                    if controller_uid(b) != Some(own.as_str()) {
+                        return None;
+                    }
+                    match &guards[j] {
+                        Guard::Allow => None,
+                        Guard::NotOurs(r) | Guard::Hold(r) => Some((j, r.clone())),
+                    }
+                })
+            {
+                return Verdict::Blocked {
+                    reason: format!("it embeds {}, which is not deleted: {why}", keys[j]),
+                };
+            }
+            v
+        })
+        .collect()
 }

@@ -93,6 +93,7 @@ async fn reconciler_write(
             object: Some(key),
             file: None,
             message: e.to_string(),
+            ..Default::default()
         }),
     }
 }
@@ -199,6 +200,7 @@ impl Reconcilers {
                     object: Some(d.owner.clone()),
                     file: Some(planned.origin.file.clone()),
                     message: format!("{e} ({})", planned.origin),
+                    ..Default::default()
                 });
             }
             return Step::Failed("InvalidSpec");
@@ -255,6 +257,7 @@ impl Reconcilers {
                     object: Some(owner.clone()),
                     file: Some(prepared.objects[i].origin.file.clone()),
                     message: e.to_string(),
+                    ..Default::default()
                 });
                 false
             }

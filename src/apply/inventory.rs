@@ -15,12 +15,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
-/// Namespace of the inventories.
-pub const NAMESPACE: &str = "aro-gitops-system";
+/// Namespace of the inventories (the agent's own: no unit may declare objects in it).
+pub const NAMESPACE: &str = crate::validate::reserved::AGENT_NAMESPACE;
 /// Label every inventory carries (value `"true"`): one LIST finds them all.
-pub const INVENTORY_LABEL: &str = "aro-gitops.dev/inventory";
+pub const INVENTORY_LABEL: &str = crate::validate::reserved::INVENTORY_LABEL;
 /// Annotation holding the unit path an inventory belongs to.
-pub const UNIT_ANNOTATION: &str = "aro-gitops.dev/unit";
+pub const UNIT_ANNOTATION: &str = crate::validate::reserved::OWNER_ANNOTATION;
 
 /// An object's identity across API versions: group, kind, namespace, name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -92,12 +92,47 @@ pub struct Inventory {
     pub allow_empty_render: bool,
 }
 
-/// An inventory that does not decode.
+/// An inventory that does not decode, or that the agent does not trust (written by someone else).
 #[derive(Debug, thiserror::Error)]
-#[error("ConfigMap/{NAMESPACE}/{name}: the inventory does not decode: {why}")]
+#[error("ConfigMap/{NAMESPACE}/{name}: {why}")]
 pub struct InventoryError {
     pub name: String,
+    /// The unit the ConfigMap says it belongs to, when it says so.
+    pub unit: Option<String>,
     pub why: String,
+}
+
+/// Why the agent does not trust `cm` as an inventory: its data was written by a field manager
+/// other than the agent's ([`FIELD_MANAGER`], the only one that writes inventories; units cannot
+/// write into [`NAMESPACE`], validation refuses it). `None`: trusted. A ConfigMap without
+/// managedFields (a server that does not track them) is judged by its content alone.
+pub fn distrust(cm: &Value) -> Option<String> {
+    let managed = cm
+        .pointer("/metadata/managedFields")
+        .and_then(Value::as_array)?;
+    let writes_data = |m: &Value| m.pointer("/fieldsV1/f:data").is_some();
+    let others: Vec<&str> = managed
+        .iter()
+        .filter(|m| writes_data(m))
+        .filter_map(|m| m.get("manager").and_then(Value::as_str))
+        .filter(|m| *m != FIELD_MANAGER)
+        .collect();
+    if let Some(first) = others.first() {
+        return Some(format!(
+            "the inventory's data was written by field manager {first:?}, not by aro-gitops: the agent does not act on it (nothing is applied or pruned for its unit) until it is restored or deleted"
+        ));
+    }
+    let entries = cm
+        .pointer("/data/entries")
+        .and_then(Value::as_str)
+        .is_some_and(|e| !e.trim().is_empty());
+    let ours = managed.iter().any(|m| {
+        m.get("manager").and_then(Value::as_str) == Some(FIELD_MANAGER)
+            && m.pointer("/fieldsV1/f:data/f:entries").is_some()
+    });
+    (entries && !ours).then(|| {
+        "no field manager of aro-gitops owns the inventory's data.entries: the agent does not act on it until it is restored or deleted".to_string()
+    })
 }
 
 /// The ConfigMap name of a unit's inventory: a readable slug and a digest of the exact path.
@@ -196,16 +231,32 @@ impl Inventory {
             .and_then(Value::as_str)
             .unwrap_or("?")
             .to_string();
-        let err = |why: String| InventoryError {
-            name: name.clone(),
-            why,
-        };
         let unit = cm
             .pointer("/metadata/annotations")
             .and_then(|a| a.get(UNIT_ANNOTATION))
             .and_then(Value::as_str)
-            .ok_or_else(|| err(format!("no {UNIT_ANNOTATION} annotation")))?
-            .to_string();
+            .map(str::to_string);
+        let err = |why: String| InventoryError {
+            name: name.clone(),
+            unit: unit.clone(),
+            why,
+        };
+        if let Some(why) = distrust(cm) {
+            return Err(err(why));
+        }
+        let unit = unit
+            .clone()
+            .ok_or_else(|| err(format!("no {UNIT_ANNOTATION} annotation")))?;
+        if name != name_for(&unit) {
+            // Not that unit's inventory: reported, and the unit goes on with its own.
+            return Err(InventoryError {
+                unit: None,
+                ..err(format!(
+                    "it says it is the inventory of unit {unit}, whose inventory is {}: the agent does not act on it",
+                    name_for(&unit)
+                ))
+            });
+        }
         let revision = cm
             .pointer("/data/revision")
             .and_then(Value::as_str)
@@ -220,8 +271,12 @@ impl Inventory {
             .enumerate()
             .filter(|(_, l)| !l.trim().is_empty())
         {
-            let e: Entry = serde_json::from_str(line)
-                .map_err(|e| err(format!("data.entries line {}: {e}", n + 1)))?;
+            let e: Entry = serde_json::from_str(line).map_err(|e| {
+                err(format!(
+                    "the inventory does not decode: data.entries line {}: {e}",
+                    n + 1
+                ))
+            })?;
             entries.insert(e.id.clone(), e);
         }
         Ok(Inventory {
@@ -280,6 +335,35 @@ pub fn from_config_maps(
             Err(e) => errors.push(e),
         }
     }
+    // A ConfigMap some unit applied from git (before units were kept out of the agent's
+    // namespace) is that unit's object, never an inventory.
+    let applied_from_git: BTreeMap<String, String> = found
+        .values()
+        .flat_map(|inv| {
+            inv.entries
+                .keys()
+                .filter(|id| {
+                    id.group.is_empty()
+                        && id.kind == "ConfigMap"
+                        && id.namespace.as_deref() == Some(NAMESPACE)
+                })
+                .map(|id| (id.name.clone(), inv.unit.clone()))
+        })
+        .collect();
+    found.retain(|unit, inv| {
+        let name = name_for(&inv.unit);
+        let Some(by) = applied_from_git.get(&name) else {
+            return true;
+        };
+        errors.push(InventoryError {
+            name,
+            unit: Some(unit.clone()),
+            why: format!(
+                "the ConfigMap was applied from git by unit {by}: it is not an inventory the agent wrote, and the agent does not act on it until it is deleted"
+            ),
+        });
+        false
+    });
     (found, errors)
 }
 
@@ -383,6 +467,68 @@ mod tests {
         inv.record(&newer, d, None);
         assert_eq!(inv.get(&newer).unwrap().applied.as_deref(), Some("x"));
         assert_eq!(inv.get(&newer).unwrap().version, "v1api20230701");
+    }
+
+    #[test]
+    fn an_inventory_written_by_another_manager_is_not_trusted() {
+        let mut cm = Inventory::new("clusters/dev").to_config_map();
+        cm["data"]["entries"] = Value::String(
+            r#"{"group":"","kind":"Namespace","name":"victim-ns","version":"v1","provenance":"created","policy":"manage"}"#.into(),
+        );
+        let ours = json!({"manager": FIELD_MANAGER, "operation": "Apply", "fieldsV1": {"f:data": {"f:entries": {}}}});
+        cm["metadata"]["managedFields"] = json!([ours.clone()]);
+        assert!(Inventory::from_config_map(&cm).is_ok());
+        cm["metadata"]["managedFields"] = json!([ours, {"manager": "kubectl-edit", "operation": "Update",
+            "fieldsV1": {"f:data": {"f:entries": {}}}}]);
+        let e = Inventory::from_config_map(&cm).unwrap_err();
+        assert!(e.to_string().contains("\"kubectl-edit\""), "{e}");
+        assert_eq!(e.unit.as_deref(), Some("clusters/dev"));
+        // Annotating it (consent to delete) is no write to its data.
+        cm["metadata"]["managedFields"] = json!([{"manager": FIELD_MANAGER, "fieldsV1": {"f:data": {"f:entries": {}}}},
+            {"manager": "kubectl-annotate", "fieldsV1": {"f:metadata": {"f:annotations": {}}}}]);
+        assert!(Inventory::from_config_map(&cm).is_ok());
+        // Entries nobody of the agent wrote.
+        cm["metadata"]["managedFields"] =
+            json!([{"manager": FIELD_MANAGER, "fieldsV1": {"f:metadata": {}}}]);
+        assert!(Inventory::from_config_map(&cm).is_err());
+    }
+
+    #[test]
+    fn a_config_map_named_for_another_unit_is_no_inventory_of_it() {
+        let mut cm = Inventory::new("clusters/dev").to_config_map();
+        cm["metadata"]["name"] = Value::String("inventory-forged".into());
+        let e = Inventory::from_config_map(&cm).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("says it is the inventory of unit clusters/dev"),
+            "{e}"
+        );
+        assert_eq!(
+            e.unit, None,
+            "the real inventory of clusters/dev is not refused for it"
+        );
+    }
+
+    #[test]
+    fn a_config_map_a_unit_applied_is_no_inventory() {
+        let victim = Inventory::new("clusters/prod");
+        let mut forger = Inventory::new("clusters/evil");
+        forger.record(
+            &config_map_key(&name_for("clusters/prod")),
+            Decision {
+                provenance: Provenance::Created,
+                policy: Policy::Manage,
+                if_exists: false,
+            },
+            Some("d".into()),
+        );
+        let (found, errors) = from_config_maps([victim.to_config_map(), forger.to_config_map()]);
+        assert_eq!(found.keys().collect::<Vec<_>>(), vec!["clusters/evil"]);
+        assert!(
+            errors[0]
+                .to_string()
+                .contains("applied from git by unit clusters/evil")
+        );
     }
 
     #[test]

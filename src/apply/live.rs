@@ -126,6 +126,11 @@ impl LiveIndex {
         })
     }
 
+    /// The identities of every object held.
+    pub fn identities(&self) -> impl Iterator<Item = &Identity> {
+        self.objects.keys()
+    }
+
     /// How many objects are held.
     pub fn len(&self) -> usize {
         self.objects.len()

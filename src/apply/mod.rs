@@ -42,7 +42,7 @@ pub enum ApplyError {
         kind: String,
         api_version: String,
     },
-    #[error("{key}: {verb} failed: {source}")]
+    #[error("{key}: {verb} failed: {}", api_message(source))]
     Api {
         key: ObjectKey,
         verb: &'static str,
@@ -55,6 +55,26 @@ pub enum ApplyError {
     },
     #[error("cannot connect to the cluster: {0}")]
     Connect(String),
+}
+
+/// What the API server said, in its own words (its message, reason and code), never the client
+/// library's Debug dump of the whole Status.
+pub fn api_message(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) => {
+            let mut text = status.message.trim().to_string();
+            if text.is_empty() {
+                text = "the API server refused the request".to_string();
+            }
+            match (status.reason.as_str(), status.code) {
+                ("", 0) => text,
+                ("", code) => format!("{text} (HTTP {code})"),
+                (reason, 0) => format!("{text} ({reason})"),
+                (reason, code) => format!("{text} ({reason}, HTTP {code})"),
+            }
+        }
+        other => other.to_string(),
+    }
 }
 
 impl ApplyError {

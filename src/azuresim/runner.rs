@@ -333,7 +333,7 @@ impl Runner {
                 &Patch::Apply(&desired),
             )
             .await?;
-            tracing::info!(%namespace, secret = %name, cluster = %cluster_name, "simulated kubeconfig Secret written");
+            tracing::info!(%namespace, secret_name = %name, cluster = %cluster_name, "simulated kubeconfig Secret written");
         }
         Ok(())
     }

@@ -39,20 +39,20 @@ pub(crate) fn parse_objects(file: &Path, text: &str) -> Result<Vec<SourcedObject
 }
 
 /// A piece of the stream holding one document (more only after a `...` end marker).
-struct Chunk {
-    start: usize,
-    end: usize,
+pub(super) struct Chunk {
+    pub start: usize,
+    pub end: usize,
     /// 1-based line of the chunk's first line.
-    first_line: usize,
+    pub first_line: usize,
     /// 1-based line of the first line with content, if any.
-    content_line: Option<usize>,
+    pub content_line: Option<usize>,
     /// Whether the chunk opens with a `---` marker (so it is a document even when empty).
-    explicit: bool,
+    pub explicit: bool,
 }
 
 /// Splits at every line starting with `---` (a document marker wherever it appears in YAML). Directive lines
 /// (`%YAML`) right before a marker belong to the document the marker opens.
-fn split(text: &str) -> Vec<Chunk> {
+pub(super) fn split(text: &str) -> Vec<Chunk> {
     let mut chunks = Vec::new();
     let mut current = Chunk {
         start: 0,

@@ -192,6 +192,43 @@ impl RenderError {
     }
 }
 
+impl RenderError {
+    /// The 1-based line and column in [`RenderError::file`] the error is at, where known.
+    pub fn position(&self) -> (Option<usize>, Option<usize>) {
+        match self {
+            RenderError::Yaml { line, column, .. } => (*line, *column),
+            RenderError::InvalidObject { line, .. } => (Some(*line), None),
+            _ => (None, None),
+        }
+    }
+
+    /// What is wrong, without the file the message starts with (it is [`RenderError::file`]) nor
+    /// the position (it is [`RenderError::position`]).
+    pub fn detail(&self) -> String {
+        match self {
+            RenderError::Yaml { message, .. } => format!("invalid YAML: {message}"),
+            RenderError::InvalidObject {
+                origin,
+                item,
+                problem,
+                ..
+            } => format!(
+                "document {}{}: {problem}",
+                origin.document + 1,
+                item_suffix(*item)
+            ),
+            other => {
+                let text = other.to_string();
+                let file = format!("{}: ", self.file().display());
+                match text.strip_prefix(&file) {
+                    Some(rest) => rest.to_string(),
+                    None => text,
+                }
+            }
+        }
+    }
+}
+
 /// A generator error names its file, unless it is about an object (then the file is added).
 fn generator_message(file: &Path, source: &super::generators::GeneratorError) -> String {
     let text = source.to_string();

@@ -181,11 +181,16 @@ pub struct Kustomization {
 
 /// The kustomization file in `dir`, if there is one; two or more is an error, as in kustomize.
 /// `shown` is how the folder is named in errors (repository-relative).
-pub fn find(dir: &Path, shown: &Path) -> Result<Option<PathBuf>, RenderError> {
+pub fn find(
+    loader: &super::inputs::Loader,
+    dir: &Path,
+    shown: &Path,
+) -> Result<Option<PathBuf>, RenderError> {
+    // Every candidate is looked at (and so noted), even after one is found.
     let found: Vec<&str> = KUSTOMIZATION_FILE_NAMES
         .iter()
         .copied()
-        .filter(|name| dir.join(name).is_file())
+        .filter(|name| loader.is_file(&dir.join(name)))
         .collect();
     match found.as_slice() {
         [] => Ok(None),
@@ -269,14 +274,7 @@ fn parse_yaml11(text: &str) -> Result<Value, crate::yaml::YamlError> {
     let mut options = serde_saphyr::Options::default();
     options.strict_booleans = false;
     options.legacy_octal_numbers = true;
-    serde_saphyr::from_str_with_options(text, options).map_err(|err| {
-        let location = err.location();
-        crate::yaml::YamlError {
-            line: location.map(|l| l.line() as usize),
-            column: location.map(|l| l.column() as usize),
-            message: err.without_snippet().to_string(),
-        }
-    })
+    serde_saphyr::from_str_with_options(text, options).map_err(crate::yaml::YamlError::from_saphyr)
 }
 
 fn read(map: &Map<String, Value>) -> Result<Kustomization, String> {

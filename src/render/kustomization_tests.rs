@@ -133,6 +133,8 @@ fn malformed_files_and_fields() {
 #[test]
 fn finds_the_file_and_refuses_two() {
     let dir = tempfile::tempdir().unwrap();
+    let loader = crate::render::inputs::Loader::new(dir.path().to_path_buf());
+    let find = |d: &Path, shown: &Path| find(&loader, d, shown);
     assert_eq!(find(dir.path(), Path::new("x")).unwrap(), None);
     std::fs::write(dir.path().join("Kustomization"), "").unwrap();
     assert_eq!(
@@ -145,6 +147,8 @@ fn finds_the_file_and_refuses_two() {
         err.to_string(),
         "x: found multiple kustomization files: kustomization.yml, Kustomization"
     );
+    // Every candidate name is noted, present or not.
+    assert_eq!(loader.into_inputs().files.len(), 3);
 }
 
 #[test]

@@ -25,8 +25,10 @@ mod fieldpath;
 mod fieldspec;
 pub mod generators;
 mod images;
+pub mod inputs;
 mod kustomization;
 mod labels;
+mod locate;
 mod namereference;
 mod names;
 mod namespace;
@@ -47,6 +49,8 @@ mod vars;
 mod differential;
 
 pub use error::RenderError;
+pub use inputs::Inputs;
+pub use locate::field_position;
 
 use crate::object::SourcedObject;
 use kustomization::{Kind, SortOrder};
@@ -58,72 +62,100 @@ use target::Accumulator;
 /// repository `root`. `dir` may be absolute or relative to `root`. Objects come out in the order `kubectl
 /// kustomize` prints them, each with its origin (repository-relative file and document).
 pub fn render(root: &Path, dir: &Path) -> Result<Vec<SourcedObject>, RenderError> {
-    let root = std::fs::canonicalize(root).map_err(|source| match source.kind() {
-        std::io::ErrorKind::NotFound => RenderError::NotFound {
-            path: root.to_path_buf(),
-        },
-        _ => RenderError::Read {
-            path: root.to_path_buf(),
-            source,
-        },
-    })?;
+    render_traced(root, dir).0
+}
+
+/// [`render`], and the render's input closure: every repository path it read or looked for (see
+/// [`Inputs`]), whether it succeeded or not.
+pub fn render_traced(root: &Path, dir: &Path) -> (Result<Vec<SourcedObject>, RenderError>, Inputs) {
+    let root = match std::fs::canonicalize(root) {
+        Ok(root) => root,
+        Err(source) => {
+            let error = match source.kind() {
+                std::io::ErrorKind::NotFound => RenderError::NotFound {
+                    path: root.to_path_buf(),
+                },
+                _ => RenderError::Read {
+                    path: root.to_path_buf(),
+                    source,
+                },
+            };
+            // Nothing was read: any change may matter.
+            let everything = Inputs {
+                folders: [PathBuf::new()].into(),
+                ..Inputs::default()
+            };
+            return (Err(error), everything);
+        }
+    };
     let _scope = namespace::ScopeGuard::new();
     let mut renderer = Renderer {
+        loader: inputs::Loader::new(root.clone()),
         root,
         stack: Vec::new(),
         openapi: openapi::Choice::Unset,
     };
-    let target = renderer.root.join(dir);
-    let shown = match normalize(dir) {
-        p if p.as_os_str().is_empty() => PathBuf::from("."),
-        p => p,
-    };
-    let path = std::fs::canonicalize(&target).map_err(|source| match source.kind() {
-        std::io::ErrorKind::NotFound => RenderError::NotFound {
-            path: shown.clone(),
-        },
-        _ => RenderError::Read {
-            path: shown.clone(),
-            source,
-        },
-    })?;
-    if !path.starts_with(&renderer.root) {
-        return Err(RenderError::OutsideRoot {
-            at: PathBuf::from("."),
-            entry: dir.display().to_string(),
-        });
-    }
+    let rendered = renderer.render(dir);
+    (rendered, renderer.loader.into_inputs())
+}
 
-    let folder = if path.is_dir() {
-        Some(path.clone())
-    } else {
-        let named_as_kustomization = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| kustomization::KUSTOMIZATION_FILE_NAMES.contains(&n));
-        path.parent()
-            .filter(|_| named_as_kustomization)
-            .map(Path::to_path_buf)
-    };
-    let (acc, sort, origins) = match folder {
-        Some(folder) => renderer.top_folder(&folder)?,
-        None => {
-            let mut acc = Accumulator::default();
-            for res in renderer.file(&path)? {
-                acc.resources.append(res)?;
+impl Renderer {
+    /// The whole build of `dir`.
+    fn render(&mut self, dir: &Path) -> Result<Vec<SourcedObject>, RenderError> {
+        let target = self.root.join(dir);
+        let shown = match normalize(dir) {
+            p if p.as_os_str().is_empty() => PathBuf::from("."),
+            p => p,
+        };
+        // Containment first: a path outside says so whether or not it exists.
+        let path = match self.loader.within(&self.root, &target) {
+            Ok(Within::Found(path)) => path,
+            Ok(Within::Missing(_)) => return Err(RenderError::NotFound { path: shown }),
+            Ok(Within::Outside) => {
+                return Err(RenderError::OutsideRoot {
+                    at: PathBuf::from("."),
+                    entry: dir.display().to_string(),
+                });
             }
-            acc.config = config::TransformerConfig::builtin();
-            (acc, None, None)
+            Err(source) => {
+                return Err(RenderError::Read {
+                    path: shown,
+                    source,
+                });
+            }
+        };
+
+        let folder = if self.loader.is_dir(&path) {
+            Some(path.clone())
+        } else {
+            let named_as_kustomization = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| kustomization::KUSTOMIZATION_FILE_NAMES.contains(&n));
+            path.parent()
+                .filter(|_| named_as_kustomization)
+                .map(Path::to_path_buf)
+        };
+        let (acc, sort, origins) = match folder {
+            Some(folder) => self.top_folder(&folder)?,
+            None => {
+                let mut acc = Accumulator::default();
+                for res in self.file(&path)? {
+                    acc.resources.append(res)?;
+                }
+                acc.config = config::TransformerConfig::builtin();
+                (acc, None, None)
+            }
+        };
+        let mut resources = finish(acc, sort.as_ref())?;
+        if let Some(top) = origins {
+            for res in &mut resources {
+                annotate_origin(res, &top);
+            }
         }
-    };
-    let mut resources = finish(acc, sort.as_ref())?;
-    if let Some(top) = origins {
-        for res in &mut resources {
-            annotate_origin(res, &top);
-        }
+        tracing::debug!(dir = %self.shown(&path).display(), objects = resources.len(), "rendered");
+        Ok(resources.into_iter().map(|r| r.sourced).collect())
     }
-    tracing::debug!(dir = %renderer.shown(&path).display(), objects = resources.len(), "rendered");
-    Ok(resources.into_iter().map(|r| r.sourced).collect())
 }
 
 /// What is done once for the whole build: hash suffixes on generated names, references to renamed objects,
@@ -252,6 +284,8 @@ type TopBuild = (Accumulator, Option<SortOrder>, Option<PathBuf>);
 struct Renderer {
     /// The canonical repository root.
     root: PathBuf,
+    /// Every read of the filesystem, noted as the render's input closure.
+    loader: inputs::Loader,
     /// Canonical folders being rendered, outermost first (for cycle detection).
     stack: Vec<PathBuf>,
     /// The OpenAPI schema strategic merge patches merge with (one for the whole build, as in kustomize).
@@ -269,20 +303,24 @@ impl Renderer {
         match path.strip_prefix(&self.root) {
             Ok(rel) if rel.as_os_str().is_empty() => PathBuf::from("."),
             Ok(rel) => rel.to_path_buf(),
-            Err(_) => path.to_path_buf(),
+            // Never a host path (the agent's checkout or state directory) in a message.
+            Err(_) => PathBuf::from("(outside the repository)"),
         }
     }
 
     /// The folder asked for: its kustomization if it has one (with its sort options), else its plain files
     /// and subfolders.
     fn top_folder(&mut self, dir: &Path) -> Result<TopBuild, RenderError> {
-        match kustomization::find(dir, &self.shown(dir))? {
+        match kustomization::find(&self.loader, dir, &self.shown(dir))? {
             Some(file) => {
                 let shown = self.shown(&file);
-                let text = std::fs::read_to_string(&file).map_err(|source| RenderError::Read {
-                    path: shown.clone(),
-                    source,
-                })?;
+                let text =
+                    self.loader
+                        .read_to_string(&file)
+                        .map_err(|source| RenderError::Read {
+                            path: shown.clone(),
+                            source,
+                        })?;
                 let k = kustomization::parse(&shown, &text)?;
                 if k.kind == Kind::Component {
                     return Err(target::build_error(
@@ -313,7 +351,7 @@ impl Renderer {
 
     /// A folder inside a plain folder: its kustomization if it has one, else its plain files and subfolders.
     fn folder(&mut self, dir: &Path) -> Result<Accumulator, RenderError> {
-        match kustomization::find(dir, &self.shown(dir))? {
+        match kustomization::find(&self.loader, dir, &self.shown(dir))? {
             Some(file) => self.accumulate_kustomization(
                 dir,
                 &file,
@@ -334,10 +372,13 @@ impl Renderer {
     /// The objects of one YAML file (canonical path).
     fn file(&self, path: &Path) -> Result<Vec<Resource>, RenderError> {
         let shown = self.shown(path);
-        let text = std::fs::read_to_string(path).map_err(|source| RenderError::Read {
-            path: shown.clone(),
-            source,
-        })?;
+        let text = self
+            .loader
+            .read_to_string(path)
+            .map_err(|source| RenderError::Read {
+                path: shown.clone(),
+                source,
+            })?;
         Ok(documents::parse_objects(&shown, &text)?
             .into_iter()
             .map(Resource::loaded)
@@ -352,11 +393,7 @@ impl Renderer {
             path: shown.clone(),
             source,
         };
-        let mut entries = std::fs::read_dir(dir)
-            .map_err(read_err)?
-            .map(|e| e.map(|e| e.file_name()))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(read_err)?;
+        let mut entries = self.loader.read_dir_names(dir).map_err(read_err)?;
         entries.sort();
 
         let mut acc = Accumulator {
@@ -368,7 +405,7 @@ impl Renderer {
             let Some(name) = name.to_str().filter(|n| !n.starts_with('.')) else {
                 continue;
             };
-            if dir.join(name).is_dir() {
+            if self.loader.is_dir(&dir.join(name)) {
                 let path = self.resolve(dir, &shown, name)?;
                 self.check_cycle(&path, &shown, name)?;
                 let sub = self.folder(&path)?;
@@ -391,24 +428,22 @@ impl Renderer {
     /// it must exist and lie inside the root (the load restrictor).
     fn resolve(&self, dir: &Path, at: &Path, entry: &str) -> Result<PathBuf, RenderError> {
         let target = dir.join(entry);
-        let path = std::fs::canonicalize(&target).map_err(|source| match source.kind() {
-            std::io::ErrorKind::NotFound => RenderError::MissingResource {
+        match self.loader.within(&self.root, &target) {
+            Ok(Within::Found(path)) => Ok(path),
+            Ok(Within::Missing(path)) => Err(RenderError::MissingResource {
                 file: at.to_path_buf(),
                 entry: entry.to_string(),
-                path: self.shown(&normalize(&target)),
-            },
-            _ => RenderError::Read {
-                path: self.shown(&normalize(&target)),
-                source,
-            },
-        })?;
-        if !path.starts_with(&self.root) {
-            return Err(RenderError::OutsideRoot {
+                path: self.shown(&path),
+            }),
+            Ok(Within::Outside) => Err(RenderError::OutsideRoot {
                 at: at.to_path_buf(),
                 entry: entry.to_string(),
-            });
+            }),
+            Err(source) => Err(RenderError::Read {
+                path: self.shown(&normalize(&target)),
+                source,
+            }),
         }
-        Ok(path)
     }
 
     /// Refuses a folder that contains one being rendered (kustomize's "cycle detected").
@@ -422,6 +457,47 @@ impl Renderer {
             }),
             None => Ok(()),
         }
+    }
+}
+
+/// Where a path leads, as the load restrictor sees it.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Within {
+    /// It exists inside the folder: its canonical path.
+    Found(PathBuf),
+    /// It would be inside the folder but does not exist: its path, `..` resolved.
+    Missing(PathBuf),
+    /// It is outside the folder, whether it exists or not.
+    Outside,
+}
+
+/// Where `target` leads relative to the canonical folder `folder`. Containment is decided before
+/// existence, so a path outside says "outside" whether or not it exists (a render must not tell
+/// anyone which files exist on the agent's host): first `..` is resolved as written, then symlinks
+/// (of the path, or of its deepest existing folder when it does not exist).
+pub(crate) fn within(folder: &Path, target: &Path) -> std::io::Result<Within> {
+    let written = normalize(target);
+    if !written.starts_with(folder) {
+        return Ok(Within::Outside);
+    }
+    match std::fs::canonicalize(target) {
+        Ok(path) if path.starts_with(folder) => Ok(Within::Found(path)),
+        Ok(_) => Ok(Within::Outside),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let mut ancestor = written.parent();
+            while let Some(a) = ancestor {
+                if let Ok(real) = std::fs::canonicalize(a) {
+                    return Ok(if real.starts_with(folder) {
+                        Within::Missing(written)
+                    } else {
+                        Within::Outside
+                    });
+                }
+                ancestor = a.parent();
+            }
+            Ok(Within::Outside)
+        }
+        Err(e) => Err(e),
     }
 }
 

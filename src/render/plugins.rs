@@ -46,7 +46,7 @@ pub fn load_configs(
             });
         }
         let path = r.resolve(t.dir, t.file, entry)?;
-        if path.is_dir() {
+        if r.loader.is_dir(&path) {
             r.check_cycle(&path, t.file, entry)?;
             let kfile = r.kustomization_file(&path, t.file, entry)?;
             let acc = r.accumulate_kustomization(
@@ -100,7 +100,7 @@ pub fn generate(
     configs: Vec<Resource>,
 ) -> Result<(), RenderError> {
     let ctx = GeneratorContext {
-        root: &r.root,
+        loader: &r.loader,
         dir: t.dir,
         file: t.file,
     };

@@ -82,10 +82,13 @@ impl Renderer {
         acc: Accumulator,
     ) -> Result<Accumulator, RenderError> {
         let shown = self.shown(kfile);
-        let text = std::fs::read_to_string(kfile).map_err(|source| RenderError::Read {
-            path: shown.clone(),
-            source,
-        })?;
+        let text = self
+            .loader
+            .read_to_string(kfile)
+            .map_err(|source| RenderError::Read {
+                path: shown.clone(),
+                source,
+            })?;
         let k = kustomization::parse(&shown, &text)?;
         match (expect, k.kind) {
             (Kind::Component, Kind::Kustomization) => {
@@ -157,7 +160,7 @@ impl Renderer {
                 });
             }
             let dir = self.resolve(t.dir, t.file, entry)?;
-            if !dir.is_dir() {
+            if !self.loader.is_dir(&dir) {
                 return Err(build_error(
                     t.file,
                     format!("component `{entry}` is not a folder with a kustomization"),
@@ -205,7 +208,7 @@ impl Renderer {
     /// it names.
     fn run_generators(&mut self, t: &Target, acc: &mut Accumulator) -> Result<(), RenderError> {
         let ctx = GeneratorContext {
-            root: &self.root,
+            loader: &self.loader,
             dir: t.dir,
             file: t.file,
         };
@@ -297,7 +300,7 @@ impl Renderer {
             });
         }
         let path = self.resolve(t.dir, t.file, entry)?;
-        if !path.is_dir() {
+        if !self.loader.is_dir(&path) {
             self.check_in_dir(t.dir, &path, t.file, entry)?;
             for res in self.file(&path)? {
                 acc.resources.append(res)?;
@@ -322,7 +325,7 @@ impl Renderer {
         file: &Path,
         entry: &str,
     ) -> Result<PathBuf, RenderError> {
-        match kustomization::find(dir, &self.shown(dir))? {
+        match kustomization::find(&self.loader, dir, &self.shown(dir))? {
             Some(kfile) => Ok(kfile),
             None => Err(RenderError::NotAKustomization {
                 file: file.to_path_buf(),
@@ -350,10 +353,13 @@ impl Renderer {
         let path = self.resolve(dir, file, entry)?;
         self.check_in_dir(dir, &path, file, entry)?;
         let shown = self.shown(&path);
-        let text = std::fs::read_to_string(&path).map_err(|source| RenderError::Read {
-            path: shown.clone(),
-            source,
-        })?;
+        let text = self
+            .loader
+            .read_to_string(&path)
+            .map_err(|source| RenderError::Read {
+                path: shown.clone(),
+                source,
+            })?;
         Ok((path, text, shown))
     }
 

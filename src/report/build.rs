@@ -38,14 +38,13 @@ pub fn build(outcome: &UnitOutcome) -> ClusterReport {
         .iter()
         .map(|e| ReportError {
             object: e.object.as_ref().map(ToString::to_string),
-            file: e
-                .file
-                .as_ref()
-                .map(|f| f.to_string_lossy().replace('\\', "/")),
+            file: e.file_name(),
+            line: e.line,
+            column: e.column,
             message: if e.object.as_ref().is_some_and(is_secret) {
                 WITHHELD.to_string()
             } else {
-                e.message.trim().to_string()
+                e.text()
             },
         })
         .collect();

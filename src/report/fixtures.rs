@@ -355,6 +355,7 @@ pub fn troubled_outcome() -> UnitOutcome {
         object: Some(key("cluster.x-k8s.io/v1beta2", "MachinePool", "dev-workers")),
         file: Some(PathBuf::from("clusters/dev/machinepools.yaml")),
         message: "MachinePool.cluster.x-k8s.io \"dev-workers\" is invalid: spec.replicas: Invalid value: -1".into(),
+        ..Default::default()
     });
     outcome
 }

@@ -193,7 +193,8 @@ fn errors_section(out: &mut String, errors: &[ReportError]) {
             place.push(format!("`{object}`"));
         }
         if let Some(file) = &e.file {
-            place.push(format!("in `{}`", file.replace('`', "'")));
+            let at = crate::object::file_position(file, e.line, e.column);
+            place.push(format!("in `{}`", at.replace('`', "'")));
         }
         let lead = if place.is_empty() {
             "-".to_string()

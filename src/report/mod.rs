@@ -30,7 +30,7 @@ pub use chain::{CHAIN_STEPS, Chain, ChainStep, StepState, chain};
 pub use markdown::to_markdown;
 pub use model::{
     Action, AzureMode, ClusterRef, ClusterReport, ObjectAction, ObjectOutcome, Phase, ReportError,
-    ReportObject, UnitError, UnitOutcome,
+    ReportObject, UnitError, UnitOutcome, failure_block,
 };
 pub use summary::summary_table;
 

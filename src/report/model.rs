@@ -56,11 +56,110 @@ pub struct ObjectOutcome {
 }
 
 /// A problem of the unit, with the object and file it concerns where known.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// `message` says what is wrong in the user's words, without the file or the object (they have
+/// their own fields). Every sink shows an error through [`UnitError`]'s `Display` (`file:line:column:
+/// Kind/namespace/name: message`, redacted), or [`failure_block`] for a whole unit.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct UnitError {
     pub object: Option<ObjectKey>,
+    /// Repository-relative.
     pub file: Option<PathBuf>,
+    /// 1-based line in `file`, when known.
+    pub line: Option<usize>,
+    /// 1-based column in `file`, when known.
+    pub column: Option<usize>,
     pub message: String,
+}
+
+impl UnitError {
+    pub fn new(object: Option<ObjectKey>, file: Option<PathBuf>, message: String) -> UnitError {
+        UnitError {
+            object,
+            file,
+            line: None,
+            column: None,
+            message,
+        }
+    }
+
+    /// The same error at `line` and `column` of its file.
+    pub fn at(mut self, line: Option<usize>, column: Option<usize>) -> UnitError {
+        self.line = line;
+        self.column = column.filter(|_| line.is_some());
+        self
+    }
+
+    /// `file`, `file:line` or `file:line:column` (`/` separators), when the file is known.
+    pub fn location(&self) -> Option<String> {
+        let file = self.file_name()?;
+        Some(crate::object::file_position(&file, self.line, self.column))
+    }
+
+    /// The file, with `/` separators.
+    pub fn file_name(&self) -> Option<String> {
+        Some(self.file.as_ref()?.to_string_lossy().replace('\\', "/"))
+    }
+
+    /// What is wrong, redacted, without a leading repetition of the file or the object (some
+    /// messages are built as `Kind/ns/name (file): ...`): each is said once, in its own place.
+    pub fn text(&self) -> String {
+        let mut text = self.message.trim();
+        let file = self
+            .file
+            .as_ref()
+            .map(|f| f.to_string_lossy().replace('\\', "/"));
+        let object = self.object.as_ref().map(ToString::to_string);
+        for _ in 0..2 {
+            if let Some(o) = &object
+                && let Some(rest) = text.strip_prefix(o.as_str())
+            {
+                let rest = match (&file, rest.strip_prefix(" (")) {
+                    (Some(f), Some(r)) => r
+                        .strip_prefix(f.as_str())
+                        .and_then(|r| r.strip_prefix(')'))
+                        .unwrap_or(rest),
+                    _ => rest,
+                };
+                if let Some(rest) = rest.strip_prefix(": ") {
+                    text = rest;
+                }
+            }
+            if let Some(f) = &file
+                && let Some(rest) = text.strip_prefix(f.as_str())
+                && let Some(rest) = rest.strip_prefix(": ")
+            {
+                text = rest;
+            }
+        }
+        crate::redact::scrub(text).into_owned()
+    }
+}
+
+impl std::fmt::Display for UnitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(location) = self.location() {
+            write!(f, "{location}: ")?;
+        }
+        if let Some(object) = &self.object {
+            write!(f, "{object}: ")?;
+        }
+        f.write_str(&self.text())
+    }
+}
+
+/// The block a failed unit prints on the terminal and in the log: the unit, then one line per
+/// error (`file:line:column: Kind/namespace/name: message`).
+pub fn failure_block(unit: &str, errors: &[UnitError]) -> String {
+    let count = match errors.len() {
+        1 => "1 error".to_string(),
+        n => format!("{n} errors"),
+    };
+    let mut out = format!("error: {unit} failed ({count}):\n");
+    for e in errors {
+        out.push_str(&format!("  {}\n", e.to_string().replace('\n', "\n    ")));
+    }
+    out
 }
 
 /// Everything one reconcile pass of one unit produced, as the report needs it.
@@ -225,5 +324,43 @@ pub struct ReportError {
     pub object: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
+    /// 1-based line in `file`, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    /// 1-based column in `file`, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<usize>,
     pub message: String,
+}
+
+#[cfg(test)]
+mod unit_error_tests {
+    use super::*;
+
+    #[test]
+    fn file_and_object_are_said_once() {
+        let object = ObjectKey {
+            group: "example.com".into(),
+            version: "v1".into(),
+            kind: "Widget".into(),
+            namespace: Some("aro-dev".into()),
+            name: "gadget".into(),
+        };
+        let e = UnitError::new(
+            Some(object),
+            Some(PathBuf::from("clusters/dev/widget.yaml")),
+            "Widget/aro-dev/gadget (clusters/dev/widget.yaml): no kind Widget".into(),
+        )
+        .at(Some(3), Some(1));
+        assert_eq!(
+            e.to_string(),
+            "clusters/dev/widget.yaml:3:1: Widget/aro-dev/gadget: no kind Widget"
+        );
+        let e = UnitError::new(None, Some(PathBuf::from("a.yaml")), "a.yaml: bad".into());
+        assert_eq!(e.to_string(), "a.yaml: bad");
+        assert_eq!(
+            failure_block("clusters/dev", &[e.clone(), e]),
+            "error: clusters/dev failed (2 errors):\n  a.yaml: bad\n  a.yaml: bad\n"
+        );
+    }
 }

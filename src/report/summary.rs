@@ -1,7 +1,7 @@
 //! The terminal summary of a pass over several units: one line per unit, columns aligned.
 
 use super::build::build;
-use super::model::{Action, UnitOutcome};
+use super::model::{Action, Phase, UnitOutcome};
 
 const HEADERS: [&str; 9] = [
     "UNIT",
@@ -15,12 +15,13 @@ const HEADERS: [&str; 9] = [
     "CHAIN",
 ];
 
-/// A plain-text table, one row per unit sorted by unit path: `UNIT CLUSTER PHASE CREATED UPDATED
+/// A plain-text table, one row per unit, failed units first, then by unit path: `UNIT CLUSTER PHASE CREATED UPDATED
 /// UNCHANGED BLOCKED FAILED CHAIN`; then, when `writes` is given, a line with the number of write
 /// requests made. Lines carry no trailing spaces.
 pub fn summary_table(outcomes: &[UnitOutcome], writes: Option<u64>) -> String {
     let mut rows: Vec<[String; 9]> = outcomes.iter().map(row).collect();
-    rows.sort();
+    // Failed units first: they are what the reader has to act on.
+    rows.sort_by_cached_key(|r| (r[2] != Phase::Failed.as_str(), r.clone()));
     let mut widths = HEADERS.map(str::len);
     for r in &rows {
         for (w, cell) in widths.iter_mut().zip(r) {

@@ -24,6 +24,7 @@ fn unknown_unit() -> UnitOutcome {
             object: None,
             file: Some("clusters/broken/kustomization.yaml".into()),
             message: "kustomize: accumulating resources:\n  missing file arocluster.yaml".into(),
+            ..Default::default()
         }],
         live: Vec::new(),
     }
@@ -134,6 +135,7 @@ fn messages_about_a_secret_are_withheld() {
         object: Some(secret),
         file: None,
         message: leak,
+        ..Default::default()
     });
     let report = build(&outcome);
     let secret_row = report.objects.iter().find(|o| o.kind == "Secret").unwrap();
@@ -356,8 +358,8 @@ fn summary_table_lines_up_and_counts_writes() {
         "\
 UNIT             CLUSTER      PHASE      CREATED  UPDATED  UNCHANGED  BLOCKED  FAILED  CHAIN
 clusters/broken  -            Failed     0        0        0          0        0       0/10 unknown
-clusters/dev     aro-dev/dev  Converged  1        1        2          0        0       10/10 complete
 clusters/dev     aro-dev/dev  Failed     1        1        2          1        1       2/10 ResourcesReady
+clusters/dev     aro-dev/dev  Converged  1        1        2          0        0       10/10 complete
 42 write requests
 "
     );

@@ -12,6 +12,10 @@ pub enum SourceError {
     #[error("invalid git reference {input:?}: {reason}")]
     InvalidRef { input: String, reason: &'static str },
 
+    /// `--repo` names a local path that does not exist.
+    #[error("repository path {} does not exist", path.display())]
+    MissingPath { path: PathBuf },
+
     /// The remote could not be reached or read (network, authentication, missing repository).
     #[error("{url} at {reference}: fetch failed: {message}")]
     Fetch {

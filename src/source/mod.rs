@@ -255,6 +255,13 @@ impl Source {
                     commit,
                 }
             });
+        // A local path that does not exist, and nothing synced before: a typo, said plainly (a
+        // path that vanished after a sync is an unreachable source: the last good revision serves).
+        if last_good.is_none()
+            && let Some(path) = origin::missing_local_path(&url)
+        {
+            return Err(SourceError::MissingPath { path });
+        }
         tracing::info!(
             url = remote.shown(),
             reference = %reference,

@@ -33,6 +33,26 @@ pub(super) fn plain_directory(url: &str) -> Option<PathBuf> {
     plain.then(|| std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()))
 }
 
+/// The path `url` names when it is a local path (or `file://` URL) that does not exist; `None` for
+/// URLs (`scheme://`, scp-like `host:path`) and existing paths.
+pub(super) fn missing_local_path(url: &str) -> Option<PathBuf> {
+    let path = match url.strip_prefix("file://") {
+        Some(path) => path,
+        None if url.contains("://") => return None,
+        // `git@host:org/repo`: a colon before any slash.
+        None if url
+            .split('/')
+            .next()
+            .is_some_and(|first| first.contains(':')) =>
+        {
+            return None;
+        }
+        None => url,
+    };
+    let path = Path::new(path);
+    (!path.exists()).then(|| path.to_path_buf())
+}
+
 /// Imports `dir` into the bare repository at `origin` (created on first use); returns the new commit, or
 /// `None` when the directory is unchanged since the last import.
 pub(super) fn import(dir: &Path, origin: &Path) -> Result<Option<Oid>, SourceError> {
@@ -201,6 +221,18 @@ mod tests {
             None
         );
         assert_eq!(plain_directory("https://example.com/repo.git"), None);
+        let missing = tmp.path().join("missing");
+        assert_eq!(
+            missing_local_path(missing.to_str().unwrap()),
+            Some(missing.clone())
+        );
+        assert_eq!(
+            missing_local_path(&format!("file://{}", missing.display())),
+            Some(missing)
+        );
+        assert_eq!(missing_local_path(repo.to_str().unwrap()), None);
+        assert_eq!(missing_local_path("https://example.com/repo.git"), None);
+        assert_eq!(missing_local_path("git@example.com:org/repo.git"), None);
     }
 
     #[test]

@@ -118,7 +118,9 @@ impl Publish<'_> {
         };
         let mut tree = base;
         for (parts, bytes) in files {
-            tree = upsert(repo, Some(&repo.find_tree(tree)?), parts, repo.blob(bytes)?)?;
+            // Redacted as every other output: a report in git history stays there.
+            let blob = repo.blob(&crate::redact::scrub_bytes(bytes))?;
+            tree = upsert(repo, Some(&repo.find_tree(tree)?), parts, blob)?;
         }
         if tree == base {
             return Ok(None);

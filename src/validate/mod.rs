@@ -10,11 +10,13 @@
 //!   the ARO kinds (in their owner's namespace, where the agent applies them);
 //! - the reconcile-policy annotations, on objects and on embedded resources;
 //! - what kube-apiserver refuses of any object (`builtin`): names per kind, size, the string maps
-//!   and base64 of ConfigMaps and Secrets, a namespace for namespaced kinds.
+//!   and base64 of ConfigMaps and Secrets, a namespace for namespaced kinds;
+//! - the agent's namespace and marks ([`reserved`]): no unit may declare them.
 //!
 //! Messages name the file, the object and the JSON pointer of the field, never a Secret's data.
 
 pub mod builtin;
+pub mod reserved;
 mod rules;
 mod schema;
 
@@ -97,6 +99,7 @@ pub fn validate(objects: &[SourcedObject]) -> Vec<ValidationError> {
         errors.extend(
             rules::policy_problems(obj, "")
                 .into_iter()
+                .chain(reserved::problems(obj, ""))
                 .map(|m| error(Some(&key), m)),
         );
         let place = rules::Place {
@@ -116,6 +119,7 @@ pub fn validate(objects: &[SourcedObject]) -> Vec<ValidationError> {
                             .into_iter()
                             .map(|m| format!("{prefix}: {m}")),
                     )
+                    .chain(reserved::problems(entry, &prefix))
                     .map(|m| error(Some(&key), m)),
             );
             // Entries without identity are reported by the owner's schema.

@@ -6,7 +6,8 @@
 //! convention of ajv-errors: a string, or an object keyed by the failing keyword) that replaces the
 //! validator's generic wording for that keyword.
 
-use jsonschema::error::ValidationErrorKind;
+use jsonschema::JsonType;
+use jsonschema::error::{TypeKind, ValidationErrorKind};
 use serde_json::Value;
 use std::fmt;
 use std::sync::OnceLock;
@@ -36,9 +37,6 @@ const KIND_SCHEMAS: [(&str, &str); 5] = [
 ];
 
 const REPORT_SCHEMA: &str = include_str!("../../schemas/report.schema.json");
-
-/// Longest rendering of a scalar value that a message may quote; longer values are described instead.
-const MAX_QUOTED_VALUE: usize = 80;
 
 /// One compiled schema, with its source kept for `errorMessage` look-ups.
 pub(crate) struct Schema {
@@ -98,7 +96,10 @@ impl Schema {
             let message = custom.unwrap_or_else(|| "is required but missing".to_string());
             return Violation { pointer, message };
         }
-        let message = custom.unwrap_or_else(|| describe(err));
+        let got = type_phrase(err.instance().as_ref());
+        let message = custom
+            .map(|m| m.replace("{got}", got))
+            .unwrap_or_else(|| describe(err));
         Violation { pointer, message }
     }
 
@@ -114,30 +115,95 @@ impl Schema {
     }
 }
 
-/// The validator's own wording (but every allowed value of an enum listed), with the offending
-/// value quoted only when it is a short scalar: objects and lists are described, never printed.
+/// What is wrong, in the user's words, naming what was expected and what kind of value was found,
+/// never the value itself (it may be a secret written where a reference belongs).
 fn describe(err: &jsonschema::ValidationError<'_>) -> String {
-    let instance = err.instance();
-    let placeholder = match instance.as_ref() {
-        Value::Object(_) => "the object",
-        Value::Array(_) => "the list",
-        _ => "the value",
-    };
-    let quotable = !instance.is_object()
-        && !instance.is_array()
-        && instance.to_string().len() <= MAX_QUOTED_VALUE;
-    if let ValidationErrorKind::Enum { options } = err.kind() {
-        let shown = if quotable {
-            instance.to_string()
-        } else {
-            placeholder.to_string()
-        };
-        return format!("{shown} is not one of {}", list_options(options));
+    let got = type_phrase(err.instance().as_ref());
+    match err.kind() {
+        ValidationErrorKind::Type { kind } => {
+            let expected: Vec<&str> = match kind {
+                TypeKind::Single(t) => vec![type_name(*t)],
+                TypeKind::Multiple(set) => set.iter().map(type_name).collect(),
+            };
+            format!("expected {}, got {got}", or_list(&expected))
+        }
+        ValidationErrorKind::Enum { options } => {
+            format!("must be one of {}", list_options(options))
+        }
+        ValidationErrorKind::Constant { expected_value } => format!("must be {expected_value}"),
+        ValidationErrorKind::Pattern { pattern } => {
+            format!("does not have the expected form (pattern `{pattern}`)")
+        }
+        ValidationErrorKind::Format { format } => format!("is not a valid {format}"),
+        ValidationErrorKind::MinLength { limit } => {
+            format!("must be at least {limit} characters long")
+        }
+        ValidationErrorKind::MaxLength { limit } => {
+            format!("must be at most {limit} characters long")
+        }
+        ValidationErrorKind::Minimum { limit } => format!("must be at least {limit}"),
+        ValidationErrorKind::Maximum { limit } => format!("must be at most {limit}"),
+        ValidationErrorKind::ExclusiveMinimum { limit } => format!("must be more than {limit}"),
+        ValidationErrorKind::ExclusiveMaximum { limit } => format!("must be less than {limit}"),
+        ValidationErrorKind::MinItems { limit } => format!("must have at least {limit} items"),
+        ValidationErrorKind::MaxItems { limit } => format!("must have at most {limit} items"),
+        ValidationErrorKind::AdditionalProperties { unexpected }
+        | ValidationErrorKind::UnevaluatedProperties { unexpected } => {
+            let fields: Vec<String> = unexpected.iter().map(|f| format!("`{f}`")).collect();
+            format!("unknown field {}", fields.join(", "))
+        }
+        ValidationErrorKind::UniqueItems => "has the same item twice".to_string(),
+        ValidationErrorKind::AnyOf { .. } | ValidationErrorKind::OneOfNotValid { .. } => {
+            format!("got {got}, which matches none of the allowed forms")
+        }
+        ValidationErrorKind::OneOfMultipleValid { .. } => {
+            "matches more than one of the allowed forms; it must match exactly one".to_string()
+        }
+        ValidationErrorKind::Not { .. } | ValidationErrorKind::FalseSchema => {
+            "is not allowed here".to_string()
+        }
+        ValidationErrorKind::MinProperties { limit } => {
+            format!("must have at least {limit} fields")
+        }
+        ValidationErrorKind::MaxProperties { limit } => {
+            format!("must have at most {limit} fields")
+        }
+        ValidationErrorKind::Contains => "has no item of the expected form".to_string(),
+        _ => err.masked_with(got).to_string(),
     }
-    if quotable {
-        err.to_string()
-    } else {
-        err.masked_with(placeholder).to_string()
+}
+
+fn type_name(t: JsonType) -> &'static str {
+    match t {
+        JsonType::Array => "a list",
+        JsonType::Boolean => "a boolean",
+        JsonType::Integer => "an integer",
+        JsonType::Null => "null",
+        JsonType::Number => "a number",
+        JsonType::Object => "an object",
+        JsonType::String => "a string",
+    }
+}
+
+/// "a string", "an object"... : the kind of a value, not the value.
+fn type_phrase(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "an integer",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// `a, b or c`.
+fn or_list(items: &[&str]) -> String {
+    match items.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        Some((last, _)) => last.to_string(),
+        None => "nothing".to_string(),
     }
 }
 
@@ -281,11 +347,38 @@ mod tests {
         assert_eq!(
             rendered,
             vec![
-                "/spec/resources: the object is not of type \"array\"",
-                "/spec/controlPlaneEndpoint/host: 7 is not of type \"string\"",
+                "/spec/resources: expected a list, got an object",
+                "/spec/controlPlaneEndpoint/host: expected a string, got an integer",
             ]
         );
         assert!(!rendered.concat().contains(&long));
+    }
+
+    #[test]
+    fn a_secret_where_a_reference_belongs_is_never_quoted() {
+        let schema = for_kind("AzureClusterIdentity").unwrap();
+        let secret = "not-to-be-shown-0123";
+        let found = schema.check(&json!({
+            "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+            "kind": "AzureClusterIdentity",
+            "metadata": {"name": "id"},
+            "spec": {"type": "ServicePrincipal", "clientSecret": secret,
+                "clientID": "00000000-0000-4000-8000-000000000000",
+                "tenantID": "00000000-0000-4000-8000-000000000000"}
+        }));
+        let rendered: Vec<String> = found.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            rendered,
+            vec!["/spec/clientSecret: expected an object (a Secret reference), got a string"]
+        );
+        let found = schema.check(
+            &json!({"apiVersion": secret, "kind": "AzureClusterIdentity",
+            "metadata": {"name": secret}, "spec": {"type": secret, "clientID": secret}}),
+        );
+        for v in &found {
+            assert!(!v.to_string().contains(secret), "{v}");
+        }
+        assert!(!found.is_empty());
     }
 
     #[test]

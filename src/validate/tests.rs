@@ -175,10 +175,10 @@ fn report_problems_are_named_by_pointer() {
     assert_eq!(
         validate_report(&r),
         vec![
-            "/: Additional properties are not allowed ('generatedAt' was unexpected)",
-            "/azure: \"probably\" is not one of \"simulated\" or \"real\"",
-            "/phase: \"Done\" is not one of \"Converged\", \"Progressing\", \"Blocked\" or \"Failed\"",
-            "/objects/1/action: \"borrowed\" is not one of \"created\", \"updated\", \"unchanged\", \"blocked\", \"failed\", \"deleted\", \"adopted\", \"skipped\", \"drifted\", \"deleting\", \"deletionBlocked\" or \"kept\"",
+            "/: unknown field `generatedAt`",
+            "/azure: must be one of \"simulated\" or \"real\"",
+            "/phase: must be one of \"Converged\", \"Progressing\", \"Blocked\" or \"Failed\"",
+            "/objects/1/action: must be one of \"created\", \"updated\", \"unchanged\", \"blocked\", \"failed\", \"deleted\", \"adopted\", \"skipped\", \"drifted\", \"deleting\", \"deletionBlocked\" or \"kept\"",
             "/objects/1/blockedOn/0: must name an object as Kind/namespace/name",
             "/errors/0/object: is required but missing",
             "/chain/step: step 9 is beyond the chain's 8 steps",

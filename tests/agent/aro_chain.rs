@@ -278,6 +278,16 @@ async fn the_external_auth_waits_for_a_ready_node_pool_of_its_own_cluster() {
         "  - ../../base/fleet",
         "",
     );
+    // The Namespace is dev's: an object belongs to one unit.
+    let kustomization = format!("{other}/kustomization.yaml");
+    let text = std::fs::read_to_string(f.repo.join(&kustomization)).unwrap();
+    std::fs::write(
+        f.repo.join(&kustomization),
+        format!(
+            "{text}patches:\n  - target: {{kind: Namespace}}\n    patch: |-\n      $patch: delete\n      apiVersion: v1\n      kind: Namespace\n      metadata:\n        name: any\n"
+        ),
+    )
+    .unwrap();
     let original = std::fs::read_to_string(f.repo.join(DEV).join("kustomization.yaml")).unwrap();
     // The dev cluster's node pools fail: none of them is ever Ready.
     f.add_patch(
@@ -366,8 +376,9 @@ async fn a_missing_kubeconfig_secret_keeps_the_control_plane_not_ready() {
         "- op: replace\n  path: /spec/resources/0/spec/operatorSpec/secrets\n  value: {userCredentials: {name: dev-user-kubeconfig, key: value}}",
     );
     let mut config = f.config();
-    // Dev cannot converge without the Secret: the run ends at this deadline.
-    config.timeout = Duration::from_secs(15);
+    // Dev cannot converge without the Secret: the run ends at this deadline, which leaves prod
+    // room to converge on a loaded machine.
+    config.timeout = Duration::from_secs(40);
     f.wait_store_free_pub().await;
     let s = agent::run(config).await.expect("runs");
     assert_eq!(

@@ -29,7 +29,7 @@ async fn dev_fails_alone(f: &Fixture) -> UnitOutcome {
         .map(|e| e["message"].as_str().unwrap())
         .collect();
     for e in &dev.errors {
-        assert!(messages.contains(&e.message.as_str()), "{text}");
+        assert!(messages.contains(&e.text().as_str()), "{text}");
     }
     assert!(
         f.report("reports/aro-prod/prod.yaml")
@@ -44,7 +44,7 @@ fn error_with<'a>(dev: &'a UnitOutcome, needle: &str) -> &'a UnitError {
     let found: Vec<&UnitError> = dev
         .errors
         .iter()
-        .filter(|e| e.message.contains(needle))
+        .filter(|e| e.to_string().contains(needle))
         .collect();
     assert_eq!(
         found.len(),
@@ -56,10 +56,12 @@ fn error_with<'a>(dev: &'a UnitOutcome, needle: &str) -> &'a UnitError {
 }
 
 fn assert_names(e: &UnitError, file: &str, object: Option<&str>) {
-    assert!(e.message.contains(file), "{file} in {:?}", e.message);
+    // The error as every sink shows it: `file:line:column: Kind/namespace/name: message`.
+    let shown = e.to_string();
+    assert!(shown.contains(file), "{file} in {shown:?}");
     assert_eq!(e.file.as_deref(), Some(Path::new(file)), "{e:?}");
     if let Some(object) = object {
-        assert!(e.message.contains(object), "{object} in {:?}", e.message);
+        assert!(shown.contains(object), "{object} in {shown:?}");
         assert_eq!(
             e.object.as_ref().map(ToString::to_string).as_deref(),
             Some(object),
@@ -67,9 +69,8 @@ fn assert_names(e: &UnitError, file: &str, object: Option<&str>) {
         );
     }
     assert!(
-        !e.message.contains("/checkout/"),
-        "repository-relative paths only: {:?}",
-        e.message
+        !shown.contains("/checkout/"),
+        "repository-relative paths only: {shown:?}"
     );
 }
 
@@ -88,7 +89,7 @@ async fn a_dependency_cycle_fails_its_unit_naming_both_members() {
     assert_eq!(dev.errors.len(), 1, "{}", describe(&dev));
     let e = error_with(&dev, "dependency cycle");
     for member in ["ConfigMap/aro-dev/left", "ConfigMap/aro-dev/right"] {
-        assert!(e.message.contains(member), "{member} in {:?}", e.message);
+        assert!(e.to_string().contains(member), "{member} in {e}");
     }
     assert_eq!(
         e.file.as_deref(),
@@ -119,7 +120,7 @@ async fn malformed_yaml_fails_its_unit_naming_the_file_and_line() {
     let dev = dev_fails_alone(&f).await;
     let e = error_with(&dev, "clusters/dev/broken.yaml");
     assert_names(e, "clusters/dev/broken.yaml", None);
-    assert!(e.message.contains("line 7"), "{:?}", e.message);
+    assert_eq!(e.line, Some(7), "{e:?}");
     assert!(dev.objects.is_empty(), "{}", describe(&dev));
 }
 
@@ -154,11 +155,10 @@ async fn a_duplicate_object_fails_its_unit_naming_both_origins() {
     // The copy is listed first, so the second definition met is the base's.
     let e = error_with(&dev, "clusters/dev/cluster-again.yaml");
     assert_names(e, "base/cluster/cluster.yaml", None);
-    assert!(e.message.contains("Cluster/example"), "{:?}", e.message);
+    assert!(e.to_string().contains("Cluster/example"), "{e}");
     assert!(
-        e.message.contains("clusters/dev/cluster-again.yaml"),
-        "the first definition is named too: {:?}",
-        e.message
+        e.to_string().contains("clusters/dev/cluster-again.yaml"),
+        "the first definition is named too: {e}"
     );
 }
 
@@ -180,7 +180,7 @@ async fn a_duplicate_embedded_resource_fails_its_unit_naming_both_owners() {
         "AROMachinePool/aro-dev/dev-workers",
         "AROMachinePool/aro-dev/dev-infra",
     ] {
-        assert!(e.message.contains(owner), "{owner} in {:?}", e.message);
+        assert!(e.to_string().contains(owner), "{owner} in {e}");
     }
 }
 
@@ -203,7 +203,6 @@ async fn a_schema_violation_fails_its_unit_naming_the_object_and_file() {
     assert_names(e, file, Some("AROControlPlane/aro-dev/dev"));
     assert!(
         e.message.contains("/spec/resources"),
-        "the field is named: {:?}",
-        e.message
+        "the field is named: {e}"
     );
 }

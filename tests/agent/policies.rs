@@ -157,7 +157,7 @@ async fn both_policy_annotations_on_one_object_stop_the_unit_before_anything_is_
     let message = o
         .errors
         .iter()
-        .map(|e| e.message.clone())
+        .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join("\n");
     assert!(message.contains("cannot both be set"), "{message}");
@@ -212,7 +212,7 @@ async fn an_unknown_policy_value_is_a_validation_error_naming_the_object() {
     let message = o
         .errors
         .iter()
-        .map(|e| e.message.clone())
+        .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join("\n");
     assert!(

@@ -244,3 +244,34 @@ impl Fleet {
         out
     }
 }
+
+/// How `api_version` `kind` is addressed through the API (plural as kube-rs guesses it).
+pub fn api_resource(api_version: &str, kind: &str) -> kube::discovery::ApiResource {
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    kube::discovery::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(group, version, kind))
+}
+
+impl Fleet {
+    /// The live object `api_version` `kind` `namespace`/`name` in this fleet's embedded store.
+    pub fn get(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<Value> {
+        use kube::api::{Api, DynamicObject};
+        let resource = api_resource(api_version, kind);
+        let (namespace, name) = (namespace.map(str::to_string), name.to_string());
+        self.with_client(async move |client| {
+            let api: Api<DynamicObject> = match &namespace {
+                Some(ns) => Api::namespaced_with(client, ns, &resource),
+                None => Api::all_with(client, &resource),
+            };
+            api.get_opt(&name)
+                .await
+                .expect("a read of the store")
+                .map(|o| serde_json::to_value(o).expect("JSON"))
+        })
+    }
+}

@@ -293,7 +293,7 @@ fn a_validation_error_names_the_file_and_the_object() {
     md.expect_code(1);
     assert!(
         md.stdout.contains(
-            "| `clusters/dev/extra-rg.yaml` | `ResourceGroup/aro-dev/aro-dev-extra-rg` |"
+            "| `clusters/dev/extra-rg.yaml:5:3` | `ResourceGroup/aro-dev/aro-dev-extra-rg` |"
         ),
         "{}",
         md.stdout

@@ -128,9 +128,9 @@ fn an_object_created_by_someone_else_is_adopted() {
     f.write("clusters/dev/contacts.yaml", CONTACTS_YAML);
     f.add_resource(DEV, "contacts.yaml");
 
-    // Git says what is live: adopted, and nothing to write.
+    // Git says what is live: adopted, and nothing to write but the unit's ownership mark.
     let out = f.plan(&["-o", "json"]);
-    out.expect_code(0);
+    out.expect_code(2);
     let plan = out.json();
     let dev = cluster(&plan, DEV);
     assert_eq!(
@@ -141,8 +141,28 @@ fn an_object_created_by_someone_else_is_adopted() {
     assert_eq!(entries(dev, "adopted")[0]["object"]["namespace"], "aro-dev");
     let reason = entries(dev, "adopted")[0]["reason"].as_str().unwrap();
     assert!(reason.contains("not created by aro-gitops"), "{reason}");
-    assert!(changes(dev).is_empty(), "{dev:#}");
-    assert_eq!(count(dev, "unchanged"), 29, "{dev:#}");
+    assert_eq!(
+        changes(dev),
+        pairs(&[("update", "ConfigMap/fleet-contacts")])
+    );
+    let diff = change(dev, "ConfigMap/fleet-contacts")["diff"]
+        .as_str()
+        .unwrap();
+    let added: Vec<&str> = diff
+        .lines()
+        .filter(|l| l.starts_with('+') && !l.starts_with("+++"))
+        .collect();
+    assert_eq!(
+        added,
+        vec![
+            "+  annotations:",
+            "+    aro-gitops.dev/unit: clusters/dev",
+            "+  labels:",
+            "+    aro-gitops.dev/unit-digest: a9efdf540a9eafb4",
+        ],
+        "{diff}"
+    );
+    assert_eq!(count(dev, "unchanged"), 28, "{dev:#}");
     let prod = cluster(&plan, PROD);
     assert!(
         entries(prod, "adopted").is_empty() && changes(prod).is_empty(),

@@ -5,7 +5,7 @@
 use super::*;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::discovery::ApiResource;
-use serde_json::{Value, json};
+use serde_json::json;
 use std::time::{Duration, Instant};
 
 /// `run --once` on the embedded control plane, without provisioning delay.
@@ -19,44 +19,9 @@ fn add_to_dev(fleet: &Fleet, file: &str, content: &str) {
     fleet.add_resource(DEV, file);
 }
 
-/// How `api_version` `kind` is addressed (plural: the kind in lower case, plus `s`).
-fn resource(api_version: &str, kind: &str) -> ApiResource {
-    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-    ApiResource {
-        group: group.into(),
-        version: version.into(),
-        api_version: api_version.into(),
-        kind: kind.into(),
-        plural: format!("{}s", kind.to_lowercase()),
-    }
-}
-
-/// The live object `api_version`/`kind` `namespace`/`name` in the fleet's embedded store.
-fn live(
-    fleet: &Fleet,
-    api_version: &str,
-    kind: &str,
-    namespace: Option<&str>,
-    name: &str,
-) -> Option<Value> {
-    let resource = resource(api_version, kind);
-    let name = name.to_string();
-    let namespace = namespace.map(str::to_string);
-    fleet.with_client(async move |client| {
-        let api: Api<DynamicObject> = match &namespace {
-            Some(ns) => Api::namespaced_with(client, ns, &resource),
-            None => Api::all_with(client, &resource),
-        };
-        api.get_opt(&name)
-            .await
-            .expect("a read of the store")
-            .map(|o| serde_json::to_value(o).expect("JSON"))
-    })
-}
-
 /// `namespace/name` of every live `api_version` `kind` (the kind must be served).
 fn all_live(fleet: &Fleet, api_version: &str, kind: &str) -> Vec<String> {
-    let resource = resource(api_version, kind);
+    let resource = common::fleet::api_resource(api_version, kind);
     fleet.with_client(async move |client| {
         let api: Api<DynamicObject> = Api::all_with(client, &resource);
         api.list(&Default::default())
@@ -79,7 +44,7 @@ fn all_live(fleet: &Fleet, api_version: &str, kind: &str) -> Vec<String> {
 /// inventory's objects; `clusters/prod` converged.
 fn assert_dev_untouched_prod_converged(fleet: &Fleet, out: &Output) {
     assert!(
-        live(fleet, "v1", "Namespace", None, "aro-dev").is_none(),
+        fleet.get("v1", "Namespace", None, "aro-dev").is_none(),
         "Namespace/aro-dev was applied:\n{}",
         out.all()
     );
@@ -99,7 +64,7 @@ fn assert_dev_untouched_prod_converged(fleet: &Fleet, out: &Output) {
         out.all()
     );
     assert!(
-        live(fleet, "v1", "Namespace", None, "aro-prod").is_some(),
+        fleet.get("v1", "Namespace", None, "aro-prod").is_some(),
         "prod did not go on:\n{}",
         out.all()
     );
@@ -375,19 +340,21 @@ fn case_06_no_partial_applies_a_refused_revision_of_a_converged_unit_changes_not
         "serves no kind Widget",
     );
     assert!(
-        live(&fleet, "v1", "ConfigMap", Some("aro-dev"), "fine").is_none(),
+        fleet
+            .get("v1", "ConfigMap", Some("aro-dev"), "fine")
+            .is_none(),
         "part of the refused revision was applied:\n{}",
         out.all()
     );
     assert!(
-        live(
-            &fleet,
-            "cluster.x-k8s.io/v1beta2",
-            "Cluster",
-            Some("aro-dev"),
-            "dev"
-        )
-        .is_some(),
+        fleet
+            .get(
+                "cluster.x-k8s.io/v1beta2",
+                "Cluster",
+                Some("aro-dev"),
+                "dev"
+            )
+            .is_some(),
         "the converged cluster was touched:\n{}",
         out.all()
     );

@@ -110,9 +110,9 @@ impl Agent {
                 (BTreeMap::new(), vec![])
             }
         };
-        for e in &broken {
-            tracing::error!(error = %e, "an inventory does not decode: its unit prunes nothing");
-        }
+        // An inventory that does not decode or that the agent does not trust: its unit is not
+        // acted on (nothing applied, nothing pruned) until a person restores or deletes it.
+        let mut refused = super::fleet::refused(&broken);
         let removed: Vec<String> = if rev.units.is_empty() {
             // No unit at all is an empty render of the whole repository: never prune on it.
             vec![]
@@ -129,15 +129,31 @@ impl Agent {
             .await;
         self.caches.drain().await; // what changed before is read fresh by every pass below
         let index = namespace_index(rev, &inventories);
+        // Live ASO objects no unit declares that stand for an Azure resource a unit declares.
+        // The deletion guard counts them too.
+        let live_ids = super::fleet::live_identities_in(&self.env.cluster, &rev.units).await;
+        let mut live_conflicts =
+            super::fleet::live_conflict_errors(&rev.fleet, &live_ids, &inventories);
+        let fleet = (*rev.fleet).clone().with_live(&live_ids);
+        for (i, (u, _)) in rev.units.iter().enumerate() {
+            if let Some(e) = refused.remove(&u.name()) {
+                outcomes[i].errors.push(e);
+            }
+            if let Some(e) = live_conflicts.remove(&u.name()) {
+                outcomes[i].errors.extend(e);
+            }
+        }
+        // A unit failed before its first pass (not prepared, or held above) is settled as it is.
+        let held = |i: usize| rev.units[i].1.is_err() || !outcomes[i].errors.is_empty();
 
         let mut progress = self.progress.take().expect("progress set");
         for (i, o) in outcomes.iter().enumerate() {
-            if rev.units[i].1.is_err() {
+            if held(i) {
                 progress.update(i, o);
             }
         }
         let mut queue: WorkQueue<Job> = WorkQueue::new(Backoff::default(), rev.units.len() as u64);
-        for (i, _) in rev.units.iter().enumerate().filter(|(_, (_, p))| p.is_ok()) {
+        for i in (0..rev.units.len()).filter(|&i| !held(i)) {
             queue.add(Job::Unit(i));
         }
         for unit in &removed {
@@ -148,10 +164,26 @@ impl Agent {
                 queue.add(Job::Removed(unit.clone()));
             }
         }
-        let mut removed_outcomes: BTreeMap<String, UnitOutcome> = BTreeMap::new();
+        // Units that left git with an inventory not acted on: reported, never pruned.
+        let mut removed_outcomes: BTreeMap<String, UnitOutcome> = refused
+            .into_iter()
+            .map(|(unit, e)| {
+                let o = UnitOutcome {
+                    unit: unit.clone(),
+                    cluster: None,
+                    revision: rev.commit.clone(),
+                    stale_source: rev.stale.clone(),
+                    azure: self.env.azure,
+                    objects: vec![],
+                    errors: vec![e],
+                    live: vec![],
+                };
+                (unit, o)
+            })
+            .collect();
         // Units with a pass done in this call: before it, a unit is not settled, whatever its
-        // first outcome says.
-        let mut passed = vec![false; outcomes.len()];
+        // first outcome says (a unit held before its first pass is settled as it is).
+        let mut passed: Vec<bool> = (0..outcomes.len()).map(held).collect();
         let mut workers = Workers::new(self.config.concurrency);
         let mut quiet_since = Instant::now();
         loop {
@@ -170,7 +202,7 @@ impl Agent {
                             inventories.remove(u).unwrap_or_else(|| Inventory::new(u))
                         }
                     };
-                    self.run_job(rev, job, inv)
+                    self.run_job(rev, &fleet, job, inv)
                 });
             }
             let pending = outcomes
@@ -280,10 +312,11 @@ impl Agent {
     async fn run_job(
         &self,
         rev: &Revision,
+        fleet: &crate::plan::ownership::Fleet,
         job: Job,
         mut inv: Inventory,
     ) -> (Job, UnitOutcome, Inventory) {
-        let ctx = self.pass_context(rev);
+        let ctx = self.pass_context(rev, fleet);
         let outcome = match &job {
             Job::Unit(i) => {
                 let prepared = rev.units[*i].1.as_ref().expect("only prepared units run");

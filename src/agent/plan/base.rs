@@ -1,20 +1,94 @@
 //! A plan without a cluster: head against the base revision's render (a pull request's preview in
 //! CI). The same policy and deletion-safety decisions as against live state, on rendered objects.
+//! Base renders every unit; head only the units whose base input closure a changed path touches
+//! (see [`crate::agent::incremental`]), the others take base's preparation and show no change.
 
 use super::{
-    Rendered, add_deletions, add_diff, cluster_name, empty_cluster, held, policy_effect,
+    Checkout, Rendered, add_deletions, add_diff, cluster_name, empty_cluster, held, policy_effect,
     prepared_or_errors, unit_consents,
 };
-use crate::agent::Safety;
 use crate::agent::prepare;
+use crate::agent::{AgentError, Safety};
 use crate::apply::inventory::Identity;
 use crate::object::ObjectKey;
 use crate::plan::diff_revisions;
 use crate::plan::policy::{self, Policy};
 use crate::plan::preview::ClusterPreview;
 use crate::plan::prune::{self, Candidate, Consent};
+use crate::source::{GitRef, Source, SourceConfig};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
+
+/// Prepares the units of a checkout: every unit, or with `base` (the base side, rendered, and the
+/// paths changed since it), only those whose input closure changed (see
+/// [`super::incremental`]); the others take base's preparation. Gives `base` back.
+pub(super) async fn render(
+    checkout: Checkout,
+    base: Option<(Rendered, Option<Vec<PathBuf>>)>,
+) -> Result<(Rendered, Option<Rendered>), AgentError> {
+    tokio::task::spawn_blocking(move || {
+        let inputs = base.as_ref().map(|(b, _)| {
+            let mut inputs = b.inputs.clone();
+            inputs.retain(|u, _| !b.conflicted.contains(&u.name()));
+            inputs
+        });
+        let earlier = base
+            .as_ref()
+            .zip(inputs.as_ref())
+            .map(
+                |((b, changed), inputs)| crate::agent::incremental::Earlier {
+                    units: &b.units,
+                    inputs,
+                    changed: changed.as_deref(),
+                },
+            );
+        let mut prepared =
+            crate::agent::incremental::prepare_units(&checkout.root, checkout.units, earlier);
+        let (_, conflicted) = crate::agent::fleet::check(&mut prepared.units);
+        let side = Rendered {
+            rendered: prepared.rendered.len(),
+            units: prepared.units,
+            inputs: prepared.inputs,
+            revision: checkout.revision,
+            conflicted,
+        };
+        (side, base.map(|(b, _)| b))
+    })
+    .await
+    .map_err(|e| AgentError::Task(e.to_string()))
+}
+
+/// The paths changed from base to head, read in head's mirror (`None` when it cannot tell, say
+/// base is not in head's history: then every unit renders).
+pub(super) async fn changed_paths(
+    repo: &str,
+    head: &GitRef,
+    state_dir: PathBuf,
+    from: String,
+    to: String,
+) -> Option<Vec<PathBuf>> {
+    let config = SourceConfig {
+        url: repo.to_string(),
+        reference: head.clone(),
+        state_dir,
+    };
+    let found = tokio::task::spawn_blocking(move || {
+        Source::open(config).and_then(|s| s.changed_paths(&from, &to))
+    })
+    .await;
+    match found {
+        Ok(Ok(changed)) => Some(changed),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "the changes from base to head are unknown: every unit renders");
+            None
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "the changes from base to head are unknown: every unit renders");
+            None
+        }
+    }
+}
 
 /// Head against the base revision (no cluster).
 pub(super) fn against_base(

@@ -518,9 +518,8 @@ fn error_table(errors: &[Problem]) -> String {
     let mut out = String::from("| File | Object | Message |\n| --- | --- | --- |\n");
     for e in errors {
         let file = e
-            .file
-            .as_deref()
-            .map_or_else(|| "—".to_string(), |f| cell_code(&clip(f, NAME_CAP)));
+            .location()
+            .map_or_else(|| "—".to_string(), |f| cell_code(&clip(&f, NAME_CAP)));
         let object = e
             .object
             .as_ref()

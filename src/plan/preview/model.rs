@@ -184,14 +184,28 @@ pub struct PolicyEffect {
 }
 
 /// An error, with the file and object it is about when known.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Problem {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
+    /// 1-based line in `file`, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    /// 1-based column in `file`, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub object: Option<ObjectRef>,
     pub message: String,
+}
+
+impl Problem {
+    /// `file:line:column` (what is known of it), for people.
+    pub fn location(&self) -> Option<String> {
+        let file = self.file.as_deref()?;
+        Some(crate::object::file_position(file, self.line, self.column))
+    }
 }
 
 impl Preview {

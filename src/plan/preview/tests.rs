@@ -335,6 +335,7 @@ fn fixtures() -> Vec<(&'static str, Preview)> {
             message: "spec.resources[0].spec.properties.version.id: \"4.99\" is not a supported \
                       version (4.19, 4.20)"
                 .into(),
+            ..Default::default()
         },
         Problem {
             file: Some("base/cluster/machinepools.yaml".into()),
@@ -342,6 +343,7 @@ fn fixtures() -> Vec<(&'static str, Preview)> {
             message:
                 "spec.resources[0].spec.properties.autoScaling: min (3) is greater than max (2)"
                     .into(),
+            ..Default::default()
         },
     ];
     let dev = cluster("dev", counts(0, 0, 0, 12));
@@ -426,6 +428,7 @@ fn escaping() -> Preview {
         message: "<script>alert(1)</script> & *not bold* | $x$ [link](http://x) _u_ \\ #1\nsecond \
                   line \x1b[31mred\x1b[0m"
             .into(),
+        ..Default::default()
     }];
     let mut fences = cluster("fences", counts(0, 1, 0, 0));
     let (old, new) = (
@@ -439,6 +442,7 @@ fn escaping() -> Preview {
         file: None,
         object: None,
         message: "units.yaml: </details> is not a unit".into(),
+        ..Default::default()
     }];
     p
 }
@@ -507,6 +511,7 @@ fn exit_codes_follow_terraform_detailed_exitcode() {
         file: None,
         object: None,
         message: "cannot read units".into(),
+        ..Default::default()
     });
     assert_eq!(global.exit_code(), 1, "errors win over changes");
 }

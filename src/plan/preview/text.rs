@@ -146,8 +146,8 @@ impl Writer {
 
     fn problem(&self, e: &Problem) -> String {
         let mut place = Vec::new();
-        if let Some(f) = &e.file {
-            place.push(clean(f).into_owned());
+        if let Some(f) = e.location() {
+            place.push(clean(&f).into_owned());
         }
         if let Some(o) = &e.object {
             place.push(object(o));

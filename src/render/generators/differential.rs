@@ -379,8 +379,9 @@ fn accumulate(root: &Path, dir: &Path) -> Result<Vec<Accumulated>, String> {
         }
     }
     let file = dir.strip_prefix(root).unwrap().join(K);
+    let loader = crate::render::inputs::Loader::new(root.to_path_buf());
     let ctx = GeneratorContext {
-        root,
+        loader: &loader,
         dir,
         file: &file,
     };

@@ -38,8 +38,8 @@ use std::path::Path;
 /// Where the generators being expanded are written.
 #[derive(Debug, Clone, Copy)]
 pub struct GeneratorContext<'a> {
-    /// The repository root (canonical).
-    pub root: &'a Path,
+    /// Reads files (and notes them in the render's input closure); knows the canonical repository root.
+    pub loader: &'a crate::render::inputs::Loader,
     /// The folder of the kustomization (canonical): files are read relative to it, and only from inside it.
     pub dir: &'a Path,
     /// The kustomization file, repository-relative, as errors name it.

@@ -225,37 +225,49 @@ fn read_restricted(
         });
     }
     let error_path = || written.to_string();
-    let resolved = std::fs::canonicalize(ctx.dir.join(Path::new(written))).map_err(|source| {
-        match source.kind() {
-            std::io::ErrorKind::NotFound => GeneratorError::FileNotFound {
+    // Containment first: a file outside says so whether or not it exists.
+    let resolved = match ctx
+        .loader
+        .within(ctx.dir, &ctx.dir.join(Path::new(written)))
+    {
+        Ok(crate::render::Within::Found(path)) if path.starts_with(ctx.loader.root()) => path,
+        Ok(crate::render::Within::Missing(_)) => {
+            return Err(GeneratorError::FileNotFound {
                 at: at.clone(),
                 path: error_path(),
-            },
-            _ => GeneratorError::Read {
+            });
+        }
+        Ok(_) => {
+            return Err(GeneratorError::OutsideKustomization {
+                at: at.clone(),
+                path: error_path(),
+            });
+        }
+        Err(source) => {
+            return Err(GeneratorError::Read {
                 at: at.clone(),
                 path: error_path(),
                 source,
-            },
+            });
         }
-    })?;
-    if !resolved.starts_with(ctx.dir) || !resolved.starts_with(ctx.root) {
-        return Err(GeneratorError::OutsideKustomization {
-            at: at.clone(),
-            path: error_path(),
-        });
-    }
+    };
     let read_error = |source| GeneratorError::Read {
         at: at.clone(),
         path: error_path(),
         source,
     };
-    if !std::fs::metadata(&resolved).map_err(read_error)?.is_file() {
+    if !ctx
+        .loader
+        .metadata(&resolved)
+        .map_err(read_error)?
+        .is_file()
+    {
         return Err(GeneratorError::NotAFile {
             at: at.clone(),
             path: error_path(),
         });
     }
-    std::fs::read(&resolved).map_err(read_error)
+    ctx.loader.read(&resolved).map_err(read_error)
 }
 
 #[cfg(test)]
@@ -375,8 +387,9 @@ mod tests {
         std::fs::write(dir.join("sub/in.txt"), "yes").unwrap();
         std::os::unix::fs::symlink("../outside.txt", dir.join("link.txt")).unwrap();
         std::os::unix::fs::symlink("sub/in.txt", dir.join("inner-link.txt")).unwrap();
+        let loader = crate::render::inputs::Loader::new(root.clone());
         let ctx = GeneratorContext {
-            root: &root,
+            loader: &loader,
             dir: &dir,
             file: Path::new("app/kustomization.yaml"),
         };
@@ -417,8 +430,9 @@ mod tests {
         let dir = std::fs::canonicalize(tmp.path()).unwrap();
         std::fs::write(dir.join("e.env"), "E=1\n").unwrap();
         std::fs::write(dir.join("f"), [0xffu8, 0]).unwrap();
+        let loader = crate::render::inputs::Loader::new(dir.clone());
         let ctx = GeneratorContext {
-            root: &dir,
+            loader: &loader,
             dir: &dir,
             file: Path::new("kustomization.yaml"),
         };

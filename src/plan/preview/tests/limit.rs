@@ -59,6 +59,7 @@ pub(super) fn huge(n: usize, diff_bytes: usize) -> Preview {
                     file: Some(format!("clusters/{name}/x.yaml")),
                     object: Some(control_plane(&name)),
                     message: format!("error in {name}: ```"),
+                    ..Default::default()
                 }];
             }
             c

@@ -1,0 +1,240 @@
+//! The fleet-wide ownership check, in one place for `run`, `plan` and `drift`: what each unit
+//! declares (a small summary per unit), the conflicts between units (one object declared twice, two
+//! objects for one Azure resource) turned into failed units, and the fleet the deletion guard asks.
+
+use super::prepare::{Prepared, PreparedUnit};
+use crate::object::ObjectKey;
+use crate::plan::azure_identity::{self, AsoObject, AzureIdentity};
+use crate::plan::ownership::{self, Claim, Fleet, UnitClaims};
+use crate::report::UnitError;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+/// The Azure identities of a prepared unit's objects (by index; `None` for other kinds).
+pub fn azure_identities(p: &Prepared) -> Vec<Option<AzureIdentity>> {
+    let aso: Vec<AsoObject> = p
+        .objects
+        .iter()
+        .map(|o| AsoObject {
+            key: &o.key,
+            body: &o.object,
+            subscription: o
+                .embedded_in
+                .and_then(|i| azure_identity::subscription_of(&p.objects[i].object)),
+        })
+        .collect();
+    azure_identity::of_unit(&aso)
+}
+
+/// The Azure identities of live objects (`None`: gone, or not an ASO kind): owner chains are
+/// followed through `bodies`, and the subscription is that of the ARO object controlling the
+/// chain's root, when it is among them.
+pub fn live_identities(
+    keys: &[ObjectKey],
+    bodies: &[Option<&Value>],
+) -> Vec<Option<AzureIdentity>> {
+    use crate::reconcile::aro::controller_uid;
+    let present: Vec<usize> = (0..keys.len()).filter(|&i| bodies[i].is_some()).collect();
+    let uid = |b: &Value| {
+        b.pointer("/metadata/uid")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let aso: Vec<AsoObject> = present
+        .iter()
+        .map(|&i| {
+            let body = bodies[i].expect("present");
+            let subscription = controller_uid(body).and_then(|c| {
+                present
+                    .iter()
+                    .filter_map(|&j| bodies[j])
+                    .find(|p| uid(p).as_deref() == Some(c))
+                    .and_then(azure_identity::subscription_of)
+            });
+            AsoObject {
+                key: &keys[i],
+                body,
+                subscription,
+            }
+        })
+        .collect();
+    let mut out = vec![None; keys.len()];
+    for (n, id) in azure_identity::of_unit(&aso).into_iter().enumerate() {
+        out[present[n]] = id;
+    }
+    out
+}
+
+/// What a prepared unit declares.
+pub fn claims(p: &Prepared) -> UnitClaims {
+    UnitClaims {
+        unit: p.unit.name(),
+        claims: p
+            .objects
+            .iter()
+            .zip(azure_identities(p))
+            .map(|(o, azure)| Claim {
+                key: o.key.clone(),
+                file: o.origin.to_string(),
+                azure,
+            })
+            .collect(),
+    }
+}
+
+/// The errors of each unit in a conflict with another, by unit.
+pub fn conflict_errors(claims: &[UnitClaims]) -> BTreeMap<String, Vec<UnitError>> {
+    let mut out: BTreeMap<String, Vec<UnitError>> = BTreeMap::new();
+    for c in ownership::conflicts(claims) {
+        out.entry(c.unit).or_default().push(UnitError {
+            object: Some(c.key),
+            file: Some(PathBuf::from(c.file)),
+            message: c.message,
+            ..Default::default()
+        });
+    }
+    out
+}
+
+/// Fails every unit in a conflict with another (nothing of it is applied), and returns the fleet
+/// of every unit that prepared, conflicting or not (they all still declare their objects), and the
+/// names of the units it failed.
+pub fn check(units: &mut [PreparedUnit]) -> (Fleet, BTreeSet<String>) {
+    let claims: Vec<UnitClaims> = units
+        .iter()
+        .filter_map(|(_, p)| p.as_ref().ok())
+        .map(claims)
+        .collect();
+    let mut errors = conflict_errors(&claims);
+    let mut failed = BTreeSet::new();
+    for (u, p) in units.iter_mut() {
+        if let Some(e) = errors.remove(&u.name()) {
+            for e in &e {
+                tracing::error!(unit = %u.name(), error = %e.message, "conflict between units");
+            }
+            *p = Err(e);
+            failed.insert(u.name());
+        }
+    }
+    (Fleet::new(&claims), failed)
+}
+
+/// The Azure identities of live objects (ASO kinds, and the ARO objects giving them their
+/// subscription), owner chains followed namespace by namespace.
+pub fn live_aso_identities(objects: Vec<Value>) -> Vec<(ObjectKey, AzureIdentity)> {
+    let mut by_namespace: BTreeMap<Option<String>, Vec<(ObjectKey, Value)>> = BTreeMap::new();
+    for o in objects {
+        if let Ok(k) = ObjectKey::from_object(&o) {
+            by_namespace
+                .entry(k.namespace.clone())
+                .or_default()
+                .push((k, o));
+        }
+    }
+    let mut out = Vec::new();
+    for objects in by_namespace.into_values() {
+        let keys: Vec<ObjectKey> = objects.iter().map(|(k, _)| k.clone()).collect();
+        let bodies: Vec<Option<&Value>> = objects.iter().map(|(_, o)| Some(o)).collect();
+        for (k, id) in keys.iter().zip(live_identities(&keys, &bodies)) {
+            if let Some(id) = id {
+                out.push((k.clone(), id));
+            }
+        }
+    }
+    out
+}
+
+/// The errors of each unit declaring an object that stands for the Azure resource of a live
+/// object no unit declares (`fleet.live_conflicts`), by unit.
+pub fn live_conflict_errors(
+    fleet: &Fleet,
+    live: &[(ObjectKey, AzureIdentity)],
+    inventories: &BTreeMap<String, crate::apply::inventory::Inventory>,
+) -> BTreeMap<String, Vec<UnitError>> {
+    let held: BTreeMap<ownership::Id, &str> = inventories
+        .iter()
+        .flat_map(|(unit, inv)| {
+            inv.entries
+                .values()
+                .map(move |e| (ownership::id(&e.key()), unit.as_str()))
+        })
+        .collect();
+    let mut out: BTreeMap<String, Vec<UnitError>> = BTreeMap::new();
+    for c in fleet.live_conflicts(live, |k| held.get(&ownership::id(k)).copied()) {
+        tracing::error!(unit = %c.unit, error = %c.message, "conflict with a live object");
+        out.entry(c.unit).or_default().push(UnitError {
+            object: Some(c.key),
+            file: Some(PathBuf::from(c.file)),
+            message: c.message,
+            ..Default::default()
+        });
+    }
+    out
+}
+
+/// The kinds a live Azure-identity check lists: the revision's ASO kinds and ARO kinds.
+pub fn identity_kinds(units: &[PreparedUnit]) -> std::collections::BTreeSet<ObjectKey> {
+    use crate::reconcile::aro::{is_aro_kind, is_aso_group};
+    units
+        .iter()
+        .filter_map(|(_, p)| p.as_ref().ok())
+        .flat_map(|p| p.objects.iter())
+        .filter(|o| is_aso_group(&o.key.group) || is_aro_kind(&o.key.group, &o.key.kind))
+        .map(|o| ObjectKey {
+            namespace: None,
+            name: String::new(),
+            ..o.key.clone()
+        })
+        .collect()
+}
+
+/// The error of each unit whose inventory the agent does not act on (it does not decode, or
+/// someone else wrote it): the unit applies and prunes nothing until a person restores or
+/// deletes it.
+pub fn refused(broken: &[crate::apply::inventory::InventoryError]) -> BTreeMap<String, UnitError> {
+    let mut out = BTreeMap::new();
+    for e in broken {
+        tracing::error!(error = %e, "an inventory is not acted on: its unit applies and prunes nothing");
+        if let Some(unit) = &e.unit {
+            out.insert(
+                unit.clone(),
+                UnitError {
+                    object: Some(crate::apply::inventory::config_map_key(&e.name)),
+                    file: None,
+                    message: e.to_string(),
+                    ..Default::default()
+                },
+            );
+        }
+    }
+    out
+}
+
+/// The Azure identities of the live ASO objects of the revision's kinds (one LIST per ASO and
+/// ARO kind, across namespaces), for [`live_conflict_errors`] and [`Fleet::with_live`].
+pub async fn live_identities_in(
+    cluster: &crate::apply::Cluster,
+    units: &[PreparedUnit],
+) -> Vec<(ObjectKey, AzureIdentity)> {
+    let mut listed = Vec::new();
+    for k in identity_kinds(units) {
+        match cluster.list_all(&k, None).await {
+            Ok(items) => listed.extend(items),
+            Err(crate::apply::ApplyError::UnknownKind { .. }) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, kind = %k.kind, "listing live objects for Azure identities failed")
+            }
+        }
+    }
+    live_aso_identities(listed)
+}
+
+/// The live ASO and ARO objects of a live index (what [`live_aso_identities`] needs).
+pub fn identity_objects(live: &crate::apply::live::LiveIndex) -> Vec<Value> {
+    use crate::reconcile::aro::{is_aro_kind, is_aso_group};
+    live.identities()
+        .filter(|id| is_aso_group(&id.group) || is_aro_kind(&id.group, &id.kind))
+        .filter_map(|id| live.get(id))
+        .collect()
+}

@@ -1,0 +1,649 @@
+//! Ownership: every object the agent applies belongs to exactly one unit, as pure decisions.
+//!
+//! - **The mark.** Every object is applied with [`OWNER_ANNOTATION`] (the unit's path) and
+//!   [`OWNER_LABEL`] (a short digest of it) under the agent's field manager ([`mark`]).
+//! - **One unit per object.** Two units of one revision declaring one object (group, kind,
+//!   namespace, name), or two ASO objects standing for one Azure resource
+//!   ([`super::azure_identity`]), fail both units, before anything of either is applied
+//!   ([`conflicts`]); the message names both units, files and objects.
+//! - **No silent take-over.** A unit declaring an object that is live and marked as another unit's
+//!   fails ([`take_over`]), unless the object in git carries [`ADOPT_FROM_ANNOTATION`] naming that
+//!   unit (the consent, as ASO's `reconcile-policy-if-exists` is for Azure) and that unit no longer
+//!   declares it.
+//! - **Prune deletes only its own.** An inventory member that left git is deleted only when its
+//!   live copy carries this unit's mark (marked as another's: forgotten), no unit of the revision
+//!   declares it, no other unit declares objects in it (a Namespace), and no other object stands for its Azure resource
+//!   ([`guard_deletion`]).
+
+use super::azure_identity::AzureIdentity;
+use crate::object::ObjectKey;
+pub use crate::validate::reserved::{ADOPT_FROM_ANNOTATION, OWNER_ANNOTATION, OWNER_LABEL};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// An object's identity across API versions.
+pub type Id = (String, String, Option<String>, String);
+
+/// The identity ownership judges by (the version does not count).
+pub fn id(key: &ObjectKey) -> Id {
+    (
+        key.group.clone(),
+        key.kind.clone(),
+        key.namespace.clone(),
+        key.name.clone(),
+    )
+}
+
+/// The label value of a unit: the first 16 hex digits of the SHA-256 of its path.
+pub fn unit_digest(unit: &str) -> String {
+    let d = ring::digest::digest(&ring::digest::SHA256, unit.as_bytes());
+    d.as_ref()[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `body` with `unit`'s ownership mark, as the agent applies it.
+pub fn mark(mut body: Value, unit: &str) -> Value {
+    let Some(meta) = body.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return body;
+    };
+    for (field, key, value) in [
+        ("annotations", OWNER_ANNOTATION, unit.to_string()),
+        ("labels", OWNER_LABEL, unit_digest(unit)),
+    ] {
+        let map = meta
+            .entry(field)
+            .or_insert_with(|| Value::Object(Default::default()));
+        if !map.is_object() {
+            *map = Value::Object(Default::default());
+        }
+        map.as_object_mut()
+            .expect("an object")
+            .insert(key.into(), Value::String(value));
+    }
+    body
+}
+
+/// The unit a live object's mark names.
+pub fn owner(live: &Value) -> Option<&str> {
+    live.pointer("/metadata/annotations")
+        .and_then(|a| a.get(OWNER_ANNOTATION))
+        .and_then(Value::as_str)
+}
+
+/// The unit a desired object consents to take its live copy over from.
+pub fn adopts_from(desired: &Value) -> Option<&str> {
+    desired
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(ADOPT_FROM_ANNOTATION))
+        .and_then(Value::as_str)
+}
+
+/// Why `unit` may not apply `desired` over `live` (owned by another unit, without consent).
+pub fn take_over(unit: &str, key: &ObjectKey, desired: &Value, live: &Value) -> Option<String> {
+    let other = owner(live)?;
+    if other == unit || adopts_from(desired) == Some(other) {
+        return None;
+    }
+    Some(format!(
+        "{key} is live and owned by unit {other} (annotation {OWNER_ANNOTATION}); unit {unit} does not take it over silently: remove it from one of the units, or to move it to {unit} remove it from {other} and set the annotation {ADOPT_FROM_ANNOTATION}: {other} on it in git"
+    ))
+}
+
+/// What one unit declares: each object with the file it comes from and the Azure resource it
+/// stands for (ASO kinds).
+#[derive(Debug, Clone)]
+pub struct Claim {
+    pub key: ObjectKey,
+    pub file: String,
+    pub azure: Option<AzureIdentity>,
+}
+
+/// Every claim of one unit (a small summary, kept while units are rendered one by one).
+#[derive(Debug, Clone)]
+pub struct UnitClaims {
+    pub unit: String,
+    pub claims: Vec<Claim>,
+}
+
+/// One unit's part in a conflict: the object of this unit at fault and the message naming both.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Conflict {
+    pub unit: String,
+    pub key: ObjectKey,
+    pub file: String,
+    pub message: String,
+}
+
+/// The conflicts of a revision's units: objects declared by two units, and Azure resources two
+/// objects stand for (both writing). Every unit involved gets its own [`Conflict`].
+pub fn conflicts(units: &[UnitClaims]) -> Vec<Conflict> {
+    let mut out = Vec::new();
+    let mut objects: BTreeMap<Id, Vec<(&str, &Claim)>> = BTreeMap::new();
+    let mut azure: BTreeMap<&str, Vec<(&str, &Claim)>> = BTreeMap::new();
+    for u in units {
+        for c in &u.claims {
+            objects
+                .entry(id(&c.key))
+                .or_default()
+                .push((u.unit.as_str(), c));
+            if let Some(a) = c.azure.as_ref().filter(|a| a.writes) {
+                azure.entry(a.id.as_str()).or_default().push((&u.unit, c));
+            }
+        }
+    }
+    // One conflict per unit and other unit: the first object in full, the others listed.
+    type Pair = (String, String);
+    let mut twice: BTreeMap<Pair, Vec<(&Claim, &Claim)>> = BTreeMap::new();
+    for claims in objects.values().filter(|c| c.len() > 1) {
+        for (unit, c) in claims {
+            for (other, oc) in claims.iter().filter(|(o, _)| o != unit) {
+                let list = twice
+                    .entry((unit.to_string(), other.to_string()))
+                    .or_default();
+                if !list.iter().any(|(x, _)| id(&x.key) == id(&c.key)) {
+                    list.push((c, oc));
+                }
+            }
+        }
+    }
+    for ((unit, other), list) in twice {
+        let (c, oc) = list[0];
+        out.push(Conflict {
+            unit: unit.clone(),
+            key: c.key.clone(),
+            file: c.file.clone(),
+            message: format!(
+                "{} is declared by two units: {unit} ({}) and {other} ({}){}; an object belongs to one unit: remove it from one of them (nothing of either unit is applied until then)",
+                c.key,
+                c.file,
+                oc.file,
+                more(list[1..].iter().map(|(c, _)| c.key.to_string()), "both units also declare")
+            ),
+        });
+    }
+    let mut shared: BTreeMap<Pair, Vec<(&Claim, &Claim)>> = BTreeMap::new();
+    for claims in azure.values().filter(|c| c.len() > 1) {
+        for (unit, c) in claims {
+            for (other, oc) in claims.iter() {
+                if id(&oc.key) == id(&c.key) {
+                    continue; // the same object twice: reported above
+                }
+                let (Some(a), Some(b)) = (&c.azure, &oc.azure) else {
+                    continue;
+                };
+                if !a.same(b) {
+                    continue; // the same names in two subscriptions
+                }
+                shared
+                    .entry((unit.to_string(), other.to_string()))
+                    .or_default()
+                    .push((c, oc));
+            }
+        }
+    }
+    for ((unit, other), list) in shared {
+        let (c, oc) = list[0];
+        let arm = c.azure.as_ref().map(|a| a.arm_id.as_str()).unwrap_or("");
+        let global = if c
+            .azure
+            .as_ref()
+            .is_some_and(|a| a.id.starts_with("global:"))
+        {
+            " (its name is global in Azure)"
+        } else {
+            ""
+        };
+        let others = list[1..].iter().map(|(c, oc)| {
+            let global = if c
+                .azure
+                .as_ref()
+                .is_some_and(|a| a.id.starts_with("global:"))
+            {
+                ", its name is global in Azure"
+            } else {
+                ""
+            };
+            format!("{} and {}{global}", c.key, oc.key)
+        });
+        out.push(Conflict {
+            unit: unit.clone(),
+            key: c.key.clone(),
+            file: c.file.clone(),
+            message: format!(
+                "{} ({}, unit {unit}) and {} ({}, unit {other}) are the same Azure resource {arm}{global}{}; one Azure resource is managed by one object: give one of them other Azure names (nothing of either unit is applied until then)",
+                c.key,
+                c.file,
+                oc.key,
+                oc.file,
+                more(others, "so are")
+            ),
+        });
+    }
+    out
+}
+
+/// `; {what}: a, b, c` (at most 30, then how many more), or nothing.
+fn more(items: impl Iterator<Item = String>, what: &str) -> String {
+    let items: Vec<String> = items.collect();
+    if items.is_empty() {
+        return String::new();
+    }
+    let shown = items.len().min(30);
+    let rest = if items.len() > shown {
+        format!(" and {} more", items.len() - shown)
+    } else {
+        String::new()
+    };
+    format!("; {what}: {}{rest}", items[..shown].join(", "))
+}
+
+/// What a revision's units declare, for the deletion guard: every object's unit, every Azure
+/// resource's object, and the namespaces each unit puts objects in.
+#[derive(Debug, Clone, Default)]
+pub struct Fleet {
+    objects: BTreeMap<Id, String>,
+    azure: BTreeMap<String, Vec<(String, ObjectKey, AzureIdentity)>>,
+    /// The claims that write to Azure, by identity: for live objects no unit declares.
+    writers: BTreeMap<String, Vec<(String, Claim)>>,
+    /// Live ASO objects no unit declares, by identity ([`Fleet::with_live`]).
+    live: BTreeMap<String, Vec<(ObjectKey, AzureIdentity)>>,
+    namespaces: BTreeMap<String, Vec<(String, ObjectKey)>>,
+}
+
+impl Fleet {
+    pub fn new(units: &[UnitClaims]) -> Fleet {
+        let mut f = Fleet::default();
+        for u in units {
+            for c in &u.claims {
+                f.objects.insert(id(&c.key), u.unit.clone());
+                if let Some(a) = c.azure.as_ref().filter(|a| a.writes) {
+                    f.writers
+                        .entry(a.id.clone())
+                        .or_default()
+                        .push((u.unit.clone(), c.clone()));
+                }
+                if let Some(a) = &c.azure {
+                    f.azure.entry(a.id.clone()).or_default().push((
+                        u.unit.clone(),
+                        c.key.clone(),
+                        a.clone(),
+                    ));
+                }
+                if let Some(ns) = &c.key.namespace {
+                    let v = f.namespaces.entry(ns.clone()).or_default();
+                    if !v.iter().any(|(unit, _)| unit == &u.unit) {
+                        v.push((u.unit.clone(), c.key.clone()));
+                    }
+                }
+            }
+        }
+        f
+    }
+
+    /// Another object standing for the Azure resource `azure`, which `unit`'s `key` stands for
+    /// too: one of the revision (or the same one in another unit), else a live one no unit
+    /// declares ([`Fleet::with_live`]). Says which, for messages: "Kind/ns/name of unit U", or
+    /// "the live object Kind/ns/name".
+    pub fn other_for(&self, azure: &AzureIdentity, unit: &str, key: &ObjectKey) -> Option<String> {
+        let declared = self.azure.get(&azure.id).and_then(|v| {
+            v.iter()
+                .find(|(other, object, a)| {
+                    (other != unit || id(object) != id(key)) && a.same(azure)
+                })
+                .map(|(other, object, _)| format!("{object} of unit {other}"))
+        });
+        declared.or_else(|| {
+            self.live
+                .get(&azure.id)?
+                .iter()
+                .find(|(object, a)| id(object) != id(key) && a.same(azure))
+                .map(|(object, _)| format!("the live object {object}"))
+        })
+    }
+
+    /// This fleet with the live ASO objects no unit declares, for the deletion guard.
+    pub fn with_live(mut self, live: &[(ObjectKey, AzureIdentity)]) -> Fleet {
+        for (k, a) in live {
+            if self.declared_by(k).is_none() {
+                self.live
+                    .entry(a.id.clone())
+                    .or_default()
+                    .push((k.clone(), a.clone()));
+            }
+        }
+        self
+    }
+
+    /// The conflicts of live ASO objects no unit declares (`live`, with their Azure identities)
+    /// with the objects of the revision that stand for the same Azure resource. A live object
+    /// still in the inventory of the unit declaring the other (`inventory_of`: the unit whose
+    /// inventory holds it) is that unit's own business: its prune holds the old object.
+    pub fn live_conflicts<'a>(
+        &self,
+        live: &[(ObjectKey, AzureIdentity)],
+        inventory_of: impl Fn(&ObjectKey) -> Option<&'a str>,
+    ) -> Vec<Conflict> {
+        let mut out = Vec::new();
+        for (key, a) in live {
+            if !a.writes || self.declared_by(key).is_some() {
+                continue;
+            }
+            let Some((unit, c)) = self.writers.get(&a.id).and_then(|w| {
+                w.iter()
+                    .find(|(_, c)| c.azure.as_ref().is_some_and(|x| x.same(a)))
+            }) else {
+                continue;
+            };
+            if inventory_of(key) == Some(unit.as_str()) {
+                continue;
+            }
+            let held = inventory_of(key)
+                .map(|u| format!(" (in the inventory of unit {u}, which no longer declares it)"))
+                .unwrap_or_else(|| " (no unit declares it)".into());
+            out.push(Conflict {
+                unit: unit.clone(),
+                key: c.key.clone(),
+                file: c.file.clone(),
+                message: format!(
+                    "{} ({}, unit {unit}) and the live object {key}{held} are the same Azure resource {}: one Azure resource is managed by one object; delete the live object first (with {} detach-on-delete on it to keep the Azure resource), or give {} other Azure names (nothing of unit {unit} is applied until then)",
+                    c.key,
+                    c.file,
+                    a.arm_id,
+                    crate::validate::RECONCILE_POLICY,
+                    c.key
+                ),
+            });
+        }
+        out
+    }
+
+    /// The unit of the revision that declares `key`.
+    pub fn declared_by(&self, key: &ObjectKey) -> Option<&str> {
+        self.objects.get(&id(key)).map(String::as_str)
+    }
+}
+
+/// What the deletion guard makes of one candidate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Guard {
+    /// Deletion may go on as deletion safety decides.
+    Allow,
+    /// Not this unit's to delete: forget it (the reason says whose it is).
+    NotOurs(String),
+    /// Not deleted now; the reason says why.
+    Hold(String),
+}
+
+/// Whether `unit` may delete the inventory member `key` (no longer in its render), live as
+/// `live`, standing for the Azure resource `azure` (when an ASO kind). `unit_in_git`: the unit is
+/// still in the revision (else every object it declared left with it).
+pub fn guard_deletion(
+    unit: &str,
+    key: &ObjectKey,
+    live: &Value,
+    azure: Option<&AzureIdentity>,
+    fleet: &Fleet,
+) -> Guard {
+    match owner(live) {
+        Some(o) if o == unit => {}
+        Some(other) => {
+            return Guard::NotOurs(format!(
+                "it is owned by unit {other} now (annotation {OWNER_ANNOTATION}): it is not deleted, and {unit} no longer tracks it"
+            ));
+        }
+        None => {
+            return Guard::Hold(format!(
+                "it carries no ownership mark of unit {unit} (annotation {OWNER_ANNOTATION}): the agent deletes only objects marked as the unit's; delete it by hand if it should go"
+            ));
+        }
+    }
+    if let Some(other) = fleet.declared_by(key).filter(|o| *o != unit) {
+        return Guard::Hold(format!(
+            "unit {other} declares it in this revision: it is not deleted (it moves to {other} once that unit takes it over with the annotation {ADOPT_FROM_ANNOTATION}: {unit})"
+        ));
+    }
+    if key.group.is_empty()
+        && key.kind == "Namespace"
+        && let Some((other, object)) = fleet
+            .namespaces
+            .get(&key.name)
+            .and_then(|v| v.iter().find(|(u, _)| u != unit))
+    {
+        return Guard::Hold(format!(
+            "unit {other} declares objects in this namespace ({object}): deleting it would delete them"
+        ));
+    }
+    if let Some(a) = azure
+        && let Some(other) = fleet.other_for(a, unit, key)
+    {
+        return Guard::Hold(format!(
+            "{other} stands for the same Azure resource {}: deleting this object would delete it in Azure; set {} detach-on-delete on it to delete only the Kubernetes object",
+            a.arm_id,
+            crate::validate::RECONCILE_POLICY
+        ));
+    }
+    Guard::Allow
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn key(kind: &str, ns: Option<&str>, name: &str) -> ObjectKey {
+        ObjectKey {
+            group: String::new(),
+            version: "v1".into(),
+            kind: kind.into(),
+            namespace: ns.map(str::to_string),
+            name: name.into(),
+        }
+    }
+
+    fn claim(k: ObjectKey, file: &str, azure: Option<&str>) -> Claim {
+        Claim {
+            key: k,
+            file: file.into(),
+            azure: azure.map(|a| AzureIdentity {
+                id: a.to_lowercase(),
+                arm_id: a.into(),
+                subscription: None,
+                writes: true,
+            }),
+        }
+    }
+
+    #[test]
+    fn the_mark_names_the_unit_and_fits_a_label() {
+        let m = mark(
+            json!({"metadata": {"name": "x", "labels": {"a": "b"}}}),
+            "clusters/dev",
+        );
+        assert_eq!(owner(&m), Some("clusters/dev"));
+        assert_eq!(m["metadata"]["labels"]["a"], "b");
+        assert_eq!(
+            m["metadata"]["labels"][OWNER_LABEL].as_str().unwrap().len(),
+            16
+        );
+    }
+
+    #[test]
+    fn an_object_of_two_units_fails_both_naming_both() {
+        let ns = key("Namespace", None, "aro-dev");
+        let units = vec![
+            UnitClaims {
+                unit: "clusters/dev".into(),
+                claims: vec![claim(ns.clone(), "base/cluster/namespace.yaml", None)],
+            },
+            UnitClaims {
+                unit: "clusters/dev-copy".into(),
+                claims: vec![claim(ns.clone(), "base/cluster/namespace.yaml", None)],
+            },
+            UnitClaims {
+                unit: "clusters/prod".into(),
+                claims: vec![claim(key("Namespace", None, "aro-prod"), "x.yaml", None)],
+            },
+        ];
+        let c = conflicts(&units);
+        assert_eq!(c.len(), 2, "{c:?}");
+        assert_eq!(c[0].unit, "clusters/dev");
+        assert!(c[0].message.contains("clusters/dev ("), "{}", c[0].message);
+        assert!(c[0].message.contains("clusters/dev-copy ("));
+        assert_eq!(c[1].unit, "clusters/dev-copy");
+    }
+
+    #[test]
+    fn two_objects_for_one_azure_resource_fail_both() {
+        let a = key("ResourceGroup", Some("aro-dev"), "rg");
+        let b = key("ResourceGroup", Some("aro-dev2"), "rg");
+        let units = vec![
+            UnitClaims {
+                unit: "clusters/dev".into(),
+                claims: vec![claim(
+                    a,
+                    "a.yaml",
+                    Some("/subscriptions/s/resourceGroups/RG"),
+                )],
+            },
+            UnitClaims {
+                unit: "clusters/dev2".into(),
+                claims: vec![claim(
+                    b,
+                    "b.yaml",
+                    Some("/subscriptions/s/resourceGroups/rg"),
+                )],
+            },
+        ];
+        let c = conflicts(&units);
+        assert_eq!(c.len(), 2, "{c:?}");
+        assert!(
+            c[1].message.contains("unit clusters/dev2")
+                && c[1].message.contains("unit clusters/dev)")
+        );
+        assert!(c[0].message.contains("same Azure resource"));
+    }
+
+    #[test]
+    fn a_take_over_needs_consent() {
+        let k = key("ConfigMap", Some("ns"), "x");
+        let live = mark(json!({"metadata": {"name": "x"}}), "clusters/old");
+        let plain = json!({"metadata": {"name": "x"}});
+        assert!(
+            take_over("clusters/new", &k, &plain, &live)
+                .unwrap()
+                .contains("owned by unit clusters/old")
+        );
+        assert_eq!(take_over("clusters/old", &k, &plain, &live), None);
+        let consent = json!({"metadata": {"name": "x", "annotations": {ADOPT_FROM_ANNOTATION: "clusters/old"}}});
+        assert_eq!(take_over("clusters/new", &k, &consent, &live), None);
+        assert_eq!(take_over("clusters/new", &k, &plain, &plain), None);
+    }
+
+    #[test]
+    fn prune_deletes_only_its_own_unclaimed_objects() {
+        let ns = key("Namespace", None, "aro-dev");
+        let cm = key("ConfigMap", Some("aro-dev"), "x");
+        let fleet = Fleet::new(&[UnitClaims {
+            unit: "clusters/dev".into(),
+            claims: vec![claim(cm.clone(), "cm.yaml", None)],
+        }]);
+        let ours = mark(json!({"metadata": {"name": "aro-dev"}}), "clusters/copy");
+        // Another unit declares objects in the namespace.
+        assert!(
+            matches!(guard_deletion("clusters/copy", &ns, &ours, None, &fleet), Guard::Hold(r) if r.contains("clusters/dev declares objects"))
+        );
+        // Another unit declares the object itself.
+        assert!(matches!(
+            guard_deletion("clusters/copy", &cm, &ours, None, &fleet),
+            Guard::Hold(r) if r.contains("unit clusters/dev declares it")
+        ));
+        // Not marked as ours.
+        let other = key("ConfigMap", Some("elsewhere"), "y");
+        let theirs = mark(json!({"metadata": {}}), "clusters/dev");
+        assert!(matches!(
+            guard_deletion("clusters/copy", &other, &theirs, None, &fleet),
+            Guard::NotOurs(_)
+        ));
+        assert!(matches!(
+            guard_deletion("clusters/copy", &other, &json!({}), None, &fleet),
+            Guard::Hold(_)
+        ));
+        assert_eq!(
+            guard_deletion("clusters/copy", &other, &ours, None, &fleet),
+            Guard::Allow
+        );
+    }
+
+    #[test]
+    fn a_live_object_no_unit_declares_conflicts_with_a_desired_one() {
+        let rg = |ns: &str| key("ResourceGroup", Some(ns), "rg");
+        let fleet = Fleet::new(&[UnitClaims {
+            unit: "clusters/dev2".into(),
+            claims: vec![claim(rg("aro-dev2"), "rg.yaml", Some("/s/rg"))],
+        }]);
+        let a = AzureIdentity {
+            id: "/s/rg".into(),
+            arm_id: "/s/rg".into(),
+            subscription: None,
+            writes: true,
+        };
+        let live = vec![(rg("aro-dev"), a.clone()), (rg("aro-dev2"), a)];
+        let c = fleet.live_conflicts(&live, |_| None);
+        assert_eq!(c.len(), 1, "{c:?}");
+        assert_eq!(c[0].unit, "clusters/dev2");
+        assert!(
+            c[0].message
+                .contains("the live object ResourceGroup/aro-dev/rg (no unit declares it)"),
+            "{}",
+            c[0].message
+        );
+        // The declaring unit's own old object: its prune holds it.
+        assert!(
+            fleet
+                .live_conflicts(&live, |_| Some("clusters/dev2"))
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_live_object_no_unit_declares_holds_a_deletion_of_its_azure_resource() {
+        let mine = key("ResourceGroup", Some("aro-dev"), "rg");
+        let stray = key("ResourceGroup", Some("scratch"), "stray");
+        let a = AzureIdentity {
+            id: "/s/rg".into(),
+            arm_id: "/s/rg".into(),
+            subscription: None,
+            writes: true,
+        };
+        let fleet = Fleet::default().with_live(&[(mine.clone(), a.clone()), (stray, a.clone())]);
+        let live = mark(json!({"metadata": {}}), "clusters/dev");
+        assert!(
+            matches!(guard_deletion("clusters/dev", &mine, &live, Some(&a), &fleet),
+            Guard::Hold(r) if r.starts_with("the live object ResourceGroup/scratch/stray stands for"))
+        );
+        let alone = Fleet::default().with_live(&[(mine.clone(), a.clone())]);
+        assert_eq!(
+            guard_deletion("clusters/dev", &mine, &live, Some(&a), &alone),
+            Guard::Allow
+        );
+    }
+
+    #[test]
+    fn an_azure_resource_another_object_stands_for_is_not_deleted() {
+        let mine = key("ResourceGroup", Some("aro-dev2"), "rg");
+        let theirs = key("ResourceGroup", Some("aro-dev"), "rg");
+        let fleet = Fleet::new(&[UnitClaims {
+            unit: "clusters/dev".into(),
+            claims: vec![claim(theirs, "rg.yaml", Some("/s/rg"))],
+        }]);
+        let live = mark(json!({"metadata": {}}), "clusters/dev2");
+        let a = AzureIdentity {
+            id: "/s/rg".into(),
+            arm_id: "/s/rg".into(),
+            subscription: None,
+            writes: true,
+        };
+        assert!(
+            matches!(guard_deletion("clusters/dev2", &mine, &live, Some(&a), &fleet), Guard::Hold(r) if r.contains("of unit clusters/dev stands for the same Azure resource"))
+        );
+    }
+}
