@@ -1,9 +1,10 @@
-//! The durable store behind the control plane: redb, one write transaction per API write.
+//! The durable store behind the control plane: redb, one write transaction per group of API writes.
 //!
 //! Three tables: `objects` (storage key → object JSON), `events` (resourceVersion → watch event JSON,
 //! trimmed to a bounded log) and `meta` (the global resourceVersion counter). A write is acknowledged
-//! only after its transaction commits with `Durability::Immediate` (fsync), so a kill -9 loses nothing
-//! that a client was told succeeded.
+//! only after the transaction holding it commits with `Durability::Immediate` (fsync), so a kill -9
+//! loses nothing that a client was told succeeded. Writes queued while one transaction syncs share
+//! the next one (see `commit`).
 
 use super::error::ControlPlaneError;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
@@ -24,15 +25,25 @@ pub struct Loaded {
     pub resource_version: u64,
 }
 
-/// The changes of one API write, committed atomically.
+/// The changes of a group of API writes, committed atomically with one sync.
 #[derive(Default)]
 pub struct Batch {
-    pub puts: Vec<(String, Vec<u8>)>,
+    pub puts: Vec<(String, bytes::Bytes)>,
     pub deletes: Vec<String>,
     pub events: Vec<(u64, Vec<u8>)>,
     pub resource_version: u64,
     /// Drop events with a resourceVersion lower than this.
     pub trim_events_below: Option<u64>,
+}
+
+impl Batch {
+    /// Whether committing it would change nothing.
+    pub fn is_empty(&self) -> bool {
+        self.puts.is_empty()
+            && self.deletes.is_empty()
+            && self.events.is_empty()
+            && self.trim_events_below.is_none()
+    }
 }
 
 pub struct Store {
@@ -114,7 +125,7 @@ impl Store {
             }
             for (key, value) in &batch.puts {
                 objects
-                    .insert(key.as_str(), value.as_slice())
+                    .insert(key.as_str(), value.as_ref())
                     .map_err(|e| self.err(e))?;
             }
             let mut events = w.open_table(EVENTS).map_err(|e| self.err(e))?;
@@ -150,7 +161,10 @@ mod tests {
             for rv in 1..=5u64 {
                 store
                     .commit(&Batch {
-                        puts: vec![(format!("/Secret/ns/s{rv}"), b"{}".to_vec())],
+                        puts: vec![(
+                            format!("/Secret/ns/s{rv}"),
+                            bytes::Bytes::from_static(b"{}"),
+                        )],
                         events: vec![(rv, b"{}".to_vec())],
                         resource_version: rv,
                         trim_events_below: (rv == 5).then_some(3),
