@@ -49,6 +49,8 @@ impl Batch {
 pub struct Store {
     db: Database,
     path: PathBuf,
+    /// Batches committed (each one durable sync).
+    syncs: std::sync::atomic::AtomicU64,
 }
 
 impl Store {
@@ -69,7 +71,11 @@ impl Store {
                 path: path.clone(),
                 source: Box::new(e.into()),
             })?;
-        let store = Store { db, path };
+        let store = Store {
+            db,
+            path,
+            syncs: Default::default(),
+        };
         let loaded = store.load()?;
         Ok((store, loaded))
     }
@@ -144,7 +150,14 @@ impl Store {
                 .map_err(|e| self.err(e))?;
         }
         w.commit().map_err(|e| self.err(e))?;
+        self.syncs
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(())
+    }
+
+    /// How many batches were committed since the store was opened.
+    pub fn syncs(&self) -> u64 {
+        self.syncs.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 

@@ -237,3 +237,38 @@ async fn send_all(tx: &LineSender, pieces: Vec<Bytes>) -> bool {
     }
     true
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controlplane::registry::Registry;
+
+    #[test]
+    fn storage_version_lines_share_the_stored_text_and_read_as_built_ones() {
+        let rt = Registry::new(std::iter::empty())
+            .by_kind("", "ConfigMap")
+            .unwrap();
+        let filter = WatchFilter {
+            version: rt.storage_version.clone(),
+            rt,
+            namespace: None,
+            labels: LabelSelector::default(),
+            fields: FieldSelector::default(),
+            table: None,
+        };
+        let obj = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "n"}});
+        let entry = Entry {
+            json: Bytes::from(serde_json::to_vec(&obj).unwrap()),
+        };
+        let pieces = filter.lines(EventType::Modified, &entry);
+        assert!(
+            pieces.iter().any(|p| p.as_ptr() == entry.json.as_ptr()),
+            "the stored text itself, not a copy"
+        );
+        let spliced: Vec<u8> = pieces.concat();
+        let built = filter.line("MODIFIED", &obj);
+        let parse = |b: &[u8]| serde_json::from_slice::<Value>(b).unwrap();
+        assert_eq!(parse(&spliced), parse(&built));
+        assert!(spliced.ends_with(b"\n"));
+    }
+}
