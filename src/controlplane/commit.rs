@@ -58,7 +58,12 @@ fn run(shared: Weak<Shared>, rx: Receiver<Queued>) {
         if result.is_err() {
             failed_through = shared.state.lock().expect("state lock").abort();
         }
-        tracing::trace!(writes = group.len(), ok = result.is_ok(), "group committed");
+        tracing::trace!(
+            writes = group.len(),
+            ok = result.is_ok(),
+            syncs = shared.store.syncs(),
+            "group committed"
+        );
         for q in group {
             let _ = q.done.send(result.clone());
         }
@@ -177,7 +182,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         {
             let (state, store) = open(dir.path());
-            let group = vec![
+            let group = [
                 stage(&state, &[("/ConfigMap/ns/a", 1), ("/ConfigMap/ns/b", 1)]),
                 stage(&state, &[("/ConfigMap/ns/a", 2)]),
                 stage(&state, &[("/ConfigMap/ns/c", 1)]),
