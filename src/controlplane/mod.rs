@@ -117,7 +117,7 @@ impl ControlPlane {
         // Bootstrap commits directly: nothing else writes yet.
         cp.bootstrap()?;
         commit::spawn(Arc::downgrade(&cp.shared), queued).map_err(|source| {
-            ControlPlaneError::StateDir {
+            ControlPlaneError::Committer {
                 path: cp.shared.config.state_dir.clone(),
                 source,
             }
