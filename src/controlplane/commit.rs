@@ -210,7 +210,15 @@ mod tests {
         assert_eq!(s.resource_version(), 4);
         assert_eq!(s.get("/ConfigMap/ns/a").unwrap().object()["data"]["n"], "2");
         assert!(s.get("/ConfigMap/ns/c").is_some());
-        assert_eq!(s.events_since(0).unwrap().len(), 4);
+        let events = s.events_since(0).unwrap();
+        assert_eq!(events.len(), 4);
+        assert!(
+            std::ptr::eq(
+                events[2].object.json.as_ptr(),
+                s.get("/ConfigMap/ns/a").unwrap().json.as_ptr()
+            ),
+            "after a reopen too, the log's newest event of an object shares the index's copy"
+        );
     }
 
     #[test]

@@ -239,11 +239,17 @@ impl State {
             let Some(t) = EventType::parse(&ev.type_) else {
                 continue;
             };
+            // The newest event of a live object holds what the index holds: share that copy.
+            let text = ev.object.get().as_bytes();
+            let object = match state.objects.get(ev.key.as_ref()) {
+                Some(live) if live.json == text => live.clone(),
+                _ => Entry::from_json(text.to_vec()),
+            };
             let ev = Arc::new(WatchEvent {
                 resource_version: rv,
                 type_: t,
                 key: ev.key.into_owned(),
-                object: Entry::from_json(ev.object.get().as_bytes().to_vec()),
+                object,
                 previous: None,
             });
             state.event_bytes += ev.weight();
