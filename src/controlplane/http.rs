@@ -64,8 +64,13 @@ pub(super) fn json_response(code: StatusCode, body: &Value) -> Response {
     )
 }
 
-pub(super) fn bytes_response(code: StatusCode, body: Vec<u8>) -> Response {
-    (code, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+pub(super) fn bytes_response(code: StatusCode, body: impl Into<Bytes>) -> Response {
+    (
+        code,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.into(),
+    )
+        .into_response()
 }
 
 /// A parsed API path.

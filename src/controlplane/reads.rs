@@ -27,12 +27,17 @@ pub(super) fn get(
     let entry = state
         .get(&target.key(name))
         .ok_or_else(|| ApiError::not_found(&target.rt.group, &target.rt.plural, name))?;
+    let table_fmt = table_fmt.filter(|_| target.subresource.is_none());
+    if table_fmt.is_none() && target.version == target.rt.storage_version {
+        // The stored text is the answer: no parse, no copy.
+        return Ok(bytes_response(StatusCode::OK, entry.json.clone()));
+    }
     let obj = as_version(&entry.object(), &target.rt, &target.version);
     let rv = state.resource_version().to_string();
     drop(state);
-    let obj = match (target.subresource, table_fmt) {
-        (None, Some(include)) => table(&target.rt, &[obj], &rv, include, chrono::Utc::now()),
-        _ => obj,
+    let obj = match table_fmt {
+        Some(include) => table(&target.rt, &[obj], &rv, include, chrono::Utc::now()),
+        None => obj,
     };
     Ok(json_response(StatusCode::OK, &obj))
 }
