@@ -263,6 +263,11 @@ pub enum ControlPlaneError {
         path: std::path::PathBuf,
         source: std::io::Error,
     },
+    #[error("cannot start the store's committer thread for {path}: {source}")]
+    Committer {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
     #[error("cannot listen on {addr}: {source}")]
     Listen {
         addr: String,

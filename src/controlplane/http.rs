@@ -64,8 +64,13 @@ pub(super) fn json_response(code: StatusCode, body: &Value) -> Response {
     )
 }
 
-pub(super) fn bytes_response(code: StatusCode, body: Vec<u8>) -> Response {
-    (code, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+pub(super) fn bytes_response(code: StatusCode, body: impl Into<Bytes>) -> Response {
+    (
+        code,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.into(),
+    )
+        .into_response()
 }
 
 /// A parsed API path.
@@ -491,7 +496,8 @@ fn live_resource_version(shared: &Shared, target: &Target, obj: &Value) -> Optio
         .and_then(|e| e.object().pointer("/metadata/resourceVersion").cloned())
 }
 
-/// Runs a write in a transaction on a blocking thread (the commit fsyncs); commits unless dry-run.
+/// Runs a write in a transaction on a blocking thread and stages it unless dry-run; answers once
+/// the committer made it durable (see `commit`).
 async fn run_write<F>(shared: &Arc<Shared>, dry: bool, f: F) -> Result<Arc<Value>, ApiError>
 where
     F: FnOnce(&mut super::state::Txn) -> Result<Arc<Value>, ApiError> + Send + 'static,
@@ -505,24 +511,45 @@ where
     R: Send + 'static,
 {
     let shared = shared.clone();
-    tokio::task::spawn_blocking(move || {
-        let mut state = shared.state.lock().expect("state lock");
-        let (result, changes) = transact(&state, f);
-        let result = result?;
-        if !dry {
-            state.commit(changes)?;
+    let (result, durable) = tokio::task::spawn_blocking({
+        let shared = shared.clone();
+        move || {
+            let mut state = shared.state.lock().expect("state lock");
+            let (result, changes) = transact(&state, f);
+            let changes = changes.filter(|_| !dry && result.is_ok());
+            // An answer that read staged state (even a refusal or a no-op) waits until that
+            // state is durable, so no client hears of a write a crash could still lose.
+            if changes.is_none() && !state.has_pending() {
+                return Ok::<_, ApiError>((result, None));
+            }
+            let staged = match changes {
+                Some(changes) => state.stage(changes),
+                None => state.barrier(),
+            };
+            let (done, durable) = tokio::sync::oneshot::channel();
+            shared
+                .queue
+                .send(super::commit::Queued { staged, done })
+                .map_err(|_| ApiError::internal("the store's committer has stopped"))?;
+            Ok((result, Some(durable)))
         }
-        Ok(result)
     })
     .await
-    .map_err(|e| ApiError::internal(format!("write task failed: {e}")))?
+    .map_err(|e| ApiError::internal(format!("write task failed: {e}")))??;
+    if let Some(durable) = durable {
+        durable
+            .await
+            .map_err(|_| ApiError::internal("the store's committer has stopped"))??;
+    }
+    result
 }
 
-fn transact<F, R>(state: &State, f: F) -> (Result<R, ApiError>, super::state::TxnChanges)
+fn transact<F, R>(state: &State, f: F) -> (Result<R, ApiError>, Option<super::state::TxnChanges>)
 where
     F: FnOnce(&mut super::state::Txn) -> Result<R, ApiError>,
 {
     let mut txn = state.begin();
     let r = f(&mut txn);
-    (r, txn.into_changes())
+    let changes = txn.into_changes();
+    (r, (!changes.is_empty()).then_some(changes))
 }

@@ -10,6 +10,7 @@
 //! ([`ControlPlane::client`]).
 
 mod admission;
+mod commit;
 pub mod crds;
 mod discovery;
 pub mod error;
@@ -27,6 +28,7 @@ pub mod ssa;
 mod state;
 mod store;
 mod table;
+mod txn;
 mod watch;
 
 pub use error::{ApiError, ControlPlaneError};
@@ -84,6 +86,9 @@ impl Config {
 
 pub(crate) struct Shared {
     state: Mutex<State>,
+    store: store::Store,
+    /// Staged writes waiting for the committer (see `commit`).
+    queue: commit::Queue,
     config: Config,
 }
 
@@ -98,20 +103,25 @@ impl ControlPlane {
     /// off, installs or updates the preloaded CRDs.
     pub fn open(config: Config) -> Result<ControlPlane, ControlPlaneError> {
         let (store, loaded) = store::Store::open(&config.state_dir)?;
-        let mut state = State::open(
-            store,
-            loaded,
-            config.event_log_capacity,
-            config.event_log_bytes,
-        )?;
+        let mut state = State::open(loaded, config.event_log_capacity, config.event_log_bytes)?;
         state.protect_namespaces(config.protected_namespaces.clone());
+        let (queue, queued) = commit::queue();
         let cp = ControlPlane {
             shared: Arc::new(Shared {
                 state: Mutex::new(state),
+                store,
+                queue,
                 config,
             }),
         };
+        // Bootstrap commits directly: nothing else writes yet.
         cp.bootstrap()?;
+        commit::spawn(Arc::downgrade(&cp.shared), queued).map_err(|source| {
+            ControlPlaneError::Committer {
+                path: cp.shared.config.state_dir.clone(),
+                source,
+            }
+        })?;
         Ok(cp)
     }
 
@@ -170,8 +180,12 @@ impl ControlPlane {
         let mut txn = state.begin();
         objects::patch(&mut txn, &target, objects::PatchType::Apply, obj, &opts).map_err(fail)?;
         let changes = txn.into_changes();
-        state.commit(changes).map_err(fail)?;
-        Ok(())
+        let staged = state.stage(changes);
+        drop(state);
+        commit::commit_group(&self.shared.state, &self.shared.store, &[&staged]).map_err(|e| {
+            self.shared.state.lock().expect("state lock").abort();
+            fail(e)
+        })
     }
 
     /// The HTTP router, for serving on a socket or in-process.

@@ -6,6 +6,7 @@ use super::error::ApiError;
 use super::http::{Query, bytes_response, flag, json_response, prefix_of};
 use super::objects::{Target, as_version};
 use super::selector::{FieldSelector, LabelSelector};
+use super::state::EventType;
 use super::table::{IncludeObject, table};
 use super::watch::{self, StreamSettings, WatchFilter, WatchStart};
 use axum::body::Body;
@@ -26,12 +27,17 @@ pub(super) fn get(
     let entry = state
         .get(&target.key(name))
         .ok_or_else(|| ApiError::not_found(&target.rt.group, &target.rt.plural, name))?;
-    let obj = as_version(entry.object(), &target.rt, &target.version);
+    let table_fmt = table_fmt.filter(|_| target.subresource.is_none());
+    if table_fmt.is_none() && target.version == target.rt.storage_version {
+        // The stored text is the answer: no parse, no copy.
+        return Ok(bytes_response(StatusCode::OK, entry.json.clone()));
+    }
+    let obj = as_version(&entry.object(), &target.rt, &target.version);
     let rv = state.resource_version().to_string();
     drop(state);
-    let obj = match (target.subresource, table_fmt) {
-        (None, Some(include)) => table(&target.rt, &[obj], &rv, include, chrono::Utc::now()),
-        _ => obj,
+    let obj = match table_fmt {
+        Some(include) => table(&target.rt, &[obj], &rv, include, chrono::Utc::now()),
+        None => obj,
     };
     Ok(json_response(StatusCode::OK, &obj))
 }
@@ -87,10 +93,11 @@ pub(super) fn list(
     let mut selected = Vec::new();
     let mut next = None;
     for (key, entry) in state.range(&prefix, token.as_ref().map(|t| t.after.as_str())) {
-        if !labels.is_empty() && !labels.matches(entry.object())
-            || !fields.is_empty() && !fields.matches(entry.object())
-        {
-            continue;
+        if !(labels.is_empty() && fields.is_empty()) {
+            let obj = entry.object();
+            if !labels.matches(&obj) || !fields.matches(&obj) {
+                continue;
+            }
         }
         if limit.is_some_and(|l| selected.len() >= l) {
             next = Some(ContinueToken {
@@ -110,7 +117,7 @@ pub(super) fn list(
     if let Some(include) = table_fmt {
         let objs: Vec<Value> = selected
             .iter()
-            .map(|(_, e)| as_version(e.object(), &target.rt, &target.version))
+            .map(|(_, e)| as_version(&e.object(), &target.rt, &target.version))
             .collect();
         let mut t = table(
             &target.rt,
@@ -135,7 +142,7 @@ pub(super) fn list(
             out.extend_from_slice(&e.json);
         } else {
             out.extend_from_slice(
-                &serde_json::to_vec(&as_version(e.object(), &target.rt, &target.version))
+                &serde_json::to_vec(&as_version(&e.object(), &target.rt, &target.version))
                     .expect("JSON values serialise"),
             );
         }
@@ -190,8 +197,8 @@ pub(super) fn watch(
         // Start with the current state as ADDED events, as upstream does for an unset/0 resourceVersion.
         let initial: Vec<Bytes> = state
             .range(&prefix_of(&target), None)
-            .filter(|(_, e)| filter.labels.matches(e.object()) && filter.fields.matches(e.object()))
-            .map(|(_, e)| filter.line("ADDED", e.object()))
+            .filter(|(_, e)| filter.selects(e))
+            .flat_map(|(_, e)| filter.lines(EventType::Added, e))
             .collect();
         WatchStart {
             initial,

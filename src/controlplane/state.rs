@@ -1,15 +1,19 @@
-//! The in-memory index of the store and the transaction every API write runs in.
+//! The in-memory index of the store: what reads see, the writes staged for the next durable batch,
+//! and the bounded watch event log.
 //!
-//! Reads are served from memory. A write stages its changes in a [`Txn`] overlay; [`State::commit`]
-//! makes them durable in one store transaction, then updates the index, appends the watch events to
-//! the bounded event log and broadcasts them. Objects are kept in their storage version.
+//! A write runs in a [`Txn`] over the staged and committed state and is staged ([`State::stage`]):
+//! later writes see it at once, reads and watches only once the committer made its batch durable
+//! and applied it ([`State::apply`]). Objects are kept as their JSON text in their storage version,
+//! one copy shared by the index, the watch log and every watcher; a tree is parsed only on demand.
 
-use super::error::{ApiError, ControlPlaneError};
+use super::error::ControlPlaneError;
 use super::registry::Registry;
-use super::store::{Batch, Loaded, Store};
-use serde_json::{Value, json};
+use super::store::{Batch, Loaded};
+pub use super::txn::{Txn, TxnChanges, owner_uids};
+use bytes::Bytes;
+use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use tokio::sync::broadcast;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,42 +41,41 @@ impl EventType {
     }
 }
 
-/// One stored object, with its serialised form cached for fast LISTs.
+/// One stored object: its JSON text, as stored and as served (LIST and watches splice it). Cloning
+/// shares the text; nothing keeps a parsed tree of it.
 #[derive(Debug, Clone)]
 pub struct Entry {
-    /// The object's JSON, as stored and as served (LIST splices it).
-    pub json: Arc<Vec<u8>>,
-    /// The object parsed, on first use: an object that is only stored and served is never
-    /// parsed, so opening a large store costs its bytes, not a tree per object.
-    parsed: Arc<OnceLock<Arc<Value>>>,
+    pub json: Bytes,
 }
 
 impl Entry {
-    fn new(object: Arc<Value>) -> Self {
-        let json = Arc::new(serde_json::to_vec(&*object).expect("JSON values serialise"));
+    pub(super) fn new(object: &Value) -> Self {
         Entry {
-            json,
-            parsed: Arc::new(OnceLock::from(object)),
+            json: Bytes::from(serde_json::to_vec(object).expect("JSON values serialise")),
         }
     }
 
     /// An entry of JSON already checked to be an object (see [`StoredMeta`]).
     fn from_json(json: Vec<u8>) -> Self {
         Entry {
-            json: Arc::new(json),
-            parsed: Arc::new(OnceLock::new()),
+            json: Bytes::from(json),
         }
     }
 
-    /// The object, parsed now if it was not yet.
-    pub fn object(&self) -> &Arc<Value> {
-        self.parsed.get_or_init(|| {
-            Arc::new(serde_json::from_slice(&self.json).expect("stored JSON was checked at open"))
-        })
+    /// The object, parsed now (each call parses: callers that need it often keep it).
+    pub fn object(&self) -> Arc<Value> {
+        Arc::new(serde_json::from_slice(&self.json).expect("stored JSON was checked at open"))
+    }
+
+    /// The object's uid and its owners' uids, read without building the object.
+    fn meta(&self) -> StoredMetadata<'_> {
+        serde_json::from_slice::<StoredMeta>(&self.json)
+            .map(|m| m.metadata)
+            .unwrap_or_default()
     }
 }
 
-/// What opening a store reads of each object: its uid and its owners' uids. Deserializing into it
+/// What the index reads of each object: its uid and its owners' uids. Deserializing into it
 /// checks the whole JSON text without building it.
 #[derive(serde::Deserialize)]
 struct StoredMeta<'a> {
@@ -88,6 +91,20 @@ struct StoredMetadata<'a> {
     owner_references: Vec<StoredOwner<'a>>,
 }
 
+impl StoredMetadata<'_> {
+    fn owners(&self) -> impl Iterator<Item = &str> {
+        self.owner_references
+            .iter()
+            .filter_map(|o| o.uid.as_deref())
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct StoredOwner<'a> {
+    #[serde(borrow, default)]
+    uid: Option<std::borrow::Cow<'a, str>>,
+}
+
 /// A stored watch event, its object kept as JSON text.
 #[derive(serde::Deserialize)]
 struct StoredEvent<'a> {
@@ -99,13 +116,7 @@ struct StoredEvent<'a> {
     object: &'a serde_json::value::RawValue,
 }
 
-#[derive(serde::Deserialize)]
-struct StoredOwner<'a> {
-    #[serde(borrow, default)]
-    uid: Option<std::borrow::Cow<'a, str>>,
-}
-
-/// A change, as watchers see it.
+/// A change, as watchers see it: one per write, shared by the log and every watcher.
 #[derive(Debug)]
 pub struct WatchEvent {
     pub resource_version: u64,
@@ -113,31 +124,66 @@ pub struct WatchEvent {
     pub key: String,
     pub object: Entry,
     /// The object before the change, when known (for label-selector watches).
-    pub previous: Option<Arc<Value>>,
+    pub previous: Option<Entry>,
 }
 
 impl WatchEvent {
     /// What keeping this event costs, in bytes of object JSON: the object, and the object before
-    /// the change (taken to be about as large).
+    /// the change (often shared with an older event, counted anyway).
     pub fn weight(&self) -> usize {
-        let json = self.object.json.len();
-        if self.previous.is_some() {
-            2 * json
-        } else {
-            json
-        }
+        self.object.json.len() + self.previous.as_ref().map_or(0, |p| p.json.len())
+    }
+
+    /// The event as the store's event log keeps it (the object's text spliced in).
+    fn record(&self) -> Vec<u8> {
+        let key = serde_json::to_string(&self.key).expect("strings serialise");
+        let mut out = Vec::with_capacity(self.object.json.len() + key.len() + 40);
+        out.extend_from_slice(b"{\"type\":\"");
+        out.extend_from_slice(self.type_.as_str().as_bytes());
+        out.extend_from_slice(b"\",\"key\":");
+        out.extend_from_slice(key.as_bytes());
+        out.extend_from_slice(b",\"object\":");
+        out.extend_from_slice(&self.object.json);
+        out.push(b'}');
+        out
     }
 }
 
-/// The index and the durable store, behind the control plane's write lock.
+/// A key's staged (not yet durable) value and the resourceVersion that staged it.
+pub(super) struct Pending {
+    pub rv: u64,
+    /// The object, parsed (what later transactions read) and as text; `None` once deleted.
+    pub value: Option<(Arc<Value>, Entry)>,
+}
+
+/// One write's changes, staged: its events in resourceVersion order. Empty for a write that
+/// changed nothing but read staged state (it is answered once that state is durable).
+pub struct Staged {
+    pub events: Vec<Arc<WatchEvent>>,
+    /// The newest resourceVersion staged when this write was.
+    pub resource_version: u64,
+}
+
+/// A group of staged writes made into one store batch.
+pub struct Planned {
+    pub batch: Batch,
+    /// The newest resourceVersion the log drops once the batch is applied.
+    compact_through: Option<u64>,
+}
+
+/// The index, the staged writes and the event log, behind the control plane's lock.
 pub struct State {
-    store: Store,
-    objects: BTreeMap<String, Entry>,
+    pub(super) objects: BTreeMap<String, Entry>,
     /// Owner uid → keys of objects that name it in ownerReferences.
-    dependents: HashMap<String, BTreeSet<String>>,
+    pub(super) dependents: HashMap<String, BTreeSet<String>>,
     /// uid → key of every object.
-    uids: HashMap<String, String>,
+    pub(super) uids: HashMap<String, String>,
+    /// Staged writes not yet durable, newest value per key.
+    pub(super) pending: BTreeMap<String, Pending>,
+    /// The durable resourceVersion, what reads see.
     resource_version: u64,
+    /// The newest resourceVersion handed out to a staged write.
+    pub(super) head: u64,
     events: VecDeque<Arc<WatchEvent>>,
     event_capacity: usize,
     /// Budget and current total of [`WatchEvent::weight`] over `events`.
@@ -148,7 +194,7 @@ pub struct State {
     registry: Arc<Registry>,
     sender: broadcast::Sender<Arc<WatchEvent>>,
     /// Namespaces nothing deletes, not even garbage collection.
-    protected_namespaces: Vec<String>,
+    pub(super) protected_namespaces: Vec<String>,
 }
 
 /// Storage key of a CRD object.
@@ -156,35 +202,36 @@ pub const CRD_PREFIX: &str = "apiextensions.k8s.io/CustomResourceDefinition/";
 
 impl State {
     pub fn open(
-        store: Store,
         loaded: Loaded,
         event_capacity: usize,
         event_byte_budget: usize,
     ) -> Result<State, ControlPlaneError> {
-        let mut objects = BTreeMap::new();
-        let mut dependents: HashMap<String, BTreeSet<String>> = HashMap::new();
-        let mut uids = HashMap::new();
+        let mut state = State {
+            objects: BTreeMap::new(),
+            dependents: HashMap::new(),
+            uids: HashMap::new(),
+            pending: BTreeMap::new(),
+            resource_version: loaded.resource_version,
+            head: loaded.resource_version,
+            events: VecDeque::new(),
+            event_capacity: event_capacity.max(1),
+            event_byte_budget: event_byte_budget.max(1),
+            event_bytes: 0,
+            compacted: loaded.resource_version,
+            registry: Arc::new(Registry::new(std::iter::empty())),
+            sender: broadcast::channel(16_384).0,
+            protected_namespaces: Vec::new(),
+        };
         for (key, bytes) in loaded.objects {
-            let meta: StoredMeta =
-                serde_json::from_slice(&bytes).map_err(|e| ControlPlaneError::CorruptObject {
+            serde_json::from_slice::<StoredMeta>(&bytes).map_err(|e| {
+                ControlPlaneError::CorruptObject {
                     path: Default::default(),
                     key: key.clone(),
                     message: e.to_string(),
-                })?;
-            for owner in meta.metadata.owner_references {
-                if let Some(uid) = owner.uid {
-                    dependents
-                        .entry(uid.into_owned())
-                        .or_default()
-                        .insert(key.clone());
                 }
-            }
-            if let Some(uid) = meta.metadata.uid {
-                uids.insert(uid.into_owned(), key.clone());
-            }
-            objects.insert(key, Entry::from_json(bytes));
+            })?;
+            state.index(&key, None, Some(&Entry::from_json(bytes)));
         }
-        let mut events = VecDeque::new();
         for (rv, bytes) in loaded.events {
             let Ok(ev) = serde_json::from_slice::<StoredEvent>(&bytes) else {
                 continue;
@@ -192,41 +239,73 @@ impl State {
             let Some(t) = EventType::parse(&ev.type_) else {
                 continue;
             };
-            events.push_back(Arc::new(WatchEvent {
+            // The newest event of a live object holds what the index holds: share that copy.
+            let text = ev.object.get().as_bytes();
+            let object = match state.objects.get(ev.key.as_ref()) {
+                Some(live) if live.json == text => live.clone(),
+                _ => Entry::from_json(text.to_vec()),
+            };
+            let ev = Arc::new(WatchEvent {
                 resource_version: rv,
                 type_: t,
                 key: ev.key.into_owned(),
-                object: Entry::from_json(ev.object.get().as_bytes().to_vec()),
+                object,
                 previous: None,
-            }));
+            });
+            state.event_bytes += ev.weight();
+            state.events.push_back(ev);
         }
-        let compacted = events
-            .front()
-            .map(|e| e.resource_version - 1)
-            .unwrap_or(loaded.resource_version);
-        let registry = Arc::new(Registry::new(
-            objects
-                .range(CRD_PREFIX.to_string()..)
-                .take_while(|(k, _)| k.starts_with(CRD_PREFIX))
-                .map(|(_, e)| &**e.object()),
-        ));
-        let (sender, _) = broadcast::channel(16_384);
-        let event_bytes = events.iter().map(|e| e.weight()).sum();
-        Ok(State {
-            store,
-            objects,
-            dependents,
-            uids,
-            resource_version: loaded.resource_version,
-            events,
-            event_capacity: event_capacity.max(1),
-            event_bytes,
-            event_byte_budget: event_byte_budget.max(1),
-            compacted,
-            registry,
-            sender,
-            protected_namespaces: Vec::new(),
-        })
+        if let Some(front) = state.events.front() {
+            state.compacted = front.resource_version - 1;
+        }
+        state.rebuild_registry();
+        Ok(state)
+    }
+
+    /// Puts `new` (or nothing) at `key` in the index, in place of `old`.
+    fn index(&mut self, key: &str, old: Option<&Entry>, new: Option<&Entry>) {
+        if let Some(old) = old {
+            let meta = old.meta();
+            if let Some(uid) = meta.uid.as_deref()
+                && self.uids.get(uid).is_some_and(|k| k == key)
+            {
+                self.uids.remove(uid);
+            }
+            for uid in meta.owners() {
+                if let Some(set) = self.dependents.get_mut(uid) {
+                    set.remove(key);
+                    if set.is_empty() {
+                        self.dependents.remove(uid);
+                    }
+                }
+            }
+        }
+        match new {
+            Some(new) => {
+                let meta = new.meta();
+                if let Some(uid) = meta.uid.as_deref() {
+                    self.uids.insert(uid.to_string(), key.to_string());
+                }
+                for uid in meta.owners() {
+                    self.dependents
+                        .entry(uid.to_string())
+                        .or_default()
+                        .insert(key.to_string());
+                }
+                self.objects.insert(key.to_string(), new.clone());
+            }
+            None => {
+                self.objects.remove(key);
+            }
+        }
+    }
+
+    fn rebuild_registry(&mut self) {
+        let crds: Vec<Arc<Value>> = self
+            .range(CRD_PREFIX, None)
+            .map(|(_, e)| e.object())
+            .collect();
+        self.registry = Arc::new(Registry::new(crds.iter().map(|o| &**o)));
     }
 
     pub fn protect_namespaces(&mut self, names: Vec<String>) {
@@ -237,8 +316,14 @@ impl State {
         self.registry.clone()
     }
 
+    /// The durable resourceVersion.
     pub fn resource_version(&self) -> u64 {
         self.resource_version
+    }
+
+    /// Whether some staged write is not durable yet.
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
     }
 
     pub fn get(&self, key: &str) -> Option<&Entry> {
@@ -261,9 +346,9 @@ impl State {
     }
 
     /// Events after `rv`, or 410 when the log no longer reaches back that far.
-    pub fn events_since(&self, rv: u64) -> Result<Vec<Arc<WatchEvent>>, ApiError> {
+    pub fn events_since(&self, rv: u64) -> Result<Vec<Arc<WatchEvent>>, super::ApiError> {
         if rv < self.compacted {
-            return Err(ApiError::gone(format!(
+            return Err(super::ApiError::gone(format!(
                 "too old resource version: {rv} ({})",
                 self.compacted
             )));
@@ -285,126 +370,126 @@ impl State {
         rv >= self.compacted
     }
 
-    pub fn begin(&self) -> Txn<'_> {
-        Txn {
-            state: self,
-            overlay: BTreeMap::new(),
-            changes: Vec::new(),
-            resource_version: self.resource_version,
-            deferred: BTreeSet::new(),
-        }
-    }
-
-    /// Makes a transaction's changes durable, then visible.
-    pub fn commit(&mut self, txn: TxnChanges) -> Result<(), ApiError> {
-        if txn.changes.is_empty() {
-            return Ok(());
-        }
-        let mut batch = Batch {
-            resource_version: txn.resource_version,
-            ..Batch::default()
-        };
-        let mut events = Vec::new();
-        let mut crds_changed = false;
-        for change in &txn.changes {
-            crds_changed |= change.key.starts_with(CRD_PREFIX);
-            let entry = Entry::new(change.object.clone());
-            // The store applies deletes before puts: the last change of a key in the transaction
-            // must be the only one staged for it (a finalizer released by a patch writes the object
-            // and then removes it).
-            if change.type_ == EventType::Deleted {
-                batch.puts.retain(|(k, _)| *k != change.key);
-                batch.deletes.push(change.key.clone());
-            } else {
-                batch.deletes.retain(|k| *k != change.key);
-                batch.puts.retain(|(k, _)| *k != change.key);
-                batch.puts.push((change.key.clone(), entry.json.to_vec()));
-            }
-            let record = json!({"type": change.type_.as_str(), "key": change.key, "object": &*change.object});
-            batch.events.push((
-                change.resource_version,
-                serde_json::to_vec(&record).expect("JSON values serialise"),
-            ));
+    /// Stages a transaction's changes: later transactions see them at once; reads once
+    /// [`State::apply`] ran for them. Each change becomes its watch event here, serialised once.
+    pub fn stage(&mut self, txn: TxnChanges) -> Staged {
+        let mut events: Vec<Arc<WatchEvent>> = Vec::with_capacity(txn.changes.len());
+        for change in txn.changes {
+            let previous = match events.iter().rev().find(|e| e.key == change.key) {
+                Some(e) => (e.type_ != EventType::Deleted).then(|| e.object.clone()),
+                None => match self.pending.get(&change.key) {
+                    Some(p) => p.value.as_ref().map(|(_, e)| e.clone()),
+                    None => self.objects.get(&change.key).cloned(),
+                },
+            };
+            let entry = Entry::new(&change.object);
+            let value = (change.type_ != EventType::Deleted)
+                .then(|| (change.object.clone(), entry.clone()));
+            self.pending.insert(
+                change.key.clone(),
+                Pending {
+                    rv: change.resource_version,
+                    value,
+                },
+            );
             events.push(Arc::new(WatchEvent {
                 resource_version: change.resource_version,
                 type_: change.type_,
-                key: change.key.clone(),
                 object: entry,
-                previous: change.previous.clone(),
+                key: change.key,
+                previous,
             }));
         }
-        // Drop the oldest events beyond the count, and beyond the byte budget.
-        let mut overflow = (self.events.len() + events.len()).saturating_sub(self.event_capacity);
-        let mut bytes = self.event_bytes + events.iter().map(|e| e.weight()).sum::<usize>();
-        {
-            let mut all = self.events.iter().chain(events.iter());
-            for e in all.by_ref().take(overflow) {
-                bytes -= e.weight();
-            }
-            // Keep at least the newest event, whatever its size.
-            let total = self.events.len() + events.len();
-            for e in all {
-                if bytes <= self.event_byte_budget || overflow + 1 >= total {
-                    break;
-                }
-                bytes -= e.weight();
-                overflow += 1;
-            }
+        self.head = self.head.max(txn.resource_version);
+        Staged {
+            events,
+            resource_version: self.head,
         }
-        let new_compacted = if overflow > 0 {
-            self.events
-                .iter()
-                .chain(events.iter())
-                .nth(overflow - 1)
-                .map(|e| e.resource_version)
-        } else {
-            None
-        };
-        batch.trim_events_below = new_compacted.map(|rv| rv + 1);
-        self.store
-            .commit(&batch)
-            .map_err(|e| ApiError::internal(e.to_string()))?;
+    }
 
-        self.resource_version = txn.resource_version;
-        for ev in events {
-            let old = match ev.type_ {
-                EventType::Deleted => self.objects.remove(&ev.key),
-                _ => self.objects.insert(ev.key.clone(), ev.object.clone()),
-            };
-            if let Some(old) = &old
-                && let Some(uid) = object_uid(old.object())
-            {
-                self.uids.remove(uid);
-            }
-            if let Some(uid) =
-                object_uid(ev.object.object()).filter(|_| ev.type_ != EventType::Deleted)
-            {
-                self.uids.insert(uid.to_string(), ev.key.clone());
-            }
-            if let Some(old) = old {
-                for uid in owner_uids(old.object()) {
-                    if let Some(set) = self.dependents.get_mut(&uid) {
-                        set.remove(&ev.key);
-                        if set.is_empty() {
-                            self.dependents.remove(&uid);
-                        }
-                    }
-                }
-            }
-            if ev.type_ != EventType::Deleted {
-                for uid in owner_uids(ev.object.object()) {
-                    self.dependents
-                        .entry(uid)
-                        .or_default()
-                        .insert(ev.key.clone());
-                }
-            }
-            self.event_bytes += ev.weight();
-            self.events.push_back(ev.clone());
-            // No receiver is fine: nobody is watching.
-            let _ = self.sender.send(ev);
+    /// A write that changed nothing but read staged state: answered once that state is durable.
+    pub fn barrier(&self) -> Staged {
+        Staged {
+            events: Vec::new(),
+            resource_version: self.head,
         }
-        if let Some(rv) = new_compacted {
+    }
+
+    /// The store batch for a group of staged writes, in order, and what the log drops with it.
+    pub fn plan<'a>(&self, group: impl IntoIterator<Item = &'a Staged>) -> Planned {
+        let mut batch = Batch::default();
+        let mut weight = 0;
+        let mut count = 0;
+        let mut last: BTreeMap<&str, &Arc<WatchEvent>> = BTreeMap::new();
+        let mut new_events: Vec<&Arc<WatchEvent>> = Vec::new();
+        for staged in group {
+            batch.resource_version = batch.resource_version.max(staged.resource_version);
+            for ev in &staged.events {
+                last.insert(&ev.key, ev);
+                batch.events.push((ev.resource_version, ev.record()));
+                weight += ev.weight();
+                count += 1;
+                new_events.push(ev);
+            }
+        }
+        // The last change of a key in the group is the only one the store needs.
+        for (key, ev) in last {
+            if ev.type_ == EventType::Deleted {
+                batch.deletes.push(key.to_string());
+            } else {
+                batch.puts.push((key.to_string(), ev.object.json.clone()));
+            }
+        }
+        // Drop the oldest events beyond the count, and beyond the byte budget; keep the newest.
+        let total = self.events.len() + count;
+        let mut overflow = total.saturating_sub(self.event_capacity);
+        let mut bytes = self.event_bytes + weight;
+        let mut all = self.events.iter().chain(new_events.iter().copied());
+        let mut compact_through = None;
+        for e in all.by_ref().take(overflow) {
+            bytes -= e.weight();
+            compact_through = Some(e.resource_version);
+        }
+        for e in all {
+            if bytes <= self.event_byte_budget || overflow + 1 >= total {
+                break;
+            }
+            bytes -= e.weight();
+            overflow += 1;
+            compact_through = Some(e.resource_version);
+        }
+        batch.trim_events_below = compact_through.map(|rv| rv + 1);
+        Planned {
+            batch,
+            compact_through,
+        }
+    }
+
+    /// Makes a durable group visible: index, event log, watchers, in resourceVersion order.
+    pub fn apply<'a>(&mut self, group: impl IntoIterator<Item = &'a Staged>, planned: &Planned) {
+        let mut crds_changed = false;
+        for staged in group {
+            for ev in &staged.events {
+                crds_changed |= ev.key.starts_with(CRD_PREFIX);
+                let old = self.objects.get(&ev.key).cloned();
+                let new = (ev.type_ != EventType::Deleted).then_some(&ev.object);
+                self.index(&ev.key, old.as_ref(), new);
+                if self
+                    .pending
+                    .get(&ev.key)
+                    .is_some_and(|p| p.rv <= ev.resource_version)
+                {
+                    self.pending.remove(&ev.key);
+                }
+                self.resource_version = self.resource_version.max(ev.resource_version);
+                self.event_bytes += ev.weight();
+                self.events.push_back(ev.clone());
+                // No receiver is fine: nobody is watching.
+                let _ = self.sender.send(ev.clone());
+            }
+        }
+        self.resource_version = self.resource_version.max(planned.batch.resource_version);
+        if let Some(rv) = planned.compact_through {
             while self
                 .events
                 .front()
@@ -414,201 +499,18 @@ impl State {
                     self.event_bytes -= e.weight();
                 }
             }
-            self.compacted = rv;
+            self.compacted = self.compacted.max(rv);
         }
         if crds_changed {
-            self.registry = Arc::new(Registry::new(
-                self.range(CRD_PREFIX, None).map(|(_, e)| &**e.object()),
-            ));
-        }
-        Ok(())
-    }
-}
-
-fn object_uid(obj: &Value) -> Option<&str> {
-    obj.pointer("/metadata/uid").and_then(Value::as_str)
-}
-
-/// The uids an object's ownerReferences name.
-pub fn owner_uids(obj: &Value) -> Vec<String> {
-    obj.pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array)
-        .map(|refs| {
-            refs.iter()
-                .filter_map(|r| r.get("uid").and_then(Value::as_str))
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-struct Change {
-    key: String,
-    type_: EventType,
-    object: Arc<Value>,
-    previous: Option<Arc<Value>>,
-    resource_version: u64,
-}
-
-/// The staged changes of a transaction, detached from the state so it can be committed.
-pub struct TxnChanges {
-    changes: Vec<Change>,
-    resource_version: u64,
-}
-
-/// A write in progress: reads see the staged changes over the committed state.
-pub struct Txn<'s> {
-    state: &'s State,
-    overlay: BTreeMap<String, Option<Arc<Value>>>,
-    changes: Vec<Change>,
-    resource_version: u64,
-    /// Namespaces whose completion check waits until their bulk delete is done.
-    deferred: BTreeSet<String>,
-}
-
-impl<'s> Txn<'s> {
-    /// Whether the object at `key` is a namespace no deletion may touch.
-    pub fn is_protected(&self, key: &str) -> bool {
-        super::limits::is_protected_key(key, &self.state.protected_namespaces)
-    }
-
-    /// The key of the live (committed or staged) object with this uid.
-    pub fn key_of_uid(&self, uid: &str) -> Option<String> {
-        for (k, v) in &self.overlay {
-            if v.as_deref().and_then(object_uid) == Some(uid) {
-                return Some(k.clone());
-            }
-        }
-        let key = self.state.uids.get(uid)?;
-        self.get(key)
-            .filter(|v| object_uid(v) == Some(uid))
-            .map(|_| key.clone())
-    }
-
-    /// Holds namespace-completion checks for `namespace` (while its content is deleted in bulk).
-    pub fn defer_namespace(&mut self, namespace: &str, defer: bool) {
-        if defer {
-            self.deferred.insert(namespace.to_string());
-        } else {
-            self.deferred.remove(namespace);
+            self.rebuild_registry();
         }
     }
 
-    pub fn namespace_deferred(&self, namespace: &str) -> bool {
-        self.deferred.contains(namespace)
-    }
-
-    pub fn get(&self, key: &str) -> Option<Arc<Value>> {
-        match self.overlay.get(key) {
-            Some(v) => v.clone(),
-            None => self.state.objects.get(key).map(|e| e.object().clone()),
-        }
-    }
-
-    /// Keys (committed or staged) starting with `prefix`, with their current objects.
-    pub fn scan(&self, prefix: &str) -> Vec<(String, Arc<Value>)> {
-        let mut keys: BTreeSet<String> = self
-            .state
-            .range(prefix, None)
-            .map(|(k, _)| k.clone())
-            .collect();
-        keys.extend(
-            self.overlay
-                .keys()
-                .filter(|k| k.starts_with(prefix))
-                .cloned(),
-        );
-        keys.into_iter()
-            .filter_map(|k| self.get(&k).map(|v| (k, v)))
-            .collect()
-    }
-
-    /// Every object (committed or staged) matching `pred` on its key.
-    pub fn scan_keys(&self, pred: impl Fn(&str) -> bool) -> Vec<(String, Arc<Value>)> {
-        let mut keys: BTreeSet<String> = self
-            .state
-            .objects
-            .keys()
-            .filter(|k| pred(k))
-            .cloned()
-            .collect();
-        keys.extend(self.overlay.keys().filter(|k| pred(k)).cloned());
-        keys.into_iter()
-            .filter_map(|k| self.get(&k).map(|v| (k, v)))
-            .collect()
-    }
-
-    /// Keys of live objects whose ownerReferences name `uid`.
-    pub fn dependents_of(&self, uid: &str) -> Vec<String> {
-        let mut keys: BTreeSet<String> =
-            self.state.dependents.get(uid).cloned().unwrap_or_default();
-        for (k, v) in &self.overlay {
-            match v {
-                Some(obj) if owner_uids(obj).iter().any(|u| u == uid) => {
-                    keys.insert(k.clone());
-                }
-                _ => {
-                    if !v
-                        .as_ref()
-                        .is_some_and(|o| owner_uids(o).iter().any(|u| u == uid))
-                    {
-                        keys.remove(k);
-                    }
-                }
-            }
-        }
-        keys.into_iter().collect()
-    }
-
-    fn next_rv(&mut self) -> u64 {
-        self.resource_version += 1;
-        self.resource_version
-    }
-
-    /// Stages a create or update; sets `metadata.resourceVersion`.
-    pub fn put(&mut self, key: &str, mut object: Value) -> Arc<Value> {
-        let previous = self.get(key);
-        let rv = self.next_rv();
-        object["metadata"]["resourceVersion"] = json!(rv.to_string());
-        let object = Arc::new(object);
-        let type_ = if previous.is_some() {
-            EventType::Modified
-        } else {
-            EventType::Added
-        };
-        self.overlay.insert(key.to_string(), Some(object.clone()));
-        self.changes.push(Change {
-            key: key.to_string(),
-            type_,
-            object: object.clone(),
-            previous,
-            resource_version: rv,
-        });
-        object
-    }
-
-    /// Stages a removal; the DELETED event carries the object at its final resourceVersion.
-    pub fn remove(&mut self, key: &str) -> Option<Arc<Value>> {
-        let previous = self.get(key)?;
-        let rv = self.next_rv();
-        let mut last = (*previous).clone();
-        last["metadata"]["resourceVersion"] = json!(rv.to_string());
-        let last = Arc::new(last);
-        self.overlay.insert(key.to_string(), None);
-        self.changes.push(Change {
-            key: key.to_string(),
-            type_: EventType::Deleted,
-            object: last.clone(),
-            previous: Some(previous),
-            resource_version: rv,
-        });
-        Some(last)
-    }
-
-    pub fn into_changes(self) -> TxnChanges {
-        TxnChanges {
-            changes: self.changes,
-            resource_version: self.resource_version,
-        }
+    /// After a failed commit: every staged write is dropped (later ones were built on the failed
+    /// ones). Returns the newest resourceVersion dropped: queued writes up to it must fail too;
+    /// later writes take resourceVersions above it.
+    pub fn abort(&mut self) -> u64 {
+        self.pending.clear();
+        self.head
     }
 }

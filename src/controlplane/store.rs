@@ -1,9 +1,10 @@
-//! The durable store behind the control plane: redb, one write transaction per API write.
+//! The durable store behind the control plane: redb, one write transaction per group of API writes.
 //!
 //! Three tables: `objects` (storage key → object JSON), `events` (resourceVersion → watch event JSON,
 //! trimmed to a bounded log) and `meta` (the global resourceVersion counter). A write is acknowledged
-//! only after its transaction commits with `Durability::Immediate` (fsync), so a kill -9 loses nothing
-//! that a client was told succeeded.
+//! only after the transaction holding it commits with `Durability::Immediate` (fsync), so a kill -9
+//! loses nothing that a client was told succeeded. Writes queued while one transaction syncs share
+//! the next one (see `commit`).
 
 use super::error::ControlPlaneError;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
@@ -24,10 +25,10 @@ pub struct Loaded {
     pub resource_version: u64,
 }
 
-/// The changes of one API write, committed atomically.
+/// The changes of a group of API writes, committed atomically with one sync.
 #[derive(Default)]
 pub struct Batch {
-    pub puts: Vec<(String, Vec<u8>)>,
+    pub puts: Vec<(String, bytes::Bytes)>,
     pub deletes: Vec<String>,
     pub events: Vec<(u64, Vec<u8>)>,
     pub resource_version: u64,
@@ -35,9 +36,21 @@ pub struct Batch {
     pub trim_events_below: Option<u64>,
 }
 
+impl Batch {
+    /// Whether committing it would change nothing.
+    pub fn is_empty(&self) -> bool {
+        self.puts.is_empty()
+            && self.deletes.is_empty()
+            && self.events.is_empty()
+            && self.trim_events_below.is_none()
+    }
+}
+
 pub struct Store {
     db: Database,
     path: PathBuf,
+    /// Batches committed (each one durable sync).
+    syncs: std::sync::atomic::AtomicU64,
 }
 
 impl Store {
@@ -58,7 +71,11 @@ impl Store {
                 path: path.clone(),
                 source: Box::new(e.into()),
             })?;
-        let store = Store { db, path };
+        let store = Store {
+            db,
+            path,
+            syncs: Default::default(),
+        };
         let loaded = store.load()?;
         Ok((store, loaded))
     }
@@ -114,7 +131,7 @@ impl Store {
             }
             for (key, value) in &batch.puts {
                 objects
-                    .insert(key.as_str(), value.as_slice())
+                    .insert(key.as_str(), value.as_ref())
                     .map_err(|e| self.err(e))?;
             }
             let mut events = w.open_table(EVENTS).map_err(|e| self.err(e))?;
@@ -133,7 +150,14 @@ impl Store {
                 .map_err(|e| self.err(e))?;
         }
         w.commit().map_err(|e| self.err(e))?;
+        self.syncs
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(())
+    }
+
+    /// How many batches were committed since the store was opened.
+    pub fn syncs(&self) -> u64 {
+        self.syncs.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -150,7 +174,10 @@ mod tests {
             for rv in 1..=5u64 {
                 store
                     .commit(&Batch {
-                        puts: vec![(format!("/Secret/ns/s{rv}"), b"{}".to_vec())],
+                        puts: vec![(
+                            format!("/Secret/ns/s{rv}"),
+                            bytes::Bytes::from_static(b"{}"),
+                        )],
                         events: vec![(rv, b"{}".to_vec())],
                         resource_version: rv,
                         trim_events_below: (rv == 5).then_some(3),

@@ -5,7 +5,7 @@ use super::error::ApiError;
 use super::objects::as_version;
 use super::registry::ResourceType;
 use super::selector::{FieldSelector, LabelSelector};
-use super::state::{EventType, WatchEvent};
+use super::state::{Entry, EventType, WatchEvent};
 use super::table::{IncludeObject, table};
 use bytes::Bytes;
 use serde_json::{Value, json};
@@ -33,8 +33,17 @@ impl WatchFilter {
         key.starts_with(&prefix)
     }
 
-    fn selects(&self, obj: &Value) -> bool {
+    fn selects_object(&self, obj: &Value) -> bool {
         self.labels.matches(obj) && self.fields.matches(obj)
+    }
+
+    fn has_selectors(&self) -> bool {
+        !(self.labels.is_empty() && self.fields.is_empty())
+    }
+
+    /// Whether the stored object matches the selectors (parsed only when there are some).
+    pub fn selects(&self, entry: &Entry) -> bool {
+        !self.has_selectors() || self.selects_object(&entry.object())
     }
 
     /// The event type this watcher sees for `ev`, if any: an object that stops matching a selector
@@ -43,8 +52,14 @@ impl WatchFilter {
         if !self.key_matches(&ev.key) {
             return None;
         }
-        let now = self.selects(ev.object.object());
-        let before = ev.previous.as_deref().map(|p| self.selects(p));
+        if !self.has_selectors() {
+            return Some(ev.type_);
+        }
+        let now = self.selects_object(&ev.object.object());
+        let before = ev
+            .previous
+            .as_ref()
+            .map(|p| self.selects_object(&p.object()));
         match (ev.type_, before, now) {
             (EventType::Deleted, _, true) => Some(EventType::Deleted),
             (EventType::Deleted, _, false) => None,
@@ -56,7 +71,26 @@ impl WatchFilter {
         }
     }
 
-    /// One line of the stream.
+    /// One line of the stream, in pieces. A watcher of the storage version as JSON (the common
+    /// case) gets the stored text itself between a fixed head and tail: an event is serialised
+    /// once, when written, and every watcher shares that one copy.
+    pub fn lines(&self, type_: EventType, entry: &Entry) -> Vec<Bytes> {
+        if self.table.is_none() && self.version == self.rt.storage_version {
+            let head: &'static [u8] = match type_ {
+                EventType::Added => b"{\"type\":\"ADDED\",\"object\":",
+                EventType::Modified => b"{\"type\":\"MODIFIED\",\"object\":",
+                EventType::Deleted => b"{\"type\":\"DELETED\",\"object\":",
+            };
+            return vec![
+                Bytes::from_static(head),
+                entry.json.clone(),
+                Bytes::from_static(b"}\n"),
+            ];
+        }
+        vec![self.line(type_.as_str(), &entry.object())]
+    }
+
+    /// One line of the stream, built for this watcher.
     pub fn line(&self, type_: &str, obj: &Value) -> Bytes {
         let obj = as_version(obj, &self.rt, &self.version);
         let obj = match self.table {
@@ -146,10 +180,7 @@ pub fn spawn(
         for ev in replay {
             resource_version = ev.resource_version;
             if let Some(t) = filter.view(&ev)
-                && tx
-                    .send(Ok(filter.line(t.as_str(), ev.object.object())))
-                    .await
-                    .is_err()
+                && !send_all(&tx, filter.lines(t, &ev.object)).await
             {
                 return;
             }
@@ -180,7 +211,7 @@ pub fn spawn(
                         }
                         resource_version = ev.resource_version;
                         if let Some(t) = filter.view(&ev)
-                            && tx.send(Ok(filter.line(t.as_str(), ev.object.object()))).await.is_err()
+                            && !send_all(&tx, filter.lines(t, &ev.object)).await
                         {
                             return;
                         }
@@ -193,4 +224,51 @@ pub fn spawn(
         }
     });
     rx
+}
+
+type LineSender = mpsc::Sender<Result<Bytes, std::convert::Infallible>>;
+
+/// Sends the pieces of one line; false when the client went away.
+async fn send_all(tx: &LineSender, pieces: Vec<Bytes>) -> bool {
+    for piece in pieces {
+        if tx.send(Ok(piece)).await.is_err() {
+            return false;
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controlplane::registry::Registry;
+
+    #[test]
+    fn storage_version_lines_share_the_stored_text_and_read_as_built_ones() {
+        let rt = Registry::new(std::iter::empty())
+            .by_kind("", "ConfigMap")
+            .unwrap();
+        let filter = WatchFilter {
+            version: rt.storage_version.clone(),
+            rt,
+            namespace: None,
+            labels: LabelSelector::default(),
+            fields: FieldSelector::default(),
+            table: None,
+        };
+        let obj = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "n"}});
+        let entry = Entry {
+            json: Bytes::from(serde_json::to_vec(&obj).unwrap()),
+        };
+        let pieces = filter.lines(EventType::Modified, &entry);
+        assert!(
+            pieces.iter().any(|p| p.as_ptr() == entry.json.as_ptr()),
+            "the stored text itself, not a copy"
+        );
+        let spliced: Vec<u8> = pieces.concat();
+        let built = filter.line("MODIFIED", &obj);
+        let parse = |b: &[u8]| serde_json::from_slice::<Value>(b).unwrap();
+        assert_eq!(parse(&spliced), parse(&built));
+        assert!(spliced.ends_with(b"\n"));
+    }
 }
