@@ -1,0 +1,366 @@
+//! A plan against live state: head compared with what a reachable cluster holds, as a pass would
+//! judge it (policies, adoption, ownership, deletion safety), each live object kept as JSON text
+//! and parsed only while it is compared.
+
+use super::*;
+
+/// A unit of head compared with live state, or kept for a second round: it has objects of a kind
+/// not listed yet, or a `reconcile-policy-if-exists` decision that needs the Azure view.
+enum UnitPlan {
+    Done(Box<(ClusterPreview, Leaving)>),
+    Later(Box<prepare::Prepared>),
+}
+
+/// The inventory members a unit no longer renders, and whether the unit consents to deletions:
+/// judged once every unit is rendered (ownership's deletion guard needs the whole fleet).
+#[derive(Default)]
+struct Leaving {
+    entries: Vec<inventory::Entry>,
+    /// How many objects the unit rendered.
+    rendered: usize,
+    /// The unit's CAPI Cluster in git allows its deletions.
+    unit_consent: bool,
+}
+
+/// What `reconcile-policy-if-exists` found in Azure, for each object that asks (and is neither live
+/// nor decided already).
+type AzureFindings = HashMap<ObjectKey, Result<bool, String>>;
+
+/// The objects of `p` whose decision needs the Azure view.
+fn asks_azure<'a>(
+    p: &'a prepare::Prepared,
+    inv: &'a Inventory,
+    live: &'a LiveIndex,
+) -> impl Iterator<Item = &'a prepare::PlannedObject> + 'a {
+    p.objects.iter().filter(|o| {
+        inv.get(&o.key).is_none()
+            && policy::if_exists(&o.object).is_some()
+            && !live.contains(&Identity::from(&o.key))
+    })
+}
+
+/// Head against live state. Live state is read first (ConfigMaps across namespaces, which hold the
+/// inventories, then every kind an inventory names: one LIST each), kept as JSON text; then every
+/// unit is rendered and compared on every core, and dropped once compared, so a plan's memory
+/// does not grow with the fleet's rendered objects.
+pub(super) async fn against_live(
+    cluster: &Cluster,
+    azure_view: &AzureView,
+    head: Checkout,
+    safety: Safety,
+) -> Result<(Vec<ClusterPreview>, Vec<Problem>), AgentError> {
+    tracing::info!(rss_mb = resident_mb(), "reading live state");
+    let mut live = LiveIndex::default();
+    let config_maps = inventory::config_map_key("");
+    let mut read_errors = live.read(cluster, [config_maps.clone()]).await;
+    if live.failure(&config_maps).is_some() {
+        return Err(read_errors.remove(0).into());
+    }
+    let (inventories, broken) =
+        inventory::from_config_maps(live.select("", "ConfigMap", inventory::NAMESPACE));
+    // AutoNodePolicies too (node pools are merged with them), whether an inventory names them.
+    let recorded_kinds: Vec<ObjectKey> = inventories
+        .values()
+        .flat_map(|i| i.entries.values().map(|e| e.key()))
+        .chain([node_policy::list_key(None)])
+        .collect();
+    read_errors.extend(live.read(cluster, recorded_kinds).await);
+    tracing::info!(
+        objects = live.len(),
+        rss_mb = resident_mb(),
+        "live state listed"
+    );
+
+    let Checkout {
+        revision: _,
+        root,
+        units,
+    } = head;
+    let present: BTreeSet<String> = units.iter().map(Unit::name).collect();
+    let no_findings = AzureFindings::new();
+    // spawn_blocking needs 'static data: live state and the inventories move in and back out.
+    let (first, live, units, inventories) = tokio::task::spawn_blocking(move || {
+        let empty = Inventory::default();
+        let first = prepare::on_every_core(&units, |u| {
+            let name = u.name();
+            match prepare::prepare(&root, u) {
+                Err(errors) => (
+                    UnitPlan::Done(Box::new((failed_unit(&name, &errors), Leaving::default()))),
+                    None,
+                ),
+                Ok(p) => {
+                    let claims = crate::agent::fleet::claims(&p);
+                    let inv = inventories.get(&name).unwrap_or(&empty);
+                    let unlisted = p.objects.iter().any(|o| !live.has_kind(&o.key));
+                    let planned = if unlisted || asks_azure(&p, inv, &live).next().is_some() {
+                        UnitPlan::Later(Box::new(p))
+                    } else {
+                        UnitPlan::Done(Box::new(plan_unit(&name, &p, inv, &live, &no_findings)))
+                    };
+                    (planned, Some(claims))
+                }
+            }
+        });
+        (first, live, units, inventories)
+    })
+    .await
+    .map_err(|e| AgentError::Task(e.to_string()))?;
+    let mut live = live;
+    tracing::info!(
+        units = units.len(),
+        rss_mb = resident_mb(),
+        "units rendered and compared"
+    );
+    // The fleet-wide ownership check, on the small summaries the units left.
+    let (first, claims): (
+        Vec<UnitPlan>,
+        Vec<Option<crate::plan::ownership::UnitClaims>>,
+    ) = first.into_iter().unzip();
+    let claims: Vec<crate::plan::ownership::UnitClaims> = claims.into_iter().flatten().collect();
+    let mut conflicts = crate::agent::fleet::conflict_errors(&claims);
+    let fleet = crate::plan::ownership::Fleet::new(&claims);
+    drop(claims);
+    // Units whose inventory the agent does not act on.
+    for (unit, e) in crate::agent::fleet::refused(&broken) {
+        conflicts.entry(unit).or_default().push(e);
+    }
+    // Second round: kinds nobody recorded yet, and the Azure view.
+    let later_kinds: Vec<ObjectKey> = first
+        .iter()
+        .filter_map(|u| match u {
+            UnitPlan::Later(p) => Some(p.objects.iter().map(|o| o.key.clone())),
+            UnitPlan::Done(_) => None,
+        })
+        .flatten()
+        .collect();
+    read_errors.extend(live.read(cluster, later_kinds).await);
+    // Live ASO objects no unit declares that stand for an Azure resource a unit declares.
+    let live_ids =
+        crate::agent::fleet::live_aso_identities(crate::agent::fleet::identity_objects(&live));
+    for (unit, errors) in crate::agent::fleet::live_conflict_errors(&fleet, &live_ids, &inventories)
+    {
+        conflicts.entry(unit).or_default().extend(errors);
+    }
+    let fleet = fleet.with_live(&live_ids);
+    let empty = Inventory::default();
+    let mut clusters = Vec::with_capacity(first.len());
+    for (u, planned) in units.iter().zip(first) {
+        let name = u.name();
+        if let Some(errors) = conflicts.remove(&name) {
+            clusters.push(failed_unit(&name, &errors));
+            continue;
+        }
+        let inv = inventories.get(&name).unwrap_or(&empty);
+        let (mut c, leaving) = match planned {
+            UnitPlan::Done(c) => *c,
+            UnitPlan::Later(p) => {
+                let unit_objects: Vec<&Value> = p.objects.iter().map(|o| &o.object).collect();
+                let mut findings = AzureFindings::new();
+                for o in asks_azure(&p, inv, &live) {
+                    findings.insert(
+                        o.key.clone(),
+                        azure_view.exists(&o.object, &unit_objects).await,
+                    );
+                }
+                plan_unit(&name, &p, inv, &live, &findings)
+            }
+        };
+        if !leaving.entries.is_empty() {
+            let how = UnitPruning {
+                rendered: Some(leaving.rendered),
+                stale_source: None,
+                unit_consent: leaving.unit_consent,
+                safety,
+            };
+            let refs: Vec<&inventory::Entry> = leaving.entries.iter().collect();
+            let total = inv.entries.len();
+            leaving_inventory(&mut c, how, inv, &refs, &live, total, &fleet);
+        }
+        clusters.push(c);
+    }
+    // Units that left git: everything in their inventory goes (with the unit's consent).
+    if !units.is_empty() {
+        for (name, inv) in inventories.iter().filter(|(n, _)| !present.contains(*n)) {
+            let mut c = empty_cluster(name, None);
+            if let Some(errors) = conflicts.remove(name) {
+                c.errors = errors.iter().map(problem).collect();
+                clusters.push(c);
+                continue;
+            }
+            let leaving: Vec<&inventory::Entry> = inv.entries.values().collect();
+            let how = UnitPruning {
+                rendered: None,
+                stale_source: None,
+                unit_consent: false,
+                safety,
+            };
+            leaving_inventory(&mut c, how, inv, &leaving, &live, leaving.len(), &fleet);
+            clusters.push(c);
+        }
+    }
+    let global = broken
+        .iter()
+        .map(|e| e.to_string())
+        .chain(read_errors.iter().map(|e| e.to_string()))
+        .map(|message| Problem {
+            file: None,
+            object: None,
+            message,
+            ..Default::default()
+        })
+        .collect();
+    Ok((clusters, global))
+}
+
+/// One unit of head against live state: the same decisions as a pass (policies, adoption,
+/// deletion safety), each object parsed from `live` only while it is compared.
+fn plan_unit(
+    name: &str,
+    p: &prepare::Prepared,
+    inv: &Inventory,
+    live: &LiveIndex,
+    azure: &AzureFindings,
+) -> (ClusterPreview, Leaving) {
+    let mut c = empty_cluster(name, cluster_name(p));
+    let mut parents: HashMap<usize, Option<Value>> = HashMap::new();
+    for &i in &p.order {
+        let o = &p.objects[i];
+        if let Some(why) = live.failure(&o.key) {
+            c.errors.push(Problem {
+                file: Some(o.origin.file.display().to_string()),
+                object: Some(ObjectRef::from(&o.key)),
+                message: format!("live state of its kind could not be read: {why}"),
+                ..Default::default()
+            });
+            continue;
+        }
+        let current = live.get(&Identity::from(&o.key));
+        let current = current.as_ref();
+        let recorded = inv.get(&o.key).map(|e| e.decision());
+        let decision = match current {
+            Some(l) => policy::decide_live(&o.object, l, recorded),
+            None => {
+                let exists = azure.get(&o.key).cloned().unwrap_or(Ok(false));
+                match policy::decide_create(&o.object, recorded, exists) {
+                    Ok(d) => d,
+                    Err(e) => {
+                        c.errors.push(Problem {
+                            file: Some(o.origin.file.display().to_string()),
+                            object: Some(ObjectRef::from(&o.key)),
+                            message: e.to_string(),
+                            ..Default::default()
+                        });
+                        continue;
+                    }
+                }
+            }
+        };
+        if decision.policy == Policy::Skip && !policy::skip_needs_write(current, &decision) {
+            policy_effect(
+                &mut c,
+                &o.key,
+                Policy::Skip,
+                if current.is_some() {
+                    "not applied: reconcile-policy skip (read and reported only)"
+                } else {
+                    "not created: reconcile-policy skip"
+                },
+            );
+            continue;
+        }
+        if decision.provenance == Provenance::Adopted
+            && inv.get(&o.key).and_then(|e| e.applied.as_ref()).is_none()
+        {
+            c.counts.adopted += 1;
+            c.adopted.push(Adoption {
+                object: ObjectRef::from(&o.key),
+                reason: if current.is_some() {
+                    "live and not created by aro-gitops: taken over".into()
+                } else {
+                    format!(
+                        "the Azure resource already exists: reconcile-policy-if-exists makes the policy {}",
+                        decision.policy
+                    )
+                },
+            });
+        }
+        if decision.policy == Policy::DetachOnDelete {
+            policy_effect(
+                &mut c,
+                &o.key,
+                Policy::DetachOnDelete,
+                "applied; when it leaves git, the Azure resource is kept",
+            );
+        }
+        let mut desired =
+            crate::plan::ownership::mark(policy::with_decision(o.object.clone(), &decision), name);
+        // As a pass applies it: an embedded resource is controlled by its live ARO object (parsed
+        // once for all it embeds).
+        if let Some(pi) = o.embedded_in
+            && let Some(parent) = parents
+                .entry(pi)
+                .or_insert_with(|| live.get(&Identity::from(&p.objects[pi].key)))
+        {
+            crate::reconcile::aro::set_controller(&mut desired, parent);
+        }
+        // As a pass applies it: a node pool with its namespace's AutoNodePolicy merged in.
+        let desired = match p.with_node_policy(i, desired, |ns| {
+            live.select(node_policy::POLICY_GROUP, node_policy::POLICY_KIND, ns)
+                .collect()
+        }) {
+            Ok(d) => d,
+            Err(e) => {
+                c.errors.push(Problem {
+                    file: Some(o.origin.file.display().to_string()),
+                    object: Some(ObjectRef::from(&o.key)),
+                    message: format!("not applied: {e}"),
+                    ..Default::default()
+                });
+                continue;
+            }
+        };
+        add_diff(&mut c, diff_object(Some(&desired), current), false);
+    }
+    // Deletions: inventory members no longer rendered.
+    let desired_keys: Vec<ObjectKey> = p.objects.iter().map(|o| o.key.clone()).collect();
+    let leaving = Leaving {
+        entries: crate::agent::prune::candidates(inv, &desired_keys)
+            .into_iter()
+            .cloned()
+            .collect(),
+        rendered: p.objects.len(),
+        unit_consent: unit_consents(p),
+    };
+    (c, leaving)
+}
+
+/// Adds the deletions of inventory members that left git, judged against live state as a pass
+/// judges them (one decision: [`crate::agent::prune::decide`]); `total` is the share guard's
+/// denominator. An empty render without consent is the unit's error, as in a run.
+fn leaving_inventory(
+    c: &mut ClusterPreview,
+    how: UnitPruning,
+    inv: &Inventory,
+    leaving: &[&inventory::Entry],
+    live: &LiveIndex,
+    total: usize,
+    fleet: &crate::plan::ownership::Fleet,
+) {
+    let crate::agent::prune::Decided {
+        keys,
+        bodies,
+        verdicts,
+    } = crate::agent::prune::decide(
+        how,
+        inv,
+        leaving,
+        |k| live.get(&Identity::from(k)),
+        total,
+        fleet,
+    );
+    let old: Vec<Option<&Value>> = bodies.iter().map(Option::as_ref).collect();
+    match verdicts {
+        Ok(verdicts) => add_deletions(c, &keys, &old, verdicts, "live"),
+        Err(hold) => held(c, &keys, &hold),
+    }
+}
