@@ -428,7 +428,10 @@ fn carry_actions(previous: &UnitOutcome, next: &mut UnitOutcome) {
             continue;
         }
         if let Some(p) = previous.objects.iter().find(|p| p.key == o.key)
-            && matches!(p.action, ObjectAction::Created | ObjectAction::Updated)
+            && matches!(
+                p.action,
+                ObjectAction::Created | ObjectAction::Updated | ObjectAction::Adopted
+            )
         {
             o.action = p.action.clone();
         }
