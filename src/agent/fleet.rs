@@ -85,8 +85,15 @@ pub fn claims(p: &Prepared) -> UnitClaims {
 
 /// The errors of each unit in a conflict with another, by unit.
 pub fn conflict_errors(claims: &[UnitClaims]) -> BTreeMap<String, Vec<UnitError>> {
+    by_unit(ownership::conflicts(claims))
+}
+
+/// Conflicts as the errors of the units they fail, by unit.
+fn by_unit(
+    conflicts: impl IntoIterator<Item = ownership::Conflict>,
+) -> BTreeMap<String, Vec<UnitError>> {
     let mut out: BTreeMap<String, Vec<UnitError>> = BTreeMap::new();
-    for c in ownership::conflicts(claims) {
+    for c in conflicts {
         out.entry(c.unit).or_default().push(UnitError {
             object: Some(c.key),
             file: Some(PathBuf::from(c.file)),
@@ -160,17 +167,11 @@ pub fn live_conflict_errors(
                 .map(move |e| (ownership::id(&e.key()), unit.as_str()))
         })
         .collect();
-    let mut out: BTreeMap<String, Vec<UnitError>> = BTreeMap::new();
-    for c in fleet.live_conflicts(live, |k| held.get(&ownership::id(k)).copied()) {
+    let conflicts = fleet.live_conflicts(live, |k| held.get(&ownership::id(k)).copied());
+    for c in &conflicts {
         tracing::error!(unit = %c.unit, error = %c.message, "conflict with a live object");
-        out.entry(c.unit).or_default().push(UnitError {
-            object: Some(c.key),
-            file: Some(PathBuf::from(c.file)),
-            message: c.message,
-            ..Default::default()
-        });
     }
-    out
+    by_unit(conflicts)
 }
 
 /// The kinds a live Azure-identity check lists: the revision's ASO kinds and ARO kinds.
