@@ -72,7 +72,7 @@ fn known_group(kind: &str) -> Option<&'static str> {
 
 /// Reads `spec.owner` of `obj`; an explicit `spec.owner.kind` wins over the kind implied by `obj`'s kind.
 pub fn owner_of(obj: &Value) -> OwnerRef {
-    let kind = str_at(obj, "/kind").unwrap_or_default();
+    let kind = text_at(obj, "/kind").unwrap_or_default();
     if kind == RESOURCE_GROUP {
         return OwnerRef::NotNeeded;
     }
@@ -109,8 +109,8 @@ pub fn owner_of(obj: &Value) -> OwnerRef {
 
 /// The name of the resource in Azure: `spec.azureName`, else `metadata.name`.
 pub fn azure_name(obj: &Value) -> &str {
-    str_at(obj, "/spec/azureName")
-        .or_else(|| str_at(obj, "/metadata/name"))
+    text_at(obj, "/spec/azureName")
+        .or_else(|| text_at(obj, "/metadata/name"))
         .unwrap_or_default()
 }
 
@@ -166,8 +166,8 @@ pub fn arm_type(group: &str, kind: &str) -> String {
 /// parent id the resource is placed directly in the simulated subscription.
 pub fn arm_id(obj: &Value, parent_id: Option<&str>) -> String {
     let (group, _) =
-        crate::object::split_api_version(str_at(obj, "/apiVersion").unwrap_or_default());
-    let kind = str_at(obj, "/kind").unwrap_or_default();
+        crate::object::split_api_version(text_at(obj, "/apiVersion").unwrap_or_default());
+    let kind = text_at(obj, "/kind").unwrap_or_default();
     let name = azure_name(obj);
     let subscription = format!("/subscriptions/{SUBSCRIPTION_ID}");
     let parent = parent_id.unwrap_or(&subscription).trim_end_matches('/');
@@ -180,7 +180,7 @@ pub fn arm_id(obj: &Value, parent_id: Option<&str>) -> String {
 
 /// The DNS base domain of a simulated cluster: `<name>.<location>.aro-hcp.azuresim.invalid`.
 pub fn base_domain(cluster: &Value) -> String {
-    let location = str_at(cluster, "/spec/location").unwrap_or("nolocation");
+    let location = text_at(cluster, "/spec/location").unwrap_or("nolocation");
     format!(
         "{}.{}.{DNS_SUFFIX}",
         dns_label(azure_name(cluster)),
@@ -203,7 +203,7 @@ pub fn console_url(cluster: &Value) -> String {
 
 /// The OpenShift version a simulated cluster reports: the spec's `X.Y` becomes `X.Y.0`.
 pub fn openshift_version(cluster: &Value) -> String {
-    match str_at(cluster, "/spec/properties/version/id") {
+    match text_at(cluster, "/spec/properties/version/id") {
         Some(v) if v.matches('.').count() == 1 => format!("{v}.0"),
         Some(v) => v.to_string(),
         None => DEFAULT_OPENSHIFT_VERSION.to_string(),
@@ -220,11 +220,7 @@ pub fn node_pool_replicas(pool: &Value) -> i64 {
         .unwrap_or(0)
 }
 
-fn str_at<'a>(obj: &'a Value, pointer: &str) -> Option<&'a str> {
-    obj.pointer(pointer)
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-}
+use crate::object::text_at;
 
 fn lower_first(s: &str) -> String {
     let mut chars = s.chars();

@@ -13,9 +13,7 @@ use std::sync::Arc;
 const FOREGROUND: &str = "foregroundDeletion";
 const ORPHAN: &str = "orphan";
 
-fn str_at<'a>(obj: &'a Value, pointer: &str) -> Option<&'a str> {
-    obj.pointer(pointer).and_then(Value::as_str)
-}
+use crate::object::str_at;
 
 /// The storage-key parts: (group, kind, namespace, name).
 fn key_parts(key: &str) -> (&str, &str, &str, &str) {

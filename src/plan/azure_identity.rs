@@ -63,11 +63,7 @@ pub struct AsoObject<'a> {
     pub subscription: Option<&'a str>,
 }
 
-fn str_at<'a>(obj: &'a Value, pointer: &str) -> Option<&'a str> {
-    obj.pointer(pointer)
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-}
+use crate::object::text_at;
 
 /// Whether `obj` is under `reconcile-policy: skip` (read only, never written).
 fn skipped(obj: &Value) -> bool {
@@ -144,7 +140,7 @@ pub fn of_unit(objects: &[AsoObject]) -> Vec<Option<AzureIdentity>> {
 
 /// The subscription an ARO object gives the resources it embeds.
 pub fn subscription_of(aro_object: &Value) -> Option<&str> {
-    str_at(aro_object, "/spec/subscriptionID")
+    text_at(aro_object, "/spec/subscriptionID")
 }
 
 #[cfg(test)]

@@ -246,11 +246,7 @@ fn is_crd(key: &ObjectKey) -> bool {
     key.group == "apiextensions.k8s.io" && key.kind == "CustomResourceDefinition"
 }
 
-fn str_at<'v>(v: &'v Value, pointer: &str) -> Option<&'v str> {
-    v.pointer(pointer)
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-}
+use crate::object::text_at;
 
 const RESOURCE_GROUP: (&str, &str) = ("resources.azure.com", "ResourceGroup");
 const HCP_CLUSTER: (&str, &str) = ("redhatopenshift.azure.com", "HcpOpenShiftCluster");
@@ -288,12 +284,12 @@ fn aso_owner(index: &Index, i: usize) -> Vec<usize> {
     let Some(owner) = node.object.pointer("/spec/owner") else {
         return Vec::new();
     };
-    let Some(name) = str_at(owner, "/name") else {
+    let Some(name) = text_at(owner, "/name") else {
         return Vec::new();
     }; // an armId owner is outside the unit
     let ns = node.key.namespace.as_deref();
-    if let Some(kind) = str_at(owner, "/kind") {
-        return index.resolve(str_at(owner, "/group"), kind, name, ns);
+    if let Some(kind) = text_at(owner, "/kind") {
+        return index.resolve(text_at(owner, "/group"), kind, name, ns);
     }
     if node.key.kind == "RoleAssignment" {
         return (0..index.nodes.len())
@@ -405,8 +401,8 @@ fn kind_rules(index: &Index, i: usize) -> Vec<usize> {
             .enumerate()
             .filter(|(_, n)| is_crd(&n.key))
             .filter_map(|(j, n)| {
-                let defines = str_at(n.object, "/spec/group") == Some(key.group.as_str())
-                    && str_at(n.object, "/spec/names/kind") == Some(key.kind.as_str());
+                let defines = text_at(n.object, "/spec/group") == Some(key.group.as_str())
+                    && text_at(n.object, "/spec/names/kind") == Some(key.kind.as_str());
                 defines.then_some(j)
             }),
     );
@@ -414,21 +410,22 @@ fn kind_rules(index: &Index, i: usize) -> Vec<usize> {
     match (key.group.as_str(), key.kind.as_str()) {
         ("", "Endpoints") => out.extend(index.resolve(Some(""), "Service", &key.name, ns)),
         ("discovery.k8s.io", "EndpointSlice") => {
-            if let Some(svc) = str_at(node.object, "/metadata/labels/kubernetes.io~1service-name") {
+            if let Some(svc) = text_at(node.object, "/metadata/labels/kubernetes.io~1service-name")
+            {
                 out.extend(index.resolve(Some(""), "Service", svc, ns));
             }
         }
         ("apiregistration.k8s.io", "APIService") => {
             if let (Some(svc_ns), Some(svc)) = (
-                str_at(node.object, "/spec/service/namespace"),
-                str_at(node.object, "/spec/service/name"),
+                text_at(node.object, "/spec/service/namespace"),
+                text_at(node.object, "/spec/service/name"),
             ) {
                 out.extend(index.resolve(Some(""), "Service", svc, Some(svc_ns)));
                 out.extend(index.resolve(Some(""), "Endpoints", svc, Some(svc_ns)));
                 out.extend(index.nodes.iter().enumerate().filter_map(|(j, n)| {
                     let slice = n.key.group == "discovery.k8s.io" && n.key.kind == "EndpointSlice";
                     let of_svc = n.key.namespace.as_deref() == Some(svc_ns)
-                        && str_at(n.object, "/metadata/labels/kubernetes.io~1service-name")
+                        && text_at(n.object, "/metadata/labels/kubernetes.io~1service-name")
                             == Some(svc);
                     (slice && of_svc).then_some(j)
                 }));
@@ -460,9 +457,9 @@ fn cluster_of<'n>(index: &Index<'n, '_>, parent: &'n ObjectKey) -> ClusterId<'n>
     let namespace = parent.namespace.as_deref();
     let points_at_parent = |r: Option<&Value>| {
         r.is_some_and(|r| {
-            str_at(r, "/kind") == Some(parent.kind.as_str())
-                && str_at(r, "/name") == Some(parent.name.as_str())
-                && str_at(r, "/namespace").is_none_or(|ns| Some(ns) == namespace)
+            text_at(r, "/kind") == Some(parent.kind.as_str())
+                && text_at(r, "/name") == Some(parent.name.as_str())
+                && text_at(r, "/namespace").is_none_or(|ns| Some(ns) == namespace)
         })
     };
     let capi = |n: &Node, kind: &str| {
@@ -473,7 +470,7 @@ fn cluster_of<'n>(index: &Index<'n, '_>, parent: &'n ObjectKey) -> ClusterId<'n>
     let labelled = index
         .by_key(parent)
         .into_iter()
-        .find_map(|j| str_at(index.nodes[j].object, CLUSTER_NAME_LABEL));
+        .find_map(|j| text_at(index.nodes[j].object, CLUSTER_NAME_LABEL));
     let by_cluster = || {
         index.nodes.iter().find_map(|n| {
             let refs = [
@@ -488,7 +485,7 @@ fn cluster_of<'n>(index: &Index<'n, '_>, parent: &'n ObjectKey) -> ClusterId<'n>
         index.nodes.iter().find_map(|n| {
             let r = n.object.pointer("/spec/template/spec/infrastructureRef");
             if capi(n, "MachinePool") && points_at_parent(r) {
-                str_at(n.object, "/spec/clusterName")
+                text_at(n.object, "/spec/clusterName")
             } else {
                 None
             }

@@ -181,9 +181,13 @@ impl Agent {
                 (unit, o)
             })
             .collect();
-        // Units with a pass done in this call: before it, a unit is not settled, whatever its
-        // first outcome says (a unit held before its first pass is settled as it is).
-        let mut passed: Vec<bool> = (0..outcomes.len()).map(held).collect();
+        // Units settled by a pass in this call: before it, a unit is not settled, whatever its
+        // first outcome says (a unit held before its first pass is settled as it is). Kept up
+        // to date as passes end, so the loop never re-judges the fleet.
+        let mut done: Vec<bool> = (0..outcomes.len()).map(held).collect();
+        let mut pending = (0..outcomes.len())
+            .filter(|&i| rev.units[i].1.is_ok() && !done[i])
+            .count();
         let mut workers = Workers::new(self.config.concurrency);
         let mut quiet_since = Instant::now();
         loop {
@@ -205,12 +209,10 @@ impl Agent {
                     self.run_job(rev, &fleet, job, inv)
                 });
             }
-            let pending = outcomes
-                .iter()
-                .enumerate()
-                .any(|(i, o)| rev.units[i].1.is_ok() && !(passed[i] && settled(o)));
             let busy = !workers.is_empty() || queue.has_ready(now);
-            if !busy && (past_deadline || (!pending && !removed_outcomes.values().any(deleting))) {
+            if !busy
+                && (past_deadline || (pending == 0 && !removed_outcomes.values().any(deleting)))
+            {
                 break;
             }
             if past_deadline && workers.is_empty() {
@@ -234,7 +236,11 @@ impl Agent {
                             let mut next = outcome;
                             carry_actions(&outcomes[*i], &mut next);
                             outcomes[*i] = next;
-                            passed[*i] = true;
+                            let now_done = settled(&outcomes[*i]);
+                            if now_done != done[*i] {
+                                if now_done { pending -= 1 } else { pending += 1 }
+                                done[*i] = now_done;
+                            }
                             progress.update(*i, &outcomes[*i]);
                         }
                         Job::Removed(u) => {
@@ -263,7 +269,7 @@ impl Agent {
                     quiet_since = Instant::now();
                     let mut changed = self.caches.drain().await;
                     changed.insert(first);
-                    self.wake(&changed, &index, &outcomes, &passed, &removed_outcomes, &mut queue);
+                    self.wake(&changed, &index, &done, &removed_outcomes, &mut queue);
                 }
             }
         }
@@ -280,8 +286,7 @@ impl Agent {
         &self,
         changed: &BTreeSet<Change>,
         index: &HashMap<Option<String>, BTreeSet<usize>>,
-        outcomes: &[UnitOutcome],
-        passed: &[bool],
+        done: &[bool],
         removed: &BTreeMap<String, UnitOutcome>,
         queue: &mut WorkQueue<Job>,
     ) {
@@ -297,7 +302,7 @@ impl Agent {
                 .collect()
         };
         for i in units {
-            if !(passed[i] && settled(&outcomes[i])) {
+            if !done[i] {
                 queue.add(Job::Unit(i));
             }
         }

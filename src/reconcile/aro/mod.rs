@@ -60,9 +60,7 @@ pub fn is_aso_group(group: &str) -> bool {
     group.ends_with(".azure.com")
 }
 
-fn str_at<'a>(obj: &'a Value, pointer: &str) -> Option<&'a str> {
-    obj.pointer(pointer).and_then(Value::as_str)
-}
+use crate::object::str_at;
 
 /// The order decisions are taken in (see [`decide_all`]).
 fn rank(kind: &str) -> u8 {

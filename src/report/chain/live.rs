@@ -133,11 +133,6 @@ pub(super) fn flag(obj: &Value, pointer: &str) -> bool {
     obj.pointer(pointer).and_then(Value::as_bool) == Some(true)
 }
 
-pub(super) fn str_at<'v>(obj: &'v Value, pointer: &str) -> Option<&'v str> {
-    obj.pointer(pointer)
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-}
 
 /// Whether `obj` has an ownerReference to the object of this kind and name.
 pub(super) fn owned_by(obj: &Value, kind: &str, name: &str) -> bool {

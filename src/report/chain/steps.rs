@@ -8,8 +8,9 @@ use super::StepState;
 use super::live::{
     ARO_GROUP, CAPI_GROUP, CONTROLPLANE_GROUP, EXTERNAL_AUTH, HCP_CLUSTER, INFRA_GROUP, Live,
     NODE_POOL, condition_is_true, condition_text, embedded, flag, group_of, is_kind, kind_of,
-    labelled_for, list_names, name_of, owned_by, str_at,
+    labelled_for, list_names, name_of, owned_by,
 };
+use crate::object::text_at;
 use crate::reconcile::readiness::{Readiness, aso_readiness};
 use serde_json::Value;
 
@@ -159,7 +160,7 @@ impl<'a> Context<'a> {
                         .and_then(Value::as_str)
                         .is_none_or(|k| k == kind)
                 })
-                .and_then(|r| str_at(r, "/name"))
+                .and_then(|r| text_at(r, "/name"))
                 .unwrap_or(cluster)
                 .to_string()
         };
@@ -311,8 +312,8 @@ impl<'a> Context<'a> {
             .control_plane
             .and_then(|cp| embedded(cp).find(|e| is_kind(e, ARO_GROUP, HCP_CLUSTER)));
         self.hcp
-            .and_then(|h| str_at(h, POINTER))
-            .or_else(|| embedded_hcp.and_then(|h| str_at(h, POINTER)))
+            .and_then(|h| text_at(h, POINTER))
+            .or_else(|| embedded_hcp.and_then(|h| text_at(h, POINTER)))
             .map(str::to_string)
             .unwrap_or_else(|| format!("{}-kubeconfig", self.cluster))
     }
@@ -376,10 +377,10 @@ impl<'a> Context<'a> {
             .live
             .of_kind(CAPI_GROUP, "MachinePool")
             .filter(|mp| {
-                str_at(mp, "/spec/clusterName") == Some(self.cluster.as_str())
+                text_at(mp, "/spec/clusterName") == Some(self.cluster.as_str())
                     || labelled_for(mp, &self.cluster)
             })
-            .filter_map(|mp| str_at(mp, "/spec/template/spec/infrastructureRef/name"))
+            .filter_map(|mp| text_at(mp, "/spec/template/spec/infrastructureRef/name"))
             .collect();
         self.live
             .of_kind(INFRA_GROUP, "AROMachinePool")
@@ -397,7 +398,7 @@ impl<'a> Context<'a> {
         };
         self.live
             .of_kind(ARO_GROUP, kind)
-            .filter(|o| str_at(o, "/spec/owner/name") == Some(hcp))
+            .filter(|o| text_at(o, "/spec/owner/name") == Some(hcp))
             .filter_map(triple)
             .collect()
     }

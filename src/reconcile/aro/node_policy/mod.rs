@@ -118,9 +118,7 @@ pub struct NodePolicy {
     pub notes: Vec<String>,
 }
 
-fn str_at<'a>(obj: &'a Value, pointer: &str) -> Option<&'a str> {
-    obj.pointer(pointer).and_then(Value::as_str)
-}
+use crate::object::str_at;
 
 /// `namespace/name` of an object.
 fn ns_name(obj: &Value) -> String {
