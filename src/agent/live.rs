@@ -45,20 +45,25 @@ pub fn list_key(key: &ObjectKey) -> ListKey {
     )
 }
 
+/// What has been read already: a listing, with the name for a key without a namespace (a
+/// cluster-scoped kind is read by name from the caches).
+type Read = (ListKey, Option<String>);
+
 /// Lists `key`'s kind in its namespace into `live` (once per kind, version and namespace).
 async fn list_into(
     cluster: &Cluster,
     caches: Option<&Caches>,
     key: &ObjectKey,
     live: &mut HashMap<ObjectKey, Value>,
-    listed: &mut BTreeSet<ListKey>,
+    listed: &mut BTreeSet<Read>,
     unserved: &mut BTreeSet<ListKey>,
     errors: &mut Vec<UnitError>,
 ) {
-    if !listed.insert(list_key(key)) {
+    let by_name = key.namespace.is_none().then(|| key.name.clone());
+    if !listed.insert((list_key(key), by_name)) {
         return;
     }
-    let listed = match caches.and_then(|c| c.list(cluster, key)) {
+    let listed = match caches.and_then(|c| c.read(cluster, key)) {
         Some(items) => Ok(items),
         None => cluster.list(key, None).await,
     };
@@ -148,7 +153,7 @@ pub async fn read(
     for key in super::status::recorded_kind_keys(prepared, &live) {
         let seen = listed
             .iter()
-            .any(|(g, _, k, ns)| (g, k, ns) == (&key.group, &key.kind, &key.namespace));
+            .any(|((g, _, k, ns), _)| (g, k, ns) == (&key.group, &key.kind, &key.namespace));
         if !seen {
             let mut ignored = BTreeSet::new();
             list_into(

@@ -118,6 +118,19 @@ pub struct Reconcilers {
     failed: BTreeSet<usize>,
     /// Owners whose owned kinds are recorded this pass.
     recorded: BTreeSet<usize>,
+    /// The last decisions taken, and the fingerprint of the live state they were taken on.
+    last: Option<(u64, Vec<Decision>)>,
+}
+
+/// What identifies a live state for the decisions: each object's key and resourceVersion (a
+/// write's response, put into `live`, has a new one). Order-independent.
+fn fingerprint(live: &HashMap<ObjectKey, Value>) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+    let hasher = BuildHasherDefault::<DefaultHasher>::default();
+    live.iter().fold(live.len() as u64, |acc, (k, v)| {
+        let rv = crate::object::str_at(v, "/metadata/resourceVersion");
+        acc.wrapping_add(hasher.hash_one((k, rv)))
+    })
 }
 
 impl Reconcilers {
@@ -142,16 +155,28 @@ impl Reconcilers {
             decisions: HashMap::new(),
             failed: BTreeSet::new(),
             recorded: BTreeSet::new(),
+            last: None,
         }
     }
 
-    /// The decisions of the unit's ARO objects against `live` (see [`aro::decide_all`]).
-    fn decide(&self, prepared: &Prepared, live: &HashMap<ObjectKey, Value>) -> Vec<Decision> {
+    /// The decisions of the unit's ARO objects against `live` (see [`aro::decide_all`]). Taken
+    /// again only when `live` changed since the last time (a pass asks at each owner's first
+    /// resource, before pruning and at the end; most of the time nothing was written between).
+    fn decide(&mut self, prepared: &Prepared, live: &HashMap<ObjectKey, Value>) -> Vec<Decision> {
         let desired: Vec<&Value> = aro_objects(prepared).map(|o| &o.object).collect();
         if desired.is_empty() {
             return vec![];
         }
-        let mut snapshot: Vec<Value> = live.values().cloned().collect();
+        let seen = fingerprint(live);
+        if let Some((at, decisions)) = &self.last
+            && *at == seen
+        {
+            return decisions.clone();
+        }
+        // A stable world: decisions do not depend on the map's iteration order.
+        let mut entries: Vec<(&ObjectKey, &Value)> = live.iter().collect();
+        entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let mut snapshot: Vec<Value> = entries.into_iter().map(|(_, v)| v.clone()).collect();
         // The AutoNodePolicies the unit renders count as they are in git, live or not yet, so
         // the first apply of a node pool is already merged with its policy.
         let id = |o: &Value| {
@@ -164,9 +189,9 @@ impl Reconcilers {
             snapshot.retain(|o| !node_policy::is_policy(o) || id(o) != id(policy));
             snapshot.push(policy.clone());
         }
-        // A stable world: decisions do not depend on the map's iteration order.
-        snapshot.sort_by_key(|o| ObjectKey::from_object(o).ok());
-        aro::decide_all(&desired, &snapshot, &self.keys, &self.now)
+        let decisions = aro::decide_all(&desired, snapshot, &self.keys, &self.now);
+        self.last = Some((seen, decisions.clone()));
+        decisions
     }
 
     /// What the decision of the owner of embedded resource `i` says for it.
@@ -269,7 +294,7 @@ impl Reconcilers {
     /// applied, so they are prune candidates already; one it does not hold (applied by another
     /// controller before the agent) is recorded, as the live object says, and pruned alike.
     pub fn record_deletions(
-        &self,
+        &mut self,
         prepared: &Prepared,
         live: &HashMap<ObjectKey, Value>,
         inv: &mut Inventory,
@@ -294,7 +319,7 @@ impl Reconcilers {
     /// The reconcilers' writes at the end of a pass: patches, then status, where they differ
     /// from live.
     pub async fn write(
-        &self,
+        &mut self,
         cluster: &Cluster,
         prepared: &Prepared,
         live: &mut HashMap<ObjectKey, Value>,

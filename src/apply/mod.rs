@@ -6,11 +6,13 @@
 
 mod azure_view;
 mod counting;
+mod echoes;
 pub mod inventory;
 pub mod live;
 
 pub use azure_view::AzureView;
 pub use counting::{CountLayer, RequestCounter};
+pub use echoes::Echoes;
 
 use crate::object::{ObjectKey, join_api_version};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
@@ -96,6 +98,7 @@ pub struct Cluster {
     client: kube::Client,
     counter: RequestCounter,
     kinds: Mutex<HashMap<String, HashMap<String, Kind>>>,
+    echoes: Echoes,
 }
 
 impl Cluster {
@@ -104,6 +107,7 @@ impl Cluster {
             client,
             counter,
             kinds: Mutex::new(HashMap::new()),
+            echoes: Echoes::default(),
         }
     }
 
@@ -135,6 +139,11 @@ impl Cluster {
 
     pub fn client(&self) -> &kube::Client {
         &self.client
+    }
+
+    /// The agent's own writes, for the watches to tell their echoes.
+    pub fn echoes(&self) -> &Echoes {
+        &self.echoes
     }
 
     pub fn counter(&self) -> &RequestCounter {
@@ -326,7 +335,11 @@ impl Cluster {
             ..Default::default()
         };
         match api.patch(&key.name, &pp, &Patch::Merge(body)).await {
-            Ok(o) => Ok(Some(serde_json::to_value(o).expect("objects serialise"))),
+            Ok(o) => {
+                let written = serde_json::to_value(o).expect("objects serialise");
+                self.echoes.record(&written);
+                Ok(Some(written))
+            }
             Err(kube::Error::Api(s)) if s.code == 404 => Ok(None),
             Err(e) => Err(ApplyError::Api {
                 key: key.clone(),
@@ -360,7 +373,9 @@ impl Cluster {
             verb,
             source: Box::new(e),
         })?;
-        Ok(serde_json::to_value(out).expect("objects serialise"))
+        let written = serde_json::to_value(out).expect("objects serialise");
+        self.echoes.record(&written);
+        Ok(written)
     }
 }
 

@@ -6,9 +6,10 @@
 //!
 //! The reflector's `Store` of kube-runtime answers by object; a unit reads by namespace, so the
 //! store here is indexed by namespace (a read never scans the fleet). Every change is also sent
-//! on, as the namespace it happened in, to wake the units there.
+//! on, naming the object, to wake the unit that owns it.
 
-use crate::apply::{Cluster, LIST_PAGE_SIZE};
+use crate::apply::inventory::Identity;
+use crate::apply::{Cluster, Echoes, LIST_PAGE_SIZE};
 use crate::object::ObjectKey;
 use futures::StreamExt;
 use kube::api::{Api, ApiResource, DynamicObject, TypeMeta};
@@ -22,9 +23,24 @@ use tokio::sync::{mpsc, watch};
 /// A kind: group, version, kind.
 pub type KindKey = (String, String, String);
 
-/// A change seen: the namespace of the object that changed (`None` for cluster-scoped ones, and
-/// for a re-list, which may have changed anything).
-pub type Change = Option<String>;
+/// A change seen.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Change {
+    /// One object changed (created, updated or deleted), and the resourceVersion it has now.
+    Object(Identity, Option<String>),
+    /// A kind was listed again after its watch broke off: anything of it may have changed.
+    Relist,
+}
+
+impl Change {
+    /// Whether this is the echo of the agent's own last write of the object (see [`Echoes`]).
+    pub fn is_echo(&self, echoes: &Echoes) -> bool {
+        match self {
+            Change::Object(id, Some(rv)) => echoes.take(id, rv),
+            _ => false,
+        }
+    }
+}
 
 /// How long a new kind's first LIST may take before passes fall back to listing it themselves.
 const SYNC_TIMEOUT: Duration = Duration::from_secs(60);
@@ -117,6 +133,14 @@ impl Caches {
         let objects: Arc<RwLock<Objects>> = Arc::default();
         let (ready_tx, ready) = watch::channel(false);
         let (store, tx) = (objects.clone(), self.tx.clone());
+        let echoes = cluster.echoes().clone();
+        let (group, kind) = (resource.group.clone(), resource.kind.clone());
+        let identity = move |(namespace, name): (Option<String>, String)| Identity {
+            group: group.clone(),
+            kind: kind.clone(),
+            namespace,
+            name,
+        };
         let config = watcher::Config::default().page_size(LIST_PAGE_SIZE);
         let task = tokio::spawn(async move {
             let mut events = watcher(api, config)
@@ -146,24 +170,30 @@ impl Caches {
                         if first {
                             continue;
                         }
-                        None // a re-list: anything may have changed
+                        Change::Relist
                     }
                     Ok(watcher::Event::Apply(o)) => {
                         let (ns, name) = place(&o);
+                        let id = identity((ns.clone(), name.clone()));
+                        let rv = o.metadata.resource_version.clone();
+                        let echo = rv.as_deref().is_some_and(|rv| echoes.take(&id, rv));
                         store
                             .write()
                             .expect("cache lock")
                             .entry(ns.clone())
                             .or_default()
-                            .insert(name, to_value(o));
-                        ns
+                            .insert(name.clone(), to_value(o));
+                        if echo {
+                            continue; // the agent's own write: nothing to wake for
+                        }
+                        Change::Object(id, rv)
                     }
                     Ok(watcher::Event::Delete(o)) => {
                         let (ns, name) = place(&o);
                         if let Some(m) = store.write().expect("cache lock").get_mut(&ns) {
                             m.remove(&name);
                         }
-                        ns
+                        Change::Object(identity((ns, name)), None)
                     }
                     Err(e) => {
                         tracing::debug!(error = %e, "watch interrupted; it resumes");
@@ -183,9 +213,11 @@ impl Caches {
         }
     }
 
-    /// The objects of `key`'s kind in its namespace (the client's default one for a namespaced
-    /// kind without one), or `None` when no synced cache holds that kind (list it instead).
-    pub fn list(&self, cluster: &Cluster, key: &ObjectKey) -> Option<Vec<Value>> {
+    /// What a unit reads for `key`: every object of its kind in its namespace (the client's
+    /// default one for a namespaced kind without one); of a cluster-scoped kind, only the object
+    /// `key` names (a unit never needs the fleet's Namespaces), or all of them for a key without
+    /// a name. `None` when no synced cache holds that kind (list it instead).
+    pub fn read(&self, cluster: &Cluster, key: &ObjectKey) -> Option<Vec<Value>> {
         let kinds = self.kinds.read().expect("caches lock");
         let cache = kinds.get(&(key.group.clone(), key.version.clone(), key.kind.clone()))?;
         if !*cache.ready.borrow() {
@@ -197,12 +229,19 @@ impl Caches {
             (None, true) => Some(cluster.client().default_namespace().to_string()),
         };
         let objects = cache.objects.read().expect("cache lock");
-        Some(
-            objects
-                .get(&ns)
-                .map(|m| m.values().map(|v| Value::clone(v)).collect())
-                .unwrap_or_default(),
-        )
+        let Some(in_ns) = objects.get(&ns) else {
+            return Some(vec![]);
+        };
+        if !cache.namespaced && !key.name.is_empty() {
+            return Some(
+                in_ns
+                    .get(&key.name)
+                    .map(|v| Value::clone(v))
+                    .into_iter()
+                    .collect(),
+            );
+        }
+        Some(in_ns.values().map(|v| Value::clone(v)).collect())
     }
 
     /// Waits up to `wait` for the first change; `None` when none came.

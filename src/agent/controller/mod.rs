@@ -1,18 +1,25 @@
 //! The controller: brings every unit of a revision to its converged state. Units are keys in a
 //! work queue (`queue`); up to `--concurrency` passes run at once, one per unit; live state comes
-//! from the shared caches (`cache`), whose changes wake the units of the namespace they happened
-//! in (an index, not a scan of the fleet). The per-unit work is `pass`.
+//! from the shared caches (`cache`), whose changes wake the unit that owns the changed object
+//! (`wakes`: an index, not a scan of the fleet). The per-unit work is `pass`.
 
 pub mod cache;
 pub mod queue;
+pub mod wakes;
 
 use super::{Agent, AgentError, Revision, carry_actions, pass};
+use crate::apply::inventory::Identity;
 use crate::apply::inventory::Inventory;
 use crate::report::{self, ObjectAction, UnitOutcome};
 use cache::{Change, KindKey};
 use queue::{Backoff, WorkQueue, Workers};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
+use wakes::{DuringPass, Wakes};
+
+/// How long a woken unit waits before its pass, so that the changes that follow (an Azure
+/// resource's status, then the next) share one pass.
+const DEBOUNCE: Duration = Duration::from_millis(100);
 
 /// A piece of work: a unit of the revision (by index), or a unit that left git (by name).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -52,28 +59,17 @@ fn kinds_of(rev: &Revision, inventories: &BTreeMap<String, Inventory>) -> BTreeS
         .collect()
 }
 
-/// The units to wake for a change in each namespace.
-fn namespace_index(
-    rev: &Revision,
-    inventories: &BTreeMap<String, Inventory>,
-) -> HashMap<Option<String>, BTreeSet<usize>> {
-    let mut index: HashMap<Option<String>, BTreeSet<usize>> = HashMap::new();
-    for (i, (u, p)) in rev.units.iter().enumerate() {
-        let Ok(p) = p else { continue };
+/// The wake index of `rev`'s prepared units: what each renders and what its inventory holds.
+fn wakes_of(rev: &Revision, inventories: &BTreeMap<String, Inventory>) -> Wakes {
+    Wakes::new(rev.units.iter().enumerate().filter_map(|(i, (u, p))| {
+        let p = p.as_ref().ok()?;
+        let rendered = p.objects.iter().map(|o| Identity::from(&o.key));
         let inventoried = inventories
             .get(&u.name())
             .into_iter()
-            .flat_map(|inv| inv.entries.values().map(|e| e.id.namespace.clone()));
-        for ns in p
-            .objects
-            .iter()
-            .map(|o| o.key.namespace.clone())
-            .chain(inventoried)
-        {
-            index.entry(ns).or_default().insert(i);
-        }
-    }
-    index
+            .flat_map(|inv| inv.entries.keys().cloned());
+        Some((i, rendered.chain(inventoried).collect::<Vec<_>>()))
+    }))
 }
 
 fn settled(o: &UnitOutcome) -> bool {
@@ -128,7 +124,7 @@ impl Agent {
             .ensure(&self.env.cluster, &kinds_of(rev, &inventories))
             .await;
         self.caches.drain().await; // what changed before is read fresh by every pass below
-        let index = namespace_index(rev, &inventories);
+        let index = wakes_of(rev, &inventories);
         // Live ASO objects no unit declares that stand for an Azure resource a unit declares.
         // The deletion guard counts them too.
         let live_ids = super::fleet::live_identities_in(&self.env.cluster, &rev.units).await;
@@ -152,7 +148,8 @@ impl Agent {
                 progress.update(i, o);
             }
         }
-        let mut queue: WorkQueue<Job> = WorkQueue::new(Backoff::default(), rev.units.len() as u64);
+        let mut queue: WorkQueue<Job> =
+            WorkQueue::new(Backoff::default(), rev.units.len() as u64).with_debounce(DEBOUNCE);
         for i in (0..rev.units.len()).filter(|&i| !held(i)) {
             queue.add(Job::Unit(i));
         }
@@ -189,6 +186,7 @@ impl Agent {
             .filter(|&i| rev.units[i].1.is_ok() && !done[i])
             .count();
         let mut workers = Workers::new(self.config.concurrency);
+        let mut during_pass = DuringPass::default();
         let mut quiet_since = Instant::now();
         loop {
             let now = Instant::now();
@@ -257,6 +255,9 @@ impl Agent {
                     };
                     inventories.insert(name, inv);
                     queue.done(&job, failed, Instant::now());
+                    if let Job::Unit(i) = job && during_pass.release(i, self.env.cluster.echoes()) && !done[i] {
+                        queue.wake(job, Instant::now());
+                    }
                     quiet_since = Instant::now();
                 }
                 change = self.caches.next_change(wait) => {
@@ -269,7 +270,8 @@ impl Agent {
                     quiet_since = Instant::now();
                     let mut changed = self.caches.drain().await;
                     changed.insert(first);
-                    self.wake(&changed, &index, &done, &removed_outcomes, &mut queue);
+                    tracing::trace!(?changed, "changes seen");
+                    self.wake(&changed, &index, &done, &removed_outcomes, (&mut queue, &mut during_pass));
                 }
             }
         }
@@ -280,35 +282,30 @@ impl Agent {
         Ok(outcomes)
     }
 
-    /// Queues the units a change in `changed` concerns: the unsettled ones of those namespaces
-    /// (every unsettled one for a cluster-scoped change), and the removals still deleting.
+    /// Queues the unsettled units the changes in `changed` concern (see `wakes`; a unit whose
+    /// pass runs holds them until it ends), and the removals still deleting.
     fn wake(
         &self,
         changed: &BTreeSet<Change>,
-        index: &HashMap<Option<String>, BTreeSet<usize>>,
+        index: &Wakes,
         done: &[bool],
         removed: &BTreeMap<String, UnitOutcome>,
-        queue: &mut WorkQueue<Job>,
+        (queue, during_pass): (&mut WorkQueue<Job>, &mut DuringPass),
     ) {
-        // Only prepared units are in the index.
-        let units: BTreeSet<usize> = if changed.contains(&None) {
-            index.values().flatten().copied().collect()
-        } else {
-            changed
-                .iter()
-                .filter_map(|ns| index.get(ns))
-                .flatten()
-                .copied()
-                .collect()
-        };
-        for i in units {
-            if !done[i] {
-                queue.add(Job::Unit(i));
+        let now = Instant::now();
+        for change in changed {
+            // Only prepared units are in the index.
+            for i in index.units(change).into_iter().filter(|&i| !done[i]) {
+                if queue.is_active(&Job::Unit(i)) {
+                    during_pass.hold(i, change);
+                } else {
+                    queue.wake(Job::Unit(i), now);
+                }
             }
         }
         for (u, o) in removed {
             if deleting(o) {
-                queue.add(Job::Removed(u.clone()));
+                queue.wake(Job::Removed(u.clone()), now);
             }
         }
     }
@@ -322,6 +319,7 @@ impl Agent {
         mut inv: Inventory,
     ) -> (Job, UnitOutcome, Inventory) {
         let ctx = self.pass_context(rev, fleet);
+        let started = Instant::now();
         let outcome = match &job {
             Job::Unit(i) => {
                 let prepared = rev.units[*i].1.as_ref().expect("only prepared units run");
@@ -329,6 +327,8 @@ impl Agent {
             }
             Job::Removed(_) => pass::remove(&ctx, &mut inv).await,
         };
+        tracing::debug!(unit = %outcome.unit, phase = ?report::phase(&outcome),
+            elapsed_ms = started.elapsed().as_millis() as u64, "pass done");
         (job, outcome, inv)
     }
 

@@ -49,6 +49,8 @@ pub struct WorkQueue<K> {
     again: HashSet<K>,
     failures: HashMap<K, u32>,
     backoff: Backoff,
+    /// How long a change waits before its run, for the changes after it to share that run.
+    debounce: Duration,
     seq: u64,
     rng: u64,
 }
@@ -65,6 +67,7 @@ impl<K: Clone + Eq + Hash> WorkQueue<K> {
             again: HashSet::new(),
             failures: HashMap::new(),
             backoff,
+            debounce: Duration::ZERO,
             seq: 0,
             rng: seed | 1,
         }
@@ -88,6 +91,23 @@ impl<K: Clone + Eq + Hash> WorkQueue<K> {
         if self.queued.insert(key.clone()) {
             self.ready.push_back(key);
         }
+    }
+
+    /// Changes wait `debounce` before their run (see [`WorkQueue::wake`]).
+    pub fn with_debounce(mut self, debounce: Duration) -> Self {
+        self.debounce = debounce;
+        self
+    }
+
+    /// Queues `key` for a change seen at `now`: it runs after the debounce, so the changes that
+    /// follow within it share one run. A key already queued keeps its place; a key that runs runs
+    /// once more when it is done (after the debounce too); a key in backoff keeps waiting.
+    pub fn wake(&mut self, key: K, now: Instant) {
+        if self.active.contains(&key) {
+            self.again.insert(key);
+            return;
+        }
+        self.add_at(key, now + self.debounce);
     }
 
     /// Queues `key` to run at `at` (unless it is queued already).
@@ -133,8 +153,13 @@ impl<K: Clone + Eq + Hash> WorkQueue<K> {
         }
         self.failures.remove(key);
         if self.again.remove(key) {
-            self.add(key.clone());
+            self.add_at(key.clone(), now + self.debounce);
         }
+    }
+
+    /// Whether `key`'s work is running.
+    pub fn is_active(&self, key: &K) -> bool {
+        self.active.contains(key)
     }
 
     /// When the next delayed key is due.
@@ -265,6 +290,44 @@ mod tests {
         assert_eq!(q.pop(now), Some("a"));
         let later = q.next_due().expect("bad is due later");
         assert_eq!(q.pop(later), Some("bad"));
+    }
+
+    #[test]
+    fn changes_within_the_debounce_share_one_run() {
+        let mut q = queue().with_debounce(Duration::from_millis(100));
+        let t0 = Instant::now();
+        q.wake("a", t0);
+        q.wake("b", t0 + Duration::from_millis(10));
+        q.wake("a", t0 + Duration::from_millis(50));
+        assert_eq!(
+            q.pop(t0 + Duration::from_millis(99)),
+            None,
+            "still debouncing"
+        );
+        assert_eq!(
+            q.pop(t0 + Duration::from_millis(100)),
+            Some("a"),
+            "a keeps its first time"
+        );
+        assert_eq!(
+            q.pop(t0 + Duration::from_millis(100)),
+            None,
+            "b is not due yet"
+        );
+        // A change while a runs: one more run, debounced from the end of this one.
+        q.wake("a", t0 + Duration::from_millis(105));
+        q.wake("a", t0 + Duration::from_millis(106));
+        let end = t0 + Duration::from_millis(120);
+        q.done(&"a", false, end);
+        assert_eq!(q.pop(end), None);
+        assert_eq!(q.pop(t0 + Duration::from_millis(110)), None);
+        assert_eq!(
+            q.pop(end + Duration::from_millis(100)),
+            Some("b"),
+            "in arrival order"
+        );
+        assert_eq!(q.pop(end + Duration::from_millis(100)), Some("a"));
+        assert_eq!(q.pop(end + Duration::from_millis(100)), None, "once");
     }
 
     #[test]

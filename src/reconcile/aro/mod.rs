@@ -84,17 +84,16 @@ pub fn decide(desired: &Value, live: &[Value], key: &KeyState, now: &str) -> Dec
 /// planes first, then machine pools (whose gate is their control plane's `HcpClusterReady`), then
 /// clusters (which mirror their control plane's readiness and endpoint). Each status decided is
 /// put into the world the next decision sees, so a gate reads the state as computed now rather
-/// than as last written. `keys`: the key state of each AROControlPlane; one not given is read in
-/// manual mode ([`manual_key_state`]).
+/// than as last written (`world` is the live state, taken to be changed so). `keys`: the key
+/// state of each AROControlPlane; one not given is read in manual mode ([`manual_key_state`]).
 pub fn decide_all(
     desired: &[&Value],
-    live: &[Value],
+    mut world: Vec<Value>,
     keys: &HashMap<ObjectKey, KeyState>,
     now: &str,
 ) -> Vec<Decision> {
     let mut ordered: Vec<&Value> = desired.to_vec();
     ordered.sort_by_key(|o| rank(str_at(o, "/kind").unwrap_or("")));
-    let mut world: Vec<Value> = live.to_vec();
     let mut out = Vec::with_capacity(ordered.len());
     for d in ordered {
         let manual;
@@ -162,7 +161,7 @@ mod tests {
         let ac = aro_cluster_obj(&[]);
         let live = world(&acp, &amp, &ac);
         // Whatever order they come in.
-        let decisions = decide_all(&[&ac, &amp, &acp], &live, &HashMap::new(), "t");
+        let decisions = decide_all(&[&ac, &amp, &acp], live.clone(), &HashMap::new(), "t");
         let kinds: Vec<&str> = decisions.iter().map(|d| d.owner.kind.as_str()).collect();
         assert_eq!(kinds, ["AROControlPlane", "AROMachinePool", "AROCluster"]);
         assert_eq!(decisions[0].status["ready"], true);
@@ -185,13 +184,13 @@ mod tests {
         let mut acp = control_plane_obj(&[(HCP_CLUSTER, "hcp")]);
         acp["spec"]["resources"][0]["spec"]["properties"] = json!({"etcd": {"dataEncryption": {"customerManaged": {"kms": {"activeKey": {"name": "k"}}}}}});
         let live = with_owner(&acp, vec![aro_cluster_obj(&[])]);
-        let d = &decide_all(&[&acp], &live, &HashMap::new(), "t")[0];
+        let d = &decide_all(&[&acp], live.clone(), &HashMap::new(), "t")[0];
         assert_eq!(d.held[0].reason, "KeyVersionMissing");
         let given = HashMap::from([(
             ObjectKey::from_object(&acp).unwrap(),
             KeyState::NotConfigured,
         )]);
-        let d = &decide_all(&[&acp], &live, &given, "t")[0];
+        let d = &decide_all(&[&acp], live.clone(), &given, "t")[0];
         assert!(d.held.is_empty());
     }
 }

@@ -133,7 +133,6 @@ pub(super) fn flag(obj: &Value, pointer: &str) -> bool {
     obj.pointer(pointer).and_then(Value::as_bool) == Some(true)
 }
 
-
 /// Whether `obj` has an ownerReference to the object of this kind and name.
 pub(super) fn owned_by(obj: &Value, kind: &str, name: &str) -> bool {
     obj.pointer("/metadata/ownerReferences")

@@ -1,0 +1,188 @@
+//! Which units a change wakes, found through an index built once per revision (never a scan of
+//! the fleet):
+//! - the units that own the changed object: they render it, or their inventory holds it;
+//! - for an object no unit owns (a Secret the Azure side wrote, a policy someone applied by
+//!   hand), and for any AutoNodePolicy (it shapes the node pools of its whole namespace), the
+//!   units with objects in its namespace; a cluster-scoped object no unit owns wakes none;
+//! - for a re-list, every unit.
+//!
+//! A change that comes while the unit's pass runs is held until the pass ends ([`DuringPass`]):
+//! most are the echoes of the pass's own writes, which only then are all known.
+
+use super::cache::Change;
+use crate::apply::Echoes;
+use crate::apply::inventory::Identity;
+use crate::reconcile::aro::node_policy::{POLICY_GROUP, POLICY_KIND};
+use std::collections::{BTreeSet, HashMap};
+
+/// The index of a revision's units (by their index in the revision).
+#[derive(Debug, Default)]
+pub struct Wakes {
+    by_object: HashMap<Identity, BTreeSet<usize>>,
+    by_namespace: HashMap<String, BTreeSet<usize>>,
+    all: BTreeSet<usize>,
+}
+
+impl Wakes {
+    /// Indexes each unit's objects: those it renders and those its inventory holds.
+    pub fn new<O>(units: impl IntoIterator<Item = (usize, O)>) -> Wakes
+    where
+        O: IntoIterator<Item = Identity>,
+    {
+        let mut wakes = Wakes::default();
+        for (i, objects) in units {
+            wakes.all.insert(i);
+            for id in objects {
+                if let Some(ns) = &id.namespace {
+                    wakes.by_namespace.entry(ns.clone()).or_default().insert(i);
+                }
+                wakes.by_object.entry(id).or_default().insert(i);
+            }
+        }
+        wakes
+    }
+
+    /// The units `change` concerns (see the module header).
+    pub fn units(&self, change: &Change) -> BTreeSet<usize> {
+        let Change::Object(id, _) = change else {
+            return self.all.clone();
+        };
+        let owners = self.by_object.get(id);
+        let policy = id.group == POLICY_GROUP && id.kind == POLICY_KIND;
+        let of_namespace = (owners.is_none() || policy)
+            .then(|| {
+                id.namespace
+                    .as_ref()
+                    .and_then(|ns| self.by_namespace.get(ns))
+            })
+            .flatten();
+        owners
+            .into_iter()
+            .chain(of_namespace)
+            .flatten()
+            .copied()
+            .collect()
+    }
+}
+
+/// The changes seen by units while their pass ran.
+#[derive(Debug, Default)]
+pub struct DuringPass(HashMap<usize, Vec<Change>>);
+
+impl DuringPass {
+    pub fn hold(&mut self, unit: usize, change: &Change) {
+        self.0.entry(unit).or_default().push(change.clone());
+    }
+
+    /// Whether `unit`'s pass, just ended, saw a change other than its own writes' echoes: then
+    /// it runs again.
+    pub fn release(&mut self, unit: usize, echoes: &Echoes) -> bool {
+        let held = self.0.remove(&unit).unwrap_or_default();
+        // Every echo is taken (not only up to the first other change), so none is left over.
+        held.iter()
+            .fold(false, |other, c| !c.is_echo(echoes) || other)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(group: &str, kind: &str, ns: Option<&str>, name: &str) -> Identity {
+        Identity {
+            group: group.into(),
+            kind: kind.into(),
+            namespace: ns.map(str::to_string),
+            name: name.into(),
+        }
+    }
+
+    fn change(i: &Identity) -> Change {
+        Change::Object(i.clone(), None)
+    }
+
+    fn wakes() -> Wakes {
+        Wakes::new([
+            (
+                0,
+                vec![
+                    id("", "Namespace", None, "a"),
+                    id("", "ConfigMap", Some("a"), "settings"),
+                ],
+            ),
+            (
+                1,
+                vec![
+                    id("", "Namespace", None, "b"),
+                    id("", "ConfigMap", Some("b"), "settings"),
+                ],
+            ),
+            (2, vec![id("", "ConfigMap", Some("b"), "other")]),
+        ])
+    }
+
+    #[test]
+    fn an_owned_object_wakes_its_owner_only() {
+        let w = wakes();
+        assert_eq!(
+            w.units(&change(&id("", "Namespace", None, "a"))),
+            [0].into()
+        );
+        assert_eq!(
+            w.units(&change(&id("", "ConfigMap", Some("b"), "settings"))),
+            [1].into()
+        );
+    }
+
+    #[test]
+    fn an_unowned_object_wakes_the_units_of_its_namespace() {
+        let w = wakes();
+        assert_eq!(
+            w.units(&change(&id("", "Secret", Some("b"), "kubeconfig"))),
+            [1, 2].into()
+        );
+        assert!(w.units(&change(&id("", "Namespace", None, "c"))).is_empty());
+        assert!(
+            w.units(&change(&id("", "Secret", Some("c"), "x")))
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn after_a_pass_only_a_change_other_than_its_own_writes_runs_it_again() {
+        let echoes = Echoes::default();
+        let obj = |name: &str, rv: &str| {
+            serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "a", "resourceVersion": rv}})
+        };
+        let seen = |name: &str, rv: &str| {
+            Change::Object(id("", "ConfigMap", Some("a"), name), Some(rv.into()))
+        };
+        let mut during = DuringPass::default();
+        // The watch saw the pass's writes before their responses came back.
+        during.hold(0, &seen("settings", "5"));
+        during.hold(0, &seen("other", "6"));
+        echoes.record(&obj("settings", "5"));
+        echoes.record(&obj("other", "6"));
+        assert!(!during.release(0, &echoes), "only its own writes");
+        during.hold(0, &seen("settings", "7"));
+        echoes.record(&obj("settings", "8"));
+        assert!(during.release(0, &echoes), "someone else wrote version 7");
+        assert!(!during.release(1, &echoes), "nothing held");
+    }
+
+    #[test]
+    fn a_policy_wakes_its_whole_namespace_and_a_relist_everyone() {
+        let (g, k) = (POLICY_GROUP, POLICY_KIND);
+        let mut w = wakes();
+        w.by_object
+            .entry(id(g, k, Some("b"), "default"))
+            .or_default()
+            .insert(2);
+        assert_eq!(
+            w.units(&change(&id(g, k, Some("b"), "default"))),
+            [1, 2].into()
+        );
+        assert_eq!(w.units(&Change::Relist), [0, 1, 2].into());
+    }
+}
