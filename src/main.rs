@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// mimalloc: rendering and diffing allocate many small JSON values; it is markedly faster than the
-/// system allocator for that (see BENCHMARKS.md).
+/// system allocator for that (see BENCHMARKS.md). The `system-alloc` feature leaves it out, for
+/// heap profilers that watch the system allocator (heaptrack).
+#[cfg(not(feature = "system-alloc"))]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

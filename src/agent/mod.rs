@@ -468,7 +468,7 @@ mod tests {
                 })
                 .collect(),
             errors: vec![],
-            live: vec![],
+            standing: crate::report::Standing::unknown(None),
         }
     }
 

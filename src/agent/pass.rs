@@ -25,7 +25,7 @@ use crate::plan::ownership;
 use crate::plan::policy::{self, Decision, Policy};
 use crate::reconcile::aro::{self, KeyManager, node_policy};
 use crate::reconcile::readiness::{Readiness, aso_readiness};
-use crate::report::{AzureMode, ObjectAction, ObjectOutcome, UnitError, UnitOutcome};
+use crate::report::{AzureMode, ObjectAction, ObjectOutcome, Standing, UnitError, UnitOutcome};
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -207,7 +207,7 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
             azure,
             objects: vec![],
             errors,
-            live: vec![],
+            standing: Standing::unknown(prepared.cluster.as_ref()),
         };
     }
     // The whole unit is checked against the cluster before its first write (inventory included).
@@ -223,8 +223,10 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
                 state_of(k, live.get(k)) == State::Ready
             }),
             errors: errors.into_iter().chain(refused).collect(),
-            // The report places the cluster on its chain from these, in any order.
-            live: live.into_values().collect(),
+            standing: Standing::of(
+                &live.into_values().collect::<Vec<_>>(),
+                prepared.cluster.as_ref(),
+            ),
         };
     }
     let mut reconcilers = Reconcilers::start(ctx.keys, prepared).await;
@@ -560,22 +562,10 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
         .collect();
     super::aro_deletion::merge(&mut objects, driven);
     // The unit's own Secrets were read whole to be compared; their values go no further.
-    let mut live_objects: Vec<Value> = live
+    let live_objects: Vec<Value> = live
         .into_values()
         .map(super::live::without_secret_data)
         .collect();
-    live_objects.sort_by(|a, b| {
-        let k = |v: &Value| {
-            (
-                v["kind"].as_str().unwrap_or("").to_string(),
-                v.pointer("/metadata/name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string(),
-            )
-        };
-        k(a).cmp(&k(b))
-    });
     UnitOutcome {
         unit: prepared.unit.name(),
         cluster: prepared.cluster.clone(),
@@ -584,7 +574,7 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
         azure,
         objects,
         errors,
-        live: live_objects,
+        standing: Standing::of(&live_objects, prepared.cluster.as_ref()),
     }
 }
 
@@ -640,12 +630,12 @@ pub async fn remove(ctx: &PassContext<'_>, inv: &mut Inventory) -> UnitOutcome {
     }
     UnitOutcome {
         unit: inv.unit.clone(),
+        standing: Standing::unknown(capi_cluster.as_ref()),
         cluster: capi_cluster,
         revision: ctx.revision.to_string(),
         stale_source: ctx.stale_source.clone(),
         azure: ctx.azure,
         objects,
         errors,
-        live: vec![],
     }
 }

@@ -45,7 +45,7 @@ impl Progress {
     }
 
     pub fn update(&mut self, i: usize, outcome: &UnitOutcome) {
-        let chain = report::chain(&outcome.live, outcome.cluster.as_ref());
+        let chain = &outcome.standing.chain;
         let phase = report::phase(outcome);
         let line = format!(
             "{:?}: step {}/{}: {}",

@@ -1,10 +1,10 @@
 //! From a unit's outcome to its [`ClusterReport`]: the phase, the chain, and the objects and errors
 //! in a fixed order, so that the same state always gives the same report.
 
-use super::chain::{Chain, chain};
+use super::chain::Chain;
 use super::model::{
-    Action, ClusterRef, ClusterReport, ObjectAction, ObjectConditions, ObjectOutcome, Phase,
-    REPORT_API_VERSION, REPORT_KIND, ReportCondition, ReportError, ReportObject, UnitOutcome,
+    Action, ClusterRef, ClusterReport, ObjectAction, ObjectOutcome, Phase, REPORT_API_VERSION,
+    REPORT_KIND, ReportError, ReportObject, UnitOutcome,
 };
 use crate::object::ObjectKey;
 
@@ -25,8 +25,8 @@ const UNKNOWN_REVISION: &str = "unknown";
 
 /// Builds the report of one unit.
 pub fn build(outcome: &UnitOutcome) -> ClusterReport {
-    let chain = chain(&outcome.live, outcome.cluster.as_ref());
-    let phase = phase_on(outcome, &chain);
+    let chain = &outcome.standing.chain;
+    let phase = phase_on(outcome, chain);
     let mut objects: Vec<(&ObjectOutcome, ReportObject)> = outcome
         .objects
         .iter()
@@ -69,67 +69,18 @@ pub fn build(outcome: &UnitOutcome) -> ClusterReport {
         stale_source: outcome.stale_source.clone(),
         azure: outcome.azure,
         phase,
-        chain,
+        chain: chain.clone(),
         objects: objects.into_iter().map(|(_, o)| o).collect(),
-        conditions: aro_conditions(&outcome.live),
+        conditions: outcome.standing.conditions.clone(),
         errors,
     }
-}
-
-/// The conditions of the ARO objects among `live`, in chain order (AROCluster, AROControlPlane,
-/// AROMachinePools), then by name.
-fn aro_conditions(live: &[serde_json::Value]) -> Vec<ObjectConditions> {
-    let mut found: Vec<(usize, String, ObjectConditions)> = live
-        .iter()
-        .filter_map(|obj| {
-            let key = ObjectKey::from_object(obj).ok()?;
-            if !crate::reconcile::aro::is_aro_kind(&key.group, &key.kind) {
-                return None;
-            }
-            let rank = match key.kind.as_str() {
-                "AROCluster" => 0,
-                "AROControlPlane" => 1,
-                _ => 2,
-            };
-            let text = |c: &serde_json::Value, f: &str| {
-                c.get(f)
-                    .and_then(serde_json::Value::as_str)
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_string)
-            };
-            let conditions: Vec<ReportCondition> = obj
-                .pointer("/status/conditions")
-                .and_then(serde_json::Value::as_array)?
-                .iter()
-                .map(|c| ReportCondition {
-                    type_: text(c, "type").unwrap_or_default(),
-                    status: text(c, "status").unwrap_or_else(|| "Unknown".into()),
-                    reason: text(c, "reason"),
-                    message: text(c, "message"),
-                })
-                .collect();
-            (!conditions.is_empty()).then(|| {
-                (
-                    rank,
-                    key.name.clone(),
-                    ObjectConditions {
-                        object: key.to_string(),
-                        conditions,
-                    },
-                )
-            })
-        })
-        .collect();
-    found.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
-    found.into_iter().map(|(_, _, c)| c).collect()
 }
 
 /// The phase of a unit: Failed on an error, a failed object or a failed step of the dependency chain;
 /// else Blocked when an object waits for another; else Converged when every object (but the deleted
 /// ones) is ready; else Progressing.
 pub fn phase(outcome: &UnitOutcome) -> Phase {
-    phase_on(outcome, &chain(&outcome.live, outcome.cluster.as_ref()))
+    phase_on(outcome, &outcome.standing.chain)
 }
 
 fn phase_on(outcome: &UnitOutcome, chain: &Chain) -> Phase {

@@ -313,7 +313,7 @@ pub fn outcome_at(step: u32) -> UnitOutcome {
             },
         ],
         errors: Vec::new(),
-        live: live_at(step),
+        standing: crate::report::Standing::of(&live_at(step), Some(&cluster_key())),
     }
 }
 

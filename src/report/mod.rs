@@ -18,6 +18,7 @@ mod build;
 pub mod chain;
 mod markdown;
 pub mod model;
+mod standing;
 mod summary;
 
 #[cfg(test)]
@@ -32,6 +33,7 @@ pub use model::{
     Action, AzureMode, ClusterRef, ClusterReport, ObjectAction, ObjectOutcome, Phase, ReportError,
     ReportObject, UnitError, UnitOutcome, failure_block,
 };
+pub use standing::{ObjectConditions, ReportCondition, Standing};
 pub use summary::summary_table;
 
 use crate::object::ObjectKey;

@@ -7,7 +7,6 @@
 use super::chain::Chain;
 use crate::object::ObjectKey;
 use serde::Serialize;
-use serde_json::Value;
 use std::path::PathBuf;
 
 /// Which Azure answered the embedded resources.
@@ -177,9 +176,9 @@ pub struct UnitOutcome {
     /// In apply order.
     pub objects: Vec<ObjectOutcome>,
     pub errors: Vec<UnitError>,
-    /// Live objects of the unit (ARO kinds, ASO kinds including embedded ones, the kubeconfig Secret's
-    /// metadata only), read to place the cluster on the dependency chain.
-    pub live: Vec<Value>,
+    /// Where the cluster stood on its dependency chain at the end of the pass, and its ARO
+    /// objects' conditions.
+    pub standing: super::standing::Standing,
 }
 
 /// Where a cluster stands overall.
@@ -224,28 +223,8 @@ pub struct ClusterReport {
     pub objects: Vec<ReportObject>,
     /// The ARO objects' conditions, in chain order; empty lists are left out.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub conditions: Vec<ObjectConditions>,
+    pub conditions: Vec<super::standing::ObjectConditions>,
     pub errors: Vec<ReportError>,
-}
-
-/// The conditions of one ARO object.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ObjectConditions {
-    /// `Kind/namespace/name`.
-    pub object: String,
-    pub conditions: Vec<ReportCondition>,
-}
-
-/// One condition, without its transition time (reports hold no timestamps).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ReportCondition {
-    #[serde(rename = "type")]
-    pub type_: String,
-    pub status: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
 }
 
 /// The `apiVersion` of [`ClusterReport`].

@@ -26,7 +26,7 @@ fn unknown_unit() -> UnitOutcome {
             message: "kustomize: accumulating resources:\n  missing file arocluster.yaml".into(),
             ..Default::default()
         }],
-        live: Vec::new(),
+        standing: crate::report::Standing::unknown(None),
     }
 }
 
@@ -58,14 +58,12 @@ fn phase_rules() {
 
     // A failed step on the chain (ASO severity Error) fails the unit even if every object applied.
     let mut chain_failed = outcome_at(11);
-    for o in chain_failed
-        .live
-        .iter_mut()
-        .filter(|o| o["kind"] == "VirtualNetwork")
-    {
+    let mut live = fixtures::live_at(11);
+    for o in live.iter_mut().filter(|o| o["kind"] == "VirtualNetwork") {
         o["status"]["conditions"] =
             fixtures::not_ready("Conflict", "Error", "address space overlaps");
     }
+    chain_failed.standing = crate::report::Standing::of(&live, chain_failed.cluster.as_ref());
     assert_eq!(phase(&chain_failed), Phase::Failed);
     assert_eq!(build(&chain_failed).phase, Phase::Failed);
 }
@@ -79,7 +77,9 @@ fn same_state_same_bytes_whatever_the_input_order() {
 
     let mut shuffled = outcome.clone();
     shuffled.objects.reverse();
-    shuffled.live.reverse();
+    let mut live = fixtures::live_at(2);
+    live.reverse();
+    shuffled.standing = crate::report::Standing::of(&live, shuffled.cluster.as_ref());
     shuffled.errors.push(shuffled.errors[0].clone());
     shuffled.errors.reverse();
     let c = build(&shuffled);
@@ -109,7 +109,7 @@ fn objects_follow_the_chain_and_blockers_are_sorted_once() {
 #[test]
 fn no_secret_data_in_any_report() {
     let outcome = outcome_at(11);
-    assert!(outcome.live.iter().any(|o| o["kind"] == "Secret"));
+    assert!(fixtures::live_at(11).iter().any(|o| o["kind"] == "Secret"));
     let report = build(&outcome);
     for text in [to_yaml(&report), to_markdown(&report)] {
         assert!(!text.contains(SECRET_VALUE), "{text}");
@@ -284,14 +284,12 @@ fn markdown_of_a_complete_cluster_and_a_failed_step() {
         "# aro-dev/dev: Converged (step 10/10, complete)\n\n**Stage:** complete: all steps done\n"
     ));
     let mut failed = outcome_at(11);
-    for o in failed
-        .live
-        .iter_mut()
-        .filter(|o| o["kind"] == "VirtualNetwork")
-    {
+    let mut live = fixtures::live_at(11);
+    for o in live.iter_mut().filter(|o| o["kind"] == "VirtualNetwork") {
         o["status"]["conditions"] =
             fixtures::not_ready("Conflict", "Error", "address space overlaps");
     }
+    failed.standing = crate::report::Standing::of(&live, failed.cluster.as_ref());
     let md = to_markdown(&build(&failed));
     assert!(md.starts_with("# aro-dev/dev: Failed (step 2/10, ResourcesReady failed)\n\n\
         **Stage:** failed at step 2: VirtualNetwork/aro-dev-vnet: Conflict: address space overlaps\n"), "{md}");

@@ -173,7 +173,7 @@ impl Agent {
                     azure: self.env.azure,
                     objects: vec![],
                     errors: vec![e],
-                    live: vec![],
+                    standing: report::Standing::unknown(None),
                 };
                 (unit, o)
             })
@@ -347,7 +347,7 @@ impl Agent {
             azure: self.env.azure,
             objects: vec![],
             errors: p.as_ref().err().cloned().unwrap_or_default(),
-            live: vec![],
+            standing: report::Standing::unknown(p.as_ref().ok().and_then(|p| p.cluster.as_ref())),
         }
     }
 }

@@ -1,0 +1,100 @@
+//! What a report needs of a unit's live objects (ARO kinds, ASO kinds including embedded ones,
+//! the kubeconfig Secret's metadata), taken at the end of each pass: where the cluster stands on
+//! its dependency chain, and its ARO objects' conditions. The objects themselves are not kept in
+//! the unit's outcome: across a large fleet they would be a second copy of everything live.
+
+use super::chain::{Chain, chain};
+use crate::object::ObjectKey;
+use serde::Serialize;
+use serde_json::Value;
+
+/// Where a unit's cluster stood at the end of its last pass.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Standing {
+    pub chain: Chain,
+    pub conditions: Vec<ObjectConditions>,
+}
+
+impl Standing {
+    /// Where the cluster `cluster` stands, judged from `live` (in any order).
+    pub fn of(live: &[Value], cluster: Option<&ObjectKey>) -> Standing {
+        Standing {
+            chain: chain(live, cluster),
+            conditions: aro_conditions(live),
+        }
+    }
+
+    /// A unit nothing live is known of (it failed before reading live state).
+    pub fn unknown(cluster: Option<&ObjectKey>) -> Standing {
+        Standing::of(&[], cluster)
+    }
+}
+
+/// The conditions of one ARO object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ObjectConditions {
+    /// `Kind/namespace/name`.
+    pub object: String,
+    pub conditions: Vec<ReportCondition>,
+}
+
+/// One condition, without its transition time (reports hold no timestamps).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReportCondition {
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// The conditions of the ARO objects among `live`, in chain order (AROCluster, AROControlPlane,
+/// AROMachinePools), then by name.
+fn aro_conditions(live: &[serde_json::Value]) -> Vec<ObjectConditions> {
+    let mut found: Vec<(usize, String, ObjectConditions)> = live
+        .iter()
+        .filter_map(|obj| {
+            let key = ObjectKey::from_object(obj).ok()?;
+            if !crate::reconcile::aro::is_aro_kind(&key.group, &key.kind) {
+                return None;
+            }
+            let rank = match key.kind.as_str() {
+                "AROCluster" => 0,
+                "AROControlPlane" => 1,
+                _ => 2,
+            };
+            let text = |c: &serde_json::Value, f: &str| {
+                c.get(f)
+                    .and_then(serde_json::Value::as_str)
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+            };
+            let conditions: Vec<ReportCondition> = obj
+                .pointer("/status/conditions")
+                .and_then(serde_json::Value::as_array)?
+                .iter()
+                .map(|c| ReportCondition {
+                    type_: text(c, "type").unwrap_or_default(),
+                    status: text(c, "status").unwrap_or_else(|| "Unknown".into()),
+                    reason: text(c, "reason"),
+                    message: text(c, "message"),
+                })
+                .collect();
+            (!conditions.is_empty()).then(|| {
+                (
+                    rank,
+                    key.name.clone(),
+                    ObjectConditions {
+                        object: key.to_string(),
+                        conditions,
+                    },
+                )
+            })
+        })
+        .collect();
+    found.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+    found.into_iter().map(|(_, _, c)| c).collect()
+}
