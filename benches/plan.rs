@@ -14,8 +14,16 @@
 //!    control-plane serve` in its own process: what a plan costs against a real cluster, without
 //!    loading the embedded store into the plan's own process.
 //!
+//! 6. Pull-request previews, no cluster (`plan --base/--head`, [`base_head`]): one cluster changed,
+//!    then a shared base changed, each with a fresh state directory and again on the state left.
+//!    `-- --base-head-only` runs only these (no populate: they need no control plane).
+//!
 //! Targets (issue 5): the one-change plan of 1,000 clusters in at most 5 s and 300 MB peak RSS; a
-//! no-op plan sends at most one LIST per kind and no per-object GET.
+//! no-op plan sends at most one LIST per kind and no per-object GET. Issue 12: the same for
+//! `--base/--head`, and a shared base change in at most 15 s.
+
+#[path = "plan/base_head.rs"]
+mod base_head;
 
 use aro_gitops::plan::preview::Preview;
 use std::collections::BTreeMap;
@@ -34,18 +42,22 @@ struct Options {
     /// `--workdir DIR`: keep the fleet and the populated store in DIR, and reuse them when a
     /// previous run left them there (populate takes most of the bench's time).
     workdir: Option<PathBuf>,
+    /// `--base-head-only`: only the `plan --base/--head` cases (no populate, no live plans).
+    base_head_only: bool,
 }
 
 fn options(args: &[String]) -> Options {
     let mut o = Options {
         clusters: 1000,
         workdir: None,
+        base_head_only: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--clusters" => o.clusters = it.next().and_then(|n| n.parse().ok()).unwrap_or(1000),
             "--workdir" => o.workdir = it.next().map(PathBuf::from),
+            "--base-head-only" => o.base_head_only = true,
             _ => {} // `--bench` and anything cargo adds are ignored
         }
     }
@@ -554,6 +566,10 @@ fn main() {
     let repo = dir.join("fleet");
     let state = dir.join("state");
     let marker = dir.join("populated");
+    if opts.base_head_only {
+        base_head_only(n, &repo, &dir, opts.workdir.is_some(), time_v);
+        return;
+    }
     let reuse = opts.workdir.is_some() && marker.exists();
     if reuse {
         eprintln!(
@@ -561,14 +577,7 @@ fn main() {
             dir.display()
         );
         // Back to the fleet's first commit; the plans' own mirrors and the served store start over.
-        let first = Command::new("git")
-            .arg("-C")
-            .arg(&repo)
-            .args(["rev-list", "--max-parents=0", "HEAD"])
-            .output()
-            .expect("git runs");
-        let first = String::from_utf8_lossy(&first.stdout).trim().to_string();
-        git(&repo, &["reset", "-q", "--hard", &first]);
+        reset_to_first_commit(&repo);
         let _ = std::fs::remove_dir_all(state.join("plan"));
         let _ = std::fs::remove_dir_all(dir.join("state-kubeconfig"));
     } else {
@@ -604,6 +613,7 @@ fn main() {
         let one = server.plan(&repo, &kc_state, &one_commit, time_v);
         (noop, one)
     });
+    let cases = base_head::run(&repo, &dir, (&noop_commit, &one_commit), time_v);
     report(
         n,
         units,
@@ -614,14 +624,44 @@ fn main() {
         served.as_ref(),
         &changed_name,
     );
+    base_head::report(&cases);
 }
 
-/// Writes the fleet into a new git repository at `repo` and applies it with `run --once`.
-fn generate_and_populate(n: usize, repo: &Path, state: &Path, time_v: bool) -> Measured {
+/// Only the `plan --base/--head` cases: the fleet (generated, or reused from `--workdir` back at
+/// its first commit), one cluster's commit, then the shared base's.
+fn base_head_only(n: usize, repo: &Path, dir: &Path, keep: bool, time_v: bool) {
+    if keep && repo.join(".git").is_dir() {
+        eprintln!("plan bench: reusing the fleet in {}", repo.display());
+        reset_to_first_commit(repo);
+    } else {
+        let _ = std::fs::remove_dir_all(repo);
+        generate(n, repo);
+    }
+    let before = head_commit(repo);
+    change_one_cluster(repo);
+    let one = head_commit(repo);
+    let cases = base_head::run(repo, dir, (&before, &one), time_v);
+    println!("## Plan benchmark (issue 12): {n} clusters, `plan --base/--head` only");
+    base_head::report(&cases);
+}
+
+fn reset_to_first_commit(repo: &Path) {
+    let first = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["rev-list", "--max-parents=0", "HEAD"])
+        .output()
+        .expect("git runs");
+    let first = String::from_utf8_lossy(&first.stdout).trim().to_string();
+    git(repo, &["reset", "-q", "--hard", &first]);
+}
+
+/// Writes the fleet into a new git repository at `repo`, one commit.
+fn generate(n: usize, repo: &Path) {
     eprintln!("plan bench: generating {n} clusters...");
     let out = Command::new(FLEETGEN)
         .args(["--clusters", &n.to_string(), "--out"])
-        .arg(&repo)
+        .arg(repo)
         .output()
         .expect("fleetgen runs");
     assert!(
@@ -629,9 +669,14 @@ fn generate_and_populate(n: usize, repo: &Path, state: &Path, time_v: bool) -> M
         "fleetgen failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    git(&repo, &["init", "-q", "-b", "main"]);
-    git(&repo, &["add", "-A"]);
-    git(&repo, &["commit", "-qm", "fleet"]);
+    git(repo, &["init", "-q", "-b", "main"]);
+    git(repo, &["add", "-A"]);
+    git(repo, &["commit", "-qm", "fleet"]);
+}
+
+/// Writes the fleet into a new git repository at `repo` and applies it with `run --once`.
+fn generate_and_populate(n: usize, repo: &Path, state: &Path, time_v: bool) -> Measured {
+    generate(n, repo);
     let (units, objects) = count_objects(&repo);
 
     eprintln!("plan bench: populating the control plane ({units} units, {objects} objects)...");
