@@ -1,7 +1,7 @@
 //! Plan benchmark (issue 5): plan a synthetic fleet against an embedded control plane that already
 //! holds it, once with nothing changed and once with one cluster's overlay changed in a new commit.
 //! Run with `cargo bench --bench plan` (`-- --clusters N`, default 1,000); results go to stdout as
-//! Markdown.
+//! Markdown. `PLAN_BENCH_ARO_GITOPS=/path/to/aro-gitops` measures another build of the binary.
 //!
 //! 1. `aro-gitops-fleetgen` writes the fleet; it becomes a real git repository (`git` CLI).
 //! 2. Populate (setup, timed but not a target): `aro-gitops run --once --sim-delay 0s` applies it
@@ -33,6 +33,13 @@ use std::time::{Duration, Instant};
 
 const FLEETGEN: &str = env!("CARGO_BIN_EXE_aro-gitops-fleetgen");
 const ARO_GITOPS: &str = env!("CARGO_BIN_EXE_aro-gitops");
+/// Runs another `aro-gitops` binary than the one built with the bench (say, an earlier commit's,
+/// to measure before and after side by side): its path. The in-process plans still use this tree.
+const BINARY_ENV: &str = "PLAN_BENCH_ARO_GITOPS";
+
+fn aro_gitops() -> String {
+    std::env::var(BINARY_ENV).unwrap_or_else(|_| ARO_GITOPS.to_string())
+}
 const TIME: &str = "/usr/bin/time";
 const TARGET_TIME: Duration = Duration::from_secs(5);
 const TARGET_RSS_MB: f64 = 300.0;
@@ -116,10 +123,10 @@ struct Measured {
 fn run_measured(args: &[&str], time_v: bool) -> Measured {
     let mut cmd = if time_v {
         let mut c = Command::new(TIME);
-        c.arg("-v").arg(ARO_GITOPS);
+        c.arg("-v").arg(aro_gitops());
         c
     } else {
-        Command::new(ARO_GITOPS)
+        Command::new(aro_gitops())
     };
     cmd.args(args);
     let start = Instant::now();
@@ -406,7 +413,7 @@ impl Server {
     fn start(state: &Path) -> Option<Server> {
         use std::io::BufRead;
         let dir = state.join("control-plane");
-        let mut child = Command::new(ARO_GITOPS)
+        let mut child = Command::new(aro_gitops())
             .args(["--log", "warn", "control-plane", "serve", "--state"])
             .arg(&dir)
             .stdout(std::process::Stdio::piped())

@@ -309,11 +309,11 @@ fn plan_renders_on_each_side_only_the_units_a_change_needs() {
 
     // One unit's own file: head renders that unit.
     f.replace(
-        "clusters/prod/kustomization.yaml",
-        "namespace: aro-prod",
-        "namespace: aro-prod\ncommonAnnotations: {team: prod}",
+        "clusters/prod/cluster-params.yaml",
+        "subscriptionID: 2c4e6a8b-0d1f-4b3c-8e5a-7c9e1b3d5f70",
+        "subscriptionID: 2c4e6a8b-0d1f-4b3c-8e5a-7c9e1b3d5f71",
     );
-    let one = f.commit("prod annotated");
+    let one = f.commit("prod moves subscription");
     let run = plan_revs(&f, &first, &one);
     assert_eq!(run.rendered_names, sides(&[DEV, PROD], &[PROD]));
     assert_eq!(changing(&run), [PROD]);
@@ -337,7 +337,11 @@ fn plan_renders_on_each_side_only_the_units_a_change_needs() {
     let run = plan_revs(&f, &shared, &added);
     assert_eq!(run.rendered_names, sides(&[DEV, PROD], &["clusters/qa"]));
     assert_eq!(changing(&run), ["clusters/qa"]);
-    let qa = run.preview.clusters.iter().find(|c| c.unit == "clusters/qa");
+    let qa = run
+        .preview
+        .clusters
+        .iter()
+        .find(|c| c.unit == "clusters/qa");
     assert!(qa.is_some_and(|c| c.counts.create > 0 && c.counts.unchanged == 0));
 
     // A unit removed: head renders nothing; what the unit declared leaves (from base's render).
@@ -346,7 +350,12 @@ fn plan_renders_on_each_side_only_the_units_a_change_needs() {
     let run = plan_revs(&f, &added, &removed);
     assert_eq!(run.rendered_names, sides(&[DEV, PROD, "clusters/qa"], &[]));
     assert_eq!(changing(&run), ["clusters/qa"]);
-    for c in run.preview.clusters.iter().filter(|c| c.unit != "clusters/qa") {
+    for c in run
+        .preview
+        .clusters
+        .iter()
+        .filter(|c| c.unit != "clusters/qa")
+    {
         assert!(c.changes.is_empty() && c.counts.unchanged > 0, "{c:?}");
     }
 }

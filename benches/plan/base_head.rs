@@ -81,9 +81,15 @@ fn case(
 fn change_shared_base(repo: &Path) {
     let file = repo.join("base/autonodepolicy.yaml");
     let text = std::fs::read_to_string(&file).expect("base/autonodepolicy.yaml");
-    assert!(text.contains("volumeSize: 128Gi"), "the fleet's base changed");
-    std::fs::write(&file, text.replace("volumeSize: 128Gi", "volumeSize: 256Gi"))
-        .expect("base written");
+    assert!(
+        text.contains("volumeSize: 128Gi"),
+        "the fleet's base changed"
+    );
+    std::fs::write(
+        &file,
+        text.replace("volumeSize: 128Gi", "volumeSize: 256Gi"),
+    )
+    .expect("base written");
     git(repo, &["commit", "-qam", "base: bigger node volumes"]);
 }
 
@@ -112,7 +118,9 @@ pub fn run(repo: &Path, dir: &Path, (before, one): (&str, &str), time_v: bool) -
 /// The cases as Markdown rows and target lines.
 pub fn report(cases: &[Case]) {
     println!("\n### `plan --base/--head` (no cluster)\n");
-    println!("| case | cold (fresh state) | warm (state kept) | clusters changed | units rendered |");
+    println!(
+        "| case | cold (fresh state) | warm (state kept) | clusters changed | units rendered |"
+    );
     println!("|---|---|---|---|---|");
     let cell = |m: &Measured| {
         format!(

@@ -20,8 +20,9 @@
 //! (a symlink), or anything below a plain folder whose listing was read.
 //!
 //! `plan --base/--head` uses the same rule with A the base: base renders every unit (that is how
-//! its closures are known), head renders only the units it decides, and takes base's preparation
-//! for the others (their diff is then empty by construction).
+//! its closures are known: nothing is kept between plans), head renders only the units it decides,
+//! and takes base's preparation for the others ([`prepare_units_taking`] moves it rather than copy
+//! it; their diff is then empty by construction, and the plan skips it).
 
 use super::prepare::{self, PreparedUnit};
 use crate::render::Inputs;
@@ -116,12 +117,9 @@ pub fn prepare_units(
         .iter()
         .flat_map(|e| e.units.iter().map(|(u, p)| (u, p)))
         .collect();
-    prepare_units_taking(
-        root,
-        units,
-        earlier.map(|e| (e.inputs, e.changed)),
-        |u| before.get(u).map(|p| (*p).clone()),
-    )
+    prepare_units_taking(root, units, earlier.map(|e| (e.inputs, e.changed)), |u| {
+        before.get(u).map(|p| (*p).clone())
+    })
 }
 
 /// [`prepare_units`], the earlier preparation of a unit kept given by `take` (which may move it

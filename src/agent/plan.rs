@@ -60,6 +60,9 @@ struct Rendered {
     /// The units failed by the fleet check (a conflict with another unit): head renders them
     /// again rather than keep base's failure.
     conflicted: BTreeSet<String>,
+    /// What each unit that prepared declares, in the units' order (before the fleet check failed
+    /// any): head takes base's for the units it keeps.
+    claims: Vec<crate::plan::ownership::UnitClaims>,
 }
 
 /// A revision checked out, its units found but not rendered yet.

@@ -8,11 +8,12 @@ use super::{
     Checkout, Rendered, add_deletions, add_diff, cluster_name, empty_cluster, held, policy_effect,
     prepared_or_errors, unit_consents,
 };
-use crate::agent::prepare;
 use crate::agent::{AgentError, Safety};
+use crate::agent::{fleet, prepare};
 use crate::apply::inventory::Identity;
 use crate::object::ObjectKey;
 use crate::plan::diff_revisions;
+use crate::plan::ownership::UnitClaims;
 use crate::plan::policy::{self, Policy};
 use crate::plan::preview::ClusterPreview;
 use crate::plan::prune::{self, Candidate, Consent};
@@ -65,7 +66,24 @@ pub(super) async fn render(
                 .collect();
         }
         let fresh: BTreeSet<String> = prepared.rendered.iter().map(|(u, _)| u.name()).collect();
-        let (_, conflicted) = crate::agent::fleet::check(&mut prepared.units);
+        // What each unit declares: a unit kept declares what it declared at base.
+        let mut base_claims: HashMap<String, UnitClaims> = base
+            .as_mut()
+            .map(|b| std::mem::take(&mut b.claims))
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| (c.unit.clone(), c))
+            .collect();
+        let claims: Vec<UnitClaims> = prepared
+            .units
+            .iter()
+            .filter_map(|(u, p)| Some((u, p.as_ref().ok()?)))
+            .map(|(u, p)| match base_claims.remove(&u.name()) {
+                Some(c) if !fresh.contains(&c.unit) => c,
+                _ => fleet::claims(p),
+            })
+            .collect();
+        let conflicted = fleet::fail_conflicts(&mut prepared.units, &claims);
         let side = Rendered {
             rendered: prepared.rendered.iter().map(|(u, _)| u.name()).collect(),
             kept: prepared
@@ -78,6 +96,7 @@ pub(super) async fn render(
             inputs: prepared.inputs,
             revision: checkout.revision,
             conflicted,
+            claims,
         };
         (side, base)
     })
@@ -330,7 +349,10 @@ mod tests {
                 &[
                     ("clusters/a/kustomization.yaml", kust("cm.yaml")),
                     ("clusters/a/cm.yaml", cm("a", a_data, "")),
-                    ("clusters/b/kustomization.yaml", kust("cm.yaml, skipped.yaml")),
+                    (
+                        "clusters/b/kustomization.yaml",
+                        kust("cm.yaml, skipped.yaml"),
+                    ),
                     ("clusters/b/cm.yaml", cm("b", "same", "")),
                     ("clusters/b/skipped.yaml", cm("b-skip", "same", skip)),
                     ("clusters/e/kustomization.yaml", kust("cm.yaml")),
@@ -367,16 +389,29 @@ mod tests {
         .collect();
         let (incremental, kept) = preview(&base, &head, Some(changed));
         let (full, none) = preview(&base, &head, None);
-        assert_eq!(kept, BTreeSet::from(["clusters/b".into(), "clusters/e".into()]));
+        assert_eq!(
+            kept,
+            BTreeSet::from(["clusters/b".into(), "clusters/e".into()])
+        );
         assert!(none.is_empty());
         assert_eq!(incremental, full);
         let units: Vec<&str> = full.iter().map(|c| c.unit.as_str()).collect();
         assert_eq!(
             units,
-            ["clusters/a", "clusters/b", "clusters/d", "clusters/e", "clusters/c"]
+            [
+                "clusters/a",
+                "clusters/b",
+                "clusters/d",
+                "clusters/e",
+                "clusters/c"
+            ]
         );
         let b = &full[1];
-        assert_eq!((b.counts.unchanged, b.policy_effects.len()), (1, 1), "{b:?}");
+        assert_eq!(
+            (b.counts.unchanged, b.policy_effects.len()),
+            (1, 1),
+            "{b:?}"
+        );
         assert!(!full[2].errors.is_empty() && !full[3].errors.is_empty());
     }
 }
