@@ -684,7 +684,7 @@ fn generate(n: usize, repo: &Path) {
 /// Writes the fleet into a new git repository at `repo` and applies it with `run --once`.
 fn generate_and_populate(n: usize, repo: &Path, state: &Path, time_v: bool) -> Measured {
     generate(n, repo);
-    let (units, objects) = count_objects(&repo);
+    let (units, objects) = count_objects(repo);
 
     eprintln!("plan bench: populating the control plane ({units} units, {objects} objects)...");
     let (repo_s, state_s) = (repo.to_str().unwrap(), state.to_str().unwrap());

@@ -122,13 +122,15 @@ pub fn prepare_units(
     })
 }
 
+/// An earlier revision's input closures, and the paths changed since (`None`: unknown).
+pub type Since<'a> = (&'a BTreeMap<Unit, Inputs>, Option<&'a [PathBuf]>);
+
 /// [`prepare_units`], the earlier preparation of a unit kept given by `take` (which may move it
 /// out of the earlier revision rather than copy it; `None`: there is none, the unit renders).
-/// `earlier`: the earlier revision's closures and the paths changed since (`None`: unknown).
 pub fn prepare_units_taking(
     root: &Path,
     units: Vec<Unit>,
-    earlier: Option<(&BTreeMap<Unit, Inputs>, Option<&[PathBuf]>)>,
+    earlier: Option<Since<'_>>,
     mut take: impl FnMut(&Unit) -> Option<prepare::Preparation>,
 ) -> PreparedRevision {
     let none = BTreeMap::new();
