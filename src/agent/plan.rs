@@ -51,7 +51,7 @@ pub struct PlanRequest {
 struct Rendered {
     revision: PreviewRevision,
     units: Vec<PreparedUnit>,
-    /// The input closure of each unit's render.
+    /// The input closure of each unit's render (base only; head's render takes them).
     inputs: BTreeMap<Unit, crate::render::Inputs>,
     /// The units this side rendered (the others took the base's preparation).
     rendered: Vec<String>,

@@ -35,8 +35,10 @@ pub(super) async fn render(
     tokio::task::spawn_blocking(move || {
         let (mut base, changed) = base.unzip();
         let changed = changed.flatten();
-        let inputs = base.as_ref().map(|b| {
-            let mut inputs = b.inputs.clone();
+        // Base's closures (base needs them no more), but those of the units the fleet check
+        // failed: head renders them again rather than keep base's failure.
+        let inputs = base.as_mut().map(|b| {
+            let mut inputs = std::mem::take(&mut b.inputs);
             inputs.retain(|u, _| !b.conflicted.contains(&u.name()));
             inputs
         });
@@ -93,7 +95,12 @@ pub(super) async fn render(
                 .filter(|n| !fresh.contains(n))
                 .collect(),
             units: prepared.units,
-            inputs: prepared.inputs,
+            // Only base's closures are asked (by head's render).
+            inputs: if base.is_some() {
+                BTreeMap::new()
+            } else {
+                prepared.inputs
+            },
             revision: checkout.revision,
             conflicted,
             claims,
