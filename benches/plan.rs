@@ -1,7 +1,7 @@
 //! Plan benchmark (issue 5): plan a synthetic fleet against an embedded control plane that already
 //! holds it, once with nothing changed and once with one cluster's overlay changed in a new commit.
 //! Run with `cargo bench --bench plan` (`-- --clusters N`, default 1,000); results go to stdout as
-//! Markdown.
+//! Markdown. `PLAN_BENCH_ARO_GITOPS=/path/to/aro-gitops` measures another build of the binary.
 //!
 //! 1. `aro-gitops-fleetgen` writes the fleet; it becomes a real git repository (`git` CLI).
 //! 2. Populate (setup, timed but not a target): `aro-gitops run --once --sim-delay 0s` applies it
@@ -14,8 +14,16 @@
 //!    control-plane serve` in its own process: what a plan costs against a real cluster, without
 //!    loading the embedded store into the plan's own process.
 //!
+//! 6. Pull-request previews, no cluster (`plan --base/--head`, [`base_head`]): one cluster changed,
+//!    then a shared base changed, each with a fresh state directory and again on the state left.
+//!    `-- --base-head-only` runs only these (no populate: they need no control plane).
+//!
 //! Targets (issue 5): the one-change plan of 1,000 clusters in at most 5 s and 300 MB peak RSS; a
-//! no-op plan sends at most one LIST per kind and no per-object GET.
+//! no-op plan sends at most one LIST per kind and no per-object GET. Issue 12: the same for
+//! `--base/--head`, and a shared base change in at most 15 s.
+
+#[path = "plan/base_head.rs"]
+mod base_head;
 
 use aro_gitops::plan::preview::Preview;
 use std::collections::BTreeMap;
@@ -25,6 +33,13 @@ use std::time::{Duration, Instant};
 
 const FLEETGEN: &str = env!("CARGO_BIN_EXE_aro-gitops-fleetgen");
 const ARO_GITOPS: &str = env!("CARGO_BIN_EXE_aro-gitops");
+/// Runs another `aro-gitops` binary than the one built with the bench (say, an earlier commit's,
+/// to measure before and after side by side): its path. The in-process plans still use this tree.
+const BINARY_ENV: &str = "PLAN_BENCH_ARO_GITOPS";
+
+fn aro_gitops() -> String {
+    std::env::var(BINARY_ENV).unwrap_or_else(|_| ARO_GITOPS.to_string())
+}
 const TIME: &str = "/usr/bin/time";
 const TARGET_TIME: Duration = Duration::from_secs(5);
 const TARGET_RSS_MB: f64 = 300.0;
@@ -34,18 +49,22 @@ struct Options {
     /// `--workdir DIR`: keep the fleet and the populated store in DIR, and reuse them when a
     /// previous run left them there (populate takes most of the bench's time).
     workdir: Option<PathBuf>,
+    /// `--base-head-only`: only the `plan --base/--head` cases (no populate, no live plans).
+    base_head_only: bool,
 }
 
 fn options(args: &[String]) -> Options {
     let mut o = Options {
         clusters: 1000,
         workdir: None,
+        base_head_only: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--clusters" => o.clusters = it.next().and_then(|n| n.parse().ok()).unwrap_or(1000),
             "--workdir" => o.workdir = it.next().map(PathBuf::from),
+            "--base-head-only" => o.base_head_only = true,
             _ => {} // `--bench` and anything cargo adds are ignored
         }
     }
@@ -104,10 +123,10 @@ struct Measured {
 fn run_measured(args: &[&str], time_v: bool) -> Measured {
     let mut cmd = if time_v {
         let mut c = Command::new(TIME);
-        c.arg("-v").arg(ARO_GITOPS);
+        c.arg("-v").arg(aro_gitops());
         c
     } else {
-        Command::new(ARO_GITOPS)
+        Command::new(aro_gitops())
     };
     cmd.args(args);
     let start = Instant::now();
@@ -394,7 +413,7 @@ impl Server {
     fn start(state: &Path) -> Option<Server> {
         use std::io::BufRead;
         let dir = state.join("control-plane");
-        let mut child = Command::new(ARO_GITOPS)
+        let mut child = Command::new(aro_gitops())
             .args(["--log", "warn", "control-plane", "serve", "--state"])
             .arg(&dir)
             .stdout(std::process::Stdio::piped())
@@ -554,6 +573,10 @@ fn main() {
     let repo = dir.join("fleet");
     let state = dir.join("state");
     let marker = dir.join("populated");
+    if opts.base_head_only {
+        base_head_only(n, &repo, &dir, opts.workdir.is_some(), time_v);
+        return;
+    }
     let reuse = opts.workdir.is_some() && marker.exists();
     if reuse {
         eprintln!(
@@ -561,14 +584,7 @@ fn main() {
             dir.display()
         );
         // Back to the fleet's first commit; the plans' own mirrors and the served store start over.
-        let first = Command::new("git")
-            .arg("-C")
-            .arg(&repo)
-            .args(["rev-list", "--max-parents=0", "HEAD"])
-            .output()
-            .expect("git runs");
-        let first = String::from_utf8_lossy(&first.stdout).trim().to_string();
-        git(&repo, &["reset", "-q", "--hard", &first]);
+        reset_to_first_commit(&repo);
         let _ = std::fs::remove_dir_all(state.join("plan"));
         let _ = std::fs::remove_dir_all(dir.join("state-kubeconfig"));
     } else {
@@ -604,6 +620,7 @@ fn main() {
         let one = server.plan(&repo, &kc_state, &one_commit, time_v);
         (noop, one)
     });
+    let cases = base_head::run(&repo, &dir, (&noop_commit, &one_commit), time_v);
     report(
         n,
         units,
@@ -614,14 +631,44 @@ fn main() {
         served.as_ref(),
         &changed_name,
     );
+    base_head::report(&cases);
 }
 
-/// Writes the fleet into a new git repository at `repo` and applies it with `run --once`.
-fn generate_and_populate(n: usize, repo: &Path, state: &Path, time_v: bool) -> Measured {
+/// Only the `plan --base/--head` cases: the fleet (generated, or reused from `--workdir` back at
+/// its first commit), one cluster's commit, then the shared base's.
+fn base_head_only(n: usize, repo: &Path, dir: &Path, keep: bool, time_v: bool) {
+    if keep && repo.join(".git").is_dir() {
+        eprintln!("plan bench: reusing the fleet in {}", repo.display());
+        reset_to_first_commit(repo);
+    } else {
+        let _ = std::fs::remove_dir_all(repo);
+        generate(n, repo);
+    }
+    let before = head_commit(repo);
+    change_one_cluster(repo);
+    let one = head_commit(repo);
+    let cases = base_head::run(repo, dir, (&before, &one), time_v);
+    println!("## Plan benchmark (issue 12): {n} clusters, `plan --base/--head` only");
+    base_head::report(&cases);
+}
+
+fn reset_to_first_commit(repo: &Path) {
+    let first = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["rev-list", "--max-parents=0", "HEAD"])
+        .output()
+        .expect("git runs");
+    let first = String::from_utf8_lossy(&first.stdout).trim().to_string();
+    git(repo, &["reset", "-q", "--hard", &first]);
+}
+
+/// Writes the fleet into a new git repository at `repo`, one commit.
+fn generate(n: usize, repo: &Path) {
     eprintln!("plan bench: generating {n} clusters...");
     let out = Command::new(FLEETGEN)
         .args(["--clusters", &n.to_string(), "--out"])
-        .arg(&repo)
+        .arg(repo)
         .output()
         .expect("fleetgen runs");
     assert!(
@@ -629,10 +676,15 @@ fn generate_and_populate(n: usize, repo: &Path, state: &Path, time_v: bool) -> M
         "fleetgen failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    git(&repo, &["init", "-q", "-b", "main"]);
-    git(&repo, &["add", "-A"]);
-    git(&repo, &["commit", "-qm", "fleet"]);
-    let (units, objects) = count_objects(&repo);
+    git(repo, &["init", "-q", "-b", "main"]);
+    git(repo, &["add", "-A"]);
+    git(repo, &["commit", "-qm", "fleet"]);
+}
+
+/// Writes the fleet into a new git repository at `repo` and applies it with `run --once`.
+fn generate_and_populate(n: usize, repo: &Path, state: &Path, time_v: bool) -> Measured {
+    generate(n, repo);
+    let (units, objects) = count_objects(repo);
 
     eprintln!("plan bench: populating the control plane ({units} units, {objects} objects)...");
     let (repo_s, state_s) = (repo.to_str().unwrap(), state.to_str().unwrap());

@@ -285,3 +285,77 @@ fn the_running_agent_renders_again_only_the_changed_unit() {
         .collect();
     assert!(after.is_empty(), "prod rendered again: {after:?}");
 }
+
+/// `plan --base/--head`, unit by unit: base renders each of its units once (that is how their
+/// input closures are known); head renders only the units whose closure a change touches, or that
+/// base does not have; the others are base's preparation, moved to head, and show no change.
+#[test]
+fn plan_renders_on_each_side_only_the_units_a_change_needs() {
+    use aro_gitops::agent::RenderedNames;
+    let (f, first) = Fleet::git();
+    let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let sides = |base: &[&str], head: &[&str]| RenderedNames {
+        base: names(base),
+        head: names(head),
+    };
+    let changing = |run: &aro_gitops::agent::PlanRun| -> Vec<String> {
+        run.preview
+            .clusters
+            .iter()
+            .filter(|c| c.has_changes() || !c.blocked_deletions.is_empty())
+            .map(|c| c.unit.clone())
+            .collect()
+    };
+
+    // One unit's own file: head renders that unit.
+    f.replace(
+        "clusters/prod/cluster-params.yaml",
+        "subscriptionID: 2c4e6a8b-0d1f-4b3c-8e5a-7c9e1b3d5f70",
+        "subscriptionID: 2c4e6a8b-0d1f-4b3c-8e5a-7c9e1b3d5f71",
+    );
+    let one = f.commit("prod moves subscription");
+    let run = plan_revs(&f, &first, &one);
+    assert_eq!(run.rendered_names, sides(&[DEV, PROD], &[PROD]));
+    assert_eq!(changing(&run), [PROD]);
+
+    // A shared base: every unit renders on both sides.
+    bigger_disks(&f);
+    let shared = f.commit("bigger disks everywhere");
+    let run = plan_revs(&f, &one, &shared);
+    assert_eq!(run.rendered_names, sides(&[DEV, PROD], &[DEV, PROD]));
+    assert_eq!(changing(&run), [DEV, PROD]);
+
+    // A unit added: head renders it only.
+    common::git::copy_dir(&f.repo.join(DEV), &f.repo.join("clusters/qa"));
+    f.replace("clusters/qa/cluster-params.yaml", "name: dev", "name: qa");
+    f.replace(
+        "clusters/qa/kustomization.yaml",
+        "namespace: aro-dev",
+        "namespace: aro-qa",
+    );
+    let added = f.commit("a qa cluster");
+    let run = plan_revs(&f, &shared, &added);
+    assert_eq!(run.rendered_names, sides(&[DEV, PROD], &["clusters/qa"]));
+    assert_eq!(changing(&run), ["clusters/qa"]);
+    let qa = run
+        .preview
+        .clusters
+        .iter()
+        .find(|c| c.unit == "clusters/qa");
+    assert!(qa.is_some_and(|c| c.counts.create > 0 && c.counts.unchanged == 0));
+
+    // A unit removed: head renders nothing; what the unit declared leaves (from base's render).
+    f.remove("clusters/qa");
+    let removed = f.commit("no more qa");
+    let run = plan_revs(&f, &added, &removed);
+    assert_eq!(run.rendered_names, sides(&[DEV, PROD, "clusters/qa"], &[]));
+    assert_eq!(changing(&run), ["clusters/qa"]);
+    for c in run
+        .preview
+        .clusters
+        .iter()
+        .filter(|c| c.unit != "clusters/qa")
+    {
+        assert!(c.changes.is_empty() && c.counts.unchanged > 0, "{c:?}");
+    }
+}

@@ -113,7 +113,15 @@ pub fn check(units: &mut [PreparedUnit]) -> (Fleet, BTreeSet<String>) {
         .filter_map(|(_, p)| p.as_ref().ok())
         .map(claims)
         .collect();
-    let mut errors = conflict_errors(&claims);
+    let failed = fail_conflicts(units, &claims);
+    (Fleet::new(&claims), failed)
+}
+
+/// [`check`] without the fleet, given what each unit that prepared declares (`claims`, in the
+/// units' order, computed before or kept from an identical preparation): fails every unit in a
+/// conflict with another and returns their names.
+pub fn fail_conflicts(units: &mut [PreparedUnit], claims: &[UnitClaims]) -> BTreeSet<String> {
+    let mut errors = conflict_errors(claims);
     let mut failed = BTreeSet::new();
     for (u, p) in units.iter_mut() {
         if let Some(e) = errors.remove(&u.name()) {
@@ -124,7 +132,7 @@ pub fn check(units: &mut [PreparedUnit]) -> (Fleet, BTreeSet<String>) {
             failed.insert(u.name());
         }
     }
-    (Fleet::new(&claims), failed)
+    failed
 }
 
 /// The Azure identities of live objects (ASO kinds, and the ARO objects giving them their

@@ -20,8 +20,9 @@
 //! (a symlink), or anything below a plain folder whose listing was read.
 //!
 //! `plan --base/--head` uses the same rule with A the base: base renders every unit (that is how
-//! its closures are known), head renders only the units it decides, and takes base's preparation
-//! for the others (their diff is then empty by construction).
+//! its closures are known: nothing is kept between plans), head renders only the units it decides,
+//! and takes base's preparation for the others ([`prepare_units_taking`] moves it rather than copy
+//! it; their diff is then empty by construction, and the plan skips it).
 
 use super::prepare::{self, PreparedUnit};
 use crate::render::Inputs;
@@ -112,23 +113,52 @@ pub fn prepare_units(
     units: Vec<Unit>,
     earlier: Option<Earlier<'_>>,
 ) -> PreparedRevision {
-    let none = BTreeMap::new();
     let before: HashMap<&Unit, &prepare::Preparation> = earlier
         .iter()
         .flat_map(|e| e.units.iter().map(|(u, p)| (u, p)))
         .collect();
+    prepare_units_taking(root, units, earlier.map(|e| (e.inputs, e.changed)), |u| {
+        before.get(u).map(|p| (*p).clone())
+    })
+}
+
+/// An earlier revision's input closures, and the paths changed since (`None`: unknown).
+pub type Since<'a> = (&'a BTreeMap<Unit, Inputs>, Option<&'a [PathBuf]>);
+
+/// [`prepare_units`], the earlier preparation of a unit kept given by `take` (which may move it
+/// out of the earlier revision rather than copy it; `None`: there is none, the unit renders).
+pub fn prepare_units_taking(
+    root: &Path,
+    units: Vec<Unit>,
+    earlier: Option<Since<'_>>,
+    mut take: impl FnMut(&Unit) -> Option<prepare::Preparation>,
+) -> PreparedRevision {
+    let none = BTreeMap::new();
     let decisions = decide(
         &units,
-        earlier.map_or(&none, |e| e.inputs),
-        earlier.and_then(|e| e.changed),
+        earlier.map_or(&none, |(inputs, _)| inputs),
+        earlier.and_then(|(_, changed)| changed),
     );
     // A unit kept needs its earlier preparation; without one it renders.
+    let mut kept: Vec<Option<prepare::Preparation>> = Vec::with_capacity(units.len());
     let decisions: Vec<Decision> = units
         .iter()
         .zip(decisions)
         .map(|(u, d)| match d {
-            Decision::Keep if !before.contains_key(u) => Decision::Render(Why::New),
-            d => d,
+            Decision::Keep => match take(u) {
+                Some(p) => {
+                    kept.push(Some(p));
+                    Decision::Keep
+                }
+                None => {
+                    kept.push(None);
+                    Decision::Render(Why::New)
+                }
+            },
+            d => {
+                kept.push(None);
+                d
+            }
         })
         .collect();
     let to_render: Vec<&Unit> = units
@@ -140,11 +170,11 @@ pub fn prepare_units(
     let mut fresh =
         prepare::on_every_core(&to_render, |u| prepare::prepare_traced(root, u)).into_iter();
     let mut out = PreparedRevision::default();
-    for (u, d) in units.into_iter().zip(decisions) {
+    for ((u, d), kept) in units.into_iter().zip(decisions).zip(kept) {
         match d {
             Decision::Keep => {
-                let p = before[&u].clone();
-                if let Some(i) = earlier.and_then(|e| e.inputs.get(&u)) {
+                let p = kept.expect("a kept unit's preparation");
+                if let Some(i) = earlier.and_then(|(inputs, _)| inputs.get(&u)) {
                     out.inputs.insert(u.clone(), i.clone());
                 }
                 out.units.push((u, p));

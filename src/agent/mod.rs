@@ -25,7 +25,7 @@ mod status;
 pub use drift::{DriftReport, drift};
 pub use env::Environment;
 pub use failpoint::FAILPOINT_ENV;
-pub use plan::{PlanRequest, PlanRun, RenderedUnits, plan};
+pub use plan::{PlanRequest, PlanRun, RenderedNames, RenderedUnits, plan};
 pub use prune::Safety;
 
 use crate::report::{self, UnitOutcome};

@@ -51,13 +51,18 @@ pub struct PlanRequest {
 struct Rendered {
     revision: PreviewRevision,
     units: Vec<PreparedUnit>,
-    /// The input closure of each unit's render.
+    /// The input closure of each unit's render (base only; head's render takes them).
     inputs: BTreeMap<Unit, crate::render::Inputs>,
-    /// How many units this side rendered (the others took the base's preparation).
-    rendered: usize,
+    /// The units this side rendered (the others took the base's preparation).
+    rendered: Vec<String>,
+    /// The units whose preparation is base's, moved here (head only): unchanged by construction.
+    kept: BTreeSet<String>,
     /// The units failed by the fleet check (a conflict with another unit): head renders them
     /// again rather than keep base's failure.
     conflicted: BTreeSet<String>,
+    /// What each unit that prepared declares, in the units' order (before the fleet check failed
+    /// any): head takes base's for the units it keeps.
+    claims: Vec<crate::plan::ownership::UnitClaims>,
 }
 
 /// A revision checked out, its units found but not rendered yet.
@@ -121,6 +126,15 @@ pub struct PlanRun {
     /// Units rendered at each side (compared with base: base renders every unit, head only those
     /// whose input closure changed).
     pub rendered: RenderedUnits,
+    /// The units rendered at each side, by name (base's empty when compared with live state).
+    pub rendered_names: RenderedNames,
+}
+
+/// Which units a plan rendered, per side.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct RenderedNames {
+    pub base: Vec<String>,
+    pub head: Vec<String>,
 }
 
 /// How many units a plan rendered, per side.
@@ -156,7 +170,12 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
     };
     let base = match (&env, &req.base) {
         (None, Some(b)) => {
-            let checkout = checkout_revision(&req.repo, b, plan_state.join("base")).await?;
+            // Base's mirror reads head's objects: the repository's history is fetched once.
+            let (base_state, head_state) = (plan_state.join("base"), plan_state.join("head"));
+            if let Err(e) = crate::source::share_objects(&base_state, &head_state) {
+                tracing::warn!(error = %e, "base fetches its own copy of the repository");
+            }
+            let checkout = checkout_revision(&req.repo, b, base_state).await?;
             Some(render(checkout, None).await?.0)
         }
         _ => None,
@@ -178,6 +197,7 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
     };
     let mut requests = BTreeMap::new();
     let mut rendered = RenderedUnits::default();
+    let mut rendered_names = RenderedNames::default();
     match (env, base) {
         (Some(env), _) => {
             preview.against_description = match &req.kubeconfig {
@@ -188,6 +208,7 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
                 ),
             };
             rendered.head = head.units.len();
+            rendered_names.head = head.units.iter().map(Unit::name).collect();
             let result = against_live(&env.cluster, &env.azure_view, head, req.safety).await;
             requests = env.cluster.counter().requests();
             tracing::info!(
@@ -217,16 +238,20 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
             let (head, base) = render(head, Some((base, changed))).await?;
             let base = base.expect("render gives base back");
             rendered = RenderedUnits {
-                base: base.rendered,
-                head: head.rendered,
+                base: base.rendered.len(),
+                head: head.rendered.len(),
             };
             tracing::info!(
-                base = base.rendered,
-                head = head.rendered,
+                base = base.rendered.len(),
+                head = head.rendered.len(),
                 units = head.units.len(),
                 "units rendered"
             );
             preview.clusters = base::against_base(&base, &head, req.safety);
+            rendered_names = RenderedNames {
+                base: base.rendered,
+                head: head.rendered,
+            };
         }
         (None, None) => unreachable!("without a cluster there is always a base"),
     }
@@ -234,6 +259,7 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
         preview,
         requests,
         rendered,
+        rendered_names,
     })
 }
 

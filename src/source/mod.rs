@@ -379,7 +379,7 @@ impl Source {
     }
 
     fn mirror(&self) -> Result<Repository, SourceError> {
-        let path = self.state_dir.join("mirror.git");
+        let path = mirror_path(&self.state_dir);
         Repository::open_bare(&path)
             .or_else(|_| Repository::init_bare(&path))
             .map_err(
@@ -387,4 +387,38 @@ impl Source {
                     .git_error(&self.reference.to_string(), "open mirror"),
             )
     }
+}
+
+/// The local bare repository of the source whose state directory is `state_dir`.
+fn mirror_path(state_dir: &Path) -> PathBuf {
+    state_dir.join("mirror.git")
+}
+
+/// Lets the mirror under `state_dir` read the objects of the mirror under `other` (a git
+/// alternate), so that its fetches download only what `other` lacks: two sources of one
+/// repository (a plan's base and head) then fetch its history once. Creates the mirror if need be;
+/// the alternate is added once.
+pub fn share_objects(state_dir: &Path, other: &Path) -> Result<(), SourceError> {
+    let path = mirror_path(state_dir);
+    let theirs = std::path::absolute(mirror_path(other).join("objects"))
+        .map_err(SourceError::io(other, "resolve"))?;
+    let failed = |e: git2::Error| SourceError::Io {
+        path: path.clone(),
+        op: "open mirror",
+        source: std::io::Error::other(e.message().to_string()),
+    };
+    Repository::open_bare(&path)
+        .or_else(|_| Repository::init_bare(&path))
+        .map_err(failed)?;
+    let file = path.join("objects/info/alternates");
+    let mut text = std::fs::read_to_string(&file).unwrap_or_default();
+    let line = theirs.to_string_lossy();
+    if !text.lines().any(|l| l == line) {
+        text.push_str(&line);
+        text.push('\n');
+        std::fs::create_dir_all(path.join("objects/info"))
+            .map_err(SourceError::io(&file, "create directory"))?;
+        std::fs::write(&file, text).map_err(SourceError::io(&file, "write"))?;
+    }
+    Ok(())
 }

@@ -1,59 +1,111 @@
 //! A plan without a cluster: head against the base revision's render (a pull request's preview in
 //! CI). The same policy and deletion-safety decisions as against live state, on rendered objects.
 //! Base renders every unit; head only the units whose base input closure a changed path touches
-//! (see [`crate::agent::incremental`]), the others take base's preparation and show no change.
+//! (see [`crate::agent::incremental`]), the others take base's preparation (moved, not copied) and
+//! show no change: they are compared with themselves, which costs no diff.
 
 use super::{
     Checkout, Rendered, add_deletions, add_diff, cluster_name, empty_cluster, held, policy_effect,
     prepared_or_errors, unit_consents,
 };
-use crate::agent::prepare;
 use crate::agent::{AgentError, Safety};
+use crate::agent::{fleet, prepare};
 use crate::apply::inventory::Identity;
 use crate::object::ObjectKey;
 use crate::plan::diff_revisions;
+use crate::plan::ownership::UnitClaims;
 use crate::plan::policy::{self, Policy};
 use crate::plan::preview::ClusterPreview;
 use crate::plan::prune::{self, Candidate, Consent};
 use crate::source::{GitRef, Source, SourceConfig};
+use crate::unit::Unit;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 
 /// Prepares the units of a checkout: every unit, or with `base` (the base side, rendered, and the
 /// paths changed since it), only those whose input closure changed (see
-/// [`super::incremental`]); the others take base's preparation. Gives `base` back.
+/// [`super::incremental`]); the others take base's preparation, moved out of base (base keeps
+/// the units it does not give away; the head side names those it took in [`Rendered::kept`]).
+/// Gives `base` back.
 pub(super) async fn render(
     checkout: Checkout,
     base: Option<(Rendered, Option<Vec<PathBuf>>)>,
 ) -> Result<(Rendered, Option<Rendered>), AgentError> {
     tokio::task::spawn_blocking(move || {
-        let inputs = base.as_ref().map(|(b, _)| {
-            let mut inputs = b.inputs.clone();
+        let (mut base, changed) = base.unzip();
+        let changed = changed.flatten();
+        // Base's closures (base needs them no more), but those of the units the fleet check
+        // failed: head renders them again rather than keep base's failure.
+        let inputs = base.as_mut().map(|b| {
+            let mut inputs = std::mem::take(&mut b.inputs);
             inputs.retain(|u, _| !b.conflicted.contains(&u.name()));
             inputs
         });
-        let earlier = base
-            .as_ref()
-            .zip(inputs.as_ref())
-            .map(
-                |((b, changed), inputs)| crate::agent::incremental::Earlier {
-                    units: &b.units,
-                    inputs,
-                    changed: changed.as_deref(),
-                },
-            );
-        let mut prepared =
-            crate::agent::incremental::prepare_units(&checkout.root, checkout.units, earlier);
-        let (_, conflicted) = crate::agent::fleet::check(&mut prepared.units);
+        // Base's preparations, each to be taken once by the head unit keeping it.
+        let mut given: Vec<(Unit, Option<prepare::Preparation>)> = base
+            .as_mut()
+            .map(|b| std::mem::take(&mut b.units))
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(u, p)| (u, Some(p)))
+            .collect();
+        let at: HashMap<Unit, usize> = given
+            .iter()
+            .enumerate()
+            .map(|(i, (u, _))| (u.clone(), i))
+            .collect();
+        let mut prepared = crate::agent::incremental::prepare_units_taking(
+            &checkout.root,
+            checkout.units,
+            inputs.as_ref().map(|i| (i, changed.as_deref())),
+            |u| at.get(u).and_then(|&i| given[i].1.take()),
+        );
+        if let Some(b) = base.as_mut() {
+            b.units = given
+                .into_iter()
+                .filter_map(|(u, p)| p.map(|p| (u, p)))
+                .collect();
+        }
+        let fresh: BTreeSet<String> = prepared.rendered.iter().map(|(u, _)| u.name()).collect();
+        // What each unit declares: a unit kept declares what it declared at base.
+        let mut base_claims: HashMap<String, UnitClaims> = base
+            .as_mut()
+            .map(|b| std::mem::take(&mut b.claims))
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| (c.unit.clone(), c))
+            .collect();
+        let claims: Vec<UnitClaims> = prepared
+            .units
+            .iter()
+            .filter_map(|(u, p)| Some((u, p.as_ref().ok()?)))
+            .map(|(u, p)| match base_claims.remove(&u.name()) {
+                Some(c) if !fresh.contains(&c.unit) => c,
+                _ => fleet::claims(p),
+            })
+            .collect();
+        let conflicted = fleet::fail_conflicts(&mut prepared.units, &claims);
         let side = Rendered {
-            rendered: prepared.rendered.len(),
+            rendered: prepared.rendered.iter().map(|(u, _)| u.name()).collect(),
+            kept: prepared
+                .units
+                .iter()
+                .map(|(u, _)| u.name())
+                .filter(|n| !fresh.contains(n))
+                .collect(),
             units: prepared.units,
-            inputs: prepared.inputs,
+            // Only base's closures are asked (by head's render).
+            inputs: if base.is_some() {
+                BTreeMap::new()
+            } else {
+                prepared.inputs
+            },
             revision: checkout.revision,
             conflicted,
+            claims,
         };
-        (side, base.map(|(b, _)| b))
+        (side, base)
     })
     .await
     .map_err(|e| AgentError::Task(e.to_string()))
@@ -105,8 +157,17 @@ pub(super) fn against_base(
             continue;
         };
         let mut c = empty_cluster(&name, cluster_name(p));
-        let old: HashMap<Identity, &Value> = match base_units.get(&name) {
-            Some(Ok(b)) => b
+        // A unit head kept is base's preparation itself (moved out of base).
+        let base_unit = if head.kept.contains(&name) {
+            Some(p)
+        } else {
+            match base_units.get(&name) {
+                Some(Ok(b)) => Some(b),
+                _ => None,
+            }
+        };
+        let old: HashMap<Identity, &Value> = match base_unit {
+            Some(b) => b
                 .objects
                 .iter()
                 .map(|o| (Identity::from(&o.key), &o.object))
@@ -117,6 +178,8 @@ pub(super) fn against_base(
         for &i in &p.order {
             let o = &p.objects[i];
             let before = old.get(&Identity::from(&o.key)).copied();
+            // The same object (a unit kept): unchanged, without normalising and diffing it.
+            let same = before.is_some_and(|b| std::ptr::eq(b, &o.object));
             let declared = policy::declared(&o.object);
             if declared == Policy::Skip {
                 policy_effect(
@@ -147,9 +210,14 @@ pub(super) fn against_base(
                     ),
                 );
             }
-            add_diff(&mut c, diff_revisions(Some(&o.object), before), false);
+            if same {
+                c.counts.unchanged += 1;
+            } else {
+                add_diff(&mut c, diff_revisions(Some(&o.object), before), false);
+            }
         }
-        if let Some(Ok(b)) = base_units.get(&name) {
+        // A unit kept has nothing leaving (its objects are base's).
+        if let Some(b) = base_unit.filter(|_| !head.kept.contains(&name)) {
             let wanted: BTreeSet<Identity> =
                 p.objects.iter().map(|o| Identity::from(&o.key)).collect();
             let leaving: Vec<&prepare::PlannedObject> = b
@@ -223,5 +291,134 @@ fn deletions_from_base(
     match verdicts {
         Ok(verdicts) => add_deletions(c, &keys, &old, verdicts, "base"),
         Err(hold) => held(c, &keys, &hold),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::preview::Revision as PreviewRevision;
+    use std::path::Path;
+
+    fn cm(name: &str, data: &str, annotations: &str) -> String {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: x\n  annotations: {{{annotations}}}\ndata: {{k: {data}}}\n"
+        )
+    }
+
+    fn write(root: &Path, files: &[(&str, String)]) {
+        for (path, text) in files {
+            let p = root.join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+    }
+
+    fn checkout(root: &Path) -> Checkout {
+        Checkout {
+            revision: PreviewRevision {
+                reference: root.display().to_string(),
+                commit: "c".into(),
+            },
+            root: root.to_path_buf(),
+            units: crate::unit::discover(root).unwrap(),
+        }
+    }
+
+    /// The preview, and the units head kept.
+    fn preview(
+        base: &Path,
+        head: &Path,
+        changed: Option<Vec<PathBuf>>,
+    ) -> (Vec<ClusterPreview>, BTreeSet<String>) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let (b, _) = rt.block_on(render(checkout(base), None)).unwrap();
+        let (h, b) = rt
+            .block_on(render(checkout(head), Some((b, changed))))
+            .unwrap();
+        (against_base(&b.unwrap(), &h, Safety::default()), h.kept)
+    }
+
+    /// Units head keeps (moved out of base, compared with themselves) preview exactly as when head
+    /// renders every unit: unchanged counts, policy effects, a conflict with a new unit, a unit
+    /// changed, one removed, one added.
+    #[test]
+    fn kept_units_preview_as_when_every_unit_renders() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (base, head) = (tmp.path().join("base"), tmp.path().join("head"));
+        let skip = "serviceoperator.azure.com/reconcile-policy: skip";
+        let kust = |r: &str| format!("resources: [{r}]\n");
+        for (root, a_data) in [(&base, "one"), (&head, "two")] {
+            write(
+                root,
+                &[
+                    ("clusters/a/kustomization.yaml", kust("cm.yaml")),
+                    ("clusters/a/cm.yaml", cm("a", a_data, "")),
+                    (
+                        "clusters/b/kustomization.yaml",
+                        kust("cm.yaml, skipped.yaml"),
+                    ),
+                    ("clusters/b/cm.yaml", cm("b", "same", "")),
+                    ("clusters/b/skipped.yaml", cm("b-skip", "same", skip)),
+                    ("clusters/e/kustomization.yaml", kust("cm.yaml")),
+                    ("clusters/e/cm.yaml", cm("e", "same", "")),
+                ],
+            );
+        }
+        write(
+            &base,
+            &[
+                ("clusters/c/kustomization.yaml", kust("cm.yaml")),
+                ("clusters/c/cm.yaml", cm("c", "gone", "")),
+            ],
+        );
+        // d is new, and declares e's object too: both fail at head, e without rendering again.
+        write(
+            &head,
+            &[
+                ("clusters/d/kustomization.yaml", kust("cm.yaml, e.yaml")),
+                ("clusters/d/cm.yaml", cm("d", "new", "")),
+                ("clusters/d/e.yaml", cm("e", "same", "")),
+            ],
+        );
+        let changed: Vec<PathBuf> = [
+            "clusters/a/cm.yaml",
+            "clusters/c/cm.yaml",
+            "clusters/c/kustomization.yaml",
+            "clusters/d/cm.yaml",
+            "clusters/d/e.yaml",
+            "clusters/d/kustomization.yaml",
+        ]
+        .into_iter()
+        .map(PathBuf::from)
+        .collect();
+        let (incremental, kept) = preview(&base, &head, Some(changed));
+        let (full, none) = preview(&base, &head, None);
+        assert_eq!(
+            kept,
+            BTreeSet::from(["clusters/b".into(), "clusters/e".into()])
+        );
+        assert!(none.is_empty());
+        assert_eq!(incremental, full);
+        let units: Vec<&str> = full.iter().map(|c| c.unit.as_str()).collect();
+        assert_eq!(
+            units,
+            [
+                "clusters/a",
+                "clusters/b",
+                "clusters/d",
+                "clusters/e",
+                "clusters/c"
+            ]
+        );
+        let b = &full[1];
+        assert_eq!(
+            (b.counts.unchanged, b.policy_effects.len()),
+            (1, 1),
+            "{b:?}"
+        );
+        assert!(!full[2].errors.is_empty() && !full[3].errors.is_empty());
     }
 }
