@@ -17,15 +17,15 @@
 //! Targets (issue 5): the one-change plan of 1,000 clusters in at most 5 s and 300 MB peak RSS; a
 //! no-op plan sends at most one LIST per kind and no per-object GET.
 
+mod common;
+
 use aro_gitops::plan::preview::Preview;
+use common::{ARO_GITOPS, Measured, TIME, git, log_tail, mb, ms, yes};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-const FLEETGEN: &str = env!("CARGO_BIN_EXE_aro-gitops-fleetgen");
-const ARO_GITOPS: &str = env!("CARGO_BIN_EXE_aro-gitops");
-const TIME: &str = "/usr/bin/time";
 const TARGET_TIME: Duration = Duration::from_secs(5);
 const TARGET_RSS_MB: f64 = 300.0;
 
@@ -52,102 +52,6 @@ fn options(args: &[String]) -> Options {
     o
 }
 
-fn peak_rss_mb() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .map_or(0.0, |kb| kb / 1024.0)
-}
-
-fn ms(d: Duration) -> String {
-    let ms = d.as_secs_f64() * 1000.0;
-    if ms < 10_000.0 {
-        format!("{ms:.0} ms")
-    } else {
-        format!("{:.1} s", ms / 1000.0)
-    }
-}
-
-fn git(repo: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args([
-            "-c",
-            "user.name=plan bench",
-            "-c",
-            "user.email=bench@example.invalid",
-        ])
-        .args(args)
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// A process run: wall time, peak RSS (from `/usr/bin/time -v` when available), exit code, output.
-struct Measured {
-    wall: Duration,
-    peak_rss_mb: Option<f64>,
-    cpu: Option<Duration>,
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-/// Runs `args` of `aro-gitops`, under `/usr/bin/time -v` when it exists.
-fn run_measured(args: &[&str], time_v: bool) -> Measured {
-    let mut cmd = if time_v {
-        let mut c = Command::new(TIME);
-        c.arg("-v").arg(ARO_GITOPS);
-        c
-    } else {
-        Command::new(ARO_GITOPS)
-    };
-    cmd.args(args);
-    let start = Instant::now();
-    let out: Output = cmd.output().expect("aro-gitops runs");
-    let wall = start.elapsed();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let field = |name: &str| {
-        stderr
-            .lines()
-            .find_map(|l| l.trim().strip_prefix(name))
-            .map(|v| v.trim().to_string())
-    };
-    let secs = |name: &str| field(name).and_then(|v| v.parse::<f64>().ok());
-    let peak_rss_mb = field("Maximum resident set size (kbytes):")
-        .and_then(|v| v.parse::<f64>().ok())
-        .map(|kb| kb / 1024.0);
-    let cpu = match (secs("User time (seconds):"), secs("System time (seconds):")) {
-        (Some(u), Some(s)) => Some(Duration::from_secs_f64(u + s)),
-        _ => None,
-    };
-    // `time -v` passes the command's exit code on as its own.
-    Measured {
-        wall,
-        peak_rss_mb,
-        cpu,
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr,
-    }
-}
-
-/// Log lines and errors of a run, without `time -v`'s report.
-fn log_tail(stderr: &str, n: usize) -> String {
-    let lines: Vec<&str> = stderr
-        .lines()
-        .take_while(|l| !l.trim_start().starts_with("Command being timed:"))
-        .collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
-}
-
 /// Child mode: the plan in-process, reported one `key=value` per line.
 fn child_plan(repo: &str, state: &Path) {
     // Log events with their time since start, so the parent can show where the time goes.
@@ -169,7 +73,10 @@ fn child_plan(repo: &str, state: &Path) {
     }));
     let wall = start.elapsed();
     println!("wall_ns={}", wall.as_nanos());
-    println!("peak_rss_mb={:.1}", peak_rss_mb());
+    println!(
+        "peak_rss_mb={:.1}",
+        common::peak_rss_mb_of(std::process::id()).unwrap_or(0.0)
+    );
     match result {
         Ok(run) => {
             println!("exit_code={}", run.preview.exit_code());
@@ -367,7 +274,8 @@ impl PlanResult {
 
 fn plan(repo: &Path, state: &Path, time_v: bool) -> PlanResult {
     let (repo_s, state_s) = (repo.to_str().unwrap(), state.to_str().unwrap());
-    let process = run_measured(
+    let process = common::run_measured(
+        ARO_GITOPS,
         &[
             "--log", "info", "plan", "--repo", repo_s, "--state", state_s, "-o", "json",
         ],
@@ -427,7 +335,8 @@ impl Server {
     }
 
     fn plan(&self, repo: &Path, state: &Path, head: &str, time_v: bool) -> Measured {
-        run_measured(
+        common::run_measured(
+            ARO_GITOPS,
             &[
                 "--log",
                 "warn",
@@ -524,14 +433,6 @@ fn dir_bytes(dir: &Path) -> u64 {
         .unwrap_or(0)
 }
 
-fn yes(b: bool) -> &'static str {
-    if b { "**yes**" } else { "**no**" }
-}
-
-fn mb(v: Option<f64>) -> String {
-    v.map_or("n/a".into(), |v| format!("{v:.0} MB"))
-}
-
 /// The allocator the `aro-gitops` binary uses, so the in-process numbers are the agent's.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -619,24 +520,13 @@ fn main() {
 /// Writes the fleet into a new git repository at `repo` and applies it with `run --once`.
 fn generate_and_populate(n: usize, repo: &Path, state: &Path, time_v: bool) -> Measured {
     eprintln!("plan bench: generating {n} clusters...");
-    let out = Command::new(FLEETGEN)
-        .args(["--clusters", &n.to_string(), "--out"])
-        .arg(&repo)
-        .output()
-        .expect("fleetgen runs");
-    assert!(
-        out.status.success(),
-        "fleetgen failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    git(&repo, &["init", "-q", "-b", "main"]);
-    git(&repo, &["add", "-A"]);
-    git(&repo, &["commit", "-qm", "fleet"]);
+    common::generate_fleet(n, repo);
     let (units, objects) = count_objects(&repo);
 
     eprintln!("plan bench: populating the control plane ({units} units, {objects} objects)...");
     let (repo_s, state_s) = (repo.to_str().unwrap(), state.to_str().unwrap());
-    let populate = run_measured(
+    let populate = common::run_measured(
+        ARO_GITOPS,
         &[
             "--log",
             "warn",
