@@ -413,7 +413,7 @@ fn separate(n: usize, repo: &Path, dir: &Path, o: &Options) -> Row {
 
 fn print_header() {
     println!(
-        "| binary | clusters | control plane | wall | CPU | agent peak RSS | server peak RSS | reads | writes | exit | Converged |"
+        "| binary | clusters | control plane | wall | agent CPU | agent peak RSS | server peak RSS | reads | writes | exit | Converged |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let _ = std::io::stdout().flush();
@@ -451,7 +451,21 @@ fn main() {
     }
     println!();
     print_header();
+    // Rows of earlier runs kept with `--merge`; the CSV and the plot are written after each case,
+    // so a run stopped part way keeps what it measured.
+    let previous: Vec<Row> = o
+        .csv
+        .as_ref()
+        .filter(|_| o.merge)
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .map(|t| t.lines().filter_map(Row::from_csv).collect())
+        .unwrap_or_default();
     let mut rows = Vec::new();
+    let measured = |r: Row, rows: &mut Vec<Row>| {
+        print_row(&r);
+        rows.push(r);
+        save(&o, &merged(rows, &previous));
+    };
     for &n in &all {
         let repo = dir.join(format!("fleet-{n}"));
         if !repo.join(".git").exists() {
@@ -462,52 +476,60 @@ fn main() {
         let state = dir.join("state");
         if let Some(b) = o.before.as_ref().filter(|_| before_sizes.contains(&n)) {
             let r = embedded(b.to_str().unwrap(), Series::Before, n, &repo, &state, &o);
-            print_row(&r);
-            rows.push(r);
+            measured(r, &mut rows);
         }
         if o.sizes.contains(&n) {
             let r = embedded(ARO_GITOPS, Series::After, n, &repo, &state, &o);
-            print_row(&r);
-            rows.push(r);
+            measured(r, &mut rows);
         }
         if o.separate_sizes.contains(&n) {
             let r = separate(n, &repo, &dir, &o);
-            print_row(&r);
-            rows.push(r);
+            measured(r, &mut rows);
         }
     }
-    let measured = rows.len();
-    if o.merge
-        && let Some(previous) = o.csv.as_ref().and_then(|p| std::fs::read_to_string(p).ok())
-    {
-        for old in previous.lines().filter_map(Row::from_csv) {
-            if !rows
-                .iter()
-                .any(|r| r.series == old.series && r.clusters == old.clusters)
-            {
-                rows.push(old);
-            }
-        }
-    }
-    rows.sort_by_key(|r| (r.series, r.clusters));
-    if rows.len() > measured {
+    let all_rows = merged(&rows, &previous);
+    if all_rows.len() > rows.len() {
         println!("\nWith the rows kept from `--merge` (earlier runs):\n");
         print_header();
-        rows.iter().for_each(print_row);
+        all_rows.iter().for_each(print_row);
     }
-    targets(&rows);
+    targets(&all_rows);
+    save(&o, &all_rows);
+    if let Some(path) = &o.csv {
+        eprintln!("fleet bench: rows written to {}", path.display());
+    }
+    if let Some(path) = &o.svg {
+        eprintln!("fleet bench: plot written to {}", path.display());
+    }
+}
+
+/// This run's rows, and the earlier rows of cases this run did not measure.
+fn merged(rows: &[Row], previous: &[Row]) -> Vec<Row> {
+    let mut all = rows.to_vec();
+    for old in previous {
+        if !rows
+            .iter()
+            .any(|r| r.series == old.series && r.clusters == old.clusters)
+        {
+            all.push(old.clone());
+        }
+    }
+    all.sort_by_key(|r| (r.series, r.clusters));
+    all
+}
+
+/// Writes the CSV and the plot, when asked for.
+fn save(o: &Options, rows: &[Row]) {
     if let Some(path) = &o.csv {
         let mut text = format!("{}\n", Row::CSV_HEADER);
-        for r in &rows {
+        for r in rows {
             text.push_str(&r.csv());
             text.push('\n');
         }
         std::fs::write(path, text).expect("CSV written");
-        eprintln!("fleet bench: rows written to {}", path.display());
     }
     if let Some(path) = &o.svg {
-        std::fs::write(path, plot::svg(&rows)).expect("SVG written");
-        eprintln!("fleet bench: plot written to {}", path.display());
+        std::fs::write(path, plot::svg(rows)).expect("SVG written");
     }
 }
 

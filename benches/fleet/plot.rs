@@ -287,7 +287,7 @@ pub fn svg(rows: &[Row]) -> String {
     }
     let _ = writeln!(
         out,
-        r##"<path d="M{:.1},{:.1} l6,6 l-6,6 l-6,-6 z" fill="none" stroke="#e67e00" stroke-width="2"/><text x="{:.1}" y="{:.1}" font-size="12">target; hollow point: not all Converged</text>"##,
+        r##"<path d="M{:.1},{:.1} l6,6 l-6,6 l-6,-6 z" fill="none" stroke="#e67e00" stroke-width="2"/><text x="{:.1}" y="{:.1}" font-size="12">target; hollow point: not all Converged (a lower bound)</text>"##,
         lx + 6.0,
         ly - 6.0,
         lx + 18.0,
