@@ -521,7 +521,7 @@ fn main() {
 fn generate_and_populate(n: usize, repo: &Path, state: &Path, time_v: bool) -> Measured {
     eprintln!("plan bench: generating {n} clusters...");
     common::generate_fleet(n, repo);
-    let (units, objects) = count_objects(&repo);
+    let (units, objects) = count_objects(repo);
 
     eprintln!("plan bench: populating the control plane ({units} units, {objects} objects)...");
     let (repo_s, state_s) = (repo.to_str().unwrap(), state.to_str().unwrap());
