@@ -25,14 +25,15 @@
 #[path = "plan/base_head.rs"]
 mod base_head;
 
+mod common;
+
 use aro_gitops::plan::preview::Preview;
+use common::{ARO_GITOPS, Measured, TIME, git, log_tail, mb, ms, yes};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-const FLEETGEN: &str = env!("CARGO_BIN_EXE_aro-gitops-fleetgen");
-const ARO_GITOPS: &str = env!("CARGO_BIN_EXE_aro-gitops");
 /// Runs another `aro-gitops` binary than the one built with the bench (say, an earlier commit's,
 /// to measure before and after side by side): its path. The in-process plans still use this tree.
 const BINARY_ENV: &str = "PLAN_BENCH_ARO_GITOPS";
@@ -40,7 +41,6 @@ const BINARY_ENV: &str = "PLAN_BENCH_ARO_GITOPS";
 fn aro_gitops() -> String {
     std::env::var(BINARY_ENV).unwrap_or_else(|_| ARO_GITOPS.to_string())
 }
-const TIME: &str = "/usr/bin/time";
 const TARGET_TIME: Duration = Duration::from_secs(5);
 const TARGET_RSS_MB: f64 = 300.0;
 
@@ -71,100 +71,10 @@ fn options(args: &[String]) -> Options {
     o
 }
 
-fn peak_rss_mb() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .map_or(0.0, |kb| kb / 1024.0)
-}
-
-fn ms(d: Duration) -> String {
-    let ms = d.as_secs_f64() * 1000.0;
-    if ms < 10_000.0 {
-        format!("{ms:.0} ms")
-    } else {
-        format!("{:.1} s", ms / 1000.0)
-    }
-}
-
-fn git(repo: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args([
-            "-c",
-            "user.name=plan bench",
-            "-c",
-            "user.email=bench@example.invalid",
-        ])
-        .args(args)
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// A process run: wall time, peak RSS (from `/usr/bin/time -v` when available), exit code, output.
-struct Measured {
-    wall: Duration,
-    peak_rss_mb: Option<f64>,
-    cpu: Option<Duration>,
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-/// Runs `args` of `aro-gitops`, under `/usr/bin/time -v` when it exists.
+/// Runs `args` of the `aro-gitops` under test (see [`BINARY_ENV`]), under `/usr/bin/time -v` when
+/// `time_v`.
 fn run_measured(args: &[&str], time_v: bool) -> Measured {
-    let mut cmd = if time_v {
-        let mut c = Command::new(TIME);
-        c.arg("-v").arg(aro_gitops());
-        c
-    } else {
-        Command::new(aro_gitops())
-    };
-    cmd.args(args);
-    let start = Instant::now();
-    let out: Output = cmd.output().expect("aro-gitops runs");
-    let wall = start.elapsed();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let field = |name: &str| {
-        stderr
-            .lines()
-            .find_map(|l| l.trim().strip_prefix(name))
-            .map(|v| v.trim().to_string())
-    };
-    let secs = |name: &str| field(name).and_then(|v| v.parse::<f64>().ok());
-    let peak_rss_mb = field("Maximum resident set size (kbytes):")
-        .and_then(|v| v.parse::<f64>().ok())
-        .map(|kb| kb / 1024.0);
-    let cpu = match (secs("User time (seconds):"), secs("System time (seconds):")) {
-        (Some(u), Some(s)) => Some(Duration::from_secs_f64(u + s)),
-        _ => None,
-    };
-    // `time -v` passes the command's exit code on as its own.
-    Measured {
-        wall,
-        peak_rss_mb,
-        cpu,
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr,
-    }
-}
-
-/// Log lines and errors of a run, without `time -v`'s report.
-fn log_tail(stderr: &str, n: usize) -> String {
-    let lines: Vec<&str> = stderr
-        .lines()
-        .take_while(|l| !l.trim_start().starts_with("Command being timed:"))
-        .collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
+    common::run_measured(&aro_gitops(), args, time_v)
 }
 
 /// Child mode: the plan in-process, reported one `key=value` per line.
@@ -188,7 +98,10 @@ fn child_plan(repo: &str, state: &Path) {
     }));
     let wall = start.elapsed();
     println!("wall_ns={}", wall.as_nanos());
-    println!("peak_rss_mb={:.1}", peak_rss_mb());
+    println!(
+        "peak_rss_mb={:.1}",
+        common::peak_rss_mb_of(std::process::id()).unwrap_or(0.0)
+    );
     match result {
         Ok(run) => {
             println!("exit_code={}", run.preview.exit_code());
@@ -543,14 +456,6 @@ fn dir_bytes(dir: &Path) -> u64 {
         .unwrap_or(0)
 }
 
-fn yes(b: bool) -> &'static str {
-    if b { "**yes**" } else { "**no**" }
-}
-
-fn mb(v: Option<f64>) -> String {
-    v.map_or("n/a".into(), |v| format!("{v:.0} MB"))
-}
-
 /// The allocator the `aro-gitops` binary uses, so the in-process numbers are the agent's.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -666,19 +571,7 @@ fn reset_to_first_commit(repo: &Path) {
 /// Writes the fleet into a new git repository at `repo`, one commit.
 fn generate(n: usize, repo: &Path) {
     eprintln!("plan bench: generating {n} clusters...");
-    let out = Command::new(FLEETGEN)
-        .args(["--clusters", &n.to_string(), "--out"])
-        .arg(repo)
-        .output()
-        .expect("fleetgen runs");
-    assert!(
-        out.status.success(),
-        "fleetgen failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    git(repo, &["init", "-q", "-b", "main"]);
-    git(repo, &["add", "-A"]);
-    git(repo, &["commit", "-qm", "fleet"]);
+    common::generate_fleet(n, repo);
 }
 
 /// Writes the fleet into a new git repository at `repo` and applies it with `run --once`.

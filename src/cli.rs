@@ -222,6 +222,19 @@ pub struct ServeArgs {
     /// How long a request body may take to arrive before the request is answered 408.
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
     pub request_body_timeout: Duration,
+    /// Run the Azure simulator beside the served control plane, playing ASO on its objects (as
+    /// `run` does on the embedded one), so agents using the kubeconfig see Azure resources become
+    /// ready. Azure is then SIMULATED: nothing is created in Azure.
+    #[arg(long)]
+    pub simulate_azure: bool,
+    /// The Azure simulator's provisioning delay per resource (with --simulate-azure).
+    #[arg(
+        long,
+        default_value = "1s",
+        value_parser = humantime::parse_duration,
+        requires = "simulate_azure"
+    )]
+    pub sim_delay: Duration,
 }
 
 #[cfg(test)]

@@ -274,6 +274,14 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .await?
         .with_context(|| format!("opening the control plane state in {}", state.display()))?;
     let handle = cp.spawn(args.listen, args.allow_non_loopback).await?;
+    let simulator = args.simulate_azure.then(|| {
+        tracing::info!(
+            state = %args.state.display(),
+            sim_delay = ?args.sim_delay,
+            "serving the local control plane with the Azure simulator beside it; Azure is SIMULATED"
+        );
+        agent::simulate_azure(&cp, args.sim_delay)
+    });
     let kubeconfig = args
         .kubeconfig
         .unwrap_or_else(|| args.state.join("kubeconfig"));
@@ -287,9 +295,18 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         "try: kubectl --kubeconfig {} get crds",
         kubeconfig.display()
     ));
+    if simulator.is_some() {
+        println(&format!(
+            "Azure is SIMULATED: the Azure simulator plays ASO on this control plane (provisioning delay {}); nothing is created in Azure",
+            humantime::format_duration(args.sim_delay)
+        ));
+    }
     tokio::signal::ctrl_c()
         .await
         .context("waiting for Ctrl-C")?;
+    if let Some(s) = simulator {
+        s.abort();
+    }
     drop(handle);
     Ok(())
 }

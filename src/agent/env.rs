@@ -47,15 +47,7 @@ impl Environment {
             .layer(counter.layer())
             .service(cp.router());
         let cluster = Cluster::new(kube::Client::new(service, "default"), counter);
-        let simulator = sim_delay.map(|d| {
-            AzureSimulator::new(
-                cp.client(),
-                SimConfig {
-                    provisioning_delay: d,
-                },
-            )
-            .spawn()
-        });
+        let simulator = sim_delay.map(|d| simulate_azure(&cp, d));
         tracing::info!(state = %state_dir.display(), "using the embedded local control plane; Azure is SIMULATED");
         Ok(Environment {
             cluster,
@@ -65,6 +57,19 @@ impl Environment {
             simulator,
         })
     }
+}
+
+/// Starts the Azure simulator beside `cp`, in this process: it plays ASO on the control plane's
+/// objects, each resource provisioning for `delay`. Used by the embedded path and by
+/// `control-plane serve --simulate-azure`; it runs until the handle is aborted.
+pub fn simulate_azure(cp: &ControlPlane, delay: Duration) -> tokio::task::JoinHandle<()> {
+    AzureSimulator::new(
+        cp.client(),
+        SimConfig {
+            provisioning_delay: delay,
+        },
+    )
+    .spawn()
 }
 
 impl Environment {

@@ -1,5 +1,6 @@
 //! `--kubeconfig`: the agent works on that cluster (here a standalone local control plane served on
-//! loopback), starts no simulator, and does not pretend Azure answered.
+//! loopback), starts no simulator, and does not pretend Azure answered. With `control-plane serve
+//! --simulate-azure` the simulator runs in the server's process instead, and the fleet converges.
 
 use super::*;
 use common::kubectl::Server;
@@ -48,4 +49,42 @@ async fn with_a_kubeconfig_the_agent_uses_that_cluster_and_no_simulator() {
         .report("reports/aro-dev/dev.yaml")
         .expect("the report was committed");
     assert!(yaml.contains("azure: real"), "{yaml}");
+}
+
+#[test]
+fn against_a_served_control_plane_with_simulated_azure_run_once_converges() {
+    let server = Server::start_with_args(&["--simulate-azure", "--sim-delay", "0s"]);
+    assert!(
+        server.log().contains("Azure is SIMULATED"),
+        "the server says Azure is simulated: {}",
+        server.log()
+    );
+    let fleet = common::fleet::Fleet::plain();
+    let kubeconfig = server.kubeconfig.to_str().expect("UTF-8 path");
+    let out = fleet.aro_gitops(&[
+        "run",
+        "--once",
+        "--timeout",
+        "60s",
+        "--kubeconfig",
+        kubeconfig,
+    ]);
+    assert_eq!(out.code, 0, "the run did not converge:\n{}", out.all());
+    for unit in [DEV, PROD] {
+        let row = out
+            .stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{unit} ")))
+            .unwrap_or_else(|| panic!("{unit} in the summary:\n{}", out.all()));
+        assert!(row.contains(" Converged "), "{row}\n{}", out.all());
+    }
+    // The simulator wrote ASO's status on the served control plane.
+    let json = server
+        .kubectl()
+        .get_json(&["resourcegroups.resources.azure.com", "-n", "aro-dev"])
+        .expect("listed");
+    assert!(
+        json["items"][0].pointer("/status/conditions").is_some(),
+        "{json}"
+    );
 }

@@ -1,0 +1,137 @@
+//! What the process benchmarks share (`plan`, `fleet`): a real git repository for a generated
+//! fleet, a measured run of a binary (wall time, and peak RSS and CPU from `/usr/bin/time -v`),
+//! and the formatting of their figures.
+
+#![allow(dead_code)] // each bench uses its part
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+pub const FLEETGEN: &str = env!("CARGO_BIN_EXE_aro-gitops-fleetgen");
+pub const ARO_GITOPS: &str = env!("CARGO_BIN_EXE_aro-gitops");
+pub const TIME: &str = "/usr/bin/time";
+
+/// `git` in `repo`, with a bench identity; panics when it fails.
+pub fn git(repo: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args([
+            "-c",
+            "user.name=aro-gitops bench",
+            "-c",
+            "user.email=bench@example.invalid",
+        ])
+        .args(args)
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Writes a fleet of `n` clusters with `aro-gitops-fleetgen` into `repo` and makes it a git
+/// repository on `main` with one commit.
+pub fn generate_fleet(n: usize, repo: &Path) {
+    let out = Command::new(FLEETGEN)
+        .args(["--clusters", &n.to_string(), "--out"])
+        .arg(repo)
+        .output()
+        .expect("fleetgen runs");
+    assert!(
+        out.status.success(),
+        "fleetgen failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    git(repo, &["init", "-q", "-b", "main"]);
+    git(repo, &["add", "-A"]);
+    git(repo, &["commit", "-qm", "fleet"]);
+}
+
+/// A process run: wall time, peak RSS (from `/usr/bin/time -v` when available), exit code, output.
+pub struct Measured {
+    pub wall: Duration,
+    pub peak_rss_mb: Option<f64>,
+    pub cpu: Option<Duration>,
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `bin args`, under `/usr/bin/time -v` when `time_v`.
+pub fn run_measured(bin: &str, args: &[&str], time_v: bool) -> Measured {
+    let mut cmd = if time_v {
+        let mut c = Command::new(TIME);
+        c.arg("-v").arg(bin);
+        c
+    } else {
+        Command::new(bin)
+    };
+    cmd.args(args);
+    let start = Instant::now();
+    let out: Output = cmd.output().expect("the measured binary runs");
+    let wall = start.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let field = |name: &str| {
+        stderr
+            .lines()
+            .find_map(|l| l.trim().strip_prefix(name))
+            .map(|v| v.trim().to_string())
+    };
+    let secs = |name: &str| field(name).and_then(|v| v.parse::<f64>().ok());
+    let peak_rss_mb = field("Maximum resident set size (kbytes):")
+        .and_then(|v| v.parse::<f64>().ok())
+        .map(|kb| kb / 1024.0);
+    let cpu = match (secs("User time (seconds):"), secs("System time (seconds):")) {
+        (Some(u), Some(s)) => Some(Duration::from_secs_f64(u + s)),
+        _ => None,
+    };
+    // `time -v` passes the command's exit code on as its own.
+    Measured {
+        wall,
+        peak_rss_mb,
+        cpu,
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr,
+    }
+}
+
+/// The last `n` log lines and errors of a run, without `time -v`'s report.
+pub fn log_tail(stderr: &str, n: usize) -> String {
+    let lines: Vec<&str> = stderr
+        .lines()
+        .take_while(|l| !l.trim_start().starts_with("Command being timed:"))
+        .collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// Peak RSS (VmHWM) of a running process, from `/proc/PID/status`.
+pub fn peak_rss_mb_of(pid: u32) -> Option<f64> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map(|kb| kb / 1024.0)
+}
+
+pub fn ms(d: Duration) -> String {
+    let ms = d.as_secs_f64() * 1000.0;
+    if ms < 10_000.0 {
+        format!("{ms:.0} ms")
+    } else {
+        format!("{:.1} s", ms / 1000.0)
+    }
+}
+
+pub fn mb(v: Option<f64>) -> String {
+    v.map_or("n/a".into(), |v| format!("{v:.0} MB"))
+}
+
+pub fn yes(b: bool) -> &'static str {
+    if b { "**yes**" } else { "**no**" }
+}

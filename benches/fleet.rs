@@ -1,0 +1,592 @@
+//! Fleet benchmark (issue 12): a whole fleet from an empty control plane to all Converged, at
+//! several sizes, with `aro-gitops run --once --sim-delay 0s` (Azure SIMULATED, no provisioning
+//! delay). Run with `cargo bench --bench fleet` (options after `--`, see below); rows go to stdout
+//! as Markdown as each case ends.
+//!
+//! 1. Curve: for each `--sizes` (default 100,200,500,1000,2000) a fleet from
+//!    `aro-gitops-fleetgen` (a real git repository), an empty state directory, and `run --once` on
+//!    the embedded control plane under `/usr/bin/time -v`: wall time, CPU, peak RSS, the requests
+//!    line, the exit code and how many units the summary table shows Converged.
+//! 2. Separate process: at `--separate-sizes` (default 1000) the control plane runs as
+//!    `aro-gitops control-plane serve --simulate-azure --sim-delay 0s` in its own process and the
+//!    agent runs with `--kubeconfig`; both processes' peak RSS are reported (the server's from
+//!    `/proc/PID/status` when the run ends).
+//! 3. `--before BIN`: the curve also with another `aro-gitops` binary (an older build), at
+//!    `--before-sizes` (default: the curve's sizes).
+//! 4. `--csv PATH` writes the rows (with `--merge`, rows of PATH this run did not measure are
+//!    kept: the curve can be measured in several runs); `--svg PATH` draws clusters against time and
+//!    peak RSS, before and after, from those rows.
+//!
+//! Other options: `--timeout D` (each run's own `--timeout`, default 30m), `--workdir DIR` (keep
+//! the fleets there; default a temporary directory).
+//!
+//! Targets (issue 12): 1,000 clusters ≤ 3 min and ≤ 1 GB peak RSS; 2,000 clusters ≤ 2.2× the time
+//! and ≤ 2× the memory of 1,000, measured in the same run.
+
+mod common;
+
+use common::{ARO_GITOPS, TIME, log_tail, mb, peak_rss_mb_of, run_measured, yes};
+use std::collections::BTreeMap;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+#[path = "fleet/plot.rs"]
+mod plot;
+
+const TARGET_SECS_1000: f64 = 180.0;
+const TARGET_MB_1000: f64 = 1024.0;
+const TARGET_TIME_RATIO: f64 = 2.2;
+const TARGET_RSS_RATIO: f64 = 2.0;
+
+struct Options {
+    sizes: Vec<usize>,
+    separate_sizes: Vec<usize>,
+    before: Option<PathBuf>,
+    before_sizes: Option<Vec<usize>>,
+    csv: Option<PathBuf>,
+    merge: bool,
+    svg: Option<PathBuf>,
+    timeout: String,
+    workdir: Option<PathBuf>,
+}
+
+fn sizes(v: Option<&String>) -> Vec<usize> {
+    v.map(|s| s.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+        .unwrap_or_default()
+}
+
+fn options(args: &[String]) -> Options {
+    let mut o = Options {
+        sizes: vec![100, 200, 500, 1000, 2000],
+        separate_sizes: vec![1000],
+        before: None,
+        before_sizes: None,
+        csv: None,
+        merge: false,
+        svg: None,
+        timeout: "30m".into(),
+        workdir: None,
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--sizes" => o.sizes = sizes(it.next()),
+            "--separate-sizes" => o.separate_sizes = sizes(it.next()),
+            "--before" => o.before = it.next().map(PathBuf::from),
+            "--before-sizes" => o.before_sizes = Some(sizes(it.next())),
+            "--csv" => o.csv = it.next().map(PathBuf::from),
+            "--merge" => o.merge = true,
+            "--svg" => o.svg = it.next().map(PathBuf::from),
+            "--timeout" => o.timeout = it.next().cloned().unwrap_or(o.timeout),
+            "--workdir" => o.workdir = it.next().map(PathBuf::from),
+            _ => {} // `--bench` and anything cargo adds are ignored
+        }
+    }
+    o
+}
+
+/// Which binary and which control plane a row measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Series {
+    /// `--before BIN`, embedded control plane.
+    Before,
+    /// This build, embedded control plane.
+    After,
+    /// This build, the control plane served by `control-plane serve` in its own process.
+    Separate,
+}
+
+impl Series {
+    fn name(self) -> &'static str {
+        match self {
+            Series::Before => "before",
+            Series::After => "after",
+            Series::Separate => "after-separate",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Series> {
+        [Series::Before, Series::After, Series::Separate]
+            .into_iter()
+            .find(|x| x.name() == s)
+    }
+}
+
+/// One measured run.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub series: Series,
+    pub clusters: usize,
+    pub wall_s: f64,
+    pub cpu_s: Option<f64>,
+    /// The agent's peak RSS (the embedded control plane included when it is embedded).
+    pub rss_mb: Option<f64>,
+    /// The served control plane's peak RSS (separate process only).
+    pub server_rss_mb: Option<f64>,
+    pub reads: Option<u64>,
+    pub writes: Option<u64>,
+    pub code: Option<i32>,
+    /// Units in the summary table, and how many of them are Converged.
+    pub units: usize,
+    pub converged: usize,
+}
+
+impl Row {
+    fn all_converged(&self) -> bool {
+        self.code == Some(0) && self.units == self.clusters && self.converged == self.units
+    }
+
+    const CSV_HEADER: &str = "series,clusters,wall_s,cpu_s,peak_rss_mb,server_peak_rss_mb,reads,writes,exit_code,units,converged";
+
+    fn csv(&self) -> String {
+        fn o<T: ToString>(v: Option<T>) -> String {
+            v.map_or(String::new(), |v| v.to_string())
+        }
+        format!(
+            "{},{},{:.1},{},{},{},{},{},{},{},{}",
+            self.series.name(),
+            self.clusters,
+            self.wall_s,
+            o(self.cpu_s.map(|v| format!("{v:.1}"))),
+            o(self.rss_mb.map(|v| format!("{v:.0}"))),
+            o(self.server_rss_mb.map(|v| format!("{v:.0}"))),
+            o(self.reads),
+            o(self.writes),
+            o(self.code),
+            self.units,
+            self.converged
+        )
+    }
+
+    fn from_csv(line: &str) -> Option<Row> {
+        let f: Vec<&str> = line.split(',').collect();
+        if f.len() != 11 {
+            return None;
+        }
+        Some(Row {
+            series: Series::parse(f[0])?,
+            clusters: f[1].parse().ok()?,
+            wall_s: f[2].parse().ok()?,
+            cpu_s: f[3].parse().ok(),
+            rss_mb: f[4].parse().ok(),
+            server_rss_mb: f[5].parse().ok(),
+            reads: f[6].parse().ok(),
+            writes: f[7].parse().ok(),
+            code: f[8].parse().ok(),
+            units: f[9].parse().ok()?,
+            converged: f[10].parse().ok()?,
+        })
+    }
+
+    fn markdown(&self) -> String {
+        let o = |v: Option<u64>| v.map_or("n/a".into(), |v| v.to_string());
+        format!(
+            "| {} | {} | {} | {:.1} s | {} | {} | {} | {} | {} | {} | {}/{} {} |",
+            self.series.name(),
+            self.clusters,
+            if self.series == Series::Separate {
+                "served (own process)"
+            } else {
+                "embedded"
+            },
+            self.wall_s,
+            self.cpu_s.map_or("n/a".into(), |c| format!("{c:.1} s")),
+            mb(self.rss_mb),
+            mb(self.server_rss_mb),
+            o(self.reads),
+            o(self.writes),
+            self.code.map_or("killed".into(), |c| c.to_string()),
+            self.converged,
+            self.clusters,
+            if self.all_converged() { "✓" } else { "✗" }
+        )
+    }
+}
+
+/// What `run --once` printed: the summary table's units and phases, and the requests line.
+#[derive(Debug, Default, PartialEq)]
+struct Summary {
+    units: usize,
+    converged: usize,
+    reads: Option<u64>,
+    writes: Option<u64>,
+}
+
+fn summary(stdout: &str) -> Summary {
+    let mut s = Summary::default();
+    let mut phase_at = None;
+    for line in stdout.lines() {
+        if let Some(rest) = line.strip_prefix("requests to the cluster: ") {
+            let mut n = rest
+                .split(|c: char| !c.is_ascii_digit())
+                .filter(|t| !t.is_empty());
+            s.reads = n.next().and_then(|v| v.parse().ok());
+            s.writes = n.next().and_then(|v| v.parse().ok());
+            phase_at = None;
+        } else if line.starts_with("UNIT ") && line.contains(" PHASE ") {
+            phase_at = line.find(" PHASE ").map(|i| i + 1);
+        } else if let Some(at) = phase_at {
+            if line.trim().is_empty() {
+                phase_at = None;
+                continue;
+            }
+            s.units += 1;
+            let phase = line.get(at..).and_then(|p| p.split_whitespace().next());
+            if phase == Some("Converged") {
+                s.converged += 1;
+            }
+        }
+    }
+    s
+}
+
+fn row(series: Series, clusters: usize, m: &common::Measured) -> Row {
+    let s = summary(&m.stdout);
+    Row {
+        series,
+        clusters,
+        wall_s: m.wall.as_secs_f64(),
+        cpu_s: m.cpu.map(|c| c.as_secs_f64()),
+        rss_mb: m.peak_rss_mb,
+        server_rss_mb: None,
+        reads: s.reads,
+        writes: s.writes,
+        code: m.code,
+        units: s.units,
+        converged: s.converged,
+    }
+}
+
+fn report_failure(what: &str, m: &common::Measured) {
+    if m.code != Some(0) {
+        eprintln!(
+            "fleet bench: {what} exited with {:?}; its last output:\n{}\n{}",
+            m.code,
+            log_tail(&m.stdout, 10),
+            log_tail(&m.stderr, 20)
+        );
+    }
+}
+
+/// `run --once` of `bin` on the embedded control plane in a fresh state directory.
+fn embedded(bin: &str, series: Series, n: usize, repo: &Path, state: &Path, o: &Options) -> Row {
+    let _ = std::fs::remove_dir_all(state);
+    eprintln!("fleet bench: {} at {n} clusters...", series.name());
+    let m = run_measured(
+        bin,
+        &[
+            "--log",
+            "warn",
+            "run",
+            "--once",
+            "--sim-delay",
+            "0s",
+            "--timeout",
+            &o.timeout,
+            "--repo",
+            repo.to_str().unwrap(),
+            "--state",
+            state.to_str().unwrap(),
+        ],
+        Path::new(TIME).exists(),
+    );
+    report_failure(&format!("{} at {n}", series.name()), &m);
+    let _ = std::fs::remove_dir_all(state);
+    row(series, n, &m)
+}
+
+/// `control-plane serve --simulate-azure` in its own process; killed when dropped.
+struct Server {
+    child: std::process::Child,
+    kubeconfig: PathBuf,
+}
+
+impl Server {
+    fn start(dir: &Path) -> Option<Server> {
+        let mut child = Command::new(ARO_GITOPS)
+            .args([
+                "--log",
+                "warn",
+                "control-plane",
+                "serve",
+                "--simulate-azure",
+            ])
+            .args(["--sim-delay", "0s", "--state"])
+            .arg(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .ok()?;
+        let stdout = child.stdout.take()?;
+        // Reads the server's output to its end (so it never writes into a closed pipe) and says
+        // when it serves.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if line.starts_with("Azure is SIMULATED") {
+                    let _ = tx.send(());
+                }
+            }
+        });
+        let mut server = Server {
+            child,
+            kubeconfig: dir.join("kubeconfig"),
+        };
+        if rx.recv_timeout(Duration::from_secs(120)).is_err() {
+            server.stop();
+            return None;
+        }
+        Some(server)
+    }
+
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The agent with `--kubeconfig` against a control plane served in its own process.
+fn separate(n: usize, repo: &Path, dir: &Path, o: &Options) -> Row {
+    let (state, served) = (dir.join("agent-state"), dir.join("served-state"));
+    let _ = std::fs::remove_dir_all(&state);
+    let _ = std::fs::remove_dir_all(&served);
+    eprintln!("fleet bench: {n} clusters against `control-plane serve` in its own process...");
+    let Some(mut server) = Server::start(&served) else {
+        eprintln!("fleet bench: `control-plane serve --simulate-azure` did not start");
+        return Row {
+            series: Series::Separate,
+            clusters: n,
+            wall_s: 0.0,
+            cpu_s: None,
+            rss_mb: None,
+            server_rss_mb: None,
+            reads: None,
+            writes: None,
+            code: None,
+            units: 0,
+            converged: 0,
+        };
+    };
+    let m = run_measured(
+        ARO_GITOPS,
+        &[
+            "--log",
+            "warn",
+            "run",
+            "--once",
+            "--timeout",
+            &o.timeout,
+            "--kubeconfig",
+            server.kubeconfig.to_str().unwrap(),
+            "--repo",
+            repo.to_str().unwrap(),
+            "--state",
+            state.to_str().unwrap(),
+        ],
+        Path::new(TIME).exists(),
+    );
+    let server_rss = peak_rss_mb_of(server.child.id());
+    server.stop();
+    report_failure(
+        &format!("the run against the served control plane at {n}"),
+        &m,
+    );
+    let _ = std::fs::remove_dir_all(&state);
+    let _ = std::fs::remove_dir_all(&served);
+    Row {
+        server_rss_mb: server_rss,
+        ..row(Series::Separate, n, &m)
+    }
+}
+
+fn print_header() {
+    println!(
+        "| binary | clusters | control plane | wall | agent CPU | agent peak RSS | server peak RSS | reads | writes | exit | Converged |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    let _ = std::io::stdout().flush();
+}
+
+fn print_row(r: &Row) {
+    println!("{}", r.markdown());
+    let _ = std::io::stdout().flush();
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let o = options(&args);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = o
+        .workdir
+        .clone()
+        .unwrap_or_else(|| tmp.path().to_path_buf());
+    std::fs::create_dir_all(&dir).expect("workdir");
+    let before_sizes = o.before_sizes.clone().unwrap_or_else(|| o.sizes.clone());
+    let mut all: Vec<usize> = o.sizes.clone();
+    all.extend(&o.separate_sizes);
+    if o.before.is_some() {
+        all.extend(&before_sizes);
+    }
+    all.sort_unstable();
+    all.dedup();
+
+    println!(
+        "## Fleet benchmark (issue 12): `run --once --sim-delay 0s` from an empty control plane (Azure SIMULATED)\n"
+    );
+    println!("after: `{ARO_GITOPS}`");
+    if let Some(b) = &o.before {
+        println!("before: `{}`", b.display());
+    }
+    println!();
+    print_header();
+    // Rows of earlier runs kept with `--merge`; the CSV and the plot are written after each case,
+    // so a run stopped part way keeps what it measured.
+    let previous: Vec<Row> = o
+        .csv
+        .as_ref()
+        .filter(|_| o.merge)
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .map(|t| t.lines().filter_map(Row::from_csv).collect())
+        .unwrap_or_default();
+    let mut rows = Vec::new();
+    let measured = |r: Row, rows: &mut Vec<Row>| {
+        print_row(&r);
+        rows.push(r);
+        save(&o, &merged(rows, &previous));
+    };
+    for &n in &all {
+        let repo = dir.join(format!("fleet-{n}"));
+        if !repo.join(".git").exists() {
+            let _ = std::fs::remove_dir_all(&repo);
+            eprintln!("fleet bench: generating {n} clusters...");
+            common::generate_fleet(n, &repo);
+        }
+        let state = dir.join("state");
+        if let Some(b) = o.before.as_ref().filter(|_| before_sizes.contains(&n)) {
+            let r = embedded(b.to_str().unwrap(), Series::Before, n, &repo, &state, &o);
+            measured(r, &mut rows);
+        }
+        if o.sizes.contains(&n) {
+            let r = embedded(ARO_GITOPS, Series::After, n, &repo, &state, &o);
+            measured(r, &mut rows);
+        }
+        if o.separate_sizes.contains(&n) {
+            let r = separate(n, &repo, &dir, &o);
+            measured(r, &mut rows);
+        }
+    }
+    let all_rows = merged(&rows, &previous);
+    if all_rows.len() > rows.len() {
+        println!("\nWith the rows kept from `--merge` (earlier runs):\n");
+        print_header();
+        all_rows.iter().for_each(print_row);
+    }
+    targets(&all_rows);
+    save(&o, &all_rows);
+    if let Some(path) = &o.csv {
+        eprintln!("fleet bench: rows written to {}", path.display());
+    }
+    if let Some(path) = &o.svg {
+        eprintln!("fleet bench: plot written to {}", path.display());
+    }
+}
+
+/// This run's rows, and the earlier rows of cases this run did not measure.
+fn merged(rows: &[Row], previous: &[Row]) -> Vec<Row> {
+    let mut all = rows.to_vec();
+    for old in previous {
+        if !rows
+            .iter()
+            .any(|r| r.series == old.series && r.clusters == old.clusters)
+        {
+            all.push(old.clone());
+        }
+    }
+    all.sort_by_key(|r| (r.series, r.clusters));
+    all
+}
+
+/// Writes the CSV and the plot, when asked for.
+fn save(o: &Options, rows: &[Row]) {
+    if let Some(path) = &o.csv {
+        let mut text = format!("{}\n", Row::CSV_HEADER);
+        for r in rows {
+            text.push_str(&r.csv());
+            text.push('\n');
+        }
+        std::fs::write(path, text).expect("CSV written");
+    }
+    if let Some(path) = &o.svg {
+        std::fs::write(path, plot::svg(rows)).expect("SVG written");
+    }
+}
+
+/// The issue's targets, from the rows (of this run, and of earlier ones with `--merge`).
+fn targets(rows: &[Row]) {
+    let at = |s: Series, n: usize| rows.iter().find(|r| r.series == s && r.clusters == n);
+    println!("\nTargets (issue 12):");
+    if let Some(k) = at(Series::After, 1000) {
+        println!(
+            "- 1,000 clusters ≤ 3 min: {} ({:.1} s); ≤ 1 GB peak RSS: {} ({}); all Converged: {}",
+            yes(k.wall_s <= TARGET_SECS_1000),
+            k.wall_s,
+            yes(k.rss_mb.is_some_and(|m| m <= TARGET_MB_1000)),
+            mb(k.rss_mb),
+            yes(k.all_converged())
+        );
+        if let Some(t) = at(Series::After, 2000) {
+            let time = t.wall_s / k.wall_s;
+            let rss = t.rss_mb.zip(k.rss_mb).map(|(a, b)| a / b);
+            println!(
+                "- 2,000 / 1,000 clusters: time ×{time:.2} (≤ ×{TARGET_TIME_RATIO}: {}), peak RSS {} (≤ ×{TARGET_RSS_RATIO}: {}); 2,000 all Converged: {}",
+                yes(time <= TARGET_TIME_RATIO),
+                rss.map_or("n/a".into(), |r| format!("×{r:.2}")),
+                yes(rss.is_some_and(|r| r <= TARGET_RSS_RATIO)),
+                yes(t.all_converged())
+            );
+        }
+    }
+    for r in rows.iter().filter(|r| r.series == Series::Separate) {
+        println!(
+            "- {} clusters against `control-plane serve` in its own process: {:.1} s, agent {} + server {} peak RSS; all Converged: {}",
+            r.clusters,
+            r.wall_s,
+            mb(r.rss_mb),
+            mb(r.server_rss_mb),
+            yes(r.all_converged())
+        );
+    }
+    let after: BTreeMap<usize, &Row> = rows
+        .iter()
+        .filter(|r| r.series == Series::After)
+        .map(|r| (r.clusters, r))
+        .collect();
+    for b in rows.iter().filter(|r| r.series == Series::Before) {
+        if let Some(a) = after.get(&b.clusters) {
+            println!(
+                "- {} clusters, before → after: {:.1} s → {:.1} s (×{:.1} faster), {} → {}",
+                b.clusters,
+                b.wall_s,
+                a.wall_s,
+                b.wall_s / a.wall_s,
+                mb(b.rss_mb),
+                mb(a.rss_mb)
+            );
+        }
+    }
+    if !Path::new(TIME).exists() {
+        println!("\n{TIME} not found: the agent's peak RSS was not measured.");
+    }
+}
