@@ -1,5 +1,5 @@
 //! Shared caches of live state: for the agent's whole life, one LIST + WATCH per kind the units
-//! read (all namespaces, paged), kept in memory by namespace and name and shared by every unit.
+//! read (all namespaces, paged), kept in memory by namespace and name (as JSON text) and shared by every unit.
 //! A pass reads its kinds here instead of listing them; a kind is added when a revision first
 //! needs it. Objects come in without `managedFields` (most of their size): a pass that needs
 //! field ownership (a diff to judge) reads that one object with a GET.
@@ -46,7 +46,11 @@ impl Change {
 const SYNC_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Objects of one kind: namespace → name → object.
-type Objects = HashMap<Option<String>, HashMap<String, Arc<Value>>>;
+type Objects = HashMap<Option<String>, HashMap<String, Text>>;
+
+/// An object kept as its JSON text: a fraction of a parsed tree's size (every string and map of a
+/// `Value` is its own allocation), parsed again when a pass reads it.
+type Text = Box<str>;
 
 struct KindCache {
     namespaced: bool,
@@ -97,8 +101,14 @@ fn place(obj: &DynamicObject) -> (Option<String>, String) {
     )
 }
 
-fn to_value(obj: DynamicObject) -> Arc<Value> {
-    Arc::new(serde_json::to_value(obj).expect("objects serialise"))
+fn to_text(obj: DynamicObject) -> Text {
+    serde_json::to_string(&obj)
+        .expect("objects serialise")
+        .into_boxed_str()
+}
+
+fn parse(text: &Text) -> Value {
+    serde_json::from_str(text).expect("the cache holds JSON it wrote")
 }
 
 impl Caches {
@@ -160,7 +170,7 @@ impl Caches {
                             .get_or_insert_default()
                             .entry(ns)
                             .or_default()
-                            .insert(name, to_value(o));
+                            .insert(name, to_text(o));
                         continue;
                     }
                     Ok(watcher::Event::InitDone) => {
@@ -182,7 +192,7 @@ impl Caches {
                             .expect("cache lock")
                             .entry(ns.clone())
                             .or_default()
-                            .insert(name.clone(), to_value(o));
+                            .insert(name.clone(), to_text(o));
                         if echo {
                             continue; // the agent's own write: nothing to wake for
                         }
@@ -233,15 +243,9 @@ impl Caches {
             return Some(vec![]);
         };
         if !cache.namespaced && !key.name.is_empty() {
-            return Some(
-                in_ns
-                    .get(&key.name)
-                    .map(|v| Value::clone(v))
-                    .into_iter()
-                    .collect(),
-            );
+            return Some(in_ns.get(&key.name).map(parse).into_iter().collect());
         }
-        Some(in_ns.values().map(|v| Value::clone(v)).collect())
+        Some(in_ns.values().map(parse).collect())
     }
 
     /// Waits up to `wait` for the first change; `None` when none came.
