@@ -274,6 +274,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .await?
         .with_context(|| format!("opening the control plane state in {}", state.display()))?;
     let handle = cp.spawn(args.listen, args.allow_non_loopback).await?;
+    if args.simulate_azure {
+        agent::mark_simulated(&cp)
+            .await
+            .context("marking the control plane's Azure as simulated")?;
+    }
     let simulator = args.simulate_azure.then(|| {
         tracing::info!(
             state = %args.state.display(),

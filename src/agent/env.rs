@@ -30,10 +30,25 @@ impl Environment {
     ) -> Result<Environment, AgentError> {
         if let Some(path) = kubeconfig {
             let cluster = Cluster::connect(Some(path)).await?;
+            // A run asks whether the cluster is a local control plane with the simulator beside
+            // it (`control-plane serve --simulate-azure`): then its reports say so.
+            let simulated = sim_delay.is_some()
+                && matches!(cluster.get(&simulated_marker()).await, Ok(Some(_)));
+            if simulated {
+                tracing::info!(kubeconfig = %path.display(), "the cluster is a local control plane with the Azure simulator beside it; Azure is SIMULATED");
+            }
             return Ok(Environment {
+                azure: if simulated {
+                    AzureMode::Simulated
+                } else {
+                    AzureMode::Real
+                },
+                azure_view: if simulated {
+                    AzureView::Simulated(cluster.client().clone())
+                } else {
+                    AzureView::unavailable()
+                },
                 cluster,
-                azure: AzureMode::Real,
-                azure_view: AzureView::unavailable(),
                 control_plane: None,
                 simulator: None,
             });
@@ -71,6 +86,34 @@ pub fn simulate_azure(cp: &ControlPlane, delay: Duration) -> tokio::task::JoinHa
     )
     .spawn()
 }
+
+/// The ConfigMap `control-plane serve --simulate-azure` writes in the agent's namespace, so that an
+/// agent given only a kubeconfig knows Azure is simulated on that cluster (and never reports a
+/// simulated resource as real). A real cluster has none.
+fn simulated_marker() -> crate::object::ObjectKey {
+    crate::apply::inventory::config_map_key("azure-simulated")
+}
+
+/// Marks the served control plane `cp` as one whose Azure is simulated (see [`simulated_marker`]).
+pub async fn mark_simulated(cp: &ControlPlane) -> Result<(), AgentError> {
+    let cluster = Cluster::new(cp.client(), RequestCounter::default());
+    let key = simulated_marker();
+    let ns = key.namespace.clone().unwrap_or_default();
+    let namespace =
+        serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+    let ns_key = crate::object::ObjectKey::from_object(&namespace).expect("a Namespace");
+    cluster
+        .apply(&ns_key, &namespace, SIMULATOR_MANAGER)
+        .await?;
+    let marker = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": key.name, "namespace": ns},
+        "data": {"azure": "simulated by aro-gitops control-plane serve --simulate-azure"}});
+    cluster.apply(&key, &marker, SIMULATOR_MANAGER).await?;
+    Ok(())
+}
+
+/// The field manager of the simulated-Azure marker.
+const SIMULATOR_MANAGER: &str = "aro-gitops-azure-simulator";
 
 impl Environment {
     /// Stops the simulator and lets go of the embedded control plane, waiting until its store is

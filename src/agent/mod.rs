@@ -23,7 +23,7 @@ pub mod prune;
 mod status;
 
 pub use drift::{DriftReport, drift};
-pub use env::{Environment, simulate_azure};
+pub use env::{Environment, mark_simulated, simulate_azure};
 pub use failpoint::FAILPOINT_ENV;
 pub use plan::{PlanRequest, PlanRun, RenderedNames, RenderedUnits, plan};
 pub use prune::Safety;

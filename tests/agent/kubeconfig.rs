@@ -70,6 +70,19 @@ fn against_a_served_control_plane_with_simulated_azure_run_once_converges() {
         kubeconfig,
     ]);
     assert_eq!(out.code, 0, "the run did not converge:\n{}", out.all());
+    // The served control plane is marked as simulating Azure: the reports never call it real.
+    let report = std::process::Command::new("git")
+        .arg("-C")
+        .arg(fleet.state.join("source/origin.git"))
+        .args(["show", "aro-gitops/status:reports/aro-dev/dev.yaml"])
+        .output()
+        .expect("git runs");
+    let report = String::from_utf8_lossy(&report.stdout);
+    assert!(
+        report.contains("azure: simulated"),
+        "{report}\n{}",
+        out.all()
+    );
     for unit in [DEV, PROD] {
         let row = out
             .stdout
