@@ -30,24 +30,9 @@ impl Environment {
     ) -> Result<Environment, AgentError> {
         if let Some(path) = kubeconfig {
             let cluster = Cluster::connect(Some(path)).await?;
-            // A run asks whether the cluster is a local control plane with the simulator beside
-            // it (`control-plane serve --simulate-azure`): then its reports say so.
-            let simulated = sim_delay.is_some()
-                && matches!(cluster.get(&simulated_marker()).await, Ok(Some(_)));
-            if simulated {
-                tracing::info!(kubeconfig = %path.display(), "the cluster is a local control plane with the Azure simulator beside it; Azure is SIMULATED");
-            }
             return Ok(Environment {
-                azure: if simulated {
-                    AzureMode::Simulated
-                } else {
-                    AzureMode::Real
-                },
-                azure_view: if simulated {
-                    AzureView::Simulated(cluster.client().clone())
-                } else {
-                    AzureView::unavailable()
-                },
+                azure: AzureMode::Real,
+                azure_view: AzureView::unavailable(),
                 cluster,
                 control_plane: None,
                 simulator: None,
@@ -116,6 +101,22 @@ pub async fn mark_simulated(cp: &ControlPlane) -> Result<(), AgentError> {
 const SIMULATOR_MANAGER: &str = "aro-gitops-azure-simulator";
 
 impl Environment {
+    /// For a run on a kubeconfig's cluster: whether it is a local control plane with the
+    /// simulator beside it (`control-plane serve --simulate-azure`, [`simulated_marker`]); then
+    /// Azure counts as simulated, and the reports say so. One GET.
+    pub async fn detect_simulated_azure(&mut self) {
+        if self.azure == AzureMode::Simulated
+            || !matches!(self.cluster.get(&simulated_marker()).await, Ok(Some(_)))
+        {
+            return;
+        }
+        tracing::info!(
+            "the cluster is a local control plane with the Azure simulator beside it; Azure is SIMULATED"
+        );
+        self.azure = AzureMode::Simulated;
+        self.azure_view = AzureView::Simulated(self.cluster.client().clone());
+    }
+
     /// Stops the simulator and lets go of the embedded control plane, waiting until its store is
     /// released (so the same state can be opened again right away).
     pub async fn shutdown(mut self) {

@@ -124,12 +124,13 @@ impl RunSummary {
 
 /// Runs the agent.
 pub async fn run(config: RunConfig) -> Result<RunSummary, AgentError> {
-    let env = Environment::start(
+    let mut env = Environment::start(
         &config.state_dir,
         config.kubeconfig.as_deref(),
         Some(config.sim_delay),
     )
     .await?;
+    env.detect_simulated_azure().await;
     let source = Arc::new(Mutex::new(Source::open(SourceConfig {
         url: config.repo.clone(),
         reference: config.reference.clone(),
