@@ -31,6 +31,7 @@
 //! (discovery and watches).
 
 pub mod azure;
+pub mod https;
 pub mod inventory;
 pub mod policy;
 pub mod runner;
