@@ -35,6 +35,25 @@ impl SecretMaterial {
         out
     }
 
+    /// Tells the redaction layer (`crate::redact`) this value, so that every output scrubs it
+    /// should it ever get there.
+    pub fn learn_for_redaction(&self) {
+        if let Some(text) = self.expose_str() {
+            let text = text.trim();
+            let mut values = vec![text];
+            // A PEM's blocks too, each on its own.
+            values.extend(text.lines().map(str::trim).filter(|l| l.len() >= 32));
+            let data: serde_json::Map<String, serde_json::Value> = values
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| (format!("v{i}"), serde_json::Value::from(v)))
+                .collect();
+            crate::redact::learn(&[serde_json::json!({
+                "apiVersion": "v1", "kind": "Secret", "stringData": data,
+            })]);
+        }
+    }
+
     /// Compares in time independent of where the two differ.
     pub fn constant_time_eq(&self, other: &[u8]) -> bool {
         if self.0.len() != other.len() {
@@ -70,6 +89,14 @@ mod tests {
         assert_eq!(format!("{s:?}"), "[redacted]");
         assert_eq!(format!("{s}"), "[redacted]");
         assert_eq!(format!("{:?}", Some(&s)), "Some([redacted])");
+    }
+
+    #[test]
+    fn the_redaction_layer_learns_it() {
+        let s = SecretMaterial::new("learnt-client-secret-xyz");
+        s.learn_for_redaction();
+        let out = crate::redact::scrub("got learnt-client-secret-xyz back");
+        assert_eq!(out, "got [redacted] back");
     }
 
     #[test]

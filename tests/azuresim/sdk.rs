@@ -472,3 +472,76 @@ async fn the_tenant_is_the_control_planes_identities_and_secrets() {
     drop(server);
     drop(cp);
 }
+
+/// A stand-in vault for the host-name plan: a bearer challenge naming the cloud's vault resource,
+/// then KeyNotFound to an authorized request (the Key Vault API itself is another module's).
+struct ChallengeThenNotFound;
+
+#[async_trait::async_trait]
+impl aro_gitops::azuresim::https::KeyVaultHandler for ChallengeThenNotFound {
+    async fn handle(
+        &self,
+        services: &aro_gitops::azuresim::https::SimServices,
+        request: aro_gitops::azuresim::https::VaultRequest,
+    ) -> aro_gitops::azuresim::https::SimResponse {
+        services.counts.count_key_vault();
+        let endpoints = services.endpoints(request.environment);
+        let bearer = request
+            .headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok());
+        match services.tokens.validate_bearer(bearer) {
+            Ok(claims) if claims.resource == endpoints.key_vault_resource() => {
+                aro_gitops::azuresim::https::json_response(
+                    404,
+                    &json!({"error": {"code": "KeyNotFound", "message": "no such key (simulated)"}}),
+                )
+            }
+            _ => {
+                let mut r = aro_gitops::azuresim::https::json_response(401, &json!({}));
+                let challenge = format!(
+                    "Bearer authorization=\"{}/{TENANT}\", resource=\"{}\"",
+                    endpoints.authority_host,
+                    endpoints.key_vault_resource()
+                );
+                r.headers_mut()
+                    .insert("www-authenticate", challenge.parse().unwrap());
+                r
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_key_vault_sdk_accepts_the_simulated_challenge_without_switching_its_check_off() {
+    use azure_security_keyvault_keys::{KeyClient, KeyClientOptions};
+    let s = sim().await;
+    s.server
+        .set_key_vault_handler(Arc::new(ChallengeThenNotFound));
+    let endpoints = s.server.endpoints(AzureEnvironment::AzurePublicCloud);
+    let credential = s
+        .cache
+        .credential(&s.request(&sp(SECRET), Some(SECRET)))
+        .unwrap();
+    let client = KeyClient::new(
+        &endpoints.vault_url("kv1"),
+        credential,
+        Some(KeyClientOptions {
+            client_options: s.cache.client_options(&endpoints),
+            ..Default::default()
+        }),
+    )
+    .unwrap();
+    let err = client.get_key("etcd-key", None).await.unwrap_err();
+    assert_eq!(
+        err.http_status(),
+        Some(azure_core::http::StatusCode::NotFound),
+        "{err}"
+    );
+    assert_eq!(
+        s.server.counts().key_vault_requests(),
+        2,
+        "challenge, then the call"
+    );
+    assert_eq!(s.tokens(), 1);
+}
