@@ -545,3 +545,82 @@ async fn the_key_vault_sdk_accepts_the_simulated_challenge_without_switching_its
     );
     assert_eq!(s.tokens(), 1);
 }
+
+/// The token endpoint's answers on the wire, for what the SDK never sends.
+#[tokio::test]
+async fn the_token_endpoint_answers_like_entra_id() {
+    use azure_core::http::{HttpClient, Method, Request, Url};
+    let s = sim().await;
+    let transport = s.server.transport().unwrap();
+    let authority = s
+        .server
+        .endpoints(AzureEnvironment::AzurePublicCloud)
+        .authority_host;
+    let post = |tenant: &str, body: &str| {
+        let mut r = Request::new(
+            Url::parse(&format!("{authority}/{tenant}/oauth2/v2.0/token")).unwrap(),
+            Method::Post,
+        );
+        r.insert_header("content-type", "application/x-www-form-urlencoded");
+        r.set_body(body.to_string());
+        r
+    };
+    let cases = [
+        (
+            TENANT,
+            "client_id=client-sp&scope=x%2F.default",
+            400,
+            900144,
+        ),
+        (
+            TENANT,
+            "grant_type=password&client_id=client-sp&scope=x%2F.default",
+            400,
+            70003,
+        ),
+        (
+            TENANT,
+            "grant_type=client_credentials&client_id=client-sp&scope=https%3A%2F%2Fx&client_secret=a",
+            400,
+            1002012,
+        ),
+        (
+            "other-tenant",
+            "grant_type=client_credentials&client_id=client-sp&scope=x%2F.default&client_secret=a",
+            400,
+            90002,
+        ),
+        (
+            TENANT,
+            "grant_type=client_credentials&client_id=nobody&scope=x%2F.default&client_secret=a",
+            400,
+            700016,
+        ),
+        (
+            TENANT,
+            "grant_type=client_credentials&client_id=client-sp&scope=x%2F.default",
+            401,
+            7000218,
+        ),
+    ];
+    for (tenant, body, status, code) in cases {
+        let response = transport
+            .execute_request(&post(tenant, body))
+            .await
+            .unwrap();
+        let status_seen = u16::from(response.status());
+        let (_, _, body_stream) = response.deconstruct();
+        let bytes = body_stream.collect().await.unwrap();
+        let json: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(status_seen, status, "{body}: {json}");
+        assert_eq!(json["error_codes"][0], code, "{body}: {json}");
+        assert!(
+            json["error_description"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("AADSTS{code}: ")),
+            "{json}"
+        );
+    }
+    assert_eq!(s.tokens(), cases.len() as u64);
+}
