@@ -624,3 +624,62 @@ async fn the_token_endpoint_answers_like_entra_id() {
     }
     assert_eq!(s.tokens(), cases.len() as u64);
 }
+
+/// Everything logged at any level (ours and the SDK's) while tokens are got, refused and used.
+#[derive(Clone, Default)]
+struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+    type Writer = Captured;
+    fn make_writer(&'a self) -> Captured {
+        self.clone()
+    }
+}
+
+#[tokio::test]
+async fn no_secret_or_token_reaches_the_log_at_any_level() {
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(captured.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let s = sim().await;
+    let token = s
+        .cache
+        .token(&s.request(&sp(SECRET), Some(SECRET)), SCOPE)
+        .await
+        .unwrap();
+    s.cache
+        .token(&s.request(&sp(SECRET), Some(WRONG)), SCOPE)
+        .await
+        .unwrap_err();
+    let with_key = format!("{}{KEY_A}", s.cert_pem);
+    s.cache
+        .token(
+            &s.request(&cert_identity(&s.cert_pem), Some(&with_key)),
+            SCOPE,
+        )
+        .await
+        .unwrap();
+    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        log.contains("simulated Entra ID"),
+        "the log was captured:\n{log}"
+    );
+    let key_line = KEY_A.lines().nth(1).unwrap();
+    for planted in [SECRET, WRONG, token.token.secret(), key_line, TOKEN_PREFIX] {
+        assert!(!log.contains(planted), "{planted:?} in the log:\n{log}");
+    }
+}
