@@ -12,6 +12,26 @@ impl SecretMaterial {
         SecretMaterial(bytes.into())
     }
 
+    /// The value under `key` of a Secret object as read from the cluster (`data`, base64, or
+    /// `stringData`); `None` when absent, empty or not base64.
+    pub fn from_secret_object(secret: &serde_json::Value, key: &str) -> Option<SecretMaterial> {
+        use base64::Engine as _;
+        if let Some(v) = secret
+            .pointer(&format!("/data/{key}"))
+            .and_then(|v| v.as_str())
+        {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(v.trim())
+                .ok()?;
+            return (!bytes.is_empty()).then(|| SecretMaterial::new(bytes));
+        }
+        secret
+            .pointer(&format!("/stringData/{key}"))
+            .and_then(|v| v.as_str())
+            .filter(|v| !v.is_empty())
+            .map(|v| SecretMaterial::new(v.as_bytes()))
+    }
+
     /// The secret itself: only for the request that sends it or the check that compares it.
     pub fn expose(&self) -> &[u8] {
         &self.0
@@ -97,6 +117,23 @@ mod tests {
         s.learn_for_redaction();
         let out = crate::redact::scrub("got learnt-client-secret-xyz back");
         assert_eq!(out, "got [redacted] back");
+    }
+
+    #[test]
+    fn read_from_a_secret_object() {
+        let s = serde_json::json!({"data": {"clientSecret": "c2VjcmV0LXZhbHVl"}});
+        let m = SecretMaterial::from_secret_object(&s, "clientSecret").unwrap();
+        assert_eq!(m.expose(), b"secret-value");
+        let s = serde_json::json!({"stringData": {"clientSecret": "plain"}});
+        assert_eq!(
+            SecretMaterial::from_secret_object(&s, "clientSecret")
+                .unwrap()
+                .expose(),
+            b"plain"
+        );
+        let s = serde_json::json!({"data": {"clientSecret": ""}});
+        assert!(SecretMaterial::from_secret_object(&s, "clientSecret").is_none());
+        assert!(SecretMaterial::from_secret_object(&s, "other").is_none());
     }
 
     #[test]
