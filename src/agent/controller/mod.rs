@@ -54,6 +54,7 @@ fn kinds_of(rev: &Revision, inventories: &BTreeMap<String, Inventory>) -> BTreeS
     });
     rendered
         .chain([(String::new(), "v1".to_string(), "Secret".to_string())])
+        .chain(crate::agent::identity::read_kinds())
         .chain(policies)
         .chain(inventoried)
         .collect()
@@ -64,6 +65,12 @@ fn wakes_of(rev: &Revision, inventories: &BTreeMap<String, Inventory>) -> Wakes 
     Wakes::new(rev.units.iter().enumerate().filter_map(|(i, (u, p))| {
         let p = p.as_ref().ok()?;
         let rendered = p.objects.iter().map(|o| Identity::from(&o.key));
+        // The identities its clusters use: a change to one (its allowedNamespaces) wakes them.
+        let rendered = rendered.chain(
+            crate::agent::identity::watched(p)
+                .into_iter()
+                .map(|k| Identity::from(&k)),
+        );
         let inventoried = inventories
             .get(&u.name())
             .into_iter()

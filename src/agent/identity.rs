@@ -1,0 +1,220 @@
+//! The identity check of a pass (IO): for each cluster of the unit that names an
+//! AzureClusterIdentity, read the identity, its namespace's labels and, where the type needs one,
+//! the identity's Secret, and give the verdict (`reconcile::identity`): allowed, with the cluster's
+//! ASO credential Secret to apply; not allowed; or a per-cluster error naming the object.
+//!
+//! Reads come from the shared caches (Secrets are always cached; the identity and Namespace kinds
+//! when the controller runs): a pass over a unit costs no request, however many clusters share an
+//! identity. Without caches, one GET per identity, namespace and identity Secret of the unit.
+
+use super::controller::cache::Caches;
+use super::prepare::{Prepared, aro_cluster_name};
+use crate::apply::Cluster;
+use crate::object::ObjectKey;
+use crate::reconcile::aro;
+use crate::reconcile::identity::aso::{self, ClusterIdentityRef, Verdict};
+use crate::reconcile::identity::{
+    AzureIdentity, IdentityError, NOT_ALLOWED_MESSAGE, identity_key, namespace_labels,
+};
+use crate::report::UnitError;
+use serde_json::Value;
+use std::collections::HashMap;
+
+/// The verdicts of a unit's clusters, by the key of each ARO object and credential Secret.
+#[derive(Debug, Default)]
+pub struct Identities {
+    by_object: HashMap<ObjectKey, Verdict>,
+}
+
+impl Identities {
+    /// The verdict for an ARO object or a credential Secret of the unit (none: no identity named).
+    pub fn verdict(&self, key: &ObjectKey) -> Option<&Verdict> {
+        self.by_object.get(key)
+    }
+}
+
+/// The kinds the check reads beyond a unit's own: the identities and the Namespaces.
+pub fn read_kinds() -> [(String, String, String); 2] {
+    let id = identity_key("", "");
+    [
+        (id.group, id.version, id.kind),
+        (String::new(), "v1".into(), "Namespace".into()),
+    ]
+}
+
+/// The identities the clusters of `prepared` name (a change to one concerns them).
+pub fn watched(prepared: &Prepared) -> Vec<ObjectKey> {
+    let of_git = prepared
+        .objects
+        .iter()
+        .filter(|o| o.embedded_in.is_none())
+        .map(|o| &o.object);
+    aso::cluster_refs(of_git, aro_cluster_name)
+        .into_iter()
+        .map(|r| identity_key(&r.identity.0, &r.identity.1))
+        .collect()
+}
+
+/// Reads `key` from the caches, else with a GET.
+async fn read_one(
+    cluster: &Cluster,
+    caches: Option<&Caches>,
+    key: &ObjectKey,
+) -> Result<Option<Value>, String> {
+    if let Some(items) = caches.and_then(|c| c.read(cluster, key)) {
+        return Ok(items
+            .into_iter()
+            .find(|o| o.pointer("/metadata/name").and_then(Value::as_str) == Some(&key.name)));
+    }
+    cluster.get(key).await.map_err(|e| e.to_string())
+}
+
+fn namespace_key(name: &str) -> ObjectKey {
+    ObjectKey {
+        group: String::new(),
+        version: "v1".into(),
+        kind: "Namespace".into(),
+        namespace: None,
+        name: name.into(),
+    }
+}
+
+/// The verdict of one cluster.
+async fn judge(
+    cluster: &Cluster,
+    caches: Option<&Caches>,
+    prepared: &Prepared,
+    r: &ClusterIdentityRef,
+    identities: &mut HashMap<(String, String), Result<Option<Value>, String>>,
+) -> Verdict {
+    let (id_ns, id_name) = &r.identity;
+    let identity_key = identity_key(id_ns, id_name);
+    if !identities.contains_key(&r.identity) {
+        let read = read_one(cluster, caches, &identity_key).await;
+        identities.insert(r.identity.clone(), read);
+    }
+    let failed = |message: String| Verdict::Failed { message };
+    let object = match &identities[&r.identity] {
+        Err(e) => return failed(format!("{}: reading {identity_key}: {e}", r.referrer)),
+        Ok(None) => {
+            return failed(
+                IdentityError::Missing {
+                    referrer: r.referrer.to_string(),
+                    namespace: id_ns.clone(),
+                    name: id_name.clone(),
+                }
+                .to_string(),
+            );
+        }
+        Ok(Some(o)) => o,
+    };
+    let identity = match AzureIdentity::parse(object) {
+        Ok(i) => i,
+        Err(e) => return failed(format!("{}: {e}", r.referrer)),
+    };
+    // The namespace's labels as live; before the Namespace exists, as the unit renders it.
+    let labels = match read_one(cluster, caches, &namespace_key(&r.namespace)).await {
+        Ok(Some(ns)) => namespace_labels(&ns),
+        Ok(None) => prepared
+            .objects
+            .iter()
+            .find(|o| o.key == namespace_key(&r.namespace))
+            .map(|o| namespace_labels(&o.object))
+            .unwrap_or_default(),
+        Err(e) => {
+            return failed(format!(
+                "{}: reading Namespace {}: {e}",
+                r.referrer, r.namespace
+            ));
+        }
+    };
+    if !identity.allows(&r.namespace, &labels) {
+        return Verdict::NotAllowed {
+            identity: format!("{id_ns}/{id_name}"),
+        };
+    }
+    let secret = match identity.required_secret() {
+        Err(e) => return failed(format!("{}: {e}", r.referrer)),
+        Ok(None) => None,
+        Ok(Some(s)) => match read_one(cluster, caches, &s.key()).await {
+            Ok(found) => found,
+            Err(e) => {
+                return failed(format!(
+                    "{}: reading Secret {}/{}: {e}",
+                    r.referrer, s.namespace, s.name
+                ));
+            }
+        },
+    };
+    if let Err(e) = identity.check_secret(secret.as_ref()) {
+        return failed(format!("{}: {e}", r.referrer));
+    }
+    // Its values are never to show, wherever they might end up.
+    if let Some(s) = &secret {
+        crate::redact::learn([s]);
+    }
+    Verdict::Allowed {
+        secret: Box::new(aso::credential_secret(r, &identity, secret.as_ref())),
+    }
+}
+
+/// The verdicts of `prepared`'s clusters; a cluster stopped by its identity adds one error naming
+/// its object (kind/namespace/name) and the identity.
+pub async fn check(
+    cluster: &Cluster,
+    caches: Option<&Caches>,
+    prepared: &Prepared,
+    errors: &mut Vec<UnitError>,
+) -> Identities {
+    let of_git = prepared
+        .objects
+        .iter()
+        .filter(|o| o.embedded_in.is_none())
+        .map(|o| &o.object);
+    let refs = aso::cluster_refs(of_git, aro_cluster_name);
+    let mut out = Identities::default();
+    let mut read = HashMap::new();
+    for r in &refs {
+        let verdict = judge(cluster, caches, prepared, r, &mut read).await;
+        let file = prepared
+            .objects
+            .iter()
+            .find(|o| o.key == r.referrer)
+            .map(|o| o.origin.file.clone());
+        match &verdict {
+            Verdict::Allowed { .. } => {}
+            Verdict::NotAllowed { identity } => {
+                tracing::warn!(object = %r.referrer, identity = %identity, namespace = %r.namespace, "the identity does not allow the cluster's namespace: nothing of the cluster is applied");
+                errors.push(UnitError {
+                    object: Some(r.referrer.clone()),
+                    file,
+                    message: format!(
+                        "{}: AzureClusterIdentity {identity} does not allow namespace {}: {NOT_ALLOWED_MESSAGE}",
+                        r.referrer, r.namespace
+                    ),
+                    ..Default::default()
+                });
+            }
+            Verdict::Failed { message } => {
+                tracing::warn!(object = %r.referrer, error = %message, "the cluster's identity cannot be used: nothing of the cluster is applied");
+                errors.push(UnitError {
+                    object: Some(r.referrer.clone()),
+                    file,
+                    message: message.clone(),
+                    ..Default::default()
+                });
+            }
+        }
+        for o in &prepared.objects {
+            let of_cluster = o.embedded_in.is_none()
+                && aro::is_aro_kind(&o.key.group, &o.key.kind)
+                && o.key.namespace.as_deref() == Some(r.namespace.as_str())
+                && aro_cluster_name(&o.object) == r.cluster;
+            if of_cluster {
+                out.by_object.insert(o.key.clone(), verdict.clone());
+            }
+        }
+        out.by_object.insert(r.secret_key(), verdict);
+    }
+    out
+}
