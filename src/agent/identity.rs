@@ -3,6 +3,7 @@
 //! the identity's Secret, and give the verdict (`reconcile::identity`): allowed, with the cluster's
 //! ASO credential Secret to apply; not allowed; or a per-cluster error naming the object.
 //!
+//! An identity, Namespace or Secret the unit renders and that is not live yet counts as rendered.
 //! Reads come from the shared caches (Secrets are always cached; the identity and Namespace kinds
 //! when the controller runs): a pass over a unit costs no request, however many clusters share an
 //! identity. Without caches, one GET per identity, namespace and identity Secret of the unit.
@@ -55,18 +56,30 @@ pub fn watched(prepared: &Prepared) -> Vec<ObjectKey> {
         .collect()
 }
 
-/// Reads `key` from the caches, else with a GET.
+/// Reads `key` from the caches, else with a GET; an object not live yet that the unit renders
+/// counts as rendered (it is applied in this pass, before the cluster's ASO resources).
 async fn read_one(
     cluster: &Cluster,
     caches: Option<&Caches>,
+    prepared: &Prepared,
     key: &ObjectKey,
 ) -> Result<Option<Value>, String> {
-    if let Some(items) = caches.and_then(|c| c.read(cluster, key)) {
-        return Ok(items
+    let live = match caches.and_then(|c| c.read(cluster, key)) {
+        Some(items) => items
             .into_iter()
-            .find(|o| o.pointer("/metadata/name").and_then(Value::as_str) == Some(&key.name)));
-    }
-    cluster.get(key).await.map_err(|e| e.to_string())
+            .find(|o| o.pointer("/metadata/name").and_then(Value::as_str) == Some(&key.name)),
+        None => cluster.get(key).await.map_err(|e| e.to_string())?,
+    };
+    Ok(live.or_else(|| {
+        prepared
+            .objects
+            .iter()
+            .find(|o| {
+                (&o.key.group, &o.key.kind, &o.key.namespace, &o.key.name)
+                    == (&key.group, &key.kind, &key.namespace, &key.name)
+            })
+            .map(|o| o.object.clone())
+    }))
 }
 
 fn namespace_key(name: &str) -> ObjectKey {
@@ -90,7 +103,7 @@ async fn judge(
     let (id_ns, id_name) = &r.identity;
     let identity_key = identity_key(id_ns, id_name);
     if !identities.contains_key(&r.identity) {
-        let read = read_one(cluster, caches, &identity_key).await;
+        let read = read_one(cluster, caches, prepared, &identity_key).await;
         identities.insert(r.identity.clone(), read);
     }
     let failed = |message: String| Verdict::Failed { message };
@@ -113,14 +126,8 @@ async fn judge(
         Err(e) => return failed(format!("{}: {e}", r.referrer)),
     };
     // The namespace's labels as live; before the Namespace exists, as the unit renders it.
-    let labels = match read_one(cluster, caches, &namespace_key(&r.namespace)).await {
-        Ok(Some(ns)) => namespace_labels(&ns),
-        Ok(None) => prepared
-            .objects
-            .iter()
-            .find(|o| o.key == namespace_key(&r.namespace))
-            .map(|o| namespace_labels(&o.object))
-            .unwrap_or_default(),
+    let labels = match read_one(cluster, caches, prepared, &namespace_key(&r.namespace)).await {
+        Ok(ns) => ns.as_ref().map(namespace_labels).unwrap_or_default(),
         Err(e) => {
             return failed(format!(
                 "{}: reading Namespace {}: {e}",
@@ -136,7 +143,7 @@ async fn judge(
     let secret = match identity.required_secret() {
         Err(e) => return failed(format!("{}: {e}", r.referrer)),
         Ok(None) => None,
-        Ok(Some(s)) => match read_one(cluster, caches, &s.key()).await {
+        Ok(Some(s)) => match read_one(cluster, caches, prepared, &s.key()).await {
             Ok(found) => found,
             Err(e) => {
                 return failed(format!(
