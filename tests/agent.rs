@@ -29,6 +29,8 @@ mod events;
 mod failures;
 #[path = "agent/git_source.rs"]
 mod git_source;
+#[path = "agent/identity.rs"]
+mod identity;
 #[path = "agent/kubeconfig.rs"]
 mod kubeconfig;
 #[path = "agent/node_policy.rs"]
