@@ -1,7 +1,9 @@
 //! The identity check of a pass (IO): for each cluster of the unit that names an
 //! AzureClusterIdentity, read the identity, its namespace's labels and, where the type needs one,
 //! the identity's Secret, and give the verdict (`reconcile::identity`): allowed, with the cluster's
-//! ASO credential Secret to apply; not allowed; or a per-cluster error naming the object.
+//! ASO credential Secret to apply; not allowed; or a per-cluster error naming the object. An
+//! identity not live yet that another unit of the revision declares is waited for (nothing of the
+//! cluster applied, no error).
 //!
 //! An identity, Namespace or Secret the unit renders and that is not live yet counts as rendered.
 //! Reads come from the shared caches (Secrets are always cached; the identity and Namespace kinds
@@ -12,6 +14,7 @@ use super::controller::cache::Caches;
 use super::prepare::{Prepared, aro_cluster_name};
 use crate::apply::Cluster;
 use crate::object::ObjectKey;
+use crate::plan::ownership::Fleet;
 use crate::reconcile::aro;
 use crate::reconcile::identity::aso::{self, ClusterIdentityRef, Verdict};
 use crate::reconcile::identity::{
@@ -43,16 +46,41 @@ pub fn read_kinds() -> [(String, String, String); 2] {
     ]
 }
 
-/// The identities the clusters of `prepared` name (a change to one concerns them).
-pub fn watched(prepared: &Prepared) -> Vec<ObjectKey> {
+/// What a change to concerns the clusters of `prepared`: the identities they name and, for
+/// those `rendered` (every identity the revision's units render, by key), the identity's Secret
+/// (a rotated secret reaches the clusters' ASO credential Secrets).
+pub fn watched(prepared: &Prepared, rendered: &HashMap<ObjectKey, &Value>) -> Vec<ObjectKey> {
     let of_git = prepared
         .objects
         .iter()
         .filter(|o| o.embedded_in.is_none())
         .map(|o| &o.object);
-    aso::cluster_refs(of_git, aro_cluster_name)
+    let mut out = Vec::new();
+    for r in aso::cluster_refs(of_git, aro_cluster_name) {
+        let key = identity_key(&r.identity.0, &r.identity.1);
+        let secret = rendered
+            .get(&key)
+            .and_then(|o| AzureIdentity::parse(o).ok())
+            .and_then(|i| i.secret_ref.map(|s| s.key()));
+        out.extend(secret);
+        out.push(key);
+    }
+    out
+}
+
+/// The AzureClusterIdentities `units` render, by key (for [`watched`]).
+pub fn rendered_identities<'a>(
+    units: impl IntoIterator<Item = &'a Prepared>,
+) -> HashMap<ObjectKey, &'a Value> {
+    let id = identity_key("", "");
+    units
         .into_iter()
-        .map(|r| identity_key(&r.identity.0, &r.identity.1))
+        .flat_map(|p| &p.objects)
+        .filter(|o| o.key.group == id.group && o.key.kind == id.kind)
+        .map(|o| {
+            let key = identity_key(o.key.namespace.as_deref().unwrap_or_default(), &o.key.name);
+            (key, &o.object)
+        })
         .collect()
 }
 
@@ -98,6 +126,7 @@ async fn judge(
     caches: Option<&Caches>,
     prepared: &Prepared,
     r: &ClusterIdentityRef,
+    fleet: &Fleet,
     identities: &mut HashMap<(String, String), Result<Option<Value>, String>>,
 ) -> Verdict {
     let (id_ns, id_name) = &r.identity;
@@ -109,6 +138,15 @@ async fn judge(
     let failed = |message: String| Verdict::Failed { message };
     let object = match &identities[&r.identity] {
         Err(e) => return failed(format!("{}: reading {identity_key}: {e}", r.referrer)),
+        Ok(None) if fleet.declared_by(&identity_key).is_some() => {
+            let unit = fleet.declared_by(&identity_key).unwrap_or_default();
+            return Verdict::Waiting {
+                message: format!(
+                    "waiting for AzureClusterIdentity {id_ns}/{id_name}, declared by unit {unit}"
+                ),
+                on: identity_key,
+            };
+        }
         Ok(None) => {
             return failed(
                 IdentityError::Missing {
@@ -171,6 +209,7 @@ pub async fn check(
     cluster: &Cluster,
     caches: Option<&Caches>,
     prepared: &Prepared,
+    fleet: &Fleet,
     errors: &mut Vec<UnitError>,
 ) -> Identities {
     let of_git = prepared
@@ -182,7 +221,7 @@ pub async fn check(
     let mut out = Identities::default();
     let mut read = HashMap::new();
     for r in &refs {
-        let verdict = judge(cluster, caches, prepared, r, &mut read).await;
+        let verdict = judge(cluster, caches, prepared, r, fleet, &mut read).await;
         let file = prepared
             .objects
             .iter()
@@ -190,6 +229,9 @@ pub async fn check(
             .map(|o| o.origin.file.clone());
         match &verdict {
             Verdict::Allowed { .. } => {}
+            Verdict::Waiting { message, .. } => {
+                tracing::info!(object = %r.referrer, %message, "the cluster waits for its identity");
+            }
             Verdict::NotAllowed { identity } => {
                 tracing::warn!(object = %r.referrer, identity = %identity, namespace = %r.namespace, "the identity does not allow the cluster's namespace: nothing of the cluster is applied");
                 errors.push(UnitError {

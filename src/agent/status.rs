@@ -275,7 +275,7 @@ impl Reconcilers {
                 let (reason, message) = v.stop().unwrap_or_default();
                 Step::Held(Held {
                     key: planned.key.clone(),
-                    on: vec![],
+                    on: v.waits_on(),
                     reason: reason.into(),
                     message,
                 })

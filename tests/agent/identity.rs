@@ -197,3 +197,34 @@ async fn a_service_principal_without_its_secret_waits_and_with_it_converges_unse
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_identity_of_another_unit_is_waited_for_and_used_across_namespaces() {
+    let f = Fixture::plain();
+    f.write(
+        "clusters/shared/kustomization.yaml",
+        "resources: [identity.yaml]\n",
+    );
+    f.write(
+        "clusters/shared/identity.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: aro-shared}\n---\n\
+         apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\nkind: AzureClusterIdentity\n\
+         metadata: {name: shared, namespace: aro-shared}\n\
+         spec:\n  type: WorkloadIdentity\n  clientID: 11111111-2222-4333-a444-555555555555\n  \
+         tenantID: 3e5a7c9d-1b2f-4a6c-8d0e-2f4a6c8e0b13\n  allowedNamespaces: {list: [aro-dev]}\n",
+    );
+    f.add_patch(
+        DEV,
+        "AROCluster",
+        "dev",
+        "- op: replace\n  path: /spec/identityRef\n  value: {kind: AzureClusterIdentity, name: shared, namespace: aro-shared}",
+    );
+    let summary = f.run().await;
+    assert_converged(outcome(&summary, DEV));
+    assert_converged(outcome(&summary, PROD));
+    f.inspect(|c| async move {
+        let secret = live(&c, &secret_key("aro-dev", "dev-aso-secret")).await;
+        assert_eq!(decoded(&secret, "AZURE_CLIENT_ID"), "11111111-2222-4333-a444-555555555555");
+    })
+    .await;
+}

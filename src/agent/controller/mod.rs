@@ -62,12 +62,15 @@ fn kinds_of(rev: &Revision, inventories: &BTreeMap<String, Inventory>) -> BTreeS
 
 /// The wake index of `rev`'s prepared units: what each renders and what its inventory holds.
 fn wakes_of(rev: &Revision, inventories: &BTreeMap<String, Inventory>) -> Wakes {
+    let identities = crate::agent::identity::rendered_identities(
+        rev.units.iter().filter_map(|(_, p)| p.as_ref().ok()),
+    );
     Wakes::new(rev.units.iter().enumerate().filter_map(|(i, (u, p))| {
         let p = p.as_ref().ok()?;
         let rendered = p.objects.iter().map(|o| Identity::from(&o.key));
-        // The identities its clusters use: a change to one (its allowedNamespaces) wakes them.
+        // The identities its clusters use and their Secrets: a change to one wakes them.
         let rendered = rendered.chain(
-            crate::agent::identity::watched(p)
+            crate::agent::identity::watched(p, &identities)
                 .into_iter()
                 .map(|k| Identity::from(&k)),
         );

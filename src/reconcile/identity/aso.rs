@@ -203,6 +203,8 @@ pub enum Verdict {
     NotAllowed { identity: String },
     /// The identity (or its Secret) is missing or invalid: the message says which.
     Failed { message: String },
+    /// The identity is not live yet but another unit declares it: the cluster waits for it.
+    Waiting { on: ObjectKey, message: String },
 }
 
 impl std::fmt::Debug for Verdict {
@@ -212,6 +214,7 @@ impl std::fmt::Debug for Verdict {
             Verdict::Allowed { .. } => f.write_str("Allowed"),
             Verdict::NotAllowed { identity } => write!(f, "NotAllowed({identity})"),
             Verdict::Failed { message } => write!(f, "Failed({message})"),
+            Verdict::Waiting { on, .. } => write!(f, "Waiting({on})"),
         }
     }
 }
@@ -223,16 +226,36 @@ impl Verdict {
             Verdict::Allowed { .. } => None,
             Verdict::NotAllowed { .. } => Some((NOT_ALLOWED_REASON, NOT_ALLOWED_MESSAGE.into())),
             Verdict::Failed { message } => Some((IDENTITY_ERROR_REASON, message.clone())),
+            Verdict::Waiting { message, .. } => Some((WAITING_REASON, message.clone())),
+        }
+    }
+
+    /// The severity of the condition a stopping verdict sets: a wait is no error.
+    pub fn severity(&self) -> &'static str {
+        match self {
+            Verdict::Waiting { .. } => "Info",
+            _ => "Error",
+        }
+    }
+
+    /// What the cluster's held resources wait for.
+    pub fn waits_on(&self) -> Vec<ObjectKey> {
+        match self {
+            Verdict::Waiting { on, .. } => vec![on.clone()],
+            _ => vec![],
         }
     }
 }
+
+/// The condition reason of a cluster waiting for its identity, declared by another unit.
+pub const WAITING_REASON: &str = "WaitingForIdentity";
 
 /// The condition reason of a cluster whose identity is missing or unusable.
 pub const IDENTITY_ERROR_REASON: &str = "IdentityNotUsable";
 
 /// A decision of one of the cluster's ARO objects under a verdict that stops the cluster: nothing
 /// applied, recorded or deleted; every embedded resource held with the verdict's reason; the
-/// status `ready: false` with a `Ready` condition False, severity Error, the verdict's reason and
+/// status `ready: false` with a `Ready` condition False, severity Error (Info for a wait), the verdict's reason and
 /// message (`lastTransitionTime` kept from `previous`, the live status, when it says the same).
 pub fn restrict(decision: &mut Decision, verdict: &Verdict, previous: Option<&Value>, now: &str) {
     let Some((reason, message)) = verdict.stop() else {
@@ -248,7 +271,7 @@ pub fn restrict(decision: &mut Decision, verdict: &Verdict, previous: Option<&Va
         if !held.iter().any(|h| h.key == key) {
             held.push(Held {
                 key,
-                on: vec![],
+                on: verdict.waits_on(),
                 reason: reason.into(),
                 message: message.clone(),
             });
@@ -270,7 +293,7 @@ pub fn restrict(decision: &mut Decision, verdict: &Verdict, previous: Option<&Va
         .filter(|c| c["status"] == "False" && c["reason"] == reason)
         .and_then(|c| c.get("lastTransitionTime").cloned())
         .unwrap_or_else(|| json!(now));
-    let cond = json!({"type": "Ready", "status": "False", "severity": "Error", "reason": reason,
+    let cond = json!({"type": "Ready", "status": "False", "severity": verdict.severity(), "reason": reason,
         "message": message, "lastTransitionTime": since});
     let status = decision.status.as_object_mut().expect("an object");
     status.insert("ready".into(), json!(false));

@@ -126,3 +126,30 @@ fn a_stopping_verdict_holds_everything_and_says_why() {
     );
     assert_eq!(d, before);
 }
+
+#[test]
+fn a_cluster_waiting_for_its_identity_is_held_on_it_without_an_error() {
+    let owner = ObjectKey::from_object(&acp("a", "c1", None)).unwrap();
+    let rg = json!({"apiVersion": "resources.azure.com/v1api20200601", "kind": "ResourceGroup",
+        "metadata": {"name": "rg", "namespace": "a"}});
+    let mut d = Decision {
+        owner,
+        record_owned_kinds: None,
+        applies: vec![rg],
+        held: vec![],
+        deletions: vec![],
+        status: json!({}),
+        patches: vec![],
+        error: None,
+    };
+    let on = crate::reconcile::identity::identity_key("fleet", "id");
+    let waiting = Verdict::Waiting {
+        on: on.clone(),
+        message: "waiting for AzureClusterIdentity fleet/id".into(),
+    };
+    restrict(&mut d, &waiting, None, "t");
+    assert_eq!(d.held[0].on, vec![on]);
+    assert_eq!(d.held[0].reason, WAITING_REASON);
+    assert!(!d.held[0].needs_person());
+    assert_eq!(d.status["conditions"][0]["severity"], "Info");
+}
