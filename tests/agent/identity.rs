@@ -224,7 +224,10 @@ async fn an_identity_of_another_unit_is_waited_for_and_used_across_namespaces() 
     assert_converged(outcome(&summary, PROD));
     f.inspect(|c| async move {
         let secret = live(&c, &secret_key("aro-dev", "dev-aso-secret")).await;
-        assert_eq!(decoded(&secret, "AZURE_CLIENT_ID"), "11111111-2222-4333-a444-555555555555");
+        assert_eq!(
+            decoded(&secret, "AZURE_CLIENT_ID"),
+            "11111111-2222-4333-a444-555555555555"
+        );
     })
     .await;
 }

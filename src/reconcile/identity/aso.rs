@@ -129,6 +129,19 @@ pub fn is_credential_secret(obj: &Value) -> bool {
             .is_some()
 }
 
+/// A credential Secret as a plan or a drift report compares it: its values come from the
+/// identity at pass time, never from git, so the live ones stand (and are never shown); any other
+/// object as it is.
+pub fn as_planned(mut desired: Value, live: Option<&Value>) -> Value {
+    if is_credential_secret(&desired)
+        && desired.get("data").is_none()
+        && let Some(data) = live.and_then(|l| l.get("data"))
+    {
+        desired["data"] = data.clone();
+    }
+    desired
+}
+
 /// Sets [`CREDENTIAL_FROM_ANNOTATION`] on an ASO resource.
 pub fn annotate(resource: &mut Value, secret: &str) {
     if !resource["metadata"]["annotations"].is_object() {

@@ -153,3 +153,16 @@ fn a_cluster_waiting_for_its_identity_is_held_on_it_without_an_error() {
     assert!(!d.held[0].needs_person());
     assert_eq!(d.status["conditions"][0]["severity"], "Info");
 }
+
+#[test]
+fn a_plan_compares_a_credential_secret_with_its_live_values() {
+    let r = &cluster_refs([&acp("a", "c1", Some(json!({"name": "id"})))], name_of)[0];
+    let live = json!({"data": {"AZURE_CLIENT_SECRET": "eA=="}});
+    assert_eq!(
+        as_planned(r.placeholder(), Some(&live))["data"],
+        live["data"]
+    );
+    assert!(as_planned(r.placeholder(), None).get("data").is_none());
+    let other = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "x"}});
+    assert_eq!(as_planned(other.clone(), Some(&live)), other);
+}
