@@ -5,8 +5,8 @@
 //! identity not live yet that another unit of the revision declares is waited for (nothing of the
 //! cluster applied, no error).
 //!
-//! An identity, Namespace or Secret the unit renders and that is not live yet counts as rendered.
-//! Reads come from the shared caches (Secrets are always cached; the identity and Namespace kinds
+//! An identity or Secret the unit renders counts as rendered (the pass applies it), and the labels
+//! a unit renders on its Namespace count with the live ones. Reads come from the shared caches (Secrets are always cached; the identity and Namespace kinds
 //! when the controller runs): a pass over a unit costs no request, however many clusters share an
 //! identity. Without caches, one GET per identity, namespace and identity Secret of the unit.
 
@@ -84,30 +84,44 @@ pub fn rendered_identities<'a>(
         .collect()
 }
 
-/// Reads `key` from the caches, else with a GET; an object not live yet that the unit renders
-/// counts as rendered (it is applied in this pass, before the cluster's ASO resources).
+/// The object `key` names as the unit renders it (this pass applies it), if it does.
+fn rendered<'a>(prepared: &'a Prepared, key: &ObjectKey) -> Option<&'a Value> {
+    prepared
+        .objects
+        .iter()
+        .find(|o| {
+            (&o.key.group, &o.key.kind, &o.key.namespace, &o.key.name)
+                == (&key.group, &key.kind, &key.namespace, &key.name)
+        })
+        .map(|o| &o.object)
+}
+
+/// Reads `key` from the caches, else with a GET; one the unit renders counts as rendered (this
+/// pass applies it, and the cluster is judged on what the pass converges to).
 async fn read_one(
     cluster: &Cluster,
     caches: Option<&Caches>,
     prepared: &Prepared,
     key: &ObjectKey,
 ) -> Result<Option<Value>, String> {
-    let live = match caches.and_then(|c| c.read(cluster, key)) {
-        Some(items) => items
+    if let Some(o) = rendered(prepared, key) {
+        return Ok(Some(o.clone()));
+    }
+    read_live(cluster, caches, key).await
+}
+
+/// Reads `key` from the caches, else with a GET.
+async fn read_live(
+    cluster: &Cluster,
+    caches: Option<&Caches>,
+    key: &ObjectKey,
+) -> Result<Option<Value>, String> {
+    match caches.and_then(|c| c.read(cluster, key)) {
+        Some(items) => Ok(items
             .into_iter()
-            .find(|o| o.pointer("/metadata/name").and_then(Value::as_str) == Some(&key.name)),
-        None => cluster.get(key).await.map_err(|e| e.to_string())?,
-    };
-    Ok(live.or_else(|| {
-        prepared
-            .objects
-            .iter()
-            .find(|o| {
-                (&o.key.group, &o.key.kind, &o.key.namespace, &o.key.name)
-                    == (&key.group, &key.kind, &key.namespace, &key.name)
-            })
-            .map(|o| o.object.clone())
-    }))
+            .find(|o| o.pointer("/metadata/name").and_then(Value::as_str) == Some(&key.name))),
+        None => cluster.get(key).await.map_err(|e| e.to_string()),
+    }
 }
 
 fn namespace_key(name: &str) -> ObjectKey {
@@ -164,8 +178,18 @@ async fn judge(
         Err(e) => return failed(format!("{}: {e}", r.referrer)),
     };
     // The namespace's labels as live; before the Namespace exists, as the unit renders it.
-    let labels = match read_one(cluster, caches, prepared, &namespace_key(&r.namespace)).await {
-        Ok(ns) => ns.as_ref().map(namespace_labels).unwrap_or_default(),
+    // The namespace's labels: live ones (a person may label it), with those the unit renders.
+    let ns_key = namespace_key(&r.namespace);
+    let labels = match read_live(cluster, caches, &ns_key).await {
+        Ok(ns) => {
+            let mut labels = ns.as_ref().map(namespace_labels).unwrap_or_default();
+            labels.extend(
+                rendered(prepared, &ns_key)
+                    .map(namespace_labels)
+                    .unwrap_or_default(),
+            );
+            labels
+        }
         Err(e) => {
             return failed(format!(
                 "{}: reading Namespace {}: {e}",

@@ -3,7 +3,9 @@
 //! with its ASO credential Secret (`<cluster>-aso-secret`) and every ASO resource annotated
 //! `serviceoperator.azure.com/credential-from`; a cluster whose namespace is not allowed gets
 //! `NamespaceNotAllowedByIdentity` on its ARO objects and none of its ASO objects exist, while the
-//! other cluster carries on; a missing identity or identity Secret is a per-cluster error.
+//! other cluster carries on, and a cluster its identity stops allowing keeps everything as it was;
+//! a missing identity or identity Secret is a per-cluster error; an identity another unit declares
+//! is waited for.
 
 use super::*;
 use base64::Engine as _;
@@ -148,7 +150,7 @@ async fn a_missing_identity_is_an_error_of_that_cluster_only() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_service_principal_without_its_secret_waits_and_with_it_converges_unseen() {
+async fn a_service_principal_without_its_secret_fails_and_with_it_converges_unseen() {
     const PLANTED: &str = "planted-sp-client-secret-2f8e1c";
     let f = Fixture::plain();
     f.add_patch(
@@ -227,6 +229,60 @@ async fn an_identity_of_another_unit_is_waited_for_and_used_across_namespaces() 
         assert_eq!(
             decoded(&secret, "AZURE_CLIENT_ID"),
             "11111111-2222-4333-a444-555555555555"
+        );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cluster_its_identity_stops_allowing_keeps_everything_and_changes_nothing() {
+    let f = Fixture::plain();
+    let summary = f.run().await;
+    assert_converged(outcome(&summary, DEV));
+    let generations = |c: Cluster| async move {
+        let mut out = Vec::new();
+        for (api, kind, name) in [
+            (RG_API, "ResourceGroup", "aro-dev-rg"),
+            (HCP, "HcpOpenShiftCluster", "aro-dev"),
+        ] {
+            let o = live(&c, &key(api, kind, "aro-dev", name)).await;
+            out.push((name, o["metadata"]["generation"].clone()));
+        }
+        (aso_objects(&c, "aro-dev").await, out)
+    };
+    let before = f.inspect(generations).await;
+    f.add_patch(
+        DEV,
+        "AzureClusterIdentity",
+        "aro-identity",
+        "- op: replace\n  path: /spec/allowedNamespaces\n  value: {list: []}",
+    );
+    let summary = f.run().await;
+    let dev = outcome(&summary, DEV);
+    assert_eq!(report::phase(dev), Phase::Failed, "{}", describe(dev));
+    assert!(
+        with_action(dev, &ObjectAction::Deleted).is_empty(),
+        "{}",
+        describe(dev)
+    );
+    assert_converged(outcome(&summary, PROD));
+    let after = f.inspect(generations).await;
+    assert_eq!(after, before);
+    f.inspect(|c| async move {
+        assert!(
+            c.get(&secret_key("aro-dev", "dev-aso-secret"))
+                .await
+                .unwrap()
+                .is_some()
+        );
+        let acp = live(
+            &c,
+            &key(CONTROL_PLANE_API, "AROControlPlane", "aro-dev", "dev"),
+        )
+        .await;
+        assert_eq!(
+            ready_condition(&acp)["reason"],
+            "NamespaceNotAllowedByIdentity"
         );
     })
     .await;
