@@ -257,13 +257,7 @@ impl AzureIdentity {
 
     /// The identity's object key.
     pub fn key(&self) -> ObjectKey {
-        ObjectKey {
-            group: IDENTITY_GROUP.into(),
-            version: IDENTITY_VERSION.into(),
-            kind: IDENTITY_KIND.into(),
-            namespace: Some(self.namespace.clone()),
-            name: self.name.clone(),
-        }
+        identity_key(&self.namespace, &self.name)
     }
 
     /// Whether the type reads its credential from the Secret (`clientSecret`): a service
