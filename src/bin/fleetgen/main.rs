@@ -14,6 +14,10 @@
 //!
 //! With `--plain`, every cluster folder instead holds its objects written out and a kustomization using
 //! only `resources` and `namespace` (what render v0 takes), like `examples-repo/` itself.
+//!
+//! With `--identities N`, the clusters' AROControlPlanes name N shared ServicePrincipal identities
+//! round-robin (unit `clusters/_identities`); their fake Secrets go to `secrets/`, outside every
+//! unit and git (see `identities`).
 
 mod identities;
 mod objects;
