@@ -206,6 +206,16 @@ async fn judge(
         Err(e) => return failed(format!("{}: {e}", r.referrer)),
         Ok(None) => None,
         Ok(Some(s)) => match read_one(cluster, caches, prepared, &s.key()).await {
+            Ok(None) if fleet.declared_by(&s.key()).is_some() => {
+                let unit = fleet.declared_by(&s.key()).unwrap_or_default();
+                return Verdict::Waiting {
+                    message: format!(
+                        "waiting for Secret {}/{} of AzureClusterIdentity {id_ns}/{id_name}, declared by unit {unit}",
+                        s.namespace, s.name
+                    ),
+                    on: s.key(),
+                };
+            }
             Ok(found) => found,
             Err(e) => {
                 return failed(format!(
