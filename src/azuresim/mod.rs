@@ -22,7 +22,8 @@
 //!
 //! - honours ASO's per-resource credential ([`credential`]): a resource whose
 //!   `serviceoperator.azure.com/credential-from` Secret is missing, in another namespace or
-//!   incomplete gets `Ready` False `SecretNotFound` and is not provisioned (retried);
+//!   incomplete gets `Ready` False `SecretNotFound` and is not provisioned, nor deleted in the
+//!   simulated Azure under `manage` (retried);
 //!
 //! Like the real ASO it only writes `status`, its finalizer and those Secrets, never a spec. Nothing
 //! it writes pretends to be real: messages say "simulator", ARM ids use the all-zero subscription,

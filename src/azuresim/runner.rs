@@ -281,7 +281,7 @@ impl Runner {
 
     /// ASO's per-resource credential ([`credential`]): true when `obj` cannot be managed with
     /// it, after writing why; retried as ASO retries (the Secret is not watched).
-    async fn credential_refused(
+    pub(super) async fn credential_refused(
         &mut self,
         key: &Key,
         ar: &ApiResource,
