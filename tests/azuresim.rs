@@ -20,6 +20,9 @@ use serde_json::{Value, json};
 use std::time::Duration;
 use tokio::time::Instant;
 
+#[path = "azuresim/credential.rs"]
+mod credential;
+
 const DEADLINE: Duration = Duration::from_secs(10);
 const POLL: Duration = Duration::from_millis(20);
 const RG_ID: &str = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg1";

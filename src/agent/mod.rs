@@ -12,6 +12,7 @@ mod drift;
 mod env;
 mod failpoint;
 mod fleet;
+mod identity;
 pub mod incremental;
 mod live;
 mod pass;

@@ -229,7 +229,12 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
             ),
         };
     }
-    let mut reconcilers = Reconcilers::start(ctx.keys, prepared).await;
+    // The identities of the unit's clusters: a cluster they stop has nothing applied.
+    let identities =
+        super::identity::check(cluster, ctx.caches, prepared, ctx.fleet, &mut errors).await;
+    let mut reconcilers = Reconcilers::start(ctx.keys, prepared)
+        .await
+        .with_identities(identities);
 
     // Record every object about to be managed before anything is created: a crash after a create
     // can never leave an object the inventory does not know. Decisions under
@@ -274,7 +279,9 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
             continue;
         }
         let mut desired = planned.object.clone();
-        if planned.embedded_in.is_some() {
+        if planned.embedded_in.is_some()
+            || crate::reconcile::identity::aso::is_credential_secret(&planned.object)
+        {
             match reconcilers.step(prepared, i, &live, &mut errors) {
                 Step::Apply(body) => desired = body,
                 Step::Held(h) => {

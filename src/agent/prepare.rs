@@ -4,6 +4,7 @@
 use crate::object::{ObjectKey, Origin, SourcedObject};
 use crate::plan::graph::{self, Node};
 use crate::reconcile::aro::{self, HCP_CLUSTER, node_policy};
+use crate::reconcile::identity::aso;
 use crate::report::UnitError;
 use crate::unit::Unit;
 use serde_json::Value;
@@ -152,7 +153,9 @@ fn hcp_names(rendered: &[SourcedObject]) -> Vec<(Option<String>, String, String)
         .collect()
 }
 
-fn aro_cluster_name(obj: &Value) -> &str {
+/// The name of the cluster an ARO object belongs to: its cluster-name label, `spec.clusterName`,
+/// else its own name.
+pub fn aro_cluster_name(obj: &Value) -> &str {
     obj.pointer("/metadata/labels/cluster.x-k8s.io~1cluster-name")
         .or_else(|| obj.pointer("/spec/clusterName"))
         .and_then(Value::as_str)
@@ -175,6 +178,8 @@ fn expand(unit: &Unit, rendered: Vec<SourcedObject>) -> Result<Prepared, Vec<Uni
         .map(|s| s.object.clone())
         .collect();
     let clusters: Vec<&Value> = cluster_objects.iter().collect();
+    // The clusters that name an identity: their ASO resources use its credential Secret.
+    let credentials = aso::cluster_refs(rendered.iter().map(|s| &s.object), aro_cluster_name);
     let mut objects = Vec::new();
     let mut errors = Vec::new();
     for s in rendered {
@@ -199,8 +204,17 @@ fn expand(unit: &Unit, rendered: Vec<SourcedObject>) -> Result<Prepared, Vec<Uni
                     && c.pointer("/metadata/name").and_then(Value::as_str) == Some(cluster.as_str())
             });
             let paused = aro::is_paused(&s.object, capi_cluster.copied());
+            let credential = credentials
+                .iter()
+                .find(|r| Some(&r.namespace) == ns.as_ref() && r.cluster == cluster);
             match aro::embedded_resources(&s.object, hcp, paused) {
-                Ok(e) => e,
+                Ok(mut e) => {
+                    if let Some(r) = credential {
+                        e.iter_mut()
+                            .for_each(|o| aso::annotate(o, &r.secret_name()));
+                    }
+                    e
+                }
                 Err(e) => {
                     errors.push(error(Some(&s.origin), Some(key.clone()), e.to_string()));
                     vec![]
@@ -230,6 +244,20 @@ fn expand(unit: &Unit, rendered: Vec<SourcedObject>) -> Result<Prepared, Vec<Uni
                     format!("embedded resource: {err}"),
                 )),
             }
+        }
+    }
+    for r in &credentials {
+        let origin = objects
+            .iter()
+            .find(|o: &&PlannedObject| o.key == r.referrer)
+            .map(|o| o.origin.clone());
+        if let Some(origin) = origin {
+            objects.push(PlannedObject {
+                key: r.secret_key(),
+                object: r.placeholder(),
+                origin,
+                embedded_in: None,
+            });
         }
     }
     let mut seen = std::collections::HashMap::new();

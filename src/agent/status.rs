@@ -25,6 +25,7 @@ use crate::plan::policy;
 use crate::reconcile::aro::{
     self, Decision, Held, KeyManager, KeyState, OWNED_KINDS_ANNOTATION, node_policy, owned_kinds,
 };
+use crate::reconcile::identity::aso as identity_aso;
 use crate::report::UnitError;
 use serde_json::{Value, json};
 use std::collections::{BTreeSet, HashMap};
@@ -120,6 +121,8 @@ pub struct Reconcilers {
     recorded: BTreeSet<usize>,
     /// The last decisions taken, and the fingerprint of the live state they were taken on.
     last: Option<(u64, Vec<Decision>)>,
+    /// What the identities of the unit's clusters say (`agent::identity`).
+    identities: super::identity::Identities,
 }
 
 /// What identifies a live state for the decisions: each object's key and resourceVersion (a
@@ -156,7 +159,14 @@ impl Reconcilers {
             failed: BTreeSet::new(),
             recorded: BTreeSet::new(),
             last: None,
+            identities: Default::default(),
         }
+    }
+
+    /// The identity verdicts the decisions and the credential Secrets follow.
+    pub fn with_identities(mut self, identities: super::identity::Identities) -> Reconcilers {
+        self.identities = identities;
+        self
     }
 
     /// The decisions of the unit's ARO objects against `live` (see [`aro::decide_all`]). Taken
@@ -189,7 +199,14 @@ impl Reconcilers {
             snapshot.retain(|o| !node_policy::is_policy(o) || id(o) != id(policy));
             snapshot.push(policy.clone());
         }
-        let decisions = aro::decide_all(&desired, snapshot, &self.keys, &self.now);
+        let mut decisions = aro::decide_all(&desired, snapshot, &self.keys, &self.now);
+        // A cluster its identity stops: nothing applied, the condition says why.
+        for d in &mut decisions {
+            if let Some(v) = self.identities.verdict(&d.owner) {
+                let previous = live.get(&d.owner).and_then(|o| o.get("status"));
+                identity_aso::restrict(d, v, previous, &self.now);
+            }
+        }
         self.last = Some((seen, decisions.clone()));
         decisions
     }
@@ -204,7 +221,7 @@ impl Reconcilers {
     ) -> Step {
         let planned = &prepared.objects[i];
         let Some(p) = planned.embedded_in else {
-            return Step::Apply(planned.object.clone());
+            return self.credential_step(planned);
         };
         if !self.decisions.contains_key(&p) {
             let owner = &prepared.objects[p].key;
@@ -236,7 +253,36 @@ impl Reconcilers {
         d.applies
             .iter()
             .find(|a| ObjectKey::from_object(a).as_ref() == Ok(&planned.key))
-            .map_or(Step::Failed("NotDecided"), |b| Step::Apply(b.clone()))
+            .map_or(Step::Failed("NotDecided"), |b| {
+                let mut body = b.clone();
+                // The cluster's credential, as the unit was prepared with it.
+                if let Some(secret) = identity_aso::credential_from(&planned.object) {
+                    identity_aso::annotate(&mut body, secret);
+                }
+                Step::Apply(body)
+            })
+    }
+
+    /// A cluster's ASO credential Secret is applied as its identity's verdict says; any other
+    /// object of git as it is.
+    fn credential_step(&self, planned: &super::prepare::PlannedObject) -> Step {
+        if !identity_aso::is_credential_secret(&planned.object) {
+            return Step::Apply(planned.object.clone());
+        }
+        match self.identities.verdict(&planned.key) {
+            Some(identity_aso::Verdict::Allowed { secret }) => Step::Apply((**secret).clone()),
+            Some(v) => {
+                let (reason, message) = v.stop().unwrap_or_default();
+                Step::Held(Held {
+                    key: planned.key.clone(),
+                    on: v.waits_on(),
+                    reason: reason.into(),
+                    message,
+                })
+            }
+            // A Secret of git that only looks like one.
+            None => Step::Apply(planned.object.clone()),
+        }
     }
 
     /// Shared applier, step 1: before the first apply of an owner's embedded resources this pass,

@@ -20,17 +20,23 @@
 //!   until the annotation is removed). Either annotation's value is an ARM error code, used as the
 //!   reason.
 //!
+//! - honours ASO's per-resource credential ([`credential`]): a resource whose
+//!   `serviceoperator.azure.com/credential-from` Secret is missing, in another namespace or
+//!   incomplete gets `Ready` False `SecretNotFound` and is not provisioned, nor deleted in the
+//!   simulated Azure under `manage` (retried);
+//!
 //! Like the real ASO it only writes `status`, its finalizer and those Secrets, never a spec. Nothing
 //! it writes pretends to be real: messages say "simulator", ARM ids use the all-zero subscription,
 //! host names end in `.invalid`, tokens are fake, and Secrets carry
 //! [`secret::SIMULATED_ANNOTATION`].
 //!
-//! Layout: [`azure`] (ids, URLs, owner kinds), [`status`] (what status to write, pure),
+//! Layout: [`azure`] (ids, URLs, owner kinds), [`credential`] (the credential check, pure), [`status`] (what status to write, pure),
 //! [`secret`] (the kubeconfig Secrets, pure), [`inventory`] (which simulated Azure resources exist),
 //! [`policy`] (reconcile policy and finalizer, pure), [`runner`] (the loop and its writes), `watch`
 //! (discovery and watches).
 
 pub mod azure;
+pub mod credential;
 pub mod https;
 pub mod inventory;
 pub mod policy;

@@ -15,7 +15,7 @@ use super::inventory;
 use super::policy::{self, ReconcilePolicy};
 use super::status::{self, Phase};
 use super::watch::{self, Key, Kinds, Seen, to_value};
-use super::{FIELD_MANAGER, SimConfig, secret};
+use super::{FIELD_MANAGER, SimConfig, credential, secret};
 use k8s_openapi::api::core::v1::Secret;
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
@@ -31,6 +31,8 @@ use tokio::time::{Instant, sleep_until};
 const REDISCOVERY_INTERVAL: Duration = Duration::from_secs(30);
 /// How soon to look again when discovery failed or found no ASO kind.
 const DISCOVERY_RETRY: Duration = Duration::from_secs(2);
+/// How soon to look again at a resource whose credential Secret could not be used.
+const CREDENTIAL_RETRY: Duration = Duration::from_secs(2);
 /// How soon to retry an object whose reconcile failed.
 const RETRY_AFTER: Duration = Duration::from_secs(1);
 
@@ -212,6 +214,9 @@ impl Runner {
         if !policy::has_finalizer(&obj) {
             obj = deletion::add_finalizer(&api, &ar, &obj).await?;
         }
+        if self.credential_refused(key, &ar, &api, &obj).await? {
+            return Ok(());
+        }
         let owner = self
             .owner_object(&key.namespace, &azure::owner_of(&obj))
             .await?;
@@ -272,6 +277,37 @@ impl Runner {
             }
         }
         Ok(())
+    }
+
+    /// ASO's per-resource credential ([`credential`]): true when `obj` cannot be managed with
+    /// it, after writing why; retried as ASO retries (the Secret is not watched).
+    pub(super) async fn credential_refused(
+        &mut self,
+        key: &Key,
+        ar: &ApiResource,
+        api: &Api<DynamicObject>,
+        obj: &Value,
+    ) -> Result<bool, kube::Error> {
+        if credential::credential_from(obj).is_none() {
+            return Ok(false);
+        }
+        let secret = match credential::secret_to_read(obj) {
+            Some(name) => Api::<Secret>::namespaced(self.client.clone(), &key.namespace)
+                .get_opt(name)
+                .await?
+                .and_then(|s| serde_json::to_value(s).ok()),
+            None => None,
+        };
+        let Err(problem) = credential::check(obj, secret.as_ref()) else {
+            return Ok(false);
+        };
+        tracing::debug!(kind = %key.kind, namespace = %key.namespace, name = %key.name, %problem, "credential refused");
+        let desired = credential::refused_status(obj, &problem, &timestamp());
+        write_status(api, ar, key, obj, &desired, credential::REASON).await?;
+        self.timers.remove(key);
+        self.wakeups
+            .push(Reverse((Instant::now() + CREDENTIAL_RETRY, key.clone())));
+        Ok(true)
     }
 
     /// The object `owner` names, when it exists. An owner of a kind not served counts as missing.

@@ -10,6 +10,8 @@
 //! - the ARO chain, per cluster: resources embedded in the AROCluster (infrastructure), then the
 //!   HcpOpenShiftCluster (and anything else) embedded in the AROControlPlane, then the node pools embedded
 //!   in AROMachinePools, then the ExternalAuth (`aro-reconcilers.md`, "Dependency chain");
+//! - an ASO resource on the credential Secret its `serviceoperator.azure.com/credential-from`
+//!   annotation names (in its namespace);
 //! - a namespaced object on its Namespace; an instance of a custom kind on its CustomResourceDefinition;
 //! - Endpoints/EndpointSlices on their Service; an APIService on the Service (and its Endpoints) its
 //!   `spec.service` names (`policies.md` §4).
@@ -407,6 +409,14 @@ fn kind_rules(index: &Index, i: usize) -> Vec<usize> {
             }),
     );
     let ns = key.namespace.as_deref();
+    if is_aso(key)
+        && let Some(secret) = text_at(
+            node.object,
+            "/metadata/annotations/serviceoperator.azure.com~1credential-from",
+        )
+    {
+        out.extend(index.resolve(Some(""), "Secret", secret, ns));
+    }
     match (key.group.as_str(), key.kind.as_str()) {
         ("", "Endpoints") => out.extend(index.resolve(Some(""), "Service", &key.name, ns)),
         ("discovery.k8s.io", "EndpointSlice") => {

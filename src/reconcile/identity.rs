@@ -5,6 +5,8 @@
 //! A cluster names its identity through its AROControlPlane's `spec.identityRef` (CAPZ's AROCluster
 //! and AROMachinePool carry none; see [`identity_ref_of`]); the verdict covers all its ARO objects.
 
+pub mod aso;
+
 use crate::object::{ObjectKey, str_at, text_at};
 use crate::selector::{LabelSelector, SelectorError};
 use serde_json::Value;
@@ -255,13 +257,7 @@ impl AzureIdentity {
 
     /// The identity's object key.
     pub fn key(&self) -> ObjectKey {
-        ObjectKey {
-            group: IDENTITY_GROUP.into(),
-            version: IDENTITY_VERSION.into(),
-            kind: IDENTITY_KIND.into(),
-            namespace: Some(self.namespace.clone()),
-            name: self.name.clone(),
-        }
+        identity_key(&self.namespace, &self.name)
     }
 
     /// Whether the type reads its credential from the Secret (`clientSecret`): a service

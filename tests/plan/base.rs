@@ -187,7 +187,7 @@ const VM_SIZE_TEXT: &str = "aro-gitops plan of <repo>
 Head commit:<head> (<head:short>), base commit:<base> (<base:short>)
 Compared with the base revision: the base revision commit:<base> (<base:short>)
 
-Cluster clusters/dev (aro-dev/dev): 0 to create, 2 to update, 0 to delete, 26 unchanged
+Cluster clusters/dev (aro-dev/dev): 0 to create, 2 to update, 0 to delete, 27 unchanged
 
   ~ AROMachinePool/aro-dev/dev-workers will be updated in place
       --- base/AROMachinePool/aro-dev/dev-workers
@@ -205,7 +205,7 @@ Cluster clusters/dev (aro-dev/dev): 0 to create, 2 to update, 0 to delete, 26 un
   ~ HcpOpenShiftClustersNodePool/aro-dev/aro-dev-workers will be updated in place
       --- base/HcpOpenShiftClustersNodePool/aro-dev/aro-dev-workers
       +++ desired/HcpOpenShiftClustersNodePool/aro-dev/aro-dev-workers
-      @@ -12,7 +12,7 @@
+      @@ -14,7 +14,7 @@
              id: \"4.20\"
              channelGroup: stable
            platform:

@@ -115,8 +115,9 @@ fn a_plan_right_after_a_run_shows_nothing() {
         for what in ["create", "update", "delete", "blocked", "adopted"] {
             assert_eq!(count(c, what), 0, "{what}: {c:#}");
         }
-        // Every object of the cluster, the embedded Azure resources included, compares equal.
-        assert_eq!(count(c, "unchanged"), 28, "{c:#}");
+        // Every object of the cluster, the embedded Azure resources and the ASO credential Secret
+        // included, compares equal.
+        assert_eq!(count(c, "unchanged"), 29, "{c:#}");
     }
 }
 
@@ -162,7 +163,7 @@ fn an_object_created_by_someone_else_is_adopted() {
         ],
         "{diff}"
     );
-    assert_eq!(count(dev, "unchanged"), 28, "{dev:#}");
+    assert_eq!(count(dev, "unchanged"), 29, "{dev:#}");
     let prod = cluster(&plan, PROD);
     assert!(
         entries(prod, "adopted").is_empty() && changes(prod).is_empty(),

@@ -54,6 +54,7 @@ fn kinds_of(rev: &Revision, inventories: &BTreeMap<String, Inventory>) -> BTreeS
     });
     rendered
         .chain([(String::new(), "v1".to_string(), "Secret".to_string())])
+        .chain(crate::agent::identity::read_kinds())
         .chain(policies)
         .chain(inventoried)
         .collect()
@@ -61,9 +62,18 @@ fn kinds_of(rev: &Revision, inventories: &BTreeMap<String, Inventory>) -> BTreeS
 
 /// The wake index of `rev`'s prepared units: what each renders and what its inventory holds.
 fn wakes_of(rev: &Revision, inventories: &BTreeMap<String, Inventory>) -> Wakes {
+    let identities = crate::agent::identity::rendered_identities(
+        rev.units.iter().filter_map(|(_, p)| p.as_ref().ok()),
+    );
     Wakes::new(rev.units.iter().enumerate().filter_map(|(i, (u, p))| {
         let p = p.as_ref().ok()?;
         let rendered = p.objects.iter().map(|o| Identity::from(&o.key));
+        // The identities its clusters use and their Secrets: a change to one wakes them.
+        let rendered = rendered.chain(
+            crate::agent::identity::watched(p, &identities)
+                .into_iter()
+                .map(|k| Identity::from(&k)),
+        );
         let inventoried = inventories
             .get(&u.name())
             .into_iter()

@@ -319,6 +319,7 @@ fn plan_unit(
                 continue;
             }
         };
+        let desired = crate::reconcile::identity::aso::as_planned(desired, current);
         add_diff(&mut c, diff_object(Some(&desired), current), false);
     }
     // Deletions: inventory members no longer rendered.

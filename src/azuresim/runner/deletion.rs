@@ -40,6 +40,10 @@ impl Runner {
                     policy = ?ReconcilePolicy::of(&obj), "simulated ASO finalizer released; the simulated Azure resource is kept");
             }
             DeleteStep::DeleteInAzure { arm_id } => {
+                // ASO deletes in Azure with the resource's credential too.
+                if self.credential_refused(key, ar, api, &obj).await? {
+                    return Ok(());
+                }
                 let obj = self.write_deleting(key, ar, api, &obj).await?;
                 let now = Instant::now();
                 let due = match self.deletions.get(key) {

@@ -14,7 +14,12 @@
 //!
 //! With `--plain`, every cluster folder instead holds its objects written out and a kustomization using
 //! only `resources` and `namespace` (what render v0 takes), like `examples-repo/` itself.
+//!
+//! With `--identities N`, the clusters' AROControlPlanes name N shared ServicePrincipal identities
+//! round-robin (unit `clusters/_identities`); their fake Secrets go to `secrets/`, outside every
+//! unit and git (see `identities`).
 
+mod identities;
 mod objects;
 
 use anyhow::{Context, bail};
@@ -41,6 +46,13 @@ struct Args {
     /// Only `resources` and `namespace` in the kustomizations (objects written out per cluster).
     #[arg(long)]
     plain: bool,
+    /// N shared ServicePrincipal identities (unit `clusters/_identities`, namespace
+    /// `aro-identities`), used round-robin by the clusters' AROControlPlanes, each allowing exactly
+    /// its clusters' namespaces; their Secrets (fake values) go to `secrets/`, outside every unit
+    /// and git: apply them to the control plane before `run`. 0: each cluster's own workload
+    /// identity.
+    #[arg(long, default_value_t = 0)]
+    identities: usize,
 }
 
 /// The placeholder profile of `cluster-template/` (no environment's values, so every component patches).
@@ -106,7 +118,7 @@ impl Rng {
     }
 }
 
-fn specs(n: usize, seed: u64) -> Vec<Spec> {
+fn specs(n: usize, seed: u64, identities: usize) -> Vec<Spec> {
     let mut rng = Rng(seed);
     (1..=n)
         .map(|i| {
@@ -124,6 +136,7 @@ fn specs(n: usize, seed: u64) -> Vec<Spec> {
                 cidr: (((i >> 8) & 0xff) as u8, (i & 0xff) as u8),
                 key_version: rng.hex(32),
                 team: format!("team-{:02}", rng.below(40)),
+                identity: (identities > 0).then(|| identities::name((i - 1) % identities)),
             }
         })
         .collect()
@@ -138,17 +151,18 @@ fn template_spec(profile: Profile) -> Spec {
         cidr: (0, 0),
         key_version: "0".repeat(32),
         team: String::new(),
+        identity: None,
     }
 }
 
-struct Writer {
+pub(crate) struct Writer {
     root: PathBuf,
     files: usize,
     bytes: usize,
 }
 
 impl Writer {
-    fn text(&mut self, rel: &str, text: &str) -> anyhow::Result<()> {
+    pub(crate) fn text(&mut self, rel: &str, text: &str) -> anyhow::Result<()> {
         let path = self.root.join(rel);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)
@@ -160,7 +174,7 @@ impl Writer {
         Ok(())
     }
 
-    fn yaml(&mut self, rel: &str, docs: &[Value]) -> anyhow::Result<()> {
+    pub(crate) fn yaml(&mut self, rel: &str, docs: &[Value]) -> anyhow::Result<()> {
         self.text(rel, &aro_gitops::yaml::to_multi_string(docs))
     }
 }
@@ -376,12 +390,21 @@ fn write_plain(w: &mut Writer, specs: &[Spec]) -> anyhow::Result<()> {
 
 fn readme(args: &Args) -> String {
     format!(
-        "# Synthetic ARO HCP fleet\n\nWritten by `aro-gitops-fleetgen --clusters {} --seed {}{}`: one overlay per \
+        "# Synthetic ARO HCP fleet\n\nWritten by `aro-gitops-fleetgen --clusters {} --seed {}{}{}`: one overlay per \
          cluster under `clusters/`, each a unit the agent renders on its own. Regenerate instead of editing.\n",
         args.clusters,
         args.seed,
-        if args.plain { " --plain" } else { "" }
-    )
+        if args.plain { " --plain" } else { "" },
+        if args.identities > 0 {
+            format!(" --identities {}", args.identities)
+        } else {
+            String::new()
+        }
+    ) + &if args.identities > 0 {
+        identities::readme_note(args.identities)
+    } else {
+        String::new()
+    }
 }
 
 fn run(args: &Args) -> anyhow::Result<Writer> {
@@ -401,8 +424,11 @@ fn run(args: &Args) -> anyhow::Result<Writer> {
         files: 0,
         bytes: 0,
     };
-    let specs = specs(args.clusters, args.seed);
+    let specs = specs(args.clusters, args.seed, args.identities);
     w.text("README.md", &readme(args))?;
+    if args.identities > 0 {
+        identities::write(&mut w, &specs, args.identities)?;
+    }
     if args.plain {
         write_plain(&mut w, &specs)?;
     } else {
@@ -440,9 +466,9 @@ mod tests {
 
     #[test]
     fn specs_are_deterministic_and_distinct() {
-        let a = specs(50, 7);
-        assert_eq!(a, specs(50, 7));
-        assert_ne!(a, specs(50, 8));
+        let a = specs(50, 7, 0);
+        assert_eq!(a, specs(50, 7, 0));
+        assert_ne!(a, specs(50, 8, 0));
         let mut names: Vec<_> = a.iter().map(|s| (&s.name, s.cidr)).collect();
         names.dedup();
         assert_eq!(names.len(), 50);
@@ -452,7 +478,7 @@ mod tests {
 
     #[test]
     fn json6902_ops_turn_the_template_into_the_cluster() {
-        let s = &specs(1, 1)[0];
+        let s = &specs(1, 1, 0)[0];
         let from = objects::cluster_objects(&template_spec(s.profile));
         let to = objects::cluster_objects(s);
         for (a, b) in from.iter().zip(&to) {

@@ -72,6 +72,9 @@ pub struct Spec {
     pub cidr: (u8, u8),
     pub key_version: String,
     pub team: String,
+    /// The shared identity (in [`crate::identities::NAMESPACE`]) its AROControlPlane and
+    /// AROCluster name (`--identities`); else the per-namespace `aro-identity`.
+    pub identity: Option<String>,
 }
 
 pub const TENANT: &str = "3e5a7c9d-1b2f-4a6c-8d0e-2f4a6c8e0b13";
@@ -79,7 +82,7 @@ pub const TENANT: &str = "3e5a7c9d-1b2f-4a6c-8d0e-2f4a6c8e0b13";
 /// The objects of the cluster, in the order they are written: Cluster, AROCluster, AROControlPlane,
 /// workers (MachinePool, AROMachinePool), infra (MachinePool, AROMachinePool).
 pub fn cluster_objects(s: &Spec) -> Vec<Value> {
-    vec![
+    let mut objects = vec![
         cluster(s),
         aro_cluster(s),
         aro_control_plane(s),
@@ -87,7 +90,14 @@ pub fn cluster_objects(s: &Spec) -> Vec<Value> {
         aro_machine_pool(s, "workers"),
         machine_pool(s, "infra", Some(s.profile.infra_replicas)),
         aro_machine_pool(s, "infra"),
-    ]
+    ];
+    if let Some(name) = &s.identity {
+        let r = json!({"kind": "AzureClusterIdentity", "name": name,
+            "namespace": crate::identities::NAMESPACE});
+        objects[1]["spec"]["identityRef"] = r.clone();
+        objects[2]["spec"]["identityRef"] = r;
+    }
+    objects
 }
 
 fn meta(name: &str, cluster: &str) -> Value {

@@ -30,7 +30,8 @@ fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
 fn every_allowed_namespaces_form_reads_as_the_spec_says() {
     let none = labels(&[]);
     let team_a = labels(&[("team", "a")]);
-    let cases: Vec<(Option<Value>, &str, &BTreeMap<String, String>, bool)> = vec![
+    type Case<'a> = (Option<Value>, &'a str, &'a BTreeMap<String, String>, bool);
+    let cases: Vec<Case> = vec![
         // Absent, or null: nobody.
         (None, "ns1", &none, false),
         (Some(Value::Null), "ns1", &none, false),

@@ -1,0 +1,303 @@
+//! The identity check of a pass (IO): for each cluster of the unit that names an
+//! AzureClusterIdentity, read the identity, its namespace's labels and, where the type needs one,
+//! the identity's Secret, and give the verdict (`reconcile::identity`): allowed, with the cluster's
+//! ASO credential Secret to apply; not allowed; or a per-cluster error naming the object. An
+//! identity not live yet that another unit of the revision declares is waited for (nothing of the
+//! cluster applied, no error).
+//!
+//! An identity or Secret the unit renders counts as rendered (the pass applies it), and the labels
+//! a unit renders on its Namespace count with the live ones. Reads come from the shared caches (Secrets are always cached; the identity and Namespace kinds
+//! when the controller runs): a pass over a unit costs no request, however many clusters share an
+//! identity. Without caches, one GET per identity, namespace and identity Secret of the unit.
+
+use super::controller::cache::Caches;
+use super::prepare::{Prepared, aro_cluster_name};
+use crate::apply::Cluster;
+use crate::object::ObjectKey;
+use crate::plan::ownership::Fleet;
+use crate::reconcile::aro;
+use crate::reconcile::identity::aso::{self, ClusterIdentityRef, Verdict};
+use crate::reconcile::identity::{
+    AzureIdentity, IdentityError, NOT_ALLOWED_MESSAGE, identity_key, namespace_labels,
+};
+use crate::report::UnitError;
+use serde_json::Value;
+use std::collections::HashMap;
+
+/// The verdicts of a unit's clusters, by the key of each ARO object and credential Secret.
+#[derive(Debug, Default)]
+pub struct Identities {
+    by_object: HashMap<ObjectKey, Verdict>,
+}
+
+impl Identities {
+    /// The verdict for an ARO object or a credential Secret of the unit (none: no identity named).
+    pub fn verdict(&self, key: &ObjectKey) -> Option<&Verdict> {
+        self.by_object.get(key)
+    }
+}
+
+/// The kinds the check reads beyond a unit's own: the identities and the Namespaces.
+pub fn read_kinds() -> [(String, String, String); 2] {
+    let id = identity_key("", "");
+    [
+        (id.group, id.version, id.kind),
+        (String::new(), "v1".into(), "Namespace".into()),
+    ]
+}
+
+/// What a change to concerns the clusters of `prepared`: the identities they name and, for
+/// those `rendered` (every identity the revision's units render, by key), the identity's Secret
+/// (a rotated secret reaches the clusters' ASO credential Secrets).
+pub fn watched(prepared: &Prepared, rendered: &HashMap<ObjectKey, &Value>) -> Vec<ObjectKey> {
+    let of_git = prepared
+        .objects
+        .iter()
+        .filter(|o| o.embedded_in.is_none())
+        .map(|o| &o.object);
+    let mut out = Vec::new();
+    for r in aso::cluster_refs(of_git, aro_cluster_name) {
+        let key = identity_key(&r.identity.0, &r.identity.1);
+        let secret = rendered
+            .get(&key)
+            .and_then(|o| AzureIdentity::parse(o).ok())
+            .and_then(|i| i.secret_ref.map(|s| s.key()));
+        out.extend(secret);
+        out.push(key);
+    }
+    out
+}
+
+/// The AzureClusterIdentities `units` render, by key (for [`watched`]).
+pub fn rendered_identities<'a>(
+    units: impl IntoIterator<Item = &'a Prepared>,
+) -> HashMap<ObjectKey, &'a Value> {
+    let id = identity_key("", "");
+    units
+        .into_iter()
+        .flat_map(|p| &p.objects)
+        .filter(|o| o.key.group == id.group && o.key.kind == id.kind)
+        .map(|o| {
+            let key = identity_key(o.key.namespace.as_deref().unwrap_or_default(), &o.key.name);
+            (key, &o.object)
+        })
+        .collect()
+}
+
+/// The object `key` names as the unit renders it (this pass applies it), if it does.
+fn rendered<'a>(prepared: &'a Prepared, key: &ObjectKey) -> Option<&'a Value> {
+    prepared
+        .objects
+        .iter()
+        .find(|o| {
+            (&o.key.group, &o.key.kind, &o.key.namespace, &o.key.name)
+                == (&key.group, &key.kind, &key.namespace, &key.name)
+        })
+        .map(|o| &o.object)
+}
+
+/// Reads `key` from the caches, else with a GET; one the unit renders counts as rendered (this
+/// pass applies it, and the cluster is judged on what the pass converges to).
+async fn read_one(
+    cluster: &Cluster,
+    caches: Option<&Caches>,
+    prepared: &Prepared,
+    key: &ObjectKey,
+) -> Result<Option<Value>, String> {
+    if let Some(o) = rendered(prepared, key) {
+        return Ok(Some(o.clone()));
+    }
+    read_live(cluster, caches, key).await
+}
+
+/// Reads `key` from the caches, else with a GET.
+async fn read_live(
+    cluster: &Cluster,
+    caches: Option<&Caches>,
+    key: &ObjectKey,
+) -> Result<Option<Value>, String> {
+    match caches.and_then(|c| c.read(cluster, key)) {
+        Some(items) => Ok(items
+            .into_iter()
+            .find(|o| o.pointer("/metadata/name").and_then(Value::as_str) == Some(&key.name))),
+        None => cluster.get(key).await.map_err(|e| e.to_string()),
+    }
+}
+
+fn namespace_key(name: &str) -> ObjectKey {
+    ObjectKey {
+        group: String::new(),
+        version: "v1".into(),
+        kind: "Namespace".into(),
+        namespace: None,
+        name: name.into(),
+    }
+}
+
+/// The verdict of one cluster.
+async fn judge(
+    cluster: &Cluster,
+    caches: Option<&Caches>,
+    prepared: &Prepared,
+    r: &ClusterIdentityRef,
+    fleet: &Fleet,
+    identities: &mut HashMap<(String, String), Result<Option<Value>, String>>,
+) -> Verdict {
+    let (id_ns, id_name) = &r.identity;
+    let identity_key = identity_key(id_ns, id_name);
+    if !identities.contains_key(&r.identity) {
+        let read = read_one(cluster, caches, prepared, &identity_key).await;
+        identities.insert(r.identity.clone(), read);
+    }
+    let failed = |message: String| Verdict::Failed { message };
+    let object = match &identities[&r.identity] {
+        Err(e) => return failed(format!("{}: reading {identity_key}: {e}", r.referrer)),
+        Ok(None) if fleet.declared_by(&identity_key).is_some() => {
+            let unit = fleet.declared_by(&identity_key).unwrap_or_default();
+            return Verdict::Waiting {
+                message: format!(
+                    "waiting for AzureClusterIdentity {id_ns}/{id_name}, declared by unit {unit}"
+                ),
+                on: identity_key,
+            };
+        }
+        Ok(None) => {
+            return failed(
+                IdentityError::Missing {
+                    referrer: r.referrer.to_string(),
+                    namespace: id_ns.clone(),
+                    name: id_name.clone(),
+                }
+                .to_string(),
+            );
+        }
+        Ok(Some(o)) => o,
+    };
+    let identity = match AzureIdentity::parse(object) {
+        Ok(i) => i,
+        Err(e) => return failed(format!("{}: {e}", r.referrer)),
+    };
+    // The namespace's labels as live; before the Namespace exists, as the unit renders it.
+    // The namespace's labels: live ones (a person may label it), with those the unit renders.
+    let ns_key = namespace_key(&r.namespace);
+    let labels = match read_live(cluster, caches, &ns_key).await {
+        Ok(ns) => {
+            let mut labels = ns.as_ref().map(namespace_labels).unwrap_or_default();
+            labels.extend(
+                rendered(prepared, &ns_key)
+                    .map(namespace_labels)
+                    .unwrap_or_default(),
+            );
+            labels
+        }
+        Err(e) => {
+            return failed(format!(
+                "{}: reading Namespace {}: {e}",
+                r.referrer, r.namespace
+            ));
+        }
+    };
+    if !identity.allows(&r.namespace, &labels) {
+        return Verdict::NotAllowed {
+            identity: format!("{id_ns}/{id_name}"),
+        };
+    }
+    let secret = match identity.required_secret() {
+        Err(e) => return failed(format!("{}: {e}", r.referrer)),
+        Ok(None) => None,
+        Ok(Some(s)) => match read_one(cluster, caches, prepared, &s.key()).await {
+            Ok(None) if fleet.declared_by(&s.key()).is_some() => {
+                let unit = fleet.declared_by(&s.key()).unwrap_or_default();
+                return Verdict::Waiting {
+                    message: format!(
+                        "waiting for Secret {}/{} of AzureClusterIdentity {id_ns}/{id_name}, declared by unit {unit}",
+                        s.namespace, s.name
+                    ),
+                    on: s.key(),
+                };
+            }
+            Ok(found) => found,
+            Err(e) => {
+                return failed(format!(
+                    "{}: reading Secret {}/{}: {e}",
+                    r.referrer, s.namespace, s.name
+                ));
+            }
+        },
+    };
+    if let Err(e) = identity.check_secret(secret.as_ref()) {
+        return failed(format!("{}: {e}", r.referrer));
+    }
+    // Its values are never to show, wherever they might end up.
+    if let Some(s) = &secret {
+        crate::redact::learn([s]);
+    }
+    Verdict::Allowed {
+        secret: Box::new(aso::credential_secret(r, &identity, secret.as_ref())),
+    }
+}
+
+/// The verdicts of `prepared`'s clusters; a cluster stopped by its identity adds one error naming
+/// its object (kind/namespace/name) and the identity.
+pub async fn check(
+    cluster: &Cluster,
+    caches: Option<&Caches>,
+    prepared: &Prepared,
+    fleet: &Fleet,
+    errors: &mut Vec<UnitError>,
+) -> Identities {
+    let of_git = prepared
+        .objects
+        .iter()
+        .filter(|o| o.embedded_in.is_none())
+        .map(|o| &o.object);
+    let refs = aso::cluster_refs(of_git, aro_cluster_name);
+    let mut out = Identities::default();
+    let mut read = HashMap::new();
+    for r in &refs {
+        let verdict = judge(cluster, caches, prepared, r, fleet, &mut read).await;
+        let file = prepared
+            .objects
+            .iter()
+            .find(|o| o.key == r.referrer)
+            .map(|o| o.origin.file.clone());
+        match &verdict {
+            Verdict::Allowed { .. } => {}
+            Verdict::Waiting { message, .. } => {
+                tracing::info!(object = %r.referrer, %message, "the cluster waits for its identity");
+            }
+            Verdict::NotAllowed { identity } => {
+                tracing::warn!(object = %r.referrer, identity = %identity, namespace = %r.namespace, "the identity does not allow the cluster's namespace: nothing of the cluster is applied");
+                errors.push(UnitError {
+                    object: Some(r.referrer.clone()),
+                    file,
+                    message: format!(
+                        "{}: AzureClusterIdentity {identity} does not allow namespace {}: {NOT_ALLOWED_MESSAGE}",
+                        r.referrer, r.namespace
+                    ),
+                    ..Default::default()
+                });
+            }
+            Verdict::Failed { message } => {
+                tracing::warn!(object = %r.referrer, error = %message, "the cluster's identity cannot be used: nothing of the cluster is applied");
+                errors.push(UnitError {
+                    object: Some(r.referrer.clone()),
+                    file,
+                    message: message.clone(),
+                    ..Default::default()
+                });
+            }
+        }
+        for o in &prepared.objects {
+            let of_cluster = o.embedded_in.is_none()
+                && aro::is_aro_kind(&o.key.group, &o.key.kind)
+                && o.key.namespace.as_deref() == Some(r.namespace.as_str())
+                && aro_cluster_name(&o.object) == r.cluster;
+            if of_cluster {
+                out.by_object.insert(o.key.clone(), verdict.clone());
+            }
+        }
+        out.by_object.insert(r.secret_key(), verdict);
+    }
+    out
+}
