@@ -229,7 +229,7 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
             ),
         };
     }
-    let mut reconcilers = Reconcilers::start(ctx.keys, prepared).await;
+    let mut reconcilers = Reconcilers::start(ctx.keys, prepared, &live).await;
 
     // Record every object about to be managed before anything is created: a crash after a create
     // can never leave an object the inventory does not know. Decisions under

@@ -32,6 +32,7 @@
 
 pub mod azure;
 pub mod inventory;
+pub mod keyvault;
 pub mod policy;
 pub mod runner;
 pub mod secret;
