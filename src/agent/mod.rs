@@ -7,7 +7,7 @@
 //! settled or the deadline passes; otherwise it keeps following the repository.
 
 mod aro_deletion;
-mod controller;
+pub(crate) mod controller;
 mod drift;
 mod env;
 mod failpoint;
