@@ -31,6 +31,7 @@
 //! (discovery and watches).
 
 pub mod azure;
+pub mod https;
 pub mod inventory;
 pub mod keyvault;
 pub mod policy;
