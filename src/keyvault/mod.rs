@@ -64,16 +64,22 @@ enum Outcome {
 /// A vault client per (vault URL, credential): the challenge and the token are per client.
 type ClientKey = (String, usize);
 
+/// (vault URL, key name).
+type KeyId = (String, String);
+
+/// One lock per key (see [`KeyVaultKeys::flight`]).
+type Flights = HashMap<KeyId, Arc<tokio::sync::Mutex<()>>>;
+
 /// The agent-managed keys (see the module header).
 pub struct KeyVaultKeys {
     access: Arc<dyn AccessSource>,
     transport: Transport,
     retry: RetryPlan,
     /// Versions found in this process, by (vault URL, key).
-    known: Mutex<HashMap<(String, String), String>>,
+    known: Mutex<HashMap<KeyId, String>>,
     clients: Mutex<HashMap<ClientKey, Arc<KeyClient>>>,
     /// One key step at a time per (vault URL, key): two clusters sharing a key create it once.
-    flights: Mutex<HashMap<(String, String), Arc<tokio::sync::Mutex<()>>>>,
+    flights: Mutex<Flights>,
 }
 
 impl KeyVaultKeys {
@@ -256,7 +262,11 @@ fn is_key_not_found(e: &azure_core::Error) -> bool {
 }
 
 fn version_of(key: &Key, target: &KeyTarget) -> Outcome {
-    let kid = key.key.as_ref().and_then(|k| k.kid.as_deref()).unwrap_or("");
+    let kid = key
+        .key
+        .as_ref()
+        .and_then(|k| k.kid.as_deref())
+        .unwrap_or("");
     match steps::key_version(kid) {
         Some(v) => Outcome::Version(v.to_string()),
         None => Outcome::Error(format!(
@@ -290,6 +300,12 @@ async fn get_or_create(client: &KeyClient, target: &KeyTarget) -> Outcome {
     };
     match found {
         Ok(key) => version_of(&key, target),
-        Err(e) => Outcome::Error(format!("Key Vault's answer could not be read: {}", describe(&e))),
+        Err(e) => Outcome::Error(format!(
+            "Key Vault's answer could not be read: {}",
+            describe(&e)
+        )),
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -42,8 +42,7 @@ fn to_sdk(d: Duration) -> SdkDuration {
 #[async_trait::async_trait]
 impl RetryPolicy for PlanPolicy {
     fn is_expired(&self, duration_since_start: SdkDuration, retry_count: u32) -> bool {
-        self.plan
-            .expired(to_std(duration_since_start), retry_count)
+        self.plan.expired(to_std(duration_since_start), retry_count)
     }
 
     fn retry_headers(&self) -> Option<&RetryHeaders> {
@@ -63,7 +62,11 @@ impl RetryPolicy for PlanPolicy {
         let delay = self
             .plan
             .delay(retry_count, retry_after.map(to_std), jitter());
-        tracing::debug!(retry = retry_count, delay_ms = delay.as_millis() as u64, "Key Vault request retried");
+        tracing::debug!(
+            retry = retry_count,
+            delay_ms = delay.as_millis() as u64,
+            "Key Vault request retried"
+        );
         tokio::time::sleep(delay).await;
     }
 }

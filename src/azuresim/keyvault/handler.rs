@@ -2,13 +2,16 @@
 //! challenge, the faults of the vault's plan, its access check, then the keys operations the
 //! agent uses (get, create, versions, list).
 
-use super::{Caller, Fault, KeyVaults, KeyVersion, Vault};
+use super::{Fault, KeyVaults, KeyVersion, TokenCheck, Vault};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use bytes::Bytes;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use serde_json::{Value, json};
 use std::sync::atomic::Ordering;
+
+use crate::azuresim::https::{KeyVaultHandler, SimResponse, SimServices, VaultRequest};
+use http_body_util::Full;
 
 /// The operations of the keys API the simulator serves.
 #[derive(Debug, PartialEq, Eq)]
@@ -149,11 +152,12 @@ fn not_found(vault: &str, name: &str) -> Response<Bytes> {
 impl KeyVaults {
     /// The 401 a request without a usable token gets: the bearer challenge naming the tenant's
     /// authority and the vaults' resource (`https://<host minus the vault label>`).
-    fn challenge(&self, suffix: &str, tenant: &str, message: &str) -> Response<Bytes> {
+    fn challenge(&self, authority: &str, suffix: &str, message: &str) -> Response<Bytes> {
+        self.challenges.fetch_add(1, Ordering::Relaxed);
         let mut r = error(StatusCode::UNAUTHORIZED, "Unauthorized", message);
         let value = format!(
-            "Bearer authorization=\"{}/{tenant}\", resource=\"https://{suffix}\"",
-            self.authority
+            "Bearer authorization=\"{}/common\", resource=\"https://{suffix}\"",
+            authority.trim_end_matches('/')
         );
         if let Ok(v) = HeaderValue::from_str(&value) {
             r.headers_mut().insert(header::WWW_AUTHENTICATE, v);
@@ -161,9 +165,14 @@ impl KeyVaults {
         r
     }
 
-    /// Answers one request to a vault host (`<vault>.<dns suffix>`).
-    pub fn handle(&self, req: &Request<Bytes>) -> Response<Bytes> {
-        self.requests.fetch_add(1, Ordering::Relaxed);
+    /// Answers one request to a vault host (`<vault>.<dns suffix>`): `authority` is the Entra ID
+    /// authority host the challenge names, `check` says whose a bearer token is.
+    pub fn answer(
+        &self,
+        req: &Request<Bytes>,
+        authority: &str,
+        check: TokenCheck<'_>,
+    ) -> Response<Bytes> {
         let host = host_of(req);
         let Some((vault, suffix)) = host
             .split_once('.')
@@ -176,23 +185,14 @@ impl KeyVaults {
             );
         };
         let Some(token) = bearer(req) else {
-            return self.challenge(suffix, "common", "Request is missing a Bearer token.");
+            return self.challenge(authority, suffix, "Request is missing a Bearer token.");
         };
-        let caller = match &self.tokens {
-            Some(check) => match check(token) {
-                Some(c) => c,
-                None => {
-                    return self.challenge(
-                        suffix,
-                        "common",
-                        "The bearer token was not issued by the simulated token endpoint.",
-                    );
-                }
-            },
-            None => Caller {
-                tenant: String::new(),
-                client_id: "unknown".into(),
-            },
+        let Some(caller) = check(token) else {
+            return self.challenge(
+                authority,
+                suffix,
+                "The bearer token is not one the simulated Entra ID issued for Key Vault, or it expired.",
+            );
         };
         if query_param(req, "api-version").is_none_or(str::is_empty) {
             return error(
@@ -345,4 +345,38 @@ fn create(body: &Bytes) -> Result<(String, usize, Vec<String>), String> {
         .to_vec(),
     };
     Ok((kty.to_string(), bits, ops))
+}
+
+/// The simulator's HTTPS listener hands every `<vault>.vault.<cloud>.azure-sim.invalid` request
+/// here. A token counts when the simulated Entra ID issued it for this cloud's vaults.
+#[async_trait::async_trait]
+impl KeyVaultHandler for KeyVaults {
+    async fn handle(&self, services: &SimServices, request: VaultRequest) -> SimResponse {
+        let endpoints = services.endpoints(request.environment);
+        let resource = endpoints.key_vault_resource();
+        let check = |token: &str| {
+            let claims = services.tokens.validate(token).ok()?;
+            (claims.resource == resource).then_some(super::Caller {
+                tenant: claims.tenant_id,
+                client_id: claims.client_id,
+            })
+        };
+        let mut req = Request::new(request.body);
+        *req.method_mut() = request.method;
+        *req.uri_mut() = request.uri;
+        *req.headers_mut() = request.headers;
+        let host = format!("{}.{}", request.vault, endpoints.key_vault_suffix);
+        if let Ok(h) = HeaderValue::from_str(&host) {
+            req.headers_mut().insert(header::HOST, h);
+        }
+        let answer = self.answer(&req, &endpoints.authority_host, &check);
+        if answer.status() != StatusCode::UNAUTHORIZED {
+            services.counts.count_key_vault();
+        }
+        let (parts, body) = answer.into_parts();
+        let mut r = http::Response::new(Full::new(body));
+        *r.status_mut() = parts.status;
+        *r.headers_mut() = parts.headers;
+        r
+    }
 }

@@ -9,8 +9,8 @@
 //!   request's host minus the vault label, so the SDK's challenge check (the vault host must end
 //!   with `.<resource host>`) passes for any suffix the simulator is given, without turning the
 //!   check off.
-//! - Who calls is what [`KeyVaults::with_token_check`] says of the bearer token (the token
-//!   endpoint that issued it knows); without a check every token is accepted.
+//! - Who calls is what the simulated token endpoint says of the bearer token (it issued it, for
+//!   the vaults' resource, and it has not expired); anything else gets the challenge again.
 //! - Faults on request, per vault ([`VaultPlan`]), consumed one per authenticated request:
 //!   429 with `Retry-After`, any 5xx. Tests set them with [`KeyVaults::plan`]; the demo with the
 //!   Vault's annotation [`FAULTS_ANNOTATION`] (see [`KeyVaults::configure_vault`]).
@@ -18,7 +18,10 @@
 //!   annotation [`DENY_ANNOTATION`]), or, for a Vault that uses access policies
 //!   (`enableRbacAuthorization` not true and `accessPolicies` given), a caller no policy names
 //!   (by `applicationId` or `objectId`) with the key permission the operation needs.
-//! - Every request counts ([`KeyVaults::requests`]), the challenges included.
+//! - Every request the keys API answers counts as a Key Vault request (the simulator's
+//!   `AzureRequestCounts`); the 401 challenges count apart ([`KeyVaults::challenges`]): the SDK
+//!   sends one per vault client before its first real request, so they say how many vault
+//!   clients were made, not how much work the vaults did.
 
 mod handler;
 #[cfg(test)]
@@ -44,8 +47,9 @@ pub struct Caller {
     pub client_id: String,
 }
 
-/// What the token endpoint says of a bearer token: its caller, or `None` (not a token it issued).
-pub type TokenCheck = Arc<dyn Fn(&str) -> Option<Caller> + Send + Sync>;
+/// What the token endpoint says of a bearer token: its caller, or `None` (not a token it
+/// issued for the vaults, or expired).
+pub type TokenCheck<'a> = &'a (dyn Fn(&str) -> Option<Caller> + Send + Sync);
 
 /// A fault a vault answers with instead of serving the request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -186,47 +190,17 @@ struct State {
 }
 
 /// The simulated Key Vaults (shared: cloning gives another handle on the same vaults).
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub struct KeyVaults {
     state: Arc<Mutex<State>>,
-    requests: Arc<AtomicU64>,
-    tokens: Option<TokenCheck>,
-    /// The authority the challenge names (`https://login.microsoftonline.com` style).
-    authority: String,
-}
-
-impl Default for KeyVaults {
-    fn default() -> Self {
-        KeyVaults::new("https://login.microsoftonline.com")
-    }
+    challenges: Arc<AtomicU64>,
 }
 
 impl KeyVaults {
-    /// No vault yet; challenges name `authority` (no trailing slash).
-    pub fn new(authority: &str) -> KeyVaults {
-        KeyVaults {
-            state: Arc::default(),
-            requests: Arc::default(),
-            tokens: None,
-            authority: authority.trim_end_matches('/').to_string(),
-        }
-    }
-
-    /// Counts requests in `counter` (shared with the simulator's other endpoints).
-    pub fn with_counter(mut self, counter: Arc<AtomicU64>) -> KeyVaults {
-        self.requests = counter;
-        self
-    }
-
-    /// Who a bearer token stands for (see the module header).
-    pub fn with_token_check(mut self, check: TokenCheck) -> KeyVaults {
-        self.tokens = Some(check);
-        self
-    }
-
-    /// Key Vault requests served so far, challenges included.
-    pub fn requests(&self) -> u64 {
-        self.requests.load(Ordering::Relaxed)
+    /// Requests answered with the 401 bearer challenge (the SDK's first request to each vault
+    /// client): not counted as Key Vault requests, see [`KeyVaults::answer`].
+    pub fn challenges(&self) -> u64 {
+        self.challenges.load(Ordering::Relaxed)
     }
 
     /// Changes the plan of `vault` (created if new).
