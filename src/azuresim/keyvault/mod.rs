@@ -32,6 +32,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+/// The ASO group of `Vault`.
+pub const KEY_VAULT_GROUP: &str = "keyvault.azure.com";
+
 /// Annotation on a Vault ASO resource: faults its simulated data plane answers, in order, one per
 /// request, e.g. `429:2,503,500` (a 429 with `Retry-After: 2`, then a 503, then a 500).
 pub const FAULTS_ANNOTATION: &str = "aro-gitops.dev/simulate-keyvault-faults";
