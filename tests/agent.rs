@@ -10,7 +10,7 @@
 //! unreachable remote). `aro_chain` has the order of the ARO dependency chain and its gates,
 //! `aro_deletion` the deletion of a whole cluster in reverse order and a crash while recording owned
 //! kinds; `events` reads the control plane's event log back for them. `node_policy` has the
-//! AutoNodePolicy merged into the node pools.
+//! AutoNodePolicy merged into the node pools; `keyvault` the agent-managed etcd key.
 
 #[path = "agent/aro.rs"]
 mod aro;
@@ -29,6 +29,8 @@ mod events;
 mod failures;
 #[path = "agent/git_source.rs"]
 mod git_source;
+#[path = "agent/keyvault.rs"]
+mod keyvault;
 #[path = "agent/kubeconfig.rs"]
 mod kubeconfig;
 #[path = "agent/node_policy.rs"]

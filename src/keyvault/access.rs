@@ -1,0 +1,139 @@
+//! The agent's [`AccessSource`]: an AROControlPlane's `identityRef` read from the cluster (the
+//! AzureClusterIdentity, its namespace rule, its Secret), its credential from the process's
+//! credential cache, its cloud's endpoints (real, or the simulator's).
+
+use super::{AccessSource, VaultAccess};
+use crate::apply::Cluster;
+use crate::azure::credential::{CredentialCache, CredentialRequest};
+use crate::azure::secret::SecretMaterial;
+use crate::azure::{AzureEnvironment, Endpoints};
+use crate::object::{ObjectKey, str_at};
+use crate::reconcile::identity::{
+    AzureIdentity, CLIENT_SECRET_KEY, IdentityError, NOT_ALLOWED_MESSAGE, identity_key,
+    identity_ref_of, namespace_labels,
+};
+use base64::Engine;
+use futures::future::BoxFuture;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// The endpoints of a cloud, as this process reaches it.
+pub type EndpointsOf = Arc<dyn Fn(AzureEnvironment) -> Endpoints + Send + Sync>;
+
+/// Identities from the cluster, credentials from the cache.
+pub struct ClusterAccess {
+    cluster: Cluster,
+    credentials: Arc<CredentialCache>,
+    endpoints: EndpointsOf,
+}
+
+impl ClusterAccess {
+    pub fn new(
+        cluster: Cluster,
+        credentials: Arc<CredentialCache>,
+        endpoints: EndpointsOf,
+    ) -> ClusterAccess {
+        ClusterAccess {
+            cluster,
+            credentials,
+            endpoints,
+        }
+    }
+
+    async fn get(&self, key: &ObjectKey) -> Result<Option<Value>, String> {
+        self.cluster
+            .get(key)
+            .await
+            .map_err(|e| format!("reading {key}: {e}"))
+    }
+
+    async fn resolve(&self, acp: &Value) -> Result<VaultAccess, String> {
+        let namespace = str_at(acp, "/metadata/namespace").unwrap_or("");
+        let referrer = format!(
+            "AROControlPlane {namespace}/{}",
+            str_at(acp, "/metadata/name").unwrap_or("")
+        );
+        let (id_ns, id_name) =
+            identity_ref_of(acp).ok_or_else(|| format!("{referrer}: no spec.identityRef"))?;
+        let environment = AzureEnvironment::parse(str_at(acp, "/spec/azureEnvironment"))
+            .map_err(|e| format!("{referrer}: {e}"))?;
+        let object = self
+            .get(&identity_key(&id_ns, &id_name))
+            .await?
+            .ok_or_else(|| {
+                IdentityError::Missing {
+                    referrer: referrer.clone(),
+                    namespace: id_ns.clone(),
+                    name: id_name.clone(),
+                }
+                .to_string()
+            })?;
+        let identity = AzureIdentity::parse(&object).map_err(|e| e.to_string())?;
+        let ns_key = ObjectKey {
+            group: String::new(),
+            version: "v1".into(),
+            kind: "Namespace".into(),
+            namespace: None,
+            name: namespace.to_string(),
+        };
+        let labels = self
+            .get(&ns_key)
+            .await?
+            .map(|n| namespace_labels(&n))
+            .unwrap_or_default();
+        if !identity.allows(namespace, &labels) {
+            return Err(format!(
+                "{referrer}: AzureClusterIdentity {id_ns}/{id_name}: {NOT_ALLOWED_MESSAGE}"
+            ));
+        }
+        let secret = match identity.required_secret().map_err(|e| e.to_string())? {
+            Some(r) => {
+                let found = self.get(&r.key()).await?;
+                identity
+                    .check_secret(found.as_ref())
+                    .map_err(|e| e.to_string())?;
+                found.as_ref().and_then(secret_material)
+            }
+            None => None,
+        };
+        let endpoints = (self.endpoints)(environment);
+        let request = CredentialRequest::from_identity(&identity, secret, endpoints.clone());
+        let credential = self
+            .credentials
+            .credential(&request)
+            .map_err(|e| e.to_string())?;
+        Ok(VaultAccess {
+            credential,
+            endpoints,
+            identity: format!(
+                "AzureClusterIdentity {id_ns}/{id_name} (client ID {})",
+                identity.client_id
+            ),
+        })
+    }
+}
+
+/// The Secret's `clientSecret` (`data`, base64; or `stringData`).
+fn secret_material(secret: &Value) -> Option<SecretMaterial> {
+    if let Some(b64) = secret
+        .pointer("/data")
+        .and_then(|d| d.get(CLIENT_SECRET_KEY))
+        .and_then(Value::as_str)
+    {
+        return base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .ok()
+            .map(SecretMaterial::new);
+    }
+    secret
+        .pointer("/stringData")
+        .and_then(|d| d.get(CLIENT_SECRET_KEY))
+        .and_then(Value::as_str)
+        .map(|s| SecretMaterial::new(s.as_bytes()))
+}
+
+impl AccessSource for ClusterAccess {
+    fn access<'a>(&'a self, acp: &'a Value) -> BoxFuture<'a, Result<VaultAccess, String>> {
+        Box::pin(self.resolve(acp))
+    }
+}

@@ -1,0 +1,110 @@
+//! The agent-managed etcd encryption key through a full run (issue 13, part 4): the dev cluster's
+//! AROControlPlane names a ServicePrincipal identity and gives no key version; the agent gets or
+//! creates the key in the simulated Key Vault with the real SDK, injects the version into the
+//! HcpOpenShiftCluster and reports `EncryptionKeyReady` True `KeyReady`.
+
+use super::*;
+
+/// The identity's client secret: planted, searched for in every output.
+const SECRET: &str = "kv-agent-test-secret-7d1f0c";
+
+fn acp() -> ObjectKey {
+    key(
+        "controlplane.cluster.x-k8s.io/v1beta2",
+        "AROControlPlane",
+        "aro-dev",
+        "dev",
+    )
+}
+
+fn hcp() -> ObjectKey {
+    key(HCP, "HcpOpenShiftCluster", "aro-dev", "aro-dev")
+}
+
+/// The dev cluster with an agent-managed key: its own ServicePrincipal identity (and Secret) and
+/// no key version in git.
+fn managed_key_fixture() -> Fixture {
+    let f = Fixture::plain();
+    f.write(
+        &format!("{DEV}/kv-identity.yaml"),
+        &format!(
+            "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: AzureClusterIdentity
+metadata:
+  name: kv-identity
+spec:
+  type: ServicePrincipal
+  clientID: 0c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f
+  tenantID: 3e5a7c9d-1b2f-4a6c-8d0e-2f4a6c8e0b13
+  clientSecret:
+    name: kv-identity-secret
+  allowedNamespaces:
+    list: [aro-dev]
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: kv-identity-secret
+type: Opaque
+stringData:
+  clientSecret: {SECRET}
+"
+        ),
+    );
+    f.add_resource(DEV, "kv-identity.yaml");
+    f.add_patch(
+        DEV,
+        "AROControlPlane",
+        "dev",
+        "- op: add\n  path: /spec/identityRef\n  value: {kind: AzureClusterIdentity, name: kv-identity}\n- op: remove\n  path: /spec/resources/0/spec/properties/etcd/dataEncryption/customerManaged/kms/activeKey/version",
+    );
+    f
+}
+
+fn condition<'a>(obj: &'a Value, type_: &str) -> &'a Value {
+    obj.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|cs| cs.iter().find(|c| c["type"] == type_))
+        .unwrap_or_else(|| panic!("condition {type_} in {obj:#}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_creates_the_key_injects_its_version_and_reports_it() {
+    let f = managed_key_fixture();
+    let s = f.run().await;
+    assert_converged(outcome(&s, DEV));
+    assert_converged(outcome(&s, PROD));
+    let (cp, hcp) = f
+        .inspect(|c| async move { (live(&c, &acp()).await, live(&c, &hcp()).await) })
+        .await;
+    let version = hcp
+        .pointer("/spec/properties/etcd/dataEncryption/customerManaged/kms/activeKey/version")
+        .and_then(Value::as_str)
+        .expect("the version is injected")
+        .to_string();
+    assert_eq!(version.len(), 32, "{version}");
+    assert!(version.chars().all(|c| c.is_ascii_hexdigit()), "{version}");
+    let ready = condition(&cp, "EncryptionKeyReady");
+    assert_eq!(ready["status"], "True", "{ready}");
+    assert_eq!(ready["reason"], "KeyReady");
+    assert_eq!(
+        ready["message"],
+        format!(
+            "Encryption key 'etcd-data-kms-encryption-key' version '{version}' ready in vault 'arogitops-dev-kv'"
+        )
+    );
+    // The prod cluster keeps its manual key.
+    let md = f.report("reports/aro-dev/dev.md").expect("the dev report");
+    assert!(!md.contains(SECRET), "no secret in the report");
+
+    // A rerun (a new process) reads the version back from the live HcpOpenShiftCluster: the same
+    // version, nothing created.
+    let again = f.run().await;
+    assert_converged(outcome(&again, DEV));
+    let hcp = f.inspect(|c| async move { live(&c, &hcp()).await }).await;
+    assert_eq!(
+        hcp.pointer("/spec/properties/etcd/dataEncryption/customerManaged/kms/activeKey/version")
+            .and_then(Value::as_str),
+        Some(version.as_str())
+    );
+}
