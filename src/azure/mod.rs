@@ -8,6 +8,7 @@
 
 pub mod assertion;
 pub mod cloud;
+pub mod credential;
 pub mod endpoints;
 pub mod secret;
 pub mod transport;

@@ -221,7 +221,10 @@ impl HttpClient for HyperTransport {
         let target = format!("{}{}", url.host_str().unwrap_or_default(), url.path());
         let send = async {
             let response = self.client.request(req).await.map_err(|e| {
-                let kind = if e.is_connect() {
+                // A certificate the roots do not vouch for stays so: not retried.
+                let kind = if is_tls_rejection(&e) {
+                    ErrorKind::Other
+                } else if e.is_connect() {
                     ErrorKind::Connection
                 } else {
                     ErrorKind::Io
@@ -252,6 +255,25 @@ impl HttpClient for HyperTransport {
             )),
         }
     }
+}
+
+/// Whether TLS refused the peer (its certificate, or the handshake): somewhere in the sources.
+fn is_tls_rejection(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = current {
+        if err.downcast_ref::<rustls::Error>().is_some() {
+            return true;
+        }
+        // An io::Error's source() skips the error it wraps: step into it instead.
+        current = match err
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+        {
+            Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+            None => err.source(),
+        };
+    }
+    false
 }
 
 /// The error and its sources on one line (hyper's top-level message alone says little).
