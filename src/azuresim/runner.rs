@@ -12,10 +12,10 @@ mod deletion;
 
 use super::azure::{self, OwnerRef};
 use super::inventory;
+use super::keyvault::{KEY_VAULT_GROUP, KeyVaults};
 use super::policy::{self, ReconcilePolicy};
 use super::status::{self, Phase};
 use super::watch::{self, Key, Kinds, Seen, to_value};
-use super::keyvault::{KEY_VAULT_GROUP, KeyVaults};
 use super::{FIELD_MANAGER, SimConfig, secret};
 use k8s_openapi::api::core::v1::Secret;
 use kube::Client;

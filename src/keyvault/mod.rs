@@ -27,7 +27,7 @@ use crate::object::str_at;
 use crate::reconcile::aro::keyvault::{self as steps, KeyTarget};
 use crate::reconcile::aro::{KeyManager, KeyState, manual_key_state};
 use azure_core::credentials::TokenCredential;
-use azure_core::http::{ClientOptions, RetryOptions, StatusCode, Transport};
+use azure_core::http::{ClientOptions, RetryOptions, StatusCode};
 use azure_security_keyvault_keys::models::{CreateKeyParameters, Key, KeyType};
 use azure_security_keyvault_keys::{KeyClient, KeyClientOptions};
 use futures::future::BoxFuture;
@@ -41,6 +41,9 @@ use std::sync::{Arc, Mutex};
 pub struct VaultAccess {
     pub credential: Arc<dyn TokenCredential>,
     pub endpoints: Endpoints,
+    /// The SDK client options of the process (its transport); the retry policy is the key
+    /// step's own.
+    pub options: ClientOptions,
     /// The identity as messages name it (kind, namespace/name, client ID): never its secret.
     pub identity: String,
 }
@@ -73,7 +76,6 @@ type Flights = HashMap<KeyId, Arc<tokio::sync::Mutex<()>>>;
 /// The agent-managed keys (see the module header).
 pub struct KeyVaultKeys {
     access: Arc<dyn AccessSource>,
-    transport: Transport,
     retry: RetryPlan,
     /// Versions found in this process, by (vault URL, key).
     known: Mutex<HashMap<KeyId, String>>,
@@ -83,10 +85,9 @@ pub struct KeyVaultKeys {
 }
 
 impl KeyVaultKeys {
-    pub fn new(access: Arc<dyn AccessSource>, transport: Transport) -> KeyVaultKeys {
+    pub fn new(access: Arc<dyn AccessSource>) -> KeyVaultKeys {
         KeyVaultKeys {
             access,
-            transport,
             retry: RetryPlan::default(),
             known: Mutex::default(),
             clients: Mutex::default(),
@@ -126,9 +127,8 @@ impl KeyVaultKeys {
         }
         let options = KeyClientOptions {
             client_options: ClientOptions {
-                transport: Some(self.transport.clone()),
                 retry: RetryOptions::custom(Arc::new(policy::PlanPolicy::new(self.retry))),
-                ..Default::default()
+                ..access.options.clone()
             },
             ..Default::default()
         };

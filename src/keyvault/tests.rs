@@ -4,14 +4,12 @@
 use super::*;
 use crate::agent::controller::queue::Backoff;
 use crate::azure::AzureEnvironment;
+use crate::azure::credential::{CredentialCache, CredentialRequest};
 use crate::azure::secret::SecretMaterial;
 use crate::azuresim::https::directory::{SimIdentity, StaticDirectory};
 use crate::azuresim::https::{SimHttps, SimHttpsConfig};
 use crate::azuresim::keyvault::{KeyVaults, VaultPlan};
 use crate::reconcile::identity::AzureIdentity;
-use azure_core::cloud::{CloudConfiguration, CustomConfiguration};
-use azure_core::credentials::Secret;
-use azure_identity::{ClientSecretCredential, ClientSecretCredentialOptions};
 use serde_json::json;
 use std::time::{Duration, Instant};
 
@@ -41,7 +39,7 @@ impl Sim {
                 "clientSecret": {"name": "id-secret"}, "allowedNamespaces": {}}}))
         .unwrap();
         let directory = StaticDirectory::new(vec![SimIdentity {
-            identity,
+            identity: identity.clone(),
             secret: Some(SecretMaterial::new(SECRET)),
         }]);
         let https = SimHttps::start(Arc::new(directory), SimHttpsConfig::default())
@@ -50,23 +48,15 @@ impl Sim {
         let vaults = KeyVaults::default();
         https.set_key_vault_handler(Arc::new(vaults.clone()));
         let endpoints = https.endpoints(AzureEnvironment::AzurePublicCloud);
-        let mut cloud = CustomConfiguration::default();
-        cloud.authority_host = endpoints.authority_host.clone();
-        let credential = ClientSecretCredential::new(
-            "tenant-1",
-            "client-1".into(),
-            Secret::new(SECRET),
-            Some(ClientSecretCredentialOptions {
-                client_options: ClientOptions {
-                    cloud: Some(Arc::new(CloudConfiguration::Custom(cloud))),
-                    transport: Some(https.transport().unwrap().sdk_transport()),
-                    ..Default::default()
-                },
-            }),
-        )
-        .unwrap();
+        let cache = CredentialCache::new(https.transport().unwrap());
+        let request = CredentialRequest::from_identity(
+            &identity,
+            Some(SecretMaterial::new(SECRET)),
+            endpoints.clone(),
+        );
         let access = Arc::new(Fixed(VaultAccess {
-            credential,
+            credential: cache.credential(&request).unwrap(),
+            options: cache.client_options(&endpoints),
             endpoints,
             identity: format!("AzureClusterIdentity {NS}/id (client ID client-1)"),
         }));
@@ -78,11 +68,7 @@ impl Sim {
     }
 
     fn keys(&self) -> KeyVaultKeys {
-        KeyVaultKeys::new(
-            self.access.clone(),
-            self.https.transport().unwrap().sdk_transport(),
-        )
-        .with_retry(RetryPlan {
+        KeyVaultKeys::new(self.access.clone()).with_retry(RetryPlan {
             backoff: Backoff {
                 base: Duration::from_millis(10),
                 max: Duration::from_millis(50),
