@@ -329,7 +329,6 @@ impl CredentialCache {
                 let c = ManagedIdentityCredential::new(Some(ManagedIdentityCredentialOptions {
                     user_assigned_id: Some(id),
                     client_options,
-                    ..Default::default()
                 }))
                 .map_err(build_error)?;
                 Ok(c)
@@ -340,7 +339,6 @@ impl CredentialCache {
                     client_id: Some(r.client_id.clone()),
                     tenant_id: Some(r.tenant_id.clone()),
                     token_file_path: r.federated_token_file.clone(),
-                    ..Default::default()
                 }))
                 .map_err(build_error)?;
                 Ok(c)

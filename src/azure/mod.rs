@@ -6,6 +6,7 @@
 //! that never shows), [`assertion`] (certificate credentials signed with ring).
 //! Against the simulator only the endpoints and the trusted roots differ.
 
+pub mod access;
 pub mod assertion;
 pub mod cloud;
 pub mod credential;
@@ -13,6 +14,7 @@ pub mod endpoints;
 pub mod secret;
 pub mod transport;
 
+pub use access::AzureAccess;
 pub use cloud::AzureEnvironment;
 pub use endpoints::Endpoints;
 pub use transport::HyperTransport;

@@ -377,3 +377,98 @@ async fn the_authority_follows_the_cloud() {
     assert_eq!(s.tokens(), 2, "one credential per authority host");
     assert_eq!(s.cache.len(), 2);
 }
+
+/// The agent's wiring: the simulated tenant is the local control plane's AzureClusterIdentity
+/// objects and their Secrets; a secret rotated there is what the tenant checks next.
+#[tokio::test]
+async fn the_tenant_is_the_control_planes_identities_and_secrets() {
+    use k8s_openapi::api::core::v1::Secret;
+    use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
+
+    let dir = tempfile::tempdir().unwrap();
+    let cp = aro_gitops::controlplane::ControlPlane::open(aro_gitops::controlplane::Config::new(
+        dir.path(),
+    ))
+    .unwrap();
+    let client = cp.client();
+    let apply = PatchParams::apply("sdk-test");
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), "default");
+    let secret = |value: &str| {
+        serde_json::from_value::<Secret>(json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "sp-secret", "namespace": "default"},
+            "stringData": {"clientSecret": value},
+        }))
+        .unwrap()
+    };
+    secrets
+        .patch("sp-secret", &apply, &Patch::Apply(secret(SECRET)))
+        .await
+        .unwrap();
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(
+            "infrastructure.cluster.x-k8s.io",
+            "v1beta1",
+            "AzureClusterIdentity",
+        ),
+        "azureclusteridentities",
+    );
+    let identities: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
+    let object = json!({
+        "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+        "kind": "AzureClusterIdentity",
+        "metadata": {"name": "sp", "namespace": "default"},
+        "spec": {"type": "ServicePrincipal", "tenantID": TENANT, "clientID": "client-sp",
+                 "clientSecret": {"name": "sp-secret", "namespace": "default"},
+                 "allowedNamespaces": {}},
+    });
+    identities
+        .patch(
+            "sp",
+            &apply,
+            &Patch::Apply(serde_json::from_value::<DynamicObject>(object.clone()).unwrap()),
+        )
+        .await
+        .unwrap();
+    let identity = AzureIdentity::parse(&object).unwrap();
+
+    let (server, access) = aro_gitops::agent::simulate_azure_endpoints(client.clone())
+        .await
+        .unwrap();
+    let request = |value: &str| {
+        CredentialRequest::from_identity(
+            &identity,
+            Some(SecretMaterial::new(value)),
+            access.endpoints(AzureEnvironment::AzurePublicCloud),
+        )
+    };
+    let token = access
+        .credentials()
+        .token(&request(SECRET), SCOPE)
+        .await
+        .unwrap();
+    assert!(token.token.secret().starts_with(TOKEN_PREFIX));
+    let err = access
+        .credentials()
+        .token(&request(WRONG), SCOPE)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("AADSTS7000215"), "{err}");
+
+    // Rotated in the control plane: the new secret works, with one new token request.
+    secrets
+        .patch("sp-secret", &apply, &Patch::Apply(secret(ROTATED)))
+        .await
+        .unwrap();
+    let before = server.counts().token_requests();
+    for _cluster in 0..3 {
+        access
+            .credentials()
+            .token(&request(ROTATED), SCOPE)
+            .await
+            .unwrap();
+    }
+    assert_eq!(server.counts().token_requests(), before + 1);
+    drop(server);
+    drop(cp);
+}

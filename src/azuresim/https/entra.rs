@@ -45,6 +45,29 @@ fn entra_error(status: u16, error: &str, code: u32, description: &str) -> SimRes
     )
 }
 
+/// Why a token request is refused, before it becomes a response.
+pub(super) struct Refusal {
+    status: u16,
+    error: &'static str,
+    code: u32,
+    description: String,
+}
+
+impl Refusal {
+    fn new(status: u16, error: &'static str, code: u32, description: impl Into<String>) -> Refusal {
+        Refusal {
+            status,
+            error,
+            code,
+            description: description.into(),
+        }
+    }
+
+    fn respond(self) -> SimResponse {
+        entra_error(self.status, self.error, self.code, &self.description)
+    }
+}
+
 fn missing(parameter: &str) -> SimResponse {
     entra_error(
         400,
@@ -143,21 +166,22 @@ pub(super) async fn token(
         }
         check_assertion(&apps, client_id, assertion, &endpoint)
     } else {
-        Err(entra_error(
+        Err(Refusal::new(
             401,
             "invalid_client",
             7000218,
             "The request body must contain the following parameter: 'client_assertion' or 'client_secret'.",
         ))
     };
-    if let Err(response) = verdict {
+    if let Err(refusal) = verdict {
         tracing::info!(
             tenant,
             client_id,
-            status = response.status().as_u16(),
+            status = refusal.status,
+            code = refusal.code,
             "simulated Entra ID refused a token request"
         );
-        return response;
+        return refusal.respond();
     }
     let resource = scope
         .split_whitespace()
@@ -183,7 +207,7 @@ pub(super) async fn token(
     )
 }
 
-fn check_secret(apps: &[&SimIdentity], client_id: &str, sent: &[u8]) -> Result<(), SimResponse> {
+fn check_secret(apps: &[&SimIdentity], client_id: &str, sent: &[u8]) -> Result<(), Refusal> {
     let ok = apps.iter().any(|i| {
         i.identity.kind == IdentityType::ServicePrincipal
             && i.secret.as_ref().is_some_and(|s| s.constant_time_eq(sent))
@@ -191,11 +215,11 @@ fn check_secret(apps: &[&SimIdentity], client_id: &str, sent: &[u8]) -> Result<(
     if ok {
         return Ok(());
     }
-    Err(entra_error(
+    Err(Refusal::new(
         401,
         "invalid_client",
         7000215,
-        &format!(
+        format!(
             "Invalid client secret provided. Ensure the secret being sent in the request is the client secret value, not the client secret ID, for a secret added to app '{client_id}'."
         ),
     ))
@@ -206,9 +230,9 @@ fn check_assertion(
     client_id: &str,
     assertion: &str,
     endpoint: &str,
-) -> Result<(), SimResponse> {
+) -> Result<(), Refusal> {
     let Some(jwt) = assertion::parse_jwt(assertion) else {
-        return Err(entra_error(
+        return Err(Refusal::new(
             400,
             "invalid_request",
             50027,
@@ -239,25 +263,25 @@ fn check_assertion(
         }
     }
     Err(match rejection {
-        Some(AssertionRejection::Expired) => entra_error(
+        Some(AssertionRejection::Expired) => Refusal::new(
             400,
             "invalid_client",
             700024,
             "Client assertion is not within its valid time range.",
         ),
-        Some(AssertionRejection::WrongClaims(_)) => entra_error(
+        Some(AssertionRejection::WrongClaims(_)) => Refusal::new(
             400,
             "invalid_client",
             700021,
             "Client assertion application identifier doesn't match 'client_id' parameter or the audience is not the token endpoint.",
         ),
-        Some(AssertionRejection::Malformed) => entra_error(
+        Some(AssertionRejection::Malformed) => Refusal::new(
             400,
             "invalid_request",
             50027,
             "JWT token is invalid or malformed.",
         ),
-        _ => entra_error(
+        _ => Refusal::new(
             401,
             "invalid_client",
             700027,

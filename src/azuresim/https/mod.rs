@@ -74,12 +74,28 @@ impl AzureRequestCounts {
         self.key_vault.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// The counts now.
+    pub fn totals(&self) -> AzureRequestTotals {
+        AzureRequestTotals {
+            token: self.token_requests(),
+            key_vault: self.key_vault_requests(),
+        }
+    }
+}
+
+/// The simulated Azure requests of a run, as its summary reports them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AzureRequestTotals {
+    pub token: u64,
+    pub key_vault: u64,
+}
+
+impl AzureRequestTotals {
     /// The line the run's summary prints.
     pub fn summary_line(&self) -> String {
         format!(
             "azure: {} token requests, {} key vault requests (simulated)",
-            self.token_requests(),
-            self.key_vault_requests()
+            self.token, self.key_vault
         )
     }
 }
@@ -360,5 +376,22 @@ async fn route(
             handler.handle(services, request).await
         }
         _ => not_found(&format!("endpoint at {host}{path}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_line_says_simulated() {
+        let counts = AzureRequestCounts::default();
+        counts.count_token();
+        counts.count_key_vault();
+        counts.count_key_vault();
+        assert_eq!(
+            counts.totals().summary_line(),
+            "azure: 1 token requests, 2 key vault requests (simulated)"
+        );
     }
 }
