@@ -1,12 +1,14 @@
 //! The agent's [`AccessSource`]: an AROControlPlane's `identityRef` read from the cluster (the
 //! AzureClusterIdentity, its namespace rule, its Secret), its credential from the process's
-//! credential cache, its cloud's endpoints (real, or the simulator's).
+//! credential cache, its cloud's endpoints and client options (real, or the simulator's: see
+//! [`AzureAccess`]).
 
 use super::{AccessSource, VaultAccess};
 use crate::apply::Cluster;
-use crate::azure::credential::{CredentialCache, CredentialRequest};
+use crate::azure::AzureEnvironment;
+use crate::azure::access::AzureAccess;
+use crate::azure::credential::CredentialRequest;
 use crate::azure::secret::SecretMaterial;
-use crate::azure::{AzureEnvironment, Endpoints};
 use crate::object::{ObjectKey, str_at};
 use crate::reconcile::identity::{
     AzureIdentity, CLIENT_SECRET_KEY, IdentityError, NOT_ALLOWED_MESSAGE, identity_key,
@@ -17,27 +19,15 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use std::sync::Arc;
 
-/// The endpoints of a cloud, as this process reaches it.
-pub type EndpointsOf = Arc<dyn Fn(AzureEnvironment) -> Endpoints + Send + Sync>;
-
 /// Identities from the cluster, credentials from the cache.
 pub struct ClusterAccess {
     cluster: Cluster,
-    credentials: Arc<CredentialCache>,
-    endpoints: EndpointsOf,
+    azure: Arc<AzureAccess>,
 }
 
 impl ClusterAccess {
-    pub fn new(
-        cluster: Cluster,
-        credentials: Arc<CredentialCache>,
-        endpoints: EndpointsOf,
-    ) -> ClusterAccess {
-        ClusterAccess {
-            cluster,
-            credentials,
-            endpoints,
-        }
+    pub fn new(cluster: Cluster, azure: Arc<AzureAccess>) -> ClusterAccess {
+        ClusterAccess { cluster, azure }
     }
 
     async fn get(&self, key: &ObjectKey) -> Result<Option<Value>, String> {
@@ -96,14 +86,16 @@ impl ClusterAccess {
             }
             None => None,
         };
-        let endpoints = (self.endpoints)(environment);
+        let endpoints = self.azure.endpoints(environment);
         let request = CredentialRequest::from_identity(&identity, secret, endpoints.clone());
         let credential = self
-            .credentials
+            .azure
+            .credentials()
             .credential(&request)
             .map_err(|e| e.to_string())?;
         Ok(VaultAccess {
             credential,
+            options: self.azure.client_options(&endpoints),
             endpoints,
             identity: format!(
                 "AzureClusterIdentity {id_ns}/{id_name} (client ID {})",

@@ -19,13 +19,16 @@
 //! The identity's credential and the cloud's endpoints come from an [`AccessSource`] (the agent's
 //! identities and credential cache; tests give their own).
 
+pub mod access;
 mod policy;
 pub mod retry;
 
-use crate::azure::Endpoints;
+use crate::apply::Cluster;
+use crate::azure::access::AzureAccess;
+use crate::azure::{AzureEnvironment, Endpoints};
 use crate::object::str_at;
 use crate::reconcile::aro::keyvault::{self as steps, KeyTarget};
-use crate::reconcile::aro::{KeyManager, KeyState, manual_key_state};
+use crate::reconcile::aro::{KeyManager, KeyState, ManualKeys, manual_key_state};
 use azure_core::credentials::TokenCredential;
 use azure_core::http::{ClientOptions, RetryOptions, StatusCode};
 use azure_security_keyvault_keys::models::{CreateKeyParameters, Key, KeyType};
@@ -54,6 +57,21 @@ pub trait AccessSource: Send + Sync {
     fn access<'a>(&'a self, acp: &'a Value) -> BoxFuture<'a, Result<VaultAccess, String>>;
 }
 
+/// The agent's key manager: the agent-managed keys when Azure is reachable through the SDK
+/// (`azure`: real, or the simulator's endpoints), each AROControlPlane without an `identityRef`
+/// still in manual mode; only the manual mode otherwise.
+pub fn key_manager(cluster: &Cluster, azure: Option<Arc<AzureAccess>>) -> Arc<dyn KeyManager> {
+    match azure {
+        Some(azure) => {
+            let cluster = Cluster::new(cluster.client().clone(), cluster.counter().clone());
+            Arc::new(KeyVaultKeys::new(Arc::new(access::ClusterAccess::new(
+                cluster, azure,
+            ))))
+        }
+        None => Arc::new(ManualKeys),
+    }
+}
+
 /// What a key step found out, before it becomes a state.
 #[derive(Debug)]
 enum Outcome {
@@ -67,8 +85,8 @@ enum Outcome {
 /// A vault client per (vault URL, credential): the challenge and the token are per client.
 type ClientKey = (String, usize);
 
-/// (vault URL, key name).
-type KeyId = (String, String);
+/// (cloud, vault name, key name).
+type KeyId = (String, String, String);
 
 /// One lock per key (see [`KeyVaultKeys::flight`]).
 type Flights = HashMap<KeyId, Arc<tokio::sync::Mutex<()>>>;
@@ -77,10 +95,10 @@ type Flights = HashMap<KeyId, Arc<tokio::sync::Mutex<()>>>;
 pub struct KeyVaultKeys {
     access: Arc<dyn AccessSource>,
     retry: RetryPlan,
-    /// Versions found in this process, by (vault URL, key).
+    /// Versions found in this process, by (cloud, vault, key).
     known: Mutex<HashMap<KeyId, String>>,
     clients: Mutex<HashMap<ClientKey, Arc<KeyClient>>>,
-    /// One key step at a time per (vault URL, key): two clusters sharing a key create it once.
+    /// One key step at a time per key: two clusters sharing a key create it once.
     flights: Mutex<Flights>,
 }
 
@@ -101,18 +119,18 @@ impl KeyVaultKeys {
         self
     }
 
-    fn remember(&self, url: &str, key: &str, version: &str) {
+    fn remember(&self, id: &KeyId, version: &str) {
         self.known
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert((url.to_string(), key.to_string()), version.to_string());
+            .insert(id.clone(), version.to_string());
     }
 
-    fn recall(&self, url: &str, key: &str) -> Option<String> {
+    fn recall(&self, id: &KeyId) -> Option<String> {
         self.known
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .get(&(url.to_string(), key.to_string()))
+            .get(id)
             .cloned()
     }
 
@@ -139,11 +157,11 @@ impl KeyVaultKeys {
         Ok(client)
     }
 
-    fn flight(&self, url: &str, key: &str) -> Arc<tokio::sync::Mutex<()>> {
+    fn flight(&self, id: &KeyId) -> Arc<tokio::sync::Mutex<()>> {
         self.flights
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .entry((url.to_string(), key.to_string()))
+            .entry(id.clone())
             .or_default()
             .clone()
     }
@@ -158,23 +176,32 @@ impl KeyVaultKeys {
             return state;
         }
         let hcp_name = str_at(hcp, "/metadata/name").unwrap_or("");
+        // Known already: on the live HcpOpenShiftCluster (an earlier run), or in this process.
+        let cloud = str_at(acp, "/spec/azureEnvironment")
+            .and_then(|e| AzureEnvironment::parse(Some(e)).ok())
+            .unwrap_or_default();
+        let id = (
+            cloud.name().to_string(),
+            target.vault.clone(),
+            target.key.clone(),
+        );
+        if let Some(v) = steps::live_version(acp, hcp_name, &target, live) {
+            self.remember(&id, v);
+            return steps::key_ready(&target, v);
+        }
+        if let Some(v) = self.recall(&id) {
+            return steps::key_ready(&target, &v);
+        }
+        let flight = self.flight(&id);
+        let _one = flight.lock().await;
+        if let Some(v) = self.recall(&id) {
+            return steps::key_ready(&target, &v);
+        }
         let access = match self.access.access(acp).await {
             Ok(a) => a,
             Err(e) => return steps::key_error(&target, &e),
         };
         let url = access.endpoints.vault_url(&target.vault);
-        if let Some(v) = steps::live_version(acp, hcp_name, &target, live) {
-            self.remember(&url, &target.key, v);
-            return steps::key_ready(&target, v);
-        }
-        if let Some(v) = self.recall(&url, &target.key) {
-            return steps::key_ready(&target, &v);
-        }
-        let flight = self.flight(&url, &target.key);
-        let _one = flight.lock().await;
-        if let Some(v) = self.recall(&url, &target.key) {
-            return steps::key_ready(&target, &v);
-        }
         let client = match self.client(&url, &access) {
             Ok(c) => c,
             Err(e) => return steps::key_error(&target, &e),
@@ -182,7 +209,7 @@ impl KeyVaultKeys {
         match get_or_create(&client, &target).await {
             Outcome::Version(v) => {
                 tracing::info!(vault = %target.vault, key = %target.key, version = %v, "encryption key ready");
-                self.remember(&url, &target.key, &v);
+                self.remember(&id, &v);
                 steps::key_ready(&target, &v)
             }
             Outcome::Denied(detail) => {

@@ -17,7 +17,7 @@ fn acp() -> ObjectKey {
     )
 }
 
-fn hcp() -> ObjectKey {
+fn hcp_key() -> ObjectKey {
     key(HCP, "HcpOpenShiftCluster", "aro-dev", "aro-dev")
 }
 
@@ -75,7 +75,7 @@ async fn the_agent_creates_the_key_injects_its_version_and_reports_it() {
     assert_converged(outcome(&s, DEV));
     assert_converged(outcome(&s, PROD));
     let (cp, hcp) = f
-        .inspect(|c| async move { (live(&c, &acp()).await, live(&c, &hcp()).await) })
+        .inspect(|c| async move { (live(&c, &acp()).await, live(&c, &hcp_key()).await) })
         .await;
     let version = hcp
         .pointer("/spec/properties/etcd/dataEncryption/customerManaged/kms/activeKey/version")
@@ -101,7 +101,7 @@ async fn the_agent_creates_the_key_injects_its_version_and_reports_it() {
     // version, nothing created.
     let again = f.run().await;
     assert_converged(outcome(&again, DEV));
-    let hcp = f.inspect(|c| async move { live(&c, &hcp()).await }).await;
+    let hcp = f.inspect(|c| async move { live(&c, &hcp_key()).await }).await;
     assert_eq!(
         hcp.pointer("/spec/properties/etcd/dataEncryption/customerManaged/kms/activeKey/version")
             .and_then(Value::as_str),
