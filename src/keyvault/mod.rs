@@ -264,10 +264,26 @@ fn describe(e: &azure_core::Error) -> String {
     }
 }
 
+/// The `error.message` of a Key Vault error body (it names the caller and the permission, never
+/// a secret).
+fn service_message(e: &azure_core::Error) -> Option<String> {
+    let azure_core::error::ErrorKind::HttpResponse {
+        raw_response: Some(raw),
+        ..
+    } = e.kind()
+    else {
+        return None;
+    };
+    let body: Value = serde_json::from_slice(raw.body().as_ref()).ok()?;
+    body.pointer("/error/message")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
 fn classify(e: &azure_core::Error) -> Outcome {
     let detail = describe(e);
     match e.http_status() {
-        Some(StatusCode::Forbidden) => Outcome::Denied(detail),
+        Some(StatusCode::Forbidden) => Outcome::Denied(service_message(e).unwrap_or_default()),
         Some(s) if s == StatusCode::TooManyRequests || s == StatusCode::RequestTimeout => {
             Outcome::Transient(detail)
         }

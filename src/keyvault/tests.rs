@@ -231,6 +231,10 @@ async fn a_forbidden_vault_names_the_vault_and_the_identity_never_the_secret() {
     );
     assert!(m.contains("403"), "{m}");
     assert!(
+        m.contains("does not have keys get permission"),
+        "the vault's word: {m}"
+    );
+    assert!(
         !m.contains(SECRET) && !m.contains("simulated-entra-token"),
         "{m}"
     );

@@ -21,9 +21,25 @@ fn hcp_key() -> ObjectKey {
     key(HCP, "HcpOpenShiftCluster", "aro-dev", "aro-dev")
 }
 
+const CLIENT_ID: &str = "0c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f";
+
+/// JSON 6902 patches of the dev cluster's objects: `(kind, ops)`, in one patch list.
+fn patch_dev(f: &Fixture, patches: &[(&str, &str)]) {
+    let rel = format!("{DEV}/kustomization.yaml");
+    let text = std::fs::read_to_string(f.repo.join(&rel)).expect("read the kustomization");
+    let mut out = format!("{text}\npatches:\n");
+    for (kind, ops) in patches {
+        let ops: String = ops.lines().map(|l| format!("      {l}\n")).collect();
+        out += &format!("  - target: {{kind: {kind}, name: dev}}\n    patch: |-\n{ops}");
+    }
+    f.write(&rel, &out);
+}
+
+const MANAGED_KEY: &str = "- op: add\n  path: /spec/identityRef\n  value: {kind: AzureClusterIdentity, name: kv-identity}\n- op: remove\n  path: /spec/resources/0/spec/properties/etcd/dataEncryption/customerManaged/kms/activeKey/version";
+
 /// The dev cluster with an agent-managed key: its own ServicePrincipal identity (and Secret) and
-/// no key version in git.
-fn managed_key_fixture() -> Fixture {
+/// no key version in git; `vault_annotations`: on its Vault (the simulator's settings).
+fn managed_key_fixture_with(vault_annotations: Option<&str>) -> Fixture {
     let f = Fixture::plain();
     f.write(
         &format!("{DEV}/kv-identity.yaml"),
@@ -34,7 +50,7 @@ metadata:
   name: kv-identity
 spec:
   type: ServicePrincipal
-  clientID: 0c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f
+  clientID: {CLIENT_ID}
   tenantID: 3e5a7c9d-1b2f-4a6c-8d0e-2f4a6c8e0b13
   clientSecret:
     name: kv-identity-secret
@@ -52,13 +68,19 @@ stringData:
         ),
     );
     f.add_resource(DEV, "kv-identity.yaml");
-    f.add_patch(
-        DEV,
-        "AROControlPlane",
-        "dev",
-        "- op: add\n  path: /spec/identityRef\n  value: {kind: AzureClusterIdentity, name: kv-identity}\n- op: remove\n  path: /spec/resources/0/spec/properties/etcd/dataEncryption/customerManaged/kms/activeKey/version",
-    );
+    let vault = vault_annotations.map(|a| {
+        format!("- op: add\n  path: /spec/resources/4/metadata/annotations\n  value: {{{a}}}")
+    });
+    let mut patches = vec![("AROControlPlane", MANAGED_KEY)];
+    if let Some(v) = &vault {
+        patches.push(("AROCluster", v));
+    }
+    patch_dev(&f, &patches);
     f
+}
+
+fn managed_key_fixture() -> Fixture {
+    managed_key_fixture_with(None)
 }
 
 fn condition<'a>(obj: &'a Value, type_: &str) -> &'a Value {
@@ -93,7 +115,9 @@ async fn the_agent_creates_the_key_injects_its_version_and_reports_it() {
             "Encryption key 'etcd-data-kms-encryption-key' version '{version}' ready in vault 'arogitops-dev-kv'"
         )
     );
-    // The prod cluster keeps its manual key.
+    let azure = s.azure_requests.expect("Azure is simulated by the run");
+    assert_eq!(azure.key_vault, 2, "get (404) and create");
+    assert_eq!(azure.token, 1, "one token for the one identity");
     let md = f.report("reports/aro-dev/dev.md").expect("the dev report");
     assert!(!md.contains(SECRET), "no secret in the report");
 
@@ -101,10 +125,61 @@ async fn the_agent_creates_the_key_injects_its_version_and_reports_it() {
     // version, nothing created.
     let again = f.run().await;
     assert_converged(outcome(&again, DEV));
-    let hcp = f.inspect(|c| async move { live(&c, &hcp_key()).await }).await;
+    let azure = again.azure_requests.expect("Azure is simulated by the run");
+    assert_eq!(
+        (azure.key_vault, azure.token),
+        (0, 0),
+        "a no-op rerun asks nothing"
+    );
+    let hcp = f
+        .inspect(|c| async move { live(&c, &hcp_key()).await })
+        .await;
     assert_eq!(
         hcp.pointer("/spec/properties/etcd/dataEncryption/customerManaged/kms/activeKey/version")
             .and_then(Value::as_str),
         Some(version.as_str())
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vault_that_refuses_the_identity_fails_that_cluster_only_naming_vault_and_identity() {
+    let f = managed_key_fixture_with(Some(&format!(
+        "aro-gitops.dev/simulate-keyvault-deny: {CLIENT_ID}"
+    )));
+    let s = f.run().await;
+    let o = outcome(&s, DEV);
+    assert_eq!(report::phase(o), Phase::Failed, "{}", describe(o));
+    assert_converged(outcome(&s, PROD));
+    let error = o
+        .errors
+        .iter()
+        .find(|e| e.message.contains("403"))
+        .unwrap_or_else(|| panic!("a 403 error: {}", describe(o)));
+    assert!(
+        error.message.contains("Key Vault 'arogitops-dev-kv'"),
+        "{}",
+        error.message
+    );
+    assert!(
+        error.message.contains(&format!(
+            "AzureClusterIdentity aro-dev/kv-identity (client ID {CLIENT_ID})"
+        )),
+        "{}",
+        error.message
+    );
+    // Nothing of the cluster's control plane is created without its key.
+    let (cp, hcp) = f
+        .inspect(|c| async move {
+            (
+                live(&c, &acp()).await,
+                c.get(&hcp_key()).await.expect("get"),
+            )
+        })
+        .await;
+    assert!(hcp.is_none(), "the HcpOpenShiftCluster waits for its key");
+    let ready = condition(&cp, "EncryptionKeyReady");
+    assert_eq!(ready["reason"], "KeyVaultAccessDenied", "{ready}");
+    let md = f.report("reports/aro-dev/dev.md").expect("the dev report");
+    assert!(md.contains("KeyVaultAccessDenied"), "{md}");
+    assert!(!md.contains(SECRET) && !format!("{s:?}").contains(SECRET));
 }
