@@ -82,6 +82,21 @@ enum Outcome {
     Error(String),
 }
 
+impl Outcome {
+    fn scrubbed(self) -> Outcome {
+        match self {
+            Outcome::Version(v) => Outcome::Version(v),
+            Outcome::Denied(d) => Outcome::Denied(scrub(&d)),
+            Outcome::Transient(d) => Outcome::Transient(scrub(&d)),
+            Outcome::Error(d) => Outcome::Error(scrub(&d)),
+        }
+    }
+}
+
+fn scrub(text: &str) -> String {
+    crate::redact::scrub(text).into_owned()
+}
+
 /// A vault client per (vault URL, credential): the challenge and the token are per client.
 type ClientKey = (String, usize);
 
@@ -199,14 +214,15 @@ impl KeyVaultKeys {
         }
         let access = match self.access.access(acp).await {
             Ok(a) => a,
-            Err(e) => return steps::key_error(&target, &e),
+            Err(e) => return steps::key_error(&target, &scrub(&e)),
         };
         let url = access.endpoints.vault_url(&target.vault);
         let client = match self.client(&url, &access) {
             Ok(c) => c,
             Err(e) => return steps::key_error(&target, &e),
         };
-        match get_or_create(&client, &target).await {
+        // A library's or a service's words, scrubbed of anything that looks like a secret.
+        match get_or_create(&client, &target).await.scrubbed() {
             Outcome::Version(v) => {
                 tracing::info!(vault = %target.vault, key = %target.key, version = %v, "encryption key ready");
                 self.remember(&id, &v);
