@@ -108,6 +108,22 @@ pub enum Step {
     Failed(&'static str),
 }
 
+/// What a key manager sees: the unit's live objects, its AROClusters as in git (the Vault a
+/// cluster declares is what git says now; whether it is Ready is what the live Vault says).
+fn key_world(prepared: &Prepared, live: &HashMap<ObjectKey, Value>) -> Vec<Value> {
+    let clusters: HashMap<&ObjectKey, &Value> = aro_objects(prepared)
+        .filter(|o| o.key.kind == "AROCluster")
+        .map(|o| (&o.key, &o.object))
+        .collect();
+    let mut world: Vec<Value> = live
+        .iter()
+        .filter(|(k, _)| !clusters.contains_key(k))
+        .map(|(_, v)| v.clone())
+        .collect();
+    world.extend(clusters.into_values().cloned());
+    world
+}
+
 /// The ARO reconcilers' state in one pass over a unit (see the module header).
 pub struct Reconcilers {
     keys: HashMap<ObjectKey, KeyState>,
@@ -135,7 +151,7 @@ fn fingerprint(live: &HashMap<ObjectKey, Value>) -> u64 {
 
 impl Reconcilers {
     /// Asks `keys` where the etcd key of each AROControlPlane of the unit stands (`live`: the
-    /// unit's live objects, read by the agent-managed keys only).
+    /// unit's live objects, read by the agent-managed keys only: see [`key_world`]).
     pub async fn start(
         keys: &dyn KeyManager,
         prepared: &Prepared,
@@ -151,7 +167,7 @@ impl Reconcilers {
                 .and_then(|l| l.iter().find(|r| r["kind"] == aro::HCP_CLUSTER));
             let state = match hcp {
                 Some(h) if h.pointer(aro::KMS_POINTER).is_some() => {
-                    let world = world.get_or_insert_with(|| live.values().cloned().collect());
+                    let world = world.get_or_insert_with(|| key_world(prepared, live));
                     keys.key_state(&o.object, h, world).await
                 }
                 Some(h) => keys.key_state(&o.object, h, &[]).await,

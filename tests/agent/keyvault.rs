@@ -183,3 +183,29 @@ async fn a_vault_that_refuses_the_identity_fails_that_cluster_only_naming_vault_
     assert!(md.contains("KeyVaultAccessDenied"), "{md}");
     assert!(!md.contains(SECRET) && !format!("{s:?}").contains(SECRET));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vault_the_aro_cluster_does_not_declare_fails_that_cluster_without_a_request() {
+    let f = managed_key_fixture();
+    let rel = format!("{DEV}/kustomization.yaml");
+    let text = std::fs::read_to_string(f.repo.join(&rel)).expect("read the kustomization");
+    f.write(
+        &rel,
+        &format!(
+            "{text}      - op: replace\n        path: /spec/resources/0/spec/properties/etcd/dataEncryption/customerManaged/kms/activeKey/vaultName\n        value: undeclared-kv\n"
+        ),
+    );
+    let s = f.run().await;
+    let o = outcome(&s, DEV);
+    assert_eq!(report::phase(o), Phase::Failed, "{}", describe(o));
+    assert_converged(outcome(&s, PROD));
+    assert!(
+        o.errors.iter().any(|e| e
+            .message
+            .contains("Key Vault 'undeclared-kv' must be declared in AROCluster.spec.resources[]")),
+        "{}",
+        describe(o)
+    );
+    let azure = s.azure_requests.expect("Azure is simulated by the run");
+    assert_eq!(azure.key_vault, 0, "nothing asked of an undeclared vault");
+}

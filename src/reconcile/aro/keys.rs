@@ -14,8 +14,9 @@
 //! (`identity-and-keys.md`: get or create the key in the Vault through the AROControlPlane's
 //! `identityRef`), `crate::keyvault::KeyVaultKeys`: its [`KeyManager::key_state`] future does
 //! the Key Vault calls (with their retries and its cache) and returns `Pending`
-//! (`WaitingForVault`, `VaultNotDeclared`, `CreatingKey`), `Failed` (`KeyVaultAccessDenied`,
-//! `KeyVaultError`) or `Known { inject: true }` (`KeyReady`); the pure steps are in
+//! (`WaitingForVault`), `Failed` (`VaultNameMissing`, `VaultNotDeclared`, `CreatingKey` after
+//! the retries, `KeyVaultAccessDenied`, `KeyVaultError`) or `Known { inject: true }`
+//! (`KeyReady`); the pure steps are in
 //! [`super::keyvault`]. The decision consumes states, never calls out.
 
 use super::conditions::Condition;
@@ -42,9 +43,9 @@ pub enum KeyState {
     },
     /// The version is not known yet: the HcpOpenShiftCluster is not applied.
     Pending { condition: Condition },
-    /// The key step failed in a way a person must look at (the vault refused the identity, the
-    /// service kept failing): held like `Pending`, and the unit reports the condition's message
-    /// as its error (so it is retried with the unit's backoff).
+    /// The key step failed in a way a person must look at (a vault not declared, the vault
+    /// refused the identity, the service kept failing): held like `Pending`, and the unit reports
+    /// the condition's message as its error (so it is retried with the unit's backoff).
     Failed { condition: Condition },
 }
 
@@ -71,8 +72,8 @@ impl KeyState {
 /// Knows the etcd encryption key of the clusters (see the module header).
 pub trait KeyManager: Send + Sync {
     /// The key state of `hcp` (the HcpOpenShiftCluster entry of `acp`'s `spec.resources`, as in
-    /// git) for the AROControlPlane `acp`; `live`: the live objects of the unit (the AROCluster,
-    /// its Vault, the HcpOpenShiftCluster as last applied).
+    /// git) for the AROControlPlane `acp`; `live`: the live objects of the unit (its Vault, the
+    /// HcpOpenShiftCluster as last applied), its AROClusters as in git (what they declare).
     fn key_state<'a>(
         &'a self,
         acp: &'a Value,

@@ -49,7 +49,7 @@ fn non_empty<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
 /// The vault and key `hcp` names: the vault at `kms.activeKey.vaultName`
 /// (`v1api20240610preview`, `v1api20251223preview`) or `kms.vaultName` (`v20260901preview`; an
 /// unknown version is read at either), the key at `kms.activeKey.name` (default
-/// [`DEFAULT_KEY_NAME`]). Without a vault name, the state to report.
+/// [`DEFAULT_KEY_NAME`]). Without a vault name, the error to report.
 pub fn kms_target(hcp: &Value) -> Result<KeyTarget, KeyState> {
     let kms = hcp.pointer(KMS_POINTER).unwrap_or(&Value::Null);
     let at_kms = non_empty(kms, "/vaultName");
@@ -60,7 +60,7 @@ pub fn kms_target(hcp: &Value) -> Result<KeyTarget, KeyState> {
         _ => (at_key.or(at_kms), "kms.activeKey.vaultName"),
     };
     let Some(vault) = vault else {
-        return Err(pending(
+        return Err(failed(
             "VaultNameMissing",
             format!(
                 "spec.properties.etcd.dataEncryption.customerManaged.{field} is not set: \
@@ -90,9 +90,9 @@ pub fn declared_vault<'a>(arocluster: &'a Value, vault: &str) -> Option<&'a Valu
         })
 }
 
-/// The gate before the key step: the AROCluster of `acp`'s cluster declares the vault and the
-/// live Vault is Ready. Otherwise the state to report (`WaitingForVault`, or `VaultNotDeclared`
-/// naming what to declare).
+/// The gate before the key step: the AROCluster of `acp`'s cluster (as in git when the unit
+/// renders it) declares the vault and the live Vault is Ready. Otherwise the state to report:
+/// `WaitingForVault`, or the error `VaultNotDeclared` naming what to declare.
 pub fn vault_gate(acp: &Value, target: &KeyTarget, live: &[Value]) -> Result<(), KeyState> {
     let vault = &target.vault;
     let Some(cluster) = aro_cluster(acp, live) else {
@@ -103,7 +103,7 @@ pub fn vault_gate(acp: &Value, target: &KeyTarget, live: &[Value]) -> Result<(),
     };
     let cluster_name = str_at(cluster, "/metadata/name").unwrap_or("");
     let Some(entry) = declared_vault(cluster, vault) else {
-        return Err(pending(
+        return Err(failed(
             "VaultNotDeclared",
             format!(
                 "Key Vault '{vault}' must be declared in AROCluster.spec.resources[] \

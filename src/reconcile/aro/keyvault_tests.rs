@@ -121,7 +121,7 @@ fn the_vault_gate() {
         message.contains("Key Vault 'dev-kv' must be declared in AROCluster.spec.resources[]"),
         "{message}"
     );
-    assert!(matches!(err, KeyState::Pending { .. }));
+    assert!(matches!(err, KeyState::Failed { .. }), "a user error");
 }
 
 #[test]
