@@ -5,7 +5,7 @@ use super::AgentError;
 use crate::apply::{AzureView, Cluster, RequestCounter};
 use crate::azure::AzureAccess;
 use crate::azuresim::https::directory::ControlPlaneDirectory;
-use crate::azuresim::https::{AzureRequestTotals, SimHttps, SimHttpsConfig};
+use crate::azuresim::https::{AzureRequestCounts, AzureRequestTotals, SimHttps, SimHttpsConfig};
 use crate::azuresim::keyvault::KeyVaults;
 use crate::azuresim::{AzureSimulator, SimConfig};
 use crate::controlplane::{self, ControlPlane};
@@ -191,6 +191,16 @@ impl Environment {
     /// The requests the simulated Azure endpoints served, when Azure is simulated by this process.
     pub fn azure_requests(&self) -> Option<AzureRequestTotals> {
         self.sim_https.as_ref().map(|s| s.counts().totals())
+    }
+
+    /// The live counters of the simulated Azure endpoints (for metrics), when simulated here.
+    pub fn azure_request_counts(&self) -> Option<Arc<AzureRequestCounts>> {
+        self.sim_https.as_ref().map(SimHttps::counts)
+    }
+
+    /// The simulator's HTTPS endpoints, when Azure is simulated by this process.
+    pub fn azure_simulator(&self) -> Option<&SimHttps> {
+        self.sim_https.as_ref()
     }
 
     /// Stops the simulator and lets go of the embedded control plane, waiting until its store is

@@ -206,6 +206,9 @@ impl CredentialCache {
         {
             return Ok(e.credential.clone());
         }
+        if let Some(s) = &request.secret {
+            s.learn_for_redaction();
+        }
         // Built under the lock (no IO): two callers never build the same credential twice.
         let credential = self.build(request)?;
         if entries
@@ -371,4 +374,33 @@ fn error_chain(e: &azure_core::Error) -> String {
         current = err.source();
     }
     parts.join(": ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::azure::AzureEnvironment;
+
+    #[test]
+    fn a_request_never_shows_its_secret() {
+        let r = CredentialRequest {
+            identity: "ns/id".into(),
+            kind: IdentityType::ServicePrincipal,
+            tenant_id: "t".into(),
+            client_id: "c".into(),
+            resource_id: None,
+            secret: Some(SecretMaterial::new("debug-planted-secret")),
+            cert_path: None,
+            federated_token_file: None,
+            endpoints: Endpoints::real(AzureEnvironment::AzurePublicCloud),
+        };
+        assert!(!format!("{r:?}").contains("debug-planted-secret"));
+    }
+
+    #[test]
+    fn a_message_that_echoes_the_secret_is_scrubbed() {
+        let s = SecretMaterial::new("echoed-planted-secret");
+        let out = scrub_message("bad value echoed-planted-secret".into(), Some(&s));
+        assert_eq!(out, "bad value [redacted]");
+    }
 }

@@ -12,6 +12,26 @@ impl SecretMaterial {
         SecretMaterial(bytes.into())
     }
 
+    /// The value under `key` of a Secret object as read from the cluster (`data`, base64, or
+    /// `stringData`); `None` when absent, empty or not base64.
+    pub fn from_secret_object(secret: &serde_json::Value, key: &str) -> Option<SecretMaterial> {
+        use base64::Engine as _;
+        if let Some(v) = secret
+            .pointer(&format!("/data/{key}"))
+            .and_then(|v| v.as_str())
+        {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(v.trim())
+                .ok()?;
+            return (!bytes.is_empty()).then(|| SecretMaterial::new(bytes));
+        }
+        secret
+            .pointer(&format!("/stringData/{key}"))
+            .and_then(|v| v.as_str())
+            .filter(|v| !v.is_empty())
+            .map(|v| SecretMaterial::new(v.as_bytes()))
+    }
+
     /// The secret itself: only for the request that sends it or the check that compares it.
     pub fn expose(&self) -> &[u8] {
         &self.0
@@ -33,6 +53,25 @@ impl SecretMaterial {
         let mut out = [0u8; 32];
         out.copy_from_slice(digest.as_ref());
         out
+    }
+
+    /// Tells the redaction layer (`crate::redact`) this value, so that every output scrubs it
+    /// should it ever get there.
+    pub fn learn_for_redaction(&self) {
+        if let Some(text) = self.expose_str() {
+            let text = text.trim();
+            let mut values = vec![text];
+            // A PEM's blocks too, each on its own.
+            values.extend(text.lines().map(str::trim).filter(|l| l.len() >= 32));
+            let data: serde_json::Map<String, serde_json::Value> = values
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| (format!("v{i}"), serde_json::Value::from(v)))
+                .collect();
+            crate::redact::learn(&[serde_json::json!({
+                "apiVersion": "v1", "kind": "Secret", "stringData": data,
+            })]);
+        }
     }
 
     /// Compares in time independent of where the two differ.
@@ -70,6 +109,31 @@ mod tests {
         assert_eq!(format!("{s:?}"), "[redacted]");
         assert_eq!(format!("{s}"), "[redacted]");
         assert_eq!(format!("{:?}", Some(&s)), "Some([redacted])");
+    }
+
+    #[test]
+    fn the_redaction_layer_learns_it() {
+        let s = SecretMaterial::new("learnt-client-secret-xyz");
+        s.learn_for_redaction();
+        let out = crate::redact::scrub("got learnt-client-secret-xyz back");
+        assert_eq!(out, "got [redacted] back");
+    }
+
+    #[test]
+    fn read_from_a_secret_object() {
+        let s = serde_json::json!({"data": {"clientSecret": "c2VjcmV0LXZhbHVl"}});
+        let m = SecretMaterial::from_secret_object(&s, "clientSecret").unwrap();
+        assert_eq!(m.expose(), b"secret-value");
+        let s = serde_json::json!({"stringData": {"clientSecret": "plain"}});
+        assert_eq!(
+            SecretMaterial::from_secret_object(&s, "clientSecret")
+                .unwrap()
+                .expose(),
+            b"plain"
+        );
+        let s = serde_json::json!({"data": {"clientSecret": ""}});
+        assert!(SecretMaterial::from_secret_object(&s, "clientSecret").is_none());
+        assert!(SecretMaterial::from_secret_object(&s, "other").is_none());
     }
 
     #[test]

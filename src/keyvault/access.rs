@@ -14,7 +14,6 @@ use crate::reconcile::identity::{
     AzureIdentity, CLIENT_SECRET_KEY, IdentityError, NOT_ALLOWED_MESSAGE, identity_key,
     identity_ref_of, namespace_labels,
 };
-use base64::Engine;
 use futures::future::BoxFuture;
 use serde_json::Value;
 use std::sync::Arc;
@@ -82,7 +81,9 @@ impl ClusterAccess {
                 identity
                     .check_secret(found.as_ref())
                     .map_err(|e| e.to_string())?;
-                found.as_ref().and_then(secret_material)
+                found
+                    .as_ref()
+                    .and_then(|s| SecretMaterial::from_secret_object(s, CLIENT_SECRET_KEY))
             }
             None => None,
         };
@@ -103,25 +104,6 @@ impl ClusterAccess {
             ),
         })
     }
-}
-
-/// The Secret's `clientSecret` (`data`, base64; or `stringData`).
-fn secret_material(secret: &Value) -> Option<SecretMaterial> {
-    if let Some(b64) = secret
-        .pointer("/data")
-        .and_then(|d| d.get(CLIENT_SECRET_KEY))
-        .and_then(Value::as_str)
-    {
-        return base64::engine::general_purpose::STANDARD
-            .decode(b64)
-            .ok()
-            .map(SecretMaterial::new);
-    }
-    secret
-        .pointer("/stringData")
-        .and_then(|d| d.get(CLIENT_SECRET_KEY))
-        .and_then(Value::as_str)
-        .map(|s| SecretMaterial::new(s.as_bytes()))
 }
 
 impl AccessSource for ClusterAccess {

@@ -472,3 +472,214 @@ async fn the_tenant_is_the_control_planes_identities_and_secrets() {
     drop(server);
     drop(cp);
 }
+
+/// A stand-in vault for the host-name plan: a bearer challenge naming the cloud's vault resource,
+/// then KeyNotFound to an authorized request (the Key Vault API itself is another module's).
+struct ChallengeThenNotFound;
+
+#[async_trait::async_trait]
+impl aro_gitops::azuresim::https::KeyVaultHandler for ChallengeThenNotFound {
+    async fn handle(
+        &self,
+        services: &aro_gitops::azuresim::https::SimServices,
+        request: aro_gitops::azuresim::https::VaultRequest,
+    ) -> aro_gitops::azuresim::https::SimResponse {
+        services.counts.count_key_vault();
+        let endpoints = services.endpoints(request.environment);
+        let bearer = request
+            .headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok());
+        match services.tokens.validate_bearer(bearer) {
+            Ok(claims) if claims.resource == endpoints.key_vault_resource() => {
+                aro_gitops::azuresim::https::json_response(
+                    404,
+                    &json!({"error": {"code": "KeyNotFound", "message": "no such key (simulated)"}}),
+                )
+            }
+            _ => {
+                let mut r = aro_gitops::azuresim::https::json_response(401, &json!({}));
+                let challenge = format!(
+                    "Bearer authorization=\"{}/{TENANT}\", resource=\"{}\"",
+                    endpoints.authority_host,
+                    endpoints.key_vault_resource()
+                );
+                r.headers_mut()
+                    .insert("www-authenticate", challenge.parse().unwrap());
+                r
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_key_vault_sdk_accepts_the_simulated_challenge_without_switching_its_check_off() {
+    use azure_security_keyvault_keys::{KeyClient, KeyClientOptions};
+    let s = sim().await;
+    s.server
+        .set_key_vault_handler(Arc::new(ChallengeThenNotFound));
+    let endpoints = s.server.endpoints(AzureEnvironment::AzurePublicCloud);
+    let credential = s
+        .cache
+        .credential(&s.request(&sp(SECRET), Some(SECRET)))
+        .unwrap();
+    let client = KeyClient::new(
+        &endpoints.vault_url("kv1"),
+        credential,
+        Some(KeyClientOptions {
+            client_options: s.cache.client_options(&endpoints),
+            ..Default::default()
+        }),
+    )
+    .unwrap();
+    let err = client.get_key("etcd-key", None).await.unwrap_err();
+    assert_eq!(
+        err.http_status(),
+        Some(azure_core::http::StatusCode::NotFound),
+        "{err}"
+    );
+    assert_eq!(
+        s.server.counts().key_vault_requests(),
+        2,
+        "challenge, then the call"
+    );
+    assert_eq!(s.tokens(), 1);
+}
+
+/// The token endpoint's answers on the wire, for what the SDK never sends.
+#[tokio::test]
+async fn the_token_endpoint_answers_like_entra_id() {
+    use azure_core::http::{HttpClient, Method, Request, Url};
+    let s = sim().await;
+    let transport = s.server.transport().unwrap();
+    let authority = s
+        .server
+        .endpoints(AzureEnvironment::AzurePublicCloud)
+        .authority_host;
+    let post = |tenant: &str, body: &str| {
+        let mut r = Request::new(
+            Url::parse(&format!("{authority}/{tenant}/oauth2/v2.0/token")).unwrap(),
+            Method::Post,
+        );
+        r.insert_header("content-type", "application/x-www-form-urlencoded");
+        r.set_body(body.to_string());
+        r
+    };
+    let cases = [
+        (
+            TENANT,
+            "client_id=client-sp&scope=x%2F.default",
+            400,
+            900144,
+        ),
+        (
+            TENANT,
+            "grant_type=password&client_id=client-sp&scope=x%2F.default",
+            400,
+            70003,
+        ),
+        (
+            TENANT,
+            "grant_type=client_credentials&client_id=client-sp&scope=https%3A%2F%2Fx&client_secret=a",
+            400,
+            1002012,
+        ),
+        (
+            "other-tenant",
+            "grant_type=client_credentials&client_id=client-sp&scope=x%2F.default&client_secret=a",
+            400,
+            90002,
+        ),
+        (
+            TENANT,
+            "grant_type=client_credentials&client_id=nobody&scope=x%2F.default&client_secret=a",
+            400,
+            700016,
+        ),
+        (
+            TENANT,
+            "grant_type=client_credentials&client_id=client-sp&scope=x%2F.default",
+            401,
+            7000218,
+        ),
+    ];
+    for (tenant, body, status, code) in cases {
+        let response = transport
+            .execute_request(&post(tenant, body))
+            .await
+            .unwrap();
+        let status_seen = u16::from(response.status());
+        let (_, _, body_stream) = response.deconstruct();
+        let bytes = body_stream.collect().await.unwrap();
+        let json: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(status_seen, status, "{body}: {json}");
+        assert_eq!(json["error_codes"][0], code, "{body}: {json}");
+        assert!(
+            json["error_description"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("AADSTS{code}: ")),
+            "{json}"
+        );
+    }
+    assert_eq!(s.tokens(), cases.len() as u64);
+}
+
+/// Everything logged at any level (ours and the SDK's) while tokens are got, refused and used.
+#[derive(Clone, Default)]
+struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+    type Writer = Captured;
+    fn make_writer(&'a self) -> Captured {
+        self.clone()
+    }
+}
+
+#[tokio::test]
+async fn no_secret_or_token_reaches_the_log_at_any_level() {
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(captured.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let s = sim().await;
+    let token = s
+        .cache
+        .token(&s.request(&sp(SECRET), Some(SECRET)), SCOPE)
+        .await
+        .unwrap();
+    s.cache
+        .token(&s.request(&sp(SECRET), Some(WRONG)), SCOPE)
+        .await
+        .unwrap_err();
+    let with_key = format!("{}{KEY_A}", s.cert_pem);
+    s.cache
+        .token(
+            &s.request(&cert_identity(&s.cert_pem), Some(&with_key)),
+            SCOPE,
+        )
+        .await
+        .unwrap();
+    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        log.contains("simulated Entra ID"),
+        "the log was captured:\n{log}"
+    );
+    let key_line = KEY_A.lines().nth(1).unwrap();
+    for planted in [SECRET, WRONG, token.token.secret(), key_line, TOKEN_PREFIX] {
+        assert!(!log.contains(planted), "{planted:?} in the log:\n{log}");
+    }
+}

@@ -77,7 +77,9 @@ impl IdentityDirectory for ControlPlaneDirectory {
                         .get_opt(&r.name)
                         .await
                         .map_err(|e| DirectoryError(e.to_string()))?;
-                    found.and_then(|s| secret_value(&s))
+                    found
+                        .and_then(|s| serde_json::to_value(s).ok())
+                        .and_then(|v| SecretMaterial::from_secret_object(&v, CLIENT_SECRET_KEY))
                 }
                 None => None,
             };
@@ -85,18 +87,6 @@ impl IdentityDirectory for ControlPlaneDirectory {
         }
         Ok(out)
     }
-}
-
-/// The `clientSecret` of a Secret as served (`data`, or `stringData` when a store kept it).
-fn secret_value(secret: &Secret) -> Option<SecretMaterial> {
-    if let Some(v) = secret.data.as_ref().and_then(|d| d.get(CLIENT_SECRET_KEY)) {
-        return Some(SecretMaterial::new(v.0.clone()));
-    }
-    secret
-        .string_data
-        .as_ref()
-        .and_then(|d| d.get(CLIENT_SECRET_KEY))
-        .map(|v| SecretMaterial::new(v.as_bytes()))
 }
 
 /// A fixed set of identities, replaceable at run time (tests; a rotated secret).

@@ -116,6 +116,16 @@ pub(super) async fn token(
     let Some(scope) = get("scope") else {
         return missing("scope");
     };
+    if !scope.split_whitespace().all(|s| s.ends_with("/.default")) {
+        return entra_error(
+            400,
+            "invalid_scope",
+            1002012,
+            &format!(
+                "The provided value for scope {scope} is not valid. Client credential flows must have a scope value with /.default suffixed to the resource identifier (application ID URI)."
+            ),
+        );
+    }
     let identities = match services.directory.identities().await {
         Ok(i) => i,
         Err(e) => {
