@@ -40,6 +40,11 @@ const MANAGED_KEY: &str = "- op: add\n  path: /spec/identityRef\n  value: {kind:
 /// The dev cluster with an agent-managed key: its own ServicePrincipal identity (and Secret) and
 /// no key version in git; `vault_annotations`: on its Vault (the simulator's settings).
 fn managed_key_fixture_with(vault_annotations: Option<&str>) -> Fixture {
+    managed_key_fixture_in("aro-dev", vault_annotations)
+}
+
+/// As [`managed_key_fixture_with`], the identity allowing only namespace `allowed`.
+fn managed_key_fixture_in(allowed: &str, vault_annotations: Option<&str>) -> Fixture {
     let f = Fixture::plain();
     f.write(
         &format!("{DEV}/kv-identity.yaml"),
@@ -55,7 +60,7 @@ spec:
   clientSecret:
     name: kv-identity-secret
   allowedNamespaces:
-    list: [aro-dev]
+    list: [{allowed}]
 ---
 apiVersion: v1
 kind: Secret
@@ -208,4 +213,26 @@ async fn a_vault_the_aro_cluster_does_not_declare_fails_that_cluster_without_a_r
     );
     let azure = s.azure_requests.expect("Azure is simulated by the run");
     assert_eq!(azure.key_vault, 0, "nothing asked of an undeclared vault");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_identity_that_does_not_allow_the_namespace_is_never_used_for_the_key() {
+    let f = managed_key_fixture_in("aro-elsewhere", None);
+    let s = f.run().await;
+    let o = outcome(&s, DEV);
+    assert_eq!(report::phase(o), Phase::Failed, "{}", describe(o));
+    assert_converged(outcome(&s, PROD));
+    assert!(
+        o.errors.iter().any(|e| e.message.contains(
+            "AzureClusterIdentity list of allowed namespaces doesn't include current cluster namespace"
+        )),
+        "{}",
+        describe(o)
+    );
+    let azure = s.azure_requests.expect("Azure is simulated by the run");
+    assert_eq!(
+        (azure.token, azure.key_vault),
+        (0, 0),
+        "no token, no Key Vault request"
+    );
 }
