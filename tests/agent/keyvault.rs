@@ -236,3 +236,18 @@ async fn an_identity_that_does_not_allow_the_namespace_is_never_used_for_the_key
         "no token, no Key Vault request"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_throttled_then_failing_vault_is_retried_and_the_key_made() {
+    let f = managed_key_fixture_with(Some("aro-gitops.dev/simulate-keyvault-faults: '429:1,503'"));
+    let s = f.run().await;
+    assert_converged(outcome(&s, DEV));
+    assert_converged(outcome(&s, PROD));
+    let azure = s.azure_requests.expect("Azure is simulated by the run");
+    assert_eq!(
+        azure.key_vault, 4,
+        "429 and 503 retried, then get (404) and create"
+    );
+    let cp = f.inspect(|c| async move { live(&c, &acp()).await }).await;
+    assert_eq!(condition(&cp, "EncryptionKeyReady")["reason"], "KeyReady");
+}
