@@ -6,6 +6,7 @@ pub mod azure;
 pub mod azuresim;
 pub mod cli;
 pub mod controlplane;
+pub mod keyvault;
 pub mod object;
 pub mod output;
 pub mod plan;

@@ -288,7 +288,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             sim_delay = ?args.sim_delay,
             "serving the local control plane with the Azure simulator beside it; Azure is SIMULATED"
         );
-        agent::simulate_azure(&cp, args.sim_delay)
+        agent::simulate_azure(&cp, args.sim_delay, None)
     });
     let kubeconfig = args
         .kubeconfig

@@ -11,7 +11,7 @@
 //! `aro_deletion` the deletion of a whole cluster in reverse order and a crash while recording owned
 //! kinds; `events` reads the control plane's event log back for them. `node_policy` has the
 //! AutoNodePolicy merged into the node pools; `identity` the AzureClusterIdentity check and the
-//! clusters' ASO credential Secrets.
+//! clusters' ASO credential Secrets; `keyvault` the agent-managed etcd key.
 
 #[path = "agent/aro.rs"]
 mod aro;
@@ -32,6 +32,8 @@ mod failures;
 mod git_source;
 #[path = "agent/identity.rs"]
 mod identity;
+#[path = "agent/keyvault.rs"]
+mod keyvault;
 #[path = "agent/kubeconfig.rs"]
 mod kubeconfig;
 #[path = "agent/node_policy.rs"]

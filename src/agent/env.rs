@@ -6,6 +6,7 @@ use crate::apply::{AzureView, Cluster, RequestCounter};
 use crate::azure::AzureAccess;
 use crate::azuresim::https::directory::ControlPlaneDirectory;
 use crate::azuresim::https::{AzureRequestCounts, AzureRequestTotals, SimHttps, SimHttpsConfig};
+use crate::azuresim::keyvault::KeyVaults;
 use crate::azuresim::{AzureSimulator, SimConfig};
 use crate::controlplane::{self, ControlPlane};
 use crate::report::AzureMode;
@@ -66,10 +67,13 @@ impl Environment {
             .layer(counter.layer())
             .service(cp.router());
         let cluster = Cluster::new(kube::Client::new(service, "default"), counter);
-        let simulator = sim_delay.map(|d| simulate_azure(&cp, d));
+        // One set of simulated vaults: served by the endpoints, set up from the Vault objects.
+        let key_vaults = KeyVaults::default();
+        let simulator = sim_delay.map(|d| simulate_azure(&cp, d, Some(key_vaults.clone())));
         let (sim_https, azure_sdk) = match sim_delay {
             Some(_) => {
                 let (s, a) = simulate_azure_endpoints(cp.client()).await?;
+                s.set_key_vault_handler(Arc::new(key_vaults));
                 (Some(s), Some(a))
             }
             None => (None, None),
@@ -89,20 +93,31 @@ impl Environment {
 
 /// Starts the Azure simulator beside `cp`, in this process: it plays ASO on the control plane's
 /// objects, each resource provisioning for `delay`. Used by the embedded path and by
-/// `control-plane serve --simulate-azure`; it runs until the handle is aborted.
-pub fn simulate_azure(cp: &ControlPlane, delay: Duration) -> tokio::task::JoinHandle<()> {
-    AzureSimulator::new(
+/// `control-plane serve --simulate-azure`; it runs until the handle is aborted. `key_vaults`: the
+/// simulated vaults the simulator sets up from each Vault (faults, access; see
+/// [`KeyVaults::configure_vault`]).
+pub fn simulate_azure(
+    cp: &ControlPlane,
+    delay: Duration,
+    key_vaults: Option<KeyVaults>,
+) -> tokio::task::JoinHandle<()> {
+    let simulator = AzureSimulator::new(
         cp.client(),
         SimConfig {
             provisioning_delay: delay,
         },
-    )
+    );
+    match key_vaults {
+        Some(v) => simulator.with_key_vaults(v),
+        None => simulator,
+    }
     .spawn()
 }
 
 /// Starts the simulator's Azure endpoints (Entra ID, Key Vault, IMDS) on a loopback HTTPS
 /// listener with a CA made now, knowing the identities of the cluster `client` reaches, and the
-/// SDK access that trusts that CA and reaches that listener.
+/// SDK access that trusts that CA and reaches that listener. It serves fresh simulated vaults
+/// ([`KeyVaults`]); the embedded path gives it the ones its simulator sets up instead.
 pub async fn simulate_azure_endpoints(
     client: kube::Client,
 ) -> Result<(SimHttps, Arc<AzureAccess>), AgentError> {
@@ -110,10 +125,9 @@ pub async fn simulate_azure_endpoints(
     let server = SimHttps::start(directory, SimHttpsConfig::default())
         .await
         .map_err(|e| AgentError::AzureEndpoints(e.to_string()))?;
-    // The Key Vault data plane registers here (`SimHttps::set_key_vault_handler`); until then
-    // every vault host answers 404.
     let access = AzureAccess::simulated(server.ca_der(), server.addr())
         .map_err(|e| AgentError::AzureEndpoints(e.to_string()))?;
+    server.set_key_vault_handler(Arc::new(KeyVaults::default()));
     Ok((server, Arc::new(access)))
 }
 

@@ -7,7 +7,7 @@
 //! settled or the deadline passes; otherwise it keeps following the repository.
 
 mod aro_deletion;
-mod controller;
+pub(crate) mod controller;
 mod drift;
 mod env;
 mod failpoint;
@@ -141,12 +141,14 @@ pub async fn run(config: RunConfig) -> Result<RunSummary, AgentError> {
         reference: config.reference.clone(),
         state_dir: config.state_dir.join("source"),
     })?));
+    let keys = crate::keyvault::key_manager(&env.cluster, env.azure_sdk.clone());
     let mut agent = Agent {
         env,
         source,
         config,
         progress: None,
         caches: controller::cache::Caches::default(),
+        keys,
     };
     agent.run().await
 }
@@ -158,6 +160,8 @@ struct Agent {
     progress: Option<progress::Progress>,
     /// Live state, for the agent's whole life.
     caches: controller::cache::Caches,
+    /// Where the etcd encryption keys stand (see [`crate::keyvault::key_manager`]).
+    keys: Arc<dyn crate::reconcile::aro::KeyManager>,
 }
 
 /// One revision, prepared.
@@ -340,7 +344,7 @@ impl Agent {
             stale_source: rev.stale.clone(),
             safety: self.config.safety,
             self_heal: self.config.self_heal,
-            keys: &crate::reconcile::aro::ManualKeys,
+            keys: self.keys.as_ref(),
             caches: Some(&self.caches),
             fleet,
         }

@@ -232,7 +232,7 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
     // The identities of the unit's clusters: a cluster they stop has nothing applied.
     let identities =
         super::identity::check(cluster, ctx.caches, prepared, ctx.fleet, &mut errors).await;
-    let mut reconcilers = Reconcilers::start(ctx.keys, prepared)
+    let mut reconcilers = Reconcilers::start(ctx.keys, prepared, &live)
         .await
         .with_identities(identities);
 

@@ -109,6 +109,22 @@ pub enum Step {
     Failed(&'static str),
 }
 
+/// What a key manager sees: the unit's live objects, its AROClusters as in git (the Vault a
+/// cluster declares is what git says now; whether it is Ready is what the live Vault says).
+fn key_world(prepared: &Prepared, live: &HashMap<ObjectKey, Value>) -> Vec<Value> {
+    let clusters: HashMap<&ObjectKey, &Value> = aro_objects(prepared)
+        .filter(|o| o.key.kind == "AROCluster")
+        .map(|o| (&o.key, &o.object))
+        .collect();
+    let mut world: Vec<Value> = live
+        .iter()
+        .filter(|(k, _)| !clusters.contains_key(k))
+        .map(|(_, v)| v.clone())
+        .collect();
+    world.extend(clusters.into_values().cloned());
+    world
+}
+
 /// The ARO reconcilers' state in one pass over a unit (see the module header).
 pub struct Reconcilers {
     keys: HashMap<ObjectKey, KeyState>,
@@ -137,9 +153,15 @@ fn fingerprint(live: &HashMap<ObjectKey, Value>) -> u64 {
 }
 
 impl Reconcilers {
-    /// Asks `keys` where the etcd key of each AROControlPlane of the unit stands.
-    pub async fn start(keys: &dyn KeyManager, prepared: &Prepared) -> Reconcilers {
+    /// Asks `keys` where the etcd key of each AROControlPlane of the unit stands (`live`: the
+    /// unit's live objects, read by the agent-managed keys only: see [`key_world`]).
+    pub async fn start(
+        keys: &dyn KeyManager,
+        prepared: &Prepared,
+        live: &HashMap<ObjectKey, Value>,
+    ) -> Reconcilers {
         let mut states = HashMap::new();
+        let mut world: Option<Vec<Value>> = None;
         for o in aro_objects(prepared).filter(|o| o.key.kind == "AROControlPlane") {
             let hcp = o
                 .object
@@ -147,7 +169,11 @@ impl Reconcilers {
                 .and_then(Value::as_array)
                 .and_then(|l| l.iter().find(|r| r["kind"] == aro::HCP_CLUSTER));
             let state = match hcp {
-                Some(h) => keys.key_state(&o.object, h).await,
+                Some(h) if h.pointer(aro::KMS_POINTER).is_some() => {
+                    let world = world.get_or_insert_with(|| key_world(prepared, live));
+                    keys.key_state(&o.object, h, world).await
+                }
+                Some(h) => keys.key_state(&o.object, h, &[]).await,
                 None => KeyState::NotConfigured,
             };
             states.insert(o.key.clone(), state);
@@ -248,6 +274,18 @@ impl Reconcilers {
             return Step::Failed("InvalidSpec");
         }
         if let Some(h) = d.held.iter().find(|h| h.key == planned.key) {
+            // A failed key step is the unit's error too (once), so the unit is retried.
+            if let Some(KeyState::Failed { condition }) = self.keys.get(&d.owner)
+                && h.reason == condition.reason
+                && self.failed.insert(p)
+            {
+                errors.push(UnitError {
+                    object: Some(d.owner.clone()),
+                    file: Some(prepared.objects[p].origin.file.clone()),
+                    message: condition.message.clone(),
+                    ..Default::default()
+                });
+            }
             return Step::Held(h.clone());
         }
         d.applies

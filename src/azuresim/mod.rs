@@ -39,6 +39,7 @@ pub mod azure;
 pub mod credential;
 pub mod https;
 pub mod inventory;
+pub mod keyvault;
 pub mod policy;
 pub mod runner;
 pub mod secret;

@@ -12,6 +12,7 @@ mod deletion;
 
 use super::azure::{self, OwnerRef};
 use super::inventory;
+use super::keyvault::{KEY_VAULT_GROUP, KeyVaults};
 use super::policy::{self, ReconcilePolicy};
 use super::status::{self, Phase};
 use super::watch::{self, Key, Kinds, Seen, to_value};
@@ -40,17 +41,29 @@ const RETRY_AFTER: Duration = Duration::from_secs(1);
 pub struct AzureSimulator {
     client: Client,
     config: SimConfig,
+    key_vaults: Option<KeyVaults>,
 }
 
 impl AzureSimulator {
     pub fn new(client: Client, config: SimConfig) -> Self {
-        AzureSimulator { client, config }
+        AzureSimulator {
+            client,
+            config,
+            key_vaults: None,
+        }
+    }
+
+    /// The simulated vaults' data plane takes each Vault's fault and access settings
+    /// ([`KeyVaults::configure_vault`]) as the simulator sees the Vault.
+    pub fn with_key_vaults(mut self, vaults: KeyVaults) -> Self {
+        self.key_vaults = Some(vaults);
+        self
     }
 
     /// Starts the simulator on the current tokio runtime. It runs until the returned handle is
     /// aborted (its watchers stop with it) or the runtime shuts down.
     pub fn spawn(self) -> tokio::task::JoinHandle<()> {
-        tokio::spawn(run(self.client, self.config))
+        tokio::spawn(run(self.client, self.config, self.key_vaults))
     }
 }
 
@@ -72,9 +85,10 @@ struct Runner {
     removals: Vec<String>,
     /// uids of deleted objects whose simulated Azure resource the finalizer step already removed.
     finalized: HashSet<String>,
+    key_vaults: Option<KeyVaults>,
 }
 
-async fn run(client: Client, config: SimConfig) {
+async fn run(client: Client, config: SimConfig, key_vaults: Option<KeyVaults>) {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let mut runner = Runner {
         client,
@@ -88,6 +102,7 @@ async fn run(client: Client, config: SimConfig) {
         recorded: BTreeSet::new(),
         removals: Vec::new(),
         finalized: HashSet::new(),
+        key_vaults,
     };
     // Dropped with this task, which aborts every watcher.
     let mut watchers: JoinSet<()> = JoinSet::new();
@@ -206,6 +221,12 @@ impl Runner {
             return Ok(());
         };
         let mut obj = to_value(live, &ar);
+        if let Some(vaults) = &self.key_vaults
+            && key.kind == "Vault"
+            && key.group == KEY_VAULT_GROUP
+        {
+            vaults.configure_vault(&obj);
+        }
         if policy::is_deleting(&obj) {
             self.timers.remove(key);
             return self.finalize(key, &ar, &api, obj).await;

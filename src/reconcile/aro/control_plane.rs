@@ -116,7 +116,7 @@ fn gates(
         let Some(rk) = key_of(r) else { continue };
         match rk.kind.as_str() {
             HCP_CLUSTER => {
-                if let KeyState::Pending { condition } = state {
+                if let Some(condition) = state.holds() {
                     held.push(Held {
                         key: rk,
                         on: vec![key.clone()],

@@ -9,13 +9,15 @@
 //!   when the state says so (a different version the user wrote is an incompatible value),
 //! - holds the HcpOpenShiftCluster while the version is not known ([`KeyState::Pending`]).
 //!
-//! One implementation today: [`ManualKeys`], the user gives the version in git (no `identityRef`
-//! on the AROControlPlane; `aro-reconcilers.md`, "Encryption key"). The agent-managed mode
+//! Two implementations: [`ManualKeys`], the user gives the version in git (no `identityRef`
+//! on the AROControlPlane; `aro-reconcilers.md`, "Encryption key"), and the agent-managed mode
 //! (`identity-and-keys.md`: get or create the key in the Vault through the AROControlPlane's
-//! `identityRef`) plugs in as a second implementation: its [`KeyManager::key_state`] future does
-//! the Key Vault calls (with its own retries and cache) and returns `Pending` (`WaitingForVault`,
-//! `CreatingKey`) or `Known { inject: true }` (`KeyReady`). Nothing else changes: the decision
-//! consumes states, never calls out.
+//! `identityRef`), `crate::keyvault::KeyVaultKeys`: its [`KeyManager::key_state`] future does
+//! the Key Vault calls (with their retries and its cache) and returns `Pending`
+//! (`WaitingForVault`), `Failed` (`VaultNameMissing`, `VaultNotDeclared`, `CreatingKey` after
+//! the retries, `KeyVaultAccessDenied`, `KeyVaultError`) or `Known { inject: true }`
+//! (`KeyReady`); the pure steps are in
+//! [`super::keyvault`]. The decision consumes states, never calls out.
 
 use super::conditions::Condition;
 use futures::future::BoxFuture;
@@ -41,6 +43,10 @@ pub enum KeyState {
     },
     /// The version is not known yet: the HcpOpenShiftCluster is not applied.
     Pending { condition: Condition },
+    /// The key step failed in a way a person must look at (a vault not declared, the vault
+    /// refused the identity, the service kept failing): held like `Pending`, and the unit reports
+    /// the condition's message as its error (so it is retried with the unit's backoff).
+    Failed { condition: Condition },
 }
 
 impl KeyState {
@@ -48,7 +54,17 @@ impl KeyState {
     pub fn condition(&self) -> Option<&Condition> {
         match self {
             KeyState::NotConfigured => None,
-            KeyState::Known { condition, .. } | KeyState::Pending { condition } => Some(condition),
+            KeyState::Known { condition, .. }
+            | KeyState::Pending { condition }
+            | KeyState::Failed { condition } => Some(condition),
+        }
+    }
+
+    /// Whether the HcpOpenShiftCluster waits for the key (its version is not known).
+    pub fn holds(&self) -> Option<&Condition> {
+        match self {
+            KeyState::Pending { condition } | KeyState::Failed { condition } => Some(condition),
+            _ => None,
         }
     }
 }
@@ -56,8 +72,14 @@ impl KeyState {
 /// Knows the etcd encryption key of the clusters (see the module header).
 pub trait KeyManager: Send + Sync {
     /// The key state of `hcp` (the HcpOpenShiftCluster entry of `acp`'s `spec.resources`, as in
-    /// git) for the AROControlPlane `acp`.
-    fn key_state<'a>(&'a self, acp: &'a Value, hcp: &'a Value) -> BoxFuture<'a, KeyState>;
+    /// git) for the AROControlPlane `acp`; `live`: the live objects of the unit (its Vault, the
+    /// HcpOpenShiftCluster as last applied), its AROClusters as in git (what they declare).
+    fn key_state<'a>(
+        &'a self,
+        acp: &'a Value,
+        hcp: &'a Value,
+        live: &'a [Value],
+    ) -> BoxFuture<'a, KeyState>;
 }
 
 /// Manual key management: the user writes the key version in git; the agent validates it.
@@ -65,7 +87,12 @@ pub trait KeyManager: Send + Sync {
 pub struct ManualKeys;
 
 impl KeyManager for ManualKeys {
-    fn key_state<'a>(&'a self, _acp: &'a Value, hcp: &'a Value) -> BoxFuture<'a, KeyState> {
+    fn key_state<'a>(
+        &'a self,
+        _acp: &'a Value,
+        hcp: &'a Value,
+        _live: &'a [Value],
+    ) -> BoxFuture<'a, KeyState> {
         Box::pin(std::future::ready(manual_key_state(hcp)))
     }
 }
@@ -193,6 +220,9 @@ mod tests {
     async fn the_manual_manager_is_the_pure_state() {
         let h = hcp(Some(json!({"activeKey": {"name": "k"}})));
         let keys: &dyn KeyManager = &ManualKeys;
-        assert_eq!(keys.key_state(&json!({}), &h).await, manual_key_state(&h));
+        assert_eq!(
+            keys.key_state(&json!({}), &h, &[]).await,
+            manual_key_state(&h)
+        );
     }
 }

@@ -9,6 +9,7 @@
 //! - `cluster`, `control_plane`, `machine_pool`: one decision per ARO kind, with its gates and
 //!   conditions;
 //! - `embedded`: validation of `spec.resources` and the mutators; `keys`: the encryption-key seam;
+//!   `keyvault`: the agent-managed key's vault gate and states;
 //! - `node_policy`: the AutoNodePolicy merged into node pools, and the policies' status;
 //! - `conditions`: CAPI-style conditions; `world`: lookups in the live objects.
 
@@ -19,6 +20,7 @@ mod control_plane;
 pub mod deletion;
 mod embedded;
 mod keys;
+pub mod keyvault;
 mod machine_pool;
 pub mod node_policy;
 mod world;
@@ -31,7 +33,9 @@ pub use cluster::{decide_cluster, parse_endpoint};
 pub use conditions::{Condition, mirror_aso_ready, set_condition};
 pub use control_plane::decide_control_plane;
 pub use embedded::{AroError, PAUSED_ANNOTATION, embedded_resources, is_paused};
-pub use keys::{KeyManager, KeyState, ManualKeys, manual_key_state};
+pub use keys::{
+    ENCRYPTION_KEY_READY, KMS_POINTER, KeyManager, KeyState, ManualKeys, manual_key_state,
+};
 pub use machine_pool::{REPLICAS_MANAGED_BY, decide_machine_pool};
 
 use crate::object::ObjectKey;

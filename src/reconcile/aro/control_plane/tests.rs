@@ -275,6 +275,21 @@ fn the_key_gate_and_encryption_key_ready_table() {
             None,
         ),
         (
+            "managed, the vault refused: held like waiting",
+            &managed,
+            KeyState::Failed {
+                condition: Condition::new(
+                    "EncryptionKeyReady",
+                    "False",
+                    "KeyVaultAccessDenied",
+                    "identity x is not allowed in Key Vault 'kv'",
+                ),
+            },
+            false,
+            Some(("False", "KeyVaultAccessDenied")),
+            None,
+        ),
+        (
             "managed, known: injected",
             &managed,
             injected.clone(),

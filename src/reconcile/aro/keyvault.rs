@@ -1,0 +1,227 @@
+//! The agent-managed etcd encryption key (`identity-and-keys.md`, "Key Vault key for etcd
+//! encryption"): the pure half. Which vault and key an HcpOpenShiftCluster names, whether the
+//! agent manages them, the Vault gate (declared in the AROCluster's `spec.resources` and Ready),
+//! the key version from a key id, and the `EncryptionKeyReady` states of each step. The Key Vault
+//! calls themselves live in `crate::keyvault` (IO at the edge); they only ever produce the states
+//! built here.
+
+use super::conditions::Condition;
+use super::keys::{ENCRYPTION_KEY_READY, KMS_POINTER, KeyState};
+use super::world::{aro_cluster, find};
+use crate::object::str_at;
+use crate::reconcile::readiness::aso_readiness;
+use serde_json::Value;
+
+/// The key name CAPZ uses when `kms.activeKey.name` is not given.
+pub const DEFAULT_KEY_NAME: &str = "etcd-data-kms-encryption-key";
+
+/// The API version whose KMS settings carry the vault name at `kms.vaultName`.
+const VAULT_NAME_AT_KMS: &str = "v20260901preview";
+
+/// The vault and key of one HcpOpenShiftCluster's customer-managed KMS.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct KeyTarget {
+    /// The vault's Azure name (its host is `<vault>.<dns suffix>`).
+    pub vault: String,
+    /// The key's name in the vault.
+    pub key: String,
+}
+
+/// Whether the agent manages the key of `hcp`: it configures customer-managed KMS and the
+/// AROControlPlane `acp` names an identity to reach the vault with.
+pub fn agent_managed(acp: &Value, hcp: &Value) -> bool {
+    hcp.pointer(KMS_POINTER).is_some_and(|k| !k.is_null())
+        && acp
+            .pointer("/spec/identityRef")
+            .is_some_and(|r| !r.is_null())
+}
+
+/// The version part of `apiVersion` (`group/version` → `version`).
+fn api_version(obj: &Value) -> &str {
+    let api = str_at(obj, "/apiVersion").unwrap_or("");
+    api.rsplit('/').next().unwrap_or(api)
+}
+
+fn non_empty<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
+    str_at(v, pointer).filter(|s| !s.is_empty())
+}
+
+/// The vault and key `hcp` names: the vault at `kms.activeKey.vaultName`
+/// (`v1api20240610preview`, `v1api20251223preview`) or `kms.vaultName` (`v20260901preview`; an
+/// unknown version is read at either), the key at `kms.activeKey.name` (default
+/// [`DEFAULT_KEY_NAME`]). Without a vault name, the error to report.
+pub fn kms_target(hcp: &Value) -> Result<KeyTarget, KeyState> {
+    let kms = hcp.pointer(KMS_POINTER).unwrap_or(&Value::Null);
+    let at_kms = non_empty(kms, "/vaultName");
+    let at_key = non_empty(kms, "/activeKey/vaultName");
+    let (vault, field) = match api_version(hcp) {
+        VAULT_NAME_AT_KMS => (at_kms, "kms.vaultName"),
+        "v1api20240610preview" | "v1api20251223preview" => (at_key, "kms.activeKey.vaultName"),
+        _ => (at_key.or(at_kms), "kms.activeKey.vaultName"),
+    };
+    let Some(vault) = vault else {
+        return Err(failed(
+            "VaultNameMissing",
+            format!(
+                "spec.properties.etcd.dataEncryption.customerManaged.{field} is not set: \
+                 name the Key Vault that holds the etcd encryption key"
+            ),
+        ));
+    };
+    Ok(KeyTarget {
+        vault: vault.to_string(),
+        key: non_empty(kms, "/activeKey/name")
+            .unwrap_or(DEFAULT_KEY_NAME)
+            .to_string(),
+    })
+}
+
+/// The Vault entry of the AROCluster's `spec.resources` that is the vault `vault` (its
+/// `spec.azureName`, else its `metadata.name`).
+pub fn declared_vault<'a>(arocluster: &'a Value, vault: &str) -> Option<&'a Value> {
+    arocluster
+        .pointer("/spec/resources")?
+        .as_array()?
+        .iter()
+        .filter(|r| str_at(r, "/kind") == Some("Vault"))
+        .find(|r| {
+            non_empty(r, "/spec/azureName").or_else(|| non_empty(r, "/metadata/name"))
+                == Some(vault)
+        })
+}
+
+/// The gate before the key step: the AROCluster of `acp`'s cluster (as in git when the unit
+/// renders it) declares the vault and the live Vault is Ready. Otherwise the state to report:
+/// `WaitingForVault`, or the error `VaultNotDeclared` naming what to declare.
+pub fn vault_gate(acp: &Value, target: &KeyTarget, live: &[Value]) -> Result<(), KeyState> {
+    let vault = &target.vault;
+    let Some(cluster) = aro_cluster(acp, live) else {
+        return Err(pending(
+            "WaitingForVault",
+            format!("Waiting for the AROCluster that declares Key Vault '{vault}'"),
+        ));
+    };
+    let cluster_name = str_at(cluster, "/metadata/name").unwrap_or("");
+    let Some(entry) = declared_vault(cluster, vault) else {
+        return Err(failed(
+            "VaultNotDeclared",
+            format!(
+                "Key Vault '{vault}' must be declared in AROCluster.spec.resources[] \
+                 (AROCluster {cluster_name}: a Vault with spec.azureName '{vault}')"
+            ),
+        ));
+    };
+    let name = str_at(entry, "/metadata/name").unwrap_or(vault);
+    let ready = find(live, acp, "Vault", name).is_some_and(|v| aso_readiness(v).is_ready());
+    if !ready {
+        return Err(pending(
+            "WaitingForVault",
+            format!("Waiting for Key Vault '{vault}' (Vault {name}) to be ready"),
+        ));
+    }
+    Ok(())
+}
+
+/// The version the live HcpOpenShiftCluster `hcp_name` (in `acp`'s namespace) carries for
+/// `target`, if any: what an earlier run found (its vault and key unchanged).
+pub fn live_version<'a>(
+    acp: &Value,
+    hcp_name: &str,
+    target: &KeyTarget,
+    live: &'a [Value],
+) -> Option<&'a str> {
+    let hcp = find(live, acp, super::HCP_CLUSTER, hcp_name)?;
+    let found = kms_target(hcp).ok()?;
+    if &found != target {
+        return None;
+    }
+    let kms = hcp.pointer(KMS_POINTER)?;
+    non_empty(kms, "/activeKey/version")
+}
+
+/// The version of a key id `https://<vault host>/keys/<name>/<version>`: its last path segment.
+pub fn key_version(key_id: &str) -> Option<&str> {
+    let rest = key_id.split_once("://").map_or(key_id, |(_, r)| r);
+    let path = rest.split(['?', '#']).next().unwrap_or("");
+    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    match segments.as_slice() {
+        [_host, "keys", _name, version] => Some(version),
+        _ => None,
+    }
+}
+
+fn pending(reason: &str, message: String) -> KeyState {
+    KeyState::Pending {
+        condition: Condition::new(ENCRYPTION_KEY_READY, "False", reason, message),
+    }
+}
+
+fn failed(reason: &str, message: String) -> KeyState {
+    KeyState::Failed {
+        condition: Condition::new(ENCRYPTION_KEY_READY, "False", reason, message),
+    }
+}
+
+/// The key is known: inject `version`, report `KeyReady`.
+pub fn key_ready(target: &KeyTarget, version: &str) -> KeyState {
+    KeyState::Known {
+        version: version.to_string(),
+        inject: true,
+        condition: Condition::new(
+            ENCRYPTION_KEY_READY,
+            "True",
+            "KeyReady",
+            format!(
+                "Encryption key '{}' version '{version}' ready in vault '{}'",
+                target.key, target.vault
+            ),
+        ),
+    }
+}
+
+/// The key step did not finish (still throttled, the service failing or timing out after the
+/// retries): `CreatingKey` with what happened, reported as the unit's error so the unit is
+/// tried again after its backoff.
+pub fn creating_key(target: &KeyTarget, detail: &str) -> KeyState {
+    failed(
+        "CreatingKey",
+        format!(
+            "Getting or creating encryption key '{}' in vault '{}': {detail}; retrying",
+            target.key, target.vault
+        ),
+    )
+}
+
+/// The identity may not use the vault (403): an error naming the vault and the identity (never
+/// its secret).
+pub fn access_denied(target: &KeyTarget, identity: &str, detail: &str) -> KeyState {
+    failed(
+        "KeyVaultAccessDenied",
+        format!(
+            "identity {identity} is not allowed to get or create key '{}' in Key Vault '{}' \
+             (403 Forbidden{}): grant it the keys get and create permissions on the vault",
+            target.key,
+            target.vault,
+            if detail.is_empty() {
+                String::new()
+            } else {
+                format!(": {detail}")
+            }
+        ),
+    )
+}
+
+/// Any other failure of the key step (the identity, its credential, the vault's answer).
+pub fn key_error(target: &KeyTarget, message: &str) -> KeyState {
+    failed(
+        "KeyVaultError",
+        format!(
+            "encryption key '{}' in vault '{}': {message}",
+            target.key, target.vault
+        ),
+    )
+}
+
+#[cfg(test)]
+#[path = "keyvault_tests.rs"]
+mod tests;
