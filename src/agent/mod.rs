@@ -12,6 +12,7 @@ mod drift;
 mod env;
 mod failpoint;
 mod fleet;
+mod guest;
 pub mod incremental;
 mod live;
 mod pass;
@@ -142,6 +143,7 @@ pub async fn run(config: RunConfig) -> Result<RunSummary, AgentError> {
         config,
         progress: None,
         caches: controller::cache::Caches::default(),
+        guests: guest::GuestClients::default(),
     };
     agent.run().await
 }
@@ -153,6 +155,8 @@ struct Agent {
     progress: Option<progress::Progress>,
     /// Live state, for the agent's whole life.
     caches: controller::cache::Caches,
+    /// Clients of the guest clusters (the aggregated-APIServices gate).
+    guests: guest::GuestClients,
 }
 
 /// One revision, prepared.
@@ -336,6 +340,7 @@ impl Agent {
             safety: self.config.safety,
             self_heal: self.config.self_heal,
             keys: &crate::reconcile::aro::ManualKeys,
+            guests: &self.guests,
             caches: Some(&self.caches),
             fleet,
         }

@@ -255,6 +255,10 @@ impl Agent {
                     };
                     inventories.insert(name, inv);
                     queue.done(&job, failed, Instant::now());
+                    // Nothing here changes when a guest cluster gets better: look again.
+                    if let Job::Unit(i) = job && !done[i] && super::guest::waits_on_guest(&outcomes[i]) {
+                        queue.add_at(job.clone(), Instant::now() + super::guest::RECHECK_AFTER);
+                    }
                     if let Job::Unit(i) = job && during_pass.release(i, self.env.cluster.echoes()) && !done[i] {
                         queue.wake(job, Instant::now());
                     }
