@@ -60,8 +60,9 @@ impl Environment {
 }
 
 /// Starts the Azure simulator beside `cp`, in this process: it plays ASO on the control plane's
-/// objects, each resource provisioning for `delay`. Used by the embedded path and by
-/// `control-plane serve --simulate-azure`; it runs until the handle is aborted.
+/// objects, each resource provisioning for `delay`, and serves the simulated guest clusters' API.
+/// Used by the embedded path and by `control-plane serve --simulate-azure`; it runs until the
+/// handle is aborted.
 pub fn simulate_azure(cp: &ControlPlane, delay: Duration) -> tokio::task::JoinHandle<()> {
     AzureSimulator::new(
         cp.client(),
@@ -69,6 +70,7 @@ pub fn simulate_azure(cp: &ControlPlane, delay: Duration) -> tokio::task::JoinHa
             provisioning_delay: delay,
         },
     )
+    .serving_guests()
     .spawn()
 }
 

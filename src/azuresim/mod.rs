@@ -10,6 +10,11 @@
 //!   condition's `observedGeneration` lags behind `metadata.generation` (see [`status`]);
 //! - writes the observed status of HcpOpenShiftClusters and their node pools, and the kubeconfig
 //!   Secrets an HcpOpenShiftCluster asks for;
+//! - serves, when asked to ([`AzureSimulator::serving_guests`]), each provisioned cluster's guest
+//!   API (its APIServices, for the aggregated-APIServices gate) on one loopback listener, at the
+//!   address its kubeconfig Secret names ([`guest`], [`guest_api`]); the annotations
+//!   [`guest_api::UNAVAILABLE_ANNOTATION`], [`guest_api::MISSING_ANNOTATION`] and
+//!   [`guest_api::READ_ERROR_ANNOTATION`] on the HcpOpenShiftCluster make it unhealthy on demand;
 //! - puts [`FINALIZER`] on every ASO object, so deletes take time: under policy `manage` the object
 //!   shows `Deleting` for the delay, then its simulated Azure resource is removed from the
 //!   [`inventory`] and the finalizer released; `detach-on-delete` and `skip` release it at once and
@@ -26,11 +31,14 @@
 //! [`secret::SIMULATED_ANNOTATION`].
 //!
 //! Layout: [`azure`] (ids, URLs, owner kinds), [`status`] (what status to write, pure),
-//! [`secret`] (the kubeconfig Secrets, pure), [`inventory`] (which simulated Azure resources exist),
+//! [`secret`] (the kubeconfig Secrets, pure), [`guest_api`] (the guest API's answers, pure) and
+//! [`guest`] (its listener), [`inventory`] (which simulated Azure resources exist),
 //! [`policy`] (reconcile policy and finalizer, pure), [`runner`] (the loop and its writes), `watch`
 //! (discovery and watches).
 
 pub mod azure;
+pub mod guest;
+pub mod guest_api;
 pub mod inventory;
 pub mod policy;
 pub mod runner;

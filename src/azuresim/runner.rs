@@ -15,7 +15,7 @@ use super::inventory;
 use super::policy::{self, ReconcilePolicy};
 use super::status::{self, Phase};
 use super::watch::{self, Key, Kinds, Seen, to_value};
-use super::{FIELD_MANAGER, SimConfig, secret};
+use super::{FIELD_MANAGER, SimConfig, guest, secret};
 use k8s_openapi::api::core::v1::Secret;
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
@@ -38,23 +38,52 @@ const RETRY_AFTER: Duration = Duration::from_secs(1);
 pub struct AzureSimulator {
     client: Client,
     config: SimConfig,
+    /// Serve the guest clusters' API (`guest`), and name it in the kubeconfig Secrets.
+    guests: bool,
 }
 
 impl AzureSimulator {
     pub fn new(client: Client, config: SimConfig) -> Self {
-        AzureSimulator { client, config }
+        AzureSimulator {
+            client,
+            config,
+            guests: false,
+        }
+    }
+
+    /// Also serves each provisioned cluster's guest API on a loopback listener, and writes
+    /// kubeconfig Secrets that point at it (see `guest`).
+    pub fn serving_guests(mut self) -> Self {
+        self.guests = true;
+        self
     }
 
     /// Starts the simulator on the current tokio runtime. It runs until the returned handle is
-    /// aborted (its watchers stop with it) or the runtime shuts down.
+    /// aborted (its watchers and the guest API stop with it) or the runtime shuts down.
     pub fn spawn(self) -> tokio::task::JoinHandle<()> {
-        tokio::spawn(run(self.client, self.config))
+        tokio::spawn(async move {
+            if !self.guests {
+                return run(self.client, self.config, None).await;
+            }
+            match guest::bind(&self.client).await {
+                Ok((listener, base)) => {
+                    let server = guest::serve(listener, self.client.clone());
+                    futures::future::join(run(self.client, self.config, Some(base)), server).await;
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "the simulated guest cluster API could not listen; kubeconfigs name the simulated API URL");
+                    run(self.client, self.config, None).await
+                }
+            }
+        })
     }
 }
 
 struct Runner {
     client: Client,
     config: SimConfig,
+    /// The guest API's base URL, when it runs.
+    guest_base: Option<String>,
     tx: mpsc::UnboundedSender<Seen>,
     kinds: Kinds,
     /// The owner each known object names: which objects to wake when an owner changes.
@@ -72,11 +101,12 @@ struct Runner {
     finalized: HashSet<String>,
 }
 
-async fn run(client: Client, config: SimConfig) {
+async fn run(client: Client, config: SimConfig, guest_base: Option<String>) {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let mut runner = Runner {
         client,
         config,
+        guest_base,
         tx,
         kinds: HashMap::new(),
         owners: HashMap::new(),
@@ -312,7 +342,7 @@ impl Runner {
             .and_then(Value::as_str)
             .unwrap_or_default();
         let api: Api<Secret> = Api::namespaced(self.client.clone(), namespace);
-        for desired in secret::credential_secrets(cluster) {
+        for desired in secret::credential_secrets_at(cluster, self.guest_base.as_deref()) {
             let name = desired
                 .pointer("/metadata/name")
                 .and_then(Value::as_str)
