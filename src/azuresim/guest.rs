@@ -9,7 +9,7 @@
 
 use super::FIELD_MANAGER;
 use super::guest_api;
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use serde_json::{Value, json};
@@ -50,6 +50,18 @@ pub async fn bind(client: &Client) -> std::io::Result<(tokio::net::TcpListener, 
     };
     let address = listener.local_addr()?.to_string();
     if previous.as_deref() != Some(address.as_str()) {
+        // The namespace may not be there yet on a new control plane.
+        let namespaces: Api<Namespace> = Api::all(client.clone());
+        let namespace =
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}});
+        let params = PatchParams::apply(FIELD_MANAGER);
+        if namespaces.get_opt(NAMESPACE).await.ok().flatten().is_none()
+            && let Err(error) = namespaces
+                .patch(NAMESPACE, &params, &Patch::Apply(&namespace))
+                .await
+        {
+            tracing::debug!(%error, "the agent's namespace could not be created");
+        }
         let body = json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": ADDRESS_CONFIG_MAP, "namespace": NAMESPACE},
             "data": {"address": address}});
