@@ -2,6 +2,7 @@
 
 pub mod agent;
 pub mod apply;
+pub mod azure;
 pub mod azuresim;
 pub mod cli;
 pub mod controlplane;

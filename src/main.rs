@@ -94,6 +94,9 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         "requests to the cluster: {} reads, {} writes",
         summary.reads, summary.writes
     ));
+    if let Some(azure) = &summary.azure_requests {
+        println(&azure.summary_line());
+    }
     match (&summary.report_commit, &summary.report_error) {
         (_, Some(e)) => println(&format!("reports NOT committed: {e}")),
         (Some(c), None) => println(&format!("reports committed: {c}")),

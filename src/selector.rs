@@ -68,6 +68,57 @@ impl LabelSelector {
         Ok(LabelSelector(reqs))
     }
 
+    /// Reads a structured `metav1.LabelSelector` (`matchLabels`, `matchExpressions` with the
+    /// operators `In`, `NotIn`, `Exists`, `DoesNotExist`); all requirements are ANDed.
+    pub fn from_json(selector: &Value) -> Result<Self, SelectorError> {
+        let bad = |why: String| SelectorError {
+            input: selector.to_string(),
+            why,
+        };
+        let mut reqs = Vec::new();
+        if let Some(labels) = selector.get("matchLabels").and_then(Value::as_object) {
+            for (k, v) in labels {
+                let v = v
+                    .as_str()
+                    .ok_or_else(|| bad(format!("matchLabels.{k} is not a string")))?;
+                reqs.push(Requirement::Equals(
+                    label_key(k).map_err(bad)?,
+                    v.to_string(),
+                ));
+            }
+        }
+        let expressions = selector.get("matchExpressions").and_then(Value::as_array);
+        for e in expressions.into_iter().flatten() {
+            let key = label_key(e.get("key").and_then(Value::as_str).unwrap_or("")).map_err(bad)?;
+            let values: Vec<String> = e
+                .get("values")
+                .and_then(Value::as_array)
+                .map(|vs| {
+                    vs.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default();
+            let op = e.get("operator").and_then(Value::as_str).unwrap_or("");
+            reqs.push(match op {
+                "In" | "NotIn" if values.is_empty() => {
+                    return Err(bad(format!("operator {op} of key {key:?} needs values")));
+                }
+                "In" => Requirement::In(key, values),
+                "NotIn" => Requirement::NotIn(key, values),
+                "Exists" => Requirement::Exists(key),
+                "DoesNotExist" => Requirement::DoesNotExist(key),
+                _ => {
+                    return Err(bad(format!(
+                        "{op:?} is not a valid label selector operator"
+                    )));
+                }
+            });
+        }
+        Ok(LabelSelector(reqs))
+    }
+
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
@@ -173,5 +224,44 @@ mod tests {
                 .map(|(_, v)| *v)
         };
         assert!(LabelSelector::parse("team=a").unwrap().matches_with(get));
+    }
+
+    #[test]
+    fn structured_selectors_match_like_kubernetes() {
+        let obj = json!({"metadata": {"labels": {"app": "web", "tier": "front"}}});
+        for (sel, want) in [
+            (json!({"matchLabels": {"app": "web"}}), true),
+            (json!({"matchLabels": {"app": "api"}}), false),
+            (
+                json!({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["front", "back"]}]}),
+                true,
+            ),
+            (
+                json!({"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["web"]}]}),
+                false,
+            ),
+            (
+                json!({"matchExpressions": [{"key": "env", "operator": "DoesNotExist"}]}),
+                true,
+            ),
+            (
+                json!({"matchLabels": {"app": "web"}, "matchExpressions": [{"key": "env", "operator": "Exists"}]}),
+                false,
+            ),
+        ] {
+            assert_eq!(
+                LabelSelector::from_json(&sel).unwrap().matches(&obj),
+                want,
+                "{sel}"
+            );
+        }
+        assert!(LabelSelector::from_json(&json!({})).unwrap().is_empty());
+        for bad in [
+            json!({"matchExpressions": [{"key": "a", "operator": "Near"}]}),
+            json!({"matchExpressions": [{"key": "a", "operator": "In", "values": []}]}),
+            json!({"matchLabels": {"a b": "c"}}),
+        ] {
+            assert!(LabelSelector::from_json(&bad).is_err(), "{bad}");
+        }
     }
 }

@@ -3,10 +3,14 @@
 
 use super::AgentError;
 use crate::apply::{AzureView, Cluster, RequestCounter};
+use crate::azure::AzureAccess;
+use crate::azuresim::https::directory::ControlPlaneDirectory;
+use crate::azuresim::https::{AzureRequestTotals, SimHttps, SimHttpsConfig};
 use crate::azuresim::{AzureSimulator, SimConfig};
 use crate::controlplane::{self, ControlPlane};
 use crate::report::AzureMode;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The cluster the agent works on, and what runs beside it.
@@ -17,6 +21,12 @@ pub struct Environment {
     pub azure_view: AzureView,
     pub control_plane: Option<ControlPlane>,
     simulator: Option<tokio::task::JoinHandle<()>>,
+    /// The way to Azure through its SDK (credentials, Key Vault): real, or the simulator's HTTPS
+    /// endpoints. `None` when Azure is simulated but no simulator runs (read-only commands), or
+    /// when the platform has no trusted roots.
+    pub azure_sdk: Option<Arc<AzureAccess>>,
+    /// The simulator's Entra ID / Key Vault / IMDS listener, when Azure is simulated.
+    sim_https: Option<SimHttps>,
 }
 
 impl Environment {
@@ -30,12 +40,21 @@ impl Environment {
     ) -> Result<Environment, AgentError> {
         if let Some(path) = kubeconfig {
             let cluster = Cluster::connect(Some(path)).await?;
+            let azure_sdk = match AzureAccess::production() {
+                Ok(a) => Some(Arc::new(a)),
+                Err(e) => {
+                    tracing::warn!(error = %e, "no way to Azure's endpoints: credentials and Key Vault are unavailable");
+                    None
+                }
+            };
             return Ok(Environment {
                 azure: AzureMode::Real,
                 azure_view: AzureView::unavailable(),
                 cluster,
                 control_plane: None,
                 simulator: None,
+                azure_sdk,
+                sim_https: None,
             });
         }
         let config = controlplane::Config::new(state_dir.join("control-plane"));
@@ -48,6 +67,13 @@ impl Environment {
             .service(cp.router());
         let cluster = Cluster::new(kube::Client::new(service, "default"), counter);
         let simulator = sim_delay.map(|d| simulate_azure(&cp, d));
+        let (sim_https, azure_sdk) = match sim_delay {
+            Some(_) => {
+                let (s, a) = simulate_azure_endpoints(cp.client()).await?;
+                (Some(s), Some(a))
+            }
+            None => (None, None),
+        };
         tracing::info!(state = %state_dir.display(), "using the embedded local control plane; Azure is SIMULATED");
         Ok(Environment {
             cluster,
@@ -55,6 +81,8 @@ impl Environment {
             azure_view: AzureView::Simulated(cp.client()),
             control_plane: Some(cp),
             simulator,
+            azure_sdk,
+            sim_https,
         })
     }
 }
@@ -72,6 +100,21 @@ pub fn simulate_azure(cp: &ControlPlane, delay: Duration) -> tokio::task::JoinHa
     )
     .serving_guests()
     .spawn()
+}
+
+/// Starts the simulator's Azure endpoints (Entra ID, Key Vault, IMDS) on a loopback HTTPS
+/// listener with a CA made now, knowing the identities of the cluster `client` reaches, and the
+/// SDK access that trusts that CA and reaches that listener.
+pub async fn simulate_azure_endpoints(
+    client: kube::Client,
+) -> Result<(SimHttps, Arc<AzureAccess>), AgentError> {
+    let directory = Arc::new(ControlPlaneDirectory::new(client));
+    let server = SimHttps::start(directory, SimHttpsConfig::default())
+        .await
+        .map_err(|e| AgentError::AzureEndpoints(e.to_string()))?;
+    let access = AzureAccess::simulated(server.ca_der(), server.addr())
+        .map_err(|e| AgentError::AzureEndpoints(e.to_string()))?;
+    Ok((server, Arc::new(access)))
 }
 
 /// The ConfigMap `control-plane serve --simulate-azure` writes in the agent's namespace, so that an
@@ -117,6 +160,23 @@ impl Environment {
         );
         self.azure = AzureMode::Simulated;
         self.azure_view = AzureView::Simulated(self.cluster.client().clone());
+        // The served control plane's identities, this process's own simulated endpoints.
+        match simulate_azure_endpoints(self.cluster.client().clone()).await {
+            Ok((server, access)) => {
+                self.sim_https = Some(server);
+                self.azure_sdk = Some(access);
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "the simulated Azure endpoints could not start");
+                self.sim_https = None;
+                self.azure_sdk = None;
+            }
+        }
+    }
+
+    /// The requests the simulated Azure endpoints served, when Azure is simulated by this process.
+    pub fn azure_requests(&self) -> Option<AzureRequestTotals> {
+        self.sim_https.as_ref().map(|s| s.counts().totals())
     }
 
     /// Stops the simulator and lets go of the embedded control plane, waiting until its store is
@@ -126,6 +186,7 @@ impl Environment {
             s.abort();
             let _ = s.await;
         }
+        self.sim_https.take();
         let cp = self.control_plane.take();
         drop(self);
         if let Some(cp) = cp

@@ -24,7 +24,7 @@ pub mod prune;
 mod status;
 
 pub use drift::{DriftReport, drift};
-pub use env::{Environment, mark_simulated, simulate_azure};
+pub use env::{Environment, mark_simulated, simulate_azure, simulate_azure_endpoints};
 pub use failpoint::FAILPOINT_ENV;
 pub use plan::{PlanRequest, PlanRun, RenderedNames, RenderedUnits, plan};
 pub use prune::Safety;
@@ -78,6 +78,8 @@ pub enum AgentError {
     Publish(Box<crate::source::SourceError>),
     #[error("background task failed: {0}")]
     Task(String),
+    #[error("the simulated Azure endpoints could not start: {0}")]
+    AzureEndpoints(String),
 }
 
 impl From<crate::source::SourceError> for AgentError {
@@ -109,6 +111,8 @@ pub struct RunSummary {
     pub timed_out: Vec<String>,
     /// Why the reports could not be committed, if they could not.
     pub report_error: Option<String>,
+    /// The requests the simulated Azure endpoints served (token, Key Vault), when simulated.
+    pub azure_requests: Option<crate::azuresim::https::AzureRequestTotals>,
 }
 
 impl RunSummary {
@@ -408,6 +412,7 @@ impl Agent {
             report_commit,
             timed_out,
             report_error: None,
+            azure_requests: self.env.azure_requests(),
         }
     }
 }

@@ -39,6 +39,7 @@
 pub mod azure;
 pub mod guest;
 pub mod guest_api;
+pub mod https;
 pub mod inventory;
 pub mod policy;
 pub mod runner;

@@ -1,4 +1,6 @@
-//! The reconcile stage: the embedded ARO reconcilers and the readiness rule they share.
+//! The reconcile stage: the embedded ARO reconcilers, the readiness rule they share, and the
+//! AzureClusterIdentity model (`identity`).
 
 pub mod aro;
+pub mod identity;
 pub mod readiness;

@@ -84,6 +84,14 @@ async fn rerunning_on_the_same_state_writes_nothing() {
         stdout.contains("reports unchanged: nothing committed"),
         "{stdout}"
     );
+    // The simulated Azure endpoints ran beside the control plane, and the summary counts them.
+    assert!(
+        stdout.lines().any(|l| l.starts_with("azure: ")
+            && l.contains(" token requests, ")
+            && l.ends_with(" key vault requests (simulated)")),
+        "{stdout}"
+    );
+    assert!(third.azure_requests.is_some());
     assert_eq!(f.status_commits(), after_second);
 }
 

@@ -1,0 +1,20 @@
+//! Azure through its SDK: `azure_identity` credentials and the Key Vault keys client, over one
+//! transport (hyper + rustls with ring, the TLS stack kube uses).
+//!
+//! Layout: [`cloud`] (which cloud: `AROControlPlane.spec.azureEnvironment`), [`endpoints`] (its
+//! hosts, real or simulated), [`transport`] (the SDK's HTTP client), [`secret`] (secret material
+//! that never shows), [`assertion`] (certificate credentials signed with ring).
+//! Against the simulator only the endpoints and the trusted roots differ.
+
+pub mod access;
+pub mod assertion;
+pub mod cloud;
+pub mod credential;
+pub mod endpoints;
+pub mod secret;
+pub mod transport;
+
+pub use access::AzureAccess;
+pub use cloud::AzureEnvironment;
+pub use endpoints::Endpoints;
+pub use transport::HyperTransport;
