@@ -1,11 +1,12 @@
-//! The simulated guest clusters' API (IO; the answers are `guest_api`'s): one plain-HTTP listener
-//! on loopback for every simulated cluster, told apart by the path prefix
-//! `/clusters/<namespace>/<name>` that each kubeconfig Secret names. Each request reads the
+//! The simulated guest clusters' API (IO; the answers are `guest_api`'s): one HTTPS listener on
+//! loopback for every simulated cluster, told apart by the path prefix
+//! `/clusters/<namespace>/<name>` that each kubeconfig Secret names, with the certificate of the
+//! simulator's guest CA (`guest_tls`), which the kubeconfigs carry. Each request reads the
 //! HcpOpenShiftCluster it names from the control plane, so annotations take effect at once.
 //!
 //! The listener keeps its port across restarts when it can (the address is kept in the ConfigMap
-//! [`ADDRESS_CONFIG_MAP`] of `aro-gitops-system`), so the kubeconfig Secrets written before stay
-//! valid and are not written again.
+//! [`ADDRESS_CONFIG_MAP`] of `aro-gitops-system`) and the CA is kept, so the kubeconfig Secrets
+//! written before stay valid and are not written again.
 
 use super::FIELD_MANAGER;
 use super::guest_api;
@@ -30,9 +31,56 @@ fn hcp_resource() -> ApiResource {
     )
 }
 
+/// Where the guest API listens, as the kubeconfigs name it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GuestEndpoint {
+    /// `https://127.0.0.1:P`.
+    pub base: String,
+    /// The CA certificate (PEM) the kubeconfigs trust.
+    pub ca_pem: String,
+}
+
+/// Starts the guest API: its certificates, its listener; gives where it is and the server to run.
+pub async fn start(
+    client: Client,
+) -> Result<(GuestEndpoint, impl std::future::Future<Output = ()>), String> {
+    ensure_namespace(&client).await;
+    let tls = super::guest_tls::load_or_create(&client)
+        .await
+        .map_err(|e| e.to_string())?;
+    let (listener, address) = bind(&client).await.map_err(|e| e.to_string())?;
+    let endpoint = GuestEndpoint {
+        base: format!("https://{address}"),
+        ca_pem: tls.ca_pem.clone(),
+    };
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls.server);
+    Ok((endpoint, serve(listener, acceptor, client)))
+}
+
+/// Creates `aro-gitops-system`, where the guest API keeps its address and CA, when it is not
+/// there yet (a new control plane).
+async fn ensure_namespace(client: &Client) {
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    if namespaces.get_opt(NAMESPACE).await.ok().flatten().is_some() {
+        return;
+    }
+    let namespace =
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}});
+    if let Err(error) = namespaces
+        .patch(
+            NAMESPACE,
+            &PatchParams::apply(FIELD_MANAGER),
+            &Patch::Apply(&namespace),
+        )
+        .await
+    {
+        tracing::debug!(%error, "the agent's namespace could not be created");
+    }
+}
+
 /// Binds the guest API's listener: the address of the last run when it is free, else a new
-/// loopback port (then recorded). Returns the listener and its base URL (`http://127.0.0.1:P`).
-pub async fn bind(client: &Client) -> std::io::Result<(tokio::net::TcpListener, String)> {
+/// loopback port (then recorded). Returns the listener and its address (`127.0.0.1:P`).
+async fn bind(client: &Client) -> std::io::Result<(tokio::net::TcpListener, String)> {
     let maps: Api<ConfigMap> = Api::namespaced(client.clone(), NAMESPACE);
     let previous = maps
         .get_opt(ADDRESS_CONFIG_MAP)
@@ -50,18 +98,6 @@ pub async fn bind(client: &Client) -> std::io::Result<(tokio::net::TcpListener, 
     };
     let address = listener.local_addr()?.to_string();
     if previous.as_deref() != Some(address.as_str()) {
-        // The namespace may not be there yet on a new control plane.
-        let namespaces: Api<Namespace> = Api::all(client.clone());
-        let namespace =
-            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}});
-        let params = PatchParams::apply(FIELD_MANAGER);
-        if namespaces.get_opt(NAMESPACE).await.ok().flatten().is_none()
-            && let Err(error) = namespaces
-                .patch(NAMESPACE, &params, &Patch::Apply(&namespace))
-                .await
-        {
-            tracing::debug!(%error, "the agent's namespace could not be created");
-        }
         let body = json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": ADDRESS_CONFIG_MAP, "namespace": NAMESPACE},
             "data": {"address": address}});
@@ -76,18 +112,43 @@ pub async fn bind(client: &Client) -> std::io::Result<(tokio::net::TcpListener, 
             tracing::debug!(%error, "the guest API's address was not recorded");
         }
     }
-    tracing::info!(%address, "simulated guest cluster API listening (plain HTTP, loopback)");
-    Ok((listener, format!("http://{address}")))
+    tracing::info!(%address, "simulated guest cluster API listening (HTTPS, loopback)");
+    Ok((listener, address))
 }
 
 /// Serves the guest API on `listener` until the task is dropped.
-pub async fn serve(listener: tokio::net::TcpListener, client: Client) {
-    let router = axum::Router::new().fallback(move |req: axum::extract::Request| {
-        let client = client.clone();
-        async move { handle(&client, req).await }
-    });
-    if let Err(error) = axum::serve(listener, router).await {
-        tracing::warn!(%error, "the simulated guest cluster API stopped");
+async fn serve(
+    listener: tokio::net::TcpListener,
+    acceptor: tokio_rustls::TlsAcceptor,
+    client: Client,
+) {
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(error) => {
+                tracing::warn!(%error, "the simulated guest cluster API failed to accept");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let (acceptor, client) = (acceptor.clone(), client.clone());
+        tokio::spawn(async move {
+            let Ok(tls) = acceptor.accept(stream).await else {
+                return; // a client that does not trust the CA, or no TLS at all
+            };
+            let service =
+                hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                    let client = client.clone();
+                    async move {
+                        Ok::<_, std::convert::Infallible>(
+                            handle(&client, req.map(axum::body::Body::new)).await,
+                        )
+                    }
+                });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
+                .await;
+        });
     }
 }
 
@@ -138,7 +199,7 @@ async fn handle(client: &Client, req: axum::extract::Request) -> axum::response:
         .expect("a valid response")
 }
 
-/// The server URL of the guest `cluster` under the listener at `base`.
+/// The server URL of the guest `cluster` under the listener at `base` (`https://127.0.0.1:P`).
 pub fn server_url(base: &str, cluster: &Value) -> String {
     let text = |p: &str| crate::object::text_at(cluster, p).unwrap_or_default();
     format!(

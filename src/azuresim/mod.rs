@@ -11,8 +11,9 @@
 //! - writes the observed status of HcpOpenShiftClusters and their node pools, and the kubeconfig
 //!   Secrets an HcpOpenShiftCluster asks for;
 //! - serves, when asked to ([`AzureSimulator::serving_guests`]), each provisioned cluster's guest
-//!   API (its APIServices, for the aggregated-APIServices gate) on one loopback listener, at the
-//!   address its kubeconfig Secret names ([`guest`], [`guest_api`]); the annotations
+//!   API (its APIServices, for the aggregated-APIServices gate) on one loopback HTTPS listener,
+//!   at the address its kubeconfig Secret names, with a CA of its own that the kubeconfig
+//!   carries ([`guest`], [`guest_api`], [`guest_tls`]); the annotations
 //!   [`guest_api::UNAVAILABLE_ANNOTATION`], [`guest_api::MISSING_ANNOTATION`] and
 //!   [`guest_api::READ_ERROR_ANNOTATION`] on the HcpOpenShiftCluster make it unhealthy on demand;
 //! - puts [`FINALIZER`] on every ASO object, so deletes take time: under policy `manage` the object
@@ -32,13 +33,14 @@
 //!
 //! Layout: [`azure`] (ids, URLs, owner kinds), [`status`] (what status to write, pure),
 //! [`secret`] (the kubeconfig Secrets, pure), [`guest_api`] (the guest API's answers, pure) and
-//! [`guest`] (its listener), [`inventory`] (which simulated Azure resources exist),
+//! [`guest`] (its listener), [`guest_tls`] (its CA and certificate), [`inventory`] (which simulated Azure resources exist),
 //! [`policy`] (reconcile policy and finalizer, pure), [`runner`] (the loop and its writes), `watch`
 //! (discovery and watches).
 
 pub mod azure;
 pub mod guest;
 pub mod guest_api;
+pub mod guest_tls;
 pub mod https;
 pub mod inventory;
 pub mod policy;

@@ -65,13 +65,13 @@ impl AzureSimulator {
             if !self.guests {
                 return run(self.client, self.config, None).await;
             }
-            match guest::bind(&self.client).await {
-                Ok((listener, base)) => {
-                    let server = guest::serve(listener, self.client.clone());
-                    futures::future::join(run(self.client, self.config, Some(base)), server).await;
+            match guest::start(self.client.clone()).await {
+                Ok((endpoint, server)) => {
+                    futures::future::join(run(self.client, self.config, Some(endpoint)), server)
+                        .await;
                 }
                 Err(error) => {
-                    tracing::warn!(%error, "the simulated guest cluster API could not listen; kubeconfigs name the simulated API URL");
+                    tracing::warn!(%error, "the simulated guest cluster API could not start; kubeconfigs name the simulated API URL");
                     run(self.client, self.config, None).await
                 }
             }
@@ -82,8 +82,8 @@ impl AzureSimulator {
 struct Runner {
     client: Client,
     config: SimConfig,
-    /// The guest API's base URL, when it runs.
-    guest_base: Option<String>,
+    /// Where the guest API listens, when it runs.
+    guest: Option<guest::GuestEndpoint>,
     tx: mpsc::UnboundedSender<Seen>,
     kinds: Kinds,
     /// The owner each known object names: which objects to wake when an owner changes.
@@ -101,12 +101,12 @@ struct Runner {
     finalized: HashSet<String>,
 }
 
-async fn run(client: Client, config: SimConfig, guest_base: Option<String>) {
+async fn run(client: Client, config: SimConfig, guest: Option<guest::GuestEndpoint>) {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let mut runner = Runner {
         client,
         config,
-        guest_base,
+        guest,
         tx,
         kinds: HashMap::new(),
         owners: HashMap::new(),
@@ -342,7 +342,7 @@ impl Runner {
             .and_then(Value::as_str)
             .unwrap_or_default();
         let api: Api<Secret> = Api::namespaced(self.client.clone(), namespace);
-        for desired in secret::credential_secrets_at(cluster, self.guest_base.as_deref()) {
+        for desired in secret::credential_secrets_at(cluster, self.guest.as_ref()) {
             let name = desired
                 .pointer("/metadata/name")
                 .and_then(Value::as_str)

@@ -9,6 +9,7 @@
 //! [`SIMULATED_ANNOTATION`] so nobody takes it for a real credential.
 
 use super::azure;
+use super::guest::GuestEndpoint;
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
 
@@ -31,10 +32,10 @@ pub fn credential_secrets(cluster: &Value) -> Vec<Value> {
     credential_secrets_at(cluster, None)
 }
 
-/// [`credential_secrets`], with kubeconfigs for the simulator's guest API at `guest_base`
-/// (`http://127.0.0.1:P`) when given: server `<guest_base>/clusters/<namespace>/<name>` and the
-/// cluster's own fake token (`guest_api::token`).
-pub fn credential_secrets_at(cluster: &Value, guest_base: Option<&str>) -> Vec<Value> {
+/// [`credential_secrets`], with kubeconfigs for the simulator's guest API at `guest` when given:
+/// server `<base>/clusters/<namespace>/<name>`, the guest CA, and the cluster's own fake token
+/// (`guest_api::token`).
+pub fn credential_secrets_at(cluster: &Value, guest: Option<&GuestEndpoint>) -> Vec<Value> {
     let mut by_name: Vec<(String, Map<String, Value>)> = Vec::new();
     for (field, user) in [("adminCredentials", "admin"), ("userCredentials", "user")] {
         let Some(dest) = cluster.pointer(&format!("/spec/operatorSpec/secrets/{field}")) else {
@@ -52,8 +53,8 @@ pub fn credential_secrets_at(cluster: &Value, guest_base: Option<&str>) -> Vec<V
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
             .unwrap_or(DEFAULT_KEY);
-        let text = match guest_base {
-            Some(base) => guest_kubeconfig(cluster, user, base),
+        let text = match guest {
+            Some(g) => guest_kubeconfig(cluster, user, g),
             None => kubeconfig(cluster, user),
         };
         let encoded = base64::engine::general_purpose::STANDARD.encode(text);
@@ -100,10 +101,12 @@ pub fn kubeconfig(cluster: &Value, user: &str) -> String {
     kubeconfig_with(cluster, user, server, FAKE_TOKEN)
 }
 
-/// A kubeconfig for `user` on the simulator's guest API at `base` (plain HTTP on loopback):
-/// the cluster's path under it and the cluster's own fake token.
-pub fn guest_kubeconfig(cluster: &Value, user: &str, base: &str) -> String {
-    let server = json!({"server": super::guest::server_url(base, cluster)});
+/// A kubeconfig for `user` on the simulator's guest API at `guest` (HTTPS on loopback): the
+/// cluster's path under it, the guest CA and the cluster's own fake token.
+pub fn guest_kubeconfig(cluster: &Value, user: &str, guest: &GuestEndpoint) -> String {
+    let ca = base64::engine::general_purpose::STANDARD.encode(&guest.ca_pem);
+    let server = json!({"server": super::guest::server_url(&guest.base, cluster),
+        "certificate-authority-data": ca});
     kubeconfig_with(cluster, user, server, &super::guest_api::token(cluster))
 }
 
@@ -201,26 +204,28 @@ mod tests {
     #[test]
     fn with_a_guest_api_the_kubeconfig_names_it_and_the_cluster_token() {
         let c = cluster(json!({"adminCredentials": {"name": "c1-kubeconfig", "key": "value"}}));
-        let s = credential_secrets_at(&c, Some("http://127.0.0.1:4567")).remove(0);
+        let guest = GuestEndpoint {
+            base: "https://127.0.0.1:4567".into(),
+            ca_pem: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n".into(),
+        };
+        let s = credential_secrets_at(&c, Some(&guest)).remove(0);
         let kc = decoded(&s, "value");
+        let server = &kc["clusters"][0]["cluster"];
+        assert_eq!(server["server"], "https://127.0.0.1:4567/clusters/team/c1");
+        let ca = server["certificate-authority-data"].as_str().unwrap();
         assert_eq!(
-            kc["clusters"][0]["cluster"]["server"],
-            "http://127.0.0.1:4567/clusters/team/c1"
+            base64::engine::general_purpose::STANDARD
+                .decode(ca)
+                .unwrap(),
+            guest.ca_pem.as_bytes()
         );
-        assert!(
-            kc["clusters"][0]["cluster"]
-                .get("insecure-skip-tls-verify")
-                .is_none()
-        );
+        assert!(server.get("insecure-skip-tls-verify").is_none());
         assert_eq!(
             kc["users"][0]["user"]["token"],
             super::super::guest_api::token(&c).as_str()
         );
         // The same cluster at the same address: the same bytes (nothing to write again).
-        assert_eq!(
-            credential_secrets_at(&c, Some("http://127.0.0.1:4567"))[0],
-            s
-        );
+        assert_eq!(credential_secrets_at(&c, Some(&guest))[0], s);
     }
 
     #[test]
