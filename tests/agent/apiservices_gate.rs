@@ -54,7 +54,7 @@ fn unannotate_dev_cluster(f: &Fixture) {
 }
 
 /// Runs the agent (runs of [`SHORT_RUN`], dev not expected to converge) until `done` holds for
-/// dev's outcome; gives that outcome's run.
+/// dev's outcome and prod has converged; gives that run.
 async fn run_until(f: &Fixture, what: &str, done: impl Fn(&UnitOutcome) -> bool) -> RunSummary {
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
@@ -62,7 +62,7 @@ async fn run_until(f: &Fixture, what: &str, done: impl Fn(&UnitOutcome) -> bool)
         let mut config = f.config();
         config.timeout = SHORT_RUN;
         let s = agent::run(config).await.expect("the agent runs");
-        if done(outcome(&s, DEV)) {
+        if done(outcome(&s, DEV)) && report::phase(outcome(&s, PROD)) == Phase::Converged {
             return s;
         }
         assert!(
@@ -109,7 +109,8 @@ async fn every_apiservice_available_makes_the_control_plane_available() {
         let available = reported(o, ns, name, AVAILABLE);
         assert_eq!(status_of(&available), (Some("True"), Some("AsExpected")));
     }
-    // The kubeconfig the agent read names the simulator's guest API on loopback.
+    // The kubeconfig the agent read names the simulator's guest API on loopback, over HTTPS
+    // with the simulator's guest CA.
     let secret = f
         .inspect(
             |c| async move { live(&c, &key("v1", "Secret", "aro-dev", "dev-kubeconfig")).await },
@@ -124,10 +125,11 @@ async fn every_apiservice_available_makes_the_control_plane_available() {
     )
     .expect("UTF-8");
     assert!(
-        kubeconfig.contains("server: http://127.0.0.1:")
+        kubeconfig.contains("server: https://127.0.0.1:")
             && kubeconfig.contains("/clusters/aro-dev/aro-dev"),
         "the kubeconfig names the guest API"
     );
+    assert!(kubeconfig.contains("certificate-authority-data:"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
