@@ -289,5 +289,6 @@ pub fn kubeconfig_secret(acp: &Value) -> (String, String) {
 }
 
 #[cfg(test)]
+#[allow(clippy::type_complexity)] // tables of tuples
 #[path = "apiservices_tests.rs"]
 mod tests;
