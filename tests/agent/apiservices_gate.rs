@@ -3,7 +3,9 @@
 //! simulator's guest API. All available: `AggregatedAPIServicesAvailable` and `Available` True.
 //! One held unavailable: the condition lists it, `Available` stays False with its message, the
 //! cluster does not converge (and does once it is available again). Reads failing:
-//! `ReconcileError`. Once Available, a later unavailable APIService does not take it back.
+//! `ReconcileError`. Once Available, a later unavailable APIService does not take it back. And
+//! the applier's order for an aggregated API in git: its Service, then its Endpoints, then the
+//! APIService.
 
 use super::*;
 use aro_gitops::azuresim::guest_api::{READ_ERROR_ANNOTATION, UNAVAILABLE_ANNOTATION};
@@ -275,5 +277,73 @@ async fn once_available_an_unavailable_apiservice_does_not_take_it_back() {
         live_condition(&after, AVAILABLE),
         live_condition(&before, AVAILABLE),
         "Available untouched, its transition time too"
+    );
+}
+
+/// An aggregated API in git, written in the wrong order on purpose.
+const AGGREGATED_API: &str = "\
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata:
+  name: v1.example.aro-gitops.dev
+spec:
+  group: example.aro-gitops.dev
+  version: v1
+  service: {namespace: aro-dev, name: example-api, port: 443}
+  groupPriorityMinimum: 1000
+  versionPriority: 15
+  insecureSkipTLSVerify: true
+---
+apiVersion: v1
+kind: Endpoints
+metadata:
+  name: example-api
+subsets:
+  - addresses: [{ip: 10.0.0.10}]
+    ports: [{port: 8443}]
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: example-api
+spec:
+  ports: [{port: 443, targetPort: 8443}]
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_applier_creates_a_service_then_its_endpoints_then_the_apiservice() {
+    let f = Fixture::plain();
+    f.write(&format!("{DEV}/aggregated-api.yaml"), AGGREGATED_API);
+    f.add_resource(DEV, "aggregated-api.yaml");
+    let s = f.run().await;
+    assert_converged(outcome(&s, DEV));
+    let created = |o: &Value| {
+        o.pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .and_then(|rv| rv.parse::<u64>().ok())
+            .expect("a resourceVersion")
+    };
+    let (svc, ep, apisvc) = f
+        .inspect(|c| async move {
+            let svc = live(&c, &key("v1", "Service", "aro-dev", "example-api")).await;
+            let ep = live(&c, &key("v1", "Endpoints", "aro-dev", "example-api")).await;
+            let mut k = key(
+                "apiregistration.k8s.io/v1",
+                "APIService",
+                "",
+                "v1.example.aro-gitops.dev",
+            );
+            k.namespace = None;
+            let apisvc = live(&c, &k).await;
+            (svc, ep, apisvc)
+        })
+        .await;
+    // Applied once each, so their resourceVersions are those of their creates.
+    assert!(
+        created(&svc) < created(&ep) && created(&ep) < created(&apisvc),
+        "Service {}, Endpoints {}, APIService {}",
+        created(&svc),
+        created(&ep),
+        created(&apisvc)
     );
 }
