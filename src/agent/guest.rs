@@ -3,10 +3,11 @@
 //! its kubeconfig Secret written), the agent lists the guest cluster's
 //! `apiregistration.k8s.io/v1` APIServices with a kube-rs client built from that Secret.
 //!
-//! One client per kubeconfig Secret, kept for the agent's life and built again only when the
-//! Secret's resourceVersion changes (the Secret is read with its data then, and only then). Once
-//! an AROControlPlane is `Available` (the latch holds) its guest is read again at most every
-//! [`LATCHED_READ_INTERVAL`]: the condition stays informative without a LIST on every pass.
+//! One client per kubeconfig Secret, built from the Secret (read with its data then) and kept,
+//! while the gate holds, until the Secret's resourceVersion changes. Once an AROControlPlane is
+//! `Available` (the latch holds) its guest is read again at most every [`LATCHED_READ_INTERVAL`]
+//! (and once per run): the condition stays informative without a LIST on every pass, and no client
+//! is kept for it meanwhile.
 //! Nothing read from the Secret reaches a log or a message: errors about the kubeconfig say which
 //! Secret, never what it holds.
 
@@ -32,11 +33,13 @@ pub const RECHECK_AFTER: Duration = Duration::from_secs(2);
 /// How long one LIST of a guest cluster may take.
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A guest client, for the Secret's resourceVersion it was built from.
+/// A guest cluster, for the resourceVersion of the Secret its client was built from.
 struct Entry {
     resource_version: String,
-    client: Result<kube::Client, String>,
-    last_read: Option<(Instant, GuestRead)>,
+    /// The client (or why there is none), kept while the gate holds.
+    client: Option<Result<kube::Client, String>>,
+    /// When the guest was last read.
+    last_read: Option<Instant>,
 }
 
 /// The guest clients of the agent, by kubeconfig Secret (namespace, name).
@@ -96,43 +99,35 @@ impl GuestClients {
             entries
                 .get(&id)
                 .filter(|e| e.resource_version == rv)
-                .map(|e| (e.client.clone(), e.last_read.clone()))
+                .map(|e| (e.client.clone(), e.last_read))
         };
-        if latched
-            && let Some((_, Some((at, _)))) = &cached
-            && at.elapsed() < LATCHED_READ_INTERVAL
-        {
+        let last_read = cached.as_ref().and_then(|(_, at)| *at);
+        if latched && last_read.is_some_and(|at| at.elapsed() < LATCHED_READ_INTERVAL) {
             return GuestRead::Kept;
         }
-        let client = match cached {
-            Some((client, _)) => client,
-            None => {
-                let client = build_client(cluster, namespace, &secret, &data_key).await;
-                self.entries.lock().expect("guest clients lock").insert(
-                    id.clone(),
-                    Entry {
-                        resource_version: rv.clone(),
-                        client: client.clone(),
-                        last_read: None,
-                    },
-                );
-                client
-            }
+        let client = match cached.and_then(|(client, _)| client) {
+            Some(client) => client,
+            None => build_client(cluster, namespace, &secret, &data_key).await,
         };
-        let read = match client {
-            Ok(c) => list_apiservices(c).await,
-            Err(why) => GuestRead::Failed(why),
+        let read = match &client {
+            Ok(c) => list_apiservices(c.clone()).await,
+            Err(why) => GuestRead::Failed(why.clone()),
         };
         tracing::debug!(%namespace, secret = %secret, read = read_kind(&read), "guest cluster APIServices read");
-        if let Some(e) = self
-            .entries
-            .lock()
-            .expect("guest clients lock")
-            .get_mut(&id)
-            .filter(|e| e.resource_version == rv)
-        {
-            e.last_read = Some((Instant::now(), read.clone()));
-        }
+        // The client is kept while the gate holds (the guest is read again soon); once it is
+        // passed it goes, and the next read (minutes later) builds one again: a converged fleet
+        // keeps no client per cluster.
+        let expected = apiservices::expected_apiservices(apiservices::oauth_enabled(acp));
+        let passed = latched
+            || apiservices::apiservices_condition(&expected, &read).is_some_and(|c| c.is_true());
+        self.entries.lock().expect("guest clients lock").insert(
+            id,
+            Entry {
+                resource_version: rv,
+                client: (!passed).then_some(client),
+                last_read: Some(Instant::now()),
+            },
+        );
         read
     }
 }
