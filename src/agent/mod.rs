@@ -12,6 +12,7 @@ mod drift;
 mod env;
 mod failpoint;
 mod fleet;
+mod guest;
 mod identity;
 pub mod incremental;
 mod live;
@@ -149,6 +150,7 @@ pub async fn run(config: RunConfig) -> Result<RunSummary, AgentError> {
         progress: None,
         caches: controller::cache::Caches::default(),
         keys,
+        guests: guest::GuestClients::default(),
     };
     agent.run().await
 }
@@ -162,6 +164,8 @@ struct Agent {
     caches: controller::cache::Caches,
     /// Where the etcd encryption keys stand (see [`crate::keyvault::key_manager`]).
     keys: Arc<dyn crate::reconcile::aro::KeyManager>,
+    /// Clients of the guest clusters (the aggregated-APIServices gate).
+    guests: guest::GuestClients,
 }
 
 /// One revision, prepared.
@@ -345,6 +349,7 @@ impl Agent {
             safety: self.config.safety,
             self_heal: self.config.self_heal,
             keys: self.keys.as_ref(),
+            guests: &self.guests,
             caches: Some(&self.caches),
             fleet,
         }

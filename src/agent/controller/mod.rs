@@ -163,12 +163,14 @@ impl Agent {
         for i in (0..rev.units.len()).filter(|&i| !held(i)) {
             queue.add(Job::Unit(i));
         }
+        let mut removals = Vec::new();
         for unit in &removed {
             if inventories
                 .get(unit)
                 .is_some_and(|inv| !inv.entries.is_empty())
             {
                 queue.add(Job::Removed(unit.clone()));
+                removals.push(unit.clone());
             }
         }
         // Units that left git with an inventory not acted on: reported, never pruned.
@@ -265,6 +267,10 @@ impl Agent {
                     };
                     inventories.insert(name, inv);
                     queue.done(&job, failed, Instant::now());
+                    // Nothing here changes when a guest cluster gets better: look again.
+                    if let Job::Unit(i) = job && !done[i] && super::guest::waits_on_guest(&outcomes[i]) {
+                        queue.add_at(job.clone(), Instant::now() + super::guest::RECHECK_AFTER);
+                    }
                     if let Job::Unit(i) = job && during_pass.release(i, self.env.cluster.echoes()) && !done[i] {
                         queue.wake(job, Instant::now());
                     }
@@ -282,6 +288,11 @@ impl Agent {
                     changed.insert(first);
                     tracing::trace!(?changed, "changes seen");
                     self.wake(&changed, &index, &done, &removed_outcomes, (&mut queue, &mut during_pass));
+                    // A removal before the end of its first pass has no outcome to say it is
+                    // still deleting: what changes meanwhile (its own deletes) runs it again.
+                    for u in removals.iter().filter(|u| !removed_outcomes.contains_key(*u)) {
+                        queue.wake(Job::Removed(u.clone()), Instant::now());
+                    }
                 }
             }
         }
