@@ -79,8 +79,11 @@ impl AzureSimulator {
             }
             match guest::start(self.client.clone()).await {
                 Ok((endpoint, server)) => {
-                    futures::future::join(run(self.client, self.config, self.key_vaults, Some(endpoint)), server)
-                        .await;
+                    futures::future::join(
+                        run(self.client, self.config, self.key_vaults, Some(endpoint)),
+                        server,
+                    )
+                    .await;
                 }
                 Err(error) => {
                     tracing::warn!(%error, "the simulated guest cluster API could not start; kubeconfigs name the simulated API URL");
