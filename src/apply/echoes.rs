@@ -28,6 +28,11 @@ impl Echoes {
             .insert(Identity::from(&key), rv.to_string());
     }
 
+    /// Whether a write of an object `of` selects is not seen by the watches yet.
+    pub fn awaits(&self, of: impl Fn(&Identity) -> bool) -> bool {
+        self.0.lock().expect("echoes lock").keys().any(of)
+    }
+
     /// Whether `id` at `resource_version` is the echo of the agent's last write of it (forgotten
     /// once seen).
     pub fn take(&self, id: &Identity, resource_version: &str) -> bool {
