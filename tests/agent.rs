@@ -10,7 +10,7 @@
 //! unreachable remote). `aro_chain` has the order of the ARO dependency chain and its gates,
 //! `aro_deletion` the deletion of a whole cluster in reverse order and a crash while recording owned
 //! kinds; `events` reads the control plane's event log back for them. `node_policy` has the
-//! AutoNodePolicy merged into the node pools.
+//! AutoNodePolicy merged into the node pools. `resync` has a long-running run's drift cycles.
 
 #[path = "agent/aro.rs"]
 mod aro;
@@ -39,6 +39,8 @@ mod policies;
 mod pruning;
 #[path = "agent/rerun.rs"]
 mod rerun;
+#[path = "agent/resync.rs"]
+mod resync;
 
 use aro_gitops::agent::{self, RunConfig, RunSummary};
 use aro_gitops::apply::{Cluster, RequestCounter};

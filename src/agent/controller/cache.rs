@@ -295,27 +295,50 @@ impl Caches {
         )
     }
 
-    /// The ConfigMaps of the agent's namespace (where the inventories are), once the cache has
-    /// seen the agent's own last write of each inventory (within [`CATCH_UP`]): `None` when no
-    /// synced cache holds ConfigMaps or it lags behind (read them with a LIST instead).
+    /// The ConfigMaps of the agent's namespace (where the inventories are), once the cache holds
+    /// the agent's own last write of each (within [`CATCH_UP`]): `None` when no synced cache holds
+    /// ConfigMaps or it lags behind (read them with a LIST instead).
     pub async fn inventories(&self, cluster: &Cluster) -> Option<Vec<Value>> {
         let key = inventory::config_map_key("");
-        let written = |id: &Identity| {
-            id.group.is_empty()
-                && id.kind == "ConfigMap"
-                && id.namespace.as_deref() == Some(inventory::NAMESPACE)
+        let kind = (key.group.clone(), key.version.clone(), key.kind.clone());
+        let ours = |id: &Identity| {
+            id.group == kind.0 && id.kind == kind.2 && id.namespace == key.namespace
         };
         let deadline = tokio::time::Instant::now() + CATCH_UP;
-        while cluster.echoes().awaits(written) {
+        loop {
+            // A write the cache has not taken as its echo: either not seen yet, or a write that
+            // changed nothing (the same resourceVersion, no event) and that the cache holds.
+            let pending = cluster.echoes().pending(ours);
+            let behind = pending.iter().any(|(id, rv)| {
+                let held = self.resource_version(&kind, id);
+                if held.as_deref() == Some(rv.as_str()) {
+                    cluster.echoes().take(id, rv);
+                    return false;
+                }
+                true
+            });
+            if !behind {
+                break;
+            }
             if tokio::time::Instant::now() >= deadline {
-                tracing::debug!(
-                    "the cache has not seen the agent's last inventory writes: they are listed"
-                );
+                tracing::debug!("the cache has not seen the agent's last inventory writes: they are listed");
+                // The LIST reads what they wrote: their echoes are of no more use.
+                for (id, rv) in pending {
+                    cluster.echoes().take(&id, &rv);
+                }
                 return None;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         self.read(cluster, &key)
+    }
+
+    /// The resourceVersion of the object `id` of `kind` as cached.
+    fn resource_version(&self, kind: &KindKey, id: &Identity) -> Option<String> {
+        let kinds = self.kinds.read().expect("caches lock");
+        let objects = kinds.get(kind)?.objects.read().expect("cache lock");
+        let text = objects.get(&id.namespace)?.get(&id.name)?;
+        crate::object::str_at(&parse(text), "/metadata/resourceVersion").map(str::to_string)
     }
 
     /// Waits up to `wait` for the first change; `None` when none came.
