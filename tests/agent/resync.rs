@@ -62,7 +62,10 @@ impl Running {
                     None => before.push(line),
                 },
                 Err(RecvTimeoutError::Timeout) => {
-                    panic!("no cycle line within {CYCLE_DEADLINE:?}; output:\n{}", before.join("\n"))
+                    panic!(
+                        "no cycle line within {CYCLE_DEADLINE:?}; output:\n{}",
+                        before.join("\n")
+                    )
                 }
                 Err(RecvTimeoutError::Disconnected) => {
                     panic!("the agent ended; output:\n{}", before.join("\n"))
@@ -92,7 +95,10 @@ fn a_drift_cycle_over_a_converged_fleet_sends_no_request() {
         "{initial}"
     );
     assert_eq!(initial.units, 2, "{initial}");
-    assert!(initial.writes > 0, "the first sync creates the fleet: {initial}");
+    assert!(
+        initial.writes > 0,
+        "the first sync creates the fleet: {initial}"
+    );
     for unit in [DEV, PROD] {
         let last = progress
             .iter()
@@ -109,5 +115,9 @@ fn a_drift_cycle_over_a_converged_fleet_sends_no_request() {
         (1, CycleTrigger::Drift, 2),
         "{drift}"
     );
-    assert_eq!((drift.writes, drift.lists, drift.gets), (0, 0, 0), "{drift}");
+    assert_eq!(
+        (drift.writes, drift.lists, drift.gets),
+        (0, 0, 0),
+        "{drift}"
+    );
 }

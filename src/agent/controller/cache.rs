@@ -321,7 +321,9 @@ impl Caches {
                 break;
             }
             if tokio::time::Instant::now() >= deadline {
-                tracing::debug!("the cache has not seen the agent's last inventory writes: they are listed");
+                tracing::debug!(
+                    "the cache has not seen the agent's last inventory writes: they are listed"
+                );
                 // The LIST reads what they wrote: their echoes are of no more use.
                 for (id, rv) in pending {
                     cluster.echoes().take(&id, &rv);
