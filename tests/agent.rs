@@ -13,7 +13,7 @@
 //! aggregated-APIServices gate (the guest clusters read through their kubeconfig Secrets).
 //! `node_policy` has the AutoNodePolicy merged into the node pools; `identity` the
 //! AzureClusterIdentity check and the clusters' ASO credential Secrets; `keyvault` the
-//! agent-managed etcd key.
+//! agent-managed etcd key. `resync` has a long-running run's drift cycles.
 
 #[path = "agent/apiservices_gate.rs"]
 mod apiservices_gate;
@@ -48,6 +48,8 @@ mod policies;
 mod pruning;
 #[path = "agent/rerun.rs"]
 mod rerun;
+#[path = "agent/resync.rs"]
+mod resync;
 
 use aro_gitops::agent::{self, RunConfig, RunSummary};
 use aro_gitops::apply::{Cluster, RequestCounter};
