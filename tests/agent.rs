@@ -44,6 +44,8 @@ mod policies;
 mod pruning;
 #[path = "agent/rerun.rs"]
 mod rerun;
+#[path = "agent/shared_identities.rs"]
+mod shared_identities;
 
 use aro_gitops::agent::{self, RunConfig, RunSummary};
 use aro_gitops::apply::{Cluster, RequestCounter};

@@ -345,6 +345,7 @@ impl Agent {
             safety: self.config.safety,
             self_heal: self.config.self_heal,
             keys: self.keys.as_ref(),
+            azure_sdk: self.env.azure_sdk.as_deref(),
             caches: Some(&self.caches),
             fleet,
         }
