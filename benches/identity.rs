@@ -69,12 +69,20 @@ fn apply_to_store(store: &Path, file: &Path) {
         .stderr(Stdio::inherit())
         .spawn()
         .expect("control-plane serve starts");
+    // Its output is read to the end (a closed pipe would stop it), the kubeconfig line awaited.
     let stdout = serve.stdout.take().expect("piped stdout");
-    let ready = BufReader::new(stdout)
-        .lines()
-        .map_while(Result::ok)
-        .any(|l| l.starts_with("kubeconfig: "));
-    assert!(ready, "control-plane serve did not start");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if line.starts_with("kubeconfig: ") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    assert!(
+        rx.recv_timeout(std::time::Duration::from_secs(120)).is_ok(),
+        "control-plane serve did not start"
+    );
     let out = Command::new("kubectl")
         .arg("--kubeconfig")
         .arg(&kubeconfig)
@@ -87,6 +95,7 @@ fn apply_to_store(store: &Path, file: &Path) {
         .status()
         .is_ok_and(|s| s.success());
     let exit = serve.wait().expect("control-plane serve ends");
+    let _ = reader.join();
     assert!(
         out.status.success(),
         "kubectl apply -f {} failed: {}",

@@ -11,7 +11,8 @@
 //! `aro_deletion` the deletion of a whole cluster in reverse order and a crash while recording owned
 //! kinds; `events` reads the control plane's event log back for them. `node_policy` has the
 //! AutoNodePolicy merged into the node pools; `identity` the AzureClusterIdentity check and the
-//! clusters' ASO credential Secrets; `keyvault` the agent-managed etcd key.
+//! clusters' ASO credential Secrets; `keyvault` the agent-managed etcd key; `shared_identities`
+//! the identity benchmark's request counts at small scale (shared identities, keys, a rotation).
 
 #[path = "agent/aro.rs"]
 mod aro;
