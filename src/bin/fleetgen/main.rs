@@ -17,7 +17,8 @@
 //!
 //! With `--identities N`, the clusters' AROControlPlanes name N shared ServicePrincipal identities
 //! round-robin (unit `clusters/_identities`); their fake Secrets go to `secrets/`, outside every
-//! unit and git (see `identities`).
+//! unit and git (see `identities`). `--kms` (with `--identities`) leaves every cluster's etcd
+//! encryption key to the agent: KMS names the cluster's own Vault and no key version.
 
 mod identities;
 mod objects;
