@@ -13,7 +13,8 @@
 //! aggregated-APIServices gate (the guest clusters read through their kubeconfig Secrets).
 //! `node_policy` has the AutoNodePolicy merged into the node pools; `identity` the
 //! AzureClusterIdentity check and the clusters' ASO credential Secrets; `keyvault` the
-//! agent-managed etcd key. `resync` has a long-running run's drift cycles.
+//! agent-managed etcd key; `shared_identities` the identity benchmark's request counts at small
+//! scale (shared identities, keys, a rotation). `resync` has a long-running run's drift cycles.
 
 #[path = "agent/apiservices_gate.rs"]
 mod apiservices_gate;
@@ -50,6 +51,8 @@ mod pruning;
 mod rerun;
 #[path = "agent/resync.rs"]
 mod resync;
+#[path = "agent/shared_identities.rs"]
+mod shared_identities;
 
 use aro_gitops::agent::{self, RunConfig, RunSummary};
 use aro_gitops::apply::{Cluster, RequestCounter};

@@ -207,3 +207,44 @@ impl Drop for Server {
         self.stop();
     }
 }
+
+/// Writes a fleet of `n` clusters with `aro-gitops-fleetgen` and `flags` into `repo` and makes it
+/// a git repository on `main` with one commit (what the fleet's `.gitignore` keeps out stays out).
+pub fn generate_fleet_with(n: usize, flags: &[&str], repo: &Path) {
+    let out = Command::new(FLEETGEN)
+        .args(["--clusters", &n.to_string()])
+        .args(flags)
+        .arg("--out")
+        .arg(repo)
+        .output()
+        .expect("fleetgen runs");
+    assert!(
+        out.status.success(),
+        "fleetgen failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    git(repo, &["init", "-q", "-b", "main"]);
+    git(repo, &["add", "-A"]);
+    git(repo, &["commit", "-qm", "fleet"]);
+}
+
+/// The machine's 1-minute load average (`/proc/loadavg`).
+pub fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// The simulated Azure requests a run's summary printed
+/// (`azure: N token requests, M key vault requests (simulated)`): `(N, M)`.
+pub fn azure_requests(stdout: &str) -> Option<(u64, u64)> {
+    let rest = stdout.lines().find_map(|l| l.strip_prefix("azure: "))?;
+    let mut n = rest
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|t| !t.is_empty())
+        .map(|v| v.parse().ok());
+    Some((n.next()??, n.next()??))
+}

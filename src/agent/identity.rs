@@ -9,16 +9,25 @@
 //! a unit renders on its Namespace count with the live ones. Reads come from the shared caches (Secrets are always cached; the identity and Namespace kinds
 //! when the controller runs): a pass over a unit costs no request, however many clusters share an
 //! identity. Without caches, one GET per identity, namespace and identity Secret of the unit.
+//!
+//! A rotated identity Secret (a cluster's credential Secret would change its secret material) is
+//! tried with one token request for the identity before the clusters get it; refused, those
+//! clusters fail with the identity named and keep their previous credential.
 
 use super::controller::cache::Caches;
 use super::prepare::{Prepared, aro_cluster_name};
 use crate::apply::Cluster;
+use crate::azure::AzureEnvironment;
+use crate::azure::access::AzureAccess;
+use crate::azure::credential::CredentialRequest;
+use crate::azure::secret::SecretMaterial;
 use crate::object::ObjectKey;
 use crate::plan::ownership::Fleet;
 use crate::reconcile::aro;
 use crate::reconcile::identity::aso::{self, ClusterIdentityRef, Verdict};
 use crate::reconcile::identity::{
-    AzureIdentity, IdentityError, NOT_ALLOWED_MESSAGE, identity_key, namespace_labels,
+    AzureIdentity, CLIENT_SECRET_KEY, IdentityError, NOT_ALLOWED_MESSAGE, identity_key,
+    namespace_labels,
 };
 use crate::report::UnitError;
 use serde_json::Value;
@@ -138,6 +147,7 @@ fn namespace_key(name: &str) -> ObjectKey {
 async fn judge(
     cluster: &Cluster,
     caches: Option<&Caches>,
+    azure: Option<&AzureAccess>,
     prepared: &Prepared,
     r: &ClusterIdentityRef,
     fleet: &Fleet,
@@ -232,9 +242,52 @@ async fn judge(
     if let Some(s) = &secret {
         crate::redact::learn([s]);
     }
-    Verdict::Allowed {
-        secret: Box::new(aso::credential_secret(r, &identity, secret.as_ref())),
+    let credential = aso::credential_secret(r, &identity, secret.as_ref());
+    if let Some(azure) = azure {
+        let live = read_live(cluster, caches, &r.secret_key())
+            .await
+            .ok()
+            .flatten();
+        if aso::material_rotated(&credential, live.as_ref())
+            && let Err(e) = verify_rotated(azure, prepared, r, &identity, secret.as_ref()).await
+        {
+            return failed(format!(
+                "{}: the rotated secret of AzureClusterIdentity {id_ns}/{id_name} was refused, \
+                 the cluster keeps its previous credential: {e}",
+                r.referrer
+            ));
+        }
     }
+    Verdict::Allowed {
+        secret: Box::new(credential),
+    }
+}
+
+/// A rotated identity Secret is tried once before the cluster's ASO credential Secret carries
+/// it: a token for the Key Vault scope (what the agent itself uses the identity for, so the token
+/// serves its next key step). The process's credential cache rebuilds the credential (the secret's
+/// hash changed) and lets one token request through for all the clusters of the identity.
+async fn verify_rotated(
+    azure: &AzureAccess,
+    prepared: &Prepared,
+    r: &ClusterIdentityRef,
+    identity: &AzureIdentity,
+    secret: Option<&Value>,
+) -> Result<(), String> {
+    let environment = rendered(prepared, &r.referrer)
+        .and_then(|o| o.pointer("/spec/azureEnvironment"))
+        .and_then(Value::as_str);
+    let environment = AzureEnvironment::parse(environment).map_err(|e| e.to_string())?;
+    let endpoints = azure.endpoints(environment);
+    let scope = format!("{}/.default", endpoints.key_vault_resource());
+    let material = secret.and_then(|s| SecretMaterial::from_secret_object(s, CLIENT_SECRET_KEY));
+    let request = CredentialRequest::from_identity(identity, material, endpoints);
+    azure
+        .credentials()
+        .token(&request, &scope)
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string())
 }
 
 /// The verdicts of `prepared`'s clusters; a cluster stopped by its identity adds one error naming
@@ -242,6 +295,7 @@ async fn judge(
 pub async fn check(
     cluster: &Cluster,
     caches: Option<&Caches>,
+    azure: Option<&AzureAccess>,
     prepared: &Prepared,
     fleet: &Fleet,
     errors: &mut Vec<UnitError>,
@@ -255,7 +309,7 @@ pub async fn check(
     let mut out = Identities::default();
     let mut read = HashMap::new();
     for r in &refs {
-        let verdict = judge(cluster, caches, prepared, r, fleet, &mut read).await;
+        let verdict = judge(cluster, caches, azure, prepared, r, fleet, &mut read).await;
         let file = prepared
             .objects
             .iter()

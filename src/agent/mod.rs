@@ -365,6 +365,7 @@ impl Agent {
             self_heal: self.config.self_heal,
             keys: self.keys.as_ref(),
             guests: &self.guests,
+            azure_sdk: self.env.azure_sdk.as_deref(),
             caches: Some(&self.caches),
             fleet,
         }

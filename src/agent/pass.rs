@@ -150,6 +150,8 @@ pub struct PassContext<'a> {
     pub keys: &'a dyn KeyManager,
     /// The guest clusters' clients (the aggregated-APIServices gate).
     pub guests: &'a super::guest::GuestClients,
+    /// The way to Azure's endpoints (a rotated identity secret is tried there), when there is one.
+    pub azure_sdk: Option<&'a crate::azure::access::AzureAccess>,
     /// Live state to read instead of listing it.
     pub caches: Option<&'a super::controller::cache::Caches>,
     /// What every unit of the revision declares (ownership's deletion guard).
@@ -247,8 +249,15 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
         };
     }
     // The identities of the unit's clusters: a cluster they stop has nothing applied.
-    let identities =
-        super::identity::check(cluster, ctx.caches, prepared, ctx.fleet, &mut errors).await;
+    let identities = super::identity::check(
+        cluster,
+        ctx.caches,
+        ctx.azure_sdk,
+        prepared,
+        ctx.fleet,
+        &mut errors,
+    )
+    .await;
     let mut reconcilers = Reconcilers::start(ctx.keys, prepared, &live)
         .await
         .with_identities(identities);

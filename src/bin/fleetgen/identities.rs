@@ -115,7 +115,7 @@ mod tests {
 
     #[test]
     fn identities_are_shared_round_robin_and_allow_exactly_their_clusters() {
-        let specs = crate::specs(5, 1, 2);
+        let specs = crate::specs(5, 1, 2, false);
         let used: Vec<_> = specs.iter().map(|s| s.identity.clone().unwrap()).collect();
         assert_eq!(
             used,
@@ -156,5 +156,44 @@ mod tests {
         let objs = crate::objects::cluster_objects(&specs[1]);
         assert_eq!(objs[2]["spec"]["identityRef"]["name"], "aro-identity-02");
         assert_eq!(objs[2]["spec"]["identityRef"]["namespace"], NAMESPACE);
+    }
+
+    /// `--kms`: every cluster's key is the agent's (KMS on, no version, an `identityRef` on the
+    /// control plane, its own Vault declared by its AROCluster), as `reconcile::aro::keyvault`
+    /// reads it; without `--kms`, shared identities mean platform-managed encryption.
+    #[test]
+    fn kms_clusters_leave_the_key_to_the_agent_in_their_own_declared_vault() {
+        use aro_gitops::reconcile::aro::keyvault::{agent_managed, declared_vault, kms_target};
+        let specs = crate::specs(3, 1, 2, true);
+        let mut vaults = Vec::new();
+        for s in &specs {
+            let objs = crate::objects::cluster_objects(s);
+            let (arocluster, acp) = (&objs[1], &objs[2]);
+            let hcp = &acp["spec"]["resources"][0];
+            assert!(agent_managed(acp, hcp), "{}", s.name);
+            let kms = &hcp["spec"]["properties"]["etcd"]["dataEncryption"];
+            assert_eq!(kms["keyManagementMode"], "CustomerManaged");
+            assert!(kms["customerManaged"]["kms"]["activeKey"]["version"].is_null());
+            let target = kms_target(hcp).unwrap();
+            assert_eq!(target.key, "etcd-data-kms-encryption-key");
+            assert!(declared_vault(arocluster, &target.vault).is_some());
+            vaults.push(target.vault);
+        }
+        vaults.sort();
+        vaults.dedup();
+        assert_eq!(vaults.len(), 3, "one vault per cluster");
+        // Shared identities without --kms: no customer-managed key at all.
+        let plain = crate::objects::cluster_objects(&crate::specs(1, 1, 2, false)[0]);
+        let hcp = &plain[2]["spec"]["resources"][0];
+        assert!(!agent_managed(&plain[2], hcp));
+        assert_eq!(
+            hcp["spec"]["properties"]["etcd"],
+            json!({"dataEncryption": {"keyManagementMode": "PlatformManaged"}})
+        );
+        // Without identities, the user's key version stays in git.
+        let manual = crate::objects::cluster_objects(&crate::specs(1, 1, 0, false)[0]);
+        let key = &manual[2]["spec"]["resources"][0]["spec"]["properties"]["etcd"]["dataEncryption"]
+            ["customerManaged"]["kms"]["activeKey"];
+        assert_eq!(key["version"].as_str().map(str::len), Some(32));
     }
 }

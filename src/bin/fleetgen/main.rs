@@ -17,7 +17,8 @@
 //!
 //! With `--identities N`, the clusters' AROControlPlanes name N shared ServicePrincipal identities
 //! round-robin (unit `clusters/_identities`); their fake Secrets go to `secrets/`, outside every
-//! unit and git (see `identities`).
+//! unit and git (see `identities`). `--kms` (with `--identities`) leaves every cluster's etcd
+//! encryption key to the agent: KMS names the cluster's own Vault and no key version.
 
 mod identities;
 mod objects;
@@ -53,6 +54,13 @@ struct Args {
     /// identity.
     #[arg(long, default_value_t = 0)]
     identities: usize,
+    /// Customer-managed etcd encryption whose key the agent makes, on every cluster: each
+    /// cluster's HcpOpenShiftCluster names the Key Vault its AROCluster declares (one vault per
+    /// cluster, in its resource group) and no key version; the agent gets or creates the key
+    /// through the cluster's identity. Needs `--identities`. Without it, clusters with
+    /// `--identities` use platform-managed encryption, and the others a key version given in git.
+    #[arg(long)]
+    kms: bool,
 }
 
 /// The placeholder profile of `cluster-template/` (no environment's values, so every component patches).
@@ -118,7 +126,7 @@ impl Rng {
     }
 }
 
-fn specs(n: usize, seed: u64, identities: usize) -> Vec<Spec> {
+fn specs(n: usize, seed: u64, identities: usize, kms: bool) -> Vec<Spec> {
     let mut rng = Rng(seed);
     (1..=n)
         .map(|i| {
@@ -137,6 +145,7 @@ fn specs(n: usize, seed: u64, identities: usize) -> Vec<Spec> {
                 key_version: rng.hex(32),
                 team: format!("team-{:02}", rng.below(40)),
                 identity: (identities > 0).then(|| identities::name((i - 1) % identities)),
+                agent_key: kms && identities > 0,
             }
         })
         .collect()
@@ -152,6 +161,7 @@ fn template_spec(profile: Profile) -> Spec {
         key_version: "0".repeat(32),
         team: String::new(),
         identity: None,
+        agent_key: false,
     }
 }
 
@@ -399,7 +409,7 @@ fn readme(args: &Args) -> String {
             format!(" --identities {}", args.identities)
         } else {
             String::new()
-        }
+        } + if args.kms { " --kms" } else { "" }
     ) + &if args.identities > 0 {
         identities::readme_note(args.identities)
     } else {
@@ -424,7 +434,12 @@ fn run(args: &Args) -> anyhow::Result<Writer> {
         files: 0,
         bytes: 0,
     };
-    let specs = specs(args.clusters, args.seed, args.identities);
+    if args.kms && args.identities == 0 {
+        bail!(
+            "--kms needs --identities N: the agent reaches each cluster's Key Vault through its identity"
+        );
+    }
+    let specs = specs(args.clusters, args.seed, args.identities, args.kms);
     w.text("README.md", &readme(args))?;
     if args.identities > 0 {
         identities::write(&mut w, &specs, args.identities)?;
@@ -466,9 +481,9 @@ mod tests {
 
     #[test]
     fn specs_are_deterministic_and_distinct() {
-        let a = specs(50, 7, 0);
-        assert_eq!(a, specs(50, 7, 0));
-        assert_ne!(a, specs(50, 8, 0));
+        let a = specs(50, 7, 0, false);
+        assert_eq!(a, specs(50, 7, 0, false));
+        assert_ne!(a, specs(50, 8, 0, false));
         let mut names: Vec<_> = a.iter().map(|s| (&s.name, s.cidr)).collect();
         names.dedup();
         assert_eq!(names.len(), 50);
@@ -478,7 +493,7 @@ mod tests {
 
     #[test]
     fn json6902_ops_turn_the_template_into_the_cluster() {
-        let s = &specs(1, 1, 0)[0];
+        let s = &specs(1, 1, 0, false)[0];
         let from = objects::cluster_objects(&template_spec(s.profile));
         let to = objects::cluster_objects(s);
         for (a, b) in from.iter().zip(&to) {

@@ -75,7 +75,12 @@ pub struct Spec {
     /// The shared identity (in [`crate::identities::NAMESPACE`]) its AROControlPlane and
     /// AROCluster name (`--identities`); else the per-namespace `aro-identity`.
     pub identity: Option<String>,
+    /// `--kms`: the etcd encryption key is made by the agent (no version in git; needs `identity`).
+    pub agent_key: bool,
 }
+
+/// Where the HcpOpenShiftCluster (`v1api20240610preview`) keeps its etcd encryption settings.
+const ETCD: &str = "/spec/resources/0/spec/properties/etcd";
 
 pub const TENANT: &str = "3e5a7c9d-1b2f-4a6c-8d0e-2f4a6c8e0b13";
 
@@ -96,6 +101,20 @@ pub fn cluster_objects(s: &Spec) -> Vec<Value> {
             "namespace": crate::identities::NAMESPACE});
         objects[1]["spec"]["identityRef"] = r.clone();
         objects[2]["spec"]["identityRef"] = r;
+        // With an `identityRef` on the control plane, customer-managed KMS means the agent gets or
+        // creates the key: a version in git would contradict the one it finds. Without `--kms`,
+        // platform-managed encryption instead.
+        if let Some(etcd) = objects[2].pointer_mut(ETCD) {
+            if s.agent_key {
+                if let Some(Value::Object(key)) =
+                    etcd.pointer_mut("/dataEncryption/customerManaged/kms/activeKey")
+                {
+                    key.remove("version");
+                }
+            } else {
+                *etcd = json!({"dataEncryption": {"keyManagementMode": "PlatformManaged"}});
+            }
+        }
     }
     objects
 }

@@ -320,5 +320,23 @@ pub fn restrict(decision: &mut Decision, verdict: &Verdict, previous: Option<&Va
     list.sort_by(|a, b| a["type"].as_str().cmp(&b["type"].as_str()));
 }
 
+/// The keys of a credential Secret that carry the identity's secret material.
+const MATERIAL_KEYS: [&str; 3] = [
+    CLIENT_SECRET_ASO_KEY,
+    CLIENT_CERTIFICATE_KEY,
+    CLIENT_CERTIFICATE_PASSWORD_KEY,
+];
+
+/// Whether `desired` (a cluster's credential Secret built this pass) carries other secret
+/// material than the `live` one: its identity's Secret was rotated since the credential Secret was
+/// written. A credential Secret not written yet is not a rotation.
+pub fn material_rotated(desired: &Value, live: Option<&Value>) -> bool {
+    let Some(live) = live else {
+        return false;
+    };
+    let at = |s: &Value, k: &str| s.pointer("/data").and_then(|d| d.get(k)).cloned();
+    MATERIAL_KEYS.iter().any(|k| at(desired, k) != at(live, k))
+}
+
 #[cfg(test)]
 mod tests;

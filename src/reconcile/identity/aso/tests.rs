@@ -166,3 +166,23 @@ fn a_plan_compares_a_credential_secret_with_its_live_values() {
     let other = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "x"}});
     assert_eq!(as_planned(other.clone(), Some(&live)), other);
 }
+
+#[test]
+fn only_changed_secret_material_on_a_written_credential_secret_is_a_rotation() {
+    let secret = |data: Value| json!({"apiVersion": "v1", "kind": "Secret", "data": data});
+    let old = secret(json!({"AZURE_CLIENT_ID": "aWQ=", "AZURE_CLIENT_SECRET": "b2xk"}));
+    let new = secret(json!({"AZURE_CLIENT_ID": "aWQ=", "AZURE_CLIENT_SECRET": "bmV3"}));
+    let moved = secret(json!({"AZURE_CLIENT_ID": "b3RoZXI=", "AZURE_CLIENT_SECRET": "b2xk"}));
+    let cert = secret(json!({"AZURE_CLIENT_CERTIFICATE": "cGVt"}));
+    // (case, desired, live, rotated)
+    let cases = [
+        ("not written yet", &new, None, false),
+        ("unchanged", &old, Some(&old), false),
+        ("client secret changed", &new, Some(&old), true),
+        ("another key changed only", &moved, Some(&old), false),
+        ("certificate instead of secret", &cert, Some(&old), true),
+    ];
+    for (case, desired, live, want) in cases {
+        assert_eq!(material_rotated(desired, live), want, "{case}");
+    }
+}
