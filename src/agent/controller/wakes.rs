@@ -78,7 +78,9 @@ impl DuringPass {
     /// it runs again.
     pub fn release(&mut self, unit: usize, echoes: &Echoes) -> bool {
         let held = self.0.remove(&unit).unwrap_or_default();
-        // Every echo is taken (not only up to the first other change), so none is left over.
+        // Every echo is taken (not only up to the first other change), so none is left over:
+        // `any` would stop at the first other change.
+        #[allow(clippy::unnecessary_fold)]
         held.iter()
             .fold(false, |other, c| !c.is_echo(echoes) || other)
     }
