@@ -17,6 +17,12 @@
 //!    kept: the curve can be measured in several runs); `--svg PATH` draws clusters against time and
 //!    peak RSS, before and after, from those rows.
 //!
+//! 5. Long-running `run` on a converged fleet (see `fleet/resync.rs`): `--noop-resync N[,N...]`
+//!    (with `--noop-resync-served` also against `control-plane serve`; `--noop-cycles K`, default
+//!    3) reads the cycle lines of the no-op drift cycles after the initial sync (writes, LISTs, GETs,
+//!    seconds); `--drift-memory N,CYCLES` samples the agent's VmRSS from drift cycle 1 to CYCLES.
+//!    Given alone (without `--sizes`/`--separate-sizes`), they run without the curve.
+//!
 //! Other options: `--timeout D` (each run's own `--timeout`, default 30m), `--workdir DIR` (keep
 //! the fleets there; default a temporary directory).
 //!
@@ -25,15 +31,17 @@
 
 mod common;
 
-use common::{ARO_GITOPS, TIME, log_tail, mb, peak_rss_mb_of, run_measured, yes};
+use common::{ARO_GITOPS, Server, TIME, log_tail, mb, run_measured, yes};
 use std::collections::BTreeMap;
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+
 use std::time::Duration;
 
 #[path = "fleet/plot.rs"]
 mod plot;
+#[path = "fleet/resync.rs"]
+mod resync;
 
 const TARGET_SECS_1000: f64 = 180.0;
 const TARGET_MB_1000: f64 = 1024.0;
@@ -50,6 +58,12 @@ struct Options {
     svg: Option<PathBuf>,
     timeout: String,
     workdir: Option<PathBuf>,
+    /// `--noop-resync N,...`: the long-running no-op resync at these sizes (see `resync`).
+    noop_resync: Vec<usize>,
+    noop_resync_served: bool,
+    noop_cycles: usize,
+    /// `--drift-memory N,CYCLES`.
+    drift_memory: Option<(usize, u64)>,
 }
 
 fn sizes(v: Option<&String>) -> Vec<usize> {
@@ -68,12 +82,30 @@ fn options(args: &[String]) -> Options {
         svg: None,
         timeout: "30m".into(),
         workdir: None,
+        noop_resync: vec![],
+        noop_resync_served: false,
+        noop_cycles: 3,
+        drift_memory: None,
     };
+    let mut curve_asked = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
-            "--sizes" => o.sizes = sizes(it.next()),
-            "--separate-sizes" => o.separate_sizes = sizes(it.next()),
+            "--sizes" => {
+                o.sizes = sizes(it.next());
+                curve_asked = true;
+            }
+            "--separate-sizes" => {
+                o.separate_sizes = sizes(it.next());
+                curve_asked = true;
+            }
+            "--noop-resync" => o.noop_resync = sizes(it.next()),
+            "--noop-resync-served" => o.noop_resync_served = true,
+            "--noop-cycles" => o.noop_cycles = it.next().and_then(|v| v.parse().ok()).unwrap_or(3),
+            "--drift-memory" => {
+                let v = sizes(it.next());
+                o.drift_memory = (v.len() == 2).then(|| (v[0], v[1] as u64));
+            }
             "--before" => o.before = it.next().map(PathBuf::from),
             "--before-sizes" => o.before_sizes = Some(sizes(it.next())),
             "--csv" => o.csv = it.next().map(PathBuf::from),
@@ -83,6 +115,11 @@ fn options(args: &[String]) -> Options {
             "--workdir" => o.workdir = it.next().map(PathBuf::from),
             _ => {} // `--bench` and anything cargo adds are ignored
         }
+    }
+    // The long-running cases alone, unless the curve is asked for too.
+    if (!o.noop_resync.is_empty() || o.drift_memory.is_some()) && !curve_asked {
+        o.sizes.clear();
+        o.separate_sizes.clear();
     }
     o
 }
@@ -297,64 +334,16 @@ fn embedded(bin: &str, series: Series, n: usize, repo: &Path, state: &Path, o: &
     row(series, n, &m)
 }
 
-/// `control-plane serve --simulate-azure` in its own process; killed when dropped.
-struct Server {
-    child: std::process::Child,
-    kubeconfig: PathBuf,
-}
-
-impl Server {
-    fn start(dir: &Path) -> Option<Server> {
-        let mut child = Command::new(ARO_GITOPS)
-            .args([
-                "--log",
-                "warn",
-                "control-plane",
-                "serve",
-                "--simulate-azure",
-            ])
-            .args(["--sim-delay", "0s", "--state"])
-            .arg(dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .ok()?;
-        let stdout = child.stdout.take()?;
-        // Reads the server's output to its end (so it never writes into a closed pipe) and says
-        // when it serves.
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stdout)
-                .lines()
-                .map_while(Result::ok)
-            {
-                if line.starts_with("Azure is SIMULATED") {
-                    let _ = tx.send(());
-                }
-            }
-        });
-        let mut server = Server {
-            child,
-            kubeconfig: dir.join("kubeconfig"),
-        };
-        if rx.recv_timeout(Duration::from_secs(120)).is_err() {
-            server.stop();
-            return None;
-        }
-        Some(server)
-    }
-
-    fn stop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop();
-    }
+/// `control-plane serve --simulate-azure --sim-delay 0s` in its own process, serving the store in
+/// `dir`.
+pub fn serve_simulated(dir: &Path) -> Option<Server> {
+    Server::start(
+        ARO_GITOPS,
+        dir,
+        &["--simulate-azure", "--sim-delay", "0s"],
+        "Azure is SIMULATED",
+        Duration::from_secs(120),
+    )
 }
 
 /// The agent with `--kubeconfig` against a control plane served in its own process.
@@ -363,7 +352,7 @@ fn separate(n: usize, repo: &Path, dir: &Path, o: &Options) -> Row {
     let _ = std::fs::remove_dir_all(&state);
     let _ = std::fs::remove_dir_all(&served);
     eprintln!("fleet bench: {n} clusters against `control-plane serve` in its own process...");
-    let Some(mut server) = Server::start(&served) else {
+    let Some(mut server) = serve_simulated(&served) else {
         eprintln!("fleet bench: `control-plane serve --simulate-azure` did not start");
         return Row {
             series: Series::Separate,
@@ -397,7 +386,7 @@ fn separate(n: usize, repo: &Path, dir: &Path, o: &Options) -> Row {
         ],
         Path::new(TIME).exists(),
     );
-    let server_rss = peak_rss_mb_of(server.child.id());
+    let server_rss = server.peak_rss_mb();
     server.stop();
     report_failure(
         &format!("the run against the served control plane at {n}"),
@@ -433,6 +422,34 @@ fn main() {
         .clone()
         .unwrap_or_else(|| tmp.path().to_path_buf());
     std::fs::create_dir_all(&dir).expect("workdir");
+    let fleet = |n: usize| {
+        let repo = dir.join(format!("fleet-{n}"));
+        if !repo.join(".git").exists() {
+            let _ = std::fs::remove_dir_all(&repo);
+            eprintln!("fleet bench: generating {n} clusters...");
+            common::generate_fleet(n, &repo);
+        }
+        repo
+    };
+    if !o.noop_resync.is_empty() || o.drift_memory.is_some() {
+        println!(
+            "## Fleet benchmark (issue 12): long-running `run` on a converged fleet
+"
+        );
+        println!("agent: `{ARO_GITOPS}`");
+    }
+    for &n in &o.noop_resync {
+        resync::noop_resync(n, &fleet(n), &dir, false, o.noop_cycles);
+        if o.noop_resync_served {
+            resync::noop_resync(n, &fleet(n), &dir, true, o.noop_cycles);
+        }
+    }
+    if let Some((n, cycles)) = o.drift_memory {
+        resync::drift_memory(n, cycles, &fleet(n), &dir);
+    }
+    if o.sizes.is_empty() && o.separate_sizes.is_empty() && o.before.is_none() {
+        return;
+    }
     let before_sizes = o.before_sizes.clone().unwrap_or_else(|| o.sizes.clone());
     let mut all: Vec<usize> = o.sizes.clone();
     all.extend(&o.separate_sizes);
@@ -467,12 +484,7 @@ fn main() {
         save(&o, &merged(rows, &previous));
     };
     for &n in &all {
-        let repo = dir.join(format!("fleet-{n}"));
-        if !repo.join(".git").exists() {
-            let _ = std::fs::remove_dir_all(&repo);
-            eprintln!("fleet bench: generating {n} clusters...");
-            common::generate_fleet(n, &repo);
-        }
+        let repo = fleet(n);
         let state = dir.join("state");
         if let Some(b) = o.before.as_ref().filter(|_| before_sizes.contains(&n)) {
             let r = embedded(b.to_str().unwrap(), Series::Before, n, &repo, &state, &o);

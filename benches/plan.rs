@@ -28,7 +28,7 @@ mod base_head;
 mod common;
 
 use aro_gitops::plan::preview::Preview;
-use common::{ARO_GITOPS, Measured, TIME, git, log_tail, mb, ms, yes};
+use common::{ARO_GITOPS, Measured, Server, TIME, git, log_tail, mb, ms, yes};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -317,74 +317,36 @@ fn plan(repo: &Path, state: &Path, time_v: bool) -> PlanResult {
 /// The same store served by `aro-gitops control-plane serve` in its own process, so a plan with
 /// `--kubeconfig` pays for reading live state over HTTP as with a real cluster, not for loading
 /// the embedded store.
-struct Server {
-    child: std::process::Child,
-    kubeconfig: PathBuf,
+fn serve(state: &Path) -> Option<Server> {
+    Server::start(
+        &aro_gitops(),
+        &state.join("control-plane"),
+        &[],
+        "aro-gitops local control plane serving at",
+        Duration::from_secs(600),
+    )
 }
 
-impl Server {
-    fn start(state: &Path) -> Option<Server> {
-        use std::io::BufRead;
-        let dir = state.join("control-plane");
-        let mut child = Command::new(aro_gitops())
-            .args(["--log", "warn", "control-plane", "serve", "--state"])
-            .arg(&dir)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .ok()?;
-        let stdout = child.stdout.take()?;
-        // Reads the server's output to its end (so it never writes into a closed pipe) and says
-        // when it serves.
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stdout)
-                .lines()
-                .map_while(Result::ok)
-            {
-                if line.contains("serving at") {
-                    let _ = tx.send(());
-                }
-            }
-        });
-        if rx.recv_timeout(Duration::from_secs(600)).is_err() {
-            let _ = child.kill();
-            let _ = child.wait();
-            return None;
-        }
-        Some(Server {
-            child,
-            kubeconfig: dir.join("kubeconfig"),
-        })
-    }
-
-    fn plan(&self, repo: &Path, state: &Path, head: &str, time_v: bool) -> Measured {
-        run_measured(
-            &[
-                "--log",
-                "warn",
-                "plan",
-                "--kubeconfig",
-                self.kubeconfig.to_str().unwrap(),
-                "--repo",
-                repo.to_str().unwrap(),
-                "--state",
-                state.to_str().unwrap(),
-                "--head",
-                head,
-                "-o",
-                "json",
-            ],
-            time_v,
-        )
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `plan --kubeconfig` against the served store.
+fn plan_served(server: &Server, repo: &Path, state: &Path, head: &str, time_v: bool) -> Measured {
+    run_measured(
+        &[
+            "--log",
+            "warn",
+            "plan",
+            "--kubeconfig",
+            server.kubeconfig.to_str().unwrap(),
+            "--repo",
+            repo.to_str().unwrap(),
+            "--state",
+            state.to_str().unwrap(),
+            "--head",
+            head,
+            "-o",
+            "json",
+        ],
+        time_v,
+    )
 }
 
 fn head_commit(repo: &Path) -> String {
@@ -519,10 +481,10 @@ fn main() {
     eprintln!(
         "plan bench: the same plans with --kubeconfig against the store served in its own process..."
     );
-    let served = Server::start(&state).map(|server| {
+    let served = serve(&state).map(|server| {
         let kc_state = dir.join("state-kubeconfig");
-        let noop = server.plan(&repo, &kc_state, &noop_commit, time_v);
-        let one = server.plan(&repo, &kc_state, &one_commit, time_v);
+        let noop = plan_served(&server, &repo, &kc_state, &noop_commit, time_v);
+        let one = plan_served(&server, &repo, &kc_state, &one_commit, time_v);
         (noop, one)
     });
     let cases = base_head::run(&repo, &dir, (&noop_commit, &one_commit), time_v);

@@ -9,10 +9,14 @@
 //! schema violations) and `git_source` the git edge cases (a status branch that moved, an
 //! unreachable remote). `aro_chain` has the order of the ARO dependency chain and its gates,
 //! `aro_deletion` the deletion of a whole cluster in reverse order and a crash while recording owned
-//! kinds; `events` reads the control plane's event log back for them. `node_policy` has the
-//! AutoNodePolicy merged into the node pools; `identity` the AzureClusterIdentity check and the
-//! clusters' ASO credential Secrets; `keyvault` the agent-managed etcd key.
+//! kinds; `events` reads the control plane's event log back for them; `apiservices_gate` has the
+//! aggregated-APIServices gate (the guest clusters read through their kubeconfig Secrets).
+//! `node_policy` has the AutoNodePolicy merged into the node pools; `identity` the
+//! AzureClusterIdentity check and the clusters' ASO credential Secrets; `keyvault` the
+//! agent-managed etcd key. `resync` has a long-running run's drift cycles.
 
+#[path = "agent/apiservices_gate.rs"]
+mod apiservices_gate;
 #[path = "agent/aro.rs"]
 mod aro;
 #[path = "agent/aro_chain.rs"]
@@ -44,6 +48,8 @@ mod policies;
 mod pruning;
 #[path = "agent/rerun.rs"]
 mod rerun;
+#[path = "agent/resync.rs"]
+mod resync;
 
 use aro_gitops::agent::{self, RunConfig, RunSummary};
 use aro_gitops::apply::{Cluster, RequestCounter};

@@ -1,6 +1,8 @@
 //! The Azure simulator against an in-process local control plane (delay 0 unless a test needs to
 //! see a step last): what a user of the simulated ASO sees, end to end.
 
+#[path = "azuresim/guest.rs"]
+mod guest;
 #[path = "azuresim/sdk.rs"]
 mod sdk;
 

@@ -135,3 +135,75 @@ pub fn mb(v: Option<f64>) -> String {
 pub fn yes(b: bool) -> &'static str {
     if b { "**yes**" } else { "**no**" }
 }
+
+/// `aro-gitops control-plane serve --state DIR` (with `args` added) in its own process, so that
+/// an agent with `--kubeconfig` pays for reading live state over HTTP as with a real cluster.
+/// Killed when dropped.
+pub struct Server {
+    pub child: std::process::Child,
+    pub kubeconfig: std::path::PathBuf,
+}
+
+impl Server {
+    /// Starts `bin control-plane serve --state dir args` and waits up to `wait` for a line of its
+    /// output that starts with `ready` (`None` when it did not come: the server is stopped).
+    pub fn start(
+        bin: &str,
+        dir: &Path,
+        args: &[&str],
+        ready: &str,
+        wait: Duration,
+    ) -> Option<Server> {
+        use std::io::BufRead;
+        use std::process::Stdio;
+        let mut child = Command::new(bin)
+            .args(["--log", "warn", "control-plane", "serve", "--state"])
+            .arg(dir)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .ok()?;
+        let stdout = child.stdout.take()?;
+        // Reads the server's output to its end (so it never writes into a closed pipe) and says
+        // when it serves.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let ready = ready.to_string();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if line.starts_with(&ready) {
+                    let _ = tx.send(());
+                }
+            }
+        });
+        let mut server = Server {
+            child,
+            kubeconfig: dir.join("kubeconfig"),
+        };
+        if rx.recv_timeout(wait).is_err() {
+            server.stop();
+            return None;
+        }
+        Some(server)
+    }
+
+    /// The server's peak RSS so far.
+    pub fn peak_rss_mb(&self) -> Option<f64> {
+        peak_rss_mb_of(self.child.id())
+    }
+
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

@@ -94,10 +94,10 @@ impl Environment {
 }
 
 /// Starts the Azure simulator beside `cp`, in this process: it plays ASO on the control plane's
-/// objects, each resource provisioning for `delay`. Used by the embedded path and by
-/// `control-plane serve --simulate-azure`; it runs until the handle is aborted. `key_vaults`: the
-/// simulated vaults the simulator sets up from each Vault (faults, access; see
-/// [`KeyVaults::configure_vault`]).
+/// objects, each resource provisioning for `delay`, and serves the simulated guest clusters' API.
+/// Used by the embedded path and by `control-plane serve --simulate-azure`; it runs until the
+/// handle is aborted. `key_vaults`: the simulated vaults the simulator sets up from each Vault
+/// (faults, access; see [`KeyVaults::configure_vault`]).
 pub fn simulate_azure(
     cp: &ControlPlane,
     delay: Duration,
@@ -108,7 +108,8 @@ pub fn simulate_azure(
         SimConfig {
             provisioning_delay: delay,
         },
-    );
+    )
+    .serving_guests();
     match key_vaults {
         Some(v) => simulator.with_key_vaults(v),
         None => simulator,

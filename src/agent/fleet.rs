@@ -220,14 +220,21 @@ pub fn refused(broken: &[crate::apply::inventory::InventoryError]) -> BTreeMap<S
     out
 }
 
-/// The Azure identities of the live ASO objects of the revision's kinds (one LIST per ASO and
-/// ARO kind, across namespaces), for [`live_conflict_errors`] and [`Fleet::with_live`].
+/// The Azure identities of the live ASO objects of the revision's kinds (ASO and ARO kinds,
+/// across namespaces), for [`live_conflict_errors`] and [`Fleet::with_live`]: read from the
+/// `caches` when they hold the kind, else with one LIST per kind.
 pub async fn live_identities_in(
     cluster: &crate::apply::Cluster,
+    caches: Option<&crate::agent::controller::cache::Caches>,
     units: &[PreparedUnit],
 ) -> Vec<(ObjectKey, AzureIdentity)> {
     let mut listed = Vec::new();
     for k in identity_kinds(units) {
+        let kind = (k.group.clone(), k.version.clone(), k.kind.clone());
+        if let Some(items) = caches.and_then(|c| c.read_every(&kind)) {
+            listed.extend(items);
+            continue;
+        }
         match cluster.list_all(&k, None).await {
             Ok(items) => listed.extend(items),
             Err(crate::apply::ApplyError::UnknownKind { .. }) => {}

@@ -12,6 +12,7 @@ mod drift;
 mod env;
 mod failpoint;
 mod fleet;
+mod guest;
 mod identity;
 pub mod incremental;
 mod live;
@@ -23,6 +24,7 @@ mod progress;
 pub mod prune;
 mod status;
 
+pub use controller::cycle::{CycleLine, Trigger as CycleTrigger};
 pub use drift::{DriftReport, drift};
 pub use env::{Environment, mark_simulated, simulate_azure, simulate_azure_endpoints};
 pub use failpoint::FAILPOINT_ENV;
@@ -149,6 +151,7 @@ pub async fn run(config: RunConfig) -> Result<RunSummary, AgentError> {
         progress: None,
         caches: controller::cache::Caches::default(),
         keys,
+        guests: guest::GuestClients::default(),
     };
     agent.run().await
 }
@@ -162,6 +165,8 @@ struct Agent {
     caches: controller::cache::Caches,
     /// Where the etcd encryption keys stand (see [`crate::keyvault::key_manager`]).
     keys: Arc<dyn crate::reconcile::aro::KeyManager>,
+    /// Clients of the guest clusters (the aggregated-APIServices gate).
+    guests: guest::GuestClients,
 }
 
 /// One revision, prepared.
@@ -277,6 +282,7 @@ impl Agent {
             rev.units.iter().map(|(u, _)| u.name()),
         ));
         let deadline = Instant::now() + self.config.timeout;
+        let meter = controller::cycle::Meter::start(self.env.cluster.counter());
         let mut outcomes = self.converge(&rev, Some(deadline)).await?;
         let mut published = BTreeMap::new();
         let (commit, report_error) = match self.publish(&outcomes, &mut published).await {
@@ -291,21 +297,30 @@ impl Agent {
             summary.report_error = report_error;
             return Ok(summary);
         }
+        use controller::cycle::{Meter, Trigger};
+        let counter = self.env.cluster.counter().clone();
+        meter
+            .line(&counter, 0, Trigger::Initial, outcomes.len())
+            .report();
         // Follow the repository: fetch on an interval, re-converge on a new revision. Nothing in
         // here ends the agent: a failure is logged and tried again on the next round.
         // A pass over every unit also looks for drift; --drift-interval makes that happen on its
         // own schedule, between fetches.
         let mut next_fetch = Instant::now() + self.config.interval;
-        loop {
+        for cycle in 1.. {
             let next_drift = self.config.drift_interval.map(|d| Instant::now() + d);
             let wake = next_drift.map_or(next_fetch, |d| d.min(next_fetch));
             tokio::time::sleep_until(wake.into()).await;
+            let meter = Meter::start(&counter);
             if Instant::now() < next_fetch {
                 tracing::info!("drift check");
                 outcomes = self.converge(&rev, None).await?;
                 if let Err(e) = self.publish(&outcomes, &mut published).await {
                     tracing::warn!(error = %e, "reports were not published; retrying next round");
                 }
+                meter
+                    .line(&counter, cycle, Trigger::Drift, outcomes.len())
+                    .report();
                 continue;
             }
             next_fetch = Instant::now() + self.config.interval;
@@ -327,7 +342,11 @@ impl Agent {
             if let Err(e) = self.publish(&outcomes, &mut published).await {
                 tracing::warn!(error = %e, "reports were not published; retrying next round");
             }
+            meter
+                .line(&counter, cycle, Trigger::Source, outcomes.len())
+                .report();
         }
+        unreachable!("the cycles never end")
     }
 
     /// What every pass over `rev` shares.
@@ -345,6 +364,7 @@ impl Agent {
             safety: self.config.safety,
             self_heal: self.config.self_heal,
             keys: self.keys.as_ref(),
+            guests: &self.guests,
             caches: Some(&self.caches),
             fleet,
         }

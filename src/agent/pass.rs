@@ -23,6 +23,7 @@ use crate::object::ObjectKey;
 use crate::plan::Action;
 use crate::plan::ownership;
 use crate::plan::policy::{self, Decision, Policy};
+use crate::reconcile::aro::apiservices::AVAILABLE_CONDITION;
 use crate::reconcile::aro::{self, KeyManager, node_policy};
 use crate::reconcile::readiness::{Readiness, aso_readiness};
 use crate::report::{AzureMode, ObjectAction, ObjectOutcome, Standing, UnitError, UnitOutcome};
@@ -56,16 +57,30 @@ fn state_of(key: &ObjectKey, live: Option<&Value>) -> State {
         };
     }
     if aro::is_aro_kind(&key.group, &key.kind) {
+        let conditions = obj.pointer("/status/conditions").and_then(Value::as_array);
+        // A control plane is ready once `Available` too (the aggregated-APIServices gate).
+        let available = conditions
+            .and_then(|cs| cs.iter().find(|c| c["type"] == AVAILABLE_CONDITION))
+            .filter(|c| c["status"] != "True");
         if obj.pointer("/status/ready").and_then(Value::as_bool) == Some(true) {
-            return State::Ready;
+            return match available {
+                Some(c) if key.kind == "AROControlPlane" => State::Waiting {
+                    reason: format!(
+                        "{AVAILABLE_CONDITION}: {}",
+                        c["reason"].as_str().unwrap_or("")
+                    ),
+                    message: c["message"].as_str().unwrap_or("").to_string(),
+                },
+                _ => State::Ready,
+            };
         }
-        let first_false = obj
-            .pointer("/status/conditions")
-            .and_then(Value::as_array)
-            .and_then(|cs| {
-                cs.iter()
-                    .find(|c| c.get("status").and_then(Value::as_str) != Some("True"))
-            });
+        // `Available` sums the others up: the first other condition not True says more.
+        let first_false = conditions.and_then(|cs| {
+            cs.iter().find(|c| {
+                c.get("status").and_then(Value::as_str) != Some("True")
+                    && c["type"] != AVAILABLE_CONDITION
+            })
+        });
         return match first_false {
             Some(c) => State::Waiting {
                 reason: format!(
@@ -133,6 +148,8 @@ pub struct PassContext<'a> {
     pub self_heal: bool,
     /// Where the etcd encryption keys of the AROControlPlanes stand.
     pub keys: &'a dyn KeyManager,
+    /// The guest clusters' clients (the aggregated-APIServices gate).
+    pub guests: &'a super::guest::GuestClients,
     /// Live state to read instead of listing it.
     pub caches: Option<&'a super::controller::cache::Caches>,
     /// What every unit of the revision declares (ownership's deletion guard).
@@ -235,6 +252,9 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
     let mut reconcilers = Reconcilers::start(ctx.keys, prepared, &live)
         .await
         .with_identities(identities);
+    reconcilers
+        .read_guests(ctx.guests, cluster, prepared, &live)
+        .await;
 
     // Record every object about to be managed before anything is created: a crash after a create
     // can never leave an object the inventory does not know. Decisions under

@@ -1,6 +1,7 @@
 //! The embedded ARO reconcilers in a pass: the decisions are `reconcile::aro`'s (pure), the IO
 //! is here. [`Reconcilers`] holds one pass's state:
-//! - at the start, where each AROControlPlane's etcd key stands (the pass's [`KeyManager`]);
+//! - at the start, where each AROControlPlane's etcd key stands (the pass's [`KeyManager`]),
+//!   and what its guest cluster's APIServices say (`guest`; the gate in `aro::apiservices`);
 //! - for each embedded resource, in the pass's order, what its owner's decision (taken when the
 //!   first of its resources comes up) says: apply this body, held by a gate, or failed;
 //! - before an owner's first apply, the owned-kinds annotation;
@@ -17,11 +18,13 @@
 //! [`recorded_kind_keys`] tells the pass which recorded kinds to list beyond the unit's own, so
 //! the decisions see owned objects of a kind no longer rendered.
 
+use super::guest::GuestClients;
 use super::prepare::Prepared;
 use crate::apply::inventory::Inventory;
 use crate::apply::{Cluster, OWNERSHIP_MANAGER, RECONCILER_MANAGER};
 use crate::object::ObjectKey;
 use crate::plan::policy;
+use crate::reconcile::aro::apiservices::{self, GuestRead};
 use crate::reconcile::aro::{
     self, Decision, Held, KeyManager, KeyState, OWNED_KINDS_ANNOTATION, node_policy, owned_kinds,
 };
@@ -128,6 +131,8 @@ fn key_world(prepared: &Prepared, live: &HashMap<ObjectKey, Value>) -> Vec<Value
 /// The ARO reconcilers' state in one pass over a unit (see the module header).
 pub struct Reconcilers {
     keys: HashMap<ObjectKey, KeyState>,
+    /// What each AROControlPlane's guest cluster said this pass ([`Reconcilers::read_guests`]).
+    guests: HashMap<ObjectKey, GuestRead>,
     now: String,
     /// Decisions by owner index, taken when the owner's first embedded resource comes up.
     decisions: HashMap<usize, Decision>,
@@ -180,6 +185,7 @@ impl Reconcilers {
         }
         Reconcilers {
             keys: states,
+            guests: HashMap::new(),
             now: now(),
             decisions: HashMap::new(),
             failed: BTreeSet::new(),
@@ -233,8 +239,47 @@ impl Reconcilers {
                 identity_aso::restrict(d, v, previous, &self.now);
             }
         }
+        self.gate(prepared, live, &mut decisions);
         self.last = Some((seen, decisions.clone()));
         decisions
+    }
+
+    /// Reads the guest cluster of each AROControlPlane of the unit whose hosted cluster is up
+    /// (`agent::guest`), for the aggregated-APIServices gate of the decisions.
+    pub async fn read_guests(
+        &mut self,
+        guests: &GuestClients,
+        cluster: &Cluster,
+        prepared: &Prepared,
+        live: &HashMap<ObjectKey, Value>,
+    ) {
+        for o in aro_objects(prepared).filter(|o| o.key.kind == "AROControlPlane") {
+            let read = guests
+                .read(cluster, &o.object, live.get(&o.key), live)
+                .await;
+            self.guests.insert(o.key.clone(), read);
+        }
+    }
+
+    /// Adds the aggregated-APIServices gate (`AggregatedAPIServicesAvailable`, `Available`) to
+    /// the AROControlPlanes' decided statuses.
+    fn gate(
+        &self,
+        prepared: &Prepared,
+        live: &HashMap<ObjectKey, Value>,
+        decisions: &mut [Decision],
+    ) {
+        for d in decisions
+            .iter_mut()
+            .filter(|d| d.owner.kind == "AROControlPlane")
+        {
+            let Some(o) = aro_objects(prepared).find(|o| o.key == d.owner) else {
+                continue;
+            };
+            let read = self.guests.get(&d.owner).unwrap_or(&GuestRead::NotUp);
+            let previous = live.get(&d.owner).and_then(|l| l.get("status"));
+            d.status = apiservices::gate_status(&o.object, &d.status, previous, read, &self.now);
+        }
     }
 
     /// What the decision of the owner of embedded resource `i` says for it.

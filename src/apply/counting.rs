@@ -13,6 +13,10 @@ use tower::{Layer, Service};
 pub struct RequestCounter {
     reads: Arc<AtomicU64>,
     writes: Arc<AtomicU64>,
+    /// Reads by what they ask for (see [`Read`]).
+    lists: Arc<AtomicU64>,
+    gets: Arc<AtomicU64>,
+    watches: Arc<AtomicU64>,
     /// Requests by `METHOD path` (query left out), for tests and benchmarks that check how state
     /// is read (e.g. one LIST per kind, no per-object GET). The further pages of a paged LIST
     /// (a `continue` token in the query) count under `METHOD path (continued)`, so one LIST
@@ -29,6 +33,21 @@ impl RequestCounter {
     /// which count as reads.
     pub fn writes(&self) -> u64 {
         self.writes.load(Ordering::Relaxed)
+    }
+
+    /// LIST requests (first pages; a further page of the same LIST is not counted again).
+    pub fn lists(&self) -> u64 {
+        self.lists.load(Ordering::Relaxed)
+    }
+
+    /// Reads of one object or of the API's discovery documents.
+    pub fn gets(&self) -> u64 {
+        self.gets.load(Ordering::Relaxed)
+    }
+
+    /// WATCH requests (each start or resumption of a watch).
+    pub fn watches(&self) -> u64 {
+        self.watches.load(Ordering::Relaxed)
     }
 
     /// How many requests went to each `METHOD path` (query left out; further pages of a LIST
@@ -57,7 +76,18 @@ impl RequestCounter {
             .or_default() += 1;
     }
 
-    fn record(&self, method: &Method, query: Option<&str>) {
+    fn record(&self, method: &Method, path: &str, query: Option<&str>) {
+        if *method == Method::GET {
+            let counter = match read_kind(path, query) {
+                Read::List => Some(&self.lists),
+                Read::ListContinued => None,
+                Read::Get => Some(&self.gets),
+                Read::Watch => Some(&self.watches),
+            };
+            if let Some(c) = counter {
+                c.fetch_add(1, Ordering::Relaxed);
+            }
+        }
         let counter = if [Method::POST, Method::PUT, Method::PATCH, Method::DELETE].contains(method)
             && !is_dry_run(query)
         {
@@ -70,6 +100,52 @@ impl RequestCounter {
 
     pub fn layer(&self) -> CountLayer {
         CountLayer(self.clone())
+    }
+}
+
+/// What a GET asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Read {
+    /// A collection (the first page).
+    List,
+    /// A further page of a collection (a `continue` token).
+    ListContinued,
+    /// One object (or its subresource), or a discovery document.
+    Get,
+    /// A watch of a collection (`watch=true`, or `watch=1`).
+    Watch,
+}
+
+fn query_has(query: Option<&str>, pred: impl Fn(&str) -> bool) -> bool {
+    query.is_some_and(|q| q.split('&').any(pred))
+}
+
+/// Tells a GET of `path` apart by the API's URL layout: after `/api/v1` or `/apis/GROUP/VERSION`
+/// (and `namespaces/NS` for a namespaced kind) one segment names a collection, two or more an
+/// object (and its subresource). Anything else (discovery, `/version`) is a GET.
+fn read_kind(path: &str, query: Option<&str>) -> Read {
+    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let rest = match segments.as_slice() {
+        ["api", _version, rest @ ..] => rest,
+        ["apis", _group, _version, rest @ ..] => rest,
+        _ => return Read::Get,
+    };
+    // `namespaces/NS/...` scopes a namespaced kind, except a Namespace's own subresources.
+    let rest = match rest {
+        ["namespaces", _ns, "status" | "finalize"] => rest,
+        ["namespaces", _ns, scoped @ ..] if !scoped.is_empty() => scoped,
+        _ => rest,
+    };
+    match rest.len() {
+        1 if query_has(query, |p| p == "watch=true" || p == "watch=1") => Read::Watch,
+        1 if query_has(query, |p| {
+            p.strip_prefix("continue=").is_some_and(|t| !t.is_empty())
+        }) =>
+        {
+            Read::ListContinued
+        }
+        1 => Read::List,
+        _ => Read::Get,
     }
 }
 
@@ -111,7 +187,8 @@ where
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
-        self.counter.record(req.method(), req.uri().query());
+        self.counter
+            .record(req.method(), req.uri().path(), req.uri().query());
         self.counter
             .record_path(req.method(), req.uri().path(), req.uri().query());
         self.inner.call(req)
@@ -132,10 +209,14 @@ mod tests {
             Method::GET,
             Method::DELETE,
         ] {
-            c.record(&m, None);
+            c.record(&m, "/api/v1/namespaces/a/configmaps/b", None);
         }
         assert_eq!((c.reads(), c.writes()), (2, 3));
-        c.record(&Method::PATCH, Some("fieldManager=a&dryRun=All&force=true"));
+        c.record(
+            &Method::PATCH,
+            "/api/v1/namespaces/a/configmaps/b",
+            Some("fieldManager=a&dryRun=All&force=true"),
+        );
         assert_eq!((c.reads(), c.writes()), (3, 3), "a dry run stores nothing");
     }
 
@@ -149,5 +230,49 @@ mod tests {
         let r = c.requests();
         assert_eq!(r["GET /apis/g/v1/things"], 2);
         assert_eq!(r["GET /apis/g/v1/things (continued)"], 1);
+    }
+
+    #[test]
+    fn reads_are_told_apart_by_what_they_ask_for() {
+        let cases = [
+            ("/api/v1/configmaps", None, Read::List),
+            (
+                "/api/v1/namespaces/ns/configmaps",
+                Some("limit=500"),
+                Read::List,
+            ),
+            (
+                "/api/v1/namespaces/ns/configmaps",
+                Some("limit=500&continue=x"),
+                Read::ListContinued,
+            ),
+            ("/api/v1/namespaces/ns/configmaps/a", None, Read::Get),
+            ("/apis/g/v1/namespaces/ns/things/a/status", None, Read::Get),
+            (
+                "/apis/g/v1/things",
+                Some("watch=true&resourceVersion=4"),
+                Read::Watch,
+            ),
+            ("/api/v1/namespaces", None, Read::List),
+            ("/api/v1/namespaces/ns", None, Read::Get),
+            ("/api/v1/namespaces/ns/status", None, Read::Get),
+            ("/apis/g/v1", None, Read::Get),
+            ("/version", None, Read::Get),
+        ];
+        for (path, query, want) in cases {
+            assert_eq!(read_kind(path, query), want, "{path} {query:?}");
+        }
+        let c = RequestCounter::default();
+        c.record(&Method::GET, "/api/v1/namespaces/ns/configmaps", None);
+        c.record(
+            &Method::GET,
+            "/api/v1/namespaces/ns/configmaps",
+            Some("continue=x"),
+        );
+        c.record(&Method::GET, "/api/v1/namespaces/ns/configmaps/a", None);
+        c.record(&Method::GET, "/api/v1/configmaps", Some("watch=true"));
+        c.record(&Method::PATCH, "/api/v1/namespaces/ns/configmaps/a", None);
+        assert_eq!((c.lists(), c.gets(), c.watches()), (1, 1, 1));
+        assert_eq!((c.reads(), c.writes()), (4, 1));
     }
 }

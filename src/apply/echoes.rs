@@ -28,6 +28,17 @@ impl Echoes {
             .insert(Identity::from(&key), rv.to_string());
     }
 
+    /// The writes of objects `of` selects whose echo the watches have not taken yet, with the
+    /// resourceVersion each came back with.
+    pub fn pending(&self, of: impl Fn(&Identity) -> bool) -> Vec<(Identity, String)> {
+        let written = self.0.lock().expect("echoes lock");
+        written
+            .iter()
+            .filter(|(id, _)| of(id))
+            .map(|(id, rv)| (id.clone(), rv.clone()))
+            .collect()
+    }
+
     /// Whether `id` at `resource_version` is the echo of the agent's last write of it (forgotten
     /// once seen).
     pub fn take(&self, id: &Identity, resource_version: &str) -> bool {

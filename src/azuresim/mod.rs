@@ -10,6 +10,12 @@
 //!   condition's `observedGeneration` lags behind `metadata.generation` (see [`status`]);
 //! - writes the observed status of HcpOpenShiftClusters and their node pools, and the kubeconfig
 //!   Secrets an HcpOpenShiftCluster asks for;
+//! - serves, when asked to ([`AzureSimulator::serving_guests`]), each provisioned cluster's guest
+//!   API (its APIServices, for the aggregated-APIServices gate) on one loopback HTTPS listener,
+//!   at the address its kubeconfig Secret names, with a CA of its own that the kubeconfig
+//!   carries ([`guest`], [`guest_api`], [`guest_tls`]); the annotations
+//!   [`guest_api::UNAVAILABLE_ANNOTATION`], [`guest_api::MISSING_ANNOTATION`] and
+//!   [`guest_api::READ_ERROR_ANNOTATION`] on the HcpOpenShiftCluster make it unhealthy on demand;
 //! - puts [`FINALIZER`] on every ASO object, so deletes take time: under policy `manage` the object
 //!   shows `Deleting` for the delay, then its simulated Azure resource is removed from the
 //!   [`inventory`] and the finalizer released; `detach-on-delete` and `skip` release it at once and
@@ -30,13 +36,18 @@
 //! host names end in `.invalid`, tokens are fake, and Secrets carry
 //! [`secret::SIMULATED_ANNOTATION`].
 //!
-//! Layout: [`azure`] (ids, URLs, owner kinds), [`credential`] (the credential check, pure), [`status`] (what status to write, pure),
-//! [`secret`] (the kubeconfig Secrets, pure), [`inventory`] (which simulated Azure resources exist),
+//! Layout: [`azure`] (ids, URLs, owner kinds), [`credential`] (the credential check, pure),
+//! [`status`] (what status to write, pure), [`secret`] (the kubeconfig Secrets, pure),
+//! [`guest_api`] (the guest API's answers, pure) and [`guest`] (its listener), [`guest_tls`] (its
+//! CA and certificate), [`inventory`] (which simulated Azure resources exist),
 //! [`policy`] (reconcile policy and finalizer, pure), [`runner`] (the loop and its writes), `watch`
 //! (discovery and watches).
 
 pub mod azure;
 pub mod credential;
+pub mod guest;
+pub mod guest_api;
+pub mod guest_tls;
 pub mod https;
 pub mod inventory;
 pub mod keyvault;

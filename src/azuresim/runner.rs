@@ -16,7 +16,7 @@ use super::keyvault::{KEY_VAULT_GROUP, KeyVaults};
 use super::policy::{self, ReconcilePolicy};
 use super::status::{self, Phase};
 use super::watch::{self, Key, Kinds, Seen, to_value};
-use super::{FIELD_MANAGER, SimConfig, credential, secret};
+use super::{FIELD_MANAGER, SimConfig, credential, guest, secret};
 use k8s_openapi::api::core::v1::Secret;
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
@@ -42,6 +42,8 @@ pub struct AzureSimulator {
     client: Client,
     config: SimConfig,
     key_vaults: Option<KeyVaults>,
+    /// Serve the guest clusters' API (`guest`), and name it in the kubeconfig Secrets.
+    guests: bool,
 }
 
 impl AzureSimulator {
@@ -50,6 +52,7 @@ impl AzureSimulator {
             client,
             config,
             key_vaults: None,
+            guests: false,
         }
     }
 
@@ -60,16 +63,42 @@ impl AzureSimulator {
         self
     }
 
+    /// Also serves each provisioned cluster's guest API on a loopback listener, and writes
+    /// kubeconfig Secrets that point at it (see `guest`).
+    pub fn serving_guests(mut self) -> Self {
+        self.guests = true;
+        self
+    }
+
     /// Starts the simulator on the current tokio runtime. It runs until the returned handle is
-    /// aborted (its watchers stop with it) or the runtime shuts down.
+    /// aborted (its watchers and the guest API stop with it) or the runtime shuts down.
     pub fn spawn(self) -> tokio::task::JoinHandle<()> {
-        tokio::spawn(run(self.client, self.config, self.key_vaults))
+        tokio::spawn(async move {
+            if !self.guests {
+                return run(self.client, self.config, self.key_vaults, None).await;
+            }
+            match guest::start(self.client.clone()).await {
+                Ok((endpoint, server)) => {
+                    futures::future::join(
+                        run(self.client, self.config, self.key_vaults, Some(endpoint)),
+                        server,
+                    )
+                    .await;
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "the simulated guest cluster API could not start; kubeconfigs name the simulated API URL");
+                    run(self.client, self.config, self.key_vaults, None).await
+                }
+            }
+        })
     }
 }
 
 struct Runner {
     client: Client,
     config: SimConfig,
+    /// Where the guest API listens, when it runs.
+    guest: Option<guest::GuestEndpoint>,
     tx: mpsc::UnboundedSender<Seen>,
     kinds: Kinds,
     /// The owner each known object names: which objects to wake when an owner changes.
@@ -88,11 +117,17 @@ struct Runner {
     key_vaults: Option<KeyVaults>,
 }
 
-async fn run(client: Client, config: SimConfig, key_vaults: Option<KeyVaults>) {
+async fn run(
+    client: Client,
+    config: SimConfig,
+    key_vaults: Option<KeyVaults>,
+    guest: Option<guest::GuestEndpoint>,
+) {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let mut runner = Runner {
         client,
         config,
+        guest,
         tx,
         kinds: HashMap::new(),
         owners: HashMap::new(),
@@ -369,7 +404,7 @@ impl Runner {
             .and_then(Value::as_str)
             .unwrap_or_default();
         let api: Api<Secret> = Api::namespaced(self.client.clone(), namespace);
-        for desired in secret::credential_secrets(cluster) {
+        for desired in secret::credential_secrets_at(cluster, self.guest.as_ref()) {
             let name = desired
                 .pointer("/metadata/name")
                 .and_then(Value::as_str)

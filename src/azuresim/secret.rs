@@ -3,10 +3,13 @@
 //! ASO writes the cluster's kubeconfig into the Secrets named by `spec.operatorSpec.secrets`
 //! (`adminCredentials`, `userCredentials`: `{name, key}`). The simulator writes the same Secrets, in
 //! the cluster's namespace and owned by it, holding a syntactically valid kubeconfig whose server is
-//! the simulated API URL and whose token is obviously fake. Each Secret carries
+//! the simulated API URL and whose token is obviously fake; with the guest API running
+//! (`guest`), the server is that API's address for the cluster and the token the cluster's own
+//! (still fake). Each Secret carries
 //! [`SIMULATED_ANNOTATION`] so nobody takes it for a real credential.
 
 use super::azure;
+use super::guest::GuestEndpoint;
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
 
@@ -23,8 +26,16 @@ pub const FAKE_TOKEN: &str = "sha256~aro-gitops-simulated-token-NOT-A-REAL-CREDE
 const DEFAULT_KEY: &str = "value";
 
 /// The Secrets (as apply bodies) ASO would write for `cluster`, one per Secret name; empty when
-/// `spec.operatorSpec.secrets` names none.
+/// `spec.operatorSpec.secrets` names none. Their kubeconfigs name the simulated API URL, which
+/// nothing serves (see [`credential_secrets_at`] for a guest API that answers).
 pub fn credential_secrets(cluster: &Value) -> Vec<Value> {
+    credential_secrets_at(cluster, None)
+}
+
+/// [`credential_secrets`], with kubeconfigs for the simulator's guest API at `guest` when given:
+/// server `<base>/clusters/<namespace>/<name>`, the guest CA, and the cluster's own fake token
+/// (`guest_api::token`).
+pub fn credential_secrets_at(cluster: &Value, guest: Option<&GuestEndpoint>) -> Vec<Value> {
     let mut by_name: Vec<(String, Map<String, Value>)> = Vec::new();
     for (field, user) in [("adminCredentials", "admin"), ("userCredentials", "user")] {
         let Some(dest) = cluster.pointer(&format!("/spec/operatorSpec/secrets/{field}")) else {
@@ -42,7 +53,11 @@ pub fn credential_secrets(cluster: &Value) -> Vec<Value> {
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
             .unwrap_or(DEFAULT_KEY);
-        let encoded = base64::engine::general_purpose::STANDARD.encode(kubeconfig(cluster, user));
+        let text = match guest {
+            Some(g) => guest_kubeconfig(cluster, user, g),
+            None => kubeconfig(cluster, user),
+        };
+        let encoded = base64::engine::general_purpose::STANDARD.encode(text);
         match by_name.iter_mut().find(|(n, _)| n == name) {
             Some((_, data)) => {
                 data.insert(key.into(), json!(encoded));
@@ -82,13 +97,27 @@ pub fn credential_secrets(cluster: &Value) -> Vec<Value> {
 
 /// A kubeconfig for `user` on the simulated cluster: server = the simulated API URL, fake token.
 pub fn kubeconfig(cluster: &Value, user: &str) -> String {
+    let server = json!({"server": azure::api_url(cluster), "insecure-skip-tls-verify": true});
+    kubeconfig_with(cluster, user, server, FAKE_TOKEN)
+}
+
+/// A kubeconfig for `user` on the simulator's guest API at `guest` (HTTPS on loopback): the
+/// cluster's path under it, the guest CA and the cluster's own fake token.
+pub fn guest_kubeconfig(cluster: &Value, user: &str, guest: &GuestEndpoint) -> String {
+    let ca = base64::engine::general_purpose::STANDARD.encode(&guest.ca_pem);
+    let server = json!({"server": super::guest::server_url(&guest.base, cluster),
+        "certificate-authority-data": ca});
+    kubeconfig_with(cluster, user, server, &super::guest_api::token(cluster))
+}
+
+fn kubeconfig_with(cluster: &Value, user: &str, server: Value, token: &str) -> String {
     let cluster_name = azure::azure_name(cluster);
     let context = format!("{user}@{cluster_name}");
     let doc = json!({
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": cluster_name, "cluster": {"server": azure::api_url(cluster), "insecure-skip-tls-verify": true}}],
-        "users": [{"name": user, "user": {"token": FAKE_TOKEN}}],
+        "clusters": [{"name": cluster_name, "cluster": server}],
+        "users": [{"name": user, "user": {"token": token}}],
         "contexts": [{"name": context, "context": {"cluster": cluster_name, "user": user, "namespace": "default"}}],
         "current-context": context,
         "preferences": {},
@@ -170,6 +199,33 @@ mod tests {
         assert_eq!(kc["clusters"][0]["cluster"]["server"], azure::api_url(&c));
         assert_eq!(kc["users"][0]["user"]["token"], FAKE_TOKEN);
         assert_eq!(kc["current-context"], kc["contexts"][0]["name"]);
+    }
+
+    #[test]
+    fn with_a_guest_api_the_kubeconfig_names_it_and_the_cluster_token() {
+        let c = cluster(json!({"adminCredentials": {"name": "c1-kubeconfig", "key": "value"}}));
+        let guest = GuestEndpoint {
+            base: "https://127.0.0.1:4567".into(),
+            ca_pem: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n".into(),
+        };
+        let s = credential_secrets_at(&c, Some(&guest)).remove(0);
+        let kc = decoded(&s, "value");
+        let server = &kc["clusters"][0]["cluster"];
+        assert_eq!(server["server"], "https://127.0.0.1:4567/clusters/team/c1");
+        let ca = server["certificate-authority-data"].as_str().unwrap();
+        assert_eq!(
+            base64::engine::general_purpose::STANDARD
+                .decode(ca)
+                .unwrap(),
+            guest.ca_pem.as_bytes()
+        );
+        assert!(server.get("insecure-skip-tls-verify").is_none());
+        assert_eq!(
+            kc["users"][0]["user"]["token"],
+            super::super::guest_api::token(&c).as_str()
+        );
+        // The same cluster at the same address: the same bytes (nothing to write again).
+        assert_eq!(credential_secrets_at(&c, Some(&guest))[0], s);
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! store here is indexed by namespace (a read never scans the fleet). Every change is also sent
 //! on, naming the object, to wake the unit that owns it.
 
-use crate::apply::inventory::Identity;
+use crate::apply::inventory::{self, Identity};
 use crate::apply::{Cluster, Echoes, LIST_PAGE_SIZE};
 use crate::object::ObjectKey;
 use futures::StreamExt;
@@ -44,6 +44,9 @@ impl Change {
 
 /// How long a new kind's first LIST may take before passes fall back to listing it themselves.
 const SYNC_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long reading the inventories waits for the cache to see the agent's own last writes.
+const CATCH_UP: Duration = Duration::from_secs(2);
 
 /// Objects of one kind: namespace → name → object.
 type Objects = HashMap<Option<String>, HashMap<String, Text>>;
@@ -83,15 +86,39 @@ impl Default for Caches {
     }
 }
 
-/// The object as cached: `managedFields` dropped, `apiVersion` and `kind` filled in.
+/// The object as cached: `managedFields` dropped (of an inventory, all but what its trust check
+/// reads: [`inventory::trust_facts`]), `apiVersion` and `kind` filled in.
 fn prepare(obj: &mut DynamicObject, resource: &ApiResource) {
-    obj.metadata.managed_fields = None;
+    let managed = obj.metadata.managed_fields.take();
+    if is_inventory(obj, resource)
+        && let Some(managed) = managed
+    {
+        let facts = serde_json::to_value(&managed)
+            .ok()
+            .map(|m| inventory::trust_facts(&m))
+            .and_then(|f| serde_json::from_value(f).ok());
+        // Facts that do not round-trip: an empty list, which the trust check refuses.
+        obj.metadata.managed_fields = Some(facts.unwrap_or_default());
+    }
     if obj.types.is_none() {
         obj.types = Some(TypeMeta {
             api_version: resource.api_version.clone(),
             kind: resource.kind.clone(),
         });
     }
+}
+
+/// An inventory ConfigMap: in the agent's namespace, with the inventory label.
+fn is_inventory(obj: &DynamicObject, resource: &ApiResource) -> bool {
+    resource.group.is_empty()
+        && resource.kind == "ConfigMap"
+        && obj.metadata.namespace.as_deref() == Some(inventory::NAMESPACE)
+        && obj
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(inventory::INVENTORY_LABEL))
+            .is_some_and(|v| v == "true")
 }
 
 fn place(obj: &DynamicObject) -> (Option<String>, String) {
@@ -166,6 +193,10 @@ impl Caches {
                     }
                     Ok(watcher::Event::InitApply(o)) => {
                         let (ns, name) = place(&o);
+                        // A re-list may be the first sight of the agent's own last write.
+                        if let Some(rv) = &o.metadata.resource_version {
+                            echoes.take(&identity((ns.clone(), name.clone())), rv);
+                        }
                         building
                             .get_or_insert_default()
                             .entry(ns)
@@ -246,6 +277,70 @@ impl Caches {
             return Some(in_ns.get(&key.name).map(parse).into_iter().collect());
         }
         Some(in_ns.values().map(parse).collect())
+    }
+
+    /// Every object of `kind` in every namespace; `None` when no synced cache holds that kind.
+    pub fn read_every(&self, kind: &KindKey) -> Option<Vec<Value>> {
+        let kinds = self.kinds.read().expect("caches lock");
+        let cache = kinds.get(kind)?;
+        if !*cache.ready.borrow() {
+            return None;
+        }
+        let objects = cache.objects.read().expect("cache lock");
+        Some(
+            objects
+                .values()
+                .flat_map(|m| m.values().map(parse))
+                .collect(),
+        )
+    }
+
+    /// The ConfigMaps of the agent's namespace (where the inventories are), once the cache holds
+    /// the agent's own last write of each (within [`CATCH_UP`]): `None` when no synced cache holds
+    /// ConfigMaps or it lags behind (read them with a LIST instead).
+    pub async fn inventories(&self, cluster: &Cluster) -> Option<Vec<Value>> {
+        let key = inventory::config_map_key("");
+        let kind = (key.group.clone(), key.version.clone(), key.kind.clone());
+        let ours = |id: &Identity| {
+            id.group == kind.0 && id.kind == kind.2 && id.namespace == key.namespace
+        };
+        let deadline = tokio::time::Instant::now() + CATCH_UP;
+        loop {
+            // A write the cache has not taken as its echo: either not seen yet, or a write that
+            // changed nothing (the same resourceVersion, no event) and that the cache holds.
+            let pending = cluster.echoes().pending(ours);
+            let behind = pending.iter().any(|(id, rv)| {
+                let held = self.resource_version(&kind, id);
+                if held.as_deref() == Some(rv.as_str()) {
+                    cluster.echoes().take(id, rv);
+                    return false;
+                }
+                true
+            });
+            if !behind {
+                break;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                tracing::debug!(
+                    "the cache has not seen the agent's last inventory writes: they are listed"
+                );
+                // The LIST reads what they wrote: their echoes are of no more use.
+                for (id, rv) in pending {
+                    cluster.echoes().take(&id, &rv);
+                }
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        self.read(cluster, &key)
+    }
+
+    /// The resourceVersion of the object `id` of `kind` as cached.
+    fn resource_version(&self, kind: &KindKey, id: &Identity) -> Option<String> {
+        let kinds = self.kinds.read().expect("caches lock");
+        let objects = kinds.get(kind)?.objects.read().expect("cache lock");
+        let text = objects.get(&id.namespace)?.get(&id.name)?;
+        crate::object::str_at(&parse(text), "/metadata/resourceVersion").map(str::to_string)
     }
 
     /// Waits up to `wait` for the first change; `None` when none came.

@@ -4,12 +4,12 @@
 //! (`wakes`: an index, not a scan of the fleet). The per-unit work is `pass`.
 
 pub mod cache;
+pub mod cycle;
 pub mod queue;
 pub mod wakes;
 
 use super::{Agent, AgentError, Revision, carry_actions, pass};
-use crate::apply::inventory::Identity;
-use crate::apply::inventory::Inventory;
+use crate::apply::inventory::{self, Identity, Inventory, InventoryError};
 use crate::report::{self, ObjectAction, UnitOutcome};
 use cache::{Change, KindKey};
 use queue::{Backoff, WorkQueue, Workers};
@@ -26,6 +26,16 @@ const DEBOUNCE: Duration = Duration::from_millis(100);
 enum Job {
     Unit(usize),
     Removed(String),
+}
+
+/// The kinds cached whatever the units declare: Secrets (a unit's readiness may wait on one) and
+/// ConfigMaps (the inventories are read from their cache).
+fn always() -> [KindKey; 2] {
+    let inventories = crate::apply::inventory::config_map_key("");
+    [
+        (String::new(), "v1".to_string(), "Secret".to_string()),
+        (inventories.group, inventories.version, inventories.kind),
+    ]
 }
 
 /// Every kind the units of `rev` and the inventories read.
@@ -53,7 +63,7 @@ fn kinds_of(rev: &Revision, inventories: &BTreeMap<String, Inventory>) -> BTreeS
             .map(|e| (e.id.group.clone(), e.version.clone(), e.id.kind.clone()))
     });
     rendered
-        .chain([(String::new(), "v1".to_string(), "Secret".to_string())])
+        .chain(always())
         .chain(crate::agent::identity::read_kinds())
         .chain(policies)
         .chain(inventoried)
@@ -106,16 +116,9 @@ impl Agent {
             .iter()
             .map(|(u, p)| self.first_outcome(rev, u, p))
             .collect();
-        // Every unit's inventory (one LIST); units that left git are pruned from theirs.
-        let (mut inventories, broken) = match crate::apply::inventory::read_all(&self.env.cluster)
-            .await
-        {
-            Ok(found) => found,
-            Err(e) => {
-                tracing::error!(error = %e, "reading the inventories failed: nothing is pruned this round");
-                (BTreeMap::new(), vec![])
-            }
-        };
+        // Every unit's inventory (from the cache, or one LIST); units that left git are pruned
+        // from theirs.
+        let (mut inventories, broken) = self.inventories().await;
         // An inventory that does not decode or that the agent does not trust: its unit is not
         // acted on (nothing applied, nothing pruned) until a person restores or deletes it.
         let mut refused = super::fleet::refused(&broken);
@@ -137,7 +140,9 @@ impl Agent {
         let index = wakes_of(rev, &inventories);
         // Live ASO objects no unit declares that stand for an Azure resource a unit declares.
         // The deletion guard counts them too.
-        let live_ids = super::fleet::live_identities_in(&self.env.cluster, &rev.units).await;
+        let live_ids =
+            super::fleet::live_identities_in(&self.env.cluster, Some(&self.caches), &rev.units)
+                .await;
         let mut live_conflicts =
             super::fleet::live_conflict_errors(&rev.fleet, &live_ids, &inventories);
         let fleet = (*rev.fleet).clone().with_live(&live_ids);
@@ -163,12 +168,14 @@ impl Agent {
         for i in (0..rev.units.len()).filter(|&i| !held(i)) {
             queue.add(Job::Unit(i));
         }
+        let mut removals = Vec::new();
         for unit in &removed {
             if inventories
                 .get(unit)
                 .is_some_and(|inv| !inv.entries.is_empty())
             {
                 queue.add(Job::Removed(unit.clone()));
+                removals.push(unit.clone());
             }
         }
         // Units that left git with an inventory not acted on: reported, never pruned.
@@ -265,6 +272,10 @@ impl Agent {
                     };
                     inventories.insert(name, inv);
                     queue.done(&job, failed, Instant::now());
+                    // Nothing here changes when a guest cluster gets better: look again.
+                    if let Job::Unit(i) = job && !done[i] && super::guest::waits_on_guest(&outcomes[i]) {
+                        queue.add_at(job.clone(), Instant::now() + super::guest::RECHECK_AFTER);
+                    }
                     if let Job::Unit(i) = job && during_pass.release(i, self.env.cluster.echoes()) && !done[i] {
                         queue.wake(job, Instant::now());
                     }
@@ -282,6 +293,11 @@ impl Agent {
                     changed.insert(first);
                     tracing::trace!(?changed, "changes seen");
                     self.wake(&changed, &index, &done, &removed_outcomes, (&mut queue, &mut during_pass));
+                    // A removal before the end of its first pass has no outcome to say it is
+                    // still deleting: what changes meanwhile (its own deletes) runs it again.
+                    for u in removals.iter().filter(|u| !removed_outcomes.contains_key(*u)) {
+                        queue.wake(Job::Removed(u.clone()), Instant::now());
+                    }
                 }
             }
         }
@@ -290,6 +306,24 @@ impl Agent {
         self.progress = Some(progress);
         outcomes.extend(removed_outcomes.into_values());
         Ok(outcomes)
+    }
+
+    /// Every unit's inventory, and those not acted on: from the ConfigMaps' cache once it is
+    /// synced and has seen the agent's own last writes, else with one LIST. When they cannot be
+    /// read at all, none (nothing is pruned this round).
+    async fn inventories(&self) -> (BTreeMap<String, Inventory>, Vec<InventoryError>) {
+        let cluster = &self.env.cluster;
+        self.caches.ensure(cluster, &always().into()).await;
+        if let Some(config_maps) = self.caches.inventories(cluster).await {
+            return inventory::from_config_maps(config_maps);
+        }
+        match inventory::read_all(cluster).await {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::error!(error = %e, "reading the inventories failed: nothing is pruned this round");
+                (BTreeMap::new(), vec![])
+            }
+        }
     }
 
     /// Queues the unsettled units the changes in `changed` concern (see `wakes`; a unit whose

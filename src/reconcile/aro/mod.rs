@@ -11,8 +11,10 @@
 //! - `embedded`: validation of `spec.resources` and the mutators; `keys`: the encryption-key seam;
 //!   `keyvault`: the agent-managed key's vault gate and states;
 //! - `node_policy`: the AutoNodePolicy merged into node pools, and the policies' status;
-//! - `conditions`: CAPI-style conditions; `world`: lookups in the live objects.
+//! - `conditions`: CAPI-style conditions; `world`: lookups in the live objects;
+//! - `apiservices`: the aggregated-APIServices gate and the control plane's `Available`.
 
+pub mod apiservices;
 mod applier;
 mod cluster;
 mod conditions;

@@ -7,8 +7,8 @@
 use super::StepState;
 use super::live::{
     ARO_GROUP, CAPI_GROUP, CONTROLPLANE_GROUP, EXTERNAL_AUTH, HCP_CLUSTER, INFRA_GROUP, Live,
-    NODE_POOL, condition_is_true, condition_text, embedded, flag, group_of, is_kind, kind_of,
-    labelled_for, list_names, name_of, owned_by,
+    NODE_POOL, condition, condition_is_true, condition_text, embedded, flag, group_of, is_kind,
+    kind_of, labelled_for, list_names, name_of, owned_by,
 };
 use crate::object::text_at;
 use crate::reconcile::readiness::{Readiness, aso_readiness};
@@ -328,10 +328,22 @@ impl<'a> Context<'a> {
         }
     }
 
-    /// Step 6: the AROControlPlane's `status.ready`.
+    /// Step 6: the AROControlPlane's `status.ready`, and its `Available` (the aggregated-APIServices
+    /// gate) where it reports one.
     fn control_plane_ready(&self) -> Judged {
         match self.control_plane {
             None => self.control_plane_missing(),
+            Some(cp)
+                if flag(cp, "/status/ready")
+                    && condition(cp, "Available").is_some()
+                    && !condition_is_true(cp, "Available") =>
+            {
+                waiting(format!(
+                    "AROControlPlane/{} not available: {}",
+                    self.control_plane_name,
+                    condition_text(cp, "Available").unwrap_or_default()
+                ))
+            }
             Some(cp) if flag(cp, "/status/ready") => {
                 done(format!("AROControlPlane/{} ready", self.control_plane_name))
             }

@@ -347,3 +347,36 @@ fn external_auth_ready_from_itself_or_the_control_plane_condition() {
     live.retain(|o| o["kind"] != "HcpOpenShiftClustersExternalAuth");
     assert!(at(&live).is_complete());
 }
+
+#[test]
+fn a_control_plane_held_by_its_aggregated_api_gate_waits_at_step_6() {
+    let mut live = live_at(11);
+    let cp = live
+        .iter_mut()
+        .find(|o| o["kind"] == "AROControlPlane")
+        .expect("control plane in fixture");
+    let conditions = cp["status"]["conditions"]
+        .as_array_mut()
+        .expect("conditions");
+    conditions.push(json!({"type": "Available", "status": "False",
+        "reason": "AggregatedAPIServicesNotAvailable",
+        "message": "aggregated APIServices not available: v1.route.openshift.io"}));
+    let c = at(&live);
+    assert_eq!(c.steps[5].state, StepState::Waiting);
+    assert_eq!(
+        detail(&c, 6),
+        "AROControlPlane/dev not available: aggregated APIServices not available: v1.route.openshift.io"
+    );
+    // Once Available, step 6 is done again.
+    let cp = live
+        .iter_mut()
+        .find(|o| o["kind"] == "AROControlPlane")
+        .unwrap();
+    let last = cp["status"]["conditions"]
+        .as_array_mut()
+        .unwrap()
+        .last_mut()
+        .unwrap();
+    last["status"] = json!("True");
+    assert_eq!(at(&live).steps[5].state, StepState::Done);
+}

@@ -1,0 +1,123 @@
+//! A long-running `aro-gitops run` (no `--once`): it reaches converged, and then each drift cycle
+//! over the converged fleet sends no write, no LIST and no GET (live state comes from the watch
+//! caches), as its cycle line says.
+
+use super::*;
+use aro_gitops::agent::{CycleLine, CycleTrigger};
+use std::io::BufRead;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+
+/// How long the initial sync and then one drift cycle may take (a debug build, a shared machine).
+const CYCLE_DEADLINE: Duration = Duration::from_secs(180);
+
+/// The agent running, its standard output as lines; killed when dropped (a failed assertion
+/// included).
+struct Running {
+    child: Child,
+    lines: Receiver<String>,
+}
+
+impl Running {
+    fn start(f: &Fixture) -> Running {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_aro-gitops"))
+            .arg("run")
+            .arg("--repo")
+            .arg(&f.url)
+            .arg("--state")
+            .arg(&f.state)
+            .args(["--sim-delay", "0s", "--timeout", "120s"])
+            .args(["--interval", "1h", "--drift-interval", "1s"])
+            .env("ARO_GITOPS_LOG", "warn")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the binary starts");
+        let stdout = child.stdout.take().expect("piped");
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Running { child, lines }
+    }
+
+    /// The lines up to the next cycle line, and that line (within [`CYCLE_DEADLINE`]).
+    fn next_cycle(&self) -> (Vec<String>, CycleLine) {
+        let deadline = Instant::now() + CYCLE_DEADLINE;
+        let mut before = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => match CycleLine::parse(&line) {
+                    Some(c) => return (before, c),
+                    None => before.push(line),
+                },
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!(
+                        "no cycle line within {CYCLE_DEADLINE:?}; output:\n{}",
+                        before.join("\n")
+                    )
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    panic!("the agent ended; output:\n{}", before.join("\n"))
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_drift_cycle_over_a_converged_fleet_sends_no_request() {
+    let f = Fixture::plain();
+    let agent = Running::start(&f);
+
+    // The initial sync: every unit converges (the progress lines say so), then its cycle line.
+    let (progress, initial) = agent.next_cycle();
+    assert_eq!(
+        (initial.number, initial.trigger),
+        (0, CycleTrigger::Initial),
+        "{initial}"
+    );
+    assert_eq!(initial.units, 2, "{initial}");
+    assert!(
+        initial.writes > 0,
+        "the first sync creates the fleet: {initial}"
+    );
+    for unit in [DEV, PROD] {
+        let last = progress
+            .iter()
+            .rev()
+            .find(|l| l.starts_with(&format!("{unit}: ")))
+            .unwrap_or_else(|| panic!("no progress of {unit} in:\n{}", progress.join("\n")));
+        assert!(last.contains("Converged"), "{last}");
+    }
+
+    // The next cycle is a drift check over the converged fleet: everything from the caches.
+    let (_, drift) = agent.next_cycle();
+    assert_eq!(
+        (drift.number, drift.trigger, drift.units),
+        (1, CycleTrigger::Drift, 2),
+        "{drift}"
+    );
+    assert_eq!(
+        (drift.writes, drift.lists, drift.gets),
+        (0, 0, 0),
+        "{drift}"
+    );
+}
