@@ -17,6 +17,8 @@ mod drift;
 mod output;
 #[path = "safety/ownership.rs"]
 mod ownership;
+#[path = "safety/secrets.rs"]
+mod secrets;
 #[path = "safety/unit_validation.rs"]
 mod unit_validation;
 

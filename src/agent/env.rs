@@ -5,12 +5,13 @@ use super::AgentError;
 use crate::apply::{AzureView, Cluster, RequestCounter};
 use crate::azure::AzureAccess;
 use crate::azuresim::https::directory::ControlPlaneDirectory;
+use crate::azuresim::https::federated;
 use crate::azuresim::https::{AzureRequestCounts, AzureRequestTotals, SimHttps, SimHttpsConfig};
 use crate::azuresim::keyvault::KeyVaults;
 use crate::azuresim::{AzureSimulator, SimConfig};
 use crate::controlplane::{self, ControlPlane};
 use crate::report::AzureMode;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -72,7 +73,8 @@ impl Environment {
         let simulator = sim_delay.map(|d| simulate_azure(&cp, d, Some(key_vaults.clone())));
         let (sim_https, azure_sdk) = match sim_delay {
             Some(_) => {
-                let (s, a) = simulate_azure_endpoints(cp.client()).await?;
+                let token_file = simulated_token_file(state_dir)?;
+                let (s, a) = simulate_azure_endpoints_with(cp.client(), Some(token_file)).await?;
                 s.set_key_vault_handler(Arc::new(key_vaults));
                 (Some(s), Some(a))
             }
@@ -122,12 +124,36 @@ pub fn simulate_azure(
 pub async fn simulate_azure_endpoints(
     client: kube::Client,
 ) -> Result<(SimHttps, Arc<AzureAccess>), AgentError> {
+    simulate_azure_endpoints_with(client, None).await
+}
+
+/// The token file workload identities read when Azure is simulated: `AZURE_FEDERATED_TOKEN_FILE`
+/// when set, else a simulated projected service-account token written under `state_dir` (a real
+/// deployment mounts the projected token; see [`federated`]).
+fn simulated_token_file(state_dir: &Path) -> Result<PathBuf, AgentError> {
+    federated::token_file(state_dir).map_err(|e| {
+        AgentError::AzureEndpoints(format!(
+            "the simulated federated token file could not be written under {}: {e}",
+            state_dir.display()
+        ))
+    })
+}
+
+/// As [`simulate_azure_endpoints`]; workload identities read `token_file` (`None`:
+/// `AZURE_FEDERATED_TOKEN_FILE`).
+pub async fn simulate_azure_endpoints_with(
+    client: kube::Client,
+    token_file: Option<PathBuf>,
+) -> Result<(SimHttps, Arc<AzureAccess>), AgentError> {
     let directory = Arc::new(ControlPlaneDirectory::new(client));
     let server = SimHttps::start(directory, SimHttpsConfig::default())
         .await
         .map_err(|e| AgentError::AzureEndpoints(e.to_string()))?;
-    let access = AzureAccess::simulated(server.ca_der(), server.addr())
+    let mut access = AzureAccess::simulated(server.ca_der(), server.addr())
         .map_err(|e| AgentError::AzureEndpoints(e.to_string()))?;
+    if let Some(path) = token_file {
+        access = access.with_federated_token_file(path);
+    }
     server.set_key_vault_handler(Arc::new(KeyVaults::default()));
     Ok((server, Arc::new(access)))
 }
@@ -164,7 +190,7 @@ impl Environment {
     /// For a run on a kubeconfig's cluster: whether it is a local control plane with the
     /// simulator beside it (`control-plane serve --simulate-azure`, [`simulated_marker`]); then
     /// Azure counts as simulated, and the reports say so. One GET.
-    pub async fn detect_simulated_azure(&mut self) {
+    pub async fn detect_simulated_azure(&mut self, state_dir: &Path) {
         if self.azure == AzureMode::Simulated
             || !matches!(self.cluster.get(&simulated_marker()).await, Ok(Some(_)))
         {
@@ -176,7 +202,13 @@ impl Environment {
         self.azure = AzureMode::Simulated;
         self.azure_view = AzureView::Simulated(self.cluster.client().clone());
         // The served control plane's identities, this process's own simulated endpoints.
-        match simulate_azure_endpoints(self.cluster.client().clone()).await {
+        let endpoints = match simulated_token_file(state_dir) {
+            Ok(token_file) => {
+                simulate_azure_endpoints_with(self.cluster.client().clone(), Some(token_file)).await
+            }
+            Err(e) => Err(e),
+        };
+        match endpoints {
             Ok((server, access)) => {
                 self.sim_https = Some(server);
                 self.azure_sdk = Some(access);

@@ -137,7 +137,7 @@ pub async fn run(config: RunConfig) -> Result<RunSummary, AgentError> {
         Some(config.sim_delay),
     )
     .await?;
-    env.detect_simulated_azure().await;
+    env.detect_simulated_azure(&config.state_dir).await;
     let source = Arc::new(Mutex::new(Source::open(SourceConfig {
         url: config.repo.clone(),
         reference: config.reference.clone(),

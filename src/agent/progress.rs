@@ -11,6 +11,47 @@ pub struct Progress {
     last: Vec<String>,
     /// The failure block last printed for each unit (printed again only when it changes).
     failures: Vec<String>,
+    /// The milestone lines printed for each unit (each printed once).
+    milestones: Vec<Vec<String>>,
+}
+
+/// The conditions whose changes are worth a line of their own: the steps a cluster takes beside
+/// its dependency chain (the etcd key, the guest cluster's aggregated APIs).
+const MILESTONE_CONDITIONS: [&str; 2] = ["EncryptionKeyReady", "AggregatedAPIServicesAvailable"];
+
+/// The milestones of `outcome`: the identity its cluster uses once the identity check let it
+/// through, and each state of the [`MILESTONE_CONDITIONS`].
+fn milestones(outcome: &UnitOutcome) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(i) = &outcome.standing.identity {
+        let kind = i
+            .kind
+            .as_deref()
+            .map(|k| format!(" ({k})"))
+            .unwrap_or_default();
+        out.push(format!(
+            "identity: AzureClusterIdentity {}{kind} allows namespace {}; ASO credentials in Secret {}",
+            i.identity, i.namespace, i.secret
+        ));
+    }
+    for o in &outcome.standing.conditions {
+        for c in &o.conditions {
+            if !MILESTONE_CONDITIONS.contains(&c.type_.as_str()) {
+                continue;
+            }
+            let reason = c.reason.as_deref().unwrap_or_default();
+            let message = c
+                .message
+                .as_deref()
+                .map(|m| format!(" ({m})"))
+                .unwrap_or_default();
+            out.push(format!(
+                "{}: {} {} {reason}{message}",
+                o.object, c.type_, c.status
+            ));
+        }
+    }
+    out
 }
 
 impl Progress {
@@ -36,11 +77,13 @@ impl Progress {
         });
         let last = vec![String::new(); names.len()];
         let failures = vec![String::new(); names.len()];
+        let milestones = vec![Vec::new(); names.len()];
         Progress {
             bars,
             names,
             last,
             failures,
+            milestones,
         }
     }
 
@@ -52,6 +95,19 @@ impl Progress {
             phase, chain.step, chain.total, chain.stage
         );
         let line = crate::redact::scrub(&line).into_owned();
+        for m in milestones(outcome) {
+            if self.milestones[i].contains(&m) {
+                continue;
+            }
+            let text = crate::redact::scrub(&format!("{}: {m}", self.names[i])).into_owned();
+            match &self.bars {
+                Some((multi, _)) => {
+                    let _ = multi.println(&text);
+                }
+                None => crate::output::println(&text),
+            }
+            self.milestones[i].push(m);
+        }
         match &self.bars {
             Some((_, bars)) => {
                 bars[i].set_length(chain.total as u64);

@@ -8,6 +8,7 @@ use super::endpoints::Endpoints;
 use super::transport::{HyperTransport, TransportError};
 use azure_core::http::ClientOptions;
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 
 /// The agent's way to Azure, real or simulated.
 #[derive(Debug)]
@@ -15,6 +16,9 @@ pub struct AzureAccess {
     /// The simulator's listener port, when Azure is simulated.
     sim_port: Option<u16>,
     credentials: CredentialCache,
+    /// The token file workload identities read; `None`: `AZURE_FEDERATED_TOKEN_FILE` (the
+    /// projected token a real deployment mounts).
+    federated_token_file: Option<PathBuf>,
 }
 
 impl AzureAccess {
@@ -23,6 +27,7 @@ impl AzureAccess {
         Ok(AzureAccess {
             sim_port: None,
             credentials: CredentialCache::new(HyperTransport::production()?),
+            federated_token_file: None,
         })
     }
 
@@ -31,7 +36,20 @@ impl AzureAccess {
         Ok(AzureAccess {
             sim_port: Some(listener.port()),
             credentials: CredentialCache::new(HyperTransport::simulated(ca_der, listener)?),
+            federated_token_file: None,
         })
+    }
+
+    /// Workload identities read their federated token from `path` (the embedded default's
+    /// simulated projected token) instead of `AZURE_FEDERATED_TOKEN_FILE`.
+    pub fn with_federated_token_file(mut self, path: PathBuf) -> AzureAccess {
+        self.federated_token_file = Some(path);
+        self
+    }
+
+    /// The token file workload identities read, when not `AZURE_FEDERATED_TOKEN_FILE`.
+    pub fn federated_token_file(&self) -> Option<&Path> {
+        self.federated_token_file.as_deref()
     }
 
     pub fn is_simulated(&self) -> bool {

@@ -16,6 +16,7 @@ use crate::reconcile::identity::{
 };
 use futures::future::BoxFuture;
 use serde_json::Value;
+use std::path::Path;
 use std::sync::Arc;
 
 /// Identities from the cluster, credentials from the cache.
@@ -88,7 +89,8 @@ impl ClusterAccess {
             None => None,
         };
         let endpoints = self.azure.endpoints(environment);
-        let request = CredentialRequest::from_identity(&identity, secret, endpoints.clone());
+        let mut request = CredentialRequest::from_identity(&identity, secret, endpoints.clone());
+        request.federated_token_file = self.azure.federated_token_file().map(Path::to_path_buf);
         let credential = self
             .azure
             .credentials()

@@ -13,6 +13,22 @@ use serde_json::Value;
 pub struct Standing {
     pub chain: Chain,
     pub conditions: Vec<ObjectConditions>,
+    /// The identity the cluster uses, once the identity check let it through (its ASO credential
+    /// Secret is live and no ARO object says the namespace is not allowed).
+    pub identity: Option<IdentityInUse>,
+}
+
+/// The AzureClusterIdentity a cluster uses, as its live objects show it (no secret: names only).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdentityInUse {
+    /// `namespace/name` of the AzureClusterIdentity.
+    pub identity: String,
+    /// Its `spec.type`, when the identity is among the unit's live objects.
+    pub kind: Option<String>,
+    /// The cluster's namespace, which the identity allows.
+    pub namespace: String,
+    /// The cluster's ASO credential Secret (`<cluster>-aso-secret`).
+    pub secret: String,
 }
 
 impl Standing {
@@ -21,6 +37,7 @@ impl Standing {
         Standing {
             chain: chain(live, cluster),
             conditions: aro_conditions(live),
+            identity: identity_in_use(live),
         }
     }
 
@@ -97,4 +114,54 @@ fn aro_conditions(live: &[serde_json::Value]) -> Vec<ObjectConditions> {
         .collect();
     found.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
     found.into_iter().map(|(_, _, c)| c).collect()
+}
+
+/// The identity the cluster of `live` uses: its AROControlPlane's `identityRef`, else its
+/// AROCluster's, when its ASO credential Secret is live and no ARO object carries
+/// `NamespaceNotAllowedByIdentity`.
+fn identity_in_use(live: &[Value]) -> Option<IdentityInUse> {
+    use crate::reconcile::identity::{NOT_ALLOWED_REASON, aso, identity_ref_of};
+    fn kind_of(o: &Value) -> &str {
+        o.get("kind").and_then(Value::as_str).unwrap_or_default()
+    }
+    let referrer = ["AROControlPlane", "AROCluster"].iter().find_map(|k| {
+        live.iter()
+            .find(|o| kind_of(o) == *k && identity_ref_of(o).is_some())
+    })?;
+    let (id_ns, id_name) = identity_ref_of(referrer)?;
+    let key = ObjectKey::from_object(referrer).ok()?;
+    let namespace = key.namespace.clone().unwrap_or_default();
+    let refused = live.iter().any(|o| {
+        o.pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .is_some_and(|cs| cs.iter().any(|c| c["reason"] == NOT_ALLOWED_REASON))
+    });
+    let cluster = referrer
+        .pointer("/metadata/labels/cluster.x-k8s.io~1cluster-name")
+        .and_then(Value::as_str)
+        .unwrap_or(&key.name);
+    let secret = aso::secret_name(cluster);
+    let secret_live = live.iter().any(|o| {
+        kind_of(o) == "Secret"
+            && o.pointer("/metadata/name").and_then(Value::as_str) == Some(secret.as_str())
+            && o.pointer("/metadata/namespace").and_then(Value::as_str) == Some(namespace.as_str())
+    });
+    if refused || !secret_live {
+        return None;
+    }
+    let kind = live
+        .iter()
+        .find(|o| {
+            kind_of(o) == "AzureClusterIdentity"
+                && o.pointer("/metadata/name").and_then(Value::as_str) == Some(id_name.as_str())
+                && o.pointer("/metadata/namespace").and_then(Value::as_str) == Some(id_ns.as_str())
+        })
+        .and_then(|o| o.pointer("/spec/type").and_then(Value::as_str))
+        .map(str::to_string);
+    Some(IdentityInUse {
+        identity: format!("{id_ns}/{id_name}"),
+        kind,
+        namespace,
+        secret,
+    })
 }

@@ -123,7 +123,7 @@ async fn a_missing_identity_is_an_error_of_that_cluster_only() {
     let f = Fixture::plain();
     f.add_patch(
         DEV,
-        "AROCluster",
+        "AROControlPlane",
         "dev",
         "- op: replace\n  path: /spec/identityRef/name\n  value: nowhere",
     );
@@ -133,7 +133,7 @@ async fn a_missing_identity_is_an_error_of_that_cluster_only() {
     assert_eq!(report::phase(dev), Phase::Failed, "{}", describe(dev));
     assert!(
         dev.errors.iter().any(|e| e.message
-            == "AROCluster/aro-dev/dev: its AzureClusterIdentity aro-dev/nowhere does not exist"),
+            == "AROControlPlane/aro-dev/dev: its AzureClusterIdentity aro-dev/nowhere does not exist"),
         "{}",
         describe(dev)
     );
@@ -217,7 +217,7 @@ async fn an_identity_of_another_unit_is_waited_for_and_used_across_namespaces() 
     );
     f.add_patch(
         DEV,
-        "AROCluster",
+        "AROControlPlane",
         "dev",
         "- op: replace\n  path: /spec/identityRef\n  value: {kind: AzureClusterIdentity, name: shared, namespace: aro-shared}",
     );

@@ -21,6 +21,11 @@ fn hcp_key() -> ObjectKey {
     key(HCP, "HcpOpenShiftCluster", "aro-dev", "aro-dev")
 }
 
+/// What the example's prod cluster asks of the simulated Azure on a first run (its key is
+/// agent-managed through the workload identity aro-prod/aro-identity): (token requests, Key Vault
+/// requests: get (404) and create).
+const PROD_KEY: (u64, u64) = (1, 2);
+
 const CLIENT_ID: &str = "0c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f";
 
 /// JSON 6902 patches of the dev cluster's objects: `(kind, ops)`, in one patch list.
@@ -35,7 +40,7 @@ fn patch_dev(f: &Fixture, patches: &[(&str, &str)]) {
     f.write(&rel, &out);
 }
 
-const MANAGED_KEY: &str = "- op: add\n  path: /spec/identityRef\n  value: {kind: AzureClusterIdentity, name: kv-identity}\n- op: remove\n  path: /spec/resources/0/spec/properties/etcd/dataEncryption/customerManaged/kms/activeKey/version";
+const MANAGED_KEY: &str = "- op: add\n  path: /spec/identityRef\n  value: {kind: AzureClusterIdentity, name: kv-identity}\n- op: add\n  path: /spec/resources/0/spec/properties/etcd\n  value: {dataEncryption: {keyManagementMode: CustomerManaged, customerManaged: {encryptionType: KMS, kms: {activeKey: {name: etcd-data-kms-encryption-key, vaultName: arogitops-dev-kv}}}}}";
 
 /// The dev cluster with an agent-managed key: its own ServicePrincipal identity (and Secret) and
 /// no key version in git; `vault_annotations`: on its Vault (the simulator's settings).
@@ -121,8 +126,9 @@ async fn the_agent_creates_the_key_injects_its_version_and_reports_it() {
         )
     );
     let azure = s.azure_requests.expect("Azure is simulated by the run");
-    assert_eq!(azure.key_vault, 2, "get (404) and create");
-    assert_eq!(azure.token, 1, "one token for the one identity");
+    // The example's prod cluster makes its own key too (PROD_KEY): the dev key is the rest.
+    assert_eq!(azure.key_vault, 2 + PROD_KEY.1, "get (404) and create");
+    assert_eq!(azure.token, 1 + PROD_KEY.0, "one token for each identity");
     let md = f.report("reports/aro-dev/dev.md").expect("the dev report");
     assert!(!md.contains(SECRET), "no secret in the report");
 
@@ -212,7 +218,10 @@ async fn a_vault_the_aro_cluster_does_not_declare_fails_that_cluster_without_a_r
         describe(o)
     );
     let azure = s.azure_requests.expect("Azure is simulated by the run");
-    assert_eq!(azure.key_vault, 0, "nothing asked of an undeclared vault");
+    assert_eq!(
+        azure.key_vault, PROD_KEY.1,
+        "nothing asked of an undeclared vault (only prod's key)"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -232,8 +241,8 @@ async fn an_identity_that_does_not_allow_the_namespace_is_never_used_for_the_key
     let azure = s.azure_requests.expect("Azure is simulated by the run");
     assert_eq!(
         (azure.token, azure.key_vault),
-        (0, 0),
-        "no token, no Key Vault request"
+        PROD_KEY,
+        "no token, no Key Vault request for dev (only prod's key)"
     );
 }
 
@@ -245,8 +254,9 @@ async fn a_throttled_then_failing_vault_is_retried_and_the_key_made() {
     assert_converged(outcome(&s, PROD));
     let azure = s.azure_requests.expect("Azure is simulated by the run");
     assert_eq!(
-        azure.key_vault, 4,
-        "429 and 503 retried, then get (404) and create"
+        azure.key_vault,
+        4 + PROD_KEY.1,
+        "429 and 503 retried, then get (404) and create (and prod's key)"
     );
     let cp = f.inspect(|c| async move { live(&c, &acp()).await }).await;
     assert_eq!(condition(&cp, "EncryptionKeyReady")["reason"], "KeyReady");

@@ -95,8 +95,19 @@ impl Fleet {
     pub fn add_patches(&self, unit: &str, items: &str) {
         let rel = format!("{unit}/kustomization.yaml");
         let text = self.read(&rel);
-        assert!(!text.contains("\npatches:"), "one patch list per unit");
-        self.write(&rel, &format!("{text}patches:\n{items}"));
+        match text.split_once("\npatches:\n") {
+            // A list already there (prod's KMS patch): it must be the file's last field.
+            Some((_, rest)) => {
+                assert!(
+                    rest.lines()
+                        .all(|l| l.is_empty() || l.starts_with([' ', '#', '-'])),
+                    "the unit's patches must be its kustomization's last field"
+                );
+                let sep = if text.ends_with('\n') { "" } else { "\n" };
+                self.write(&rel, &format!("{text}{sep}{items}"));
+            }
+            None => self.write(&rel, &format!("{text}patches:\n{items}")),
+        }
     }
 
     /// `aro-gitops plan --repo R --state S ARGS`.

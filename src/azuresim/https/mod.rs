@@ -14,6 +14,7 @@
 
 pub mod directory;
 pub mod entra;
+pub mod federated;
 pub mod tls;
 pub mod tokens;
 

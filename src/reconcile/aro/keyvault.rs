@@ -139,6 +139,37 @@ pub fn live_version<'a>(
     non_empty(kms, "/activeKey/version")
 }
 
+/// An HcpOpenShiftCluster as a plan or a drift report compares it: when git gives its KMS key no
+/// version and the live one carries a version for the same vault and key, that version is the one
+/// the agent found or made (and injects on every pass), so it stands; anything else as it is.
+pub fn as_planned(mut desired: Value, live: Option<&Value>) -> Value {
+    if str_at(&desired, "/kind") != Some(super::HCP_CLUSTER) {
+        return desired;
+    }
+    let Some(live) = live else { return desired };
+    let Some(kms) = desired.pointer(KMS_POINTER) else {
+        return desired;
+    };
+    if non_empty(kms, "/activeKey/version").is_some() || kms_target(&desired) != kms_target(live) {
+        return desired;
+    }
+    let Some(version) = live
+        .pointer(KMS_POINTER)
+        .and_then(|k| non_empty(k, "/activeKey/version"))
+        .map(str::to_string)
+    else {
+        return desired;
+    };
+    if let Some(key) = desired
+        .pointer_mut(KMS_POINTER)
+        .and_then(|k| k.get_mut("activeKey"))
+        .and_then(Value::as_object_mut)
+    {
+        key.insert("version".into(), Value::String(version));
+    }
+    desired
+}
+
 /// The version of a key id `https://<vault host>/keys/<name>/<version>`: its last path segment.
 pub fn key_version(key_id: &str) -> Option<&str> {
     let rest = key_id.split_once("://").map_or(key_id, |(_, r)| r);

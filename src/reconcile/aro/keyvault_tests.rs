@@ -200,3 +200,30 @@ fn the_states_of_the_key_step() {
         "{m}"
     );
 }
+
+#[test]
+fn a_plan_takes_the_live_version_of_an_unversioned_key_only() {
+    let key = |v: Option<&str>, vault: &str| {
+        let mut k = json!({"name": "k", "vaultName": vault});
+        if let Some(v) = v {
+            k["version"] = json!(v);
+        }
+        hcp("v1api20240610preview", json!({"activeKey": k}))
+    };
+    let live = key(Some("0123abcd"), "kv");
+    let planned = as_planned(key(None, "kv"), Some(&live));
+    assert_eq!(planned, live, "git has no version: the live one stands");
+    let given = key(Some("ffff"), "kv");
+    assert_eq!(
+        as_planned(given.clone(), Some(&live)),
+        given,
+        "git's version wins"
+    );
+    let moved = key(None, "other-kv");
+    assert_eq!(
+        as_planned(moved.clone(), Some(&live)),
+        moved,
+        "another vault: no version"
+    );
+    assert_eq!(as_planned(key(None, "kv"), None), key(None, "kv"));
+}
