@@ -142,6 +142,7 @@ impl Fixture {
             self_heal: false,
             drift_interval: None,
             concurrency: 4,
+            metrics_bind_address: None,
         }
     }
 
