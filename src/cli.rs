@@ -109,6 +109,10 @@ pub struct RunArgs {
     /// How many units are reconciled at once (each unit one at a time).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
     pub concurrency: u16,
+    /// Serve Prometheus metrics (OpenMetrics text) on `/metrics` at this address, e.g.
+    /// `127.0.0.1:8080` (port 0: any free port; the line `metrics: serving on ...` says which).
+    #[arg(long)]
+    pub metrics_bind_address: Option<std::net::SocketAddr>,
 }
 
 /// When objects that left git may be deleted.

@@ -7,6 +7,7 @@ pub mod azuresim;
 pub mod cli;
 pub mod controlplane;
 pub mod keyvault;
+pub mod metrics;
 pub mod object;
 pub mod output;
 pub mod plan;

@@ -86,6 +86,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         self_heal: args.self_heal,
         drift_interval: args.drift_interval,
         concurrency: usize::from(args.concurrency),
+        metrics_bind_address: args.metrics_bind_address,
     };
     let summary = agent::run(config).await?;
     println("");

@@ -14,7 +14,8 @@
 //! `node_policy` has the AutoNodePolicy merged into the node pools; `identity` the
 //! AzureClusterIdentity check and the clusters' ASO credential Secrets; `keyvault` the
 //! agent-managed etcd key; `shared_identities` the identity benchmark's request counts at small
-//! scale (shared identities, keys, a rotation). `resync` has a long-running run's drift cycles.
+//! scale (shared identities, keys, a rotation). `resync` has a long-running run's drift cycles,
+//! `metrics` its `/metrics` endpoint.
 
 #[path = "agent/apiservices_gate.rs"]
 mod apiservices_gate;
@@ -41,6 +42,8 @@ mod identity;
 mod keyvault;
 #[path = "agent/kubeconfig.rs"]
 mod kubeconfig;
+#[path = "agent/metrics.rs"]
+mod metrics;
 #[path = "agent/node_policy.rs"]
 mod node_policy;
 #[path = "agent/policies.rs"]
@@ -142,6 +145,7 @@ impl Fixture {
             self_heal: false,
             drift_interval: None,
             concurrency: 4,
+            metrics_bind_address: None,
         }
     }
 

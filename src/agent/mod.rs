@@ -64,6 +64,8 @@ pub struct RunConfig {
     pub drift_interval: Option<Duration>,
     /// How many units are reconciled at once (at least one).
     pub concurrency: usize,
+    /// Serve `/metrics` here (OpenMetrics text) for the life of the run, when set.
+    pub metrics_bind_address: Option<std::net::SocketAddr>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -80,6 +82,11 @@ pub enum AgentError {
     Publish(Box<crate::source::SourceError>),
     #[error("background task failed: {0}")]
     Task(String),
+    #[error("the metrics server could not listen on {addr}: {source}")]
+    Metrics {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
     #[error("the simulated Azure endpoints could not start: {0}")]
     AzureEndpoints(String),
 }
@@ -144,6 +151,23 @@ pub async fn run(config: RunConfig) -> Result<RunSummary, AgentError> {
         state_dir: config.state_dir.join("source"),
     })?));
     let keys = crate::keyvault::key_manager(&env.cluster, env.azure_sdk.clone());
+    let metrics = Arc::new(crate::metrics::Metrics::new(
+        env.cluster.counter().clone(),
+        env.azure_request_counts(),
+    ));
+    let metrics_server = match config.metrics_bind_address {
+        Some(addr) => {
+            let server = crate::metrics::serve(metrics.clone(), addr)
+                .await
+                .map_err(|source| AgentError::Metrics { addr, source })?;
+            crate::output::println(&format!(
+                "metrics: serving on http://{}/metrics",
+                server.addr
+            ));
+            Some(server)
+        }
+        None => None,
+    };
     let mut agent = Agent {
         env,
         source,
@@ -152,6 +176,8 @@ pub async fn run(config: RunConfig) -> Result<RunSummary, AgentError> {
         caches: controller::cache::Caches::default(),
         keys,
         guests: guest::GuestClients::default(),
+        metrics,
+        _metrics_server: metrics_server,
     };
     agent.run().await
 }
@@ -167,6 +193,10 @@ struct Agent {
     keys: Arc<dyn crate::reconcile::aro::KeyManager>,
     /// Clients of the guest clusters (the aggregated-APIServices gate).
     guests: guest::GuestClients,
+    /// The process's metrics (see [`crate::metrics`]).
+    metrics: Arc<crate::metrics::Metrics>,
+    /// Serves them while the agent lives, with `--metrics-bind-address`.
+    _metrics_server: Option<crate::metrics::Server>,
 }
 
 /// One revision, prepared.

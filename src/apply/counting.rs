@@ -17,6 +17,9 @@ pub struct RequestCounter {
     lists: Arc<AtomicU64>,
     gets: Arc<AtomicU64>,
     watches: Arc<AtomicU64>,
+    /// Requests by Kubernetes verb, in the order of [`VERBS`] (dry runs included, as the API
+    /// server counts them).
+    verbs: Arc<[AtomicU64; 7]>,
     /// Requests by `METHOD path` (query left out), for tests and benchmarks that check how state
     /// is read (e.g. one LIST per kind, no per-object GET). The further pages of a paged LIST
     /// (a `continue` token in the query) count under `METHOD path (continued)`, so one LIST
@@ -48,6 +51,12 @@ impl RequestCounter {
     /// WATCH requests (each start or resumption of a watch).
     pub fn watches(&self) -> u64 {
         self.watches.load(Ordering::Relaxed)
+    }
+
+    /// Requests by Kubernetes verb (get, list, watch, create, update, patch, delete), dry runs
+    /// included; further pages of a LIST are not counted again.
+    pub fn verbs(&self) -> [(&'static str, u64); 7] {
+        std::array::from_fn(|i| (VERBS[i], self.verbs[i].load(Ordering::Relaxed)))
     }
 
     /// How many requests went to each `METHOD path` (query left out; further pages of a LIST
@@ -88,6 +97,9 @@ impl RequestCounter {
                 c.fetch_add(1, Ordering::Relaxed);
             }
         }
+        if let Some(i) = verb(method, path, query) {
+            self.verbs[i].fetch_add(1, Ordering::Relaxed);
+        }
         let counter = if [Method::POST, Method::PUT, Method::PATCH, Method::DELETE].contains(method)
             && !is_dry_run(query)
         {
@@ -101,6 +113,30 @@ impl RequestCounter {
     pub fn layer(&self) -> CountLayer {
         CountLayer(self.clone())
     }
+}
+
+/// The Kubernetes verbs the agent's requests are counted under (metrics).
+pub const VERBS: [&str; 7] = [
+    "get", "list", "watch", "create", "update", "patch", "delete",
+];
+
+/// The index in [`VERBS`] of a request's verb; none for a further page of a LIST (one LIST is
+/// one request however many pages it takes) and for methods Kubernetes has no verb for.
+fn verb(method: &Method, path: &str, query: Option<&str>) -> Option<usize> {
+    let name = match *method {
+        Method::GET => match read_kind(path, query) {
+            Read::Get => "get",
+            Read::List => "list",
+            Read::ListContinued => return None,
+            Read::Watch => "watch",
+        },
+        Method::POST => "create",
+        Method::PUT => "update",
+        Method::PATCH => "patch",
+        Method::DELETE => "delete",
+        _ => return None,
+    };
+    VERBS.iter().position(|v| *v == name)
 }
 
 /// What a GET asks for.
@@ -218,6 +254,34 @@ mod tests {
             Some("fieldManager=a&dryRun=All&force=true"),
         );
         assert_eq!((c.reads(), c.writes()), (3, 3), "a dry run stores nothing");
+    }
+
+    #[test]
+    fn requests_count_under_their_kubernetes_verb() {
+        let c = RequestCounter::default();
+        let one = "/api/v1/namespaces/a/configmaps/b";
+        let all = "/api/v1/namespaces/a/configmaps";
+        c.record(&Method::GET, one, None);
+        c.record(&Method::GET, all, Some("limit=500"));
+        c.record(&Method::GET, all, Some("limit=500&continue=abc"));
+        c.record(&Method::GET, all, Some("watch=true"));
+        c.record(&Method::POST, all, None);
+        c.record(&Method::PUT, one, None);
+        c.record(&Method::PATCH, one, Some("dryRun=All"));
+        c.record(&Method::PATCH, one, None);
+        c.record(&Method::DELETE, one, None);
+        assert_eq!(
+            c.verbs(),
+            [
+                ("get", 1),
+                ("list", 1),
+                ("watch", 1),
+                ("create", 1),
+                ("update", 1),
+                ("patch", 2),
+                ("delete", 1)
+            ]
+        );
     }
 
     #[test]

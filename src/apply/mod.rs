@@ -11,7 +11,7 @@ pub mod inventory;
 pub mod live;
 
 pub use azure_view::AzureView;
-pub use counting::{CountLayer, RequestCounter};
+pub use counting::{CountLayer, RequestCounter, VERBS};
 pub use echoes::Echoes;
 
 use crate::object::{ObjectKey, join_api_version};

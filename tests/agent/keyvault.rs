@@ -89,7 +89,7 @@ stringData:
     f
 }
 
-fn managed_key_fixture() -> Fixture {
+pub(super) fn managed_key_fixture() -> Fixture {
     managed_key_fixture_with(None)
 }
 

@@ -13,13 +13,18 @@ const CYCLE_DEADLINE: Duration = Duration::from_secs(180);
 
 /// The agent running, its standard output as lines; killed when dropped (a failed assertion
 /// included).
-struct Running {
+pub(super) struct Running {
     child: Child,
-    lines: Receiver<String>,
+    pub(super) lines: Receiver<String>,
 }
 
 impl Running {
     fn start(f: &Fixture) -> Running {
+        Running::start_with(f, &["--drift-interval", "1s"])
+    }
+
+    /// `aro-gitops run` on `f`, following it (a fetch an hour), with `extra` arguments.
+    pub(super) fn start_with(f: &Fixture, extra: &[&str]) -> Running {
         let mut child = Command::new(env!("CARGO_BIN_EXE_aro-gitops"))
             .arg("run")
             .arg("--repo")
@@ -27,7 +32,8 @@ impl Running {
             .arg("--state")
             .arg(&f.state)
             .args(["--sim-delay", "0s", "--timeout", "120s"])
-            .args(["--interval", "1h", "--drift-interval", "1s"])
+            .args(["--interval", "1h"])
+            .args(extra)
             .env("ARO_GITOPS_LOG", "warn")
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())

@@ -305,6 +305,7 @@ impl Agent {
         progress.finish();
         self.progress = Some(progress);
         outcomes.extend(removed_outcomes.into_values());
+        self.metrics.set_units(outcomes.iter().map(report::phase));
         Ok(outcomes)
     }
 
