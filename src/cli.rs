@@ -113,6 +113,10 @@ pub struct RunArgs {
     /// `127.0.0.1:8080` (port 0: any free port; the line `metrics: serving on ...` says which).
     #[arg(long)]
     pub metrics_bind_address: Option<std::net::SocketAddr>,
+    /// Serve the probes `/healthz` (alive) and `/readyz` (watch caches synced) at this address,
+    /// e.g. `127.0.0.1:8081` (port 0: any free port; the line `health: serving on ...` says which).
+    #[arg(long)]
+    pub health_probe_bind_address: Option<std::net::SocketAddr>,
 }
 
 /// When objects that left git may be deleted.

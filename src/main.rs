@@ -87,6 +87,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         drift_interval: args.drift_interval,
         concurrency: usize::from(args.concurrency),
         metrics_bind_address: args.metrics_bind_address,
+        health_probe_bind_address: args.health_probe_bind_address,
     };
     let summary = agent::run(config).await?;
     println("");

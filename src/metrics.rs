@@ -131,23 +131,10 @@ impl Collector for AzureRequests {
     }
 }
 
-/// The `/metrics` server, stopped when dropped.
-#[derive(Debug)]
-pub struct Server {
-    pub addr: SocketAddr,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
+pub use crate::serving::Server;
 
 /// Binds `addr` and serves `/metrics` in the background.
 pub async fn serve(metrics: Arc<Metrics>, addr: SocketAddr) -> std::io::Result<Server> {
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    let local = listener.local_addr()?;
     let router = axum::Router::new().route(
         "/metrics",
         axum::routing::get(move || {
@@ -155,12 +142,7 @@ pub async fn serve(metrics: Arc<Metrics>, addr: SocketAddr) -> std::io::Result<S
             async move { ([(http::header::CONTENT_TYPE, CONTENT_TYPE)], body) }
         }),
     );
-    let task = tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, router).await {
-            tracing::error!(error = %e, "the metrics server stopped");
-        }
-    });
-    Ok(Server { addr: local, task })
+    crate::serving::serve(router, addr, "metrics").await
 }
 
 #[cfg(test)]

@@ -36,6 +36,8 @@ mod events;
 mod failures;
 #[path = "agent/git_source.rs"]
 mod git_source;
+#[path = "agent/health.rs"]
+mod health;
 #[path = "agent/identity.rs"]
 mod identity;
 #[path = "agent/keyvault.rs"]
@@ -146,6 +148,7 @@ impl Fixture {
             drift_interval: None,
             concurrency: 4,
             metrics_bind_address: None,
+            health_probe_bind_address: None,
         }
     }
 

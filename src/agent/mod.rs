@@ -66,6 +66,8 @@ pub struct RunConfig {
     pub concurrency: usize,
     /// Serve `/metrics` here (OpenMetrics text) for the life of the run, when set.
     pub metrics_bind_address: Option<std::net::SocketAddr>,
+    /// Serve `/healthz` and `/readyz` here for the life of the run, when set.
+    pub health_probe_bind_address: Option<std::net::SocketAddr>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -84,6 +86,11 @@ pub enum AgentError {
     Task(String),
     #[error("the metrics server could not listen on {addr}: {source}")]
     Metrics {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("the health probe server could not listen on {addr}: {source}")]
+    Health {
         addr: std::net::SocketAddr,
         source: std::io::Error,
     },
@@ -168,16 +175,30 @@ pub async fn run(config: RunConfig) -> Result<RunSummary, AgentError> {
         }
         None => None,
     };
+    let caches = Arc::new(controller::cache::Caches::default());
+    let health_server = match config.health_probe_bind_address {
+        Some(addr) => {
+            let watched = caches.clone();
+            let sync = Arc::new(move || watched.sync_state());
+            let server = crate::health::serve(sync, addr)
+                .await
+                .map_err(|source| AgentError::Health { addr, source })?;
+            crate::output::println(&format!("health: serving on http://{}", server.addr));
+            Some(server)
+        }
+        None => None,
+    };
     let mut agent = Agent {
         env,
         source,
         config,
         progress: None,
-        caches: controller::cache::Caches::default(),
+        caches,
         keys,
         guests: guest::GuestClients::default(),
         metrics,
         _metrics_server: metrics_server,
+        _health_server: health_server,
     };
     agent.run().await
 }
@@ -187,8 +208,8 @@ struct Agent {
     source: Arc<Mutex<Source>>,
     config: RunConfig,
     progress: Option<progress::Progress>,
-    /// Live state, for the agent's whole life.
-    caches: controller::cache::Caches,
+    /// Live state, for the agent's whole life (shared with the readiness probe).
+    caches: Arc<controller::cache::Caches>,
     /// Where the etcd encryption keys stand (see [`crate::keyvault::key_manager`]).
     keys: Arc<dyn crate::reconcile::aro::KeyManager>,
     /// Clients of the guest clusters (the aggregated-APIServices gate).
@@ -197,6 +218,8 @@ struct Agent {
     metrics: Arc<crate::metrics::Metrics>,
     /// Serves them while the agent lives, with `--metrics-bind-address`.
     _metrics_server: Option<crate::metrics::Server>,
+    /// Serves `/healthz` and `/readyz` while the agent lives, with `--health-probe-bind-address`.
+    _health_server: Option<crate::serving::Server>,
 }
 
 /// One revision, prepared.
@@ -396,7 +419,7 @@ impl Agent {
             keys: self.keys.as_ref(),
             guests: &self.guests,
             azure_sdk: self.env.azure_sdk.as_deref(),
-            caches: Some(&self.caches),
+            caches: Some(&*self.caches),
             fleet,
         }
     }

@@ -343,6 +343,25 @@ impl Caches {
         crate::object::str_at(&parse(text), "/metadata/resourceVersion").map(str::to_string)
     }
 
+    /// Where the caches stand: how many kinds have one, and those whose first LIST has not ended
+    /// (for `/readyz`).
+    pub fn sync_state(&self) -> crate::health::CacheSync {
+        let kinds = self.kinds.read().expect("caches lock");
+        let mut unsynced: Vec<String> = kinds
+            .iter()
+            .filter(|(_, c)| !*c.ready.borrow())
+            .map(|((group, version, kind), _)| match group.as_str() {
+                "" => format!("{kind}/{version}"),
+                g => format!("{kind}.{g}/{version}"),
+            })
+            .collect();
+        unsynced.sort();
+        crate::health::CacheSync {
+            kinds: kinds.len(),
+            unsynced,
+        }
+    }
+
     /// Waits up to `wait` for the first change; `None` when none came.
     pub async fn next_change(&self, wait: Duration) -> Option<Change> {
         let mut rx = self.rx.lock().await;

@@ -141,7 +141,7 @@ impl Agent {
         // Live ASO objects no unit declares that stand for an Azure resource a unit declares.
         // The deletion guard counts them too.
         let live_ids =
-            super::fleet::live_identities_in(&self.env.cluster, Some(&self.caches), &rev.units)
+            super::fleet::live_identities_in(&self.env.cluster, Some(&*self.caches), &rev.units)
                 .await;
         let mut live_conflicts =
             super::fleet::live_conflict_errors(&rev.fleet, &live_ids, &inventories);

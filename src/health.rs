@@ -1,0 +1,136 @@
+//! Liveness and readiness probes, served on `/healthz` and `/readyz` when
+//! `run --health-probe-bind-address` is set.
+//!
+//! `/healthz` answers 200 while the process's runtime serves requests (a wedged runtime does not
+//! answer, and the probe fails). `/readyz` answers 200 once every watch cache the agent started
+//! has finished its first LIST, else 503 with the reason in plain text. There is no leader
+//! election yet, so leading is not part of readiness.
+
+use crate::serving::Server;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+/// Where the agent's watch caches stand.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CacheSync {
+    /// How many kinds have a cache.
+    pub kinds: usize,
+    /// The kinds whose cache has not finished its first LIST (`Kind.group/version`).
+    pub unsynced: Vec<String>,
+}
+
+/// How many unsynced kinds a 503 names.
+const NAMED: usize = 5;
+
+/// The answer of `/readyz` for `sync`: the status code and a short plain-text body.
+pub fn readiness(sync: &CacheSync) -> (u16, String) {
+    if sync.kinds == 0 {
+        return (503, "not ready: the watch caches have not started\n".into());
+    }
+    if sync.unsynced.is_empty() {
+        return (200, "ok\n".into());
+    }
+    let mut named = sync.unsynced[..sync.unsynced.len().min(NAMED)].join(", ");
+    if sync.unsynced.len() > NAMED {
+        named.push_str(", ...");
+    }
+    let body = format!(
+        "not ready: {} of {} watch caches not synced: {named}\n",
+        sync.unsynced.len(),
+        sync.kinds
+    );
+    (503, body)
+}
+
+/// Binds `addr` and serves `/healthz` and `/readyz` in the background; `sync` reads where the
+/// caches stand at each `/readyz`.
+pub async fn serve(
+    sync: Arc<dyn Fn() -> CacheSync + Send + Sync>,
+    addr: SocketAddr,
+) -> std::io::Result<Server> {
+    let text = |(code, body): (u16, String)| {
+        let status = http::StatusCode::from_u16(code).expect("a valid status");
+        (
+            status,
+            [(http::header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            body,
+        )
+    };
+    let router = axum::Router::new()
+        .route(
+            "/healthz",
+            axum::routing::get(move || async move { text((200, "ok\n".into())) }),
+        )
+        .route(
+            "/readyz",
+            axum::routing::get(move || {
+                let answer = readiness(&sync());
+                async move { text(answer) }
+            }),
+        );
+    crate::serving::serve(router, addr, "health").await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn not_ready_before_any_cache_started() {
+        let (code, body) = readiness(&CacheSync::default());
+        assert_eq!(code, 503);
+        assert_eq!(body, "not ready: the watch caches have not started\n");
+    }
+
+    #[test]
+    fn not_ready_while_a_cache_lists_and_names_it() {
+        let sync = CacheSync {
+            kinds: 3,
+            unsynced: vec!["Secret/v1".into()],
+        };
+        assert_eq!(
+            readiness(&sync),
+            (
+                503,
+                "not ready: 1 of 3 watch caches not synced: Secret/v1\n".into()
+            )
+        );
+        let many = CacheSync {
+            kinds: 8,
+            unsynced: (0..7).map(|i| format!("K{i}")).collect(),
+        };
+        let (code, body) = readiness(&many);
+        assert_eq!(code, 503);
+        assert!(body.ends_with("K3, K4, ...\n"), "{body}");
+    }
+
+    #[test]
+    fn ready_once_every_cache_synced() {
+        let sync = CacheSync {
+            kinds: 2,
+            unsynced: vec![],
+        };
+        assert_eq!(readiness(&sync), (200, "ok\n".into()));
+    }
+
+    #[tokio::test]
+    async fn serves_healthz_and_readyz() {
+        async fn get(addr: SocketAddr, path: &str) -> String {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let request = format!("GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n");
+            stream.write_all(request.as_bytes()).await.unwrap();
+            let mut response = String::new();
+            stream.read_to_string(&mut response).await.unwrap();
+            response
+        }
+        let server = serve(Arc::new(CacheSync::default), "127.0.0.1:0".parse().unwrap())
+            .await
+            .unwrap();
+        let live = get(server.addr, "/healthz").await;
+        assert!(live.starts_with("HTTP/1.1 200"), "{live}");
+        let ready = get(server.addr, "/readyz").await;
+        assert!(ready.starts_with("HTTP/1.1 503"), "{ready}");
+        assert!(ready.ends_with("have not started\n"), "{ready}");
+    }
+}
