@@ -15,6 +15,8 @@ use std::sync::Arc;
 pub struct CacheSync {
     /// How many kinds have a cache.
     pub kinds: usize,
+    /// Whether every kind the first revision reads has its cache (the agent adds them in steps).
+    pub all_started: bool,
     /// The kinds whose cache has not finished its first LIST (`Kind.group/version`).
     pub unsynced: Vec<String>,
 }
@@ -24,7 +26,7 @@ const NAMED: usize = 5;
 
 /// The answer of `/readyz` for `sync`: the status code and a short plain-text body.
 pub fn readiness(sync: &CacheSync) -> (u16, String) {
-    if sync.kinds == 0 {
+    if sync.kinds == 0 || !sync.all_started {
         return (503, "not ready: the watch caches have not started\n".into());
     }
     if sync.unsynced.is_empty() {
@@ -86,6 +88,7 @@ mod tests {
     fn not_ready_while_a_cache_lists_and_names_it() {
         let sync = CacheSync {
             kinds: 3,
+            all_started: true,
             unsynced: vec!["Secret/v1".into()],
         };
         assert_eq!(
@@ -97,6 +100,7 @@ mod tests {
         );
         let many = CacheSync {
             kinds: 8,
+            all_started: true,
             unsynced: (0..7).map(|i| format!("K{i}")).collect(),
         };
         let (code, body) = readiness(&many);
@@ -108,9 +112,16 @@ mod tests {
     fn ready_once_every_cache_synced() {
         let sync = CacheSync {
             kinds: 2,
+            all_started: true,
             unsynced: vec![],
         };
         assert_eq!(readiness(&sync), (200, "ok\n".into()));
+        // Synced caches of only the first kinds (the revision's not yet asked for): not ready.
+        let early = CacheSync {
+            all_started: false,
+            ..sync
+        };
+        assert_eq!(readiness(&early).0, 503);
     }
 
     #[tokio::test]

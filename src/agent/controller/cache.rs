@@ -71,6 +71,9 @@ impl Drop for KindCache {
 /// Every kind's cache, and the changes they see.
 pub struct Caches {
     kinds: RwLock<HashMap<KindKey, Arc<KindCache>>>,
+    /// Whether the kinds of a whole revision have been asked for ([`Caches::revision_watched`]):
+    /// until then the set of caches is not complete, whatever each says.
+    revision_watched: std::sync::atomic::AtomicBool,
     tx: mpsc::UnboundedSender<Change>,
     rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<Change>>,
 }
@@ -80,6 +83,7 @@ impl Default for Caches {
         let (tx, rx) = mpsc::unbounded_channel();
         Caches {
             kinds: RwLock::default(),
+            revision_watched: Default::default(),
             tx,
             rx: tokio::sync::Mutex::new(rx),
         }
@@ -358,8 +362,17 @@ impl Caches {
         unsynced.sort();
         crate::health::CacheSync {
             kinds: kinds.len(),
+            all_started: self
+                .revision_watched
+                .load(std::sync::atomic::Ordering::Relaxed),
             unsynced,
         }
+    }
+
+    /// Notes that every kind a revision reads has a cache (started, maybe not yet synced).
+    pub fn revision_watched(&self) {
+        self.revision_watched
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Waits up to `wait` for the first change; `None` when none came.

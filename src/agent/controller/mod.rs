@@ -136,6 +136,7 @@ impl Agent {
         self.caches
             .ensure(&self.env.cluster, &kinds_of(rev, &inventories))
             .await;
+        self.caches.revision_watched();
         self.caches.drain().await; // what changed before is read fresh by every pass below
         let index = wakes_of(rev, &inventories);
         // Live ASO objects no unit declares that stand for an Azure resource a unit declares.
