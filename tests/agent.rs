@@ -213,19 +213,7 @@ impl Fixture {
         let text = std::fs::read_to_string(self.repo.join(&rel)).expect("read the kustomization");
         let ops: String = ops.lines().map(|l| format!("      {l}\n")).collect();
         let entry = format!("  - target: {{kind: {kind}, name: {name}}}\n    patch: |-\n{ops}");
-        match text.split_once("\npatches:\n") {
-            // A list already there (prod's KMS patch): it must be the file's last field.
-            Some((_, rest)) => {
-                assert!(
-                    rest.lines()
-                        .all(|l| l.is_empty() || l.starts_with([' ', '#', '-'])),
-                    "the unit's patches must be its kustomization's last field"
-                );
-                let sep = if text.ends_with('\n') { "" } else { "\n" };
-                self.write(&rel, &format!("{text}{sep}{entry}"));
-            }
-            None => self.write(&rel, &format!("{text}\npatches:\n{entry}")),
-        }
+        self.write(&rel, &common::fleet::with_patches(&text, &entry));
     }
 
     fn commit_if_git(&self, message: &str) {

@@ -36,19 +36,7 @@ pub fn git(repo: &Path, args: &[&str]) {
 /// Writes a fleet of `n` clusters with `aro-gitops-fleetgen` into `repo` and makes it a git
 /// repository on `main` with one commit.
 pub fn generate_fleet(n: usize, repo: &Path) {
-    let out = Command::new(FLEETGEN)
-        .args(["--clusters", &n.to_string(), "--out"])
-        .arg(repo)
-        .output()
-        .expect("fleetgen runs");
-    assert!(
-        out.status.success(),
-        "fleetgen failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    git(repo, &["init", "-q", "-b", "main"]);
-    git(repo, &["add", "-A"]);
-    git(repo, &["commit", "-qm", "fleet"]);
+    generate_fleet_with(n, &[], repo);
 }
 
 /// A process run: wall time, peak RSS (from `/usr/bin/time -v` when available), exit code, output.

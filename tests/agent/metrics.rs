@@ -2,54 +2,12 @@
 //! and `/metrics` shows the simulated Azure requests, the Kubernetes requests by verb, the units
 //! by phase and the leader gauge.
 
-use super::resync::Running;
+use super::resync::{Running, http_get};
 use super::*;
-use std::io::{Read, Write};
-use std::sync::mpsc::RecvTimeoutError;
 
 /// How long the agent may take to start serving, and then to converge the fleet (a debug build, a
 /// shared machine).
 const DEADLINE: Duration = Duration::from_secs(180);
-
-/// The address in the line `metrics: serving on http://ADDR/metrics`, within [`DEADLINE`].
-fn metrics_address(agent: &Running) -> String {
-    let deadline = Instant::now() + DEADLINE;
-    let mut seen = Vec::new();
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match agent.lines.recv_timeout(left) {
-            Ok(line) => {
-                if let Some(addr) = line
-                    .strip_prefix("metrics: serving on http://")
-                    .and_then(|rest| rest.strip_suffix("/metrics"))
-                {
-                    return addr.to_string();
-                }
-                seen.push(line);
-            }
-            Err(RecvTimeoutError::Timeout) => {
-                panic!("no metrics line; output:\n{}", seen.join("\n"))
-            }
-            Err(RecvTimeoutError::Disconnected) => {
-                panic!("the agent ended; output:\n{}", seen.join("\n"))
-            }
-        }
-    }
-}
-
-/// One GET of `/metrics`: the response head and body.
-fn scrape(addr: &str) -> std::io::Result<(String, String)> {
-    let mut stream = std::net::TcpStream::connect(addr)?;
-    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-    write!(
-        stream,
-        "GET /metrics HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n"
-    )?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response)?;
-    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
-    Ok((head.to_string(), body.to_string()))
-}
 
 /// The value of the sample `series` (name and labels, as exposed), if present.
 fn sample(body: &str, series: &str) -> Option<f64> {
@@ -61,12 +19,12 @@ fn sample(body: &str, series: &str) -> Option<f64> {
 fn metrics_show_simulated_azure_and_kube_requests_while_the_agent_runs() {
     let f = super::keyvault::managed_key_fixture();
     let agent = Running::start_with(&f, &["--metrics-bind-address", "127.0.0.1:0"]);
-    let addr = metrics_address(&agent);
+    let addr = agent.served_address("metrics: serving on http://", "/metrics", DEADLINE);
 
     let token = r#"aro_gitops_azure_requests_total{service="token",simulated="true"}"#;
     let deadline = Instant::now() + DEADLINE;
     let (head, body) = loop {
-        let (head, body) = scrape(&addr).expect("the metrics endpoint answers");
+        let (head, body) = http_get(&addr, "/metrics").expect("the metrics endpoint answers");
         let converged = sample(&body, r#"aro_gitops_units{phase="Converged"}"#);
         if sample(&body, token).is_some_and(|n| n >= 1.0) && converged == Some(2.0) {
             break (head, body);

@@ -81,6 +81,50 @@ impl Running {
     }
 }
 
+impl Running {
+    /// The address in the agent's line `{prefix}ADDR{suffix}` (e.g. `metrics: serving on
+    /// http://ADDR/metrics`), waiting up to `wait`; the output seen so far when it does not come.
+    pub(super) fn served_address(&self, prefix: &str, suffix: &str, wait: Duration) -> String {
+        let deadline = Instant::now() + wait;
+        let mut seen = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    if let Some(addr) = line
+                        .strip_prefix(prefix)
+                        .and_then(|rest| rest.strip_suffix(suffix))
+                    {
+                        return addr.to_string();
+                    }
+                    seen.push(line);
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    panic!("no line {prefix:?}; output:\n{}", seen.join("\n"))
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    panic!("the agent ended; output:\n{}", seen.join("\n"))
+                }
+            }
+        }
+    }
+}
+
+/// One GET of `path` on `addr`: the response head and body.
+pub(super) fn http_get(addr: &str, path: &str) -> std::io::Result<(String, String)> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr)?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n"
+    )?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response)?;
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    Ok((head.to_string(), body.to_string()))
+}
+
 impl Drop for Running {
     fn drop(&mut self) {
         let _ = self.child.kill();

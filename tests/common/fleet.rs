@@ -95,19 +95,7 @@ impl Fleet {
     pub fn add_patches(&self, unit: &str, items: &str) {
         let rel = format!("{unit}/kustomization.yaml");
         let text = self.read(&rel);
-        match text.split_once("\npatches:\n") {
-            // A list already there (prod's KMS patch): it must be the file's last field.
-            Some((_, rest)) => {
-                assert!(
-                    rest.lines()
-                        .all(|l| l.is_empty() || l.starts_with([' ', '#', '-'])),
-                    "the unit's patches must be its kustomization's last field"
-                );
-                let sep = if text.ends_with('\n') { "" } else { "\n" };
-                self.write(&rel, &format!("{text}{sep}{items}"));
-            }
-            None => self.write(&rel, &format!("{text}patches:\n{items}")),
-        }
+        self.write(&rel, &with_patches(&text, items));
     }
 
     /// `aro-gitops plan --repo R --state S ARGS`.
@@ -284,5 +272,23 @@ impl Fleet {
                 .expect("a read of the store")
                 .map(|o| serde_json::to_value(o).expect("JSON"))
         })
+    }
+}
+
+/// `text` (a kustomization) with `items` (YAML list entries, indented by two spaces) added to its
+/// `patches:`, which must be its last field when there is one.
+pub fn with_patches(text: &str, items: &str) -> String {
+    let sep = if text.ends_with('\n') { "" } else { "\n" };
+    match text.split_once("\npatches:\n") {
+        // A list already there (prod's KMS patch): it must be the file's last field.
+        Some((_, rest)) => {
+            assert!(
+                rest.lines()
+                    .all(|l| l.is_empty() || l.starts_with([' ', '#', '-'])),
+                "the unit's patches must be its kustomization's last field"
+            );
+            format!("{text}{sep}{items}")
+        }
+        None => format!("{text}{sep}patches:\n{items}"),
     }
 }
