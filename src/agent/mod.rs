@@ -196,6 +196,7 @@ pub async fn run(config: RunConfig) -> Result<RunSummary, AgentError> {
         caches,
         keys,
         guests: guest::GuestClients::default(),
+        passes: 0,
         metrics,
         _metrics_server: metrics_server,
         _health_server: health_server,
@@ -214,6 +215,8 @@ struct Agent {
     keys: Arc<dyn crate::reconcile::aro::KeyManager>,
     /// Clients of the guest clusters (the aggregated-APIServices gate).
     guests: guest::GuestClients,
+    /// The passes the last `converge` ran (its cycle line says how many).
+    passes: u64,
     /// The process's metrics (see [`crate::metrics`]).
     metrics: Arc<crate::metrics::Metrics>,
     /// Serves them while the agent lives, with `--metrics-bind-address`.
@@ -235,6 +238,9 @@ struct Revision {
     conflicted: Arc<BTreeSet<String>>,
     /// What every unit declares (ownership's deletion guard).
     fleet: Arc<crate::plan::ownership::Fleet>,
+    /// The units rendered for this revision (every unit the first time); the others kept their
+    /// preparation from the revision before, so a unit of theirs that had converged needs no pass.
+    rendered: Arc<BTreeSet<String>>,
 }
 
 impl Agent {
@@ -287,6 +293,7 @@ impl Agent {
                 inputs: p.inputs.clone(),
                 conflicted: p.conflicted.clone(),
                 fleet: p.fleet.clone(),
+                rendered: Arc::new(BTreeSet::new()),
             };
             return Ok((rev, changed));
         }
@@ -316,9 +323,11 @@ impl Agent {
         })
         .await
         .map_err(|e| AgentError::Task(e.to_string()))??;
+        let rendered = prepared.rendered.iter().map(|(u, _)| u.name()).collect();
         let rev = Revision {
             commit: revision.commit,
             stale,
+            rendered: Arc::new(rendered),
             units: Arc::new(prepared.units),
             inputs: Arc::new(prepared.inputs),
             conflicted: Arc::new(conflicted),
@@ -336,7 +345,7 @@ impl Agent {
         ));
         let deadline = Instant::now() + self.config.timeout;
         let meter = controller::cycle::Meter::start(self.env.cluster.counter());
-        let mut outcomes = self.converge(&rev, Some(deadline)).await?;
+        let mut outcomes = self.converge(&rev, Some(deadline), None).await?;
         let mut published = BTreeMap::new();
         let (commit, report_error) = match self.publish(&outcomes, &mut published).await {
             Ok(c) => (c, None),
@@ -353,7 +362,7 @@ impl Agent {
         use controller::cycle::{Meter, Trigger};
         let counter = self.env.cluster.counter().clone();
         meter
-            .line(&counter, 0, Trigger::Initial, outcomes.len())
+            .line(&counter, 0, Trigger::Initial, (outcomes.len(), self.passes))
             .report();
         // Follow the repository: fetch on an interval, re-converge on a new revision. Nothing in
         // here ends the agent: a failure is logged and tried again on the next round.
@@ -367,36 +376,51 @@ impl Agent {
             let meter = Meter::start(&counter);
             if Instant::now() < next_fetch {
                 tracing::info!("drift check");
-                outcomes = self.converge(&rev, None).await?;
+                outcomes = self.converge(&rev, None, None).await?;
                 if let Err(e) = self.publish(&outcomes, &mut published).await {
                     tracing::warn!(error = %e, "reports were not published; retrying next round");
                 }
                 meter
-                    .line(&counter, cycle, Trigger::Drift, outcomes.len())
+                    .line(
+                        &counter,
+                        cycle,
+                        Trigger::Drift,
+                        (outcomes.len(), self.passes),
+                    )
                     .report();
                 continue;
             }
             next_fetch = Instant::now() + self.config.interval;
             let previous = rev.commit.clone();
+            // A new revision passes over the units it rendered again (and those not converged);
+            // the same revision passes over every unit, which also looks for drift.
+            let mut scoped = false;
             match self.load(Some(&rev)).await {
                 Ok((next, changed)) => {
                     let changed = changed.unwrap_or_default();
                     if next.commit != previous && !self.config.report_target.only_reports(&changed)
                     {
-                        tracing::info!(from = %previous, to = %next.commit, "new revision");
+                        tracing::info!(from = %previous, to = %next.commit, rendered = next.rendered.len(), "new revision");
                         rev = next;
+                        scoped = true;
                     }
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, commit = %previous, "loading the source failed; keeping the current revision")
                 }
             }
-            outcomes = self.converge(&rev, None).await?;
+            let earlier = scoped.then_some(outcomes.as_slice());
+            outcomes = self.converge(&rev, None, earlier).await?;
             if let Err(e) = self.publish(&outcomes, &mut published).await {
                 tracing::warn!(error = %e, "reports were not published; retrying next round");
             }
             meter
-                .line(&counter, cycle, Trigger::Source, outcomes.len())
+                .line(
+                    &counter,
+                    cycle,
+                    Trigger::Source,
+                    (outcomes.len(), self.passes),
+                )
                 .report();
         }
         unreachable!("the cycles never end")

@@ -23,7 +23,8 @@ impl Running {
         Running::start_with(f, &["--drift-interval", "1s"])
     }
 
-    /// `aro-gitops run` on `f`, following it (a fetch an hour), with `extra` arguments.
+    /// `aro-gitops run` on `f`, following it (a fetch an hour unless `extra` says), with `extra`
+    /// arguments.
     pub(super) fn start_with(f: &Fixture, extra: &[&str]) -> Running {
         let mut child = Command::new(env!("CARGO_BIN_EXE_aro-gitops"))
             .arg("run")
@@ -32,7 +33,11 @@ impl Running {
             .arg("--state")
             .arg(&f.state)
             .args(["--sim-delay", "0s", "--timeout", "120s"])
-            .args(["--interval", "1h"])
+            .args(if extra.contains(&"--interval") {
+                &[][..]
+            } else {
+                &["--interval", "1h"]
+            })
             .args(extra)
             .env("ARO_GITOPS_LOG", "warn")
             .env("NO_COLOR", "1")
@@ -169,5 +174,43 @@ fn a_drift_cycle_over_a_converged_fleet_sends_no_request() {
         (drift.writes, drift.lists, drift.gets),
         (0, 0, 0),
         "{drift}"
+    );
+}
+
+#[test]
+fn a_new_revision_passes_over_the_units_it_changed_only() {
+    let f = Fixture::git_repo();
+    let agent = Running::start_with(&f, &["--interval", "1s"]);
+    let (_, initial) = agent.next_cycle();
+    assert_eq!(initial.units, 2, "{initial}");
+    // A fetch that finds the same revision passes over every unit (that is how drift is seen).
+    let (_, same) = agent.next_cycle();
+    assert_eq!(
+        (same.trigger, same.passes, same.writes),
+        (CycleTrigger::Source, 2, 0),
+        "{same}"
+    );
+
+    // A commit that changes dev alone: the next revision passes over dev, not prod.
+    f.write(
+        &format!("{DEV}/team-notes.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: team-notes\n  namespace: dev\ndata:\n  owner: platform\n",
+    );
+    f.add_resource(DEV, "team-notes.yaml");
+    let deadline = Instant::now() + CYCLE_DEADLINE;
+    let changed = loop {
+        let (_, c) = agent.next_cycle();
+        if c.writes > 0 {
+            break c;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the commit was never applied: {c}"
+        );
+    };
+    assert_eq!(
+        (changed.trigger, changed.passes),
+        (CycleTrigger::Source, 1),
+        "{changed}"
     );
 }

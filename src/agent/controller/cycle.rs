@@ -3,12 +3,13 @@
 //! terminal and as a structured log event, of what it cost:
 //!
 //! ```text
-//! cycle 3 (drift): 1000 units, 0 writes, 0 lists, 0 gets, 2.1 s
+//! cycle 3 (drift): 1000 units, 1000 passes, 0 writes, 0 lists, 0 gets, 2.1 s
 //! ```
 //!
 //! The line's form is stable (benchmarks and tests parse it with [`CycleLine::parse`]): the
 //! cycle's number (the initial sync is 0), what started it (`initial`, `source` or `drift`), the
-//! units of the revision, then the requests the cycle sent to the cluster: writes, LISTs (a paged
+//! units of the revision, the passes run over them (a new revision passes over the units it
+//! rendered again, not over every unit), then the requests the cycle sent to the cluster: writes, LISTs (a paged
 //! LIST counts once) and GETs (one object, or the API's discovery), and its wall time in seconds.
 //! The watches that keep the caches are not counted (they stay open across cycles).
 
@@ -44,6 +45,7 @@ pub struct CycleLine {
     pub number: u64,
     pub trigger: Trigger,
     pub units: usize,
+    pub passes: u64,
     pub writes: u64,
     pub lists: u64,
     pub gets: u64,
@@ -54,10 +56,11 @@ impl fmt::Display for CycleLine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "cycle {} ({}): {} units, {} writes, {} lists, {} gets, {:.1} s",
+            "cycle {} ({}): {} units, {} passes, {} writes, {} lists, {} gets, {:.1} s",
             self.number,
             self.trigger.name(),
             self.units,
+            self.passes,
             self.writes,
             self.lists,
             self.gets,
@@ -76,7 +79,7 @@ impl CycleLine {
             .into_iter()
             .find(|t| t.name() == trigger)?;
         let fields: Vec<&str> = rest.split(", ").collect();
-        let [units, writes, lists, gets, seconds] = fields.as_slice() else {
+        let [units, passes, writes, lists, gets, seconds] = fields.as_slice() else {
             return None;
         };
         let count = |field: &str, unit: &str| field.strip_suffix(unit)?.trim().parse::<u64>().ok();
@@ -84,6 +87,7 @@ impl CycleLine {
             number: number.parse().ok()?,
             trigger,
             units: count(units, "units")? as usize,
+            passes: count(passes, "passes")?,
             writes: count(writes, "writes")?,
             lists: count(lists, "lists")?,
             gets: count(gets, "gets")?,
@@ -97,6 +101,7 @@ impl CycleLine {
             cycle = self.number,
             trigger = self.trigger.name(),
             units = self.units,
+            passes = self.passes,
             writes = self.writes,
             lists = self.lists,
             gets = self.gets,
@@ -134,7 +139,7 @@ impl Meter {
         counter: &RequestCounter,
         number: u64,
         trigger: Trigger,
-        units: usize,
+        (units, passes): (usize, u64),
     ) -> CycleLine {
         if let Some(before) = &self.requests {
             let sent: BTreeMap<String, u64> = counter
@@ -150,6 +155,7 @@ impl Meter {
             number,
             trigger,
             units,
+            passes,
             writes: counter.writes() - self.writes,
             lists: counter.lists() - self.lists,
             gets: counter.gets() - self.gets,
@@ -173,6 +179,7 @@ mod tests {
             number: 3,
             trigger: Trigger::Drift,
             units: 1000,
+            passes: 1000,
             writes: 0,
             lists: 0,
             gets: 2,
@@ -181,19 +188,22 @@ mod tests {
         let text = line.to_string();
         assert_eq!(
             text,
-            "cycle 3 (drift): 1000 units, 0 writes, 0 lists, 2 gets, 2.1 s"
+            "cycle 3 (drift): 1000 units, 1000 passes, 0 writes, 0 lists, 2 gets, 2.1 s"
         );
         assert_eq!(CycleLine::parse(&text), Some(line));
         assert_eq!(
-            CycleLine::parse("  cycle 0 (initial): 2 units, 40 writes, 9 lists, 3 gets, 12.0 s\n")
-                .map(|l| l.trigger),
+            CycleLine::parse(
+                "  cycle 0 (initial): 2 units, 5 passes, 40 writes, 9 lists, 3 gets, 12.0 s\n"
+            )
+            .map(|l| l.trigger),
             Some(Trigger::Initial)
         );
         for other in [
             "cycle",
-            "cycle 1 (later): 1 units, 0 writes, 0 lists, 0 gets, 0.1 s",
+            "cycle 1 (later): 1 units, 1 passes, 0 writes, 0 lists, 0 gets, 0.1 s",
+            "cycle 1 (drift): 1 units, 0 writes, 0 lists, 0 gets, 0.1 s",
             "clusters/a: Converged",
-            "cycle x (drift): 1 units, 0 writes, 0 lists, 0 gets, 0.1 s",
+            "cycle x (drift): 1 units, 1 passes, 0 writes, 0 lists, 0 gets, 0.1 s",
         ] {
             assert_eq!(CycleLine::parse(other), None, "{other}");
         }

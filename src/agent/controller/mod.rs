@@ -99,17 +99,91 @@ fn settled(o: &UnitOutcome) -> bool {
     )
 }
 
+/// Whether a unit's pass reads an object a unit rendered again for `rev` renders: the identity its
+/// clusters use or its Secret, or an AutoNodePolicy of its namespace. Such a unit passes again
+/// even when its own preparation did not change.
+fn reads_what_was_rendered(rev: &Revision) -> impl Fn(&super::prepare::Prepared) -> bool + '_ {
+    let rendered: Vec<&super::prepare::Prepared> = rev
+        .units
+        .iter()
+        .filter(|(u, _)| rev.rendered.contains(&u.name()))
+        .filter_map(|(_, p)| p.as_ref().ok())
+        .collect();
+    let keys: std::collections::HashSet<crate::object::ObjectKey> = rendered
+        .iter()
+        .flat_map(|p| p.objects.iter().map(|o| o.key.clone()))
+        .collect();
+    let policy_namespaces: BTreeSet<String> = rendered
+        .iter()
+        .flat_map(|p| &p.objects)
+        .filter(|o| crate::reconcile::aro::node_policy::is_policy(&o.object))
+        .filter_map(|o| o.key.namespace.clone())
+        .collect();
+    let identities = crate::agent::identity::rendered_identities(
+        rev.units.iter().filter_map(|(_, p)| p.as_ref().ok()),
+    );
+    move |p| {
+        if keys.is_empty() {
+            return false;
+        }
+        crate::agent::identity::watched(p, &identities)
+            .iter()
+            .any(|k| keys.contains(k))
+            || p.node_policy_namespaces()
+                .iter()
+                .any(|n| policy_namespaces.contains(n))
+    }
+}
+
+/// The outcome of a unit whose preparation did not change, at `revision`, when a pass would find
+/// nothing to do: it had converged with nothing left for the agent or a person (no deletion
+/// waiting for consent, no drift). What the earlier passes did is not done again: it reads as
+/// unchanged.
+fn kept_outcome(earlier: &UnitOutcome, revision: &str) -> Option<UnitOutcome> {
+    let settled = report::phase(earlier) == report::Phase::Converged
+        && earlier.stale_source.is_none()
+        && earlier.objects.iter().all(|o| {
+            matches!(
+                o.action,
+                ObjectAction::Created
+                    | ObjectAction::Updated
+                    | ObjectAction::Unchanged
+                    | ObjectAction::Adopted
+                    | ObjectAction::Skipped
+                    | ObjectAction::Deleted
+            )
+        });
+    if !settled {
+        return None;
+    }
+    let mut o = earlier.clone();
+    o.revision = revision.to_string();
+    o.objects.retain(|x| x.action != ObjectAction::Deleted);
+    for x in &mut o.objects {
+        if matches!(
+            x.action,
+            ObjectAction::Created | ObjectAction::Updated | ObjectAction::Adopted
+        ) {
+            x.action = ObjectAction::Unchanged;
+        }
+    }
+    Some(o)
+}
+
 fn deleting(o: &UnitOutcome) -> bool {
     o.objects.iter().any(|x| x.action == ObjectAction::Deleting)
 }
 
 impl Agent {
     /// Runs the units of `rev` until each has converged or failed (or `deadline`; without one,
-    /// until nothing changed for an interval), woken by the caches' changes.
+    /// until nothing changed for an interval), woken by the caches' changes. With `earlier` (the
+    /// outcomes of the revision before), a unit `rev` did not render again that had converged
+    /// keeps its outcome and gets no pass unless a change of its objects wakes it.
     pub(super) async fn converge(
         &mut self,
         rev: &Revision,
         deadline: Option<Instant>,
+        earlier: Option<&[UnitOutcome]>,
     ) -> Result<Vec<UnitOutcome>, AgentError> {
         let mut outcomes: Vec<UnitOutcome> = rev
             .units
@@ -156,7 +230,31 @@ impl Agent {
             }
         }
         // A unit failed before its first pass (not prepared, or held above) is settled as it is.
-        let held = |i: usize| rev.units[i].1.is_err() || !outcomes[i].errors.is_empty();
+        let mut held: Vec<bool> = (0..outcomes.len())
+            .map(|i| rev.units[i].1.is_err() || !outcomes[i].errors.is_empty())
+            .collect();
+        // A converged unit the revision did not render again is settled as it was.
+        let earlier: BTreeMap<&str, &UnitOutcome> = earlier
+            .unwrap_or_default()
+            .iter()
+            .map(|o| (o.unit.as_str(), o))
+            .collect();
+        let reads_rendered = reads_what_was_rendered(rev);
+        for (i, (u, p)) in rev.units.iter().enumerate() {
+            let name = u.name();
+            if held[i] || rev.rendered.contains(&name) || p.as_ref().is_ok_and(&reads_rendered) {
+                continue;
+            }
+            if let Some(mut o) = earlier
+                .get(name.as_str())
+                .and_then(|o| kept_outcome(o, &rev.commit))
+            {
+                o.stale_source = rev.stale.clone();
+                outcomes[i] = o;
+                held[i] = true;
+            }
+        }
+        let held = |i: usize| held[i];
 
         let mut progress = self.progress.take().expect("progress set");
         for (i, o) in outcomes.iter().enumerate() {
@@ -206,6 +304,7 @@ impl Agent {
         let mut workers = Workers::new(self.config.concurrency);
         let mut during_pass = DuringPass::default();
         let mut quiet_since = Instant::now();
+        let mut passes = 0;
         loop {
             let now = Instant::now();
             let past_deadline = deadline.is_some_and(|d| now >= d);
@@ -246,6 +345,7 @@ impl Agent {
             };
             tokio::select! {
                 (job, outcome, inv) = workers.next() => {
+                    passes += 1;
                     let failed = report::phase(&outcome) == report::Phase::Failed;
                     match &job {
                         Job::Unit(i) => {
@@ -303,6 +403,7 @@ impl Agent {
             }
         }
         drop(workers);
+        self.passes = passes;
         progress.finish();
         self.progress = Some(progress);
         outcomes.extend(removed_outcomes.into_values());
