@@ -1,0 +1,417 @@
+//! Webhook benchmark (issue 14): how long a push takes to reach the cluster when it is delivered by
+//! webhook. Run with `cargo bench --bench webhook` (options after `--`: `--clusters N`, default
+//! 1000; `--commits K`, default 20; `--workdir DIR` to keep the fleet and state).
+//!
+//! A fleet of N clusters from `aro-gitops-fleetgen` in a real git repository with a bare remote,
+//! the control plane in its own process (`control-plane serve --simulate-azure --sim-delay 0s`),
+//! converged first with `run --once --kubeconfig`. Then a long-running `run --interval 24h
+//! --webhook-bind-address ... --metrics-bind-address ...` on the same state: polling never fires,
+//! only the webhook triggers a fetch. K times: a commit that changes one cluster (a label of its
+//! Namespace, the first object of its dependency order) is pushed; a watch on that Namespace is
+//! opened; a signed GitHub push event is POSTed; the time from the POST to the watch seeing the
+//! change is that commit's latency. After each cycle `aro_gitops_renders_total` says how many
+//! units were rendered again (the target: exactly one).
+//!
+//! Target: first write to the changed cluster ≤ 1 s p50 over 20 commits, one render per commit.
+
+mod common;
+
+use common::{ARO_GITOPS, Server, generate_fleet, git, log_tail, run_measured};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, WatchEvent, WatchParams};
+use std::io::{BufRead, Read, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
+
+const TARGET_P50: Duration = Duration::from_secs(1);
+const SECRET: &str = "bench-webhook-secret";
+
+struct Options {
+    clusters: usize,
+    commits: usize,
+    workdir: Option<std::path::PathBuf>,
+}
+
+fn options() -> Options {
+    let args: Vec<String> = std::env::args().collect();
+    let value = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1).cloned())
+    };
+    Options {
+        clusters: value("--clusters")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1000),
+        commits: value("--commits")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(20),
+        workdir: value("--workdir").map(Into::into),
+    }
+}
+
+/// The long-running agent: its output lines as they come; killed when dropped.
+struct Agent {
+    child: Child,
+    lines: Receiver<String>,
+}
+
+impl Agent {
+    fn start(args: &[&str]) -> Agent {
+        let mut child = Command::new(ARO_GITOPS)
+            .args(["--log", "warn", "run"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("the agent starts");
+        let stdout = child.stdout.take().expect("piped");
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Agent { child, lines }
+    }
+
+    /// The rest of the first line starting with `prefix` (within `wait`).
+    fn line_after(&self, prefix: &str, wait: Duration) -> String {
+        let deadline = Instant::now() + wait;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self
+                .lines
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("no line {prefix:?} within {wait:?}"));
+            if let Some(rest) = line.strip_prefix(prefix) {
+                return rest.to_string();
+            }
+        }
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One HTTP/1.1 request on `addr`: the status code and the body.
+fn http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, String)],
+    body: &[u8],
+) -> (u16, String) {
+    let mut stream = std::net::TcpStream::connect(addr).expect("connects");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(body).unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let code = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b)
+        .unwrap_or("");
+    (code, body.to_string())
+}
+
+/// A GitHub push event for `repo`'s `main`, signed as GitHub signs it.
+fn github_push(addr: &str, repo: &str, after: &str) -> u16 {
+    let body = serde_json::json!({
+        "ref": "refs/heads/main",
+        "after": after,
+        "repository": { "clone_url": repo, "html_url": repo },
+    })
+    .to_string();
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, SECRET.as_bytes());
+    let tag = ring::hmac::sign(&key, body.as_bytes());
+    let hex: String = tag.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+    let headers = [
+        ("content-type", "application/json".to_string()),
+        ("x-github-event", "push".to_string()),
+        ("x-hub-signature-256", format!("sha256={hex}")),
+    ];
+    http(addr, "POST", "/hooks/github", &headers, body.as_bytes()).0
+}
+
+/// `aro_gitops_renders_total` now.
+fn renders(metrics: &str) -> u64 {
+    let (_, body) = http(metrics, "GET", "/metrics", &[], b"");
+    body.lines()
+        .find_map(|l| l.strip_prefix("aro_gitops_renders_total "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no aro_gitops_renders_total in:\n{body}"))
+}
+
+/// Adds or changes the label `bench.aro-gitops.dev/commit` of cluster `name`'s Namespace.
+fn change_cluster(repo: &Path, name: &str, k: usize) {
+    let path = repo.join("clusters").join(name).join("namespace.yaml");
+    let text = std::fs::read_to_string(&path).expect("the cluster's namespace.yaml");
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.contains("bench.aro-gitops.dev/commit"))
+        .collect();
+    let mut out = String::new();
+    for line in kept {
+        out.push_str(line);
+        out.push('\n');
+        if line.trim() == "labels:" {
+            out.push_str(&format!("    bench.aro-gitops.dev/commit: \"{k}\"\n"));
+        }
+    }
+    std::fs::write(&path, out).unwrap();
+}
+
+fn head(repo: &Path) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+#[tokio::main]
+async fn main() {
+    let o = options();
+    let _tmp;
+    let work = match &o.workdir {
+        Some(d) => {
+            std::fs::create_dir_all(d).unwrap();
+            d.clone()
+        }
+        None => {
+            _tmp = tempfile::tempdir().unwrap();
+            _tmp.path().to_path_buf()
+        }
+    };
+    let repo = work.join(format!("fleet-{}", o.clusters));
+    let remote = work.join(format!("fleet-{}.git", o.clusters));
+    if !remote.exists() {
+        eprintln!("webhook bench: generating {} clusters...", o.clusters);
+        generate_fleet(o.clusters, &repo);
+        git(
+            &work,
+            &[
+                "clone",
+                "-q",
+                "--bare",
+                repo.to_str().unwrap(),
+                remote.to_str().unwrap(),
+            ],
+        );
+        git(
+            &repo,
+            &["remote", "add", "origin", remote.to_str().unwrap()],
+        );
+    }
+    let remote_url = remote.to_str().unwrap().to_string();
+    let server = Server::start(
+        ARO_GITOPS,
+        &work.join(format!("control-plane-{}", o.clusters)),
+        &["--simulate-azure", "--sim-delay", "0s"],
+        "aro-gitops local control plane serving",
+        Duration::from_secs(300),
+    )
+    .expect("the control plane serves");
+    let kubeconfig = server.kubeconfig.to_str().unwrap().to_string();
+    let state = work.join(format!("state-{}", o.clusters));
+    let state = state.to_str().unwrap().to_string();
+    eprintln!(
+        "webhook bench: converging {} clusters with run --once...",
+        o.clusters
+    );
+    let populated = run_measured(
+        ARO_GITOPS,
+        &[
+            "--log",
+            "warn",
+            "run",
+            "--once",
+            "--timeout",
+            "30m",
+            "--repo",
+            &remote_url,
+            "--state",
+            &state,
+            "--kubeconfig",
+            &kubeconfig,
+        ],
+        false,
+    );
+    assert_eq!(
+        populated.code,
+        Some(0),
+        "the fleet did not converge:\n{}\n{}",
+        log_tail(&populated.stdout, 10),
+        log_tail(&populated.stderr, 20)
+    );
+    eprintln!(
+        "webhook bench: converged in {:.1} s",
+        populated.wall.as_secs_f64()
+    );
+
+    let secret = work.join("webhook-secret");
+    std::fs::write(&secret, SECRET).unwrap();
+    let agent = Agent::start(&[
+        "--repo",
+        &remote_url,
+        "--state",
+        &state,
+        "--kubeconfig",
+        &kubeconfig,
+        "--interval",
+        "24h",
+        "--webhook-bind-address",
+        "127.0.0.1:0",
+        "--webhook-secret-file",
+        secret.to_str().unwrap(),
+        "--metrics-bind-address",
+        "127.0.0.1:0",
+    ]);
+    let wait = Duration::from_secs(600);
+    let mut webhook = String::new();
+    let mut metrics = String::new();
+    let started = Instant::now();
+    // The serving lines come before the initial sync's cycle line.
+    while webhook.is_empty() || metrics.is_empty() {
+        let line = agent.line_after("", wait);
+        if let Some(a) = line.strip_prefix("webhook: serving on http://") {
+            webhook = a.trim_end_matches('/').to_string();
+        } else if let Some(a) = line.strip_prefix("metrics: serving on http://") {
+            metrics = a.trim_end_matches("/metrics").to_string();
+        }
+    }
+    let initial = agent.line_after("cycle 0 ", wait);
+    eprintln!(
+        "webhook bench: the agent's initial sync: cycle 0 {initial} ({:.1} s after start)",
+        started.elapsed().as_secs_f64()
+    );
+
+    let config = kube::Config::from_custom_kubeconfig(
+        kube::config::Kubeconfig::read_from(&kubeconfig).unwrap(),
+        &Default::default(),
+    )
+    .await
+    .unwrap();
+    let client = kube::Client::try_from(config).unwrap();
+    let namespaces: Api<Namespace> = Api::all(client);
+
+    println!("| commit | cluster | first write after the webhook | cycle | renders |");
+    println!("|---:|---|---:|---|---:|");
+    let mut latencies = Vec::new();
+    let mut render_counts = Vec::new();
+    for k in 0..o.commits {
+        let name = format!("c{:05}", (k * 37) % o.clusters + 1);
+        change_cluster(&repo, &name, k);
+        git(
+            &repo,
+            &["commit", "-qam", &format!("bench: change {name} ({k})")],
+        );
+        git(&repo, &["push", "-q", "origin", "main"]);
+        let after = head(&repo);
+        let ns = format!("aro-{name}");
+        let rv = namespaces
+            .get(&ns)
+            .await
+            .expect("the cluster's namespace")
+            .metadata
+            .resource_version
+            .expect("a resourceVersion");
+        let params = WatchParams::default().fields(&format!("metadata.name={ns}"));
+        let mut watch = namespaces.watch(&params, &rv).await.unwrap().boxed();
+        let before = renders(&metrics);
+        let posted = Instant::now();
+        let code = github_push(&webhook, &remote_url, &after);
+        assert_eq!(code, 202, "the webhook was not accepted");
+        let latency = loop {
+            let ev = tokio::time::timeout(wait, watch.next())
+                .await
+                .expect("the change reached the cluster in time")
+                .expect("the watch goes on")
+                .unwrap();
+            if let WatchEvent::Modified(n) = ev {
+                let label = n
+                    .metadata
+                    .labels
+                    .unwrap_or_default()
+                    .get("bench.aro-gitops.dev/commit")
+                    .cloned();
+                if label.as_deref() == Some(&k.to_string()) {
+                    break posted.elapsed();
+                }
+            }
+        };
+        let cycle = agent.line_after("cycle ", wait);
+        let rendered = renders(&metrics) - before;
+        println!(
+            "| {k} | {name} | {:.0} ms | cycle {cycle} | {rendered} |",
+            latency.as_secs_f64() * 1000.0
+        );
+        latencies.push(latency);
+        render_counts.push(rendered);
+    }
+    latencies.sort();
+    let p50 = percentile(&latencies, 0.5);
+    let p90 = percentile(&latencies, 0.9);
+    let max = *latencies.last().unwrap();
+    println!();
+    println!(
+        "{} clusters, {} commits: first write p50 {:.0} ms, p90 {:.0} ms, max {:.0} ms (target p50 ≤ {} ms: {}); renders per commit: {:?} (target: 1 each: {})",
+        o.clusters,
+        o.commits,
+        p50.as_secs_f64() * 1000.0,
+        p90.as_secs_f64() * 1000.0,
+        max.as_secs_f64() * 1000.0,
+        TARGET_P50.as_millis(),
+        if p50 <= TARGET_P50 { "met" } else { "NOT met" },
+        render_counts,
+        if render_counts.iter().all(|&r| r == 1) {
+            "met"
+        } else {
+            "NOT met"
+        },
+    );
+    println!(
+        "load average: {}",
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .trim()
+    );
+    drop(agent);
+    drop(server);
+}
