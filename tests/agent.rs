@@ -149,6 +149,8 @@ impl Fixture {
             concurrency: 4,
             metrics_bind_address: None,
             health_probe_bind_address: None,
+            webhook_bind_address: None,
+            webhook_secret: None,
         }
     }
 
