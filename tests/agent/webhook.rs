@@ -1,6 +1,7 @@
 //! The push triggers of a long-running `aro-gitops run --interval 1h`: a signed webhook fetches at
 //! once (GitHub and GitLab), bad or foreign requests fetch nothing and are counted, a flood
-//! coalesces, and a commit in a local `--repo` is picked up through the file watcher.
+//! coalesces, an unreachable remote shows as a stale fetch, and a commit in a local `--repo` is
+//! picked up through the file watcher.
 
 use super::resync::{Running, http_get};
 use super::*;
@@ -209,6 +210,21 @@ fn a_signed_github_push_applies_the_change_and_bad_requests_fetch_nothing() {
     assert!(cycle.writes >= 2, "{cycle}");
     assert_eq!(h.fetches(), 2);
     assert_eq!(h.requests("github", "accepted"), 1);
+
+    // The remote gone: a push fetches, finds it unreachable, keeps the last good revision and says
+    // so in the counters; back, the next push fetches again.
+    let stale = r#"aro_gitops_source_fetches_total{result="stale"}"#;
+    let remote = h.f.dir.path().join("remote.git");
+    let away = h.f.dir.path().join("remote-away.git");
+    std::fs::rename(&remote, &away).expect("move the remote away");
+    assert_eq!(h.github(&sign(&ours), &ours).0, 202);
+    let cycle = h.fetch_cycle(2);
+    assert_eq!(cycle.writes, 0, "nothing new to apply: {cycle}");
+    assert_eq!((h.sample(stale), h.fetches()), (1, 2));
+    std::fs::rename(&away, &remote).expect("bring the remote back");
+    assert_eq!(h.github(&sign(&ours), &ours).0, 202);
+    h.fetch_cycle(3);
+    assert_eq!((h.sample(stale), h.fetches()), (1, 3));
 }
 
 #[test]

@@ -130,7 +130,7 @@ pub fn verify_gitlab(secret: Option<&Secret>, header: Option<&[u8]>) -> Result<(
 
 /// Hex digits (either case) to bytes; `None` when not an even number of hex digits.
 fn decode_hex(hex: &[u8]) -> Option<Vec<u8>> {
-    if hex.len() % 2 != 0 {
+    if !hex.len().is_multiple_of(2) {
         return None;
     }
     let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
