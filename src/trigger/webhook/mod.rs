@@ -113,7 +113,11 @@ impl Receiver {
             return Outcome::Unauthorized(refused);
         }
         let event = match provider {
-            Provider::GitHub => push::parse_github(event_header("x-github-event"), body),
+            Provider::GitHub => push::parse_github(
+                event_header("x-github-event"),
+                event_header("content-type"),
+                body,
+            ),
             Provider::GitLab => push::parse_gitlab(event_header("x-gitlab-event"), body),
         };
         match event {

@@ -38,9 +38,25 @@ pub enum Malformed {
     Missing(&'static str),
 }
 
-/// Reads a GitHub delivery: the `X-GitHub-Event` header and the JSON body.
-pub fn parse_github(event: Option<&str>, body: &[u8]) -> Result<Event, Malformed> {
+/// Reads a GitHub delivery: the `X-GitHub-Event` header and the body, JSON or (a hook whose
+/// content type is `application/x-www-form-urlencoded`) a form whose `payload` field is the JSON.
+pub fn parse_github(
+    event: Option<&str>,
+    content_type: Option<&str>,
+    body: &[u8],
+) -> Result<Event, Malformed> {
     let event = event.ok_or(Malformed::NoEvent("X-GitHub-Event"))?;
+    let form = content_type.is_some_and(|t| t.starts_with("application/x-www-form-urlencoded"));
+    let payload;
+    let body = if form {
+        payload = url::form_urlencoded::parse(body)
+            .find(|(name, _)| name == "payload")
+            .map(|(_, value)| value.into_owned())
+            .ok_or(Malformed::Missing("payload field"))?;
+        payload.as_bytes()
+    } else {
+        body
+    };
     match event {
         "ping" => Ok(Event::Ping),
         "push" => {
@@ -295,7 +311,7 @@ mod tests {
     #[test]
     fn github_pushes_pings_and_other_events() {
         let body = github_push("refs/heads/main", "https://github.com/Azure/aro-fleet.git");
-        let Event::Push(push) = parse_github(Some("push"), &body).unwrap() else {
+        let Event::Push(push) = parse_github(Some("push"), None, &body).unwrap() else {
             panic!("a push")
         };
         assert_eq!(push.reference, "refs/heads/main");
@@ -319,32 +335,51 @@ mod tests {
             Err(Ignored::OtherRef)
         );
         assert_eq!(
-            parse_github(Some("ping"), b"{\"zen\":\"x\"}"),
+            parse_github(Some("ping"), None, b"{\"zen\":\"x\"}"),
             Ok(Event::Ping)
         );
         assert_eq!(
-            parse_github(Some("issues"), b"{}"),
+            parse_github(Some("issues"), None, b"{}"),
             Ok(Event::Other("issues".into()))
+        );
+    }
+
+    #[test]
+    fn github_form_encoded_deliveries_carry_the_json_in_payload() {
+        let json = github_push("refs/heads/main", "https://github.com/Azure/aro-fleet.git");
+        let form: String = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("payload", std::str::from_utf8(&json).unwrap())
+            .finish();
+        let form_type = Some("application/x-www-form-urlencoded");
+        let Event::Push(push) = parse_github(Some("push"), form_type, form.as_bytes()).unwrap()
+        else {
+            panic!("a push")
+        };
+        assert_eq!(push.reference, "refs/heads/main");
+        assert_eq!(
+            parse_github(Some("push"), form_type, b"other=1"),
+            Err(Malformed::Missing("payload field"))
         );
     }
 
     #[test]
     fn malformed_github_payloads() {
         assert_eq!(
-            parse_github(None, b"{}"),
+            parse_github(None, None, b"{}"),
             Err(Malformed::NoEvent("X-GitHub-Event"))
         );
         assert!(matches!(
-            parse_github(Some("push"), b"{not json"),
+            parse_github(Some("push"), None, b"{not json"),
             Err(Malformed::Json(_))
         ));
         assert!(matches!(
-            parse_github(Some("push"), b"[1]"),
+            parse_github(Some("push"), None, b"[1]"),
             Err(Malformed::Json(_))
         ));
         assert_eq!(
             parse_github(
                 Some("push"),
+                None,
                 br#"{"repository":{"clone_url":"https://h/r"}}"#
             ),
             Err(Malformed::Missing("ref"))
@@ -352,6 +387,7 @@ mod tests {
         assert_eq!(
             parse_github(
                 Some("push"),
+                None,
                 br#"{"ref":"refs/heads/main","repository":{}}"#
             ),
             Err(Malformed::Missing("repository URL"))

@@ -136,7 +136,15 @@ async fn bodies_over_one_mebibyte_are_413() {
     limit.resize(MAX_BODY, b' ');
     let (status, text) = s.github("push", &sign(&limit), limit).await;
     assert_eq!(status, 202, "{text}");
-    assert_eq!(s.count("github", "too_large"), 1);
+    // A declared length over the limit is refused before the body is read.
+    let length = (MAX_BODY + 1).to_string();
+    let headers = [
+        ("x-github-event", "push"),
+        ("content-length", length.as_str()),
+    ];
+    let (status, _) = s.post("/hooks/github", &headers, vec![]).await;
+    assert_eq!(status, 413);
+    assert_eq!(s.count("github", "too_large"), 2);
 }
 
 #[tokio::test]
