@@ -389,7 +389,8 @@ impl Agent {
         // A pass over every unit also looks for drift; --drift-interval makes that happen on its
         // own schedule, between fetches.
         // A push (a webhook, a commit in a local repository) fetches at once: requests coalesce
-        // into one (see `crate::trigger`), and pushed fetches start TRIGGER_SPACING apart at most.
+        // into one (see `crate::trigger`), and a pushed fetch starts TRIGGER_SPACING after the
+        // previous fetch at the earliest.
         let mut next_fetch = Instant::now() + self.config.interval;
         let mut last_fetch = Instant::now();
         for cycle in 1.. {
