@@ -117,6 +117,16 @@ pub struct RunArgs {
     /// e.g. `127.0.0.1:8081` (port 0: any free port; the line `health: serving on ...` says which).
     #[arg(long)]
     pub health_probe_bind_address: Option<std::net::SocketAddr>,
+    /// Receive push webhooks at this address, e.g. `0.0.0.0:9443`: `POST /hooks/github`
+    /// (X-Hub-Signature-256) and `POST /hooks/gitlab` (X-Gitlab-Token); a push to the followed
+    /// repository and branch fetches at once (port 0: any free port; the line
+    /// `webhook: serving on ...` says which).
+    #[arg(long, conflicts_with = "once")]
+    pub webhook_bind_address: Option<std::net::SocketAddr>,
+    /// A file holding the webhook secret (a trailing line break is ignored); else the environment
+    /// variable ARO_GITOPS_WEBHOOK_SECRET. Without a secret every webhook is refused.
+    #[arg(long, requires = "webhook_bind_address")]
+    pub webhook_secret_file: Option<PathBuf>,
 }
 
 /// When objects that left git may be deleted.

@@ -19,6 +19,7 @@ pub mod report;
 pub mod selector;
 pub mod serving;
 pub mod source;
+pub mod trigger;
 pub mod unit;
 pub mod validate;
 pub mod yaml;

@@ -88,6 +88,13 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         concurrency: usize::from(args.concurrency),
         metrics_bind_address: args.metrics_bind_address,
         health_probe_bind_address: args.health_probe_bind_address,
+        webhook_bind_address: args.webhook_bind_address,
+        webhook_secret: match args.webhook_bind_address {
+            Some(_) => {
+                aro_gitops::trigger::webhook::Secret::load(args.webhook_secret_file.as_deref())?
+            }
+            None => None,
+        },
     };
     let summary = agent::run(config).await?;
     println("");

@@ -10,7 +10,7 @@ use crate::azuresim::https::AzureRequestCounts;
 use crate::report::Phase;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
-use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
@@ -30,11 +30,63 @@ const PHASES: [Phase; 4] = [
 
 type PhaseLabel = [(&'static str, &'static str); 1];
 
+/// The `provider` label of `aro_gitops_webhook_requests_total`.
+pub const WEBHOOK_PROVIDERS: [&str; 2] = ["github", "gitlab"];
+/// The `result` label of `aro_gitops_webhook_requests_total`: a fetch requested; acknowledged
+/// without one (another repository or branch, a ping, another event); refused (no secret, a bad
+/// signature or token); a body over the limit; a payload that could not be read.
+pub const WEBHOOK_RESULTS: [&str; 5] = [
+    "accepted",
+    "ignored",
+    "unauthorized",
+    "too_large",
+    "malformed",
+];
+/// The `result` label of `aro_gitops_source_fetches_total`: fetched; unreachable, so the last good
+/// revision serves; failed with no revision to serve.
+pub const FETCH_RESULTS: [&str; 3] = ["success", "stale", "failure"];
+
+/// `aro_gitops_webhook_requests_total{provider,result}` and
+/// `aro_gitops_source_fetches_total{result}`, every series present from the start (at 0).
+#[derive(Debug, Default)]
+struct TriggerCounters {
+    webhook_requests: Family<[(&'static str, &'static str); 2], Counter>,
+    source_fetches: Family<[(&'static str, &'static str); 1], Counter>,
+}
+
+impl TriggerCounters {
+    fn register(registry: &mut Registry) -> TriggerCounters {
+        let counters = TriggerCounters::default();
+        for provider in WEBHOOK_PROVIDERS {
+            for result in WEBHOOK_RESULTS {
+                let _ = counters
+                    .webhook_requests
+                    .get_or_create(&[("provider", provider), ("result", result)]);
+            }
+        }
+        for result in FETCH_RESULTS {
+            let _ = counters.source_fetches.get_or_create(&[("result", result)]);
+        }
+        registry.register(
+            "aro_gitops_webhook_requests",
+            "Webhook requests received, by provider and result",
+            counters.webhook_requests.clone(),
+        );
+        registry.register(
+            "aro_gitops_source_fetches",
+            "Fetches of the source, whatever triggered them, by result",
+            counters.source_fetches.clone(),
+        );
+        counters
+    }
+}
+
 /// The process's metrics.
 #[derive(Debug)]
 pub struct Metrics {
     registry: Registry,
     units: Family<PhaseLabel, Gauge>,
+    triggers: TriggerCounters,
 }
 
 impl Metrics {
@@ -61,7 +113,12 @@ impl Metrics {
         if let Some(counts) = azure {
             registry.register_collector(Box::new(AzureRequests(counts)));
         }
-        let metrics = Metrics { registry, units };
+        let triggers = TriggerCounters::register(&mut registry);
+        let metrics = Metrics {
+            registry,
+            units,
+            triggers,
+        };
         metrics.set_units([]);
         metrics
     }
@@ -77,6 +134,19 @@ impl Metrics {
         for (p, n) in PHASES.iter().zip(counts) {
             self.units.get_or_create(&[("phase", p.as_str())]).set(n);
         }
+    }
+
+    /// Counts a webhook request: `provider` and `result` are among [`WEBHOOK_PROVIDERS`] and
+    /// [`WEBHOOK_RESULTS`].
+    pub fn count_webhook(&self, provider: &'static str, result: &'static str) {
+        let labels = [("provider", provider), ("result", result)];
+        self.triggers.webhook_requests.get_or_create(&labels).inc();
+    }
+
+    /// Counts a fetch of the source: `result` is among [`FETCH_RESULTS`].
+    pub fn count_fetch(&self, result: &'static str) {
+        let labels = [("result", result)];
+        self.triggers.source_fetches.get_or_create(&labels).inc();
     }
 
     /// The exposition in OpenMetrics text.
@@ -188,6 +258,32 @@ mod tests {
                 .encode()
                 .contains(r#"aro_gitops_azure_requests_total{service="token",simulated="true"} 3"#)
         );
+    }
+
+    #[test]
+    fn webhook_and_fetch_counters_start_at_zero_and_count() {
+        let metrics = Metrics::new(RequestCounter::default(), None);
+        let text = metrics.encode();
+        for want in [
+            "# TYPE aro_gitops_webhook_requests counter",
+            r#"aro_gitops_webhook_requests_total{provider="github",result="accepted"} 0"#,
+            r#"aro_gitops_webhook_requests_total{provider="gitlab",result="malformed"} 0"#,
+            "# TYPE aro_gitops_source_fetches counter",
+            r#"aro_gitops_source_fetches_total{result="success"} 0"#,
+            r#"aro_gitops_source_fetches_total{result="failure"} 0"#,
+        ] {
+            assert!(lines(&text).contains(&want), "missing {want:?} in:\n{text}");
+        }
+        metrics.count_webhook("gitlab", "unauthorized");
+        metrics.count_webhook("gitlab", "unauthorized");
+        metrics.count_fetch("stale");
+        let text = metrics.encode();
+        for want in [
+            r#"aro_gitops_webhook_requests_total{provider="gitlab",result="unauthorized"} 2"#,
+            r#"aro_gitops_source_fetches_total{result="stale"} 1"#,
+        ] {
+            assert!(lines(&text).contains(&want), "missing {want:?} in:\n{text}");
+        }
     }
 
     #[test]

@@ -15,7 +15,7 @@
 //! AzureClusterIdentity check and the clusters' ASO credential Secrets; `keyvault` the
 //! agent-managed etcd key; `shared_identities` the identity benchmark's request counts at small
 //! scale (shared identities, keys, a rotation). `resync` has a long-running run's drift cycles,
-//! `metrics` its `/metrics` endpoint.
+//! `metrics` its `/metrics` endpoint, `webhook` its push triggers (webhooks, a watched local repo).
 
 #[path = "agent/apiservices_gate.rs"]
 mod apiservices_gate;
@@ -58,6 +58,8 @@ mod rerun;
 mod resync;
 #[path = "agent/shared_identities.rs"]
 mod shared_identities;
+#[path = "agent/webhook.rs"]
+mod webhook;
 
 use aro_gitops::agent::{self, RunConfig, RunSummary};
 use aro_gitops::apply::{Cluster, RequestCounter};
@@ -149,6 +151,8 @@ impl Fixture {
             concurrency: 4,
             metrics_bind_address: None,
             health_probe_bind_address: None,
+            webhook_bind_address: None,
+            webhook_secret: None,
         }
     }
 

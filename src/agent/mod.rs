@@ -23,6 +23,7 @@ pub mod prepare;
 mod progress;
 pub mod prune;
 mod status;
+mod triggers;
 
 pub use controller::cycle::{CycleLine, Trigger as CycleTrigger};
 pub use drift::{DriftReport, drift};
@@ -38,6 +39,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// The least time between the start of a fetch and that of a fetch a push triggers after it: a
+/// flood of webhooks makes the fetch it first triggers and then at most one per spacing (a flood
+/// within the spacing: two fetches), while a single push waits for no one.
+const TRIGGER_SPACING: Duration = Duration::from_millis(500);
 
 /// What `aro-gitops run` was asked to do.
 #[derive(Debug, Clone)]
@@ -68,6 +74,10 @@ pub struct RunConfig {
     pub metrics_bind_address: Option<std::net::SocketAddr>,
     /// Serve `/healthz` and `/readyz` here for the life of the run, when set.
     pub health_probe_bind_address: Option<std::net::SocketAddr>,
+    /// Receive push webhooks here for the life of the run, when set (see [`crate::trigger`]).
+    pub webhook_bind_address: Option<std::net::SocketAddr>,
+    /// The secret webhooks are checked against; without it every webhook is refused.
+    pub webhook_secret: Option<crate::trigger::webhook::Secret>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -91,6 +101,11 @@ pub enum AgentError {
     },
     #[error("the health probe server could not listen on {addr}: {source}")]
     Health {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("the webhook server could not listen on {addr}: {source}")]
+    Webhook {
         addr: std::net::SocketAddr,
         source: std::io::Error,
     },
@@ -188,6 +203,8 @@ pub async fn run(config: RunConfig) -> Result<RunSummary, AgentError> {
         }
         None => None,
     };
+    let fetches = crate::trigger::FetchSignal::default();
+    let triggers = triggers::start(&config, &fetches, &metrics).await?;
     let mut agent = Agent {
         env,
         source,
@@ -200,6 +217,8 @@ pub async fn run(config: RunConfig) -> Result<RunSummary, AgentError> {
         metrics,
         _metrics_server: metrics_server,
         _health_server: health_server,
+        fetches,
+        _triggers: triggers,
     };
     agent.run().await
 }
@@ -223,6 +242,10 @@ struct Agent {
     _metrics_server: Option<crate::metrics::Server>,
     /// Serves `/healthz` and `/readyz` while the agent lives, with `--health-probe-bind-address`.
     _health_server: Option<crate::serving::Server>,
+    /// Raised by a push webhook or a change in a local repository: fetch now.
+    fetches: crate::trigger::FetchSignal,
+    /// The webhook server and the local watcher raising it, while the agent lives.
+    _triggers: triggers::Triggers,
 }
 
 /// One revision, prepared.
@@ -261,7 +284,13 @@ impl Agent {
         &self,
         previous: Option<&Revision>,
     ) -> Result<(Revision, Option<Vec<PathBuf>>), AgentError> {
-        let outcome = self.blocking(|s| s.sync()).await??;
+        let outcome = self.blocking(|s| s.sync()).await?;
+        self.metrics.count_fetch(match &outcome {
+            Ok(SyncOutcome::Stale { .. }) => "stale",
+            Ok(_) => "success",
+            Err(_) => "failure",
+        });
+        let outcome = outcome?;
         let (revision, stale) = match &outcome {
             SyncOutcome::Fresh(r) | SyncOutcome::Unchanged(r) => (r.clone(), None),
             SyncOutcome::Stale { last_good, error } => {
@@ -368,13 +397,23 @@ impl Agent {
         // here ends the agent: a failure is logged and tried again on the next round.
         // A pass over every unit also looks for drift; --drift-interval makes that happen on its
         // own schedule, between fetches.
+        // A push (a webhook, a commit in a local repository) fetches at once: requests coalesce
+        // into one (see `crate::trigger`), and a pushed fetch starts TRIGGER_SPACING after the
+        // previous fetch at the earliest.
         let mut next_fetch = Instant::now() + self.config.interval;
+        let mut last_fetch = Instant::now();
         for cycle in 1.. {
             let next_drift = self.config.drift_interval.map(|d| Instant::now() + d);
             let wake = next_drift.map_or(next_fetch, |d| d.min(next_fetch));
-            tokio::time::sleep_until(wake.into()).await;
+            let pushed = tokio::select! {
+                () = tokio::time::sleep_until(wake.into()) => false,
+                () = self.fetches.wanted() => true,
+            };
+            if pushed {
+                tokio::time::sleep_until((last_fetch + TRIGGER_SPACING).into()).await;
+            }
             let meter = Meter::start(&counter);
-            if Instant::now() < next_fetch {
+            if !pushed && Instant::now() < next_fetch {
                 tracing::info!("drift check");
                 outcomes = self.converge(&rev, None, None).await?;
                 if let Err(e) = self.publish(&outcomes, &mut published).await {
@@ -390,7 +429,10 @@ impl Agent {
                     .report();
                 continue;
             }
-            next_fetch = Instant::now() + self.config.interval;
+            // This fetch serves every request made until now.
+            self.fetches.take();
+            last_fetch = Instant::now();
+            next_fetch = last_fetch + self.config.interval;
             let previous = rev.commit.clone();
             // A new revision passes over the units it rendered again (and those not converged);
             // the same revision passes over every unit, which also looks for drift.

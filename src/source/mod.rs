@@ -20,7 +20,7 @@ mod remote;
 mod reports;
 mod sync;
 #[cfg(test)]
-mod testutil;
+pub(crate) mod testutil;
 
 pub use error::SourceError;
 pub use remote::TOKEN_ENV;

@@ -62,7 +62,7 @@ impl Running {
     }
 
     /// The lines up to the next cycle line, and that line (within [`CYCLE_DEADLINE`]).
-    fn next_cycle(&self) -> (Vec<String>, CycleLine) {
+    pub(super) fn next_cycle(&self) -> (Vec<String>, CycleLine) {
         let deadline = Instant::now() + CYCLE_DEADLINE;
         let mut before = Vec::new();
         loop {
