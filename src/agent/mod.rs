@@ -451,10 +451,17 @@ impl Agent {
                     tracing::warn!(error = %e, commit = %previous, "loading the source failed; keeping the current revision")
                 }
             }
-            let earlier = scoped.then_some(outcomes.as_slice());
-            outcomes = self.converge(&rev, None, earlier).await?;
-            if let Err(e) = self.publish(&outcomes, &mut published).await {
-                tracing::warn!(error = %e, "reports were not published; retrying next round");
+            if pushed && !scoped {
+                // A push that brought no new revision (a flood's late requests, another branch
+                // moved): nothing to pass over; drift is looked for on its own schedule.
+                tracing::info!(commit = %rev.commit, "the push brought no new revision");
+                self.passes = 0;
+            } else {
+                let earlier = scoped.then_some(outcomes.as_slice());
+                outcomes = self.converge(&rev, None, earlier).await?;
+                if let Err(e) = self.publish(&outcomes, &mut published).await {
+                    tracing::warn!(error = %e, "reports were not published; retrying next round");
+                }
             }
             meter
                 .line(

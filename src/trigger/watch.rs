@@ -64,9 +64,12 @@ impl Watched {
     /// Whether a change to `path` may change what a fetch gives. `ignored` are paths whose changes
     /// never count (the state directory, the report branch's ref), with what is under them.
     pub fn counts(&self, path: &Path, ignored: &[PathBuf]) -> bool {
+        // An ignored path, what is under it, its lock file, and the folders above it (git makes
+        // `refs/heads/aro-gitops/` when it first writes the report branch's ref).
         let under_ignored = |p: &Path| {
             ignored.iter().any(|i| {
                 p.starts_with(i)
+                    || i.starts_with(p)
                     || p.with_extension("") == *i && p.extension() == Some("lock".as_ref())
             })
         };
@@ -247,6 +250,7 @@ mod tests {
             "/r/cluster.yaml",
             "/r/.git/refs/heads/aro-gitops/status",
             "/r/.git/refs/heads/aro-gitops/status.lock",
+            "/r/.git/refs/heads/aro-gitops",
         ] {
             assert!(!repo.counts(Path::new(not), &ignored), "{not}");
         }
