@@ -15,6 +15,7 @@ mod fleet;
 mod guest;
 mod identity;
 pub mod incremental;
+pub mod k8s_events;
 mod live;
 mod pass;
 mod plan;
@@ -176,6 +177,7 @@ pub async fn run(config: RunConfig) -> Result<RunSummary, AgentError> {
         None => None,
     };
     let caches = Arc::new(controller::cache::Caches::default());
+    let events = k8s_events::publish::Events::start(env.cluster.client().clone());
     let health_server = match config.health_probe_bind_address {
         Some(addr) => {
             let watched = caches.clone();
@@ -197,6 +199,7 @@ pub async fn run(config: RunConfig) -> Result<RunSummary, AgentError> {
         keys,
         guests: guest::GuestClients::default(),
         metrics,
+        events,
         _metrics_server: metrics_server,
         _health_server: health_server,
     };
@@ -216,6 +219,8 @@ struct Agent {
     guests: guest::GuestClients,
     /// The process's metrics (see [`crate::metrics`]).
     metrics: Arc<crate::metrics::Metrics>,
+    /// Kubernetes Events on the clusters' ARO objects (see [`k8s_events`]).
+    events: k8s_events::publish::Events,
     /// Serves them while the agent lives, with `--metrics-bind-address`.
     _metrics_server: Option<crate::metrics::Server>,
     /// Serves `/healthz` and `/readyz` while the agent lives, with `--health-probe-bind-address`.
@@ -316,6 +321,7 @@ impl Agent {
         })
         .await
         .map_err(|e| AgentError::Task(e.to_string()))??;
+        self.metrics.rendered(prepared.rendered.len());
         let rev = Revision {
             commit: revision.commit,
             stale,
@@ -346,6 +352,7 @@ impl Agent {
             }
         };
         if self.config.once {
+            self.events.flush(Duration::from_secs(10)).await;
             let mut summary = self.summary(outcomes, commit);
             summary.report_error = report_error;
             return Ok(summary);

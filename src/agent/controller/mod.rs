@@ -162,6 +162,7 @@ impl Agent {
         for (i, o) in outcomes.iter().enumerate() {
             if held(i) {
                 progress.update(i, o);
+                self.record_events(o);
             }
         }
         let mut queue: WorkQueue<Job> =
@@ -225,6 +226,7 @@ impl Agent {
                     self.run_job(rev, &fleet, job, inv)
                 });
             }
+            self.metrics.set_queue_depth(queue.len());
             let busy = !workers.is_empty() || queue.has_ready(now);
             if !busy
                 && (past_deadline || (pending == 0 && !removed_outcomes.values().any(deleting)))
@@ -258,8 +260,10 @@ impl Agent {
                                 done[*i] = now_done;
                             }
                             progress.update(*i, &outcomes[*i]);
+                            self.record_events(&outcomes[*i]);
                         }
                         Job::Removed(u) => {
+                            self.events.forget(u);
                             let mut next = outcome;
                             if let Some(previous) = removed_outcomes.get(u) {
                                 carry_actions(previous, &mut next);
@@ -303,6 +307,7 @@ impl Agent {
             }
         }
         drop(workers);
+        self.metrics.set_queue_depth(0);
         progress.finish();
         self.progress = Some(progress);
         outcomes.extend(removed_outcomes.into_values());
@@ -373,9 +378,24 @@ impl Agent {
             }
             Job::Removed(_) => pass::remove(&ctx, &mut inv).await,
         };
-        tracing::debug!(unit = %outcome.unit, phase = ?report::phase(&outcome),
+        let phase = report::phase(&outcome);
+        self.metrics.pass_ended(phase, started.elapsed());
+        tracing::debug!(unit = %outcome.unit, ?phase,
             elapsed_ms = started.elapsed().as_millis() as u64, "pass done");
         (job, outcome, inv)
+    }
+
+    /// Kubernetes Events on the unit's ARO objects, when its phase (or its failure) changed.
+    fn record_events(&self, outcome: &UnitOutcome) {
+        let cluster = &self.env.cluster;
+        let uid = |key: &crate::object::ObjectKey| {
+            let live = self.caches.read(cluster, key)?;
+            live.iter()
+                .find(|o| o.pointer("/metadata/name").and_then(|n| n.as_str()) == Some(&key.name))
+                .and_then(|o| o.pointer("/metadata/uid")?.as_str().map(str::to_string))
+        };
+        self.events
+            .pass_ended(outcome, cluster.client().default_namespace(), uid);
     }
 
     /// A unit's outcome before its first pass (its errors, when it could not be prepared).
