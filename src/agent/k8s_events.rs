@@ -85,21 +85,31 @@ pub fn decide(last: Option<&Said>, outcome: &UnitOutcome) -> (Said, Option<Plann
     (now, Some(planned))
 }
 
-/// The objects a unit's events are about: its AROCluster and AROControlPlane, in that order.
-pub fn regarding(outcome: &UnitOutcome) -> Vec<&ObjectKey> {
-    let mut out: Vec<&ObjectKey> = Vec::new();
-    for (group, kind) in [
-        (INFRA_GROUP, "AROCluster"),
-        (CONTROL_PLANE_GROUP, "AROControlPlane"),
-    ] {
-        for o in &outcome.objects {
-            let k = &o.key;
-            if k.group == group && k.kind == kind && !out.contains(&k) {
-                out.push(k);
+/// The objects a unit's events are about: its AROCluster and AROControlPlane, in that order,
+/// from the pass's objects, else from `known` (the objects the unit is known to own live: a
+/// unit that failed before rendering them still has them from an earlier revision).
+pub fn regarding(outcome: &UnitOutcome, known: &[ObjectKey]) -> Vec<ObjectKey> {
+    let aro = |keys: &mut dyn Iterator<Item = &ObjectKey>| {
+        let mut out: Vec<ObjectKey> = Vec::new();
+        let keys: Vec<&ObjectKey> = keys.collect();
+        for (group, kind) in [
+            (INFRA_GROUP, "AROCluster"),
+            (CONTROL_PLANE_GROUP, "AROControlPlane"),
+        ] {
+            for k in &keys {
+                if k.group == group && k.kind == kind && !out.contains(k) {
+                    out.push((*k).clone());
+                }
             }
         }
+        out
+    };
+    let found = aro(&mut outcome.objects.iter().map(|o| &o.key));
+    if found.is_empty() {
+        aro(&mut known.iter())
+    } else {
+        found
     }
-    out
 }
 
 /// Whether the pass wrote to an object (created, updated, adopted or deleted one).
@@ -394,13 +404,16 @@ mod tests {
     #[test]
     fn events_are_about_the_aro_cluster_and_control_plane() {
         let o = converged_writing();
-        let about: Vec<String> = regarding(&o).iter().map(|k| k.to_string()).collect();
-        assert_eq!(
-            about,
-            vec!["AROCluster/aro-dev/dev", "AROControlPlane/aro-dev/dev-cp"]
-        );
+        let names = |keys: Vec<ObjectKey>| -> Vec<String> {
+            keys.iter().map(ToString::to_string).collect()
+        };
+        let both = vec!["AROCluster/aro-dev/dev", "AROControlPlane/aro-dev/dev-cp"];
+        assert_eq!(names(regarding(&o, &[])), both);
+        // A unit that failed before rendering them: the ones it owns live.
         let mut none = o.clone();
         none.objects.truncate(1);
-        assert!(regarding(&none).is_empty());
+        assert!(regarding(&none, &[]).is_empty());
+        let live: Vec<ObjectKey> = o.objects.iter().map(|x| x.key.clone()).collect();
+        assert_eq!(names(regarding(&none, &live)), both);
     }
 }

@@ -213,3 +213,64 @@ fn events_on_phase_changes_and_controller_metrics_while_the_agent_runs() {
         "exactly one unit rendered again:\n{body}"
     );
 }
+
+/// The events.k8s.io Events in `namespace` of the embedded control plane `f`'s runs left.
+async fn embedded_events(f: &Fixture, namespace: &str) -> Vec<Value> {
+    let ns = namespace.to_string();
+    f.inspect(|cluster| async move {
+        let api: kube::Api<k8s_openapi::api::events::v1::Event> =
+            kube::Api::namespaced(cluster.client().clone(), &ns);
+        let list = api.list(&Default::default()).await.expect("events listed");
+        list.items
+            .iter()
+            .map(|e| serde_json::to_value(e).expect("JSON"))
+            .collect()
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_unit_that_fails_warns_on_its_aro_objects_on_the_embedded_control_plane() {
+    let f = Fixture::plain();
+    assert!(!f.run().await.failed());
+    let first = embedded_events(&f, "aro-dev").await;
+    assert!(
+        first
+            .iter()
+            .any(|e| e["reason"] == "Converged" && e["regarding"]["kind"] == "AROControlPlane"),
+        "{first:#?}"
+    );
+
+    // dev's overlay drops a required embedded resource: dev fails before anything is rendered
+    // for it, and its live ARO objects (from its inventory) say so.
+    f.add_patch(
+        DEV,
+        "AROControlPlane",
+        "dev",
+        "- op: remove\n  path: /spec/resources/0",
+    );
+    let second = f.run().await;
+    assert!(second.failed());
+    assert_eq!(report::phase(outcome(&second, DEV)), Phase::Failed);
+    let all = embedded_events(&f, "aro-dev").await;
+    let warnings: Vec<&Value> = all.iter().filter(|e| e["type"] == "Warning").collect();
+    let kinds: BTreeSet<&str> = warnings
+        .iter()
+        .filter(|e| e["reason"] == "ReconcileFailed")
+        .filter_map(|e| e["regarding"]["kind"].as_str())
+        .collect();
+    assert_eq!(
+        kinds,
+        BTreeSet::from(["AROCluster", "AROControlPlane"]),
+        "{all:#?}"
+    );
+    let note = warnings[0]["note"].as_str().expect("a note");
+    assert!(
+        note.contains("base/cluster/arocontrolplane.yaml") && note.contains("/spec/resources"),
+        "the file and the field: {note}"
+    );
+    assert_eq!(warnings[0]["reportingController"], "aro-gitops");
+    // prod converged before and still is: nothing new on it.
+    let prod = embedded_events(&f, "aro-prod").await;
+    assert!(prod.iter().all(|e| e["type"] == "Normal"), "{prod:#?}");
+}

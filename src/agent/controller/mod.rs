@@ -162,7 +162,8 @@ impl Agent {
         for (i, o) in outcomes.iter().enumerate() {
             if held(i) {
                 progress.update(i, o);
-                self.record_events(o);
+                let inv = inventories.get(&rev.units[i].0.name());
+                self.record_events(o, inv);
             }
         }
         let mut queue: WorkQueue<Job> =
@@ -260,7 +261,7 @@ impl Agent {
                                 done[*i] = now_done;
                             }
                             progress.update(*i, &outcomes[*i]);
-                            self.record_events(&outcomes[*i]);
+                            self.record_events(&outcomes[*i], Some(&inv));
                         }
                         Job::Removed(u) => {
                             self.events.forget(u);
@@ -385,9 +386,22 @@ impl Agent {
         (job, outcome, inv)
     }
 
-    /// Kubernetes Events on the unit's ARO objects, when its phase (or its failure) changed.
-    fn record_events(&self, outcome: &UnitOutcome) {
+    /// Kubernetes Events on the unit's ARO objects, when its phase (or its failure) changed;
+    /// `inv`: the unit's inventory (its objects, when the pass did not render them).
+    fn record_events(&self, outcome: &UnitOutcome, inv: Option<&Inventory>) {
         let cluster = &self.env.cluster;
+        let known: Vec<crate::object::ObjectKey> = inv
+            .into_iter()
+            .flat_map(|inv| inv.entries.values())
+            .filter(|e| crate::reconcile::aro::is_aro_kind(&e.id.group, &e.id.kind))
+            .map(|e| crate::object::ObjectKey {
+                group: e.id.group.clone(),
+                version: e.version.clone(),
+                kind: e.id.kind.clone(),
+                namespace: e.id.namespace.clone(),
+                name: e.id.name.clone(),
+            })
+            .collect();
         let uid = |key: &crate::object::ObjectKey| {
             let live = self.caches.read(cluster, key)?;
             live.iter()
@@ -395,7 +409,7 @@ impl Agent {
                 .and_then(|o| o.pointer("/metadata/uid")?.as_str().map(str::to_string))
         };
         self.events
-            .pass_ended(outcome, cluster.client().default_namespace(), uid);
+            .pass_ended(outcome, &known, cluster.client().default_namespace(), uid);
     }
 
     /// A unit's outcome before its first pass (its errors, when it could not be prepared).

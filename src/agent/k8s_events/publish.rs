@@ -62,11 +62,13 @@ impl Events {
     }
 
     /// After a pass of `outcome`'s unit: records the event [`decide`] plans, if any, on the
-    /// unit's AROCluster and AROControlPlane. `uid` finds a live object's uid, when known;
-    /// `namespace` is where an object without one lives.
+    /// unit's AROCluster and AROControlPlane ([`regarding`]; `known`: the objects the unit owns
+    /// live). `uid` finds a live object's uid, when known; `namespace` is where an object without
+    /// one lives.
     pub fn pass_ended(
         &self,
         outcome: &UnitOutcome,
+        known: &[ObjectKey],
         namespace: &str,
         uid: impl Fn(&ObjectKey) -> Option<String>,
     ) {
@@ -79,13 +81,13 @@ impl Events {
         let Some(planned) = planned else {
             return;
         };
-        for key in regarding(outcome) {
+        for key in regarding(outcome, known) {
             let reference = ObjectReference {
                 api_version: Some(crate::object::join_api_version(&key.group, &key.version)),
                 kind: Some(key.kind.clone()),
                 name: Some(key.name.clone()),
                 namespace: Some(key.namespace.clone().unwrap_or_else(|| namespace.into())),
-                uid: uid(key),
+                uid: uid(&key),
                 ..Default::default()
             };
             let _ = self.tx.send(Message::Record(planned.clone(), reference));
