@@ -80,7 +80,7 @@ pub fn decide(last: Option<&Said>, outcome: &UnitOutcome) -> (Said, Option<Plann
         type_,
         reason,
         action: ACTION,
-        note: bounded(&crate::redact::scrub(&note)),
+        note: crate::output::clip(&crate::redact::scrub(&note), NOTE_MAX).into_owned(),
     };
     (now, Some(planned))
 }
@@ -194,18 +194,6 @@ fn listed(items: &[String], what: &str) -> String {
     out
 }
 
-/// `note` cut to what the API server accepts, on a character boundary.
-fn bounded(note: &str) -> String {
-    if note.len() <= NOTE_MAX {
-        return note.to_string();
-    }
-    let mut end = NOTE_MAX - '…'.len_utf8();
-    while !note.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &note[..end])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,7 +220,7 @@ mod tests {
     }
 
     /// A unit with an AROCluster, an AROControlPlane and a ConfigMap, each `action`, ready or not.
-    fn outcome(action: ObjectAction, ready: bool) -> UnitOutcome {
+    pub(super) fn outcome(action: ObjectAction, ready: bool) -> UnitOutcome {
         UnitOutcome {
             unit: "clusters/dev".into(),
             cluster: None,
@@ -257,15 +245,15 @@ mod tests {
         outcome(ObjectAction::Created, true)
     }
 
-    fn converged_idle() -> UnitOutcome {
+    pub(super) fn converged_idle() -> UnitOutcome {
         outcome(ObjectAction::Unchanged, true)
     }
 
-    fn progressing() -> UnitOutcome {
+    pub(super) fn progressing() -> UnitOutcome {
         outcome(ObjectAction::Created, false)
     }
 
-    fn failed(message: &str) -> UnitOutcome {
+    pub(super) fn failed(message: &str) -> UnitOutcome {
         let mut o = outcome(ObjectAction::Unchanged, true);
         o.errors.push(UnitError::new(
             Some(key(INFRA_GROUP, "AROCluster", "dev")),

@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 pub const CONTROLLER: &str = "aro-gitops";
 
 enum Message {
-    Record(Planned, ObjectReference),
+    Record(Box<(Planned, ObjectReference)>),
     /// Answered once everything sent before is recorded.
     Flush(oneshot::Sender<()>),
 }
@@ -90,7 +90,9 @@ impl Events {
                 uid: uid(&key),
                 ..Default::default()
             };
-            let _ = self.tx.send(Message::Record(planned.clone(), reference));
+            let _ = self
+                .tx
+                .send(Message::Record(Box::new((planned.clone(), reference))));
         }
     }
 
@@ -126,7 +128,7 @@ async fn record(
     let mut notes: HashMap<(String, &'static str), String> = HashMap::new();
     while let Some(message) = rx.recv().await {
         let (planned, reference) = match message {
-            Message::Record(p, r) => (p, r),
+            Message::Record(b) => *b,
             Message::Flush(done) => {
                 let _ = done.send(());
                 continue;
@@ -154,5 +156,72 @@ async fn record(
             tracing::warn!(object = %about, reason = planned.reason,
                 error = %crate::redact::scrub(&e.to_string()), "a Kubernetes Event was not recorded");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{converged_idle, failed, progressing};
+    use super::*;
+    use crate::controlplane::{Config, ControlPlane};
+    use k8s_openapi::api::events::v1::Event as K8sEvent;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn events_reach_the_control_plane_and_a_repeat_becomes_a_series() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = Config::new(dir.path().join("cp"));
+        config.preload_crds = false;
+        let cp = ControlPlane::open(config).unwrap();
+        let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> =
+            kube::Api::all(cp.client());
+        let ns = serde_json::from_value(serde_json::json!({"metadata": {"name": "aro-dev"}}));
+        namespaces
+            .create(&Default::default(), &ns.unwrap())
+            .await
+            .unwrap();
+        let events = Events::start(cp.client());
+        for o in [
+            progressing(),
+            converged_idle(),
+            converged_idle(),
+            progressing(),
+            converged_idle(),
+            failed("spec.region: Required value"),
+        ] {
+            events.pass_ended(&o, &[], "default", |_| Some("uid-1".into()));
+        }
+        events.flush(Duration::from_secs(20)).await;
+        let api: kube::Api<K8sEvent> = kube::Api::namespaced(cp.client(), "aro-dev");
+        let list = api.list(&Default::default()).await.unwrap().items;
+        let mut seen: Vec<(String, String, String, i32)> = list
+            .iter()
+            .map(|e| {
+                let about = e.regarding.as_ref().unwrap();
+                assert_eq!(about.uid.as_deref(), Some("uid-1"));
+                assert_eq!(e.reporting_controller.as_deref(), Some(CONTROLLER));
+                (
+                    about.kind.clone().unwrap(),
+                    e.reason.clone().unwrap(),
+                    e.type_.clone().unwrap(),
+                    e.series.as_ref().map_or(1, |s| s.count),
+                )
+            })
+            .collect();
+        seen.sort();
+        let want = |kind: &str| {
+            [
+                (kind.to_string(), "Converged".into(), "Normal".into(), 2),
+                (kind.to_string(), "Progressing".into(), "Normal".into(), 2),
+                (
+                    kind.to_string(),
+                    "ReconcileFailed".into(),
+                    "Warning".into(),
+                    1,
+                ),
+            ]
+        };
+        let mut expected: Vec<_> = want("AROCluster").into();
+        expected.extend(want("AROControlPlane"));
+        assert_eq!(seen, expected, "{list:#?}");
     }
 }
