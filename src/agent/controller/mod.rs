@@ -390,18 +390,13 @@ impl Agent {
     /// `inv`: the unit's inventory (its objects, when the pass did not render them).
     fn record_events(&self, outcome: &UnitOutcome, inv: Option<&Inventory>) {
         let cluster = &self.env.cluster;
-        let known: Vec<crate::object::ObjectKey> = inv
-            .into_iter()
-            .flat_map(|inv| inv.entries.values())
-            .filter(|e| crate::reconcile::aro::is_aro_kind(&e.id.group, &e.id.kind))
-            .map(|e| crate::object::ObjectKey {
-                group: e.id.group.clone(),
-                version: e.version.clone(),
-                kind: e.id.kind.clone(),
-                namespace: e.id.namespace.clone(),
-                name: e.id.name.clone(),
-            })
-            .collect();
+        let known = || {
+            inv.into_iter()
+                .flat_map(|inv| inv.entries.values())
+                .filter(|e| crate::reconcile::aro::is_aro_kind(&e.id.group, &e.id.kind))
+                .map(inventory::Entry::key)
+                .collect()
+        };
         let uid = |key: &crate::object::ObjectKey| {
             let live = self.caches.read(cluster, key)?;
             live.iter()
@@ -409,7 +404,7 @@ impl Agent {
                 .and_then(|o| o.pointer("/metadata/uid")?.as_str().map(str::to_string))
         };
         self.events
-            .pass_ended(outcome, &known, cluster.client().default_namespace(), uid);
+            .pass_ended(outcome, known, cluster.client().default_namespace(), uid);
     }
 
     /// A unit's outcome before its first pass (its errors, when it could not be prepared).

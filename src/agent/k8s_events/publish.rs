@@ -63,12 +63,12 @@ impl Events {
 
     /// After a pass of `outcome`'s unit: records the event [`decide`] plans, if any, on the
     /// unit's AROCluster and AROControlPlane ([`regarding`]; `known`: the objects the unit owns
-    /// live). `uid` finds a live object's uid, when known; `namespace` is where an object without
-    /// one lives.
+    /// live, asked for only when an event is due). `uid` finds a live object's uid, when known;
+    /// `namespace` is where an object without one lives.
     pub fn pass_ended(
         &self,
         outcome: &UnitOutcome,
-        known: &[ObjectKey],
+        known: impl FnOnce() -> Vec<ObjectKey>,
         namespace: &str,
         uid: impl Fn(&ObjectKey) -> Option<String>,
     ) {
@@ -81,7 +81,11 @@ impl Events {
         let Some(planned) = planned else {
             return;
         };
-        for key in regarding(outcome, known) {
+        let mut about = regarding(outcome, &[]);
+        if about.is_empty() {
+            about = regarding(outcome, &known());
+        }
+        for key in about {
             let reference = ObjectReference {
                 api_version: Some(crate::object::join_api_version(&key.group, &key.version)),
                 kind: Some(key.kind.clone()),
@@ -188,7 +192,7 @@ mod tests {
             converged_idle(),
             failed("spec.region: Required value"),
         ] {
-            events.pass_ended(&o, &[], "default", |_| Some("uid-1".into()));
+            events.pass_ended(&o, Vec::new, "default", |_| Some("uid-1".into()));
         }
         events.flush(Duration::from_secs(20)).await;
         let api: kube::Api<K8sEvent> = kube::Api::namespaced(cp.client(), "aro-dev");
