@@ -15,7 +15,7 @@ mod fleet;
 mod guest;
 mod identity;
 pub mod incremental;
-pub mod k8s_events;
+mod k8s_events;
 mod live;
 mod pass;
 mod plan;
@@ -199,9 +199,9 @@ pub async fn run(config: RunConfig) -> Result<RunSummary, AgentError> {
         keys,
         guests: guest::GuestClients::default(),
         metrics,
-        events,
         _metrics_server: metrics_server,
         _health_server: health_server,
+        events,
     };
     agent.run().await
 }
@@ -219,12 +219,12 @@ struct Agent {
     guests: guest::GuestClients,
     /// The process's metrics (see [`crate::metrics`]).
     metrics: Arc<crate::metrics::Metrics>,
-    /// Kubernetes Events on the clusters' ARO objects (see [`k8s_events`]).
-    events: k8s_events::publish::Events,
     /// Serves them while the agent lives, with `--metrics-bind-address`.
     _metrics_server: Option<crate::metrics::Server>,
     /// Serves `/healthz` and `/readyz` while the agent lives, with `--health-probe-bind-address`.
     _health_server: Option<crate::serving::Server>,
+    /// Kubernetes Events on the clusters' ARO objects (see [`k8s_events`]).
+    events: k8s_events::publish::Events,
 }
 
 /// One revision, prepared.

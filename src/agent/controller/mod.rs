@@ -400,7 +400,11 @@ impl Agent {
         let uid = |key: &crate::object::ObjectKey| {
             let live = self.caches.read(cluster, key)?;
             live.iter()
-                .find(|o| o.pointer("/metadata/name").and_then(|n| n.as_str()) == Some(&key.name))
+                .find(|o| {
+                    o.pointer("/metadata/name")
+                        .and_then(serde_json::Value::as_str)
+                        == Some(&key.name)
+                })
                 .and_then(|o| o.pointer("/metadata/uid")?.as_str().map(str::to_string))
         };
         self.events
