@@ -4,6 +4,12 @@
 //! Request counts are read from the counters the agent already keeps ([`RequestCounter`], the
 //! Azure simulator's [`AzureRequestCounts`]) at scrape time, so nothing is counted twice. No
 //! counter carries a per-cluster label.
+//!
+//! The controller's own: `aro_gitops_reconcile_total{result}` and
+//! `aro_gitops_reconcile_duration_seconds` count and time every pass of a unit (see
+//! [`PassResult`] for the results), `aro_gitops_renders_total` the units rendered (a unit whose
+//! earlier render stands is not counted), `aro_gitops_queue_depth` the units waiting in the work
+//! queue (0 when idle).
 
 use crate::apply::RequestCounter;
 use crate::azuresim::https::AzureRequestCounts;
@@ -13,7 +19,8 @@ use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::registry::Registry;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::{Registry, Unit};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -81,12 +88,55 @@ impl TriggerCounters {
     }
 }
 
+/// How one pass of a unit ended, the `result` of `aro_gitops_reconcile_total`: from the phase
+/// of its outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PassResult {
+    /// Converged: nothing left to do until something changes.
+    Success,
+    /// Progressing or Blocked: the unit waits for something (a resource to become ready, an
+    /// object it depends on) and runs again when that changes.
+    Requeue,
+    /// Failed: an error, a failed object or a failed step; retried after a backoff.
+    Error,
+}
+
+impl PassResult {
+    const ALL: [PassResult; 3] = [PassResult::Success, PassResult::Requeue, PassResult::Error];
+
+    pub fn of(phase: Phase) -> PassResult {
+        match phase {
+            Phase::Converged => PassResult::Success,
+            Phase::Progressing | Phase::Blocked => PassResult::Requeue,
+            Phase::Failed => PassResult::Error,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PassResult::Success => "success",
+            PassResult::Requeue => "requeue",
+            PassResult::Error => "error",
+        }
+    }
+}
+
+/// The buckets of `aro_gitops_reconcile_duration_seconds`: from 5 ms (a pass that finds nothing
+/// to do) to a minute (a pass that waits on slow API calls).
+const PASS_BUCKETS: [f64; 13] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+];
+
 /// The process's metrics.
 #[derive(Debug)]
 pub struct Metrics {
     registry: Registry,
     units: Family<PhaseLabel, Gauge>,
     triggers: TriggerCounters,
+    passes: Family<[(&'static str, &'static str); 1], Counter>,
+    pass_seconds: Histogram,
+    renders: Counter,
+    queue_depth: Gauge,
 }
 
 impl Metrics {
@@ -113,14 +163,66 @@ impl Metrics {
         if let Some(counts) = azure {
             registry.register_collector(Box::new(AzureRequests(counts)));
         }
+        let passes = Family::<[(&'static str, &'static str); 1], Counter>::default();
+        for r in PassResult::ALL {
+            let _ = passes.get_or_create(&[("result", r.as_str())]);
+        }
+        registry.register(
+            "aro_gitops_reconcile",
+            "Passes over a unit, by how they ended (success: converged; requeue: progressing or \
+             blocked, runs again when what it waits for changes; error: failed)",
+            passes.clone(),
+        );
+        let pass_seconds = Histogram::new(PASS_BUCKETS);
+        registry.register_with_unit(
+            "aro_gitops_reconcile_duration",
+            "How long each pass over a unit took",
+            Unit::Seconds,
+            pass_seconds.clone(),
+        );
+        let renders = Counter::default();
+        registry.register(
+            "aro_gitops_renders",
+            "Units rendered (a unit whose inputs did not change keeps its earlier render and is not counted)",
+            renders.clone(),
+        );
+        let queue_depth = Gauge::default();
+        registry.register(
+            "aro_gitops_queue_depth",
+            "Units waiting in the work queue (ready or waiting for their time; not those running)",
+            queue_depth.clone(),
+        );
         let triggers = TriggerCounters::register(&mut registry);
         let metrics = Metrics {
             registry,
             units,
             triggers,
+            passes,
+            pass_seconds,
+            renders,
+            queue_depth,
         };
         metrics.set_units([]);
         metrics
+    }
+
+    /// Counts one pass over a unit that ended in `phase` after `elapsed`.
+    pub fn pass_ended(&self, phase: Phase, elapsed: std::time::Duration) {
+        let result = PassResult::of(phase);
+        self.passes
+            .get_or_create(&[("result", result.as_str())])
+            .inc();
+        self.pass_seconds.observe(elapsed.as_secs_f64());
+    }
+
+    /// Counts `n` units rendered.
+    pub fn rendered(&self, n: usize) {
+        self.renders.inc_by(n as u64);
+    }
+
+    /// Sets `aro_gitops_queue_depth`.
+    pub fn set_queue_depth(&self, n: usize) {
+        self.queue_depth.set(n as i64);
     }
 
     /// Sets `aro_gitops_units{phase}` from the phases of a pass's units.
@@ -284,6 +386,54 @@ mod tests {
         ] {
             assert!(lines(&text).contains(&want), "missing {want:?} in:\n{text}");
         }
+    }
+
+    #[test]
+    fn passes_renders_and_queue_depth() {
+        let metrics = Metrics::new(RequestCounter::default(), None);
+        let text = metrics.encode();
+        for want in [
+            "# TYPE aro_gitops_reconcile counter",
+            r#"aro_gitops_reconcile_total{result="success"} 0"#,
+            r#"aro_gitops_reconcile_total{result="requeue"} 0"#,
+            r#"aro_gitops_reconcile_total{result="error"} 0"#,
+            "# TYPE aro_gitops_reconcile_duration_seconds histogram",
+            "# UNIT aro_gitops_reconcile_duration_seconds seconds",
+            "aro_gitops_reconcile_duration_seconds_count 0",
+            "# TYPE aro_gitops_renders counter",
+            "aro_gitops_renders_total 0",
+            "# TYPE aro_gitops_queue_depth gauge",
+            "aro_gitops_queue_depth 0",
+        ] {
+            assert!(lines(&text).contains(&want), "missing {want:?} in:\n{text}");
+        }
+        let ms = std::time::Duration::from_millis;
+        metrics.pass_ended(Phase::Converged, ms(3));
+        metrics.pass_ended(Phase::Blocked, ms(200));
+        metrics.pass_ended(Phase::Progressing, ms(2_000));
+        metrics.pass_ended(Phase::Failed, ms(90_000));
+        metrics.rendered(3);
+        metrics.rendered(0);
+        metrics.rendered(1);
+        metrics.set_queue_depth(5);
+        let text = metrics.encode();
+        for want in [
+            r#"aro_gitops_reconcile_total{result="success"} 1"#,
+            r#"aro_gitops_reconcile_total{result="requeue"} 2"#,
+            r#"aro_gitops_reconcile_total{result="error"} 1"#,
+            "aro_gitops_reconcile_duration_seconds_count 4",
+            r#"aro_gitops_reconcile_duration_seconds_bucket{le="0.005"} 1"#,
+            r#"aro_gitops_reconcile_duration_seconds_bucket{le="0.25"} 2"#,
+            r#"aro_gitops_reconcile_duration_seconds_bucket{le="2.5"} 3"#,
+            r#"aro_gitops_reconcile_duration_seconds_bucket{le="60.0"} 3"#,
+            r#"aro_gitops_reconcile_duration_seconds_bucket{le="+Inf"} 4"#,
+            "aro_gitops_renders_total 4",
+            "aro_gitops_queue_depth 5",
+        ] {
+            assert!(lines(&text).contains(&want), "missing {want:?} in:\n{text}");
+        }
+        metrics.set_queue_depth(0);
+        assert!(lines(&metrics.encode()).contains(&"aro_gitops_queue_depth 0"));
     }
 
     #[test]

@@ -103,3 +103,15 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogWriter {
         LogEvent(Vec::new())
     }
 }
+
+/// `s` cut to at most `max` bytes on a character boundary, with `…` when cut.
+pub fn clip(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    if s.len() <= max {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut end = max.saturating_sub('…'.len_utf8());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    std::borrow::Cow::Owned(format!("{}…", &s[..end]))
+}

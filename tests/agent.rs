@@ -15,7 +15,9 @@
 //! AzureClusterIdentity check and the clusters' ASO credential Secrets; `keyvault` the
 //! agent-managed etcd key; `shared_identities` the identity benchmark's request counts at small
 //! scale (shared identities, keys, a rotation). `resync` has a long-running run's drift cycles,
-//! `metrics` its `/metrics` endpoint, `webhook` its push triggers (webhooks, a watched local repo).
+//! `metrics` its `/metrics` endpoint, `webhook` its push triggers (webhooks, a watched local repo),
+//! `k8s_events` its Kubernetes Events (events.k8s.io) and the controller's metrics (passes,
+//! renders, queue).
 
 #[path = "agent/apiservices_gate.rs"]
 mod apiservices_gate;
@@ -40,6 +42,8 @@ mod git_source;
 mod health;
 #[path = "agent/identity.rs"]
 mod identity;
+#[path = "agent/k8s_events.rs"]
+mod k8s_events;
 #[path = "agent/keyvault.rs"]
 mod keyvault;
 #[path = "agent/kubeconfig.rs"]

@@ -15,6 +15,7 @@ mod fleet;
 mod guest;
 mod identity;
 pub mod incremental;
+mod k8s_events;
 mod live;
 mod pass;
 mod plan;
@@ -191,6 +192,7 @@ pub async fn run(config: RunConfig) -> Result<RunSummary, AgentError> {
         None => None,
     };
     let caches = Arc::new(controller::cache::Caches::default());
+    let events = k8s_events::publish::Events::start(env.cluster.client().clone());
     let health_server = match config.health_probe_bind_address {
         Some(addr) => {
             let watched = caches.clone();
@@ -219,6 +221,7 @@ pub async fn run(config: RunConfig) -> Result<RunSummary, AgentError> {
         _health_server: health_server,
         fetches,
         _triggers: triggers,
+        events,
     };
     agent.run().await
 }
@@ -246,6 +249,8 @@ struct Agent {
     fetches: crate::trigger::FetchSignal,
     /// The webhook server and the local watcher raising it, while the agent lives.
     _triggers: triggers::Triggers,
+    /// Kubernetes Events on the clusters' ARO objects (see [`k8s_events`]).
+    events: k8s_events::publish::Events,
 }
 
 /// One revision, prepared.
@@ -353,6 +358,7 @@ impl Agent {
         .await
         .map_err(|e| AgentError::Task(e.to_string()))??;
         let rendered = prepared.rendered.iter().map(|(u, _)| u.name()).collect();
+        self.metrics.rendered(prepared.rendered.len());
         let rev = Revision {
             commit: revision.commit,
             stale,
@@ -384,6 +390,7 @@ impl Agent {
             }
         };
         if self.config.once {
+            self.events.flush(Duration::from_secs(10)).await;
             let mut summary = self.summary(outcomes, commit);
             summary.report_error = report_error;
             return Ok(summary);

@@ -210,7 +210,8 @@ mod tests {
             vec![
                 "apiextensions.k8s.io",
                 "apiregistration.k8s.io",
-                "coordination.k8s.io"
+                "coordination.k8s.io",
+                "events.k8s.io"
             ]
         );
         assert!(resource_list(&reg, "example.com", "v1").is_none());

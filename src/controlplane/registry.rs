@@ -130,6 +130,16 @@ const BUILTINS: &[Builtin] = &[
         namespaced: true,
         status: false,
     },
+    // Stored apart from the core v1 Events (upstream serves one object under both).
+    Builtin {
+        group: "events.k8s.io",
+        version: "v1",
+        kind: "Event",
+        plural: "events",
+        short: &["ev"],
+        namespaced: true,
+        status: false,
+    },
     Builtin {
         group: "coordination.k8s.io",
         version: "v1",
@@ -424,6 +434,10 @@ mod tests {
         );
         assert!(reg.by_resource("example.com", "v2", "widgets").is_none());
         assert!(reg.by_resource("", "v1", "secrets").is_some());
+        let events = reg.by_resource("events.k8s.io", "v1", "events").unwrap();
+        assert!(events.namespaced && !events.custom);
+        assert_eq!(events.kind, "Event");
+        assert_eq!(reg.by_kind("", "Event").unwrap().group, "");
     }
 
     #[test]

@@ -228,6 +228,7 @@ pub fn namespaced(group: &str, kind: &str) -> Option<bool> {
         ("autoscaling", "HorizontalPodAutoscaler"),
         ("coordination.k8s.io", "Lease"),
         ("discovery.k8s.io", "EndpointSlice"),
+        ("events.k8s.io", "Event"),
     ];
     const NAMESPACED_GROUPS: &[&str] = &[
         "cluster.x-k8s.io",

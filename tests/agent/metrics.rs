@@ -10,7 +10,7 @@ use super::*;
 const DEADLINE: Duration = Duration::from_secs(180);
 
 /// The value of the sample `series` (name and labels, as exposed), if present.
-fn sample(body: &str, series: &str) -> Option<f64> {
+pub(super) fn sample(body: &str, series: &str) -> Option<f64> {
     body.lines()
         .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
 }

@@ -23,9 +23,14 @@ impl Running {
         Running::start_with(f, &["--drift-interval", "1s"])
     }
 
-    /// `aro-gitops run` on `f`, following it (a fetch an hour unless `extra` says), with `extra`
-    /// arguments.
+    /// `aro-gitops run` on `f`, following it (a fetch an hour unless `extra` sets `--interval`),
+    /// with `extra` arguments.
     pub(super) fn start_with(f: &Fixture, extra: &[&str]) -> Running {
+        let interval: &[&str] = if extra.contains(&"--interval") {
+            &[]
+        } else {
+            &["--interval", "1h"]
+        };
         let mut child = Command::new(env!("CARGO_BIN_EXE_aro-gitops"))
             .arg("run")
             .arg("--repo")
@@ -33,11 +38,7 @@ impl Running {
             .arg("--state")
             .arg(&f.state)
             .args(["--sim-delay", "0s", "--timeout", "120s"])
-            .args(if extra.contains(&"--interval") {
-                &[][..]
-            } else {
-                &["--interval", "1h"]
-            })
+            .args(interval)
             .args(extra)
             .env("ARO_GITOPS_LOG", "warn")
             .env("NO_COLOR", "1")

@@ -260,6 +260,8 @@ impl Agent {
         for (i, o) in outcomes.iter().enumerate() {
             if held(i) {
                 progress.update(i, o);
+                let inv = inventories.get(&rev.units[i].0.name());
+                self.record_events(o, inv);
             }
         }
         let mut queue: WorkQueue<Job> =
@@ -324,6 +326,7 @@ impl Agent {
                     self.run_job(rev, &fleet, job, inv)
                 });
             }
+            self.metrics.set_queue_depth(queue.len());
             let busy = !workers.is_empty() || queue.has_ready(now);
             if !busy
                 && (past_deadline || (pending == 0 && !removed_outcomes.values().any(deleting)))
@@ -358,8 +361,10 @@ impl Agent {
                                 done[*i] = now_done;
                             }
                             progress.update(*i, &outcomes[*i]);
+                            self.record_events(&outcomes[*i], Some(&inv));
                         }
                         Job::Removed(u) => {
+                            self.events.forget(u);
                             let mut next = outcome;
                             if let Some(previous) = removed_outcomes.get(u) {
                                 carry_actions(previous, &mut next);
@@ -404,6 +409,7 @@ impl Agent {
         }
         drop(workers);
         self.passes = passes;
+        self.metrics.set_queue_depth(0);
         progress.finish();
         self.progress = Some(progress);
         outcomes.extend(removed_outcomes.into_values());
@@ -474,9 +480,36 @@ impl Agent {
             }
             Job::Removed(_) => pass::remove(&ctx, &mut inv).await,
         };
-        tracing::debug!(unit = %outcome.unit, phase = ?report::phase(&outcome),
+        let phase = report::phase(&outcome);
+        self.metrics.pass_ended(phase, started.elapsed());
+        tracing::debug!(unit = %outcome.unit, ?phase,
             elapsed_ms = started.elapsed().as_millis() as u64, "pass done");
         (job, outcome, inv)
+    }
+
+    /// Kubernetes Events on the unit's ARO objects, when its phase (or its failure) changed;
+    /// `inv`: the unit's inventory (its objects, when the pass did not render them).
+    fn record_events(&self, outcome: &UnitOutcome, inv: Option<&Inventory>) {
+        let cluster = &self.env.cluster;
+        let known = || {
+            inv.into_iter()
+                .flat_map(|inv| inv.entries.values())
+                .filter(|e| crate::reconcile::aro::is_aro_kind(&e.id.group, &e.id.kind))
+                .map(inventory::Entry::key)
+                .collect()
+        };
+        let uid = |key: &crate::object::ObjectKey| {
+            let live = self.caches.read(cluster, key)?;
+            live.iter()
+                .find(|o| {
+                    o.pointer("/metadata/name")
+                        .and_then(serde_json::Value::as_str)
+                        == Some(&key.name)
+                })
+                .and_then(|o| o.pointer("/metadata/uid")?.as_str().map(str::to_string))
+        };
+        self.events
+            .pass_ended(outcome, known, cluster.client().default_namespace(), uid);
     }
 
     /// A unit's outcome before its first pass (its errors, when it could not be prepared).

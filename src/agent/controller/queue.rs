@@ -157,6 +157,12 @@ impl<K: Clone + Eq + Hash> WorkQueue<K> {
         }
     }
 
+    /// How many keys are queued: ready, or waiting for their time (a debounce, a backoff). Keys
+    /// running are not counted (one queued again while it runs counts once it is done).
+    pub fn len(&self) -> usize {
+        self.queued.len()
+    }
+
     /// Whether `key`'s work is running.
     pub fn is_active(&self, key: &K) -> bool {
         self.active.contains(key)
@@ -205,6 +211,30 @@ mod tests {
         assert_eq!(q.pop(now), Some("a"));
         assert_eq!(q.pop(now), Some("b"));
         assert_eq!(q.pop(now), None);
+    }
+
+    #[test]
+    fn len_counts_queued_keys_ready_or_waiting_not_running() {
+        let mut q = queue();
+        let now = Instant::now();
+        assert_eq!(q.len(), 0);
+        q.add("a");
+        q.add("a");
+        q.add_at("b", now + Duration::from_secs(5));
+        assert_eq!(q.len(), 2, "a once, b waiting for its time");
+        assert_eq!(q.pop(now), Some("a"));
+        assert_eq!(q.len(), 1, "a runs: not counted");
+        q.add("a");
+        assert_eq!(
+            q.len(),
+            1,
+            "queued again while it runs: counted once it is done"
+        );
+        q.done(&"a", false, now);
+        assert_eq!(q.len(), 2);
+        assert_eq!(q.pop(now + Duration::from_secs(5)), Some("a"));
+        assert_eq!(q.pop(now + Duration::from_secs(5)), Some("b"));
+        assert_eq!(q.len(), 0);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The shapes of the built-in kinds the control plane serves, as Kubernetes declares them
 //! (`+listType`, `+listMapKey`, `+mapType` markers of the upstream Go types): standard
-//! `ObjectMeta`, Namespace, Secret, ConfigMap, Service, Endpoints, Event, Lease,
-//! CustomResourceDefinition and APIService, plus the empty objects creations are compared to.
+//! `ObjectMeta`, Namespace, Secret, ConfigMap, Service, Endpoints, Event (core and
+//! events.k8s.io), Lease, CustomResourceDefinition and APIService, plus the empty objects
+//! creations are compared to.
 
 use super::schema::{ListType, Schema, top_level};
 use serde_json::Value;
@@ -62,6 +63,34 @@ impl Schema {
                 ("related", object_reference()),
                 ("reportingComponent", Schema::Scalar),
                 ("reportingInstance", Schema::Scalar),
+            ]),
+            ("events.k8s.io", "Event") => object(vec![
+                ("eventTime", Schema::Scalar),
+                (
+                    "series",
+                    strukt(vec![
+                        ("count", Schema::Scalar),
+                        ("lastObservedTime", Schema::Scalar),
+                    ]),
+                ),
+                ("reportingController", Schema::Scalar),
+                ("reportingInstance", Schema::Scalar),
+                ("action", Schema::Scalar),
+                ("reason", Schema::Scalar),
+                ("regarding", object_reference()),
+                ("related", object_reference()),
+                ("note", Schema::Scalar),
+                ("type", Schema::Scalar),
+                (
+                    "deprecatedSource",
+                    strukt(vec![
+                        ("component", Schema::Scalar),
+                        ("host", Schema::Scalar),
+                    ]),
+                ),
+                ("deprecatedFirstTimestamp", Schema::Scalar),
+                ("deprecatedLastTimestamp", Schema::Scalar),
+                ("deprecatedCount", Schema::Scalar),
             ]),
             ("coordination.k8s.io", "Lease") => object(vec![(
                 "spec",
@@ -352,6 +381,7 @@ pub(crate) fn zero_object(group: &str, kind: &str) -> Value {
         ("", "Namespace") => &[("spec", &[]), ("status", &[])],
         ("", "Service") => &[("spec", &[]), ("status", &["loadBalancer"])],
         ("", "Event") => &[("involvedObject", &[]), ("source", &[])],
+        ("events.k8s.io", "Event") => &[("regarding", &[]), ("deprecatedSource", &[])],
         ("coordination.k8s.io", "Lease") => &[("spec", &[])],
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
             &[("spec", &["names"]), ("status", &["acceptedNames"])]

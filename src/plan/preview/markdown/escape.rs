@@ -2,8 +2,6 @@
 //! escaped text, code spans and fences that no backtick inside can close, and cutting text to a
 //! length on a character boundary. Control characters are shown as `\u{..}` escapes.
 
-use std::borrow::Cow;
-
 /// Free text as Markdown: HTML and Markdown syntax escaped, line breaks kept as `<br>`.
 pub(super) fn text(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 8);
@@ -76,14 +74,4 @@ pub(super) fn longest_run(s: &str, c: char) -> usize {
     best
 }
 
-/// `s` cut to at most `max` bytes on a character boundary, with `…` when cut.
-pub(super) fn clip(s: &str, max: usize) -> Cow<'_, str> {
-    if s.len() <= max {
-        return Cow::Borrowed(s);
-    }
-    let mut end = max.saturating_sub('…'.len_utf8());
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    Cow::Owned(format!("{}…", &s[..end]))
-}
+pub(super) use crate::output::clip;
