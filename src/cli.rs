@@ -117,6 +117,13 @@ pub struct RunArgs {
     /// e.g. `127.0.0.1:8081` (port 0: any free port; the line `health: serving on ...` says which).
     #[arg(long)]
     pub health_probe_bind_address: Option<std::net::SocketAddr>,
+    /// Reconcile only the units of this shard (0 to --shard-count - 1): a unit belongs to the
+    /// shard its path hashes to (FNV-1a 64, stable across versions and platforms).
+    #[arg(long, default_value_t = 0)]
+    pub shard_index: u32,
+    /// How many agents share the fleet, each run with its own --shard-index.
+    #[arg(long, default_value_t = 1)]
+    pub shard_count: u32,
 }
 
 /// When objects that left git may be deleted.

@@ -88,6 +88,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         concurrency: usize::from(args.concurrency),
         metrics_bind_address: args.metrics_bind_address,
         health_probe_bind_address: args.health_probe_bind_address,
+        shard: agent::Shard::new(args.shard_index, args.shard_count)?,
     };
     let summary = agent::run(config).await?;
     println("");

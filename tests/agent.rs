@@ -149,6 +149,7 @@ impl Fixture {
             concurrency: 4,
             metrics_bind_address: None,
             health_probe_bind_address: None,
+            shard: agent::Shard::default(),
         }
     }
 
