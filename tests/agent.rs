@@ -15,7 +15,8 @@
 //! AzureClusterIdentity check and the clusters' ASO credential Secrets; `keyvault` the
 //! agent-managed etcd key; `shared_identities` the identity benchmark's request counts at small
 //! scale (shared identities, keys, a rotation). `resync` has a long-running run's drift cycles,
-//! `metrics` its `/metrics` endpoint.
+//! `metrics` its `/metrics` endpoint. `sharding` runs two and three shards (`--shard-index`,
+//! `--shard-count`) against one served control plane.
 
 #[path = "agent/apiservices_gate.rs"]
 mod apiservices_gate;
@@ -56,6 +57,8 @@ mod pruning;
 mod rerun;
 #[path = "agent/resync.rs"]
 mod resync;
+#[path = "agent/sharding.rs"]
+mod sharding;
 #[path = "agent/shared_identities.rs"]
 mod shared_identities;
 

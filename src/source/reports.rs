@@ -506,6 +506,51 @@ mod tests {
         assert_eq!(names(STATUS).lines().count(), 4);
     }
 
+    /// Three shards publish round after round at the same time into one local bare remote (no
+    /// hook between them): every push either wins or loses a race, none overwrites another's
+    /// commit, so each shard's last reports are on the branch.
+    #[test]
+    fn shards_publishing_at_once_into_a_local_bare_remote_never_overwrite_each_other() {
+        let tmp = tempfile::tempdir().unwrap();
+        let up = Upstream::new(tmp.path());
+        up.commit(&[("app.yaml", "a: 1\n")], "app");
+        const ROUNDS: usize = 6;
+        std::thread::scope(|scope| {
+            for shard in 0..3 {
+                let (url, state) = (up.url(), tmp.path().join(format!("state-{shard}")));
+                scope.spawn(move || {
+                    let source = open(&url, &state);
+                    for round in 0..ROUNDS {
+                        let content = format!("{round}\n");
+                        let mine = files(&[
+                            (&format!("shard-{shard}/a.yaml"), content.as_str()),
+                            (&format!("shard-{shard}/b.yaml"), content.as_str()),
+                        ]);
+                        source
+                            .publish(&ReportTarget::default(), &mine, "r", &Identity::default())
+                            .unwrap();
+                    }
+                });
+            }
+        });
+        let last = format!("{}\n", ROUNDS - 1);
+        for shard in 0..3 {
+            for file in ["a", "b"] {
+                let path = format!("shard-{shard}/{file}.yaml");
+                assert_eq!(
+                    read_at(&up.bare, STATUS, &path).as_deref(),
+                    Some(last.as_str()),
+                    "{path}"
+                );
+            }
+        }
+        assert_eq!(
+            git(&up.bare, &["rev-list", "--count", STATUS]),
+            (3 * ROUNDS).to_string(),
+            "one commit per publish, none lost"
+        );
+    }
+
     #[test]
     fn retries_back_off_exponentially_with_jitter_and_a_cap() {
         use std::time::Duration;
