@@ -12,13 +12,13 @@ use std::process::{Child, Command, Stdio};
 /// How long one round of shards may take to settle (a debug build on a shared machine).
 const ROUND_DEADLINE: Duration = Duration::from_secs(240);
 
-/// The units of a six-cluster `aro-gitops-fleetgen` fleet owned by each of two shards.
+/// The units of a four-cluster `aro-gitops-fleetgen` fleet owned by each of two shards.
 const OF_TWO: [&[&str]; 2] = [
-    &["clusters/c00002", "clusters/c00004", "clusters/c00006"],
-    &["clusters/c00001", "clusters/c00003", "clusters/c00005"],
+    &["clusters/c00002", "clusters/c00004"],
+    &["clusters/c00001", "clusters/c00003"],
 ];
 
-/// The same fleet's units owned by each of three shards.
+/// The units of a six-cluster fleet owned by each of three shards.
 const OF_THREE: [&[&str]; 3] = [
     &["clusters/c00002", "clusters/c00004"],
     &["clusters/c00003", "clusters/c00005"],
@@ -316,8 +316,8 @@ fn assert_reports(fleet: &ShardedFleet, owners: &[BTreeSet<String>], runs: &[Sha
 
 #[test]
 fn two_shards_split_the_fleet_report_everything_and_prune_only_their_own() {
-    let server = Server::start_with_args(&["--simulate-azure", "--sim-delay", "100ms"]);
-    let fleet = ShardedFleet::new(6);
+    let server = Server::start_with_args(&["--simulate-azure", "--sim-delay", "50ms"]);
+    let fleet = ShardedFleet::new(4);
     for (unit, _) in APPS {
         fleet.add_app(unit);
     }
@@ -328,7 +328,7 @@ fn two_shards_split_the_fleet_report_everything_and_prune_only_their_own() {
     }
 
     let runs = fleet.round(&server, 1, 2, &[]);
-    assert_shards_converged(&runs, &owners, 8);
+    assert_shards_converged(&runs, &owners, 6);
     assert_reports(&fleet, &owners, &runs);
     let k = server.kubectl();
     let live = k
@@ -349,7 +349,7 @@ fn two_shards_split_the_fleet_report_everything_and_prune_only_their_own() {
     let runs = fleet.round(&server, 2, 2, &["--allow-deletion"]);
     for run in &runs {
         assert_eq!(run.code, 0, "{}", run.all());
-        run.assert_line(3, 6);
+        run.assert_line(2, 4);
         let (gone, _) = APPS
             .iter()
             .find(|(_, s)| *s == run.index)
@@ -405,7 +405,7 @@ fn poll_until_gone(k: &common::kubectl::Kubectl, ns: &str) {
 
 #[test]
 fn three_shards_split_the_fleet_and_report_everything() {
-    let server = Server::start_with_args(&["--simulate-azure", "--sim-delay", "100ms"]);
+    let server = Server::start_with_args(&["--simulate-azure", "--sim-delay", "50ms"]);
     let fleet = ShardedFleet::new(6);
     let owners: Vec<BTreeSet<String>> = OF_THREE.iter().map(|u| set(u)).collect();
     let runs = fleet.round(&server, 1, 3, &[]);
