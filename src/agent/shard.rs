@@ -11,6 +11,7 @@
 //! units are fleet-wide.
 
 use super::prepare::PreparedUnit;
+use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
 
@@ -103,6 +104,24 @@ pub fn units_of(shard: Shard, all: &Arc<Vec<PreparedUnit>>) -> Arc<Vec<PreparedU
     )
 }
 
+/// The units that left git whose inventories `shard` prunes: inventoried, not a unit of the
+/// revision (`present`: every shard's units), and hashing to `shard`. None when the revision has
+/// no unit at all: an empty render of the whole repository is never pruned on.
+pub fn gone_units<'a>(
+    shard: Shard,
+    present: &BTreeSet<String>,
+    inventoried: impl IntoIterator<Item = &'a String>,
+) -> Vec<String> {
+    if present.is_empty() {
+        return vec![];
+    }
+    inventoried
+        .into_iter()
+        .filter(|u| !present.contains(*u) && shard.owns(u))
+        .cloned()
+        .collect()
+}
+
 /// The name of the coordination Lease of `shard` for leader election `id`: `id` itself for a
 /// whole fleet, `<id>-shard-<i>` when there are several shards (each elects its own leader).
 pub fn lease_name(id: &str, shard: Shard) -> String {
@@ -179,6 +198,39 @@ mod tests {
         for n in ["clusters/dev", "clusters/prod", "", "x"] {
             assert!(all.owns(n));
         }
+    }
+
+    #[test]
+    fn a_unit_that_left_git_is_pruned_by_the_shard_its_name_hashes_to_only() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // clusters/dev and clusters/prod are shard 0's; of the gone ones, 1 and 3 hash to 0.
+        let present: BTreeSet<String> = names(&["clusters/dev", "clusters/prod"])
+            .into_iter()
+            .collect();
+        let inventoried = names(&[
+            "clusters/dev",
+            "clusters/gone-1",
+            "clusters/gone-2",
+            "clusters/gone-3",
+            "clusters/gone-4",
+            "clusters/prod",
+        ]);
+        let (zero, one) = (Shard::new(0, 2).unwrap(), Shard::new(1, 2).unwrap());
+        assert_eq!(
+            gone_units(zero, &present, &inventoried),
+            names(&["clusters/gone-1", "clusters/gone-3"])
+        );
+        assert_eq!(
+            gone_units(one, &present, &inventoried),
+            names(&["clusters/gone-2", "clusters/gone-4"]),
+            "shard 1 owns no unit in git, and still never prunes shard 0's"
+        );
+        assert_eq!(
+            gone_units(Shard::default(), &present, &inventoried).len(),
+            4,
+            "one shard prunes every unit that left git"
+        );
+        assert!(gone_units(zero, &BTreeSet::new(), &inventoried).is_empty());
     }
 
     #[test]

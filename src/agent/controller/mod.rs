@@ -131,17 +131,9 @@ impl Agent {
         let shard = self.config.shard;
         let mut refused = super::fleet::refused(&broken);
         refused.retain(|u, _| shard.owns(u));
-        let removed: Vec<String> = if rev.fleet_units.is_empty() {
-            // No unit at all is an empty render of the whole repository: never prune on it.
-            vec![]
-        } else {
-            let present: BTreeSet<String> = rev.fleet_units.iter().map(|(u, _)| u.name()).collect();
-            inventories
-                .keys()
-                .filter(|u| !present.contains(*u) && shard.owns(u))
-                .cloned()
-                .collect()
-        };
+        // (No unit at all is an empty render of the whole repository: never pruned on.)
+        let present: BTreeSet<String> = rev.fleet_units.iter().map(|(u, _)| u.name()).collect();
+        let removed = super::shard::gone_units(shard, &present, inventories.keys());
         self.caches
             .ensure(&self.env.cluster, &kinds_of(rev, &inventories))
             .await;
