@@ -36,19 +36,26 @@ struct ShardedFleet {
 }
 
 impl ShardedFleet {
+    /// A fleet of `clusters` generated clusters, or with none (and one file), an empty one to
+    /// add units to.
     fn new(clusters: usize) -> ShardedFleet {
         let dir = tempfile::tempdir().expect("tempdir");
         let repo = dir.path().join("repo");
-        let out = Command::new(env!("CARGO_BIN_EXE_aro-gitops-fleetgen"))
-            .args(["--clusters", &clusters.to_string(), "--out"])
-            .arg(&repo)
-            .output()
-            .expect("fleetgen runs");
-        assert!(
-            out.status.success(),
-            "fleetgen: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        if clusters == 0 {
+            std::fs::create_dir_all(&repo).expect("repo folder");
+            std::fs::write(repo.join("README.md"), "a fleet\n").expect("a file");
+        } else {
+            let out = Command::new(env!("CARGO_BIN_EXE_aro-gitops-fleetgen"))
+                .args(["--clusters", &clusters.to_string(), "--out"])
+                .arg(&repo)
+                .output()
+                .expect("fleetgen runs");
+            assert!(
+                out.status.success(),
+                "fleetgen: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
         git::init_and_commit(&repo, "the fleet");
         let remote = dir.path().join("remote.git");
         git::git(dir.path(), &["init", "-q", "--bare", "remote.git"]);
@@ -424,6 +431,53 @@ fn three_shards_split_the_fleet_and_report_everything() {
             .all(|o| o.pointer("/metadata/deletionTimestamp").is_none()),
         "{clusters}"
     );
+}
+
+/// The ownership check stays fleet-wide: two units of different shards declaring one object
+/// fail on both shards, and nothing of either is applied.
+#[test]
+fn a_conflict_between_units_of_two_shards_fails_both() {
+    let server = Server::start();
+    let fleet = ShardedFleet::new(0);
+    for (unit, _) in APPS {
+        let dir = fleet.repo.join(unit);
+        std::fs::create_dir_all(&dir).expect("unit folder");
+        std::fs::write(
+            dir.join("kustomization.yaml"),
+            "namespace: shared\nresources:\n  - settings.yaml\n",
+        )
+        .expect("kustomization");
+        std::fs::write(
+            dir.join("settings.yaml"),
+            format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  by: {unit}\n"),
+        )
+        .expect("objects");
+    }
+    fleet.push("two units, one object");
+    let runs = fleet.round(&server, 1, 2, &[]);
+    for run in &runs {
+        assert_ne!(run.code, 0, "the shard's unit failed:\n{}", run.all());
+        run.assert_line(1, 2);
+        let (mine, _) = APPS.iter().find(|(_, s)| *s == run.index).expect("an app");
+        let summary = run.summary();
+        assert_eq!(
+            summary.into_iter().collect::<Vec<_>>(),
+            vec![(mine.to_string(), "Failed".to_string())],
+            "{}",
+            run.all()
+        );
+        assert!(run.passed().is_empty(), "no pass ran:\n{}", run.all());
+    }
+    for (unit, yaml) in fleet.reports() {
+        assert!(yaml.contains("\nphase: Failed\n"), "{unit}:\n{yaml}");
+        assert!(
+            yaml.contains("ConfigMap"),
+            "{unit} names the object:\n{yaml}"
+        );
+    }
+    let k = server.kubectl();
+    let json = k.get_json(&["configmaps", "-n", "shared"]).expect("listed");
+    assert_eq!(json["items"].as_array().map(Vec::len), Some(0), "{json}");
 }
 
 #[test]
