@@ -127,6 +127,13 @@ pub struct RunArgs {
     /// variable ARO_GITOPS_WEBHOOK_SECRET. Without a secret every webhook is refused.
     #[arg(long, requires = "webhook_bind_address")]
     pub webhook_secret_file: Option<PathBuf>,
+    /// Reconcile only the units of this shard (0 to --shard-count - 1): a unit belongs to the
+    /// shard its path hashes to (FNV-1a 64, stable across versions and platforms).
+    #[arg(long, default_value_t = 0)]
+    pub shard_index: u32,
+    /// How many agents share the fleet, each run with its own --shard-index.
+    #[arg(long, default_value_t = 1)]
+    pub shard_count: u32,
 }
 
 /// When objects that left git may be deleted.

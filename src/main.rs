@@ -95,6 +95,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             }
             None => None,
         },
+        shard: agent::Shard::new(args.shard_index, args.shard_count)?,
     };
     let summary = agent::run(config).await?;
     println("");

@@ -18,6 +18,8 @@
 //! `metrics` its `/metrics` endpoint, `webhook` its push triggers (webhooks, a watched local repo),
 //! `k8s_events` its Kubernetes Events (events.k8s.io) and the controller's metrics (passes,
 //! renders, queue).
+//! `sharding` runs two and three shards (`--shard-index`, `--shard-count`) against one served
+//! control plane.
 
 #[path = "agent/apiservices_gate.rs"]
 mod apiservices_gate;
@@ -60,6 +62,8 @@ mod pruning;
 mod rerun;
 #[path = "agent/resync.rs"]
 mod resync;
+#[path = "agent/sharding.rs"]
+mod sharding;
 #[path = "agent/shared_identities.rs"]
 mod shared_identities;
 #[path = "agent/webhook.rs"]
@@ -157,6 +161,7 @@ impl Fixture {
             health_probe_bind_address: None,
             webhook_bind_address: None,
             webhook_secret: None,
+            shard: agent::Shard::default(),
         }
     }
 

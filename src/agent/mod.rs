@@ -23,6 +23,7 @@ mod preflight;
 pub mod prepare;
 mod progress;
 pub mod prune;
+pub mod shard;
 mod status;
 mod triggers;
 
@@ -32,6 +33,7 @@ pub use env::{Environment, mark_simulated, simulate_azure, simulate_azure_endpoi
 pub use failpoint::FAILPOINT_ENV;
 pub use plan::{PlanRequest, PlanRun, RenderedNames, RenderedUnits, plan};
 pub use prune::Safety;
+pub use shard::{Shard, ShardError};
 
 use crate::report::{self, UnitOutcome};
 use crate::source::{GitRef, Identity, ReportTarget, Source, SourceConfig, SyncOutcome};
@@ -79,6 +81,8 @@ pub struct RunConfig {
     pub webhook_bind_address: Option<std::net::SocketAddr>,
     /// The secret webhooks are checked against; without it every webhook is refused.
     pub webhook_secret: Option<crate::trigger::webhook::Secret>,
+    /// The part of the fleet this agent reconciles (`--shard-index`, `--shard-count`).
+    pub shard: Shard,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -257,8 +261,12 @@ struct Agent {
 struct Revision {
     commit: String,
     stale: Option<String>,
-    /// The units as prepared, those in a conflict with another unit failed ([`fleet::check`]).
+    /// The units this agent reconciles (its shard's; see [`shard`]), as prepared, those in a
+    /// conflict with another unit failed ([`fleet::check`]).
     units: Arc<Vec<prepare::PreparedUnit>>,
+    /// Every unit of the revision, whichever shard it belongs to (the same as `units` without
+    /// sharding): what is fleet-wide reads them (units gone from git, identities, live conflicts).
+    fleet_units: Arc<Vec<prepare::PreparedUnit>>,
     /// The input closure of each unit's render (see [`incremental`]).
     inputs: Arc<BTreeMap<Unit, crate::render::Inputs>>,
     /// The units the fleet check failed: their own preparation is not kept for the next revision
@@ -324,6 +332,7 @@ impl Agent {
                 commit: revision.commit,
                 stale,
                 units: p.units.clone(),
+                fleet_units: p.fleet_units.clone(),
                 inputs: p.inputs.clone(),
                 conflicted: p.conflicted.clone(),
                 fleet: p.fleet.clone(),
@@ -340,7 +349,7 @@ impl Agent {
                 inputs.retain(|u, _| !p.conflicted.contains(&u.name()));
                 Arc::new(inputs)
             };
-            (p.units.clone(), inputs)
+            (p.fleet_units.clone(), inputs)
         });
         let paths = changed.clone();
         let (prepared, fleet, conflicted) = tokio::task::spawn_blocking(move || {
@@ -359,11 +368,13 @@ impl Agent {
         .map_err(|e| AgentError::Task(e.to_string()))??;
         let rendered = prepared.rendered.iter().map(|(u, _)| u.name()).collect();
         self.metrics.rendered(prepared.rendered.len());
+        let fleet_units = Arc::new(prepared.units);
         let rev = Revision {
             commit: revision.commit,
             stale,
             rendered: Arc::new(rendered),
-            units: Arc::new(prepared.units),
+            units: shard::units_of(self.config.shard, &fleet_units),
+            fleet_units,
             inputs: Arc::new(prepared.inputs),
             conflicted: Arc::new(conflicted),
             fleet: Arc::new(fleet),
@@ -374,6 +385,7 @@ impl Agent {
     async fn run(&mut self) -> Result<RunSummary, AgentError> {
         let (mut rev, _) = self.load(None).await?;
         tracing::info!(commit = %rev.commit, units = rev.units.len(), "revision loaded");
+        self.shard_line(&rev);
         self.progress = Some(progress::Progress::new(
             self.config.progress_bars,
             rev.units.iter().map(|(u, _)| u.name()),
@@ -452,6 +464,7 @@ impl Agent {
                         tracing::info!(from = %previous, to = %next.commit, rendered = next.rendered.len(), "new revision");
                         rev = next;
                         scoped = true;
+                        self.shard_line(&rev);
                     }
                 }
                 Err(e) => {
@@ -480,6 +493,21 @@ impl Agent {
                 .report();
         }
         unreachable!("the cycles never end")
+    }
+
+    /// With several shards, says which units of `rev` are this agent's.
+    fn shard_line(&self, rev: &Revision) {
+        let shard = self.config.shard;
+        if shard.is_partial() {
+            tracing::info!(
+                shard = shard.index(),
+                shards = shard.count(),
+                units = rev.units.len(),
+                fleet = rev.fleet_units.len(),
+                "sharded revision"
+            );
+            crate::output::println(&shard::line(shard, rev.units.len(), rev.fleet_units.len()));
+        }
     }
 
     /// What every pass over `rev` shares.
@@ -525,7 +553,12 @@ impl Agent {
             .first()
             .map(|o| o.revision.chars().take(12).collect())
             .unwrap_or_default();
-        let message = format!("aro-gitops: status of {short}");
+        let shard = self.config.shard;
+        let message = if shard.is_partial() {
+            format!("aro-gitops: status of {short} ({shard})")
+        } else {
+            format!("aro-gitops: status of {short}")
+        };
         let to_publish = files.clone();
         let commit = match self
             .blocking(move |s| s.publish(&target, &to_publish, &message, &Identity::default()))

@@ -152,8 +152,8 @@ pub(super) fn push(
     url: &RemoteUrl,
     refspec: &str,
 ) -> Result<PushOutcome, git2::Error> {
-    if let Some(target) = local_work_tree(&url.raw) {
-        return push_to_work_tree(repo, &target, refspec);
+    if let Some(target) = local_repository(&url.raw) {
+        return push_to_local(repo, &target, refspec);
     }
     let mut remote = repo.remote_anonymous(&url.raw)?;
     let tried = RefCell::new(Tried::default());
@@ -180,19 +180,23 @@ pub(super) fn push(
     })
 }
 
-/// A local path (or `file://` URL) naming a repository with a work tree: libgit2 cannot push there.
-fn local_work_tree(raw: &str) -> Option<Repository> {
+/// A local path (or `file://` URL) naming a repository, bare or with a work tree. libgit2 cannot
+/// push into a work tree, and its push into a local bare repository checks for a fast-forward
+/// against the branch as it was when the push connected, then moves it unconditionally: a
+/// concurrent writer (another shard) in between would be overwritten. So local pushes are done
+/// here, with a compare-and-swap.
+fn local_repository(raw: &str) -> Option<Repository> {
     let path = raw.strip_prefix("file://").unwrap_or(raw);
     if path.contains("://") {
         return None;
     }
-    Repository::open(path).ok().filter(|r| !r.is_bare())
+    Repository::open(path).ok()
 }
 
-/// The push libgit2 does not do: into a local repository with a work tree. Copies the objects
-/// the new commit needs into it, then moves the branch only if it still points where our commit
-/// was built (compare-and-swap), so a concurrent writer makes this a lost race, as a push would.
-fn push_to_work_tree(
+/// The push into a local repository. Copies the objects the new commit needs into it, then moves
+/// the branch only if it still points where our commit was built (compare-and-swap), so a
+/// concurrent writer makes this a lost race, as a push over the wire would.
+fn push_to_local(
     repo: &Repository,
     target: &Repository,
     refspec: &str,
@@ -200,12 +204,13 @@ fn push_to_work_tree(
     let (local_ref, remote_ref) = refspec
         .split_once(':')
         .ok_or_else(|| git2::Error::from_str("refspec without ':'"))?;
-    if target
-        .head()
-        .ok()
-        .and_then(|h| h.name().ok().map(str::to_string))
-        .as_deref()
-        == Some(remote_ref)
+    if !target.is_bare()
+        && target
+            .head()
+            .ok()
+            .and_then(|h| h.name().ok().map(str::to_string))
+            .as_deref()
+            == Some(remote_ref)
     {
         return Err(git2::Error::from_str(&format!(
             "{remote_ref} is checked out in the target work tree; publish to another branch"
@@ -225,7 +230,13 @@ fn push_to_work_tree(
     };
     match moved {
         Ok(()) => Ok(PushOutcome::Pushed),
-        Err(e) if matches!(e.code(), ErrorCode::Modified | ErrorCode::Exists) => {
+        // Moved meanwhile, created meanwhile, or being moved right now (its lock file is held).
+        Err(e)
+            if matches!(
+                e.code(),
+                ErrorCode::Modified | ErrorCode::Exists | ErrorCode::Locked
+            ) =>
+        {
             Ok(PushOutcome::Rejected(e.message().to_string()))
         }
         Err(e) => Err(e),

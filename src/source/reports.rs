@@ -3,7 +3,9 @@
 //! Each attempt fetches the target branch, lays the report files over its tip (files not named are kept;
 //! a status branch that does not exist yet starts as an orphan holding only reports), commits as the bot
 //! identity only when the tree changed, and pushes without force. A push that loses a race (the branch
-//! moved since the fetch) starts over on the new tip, a bounded number of times.
+//! moved since the fetch) starts over on the new tip, a bounded number of times, after a jittered
+//! backoff (several agents, one per shard, publish to one branch: each lays only its own units'
+//! files, so starting over on the other's tip keeps both).
 
 use super::remote::{self, PushOutcome, RemoteUrl};
 use super::{Identity, ReportTarget, SourceError};
@@ -12,7 +14,28 @@ use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
 /// How many times [`super::Source::publish`] pushes before giving up on a branch that keeps moving.
-pub const MAX_PUSH_ATTEMPTS: u32 = 5;
+pub const MAX_PUSH_ATTEMPTS: u32 = 8;
+
+/// The wait before the first retry of a lost race; doubled for each next one, up to [`MAX_RETRY_DELAY`].
+const FIRST_RETRY_DELAY: std::time::Duration = std::time::Duration::from_millis(25);
+const MAX_RETRY_DELAY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How long to wait after losing the race of push `attempt` (from 1): exponential, capped, and
+/// scaled by `jitter` (in `[0, 1)`) to between half and one and a half times that, so that agents
+/// that lost to each other do not fetch and push in step again.
+pub fn retry_delay(attempt: u32, jitter: f64) -> std::time::Duration {
+    let exponential = FIRST_RETRY_DELAY.saturating_mul(1 << attempt.clamp(1, 16).saturating_sub(1));
+    exponential
+        .min(MAX_RETRY_DELAY)
+        .mul_f64(0.5 + jitter.clamp(0.0, 1.0))
+}
+
+/// A random number in `[0, 1)`, for [`retry_delay`].
+fn jitter() -> f64 {
+    // The low 62 bits of a v4 UUID are random (the version and variant bits are above them).
+    let bits = (uuid::Uuid::new_v4().as_u128() as u64) & ((1 << 53) - 1);
+    bits as f64 / (1u64 << 53) as f64
+}
 
 /// A report's path in the repository (components) and its content.
 type ReportFile<'a> = (Vec<String>, &'a [u8]);
@@ -59,7 +82,12 @@ impl Publish<'_> {
                 }
                 PushOutcome::Rejected(reason) => {
                     last_rejection = self.remote.redact(&reason);
-                    tracing::warn!(url = self.remote.shown(), %branch, attempt, reason = %last_rejection, "push lost a race; fetching and retrying");
+                    if attempt < MAX_PUSH_ATTEMPTS {
+                        let wait = retry_delay(attempt, jitter());
+                        tracing::warn!(url = self.remote.shown(), %branch, attempt, reason = %last_rejection,
+                            wait_ms = wait.as_millis() as u64, "push lost a race; fetching and retrying");
+                        std::thread::sleep(wait);
+                    }
                 }
             }
         }
@@ -411,6 +439,135 @@ mod tests {
             names.lines().collect::<Vec<_>>(),
             vec!["competing.yaml", "first.yaml", "mine.yaml"]
         );
+    }
+
+    /// Two agents (shards) publish their own units' reports to one status branch at once: the
+    /// one that loses the race starts over on the winner's tip and both sets of files stay.
+    #[test]
+    fn two_shards_racing_keep_each_others_reports() {
+        let tmp = tempfile::tempdir().unwrap();
+        let up = Upstream::new(tmp.path());
+        up.commit(&[("app.yaml", "a: 1\n")], "app");
+        let zero = open(&up.url(), &tmp.path().join("state-0"));
+        let one = open(&up.url(), &tmp.path().join("state-1"));
+        let (target, bot) = (ReportTarget::default(), Identity::default());
+        let mine = files(&[("clusters/a.yaml", "a\n"), ("clusters/a.md", "a\n")]);
+        let theirs = files(&[("clusters/b.yaml", "b\n"), ("clusters/b.md", "b\n")]);
+        let mut attempts = Vec::new();
+        let mut race = |attempt| {
+            attempts.push(attempt);
+            if attempt == 1 {
+                one.publish(&target, &theirs, "shard 1", &bot)
+                    .unwrap()
+                    .unwrap();
+            }
+        };
+        zero.publish_with(&target, &mine, "shard 0", &bot, &mut race)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            attempts,
+            vec![1, 2],
+            "lost once to the other shard, then retried"
+        );
+        let names = |rev: &str| git(&up.bare, &["ls-tree", "-r", "--name-only", rev]);
+        assert_eq!(
+            names(STATUS).lines().collect::<Vec<_>>(),
+            vec![
+                "clusters/a.md",
+                "clusters/a.yaml",
+                "clusters/b.md",
+                "clusters/b.yaml"
+            ]
+        );
+        assert_eq!(
+            git(&up.bare, &["log", "--format=%s", STATUS]),
+            "shard 0\nshard 1",
+            "the other shard's commit is the parent: nothing forced"
+        );
+
+        // Later rounds of each write over their own files only.
+        let mine = files(&[("clusters/a.yaml", "a2\n"), ("clusters/a.md", "a\n")]);
+        zero.publish(&target, &mine, "shard 0", &bot)
+            .unwrap()
+            .unwrap();
+        let theirs = files(&[("clusters/b.yaml", "b2\n"), ("clusters/b.md", "b\n")]);
+        one.publish(&target, &theirs, "shard 1", &bot)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            read_at(&up.bare, STATUS, "clusters/a.yaml").as_deref(),
+            Some("a2\n")
+        );
+        assert_eq!(
+            read_at(&up.bare, STATUS, "clusters/b.yaml").as_deref(),
+            Some("b2\n")
+        );
+        assert_eq!(names(STATUS).lines().count(), 4);
+    }
+
+    /// Three shards publish round after round at the same time into one local bare remote (no
+    /// hook between them): every push either wins or loses a race, none overwrites another's
+    /// commit, so each shard's last reports are on the branch.
+    #[test]
+    fn shards_publishing_at_once_into_a_local_bare_remote_never_overwrite_each_other() {
+        let tmp = tempfile::tempdir().unwrap();
+        let up = Upstream::new(tmp.path());
+        up.commit(&[("app.yaml", "a: 1\n")], "app");
+        const ROUNDS: usize = 6;
+        std::thread::scope(|scope| {
+            for shard in 0..3 {
+                let (url, state) = (up.url(), tmp.path().join(format!("state-{shard}")));
+                scope.spawn(move || {
+                    let source = open(&url, &state);
+                    for round in 0..ROUNDS {
+                        let content = format!("{round}\n");
+                        let mine = files(&[
+                            (&format!("shard-{shard}/a.yaml"), content.as_str()),
+                            (&format!("shard-{shard}/b.yaml"), content.as_str()),
+                        ]);
+                        source
+                            .publish(&ReportTarget::default(), &mine, "r", &Identity::default())
+                            .unwrap();
+                    }
+                });
+            }
+        });
+        let last = format!("{}\n", ROUNDS - 1);
+        for shard in 0..3 {
+            for file in ["a", "b"] {
+                let path = format!("shard-{shard}/{file}.yaml");
+                assert_eq!(
+                    read_at(&up.bare, STATUS, &path).as_deref(),
+                    Some(last.as_str()),
+                    "{path}"
+                );
+            }
+        }
+        assert_eq!(
+            git(&up.bare, &["rev-list", "--count", STATUS]),
+            (3 * ROUNDS).to_string(),
+            "one commit per publish, none lost"
+        );
+    }
+
+    #[test]
+    fn retries_back_off_exponentially_with_jitter_and_a_cap() {
+        use std::time::Duration;
+        assert_eq!(retry_delay(1, 0.5), Duration::from_millis(25));
+        assert_eq!(retry_delay(2, 0.5), Duration::from_millis(50));
+        assert_eq!(retry_delay(3, 0.0), Duration::from_millis(50));
+        assert_eq!(retry_delay(3, 1.0), Duration::from_millis(150));
+        assert_eq!(retry_delay(20, 0.5), Duration::from_secs(1), "capped");
+        assert_eq!(retry_delay(u32::MAX, 1.0), Duration::from_millis(1500));
+        for _ in 0..100 {
+            let j = jitter();
+            assert!((0.0..1.0).contains(&j), "{j}");
+        }
+        // Two agents that lost to each other wait different times (almost always).
+        let waits: std::collections::BTreeSet<_> =
+            (0..10).map(|_| retry_delay(2, jitter())).collect();
+        assert!(waits.len() > 1, "{waits:?}");
     }
 
     #[test]

@@ -38,7 +38,8 @@ fn always() -> [KindKey; 2] {
     ]
 }
 
-/// Every kind the units of `rev` and the inventories read.
+/// Every kind the units of `rev` (this shard's) and the inventories read, and the kinds the
+/// fleet-wide Azure identity check lists (every shard's).
 fn kinds_of(rev: &Revision, inventories: &BTreeMap<String, Inventory>) -> BTreeSet<KindKey> {
     let prepared = || rev.units.iter().filter_map(|(_, p)| p.as_ref().ok());
     let rendered = prepared().flat_map(|p| {
@@ -62,7 +63,11 @@ fn kinds_of(rev: &Revision, inventories: &BTreeMap<String, Inventory>) -> BTreeS
             .values()
             .map(|e| (e.id.group.clone(), e.version.clone(), e.id.kind.clone()))
     });
+    let identities = crate::agent::fleet::identity_kinds(&rev.fleet_units)
+        .into_iter()
+        .map(|k| (k.group, k.version, k.kind));
     rendered
+        .chain(identities)
         .chain(always())
         .chain(crate::agent::identity::read_kinds())
         .chain(policies)
@@ -70,10 +75,11 @@ fn kinds_of(rev: &Revision, inventories: &BTreeMap<String, Inventory>) -> BTreeS
         .collect()
 }
 
-/// The wake index of `rev`'s prepared units: what each renders and what its inventory holds.
+/// The wake index of `rev`'s prepared units: what each renders and what its inventory holds
+/// (the identities its clusters name may be rendered by a unit of another shard).
 fn wakes_of(rev: &Revision, inventories: &BTreeMap<String, Inventory>) -> Wakes {
     let identities = crate::agent::identity::rendered_identities(
-        rev.units.iter().filter_map(|(_, p)| p.as_ref().ok()),
+        rev.fleet_units.iter().filter_map(|(_, p)| p.as_ref().ok()),
     );
     Wakes::new(rev.units.iter().enumerate().filter_map(|(i, (u, p))| {
         let p = p.as_ref().ok()?;
@@ -99,12 +105,12 @@ fn settled(o: &UnitOutcome) -> bool {
     )
 }
 
-/// Whether a unit's pass reads an object a unit rendered again for `rev` renders: the identity its
+/// Whether a unit's pass reads an object a unit (of any shard) rendered again for `rev` renders: the identity its
 /// clusters use or its Secret, or an AutoNodePolicy of its namespace. Such a unit passes again
 /// even when its own preparation did not change.
 fn reads_what_was_rendered(rev: &Revision) -> impl Fn(&super::prepare::Prepared) -> bool + '_ {
     let rendered: Vec<&super::prepare::Prepared> = rev
-        .units
+        .fleet_units
         .iter()
         .filter(|(u, _)| rev.rendered.contains(&u.name()))
         .filter_map(|(_, p)| p.as_ref().ok())
@@ -120,7 +126,7 @@ fn reads_what_was_rendered(rev: &Revision) -> impl Fn(&super::prepare::Prepared)
         .filter_map(|o| o.key.namespace.clone())
         .collect();
     let identities = crate::agent::identity::rendered_identities(
-        rev.units.iter().filter_map(|(_, p)| p.as_ref().ok()),
+        rev.fleet_units.iter().filter_map(|(_, p)| p.as_ref().ok()),
     );
     move |p| {
         if keys.is_empty() {
@@ -195,18 +201,13 @@ impl Agent {
         let (mut inventories, broken) = self.inventories().await;
         // An inventory that does not decode or that the agent does not trust: its unit is not
         // acted on (nothing applied, nothing pruned) until a person restores or deletes it.
+        // With shards, a unit (in git or gone from it) is acted on by its own shard only.
+        let shard = self.config.shard;
         let mut refused = super::fleet::refused(&broken);
-        let removed: Vec<String> = if rev.units.is_empty() {
-            // No unit at all is an empty render of the whole repository: never prune on it.
-            vec![]
-        } else {
-            let present: BTreeSet<String> = rev.units.iter().map(|(u, _)| u.name()).collect();
-            inventories
-                .keys()
-                .filter(|u| !present.contains(*u))
-                .cloned()
-                .collect()
-        };
+        refused.retain(|u, _| shard.owns(u));
+        // (No unit at all is an empty render of the whole repository: never pruned on.)
+        let present: BTreeSet<String> = rev.fleet_units.iter().map(|(u, _)| u.name()).collect();
+        let removed = super::shard::gone_units(shard, &present, inventories.keys());
         self.caches
             .ensure(&self.env.cluster, &kinds_of(rev, &inventories))
             .await;
@@ -215,9 +216,12 @@ impl Agent {
         let index = wakes_of(rev, &inventories);
         // Live ASO objects no unit declares that stand for an Azure resource a unit declares.
         // The deletion guard counts them too.
-        let live_ids =
-            super::fleet::live_identities_in(&self.env.cluster, Some(&*self.caches), &rev.units)
-                .await;
+        let live_ids = super::fleet::live_identities_in(
+            &self.env.cluster,
+            Some(&*self.caches),
+            &rev.fleet_units,
+        )
+        .await;
         let mut live_conflicts =
             super::fleet::live_conflict_errors(&rev.fleet, &live_ids, &inventories);
         let fleet = (*rev.fleet).clone().with_live(&live_ids);
