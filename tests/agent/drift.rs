@@ -26,7 +26,7 @@ async fn location(f: &Fixture) -> String {
 
 async fn drift(f: &Fixture) -> agent::DriftReport {
     f.wait_store_free_pub().await;
-    agent::drift(&f.url.to_string_lossy(), GitRef::RemoteHead, &f.state, None)
+    agent::drift(&f.url.to_string_lossy(), GitRef::RemoteHead, &f.state, &agent::LiveTarget::Embedded)
         .await
         .expect("drift runs")
 }
