@@ -432,8 +432,8 @@ fn the_dockerfile_passes_hadolint_and_runs_as_a_numeric_non_root_user() {
     );
     let user = text
         .lines()
-        .filter_map(|l| l.strip_prefix("USER "))
-        .last()
+        .rev()
+        .find_map(|l| l.strip_prefix("USER "))
         .expect("a USER");
     let uid = user.split(':').next().unwrap().trim();
     assert!(

@@ -3,7 +3,8 @@
 //! given, the embedded local control plane. The choice and the line saying which are pure; the
 //! connection uses kube's own config loading.
 
-use crate::apply::{ApplyError, Cluster};
+use super::AgentError;
+use crate::apply::{ApplyError, Cluster, RequestCounter};
 use std::path::{Path, PathBuf};
 
 /// Where live state is.
@@ -26,12 +27,13 @@ const SERVICE_ENV: [&str; 2] = ["KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_P
 impl LiveTarget {
     /// `--in-cluster`, else `--kubeconfig`, else the embedded control plane. Both at once is
     /// refused (the command line already refuses it; a library caller could still ask).
-    pub fn select(kubeconfig: Option<&Path>, in_cluster: bool) -> Result<LiveTarget, ApplyError> {
+    pub fn select(kubeconfig: Option<&Path>, in_cluster: bool) -> Result<LiveTarget, AgentError> {
         match (kubeconfig, in_cluster) {
             (Some(path), true) => Err(ApplyError::Connect(format!(
                 "--in-cluster and --kubeconfig {} were both given: choose one",
                 path.display()
-            ))),
+            ))
+            .into()),
             (None, true) => Ok(LiveTarget::InCluster),
             (Some(path), false) => Ok(LiveTarget::Kubeconfig(path.to_path_buf())),
             (None, false) => Ok(LiveTarget::Embedded),
@@ -129,7 +131,12 @@ pub async fn connect(target: &LiveTarget) -> Result<Option<Cluster>, ApplyError>
             config
         }
     };
-    Cluster::from_config(config).map(Some)
+    let counter = RequestCounter::default();
+    let client = kube::client::ClientBuilder::try_from(config)
+        .map_err(|e| ApplyError::Connect(e.to_string()))?
+        .with_layer(&counter.layer())
+        .build();
+    Ok(Some(Cluster::new(client, counter)))
 }
 
 #[cfg(test)]

@@ -110,17 +110,6 @@ impl Cluster {
         }
     }
 
-    /// A client for the cluster `config` (from kube's config loading) describes, with every
-    /// request counted.
-    pub fn from_config(config: kube::Config) -> Result<Cluster, ApplyError> {
-        let counter = RequestCounter::default();
-        let client = kube::client::ClientBuilder::try_from(config)
-            .map_err(|e| ApplyError::Connect(e.to_string()))?
-            .with_layer(&counter.layer())
-            .build();
-        Ok(Cluster::new(client, counter))
-    }
-
     pub fn client(&self) -> &kube::Client {
         &self.client
     }
