@@ -167,4 +167,37 @@ mod tests {
         assert_eq!(served.accesses(), want);
         assert_eq!(read(&file).unwrap(), want);
     }
+
+    #[tokio::test]
+    async fn the_socket_records_its_clients_and_in_process_clients_are_not_recorded() {
+        use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = crate::controlplane::Config::new(dir.path());
+        config.preload_crds = false;
+        let cp = crate::controlplane::ControlPlane::open(config).unwrap();
+        let handle = cp
+            .spawn("127.0.0.1:0".parse().unwrap(), false)
+            .await
+            .unwrap();
+        let in_process: kube::Api<ConfigMap> = kube::Api::all(cp.client());
+        in_process.list(&Default::default()).await.unwrap();
+        assert!(handle.served().is_empty(), "{:?}", handle.served());
+        let socket = handle.client().unwrap();
+        kube::Api::<ConfigMap>::all(socket.clone())
+            .list(&Default::default())
+            .await
+            .unwrap();
+        kube::Api::<Namespace>::all(socket)
+            .get("default")
+            .await
+            .unwrap();
+        let got: Vec<(String, String, String)> = handle
+            .served()
+            .into_iter()
+            .map(|a| (a.group, a.resource, a.verb))
+            .collect();
+        let t = |r: &str, v: &str| (String::new(), r.to_string(), v.to_string());
+        assert_eq!(got, vec![t("configmaps", "list"), t("namespaces", "get")]);
+        assert_eq!(read(&dir.path().join(SERVED_FILE)).unwrap().len(), 2);
+    }
 }
