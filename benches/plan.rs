@@ -94,6 +94,7 @@ fn child_plan(repo: &str, state: &Path) {
         base: None,
         state_dir: state.to_path_buf(),
         kubeconfig: None,
+        in_cluster: false,
         safety: aro_gitops::agent::Safety::default(),
     }));
     let wall = start.elapsed();

@@ -63,9 +63,14 @@ pub struct SourceArgs {
     /// Branch, tag or commit (`branch:x`, `tag:v1`, `commit:<sha>`, or a name); default: the remote HEAD.
     #[arg(long = "ref", default_value = "")]
     pub reference: String,
-    /// The cluster to work on; without it the embedded local control plane is used (Azure simulated).
+    /// The cluster to work on (its current context); without it or --in-cluster the embedded
+    /// local control plane is used (Azure simulated).
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
+    /// Work on the cluster this process runs in, through its pod's service account (what kube
+    /// reads: KUBERNETES_SERVICE_HOST/PORT and /var/run/secrets/kubernetes.io/serviceaccount).
+    #[arg(long, conflicts_with = "kubeconfig")]
+    pub in_cluster: bool,
     /// State directory: the embedded control plane, the git mirror and checkouts.
     #[arg(long, default_value = ".aro-gitops")]
     pub state: PathBuf,
@@ -178,7 +183,7 @@ pub struct PlanArgs {
     #[command(flatten)]
     pub source: SourceArgs,
     /// The revision the change starts from (a pull request's target). With it and no
-    /// --kubeconfig, head is compared with base instead of live state.
+    /// --kubeconfig or --in-cluster, head is compared with base instead of live state.
     #[arg(long)]
     pub base: Option<String>,
     /// The revision to plan (a pull request's head); default: --ref.

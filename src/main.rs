@@ -76,6 +76,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         reference,
         state_dir: args.source.state,
         kubeconfig: args.source.kubeconfig,
+        in_cluster: args.source.in_cluster,
         once: args.once,
         timeout: args.timeout,
         sim_delay: args.sim_delay,
@@ -152,6 +153,7 @@ async fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
         base,
         state_dir: args.source.state,
         kubeconfig: args.source.kubeconfig,
+        in_cluster: args.source.in_cluster,
         safety: safety(&args.safety),
     };
     let preview = match agent::plan(request).await {
@@ -180,13 +182,9 @@ async fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
 
 async fn drift(args: DriftArgs) -> anyhow::Result<ExitCode> {
     let reference: GitRef = args.source.reference.parse().context("--ref")?;
-    let report = match agent::drift(
-        &args.source.repo,
-        reference,
-        &args.source.state,
-        args.source.kubeconfig.as_deref(),
-    )
-    .await
+    let target =
+        agent::LiveTarget::select(args.source.kubeconfig.as_deref(), args.source.in_cluster)?;
+    let report = match agent::drift(&args.source.repo, reference, &args.source.state, &target).await
     {
         Ok(r) => r,
         Err(e) => {

@@ -147,6 +147,7 @@ impl Fixture {
             reference: GitRef::RemoteHead,
             state_dir: self.state.clone(),
             kubeconfig: None,
+            in_cluster: false,
             once: true,
             timeout: RUN_TIMEOUT,
             sim_delay: Duration::ZERO,

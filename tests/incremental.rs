@@ -156,6 +156,7 @@ fn plan_revs(f: &Fleet, base: &str, head: &str) -> aro_gitops::agent::PlanRun {
             base: Some(base.parse().expect("a reference")),
             state_dir: f.state.clone(),
             kubeconfig: None,
+            in_cluster: false,
             safety: Safety::default(),
         }))
         .expect("the plan runs")

@@ -3,7 +3,7 @@
 //! changes nothing. Secret fields are named, never shown.
 
 use super::prepare::{self, PreparedUnit};
-use super::{AgentError, Environment};
+use super::{AgentError, Environment, LiveTarget};
 use crate::apply::inventory::{self, Identity, Inventory};
 use crate::apply::live::LiveIndex;
 use crate::plan::drift::drifted_fields;
@@ -233,13 +233,14 @@ pub async fn drift(
     repo: &str,
     _reference: GitRef,
     state_dir: &Path,
-    kubeconfig: Option<&Path>,
+    target: &LiveTarget,
 ) -> Result<DriftReport, AgentError> {
     let _ = std::fs::remove_dir_all(state_dir.join("drift"));
-    let env = Environment::start(state_dir, kubeconfig, None).await?;
-    let against = match kubeconfig {
-        Some(k) => format!("the cluster in {}", k.display()),
-        None => format!(
+    let env = Environment::start(state_dir, target, None).await?;
+    let against = match target {
+        LiveTarget::Kubeconfig(k) => format!("the cluster in {}", k.display()),
+        LiveTarget::InCluster => "the cluster this pod runs in".to_string(),
+        LiveTarget::Embedded => format!(
             "the embedded local control plane in {}",
             state_dir.join("control-plane").display()
         ),

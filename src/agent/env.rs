@@ -1,7 +1,8 @@
-//! Where the agent's live state is: a real cluster from a kubeconfig, or the embedded local
-//! control plane with the Azure simulator playing ASO beside it.
+//! Where the agent's live state is: a real cluster (in-cluster or from a kubeconfig), or the
+//! embedded local control plane with the Azure simulator playing ASO beside it.
 
 use super::AgentError;
+use super::target::LiveTarget;
 use crate::apply::{AzureView, Cluster, RequestCounter};
 use crate::azure::AzureAccess;
 use crate::azuresim::https::directory::ControlPlaneDirectory;
@@ -32,16 +33,16 @@ pub struct Environment {
 }
 
 impl Environment {
-    /// With a kubeconfig: that cluster, whatever ASO it runs. Without: the local control plane in
-    /// `state_dir/control-plane` (CRDs preloaded) and the Azure simulator.
+    /// On a real cluster (`--in-cluster` or `--kubeconfig`): that cluster, whatever ASO it runs.
+    /// Otherwise the local control plane in `state_dir/control-plane` (CRDs preloaded) and the
+    /// Azure simulator. The first line logged says which.
     /// `sim_delay: None` starts no simulator (read-only commands).
     pub async fn start(
         state_dir: &Path,
-        kubeconfig: Option<&Path>,
+        target: &LiveTarget,
         sim_delay: Option<Duration>,
     ) -> Result<Environment, AgentError> {
-        if let Some(path) = kubeconfig {
-            let cluster = Cluster::connect(Some(path)).await?;
+        if let Some(cluster) = super::target::connect(target).await? {
             let azure_sdk = match AzureAccess::production() {
                 Ok(a) => Some(Arc::new(a)),
                 Err(e) => {
@@ -59,6 +60,10 @@ impl Environment {
                 sim_https: None,
             });
         }
+        tracing::info!(
+            "{}",
+            super::target::describe_embedded(&state_dir.join("control-plane"))
+        );
         let config = controlplane::Config::new(state_dir.join("control-plane"));
         let cp = tokio::task::spawn_blocking(move || ControlPlane::open(config))
             .await

@@ -25,6 +25,7 @@ mod progress;
 pub mod prune;
 pub mod shard;
 mod status;
+mod target;
 mod triggers;
 
 pub use controller::cycle::{CycleLine, Trigger as CycleTrigger};
@@ -34,6 +35,7 @@ pub use failpoint::FAILPOINT_ENV;
 pub use plan::{PlanRequest, PlanRun, RenderedNames, RenderedUnits, plan};
 pub use prune::Safety;
 pub use shard::{Shard, ShardError};
+pub use target::LiveTarget;
 
 use crate::report::{self, UnitOutcome};
 use crate::source::{GitRef, Identity, ReportTarget, Source, SourceConfig, SyncOutcome};
@@ -55,6 +57,8 @@ pub struct RunConfig {
     pub reference: GitRef,
     pub state_dir: PathBuf,
     pub kubeconfig: Option<PathBuf>,
+    /// Live state is the cluster this process runs in (`--in-cluster`; not with `kubeconfig`).
+    pub in_cluster: bool,
     pub once: bool,
     /// With `once`: how long to wait for units to settle.
     pub timeout: Duration,
@@ -165,12 +169,8 @@ impl RunSummary {
 
 /// Runs the agent.
 pub async fn run(config: RunConfig) -> Result<RunSummary, AgentError> {
-    let mut env = Environment::start(
-        &config.state_dir,
-        config.kubeconfig.as_deref(),
-        Some(config.sim_delay),
-    )
-    .await?;
+    let target = LiveTarget::select(config.kubeconfig.as_deref(), config.in_cluster)?;
+    let mut env = Environment::start(&config.state_dir, &target, Some(config.sim_delay)).await?;
     env.detect_simulated_azure(&config.state_dir).await;
     let source = Arc::new(Mutex::new(Source::open(SourceConfig {
         url: config.repo.clone(),

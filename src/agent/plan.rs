@@ -14,7 +14,7 @@ use live::against_live;
 
 use super::prepare::{self, PreparedUnit};
 use super::prune::UnitPruning;
-use super::{AgentError, Environment, Safety};
+use super::{AgentError, Environment, LiveTarget, Safety};
 use crate::apply::inventory::{self, Identity, Inventory};
 use crate::apply::live::LiveIndex;
 use crate::apply::{AzureView, Cluster};
@@ -44,6 +44,8 @@ pub struct PlanRequest {
     pub base: Option<GitRef>,
     pub state_dir: PathBuf,
     pub kubeconfig: Option<PathBuf>,
+    /// Live state is the cluster this process runs in (`--in-cluster`; not with `kubeconfig`).
+    pub in_cluster: bool,
     pub safety: Safety,
 }
 
@@ -149,9 +151,13 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
     let plan_state = req.state_dir.join("plan");
     let head = checkout_revision(&req.repo, &req.head, plan_state.join("head")).await?;
     // Live state when a cluster is reachable; the base revision otherwise.
-    let env = match (&req.kubeconfig, &req.base) {
-        (None, Some(_)) => None,
-        (Some(k), base) => match Environment::start(&req.state_dir, Some(k), None).await {
+    let target = LiveTarget::select(req.kubeconfig.as_deref(), req.in_cluster)?;
+    let env = match (&target, &req.base) {
+        (LiveTarget::Embedded, Some(_)) => None,
+        (LiveTarget::Embedded, None) => {
+            Some(Environment::start(&req.state_dir, &target, None).await?)
+        }
+        (_, base) => match Environment::start(&req.state_dir, &target, None).await {
             Ok(env) => match env.cluster.kind("", "v1", "Namespace").await {
                 Ok(_) => Some(env),
                 Err(e) if base.is_some() => {
@@ -166,7 +172,6 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
             }
             Err(e) => return Err(e),
         },
-        (None, None) => Some(Environment::start(&req.state_dir, None, None).await?),
     };
     let base = match (&env, &req.base) {
         (None, Some(b)) => {
@@ -200,9 +205,12 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
     let mut rendered_names = RenderedNames::default();
     match (env, base) {
         (Some(env), _) => {
-            preview.against_description = match &req.kubeconfig {
-                Some(k) => format!("live state of the cluster in {}", k.display()),
-                None => format!(
+            preview.against_description = match &target {
+                LiveTarget::Kubeconfig(k) => {
+                    format!("live state of the cluster in {}", k.display())
+                }
+                LiveTarget::InCluster => "live state of the cluster this pod runs in".to_string(),
+                LiveTarget::Embedded => format!(
                     "live state of the embedded local control plane in {} (Azure simulated)",
                     req.state_dir.join("control-plane").display()
                 ),

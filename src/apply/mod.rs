@@ -19,7 +19,6 @@ use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams}
 use serde_json::Value;
 use serde_json::value::RawValue;
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::Mutex;
 
 /// The field manager the agent applies what git says with.
@@ -109,32 +108,6 @@ impl Cluster {
             kinds: Mutex::new(HashMap::new()),
             echoes: Echoes::default(),
         }
-    }
-
-    /// A client for the cluster in `kubeconfig` (or the in-cluster / default config when `None`),
-    /// with every request counted.
-    pub async fn connect(kubeconfig: Option<&Path>) -> Result<Cluster, ApplyError> {
-        let config = match kubeconfig {
-            Some(path) => {
-                let kc = kube::config::Kubeconfig::read_from(path)
-                    .map_err(|e| ApplyError::Connect(format!("{}: {e}", path.display())))?;
-                kube::Config::from_custom_kubeconfig(
-                    kc,
-                    &kube::config::KubeConfigOptions::default(),
-                )
-                .await
-                .map_err(|e| ApplyError::Connect(format!("{}: {e}", path.display())))?
-            }
-            None => kube::Config::infer()
-                .await
-                .map_err(|e| ApplyError::Connect(e.to_string()))?,
-        };
-        let counter = RequestCounter::default();
-        let client = kube::client::ClientBuilder::try_from(config)
-            .map_err(|e| ApplyError::Connect(e.to_string()))?
-            .with_layer(&counter.layer())
-            .build();
-        Ok(Cluster::new(client, counter))
     }
 
     pub fn client(&self) -> &kube::Client {

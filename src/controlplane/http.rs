@@ -158,6 +158,16 @@ async fn serve(
             name,
             sub,
         } => {
+            if let Some(served) = req.extensions().get::<Arc<super::served::Served>>() {
+                served.record(super::served::Request {
+                    group: &group,
+                    plural: &plural,
+                    subresource: sub.as_deref(),
+                    method: req.method(),
+                    named: name.is_some(),
+                    watch: flag(query, "watch"),
+                });
+            }
             let rt = registry
                 .by_resource(&group, &version, &plural)
                 .ok_or_else(ApiError::unknown_path)?;

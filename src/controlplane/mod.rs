@@ -24,6 +24,7 @@ mod protobuf;
 mod reads;
 mod registry;
 mod selector;
+pub mod served;
 pub mod ssa;
 mod state;
 mod store;
@@ -230,13 +231,21 @@ impl ControlPlane {
                 addr: addr.to_string(),
                 source,
             })?;
-        let router = self.router();
+        // What the socket's clients ask for is recorded (see `served`); in-process clients are not.
+        let served = Arc::new(served::Served::new(Some(
+            self.shared.config.state_dir.join(served::SERVED_FILE),
+        )));
+        let router = self.router().layer(axum::Extension(served.clone()));
         let task = tokio::spawn(async move {
             if let Err(e) = axum::serve(listener, router).await {
                 tracing::error!(error = %e, "control plane server stopped");
             }
         });
-        Ok(ServerHandle { addr: local, task })
+        Ok(ServerHandle {
+            addr: local,
+            task,
+            served,
+        })
     }
 
     /// Waits (up to `timeout`) until nothing else holds this control plane (in-process clients,
@@ -267,9 +276,15 @@ impl ControlPlane {
 pub struct ServerHandle {
     pub addr: SocketAddr,
     task: tokio::task::JoinHandle<()>,
+    served: Arc<served::Served>,
 }
 
 impl ServerHandle {
+    /// The (group, resource, verb) of every resource request served on this socket so far.
+    pub fn served(&self) -> Vec<served::Access> {
+        self.served.accesses()
+    }
+
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
     }

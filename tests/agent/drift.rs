@@ -26,9 +26,14 @@ async fn location(f: &Fixture) -> String {
 
 async fn drift(f: &Fixture) -> agent::DriftReport {
     f.wait_store_free_pub().await;
-    agent::drift(&f.url.to_string_lossy(), GitRef::RemoteHead, &f.state, None)
-        .await
-        .expect("drift runs")
+    agent::drift(
+        &f.url.to_string_lossy(),
+        GitRef::RemoteHead,
+        &f.state,
+        &agent::LiveTarget::Embedded,
+    )
+    .await
+    .expect("drift runs")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

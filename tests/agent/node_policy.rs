@@ -122,6 +122,7 @@ async fn the_policy_replaces_every_os_disk_is_ready_and_a_change_reapplies_the_n
         base: None,
         state_dir: f.state.clone(),
         kubeconfig: None,
+        in_cluster: false,
         safety: Safety::default(),
     })
     .await

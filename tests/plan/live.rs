@@ -288,6 +288,7 @@ fn a_plan_reads_live_state_with_one_list_per_kind_and_no_object_gets() {
             base: None,
             state_dir: f.state.clone(),
             kubeconfig: None,
+            in_cluster: false,
             safety: aro_gitops::agent::Safety::default(),
         }))
         .expect("the plan runs");

@@ -61,6 +61,7 @@ impl MergeKeys {
     /// - core `Secret`, `ConfigMap`, `Event` (core and `events.k8s.io`), `coordination.k8s.io`
     ///   `Lease`: no mergeable lists besides metadata;
     /// - `apiregistration.k8s.io` `APIService`: `status.conditions` by `type`;
+    /// - core `ServiceAccount`, `apps` `Deployment`: as [`MergeKeys::kubernetes`];
     /// - `apiextensions.k8s.io` `CustomResourceDefinition`: no patch tags on its lists (`versions`,
     ///   `status.conditions`, `storedVersions`, names lists), so they are replaced.
     ///
@@ -71,6 +72,10 @@ impl MergeKeys {
             .with_key("metadata.ownerReferences", "uid")
             .with_set("metadata.finalizers");
         match (group, kind) {
+            // The agent's own deployment: as the Kubernetes types declare them.
+            ("", "ServiceAccount") | ("apps", "Deployment") => {
+                Self::kubernetes(group, kind).unwrap_or(common)
+            }
             ("", "Namespace") => common.with_key("status.conditions", "type"),
             ("", "Service") => common
                 .with_key("spec.ports", "port")
@@ -292,10 +297,10 @@ mod tests {
         .unwrap();
         assert_eq!(hook.merge_key("webhooks"), Some("name"));
         assert_eq!(MergeKeys::kubernetes("example.com", "Widget"), None);
-        // The control plane's tables are unchanged.
+        // The control plane serves Deployments (the agent's own) with the same tables.
         assert_eq!(
             MergeKeys::builtin("apps", "Deployment").merge_key("spec.template.spec.containers"),
-            None
+            Some("name")
         );
     }
 

@@ -8,10 +8,15 @@ use super::schema::{ListType, Schema, top_level};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
+mod deploy;
+
 impl Schema {
     /// The shape of a built-in kind served by the control plane. Unknown kinds get
     /// [`Schema::any_object`].
     pub fn builtin(group: &str, kind: &str) -> Schema {
+        if let Some(schema) = deploy::schema(group, kind) {
+            return schema;
+        }
         match (group, kind) {
             ("", "Namespace") => object(vec![
                 ("spec", strukt(vec![("finalizers", atomic_list())])),
@@ -387,6 +392,7 @@ pub(crate) fn zero_object(group: &str, kind: &str) -> Value {
             &[("spec", &["names"]), ("status", &["acceptedNames"])]
         }
         ("apiregistration.k8s.io", "APIService") => &[("spec", &[]), ("status", &[])],
+        ("apps", "Deployment") => &[("spec", &["template", "strategy"]), ("status", &[])],
         _ => &[],
     };
     for (field, inner) in nested {
