@@ -35,6 +35,7 @@ type PhaseLabel = [(&'static str, &'static str); 1];
 pub struct Metrics {
     registry: Registry,
     units: Family<PhaseLabel, Gauge>,
+    leader: Gauge,
 }
 
 impl Metrics {
@@ -50,18 +51,22 @@ impl Metrics {
             units.clone(),
         );
         let leader = Gauge::<i64>::default();
-        // No leader election yet: an instance that runs without election leads.
+        // An instance that runs without election leads; the election sets it (`set_leader`).
         leader.set(1);
         registry.register(
             "aro_gitops_leader",
             "1 while this instance leads or runs without election, else 0",
-            leader,
+            leader.clone(),
         );
         registry.register_collector(Box::new(KubeRequests(kube)));
         if let Some(counts) = azure {
             registry.register_collector(Box::new(AzureRequests(counts)));
         }
-        let metrics = Metrics { registry, units };
+        let metrics = Metrics {
+            registry,
+            units,
+            leader,
+        };
         metrics.set_units([]);
         metrics
     }
@@ -77,6 +82,11 @@ impl Metrics {
         for (p, n) in PHASES.iter().zip(counts) {
             self.units.get_or_create(&[("phase", p.as_str())]).set(n);
         }
+    }
+
+    /// Sets `aro_gitops_leader`: 1 while this instance leads, else 0 (with `--leader-elect`).
+    pub fn set_leader(&self, leading: bool) {
+        self.leader.set(i64::from(leading));
     }
 
     /// The exposition in OpenMetrics text.
@@ -181,6 +191,8 @@ mod tests {
         ] {
             assert!(l.contains(&want), "missing {want:?} in:\n{text}");
         }
+        metrics.set_leader(false);
+        assert!(metrics.encode().lines().any(|l| l == "aro_gitops_leader 0"));
         // Read at scrape time: a later count shows on the next scrape.
         azure.count_token();
         assert!(

@@ -15,6 +15,8 @@ mod fleet;
 mod guest;
 mod identity;
 pub mod incremental;
+pub mod leader;
+mod lifecycle;
 mod live;
 mod pass;
 mod plan;
@@ -28,6 +30,7 @@ pub use controller::cycle::{CycleLine, Trigger as CycleTrigger};
 pub use drift::{DriftReport, drift};
 pub use env::{Environment, mark_simulated, simulate_azure, simulate_azure_endpoints};
 pub use failpoint::FAILPOINT_ENV;
+pub use lifecycle::{Lifecycle, SHUTDOWN_TIMEOUT, Shutdown, ShutdownTrigger};
 pub use plan::{PlanRequest, PlanRun, RenderedNames, RenderedUnits, plan};
 pub use prune::Safety;
 
@@ -129,6 +132,8 @@ pub struct RunSummary {
     pub report_error: Option<String>,
     /// The requests the simulated Azure endpoints served (token, Key Vault), when simulated.
     pub azure_requests: Option<crate::azuresim::https::AzureRequestTotals>,
+    /// The run ended because a shutdown was asked (a signal), not on its own.
+    pub shut_down: bool,
 }
 
 impl RunSummary {
@@ -145,6 +150,12 @@ impl RunSummary {
 
 /// Runs the agent.
 pub async fn run(config: RunConfig) -> Result<RunSummary, AgentError> {
+    run_with(config, Lifecycle::default()).await
+}
+
+/// Runs the agent until it ends on its own or `lifecycle` stops it; with leader election, it
+/// writes only while it leads and releases the Lease when it ends.
+pub async fn run_with(config: RunConfig, lifecycle: Lifecycle) -> Result<RunSummary, AgentError> {
     let mut env = Environment::start(
         &config.state_dir,
         config.kubeconfig.as_deref(),
@@ -176,11 +187,19 @@ pub async fn run(config: RunConfig) -> Result<RunSummary, AgentError> {
         None => None,
     };
     let caches = Arc::new(controller::cache::Caches::default());
+    let elector = lifecycle::elect(
+        lifecycle.leader_election.clone(),
+        env.cluster.client(),
+        &metrics,
+    );
     let health_server = match config.health_probe_bind_address {
         Some(addr) => {
             let watched = caches.clone();
             let sync = Arc::new(move || watched.sync_state());
-            let server = crate::health::serve(sync, addr)
+            let standing = elector.as_ref().map(|e| e.watch());
+            let role =
+                Arc::new(move || standing.as_ref().map(|s| crate::health::role(&s.borrow())));
+            let server = crate::health::serve_with_role(sync, role, addr)
                 .await
                 .map_err(|source| AgentError::Health { addr, source })?;
             crate::output::println(&format!("health: serving on http://{}", server.addr));
@@ -199,8 +218,16 @@ pub async fn run(config: RunConfig) -> Result<RunSummary, AgentError> {
         metrics,
         _metrics_server: metrics_server,
         _health_server: health_server,
+        elector,
+        shutdown: lifecycle.shutdown,
+        shutdown_timeout: lifecycle.shutdown_timeout,
+        unreconciled: BTreeSet::new(),
     };
-    agent.run().await
+    let result = agent.run().await;
+    if let Some(elector) = agent.elector.take() {
+        elector.release().await;
+    }
+    result
 }
 
 struct Agent {
@@ -220,6 +247,13 @@ struct Agent {
     _metrics_server: Option<crate::metrics::Server>,
     /// Serves `/healthz` and `/readyz` while the agent lives, with `--health-probe-bind-address`.
     _health_server: Option<crate::serving::Server>,
+    /// The leader election, with `--leader-elect` (see [`lifecycle`]).
+    elector: Option<leader::Elector>,
+    shutdown: Shutdown,
+    shutdown_timeout: Duration,
+    /// The units the last converge stopped before their pass (a shutdown, a lost Lease): nothing
+    /// was done to them, so their last published reports stay as they are.
+    unreconciled: BTreeSet<String>,
 }
 
 /// One revision, prepared.
@@ -334,6 +368,9 @@ impl Agent {
             self.config.progress_bars,
             rev.units.iter().map(|(u, _)| u.name()),
         ));
+        if !self.stand_by(&mut rev).await? {
+            return Ok(self.stopped(vec![], None));
+        }
         let deadline = Instant::now() + self.config.timeout;
         let meter = controller::cycle::Meter::start(self.env.cluster.counter());
         let mut outcomes = self.converge(&rev, Some(deadline)).await?;
@@ -345,8 +382,12 @@ impl Agent {
                 (None, Some(e.to_string()))
             }
         };
-        if self.config.once {
-            let mut summary = self.summary(outcomes, commit);
+        if self.config.once || self.shutting_down() {
+            let mut summary = if self.shutting_down() {
+                self.stopped(outcomes, commit)
+            } else {
+                self.summary(outcomes, commit)
+            };
             summary.report_error = report_error;
             return Ok(summary);
         }
@@ -360,20 +401,41 @@ impl Agent {
         // A pass over every unit also looks for drift; --drift-interval makes that happen on its
         // own schedule, between fetches.
         let mut next_fetch = Instant::now() + self.config.interval;
+        let mut last_commit = commit;
         for cycle in 1.. {
             let next_drift = self.config.drift_interval.map(|d| Instant::now() + d);
             let wake = next_drift.map_or(next_fetch, |d| d.min(next_fetch));
-            tokio::time::sleep_until(wake.into()).await;
+            tokio::select! {
+                _ = tokio::time::sleep_until(wake.into()) => {}
+                _ = self.stop_asked() => {}
+            }
+            if self.shutting_down() {
+                break;
+            }
+            if !self.leading() {
+                tracing::warn!("not leading: standing by");
+                if !self.stand_by(&mut rev).await? {
+                    break;
+                }
+                // Leading again: the revision of now, at once.
+                next_fetch = Instant::now();
+            }
             let meter = Meter::start(&counter);
             if Instant::now() < next_fetch {
                 tracing::info!("drift check");
                 outcomes = self.converge(&rev, None).await?;
-                if let Err(e) = self.publish(&outcomes, &mut published).await {
-                    tracing::warn!(error = %e, "reports were not published; retrying next round");
+                match self.publish(&outcomes, &mut published).await {
+                    Ok(c) => last_commit = c.or(last_commit),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "reports were not published; retrying next round")
+                    }
                 }
                 meter
                     .line(&counter, cycle, Trigger::Drift, outcomes.len())
                     .report();
+                if self.shutting_down() {
+                    break;
+                }
                 continue;
             }
             next_fetch = Instant::now() + self.config.interval;
@@ -392,14 +454,30 @@ impl Agent {
                 }
             }
             outcomes = self.converge(&rev, None).await?;
-            if let Err(e) = self.publish(&outcomes, &mut published).await {
-                tracing::warn!(error = %e, "reports were not published; retrying next round");
+            match self.publish(&outcomes, &mut published).await {
+                Ok(c) => last_commit = c.or(last_commit),
+                Err(e) => {
+                    tracing::warn!(error = %e, "reports were not published; retrying next round")
+                }
             }
             meter
                 .line(&counter, cycle, Trigger::Source, outcomes.len())
                 .report();
+            if self.shutting_down() {
+                break;
+            }
         }
-        unreachable!("the cycles never end")
+        // Only a shutdown ends the cycles: what the last converge did is published by now.
+        Ok(self.stopped(outcomes, last_commit))
+    }
+
+    /// The summary of a run a shutdown ended.
+    fn stopped(&self, outcomes: Vec<UnitOutcome>, commit: Option<String>) -> RunSummary {
+        let mut summary = self.summary(outcomes, commit);
+        summary.shut_down = true;
+        // Units left unsettled by a shutdown are reported as such, not as timed out.
+        summary.timed_out.clear();
+        summary
     }
 
     /// What every pass over `rev` shares.
@@ -430,8 +508,15 @@ impl Agent {
         outcomes: &[UnitOutcome],
         published: &mut BTreeMap<PathBuf, Vec<u8>>,
     ) -> Result<Option<String>, AgentError> {
+        if !self.leading() {
+            tracing::warn!("not leading: reports not published (the leader publishes its own)");
+            return Ok(None);
+        }
         let mut files = BTreeMap::new();
-        for o in outcomes {
+        for o in outcomes
+            .iter()
+            .filter(|o| !self.unreconciled.contains(&o.unit))
+        {
             let r = report::build(o);
             let (md, yaml) = report::outcome_paths(o);
             files.insert(md, report::to_markdown(&r).into_bytes());
@@ -487,6 +572,7 @@ impl Agent {
             timed_out,
             report_error: None,
             azure_requests: self.env.azure_requests(),
+            shut_down: false,
         }
     }
 }
