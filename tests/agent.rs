@@ -15,7 +15,9 @@
 //! AzureClusterIdentity check and the clusters' ASO credential Secrets; `keyvault` the
 //! agent-managed etcd key; `shared_identities` the identity benchmark's request counts at small
 //! scale (shared identities, keys, a rotation). `resync` has a long-running run's drift cycles,
-//! `metrics` its `/metrics` endpoint.
+//! `metrics` its `/metrics` endpoint. `leader` has two replicas with `--leader-elect` against a
+//! served control plane (one leads, the standby takes over after a SIGKILL), `shutdown` a SIGTERM
+//! during a run.
 
 #[path = "agent/apiservices_gate.rs"]
 mod apiservices_gate;
@@ -44,6 +46,8 @@ mod identity;
 mod keyvault;
 #[path = "agent/kubeconfig.rs"]
 mod kubeconfig;
+#[path = "agent/leader.rs"]
+mod leader;
 #[path = "agent/metrics.rs"]
 mod metrics;
 #[path = "agent/node_policy.rs"]
@@ -58,6 +62,8 @@ mod rerun;
 mod resync;
 #[path = "agent/shared_identities.rs"]
 mod shared_identities;
+#[path = "agent/shutdown.rs"]
+mod shutdown;
 
 use aro_gitops::agent::{self, RunConfig, RunSummary};
 use aro_gitops::apply::{Cluster, RequestCounter};

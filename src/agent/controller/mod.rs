@@ -448,6 +448,7 @@ impl Agent {
     ) -> (Job, UnitOutcome, Inventory) {
         let ctx = self.pass_context(rev, fleet);
         let started = Instant::now();
+        super::failpoint::failpoint_slow_pass().await;
         let outcome = match &job {
             Job::Unit(i) => {
                 let prepared = rev.units[*i].1.as_ref().expect("only prepared units run");
