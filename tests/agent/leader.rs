@@ -318,3 +318,39 @@ fn one_replica_leads_and_the_standby_takes_over_after_a_sigkill() {
             .then_some(())
     });
 }
+
+#[test]
+fn a_leader_that_cannot_renew_stops_before_its_lease_expires_and_leads_again_later() {
+    let server = simulated_server();
+    let f = Fixture::git_repo();
+    let mut a = Replica::start(&f, "a", &server, &[]);
+    a.wait_for("leader election: leading", Duration::from_secs(30));
+    poll_until(CONVERGE_DEADLINE, "the fleet converged", || {
+        fleet_converged(&f).then_some(())
+    });
+
+    // The API server goes away: no renewal. The leader stands by before its Lease could expire
+    // for anyone else (the renew deadline, 3 s, against the lease duration, 4 s).
+    let cut = Instant::now();
+    let stopped = server.stop();
+    a.wait_for("leader election: lost the Lease", LEASE_DURATION);
+    assert!(cut.elapsed() < LEASE_DURATION, "{:?}", cut.elapsed());
+    poll_until(Duration::from_secs(2), "the gauge at 0", || {
+        (a.leader_gauge() == Some(0)).then_some(())
+    });
+
+    // Back: it still holds the Lease (nobody took it) and leads again.
+    let server = stopped.start();
+    let before = a.seen.len();
+    poll_until(Duration::from_secs(30), "leading again", || {
+        a.drain();
+        a.seen[before..]
+            .iter()
+            .any(|l| l.contains("leader election: leading"))
+            .then_some(())
+    });
+    assert_eq!(holder(&server).as_deref(), Some(a.identity.as_str()));
+    poll_until(Duration::from_secs(10), "the gauge back at 1", || {
+        (a.leader_gauge() == Some(1)).then_some(())
+    });
+}

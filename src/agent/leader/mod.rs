@@ -212,6 +212,7 @@ async fn elect(
         if !leading {
             last_renewal = None;
         }
+        metrics.set_leader(leading);
         match (was, leading) {
             (false, true) => {
                 tracing::info!(identity = %config.identity, "leader election: leading");
@@ -220,11 +221,10 @@ async fn elect(
             (true, false) => {
                 tracing::warn!(identity = %config.identity,
                     "leader election: lost the Lease (not renewed before the renew deadline, or taken over): standing by");
-                crate::output::println("leader election: standing by");
+                crate::output::println("leader election: lost the Lease, standing by");
             }
             _ => {}
         }
-        metrics.set_leader(leading);
         tx.send_replace(Standing {
             leading_until: decide::leading_until(last_renewal, &timings),
             expires: last_renewal.map(|t| t + timings.lease_duration),
