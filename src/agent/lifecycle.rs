@@ -197,3 +197,47 @@ pub(super) fn elect(
 ) -> Option<Elector> {
     config.map(|c| Elector::spawn(client.clone(), c, metrics.clone()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passes_in_flight_get_the_shutdown_timeout_or_until_the_lease_expires() {
+        let now = Instant::now();
+        let timeout = Duration::from_secs(25);
+        assert_eq!(Stop::Shutdown.drain_deadline(now, timeout), now + timeout);
+        let expires = now + Duration::from_secs(4);
+        let lost = Stop::LostLease {
+            expires: Some(expires),
+        };
+        assert_eq!(lost.drain_deadline(now, timeout), expires);
+        // Already expired, or never held: no time at all.
+        assert_eq!(
+            lost.drain_deadline(expires + timeout, timeout),
+            expires + timeout
+        );
+        let never = Stop::LostLease { expires: None };
+        assert_eq!(never.drain_deadline(now, timeout), now);
+        assert!(Stop::Shutdown.interruption().starts_with("interrupted: "));
+        assert!(lost.interruption().starts_with("interrupted: "));
+    }
+
+    #[tokio::test]
+    async fn a_shutdown_is_asked_once_and_seen_by_every_clone() {
+        let (trigger, shutdown) = Shutdown::channel();
+        let seen = shutdown.clone();
+        assert!(!shutdown.asked());
+        let waiting = tokio::spawn(async move { seen.wait().await });
+        trigger.ask();
+        tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .expect("the wait ends")
+            .expect("no panic");
+        assert!(shutdown.asked());
+        // Nobody can ask this one: it never ends, and its channel stays open.
+        let never = Shutdown::never();
+        let waited = tokio::time::timeout(Duration::from_millis(50), never.wait()).await;
+        assert!(waited.is_err() && !never.asked());
+    }
+}
