@@ -34,6 +34,8 @@ pub enum LogFormat {
     Json,
 }
 
+// Parsed once per process: the size of `run`'s arguments does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Reconcile the clusters a git repository defines: render, plan, apply, report.
