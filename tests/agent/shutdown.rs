@@ -1,7 +1,7 @@
 //! Graceful shutdown of `aro-gitops run`: a SIGTERM during a run stops it taking work, lets the
 //! passes in flight end, publishes the reports, releases the Lease and exits 0; a pass still
 //! running at `--shutdown-timeout` is cut short and reported as interrupted; a second signal
-//! exits at once.
+//! exits at once. `--once` runs stop the same way.
 
 use super::leader::{Replica, holder, lease, simulated_server};
 use super::*;
@@ -50,11 +50,12 @@ fn sigterm_lets_passes_end_publishes_releases_the_lease_and_exits_zero() {
 fn a_pass_cut_short_by_the_shutdown_timeout_is_reported_interrupted() {
     let server = simulated_server();
     let f = Fixture::git_repo();
+    // `--once` this time: a run that would end on its own stops the same way.
     let mut agent = Replica::start_env(
         &f,
         "a",
         &server,
-        &["--shutdown-timeout", "1s"],
+        &["--once", "--shutdown-timeout", "1s"],
         &[(agent::FAILPOINT_ENV, "slow-pass")],
     );
     // Every pass waits a minute: both are in flight.
