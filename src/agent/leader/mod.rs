@@ -179,11 +179,14 @@ async fn elect(
     let mut holder: Option<String> = None;
     loop {
         let started = Instant::now();
-        let result = tokio::time::timeout(
-            timings.renew_deadline,
-            attempt(&api, &config, &mut observed, started),
-        )
-        .await;
+        // A stop does not wait for a slow attempt: the release follows at once.
+        let result = tokio::select! {
+            r = tokio::time::timeout(
+                timings.renew_deadline,
+                attempt(&api, &config, &mut observed, started),
+            ) => r,
+            _ = stop.wait_for(|s| *s) => break,
+        };
         let healthy = match result {
             Ok(Ok(Attempt::Held)) => {
                 last_renewal = Some(started);
