@@ -34,6 +34,8 @@ pub enum LogFormat {
     Json,
 }
 
+// Parsed once per process: the size of `run`'s arguments does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Reconcile the clusters a git repository defines: render, plan, apply, report.
@@ -139,6 +141,38 @@ pub struct RunArgs {
     /// How many agents share the fleet, each run with its own --shard-index.
     #[arg(long, default_value_t = 1)]
     pub shard_count: u32,
+    /// On SIGTERM or SIGINT: how long the passes in flight may take to end before they are cut
+    /// short (and reported as interrupted); the reports are then published and the run exits 0.
+    /// A second signal exits at once.
+    #[arg(long, default_value = "25s", value_parser = humantime::parse_duration)]
+    pub shutdown_timeout: Duration,
+    #[command(flatten)]
+    pub leader_election: LeaderElectionArgs,
+}
+
+/// Two or more replicas, one leading (`--leader-elect`).
+#[derive(Debug, Clone, Args)]
+pub struct LeaderElectionArgs {
+    /// Elect a leader through a coordination.k8s.io/v1 Lease: only the leader writes; the others
+    /// stand by with warm caches and take over when its Lease expires.
+    #[arg(long)]
+    pub leader_elect: bool,
+    /// The Lease's name.
+    #[arg(long, default_value = "aro-gitops")]
+    pub leader_election_id: String,
+    /// The Lease's namespace.
+    #[arg(long, default_value = "aro-gitops-system")]
+    pub leader_election_namespace: String,
+    /// How long a Lease holds without a renewal before a standby may take it (whole seconds).
+    #[arg(long, default_value = "15s", value_parser = humantime::parse_duration)]
+    pub leader_election_lease_duration: Duration,
+    /// How long the leader keeps writing without a successful renewal; it then stops and stands
+    /// by (shorter than the lease duration).
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub leader_election_renew_deadline: Duration,
+    /// How often an instance tries to acquire or renew the Lease.
+    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
+    pub leader_election_retry_period: Duration,
 }
 
 /// When objects that left git may be deleted.

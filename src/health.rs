@@ -3,8 +3,9 @@
 //!
 //! `/healthz` answers 200 while the process's runtime serves requests (a wedged runtime does not
 //! answer, and the probe fails). `/readyz` answers 200 once every watch cache the agent started
-//! has finished its first LIST, else 503 with the reason in plain text. There is no leader
-//! election yet, so leading is not part of readiness.
+//! has finished its first LIST, else 503 with the reason in plain text. With leader election
+//! (`--leader-elect`) it also needs this instance to lead or to be a healthy standby (it could
+//! read the Lease at its last try); the body says which.
 
 use crate::serving::Server;
 use std::net::SocketAddr;
@@ -19,6 +20,51 @@ pub struct CacheSync {
     pub all_started: bool,
     /// The kinds whose cache has not finished its first LIST (`Kind.group/version`).
     pub unsynced: Vec<String>,
+}
+
+/// Where an instance stands in the leader election, for `/readyz`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Role {
+    Leading,
+    Standby {
+        /// The leader last seen.
+        holder: Option<String>,
+        /// The last try could read the Lease.
+        healthy: bool,
+    },
+}
+
+/// The role of an instance whose election stands at `standing`.
+pub fn role(standing: &crate::agent::leader::Standing) -> Role {
+    if standing.leading_at(std::time::Instant::now()) {
+        Role::Leading
+    } else {
+        Role::Standby {
+            holder: standing.holder.clone(),
+            healthy: standing.healthy,
+        }
+    }
+}
+
+/// The answer of `/readyz` for `sync` and, with leader election, `role`.
+pub fn readiness_with(sync: &CacheSync, role: Option<&Role>) -> (u16, String) {
+    let (code, body) = readiness(sync);
+    match role {
+        None => (code, body),
+        Some(_) if code != 200 => (code, body),
+        Some(Role::Leading) => (200, "ok: leading\n".into()),
+        Some(Role::Standby {
+            holder,
+            healthy: true,
+        }) => {
+            let leader = holder.as_deref().unwrap_or("none yet");
+            (200, format!("ok: standby (leader: {leader})\n"))
+        }
+        Some(Role::Standby { healthy: false, .. }) => (
+            503,
+            "not ready: standby and the leader election Lease could not be read\n".into(),
+        ),
+    }
 }
 
 /// How many unsynced kinds a 503 names.
@@ -50,6 +96,16 @@ pub async fn serve(
     sync: Arc<dyn Fn() -> CacheSync + Send + Sync>,
     addr: SocketAddr,
 ) -> std::io::Result<Server> {
+    serve_with_role(sync, Arc::new(|| None), addr).await
+}
+
+/// As [`serve`]; `role` reads where this instance stands in the leader election (`None`:
+/// no election).
+pub async fn serve_with_role(
+    sync: Arc<dyn Fn() -> CacheSync + Send + Sync>,
+    role: Arc<dyn Fn() -> Option<Role> + Send + Sync>,
+    addr: SocketAddr,
+) -> std::io::Result<Server> {
     let text = |(code, body): (u16, String)| {
         let status = http::StatusCode::from_u16(code).expect("a valid status");
         (
@@ -66,7 +122,7 @@ pub async fn serve(
         .route(
             "/readyz",
             axum::routing::get(move || {
-                let answer = readiness(&sync());
+                let answer = readiness_with(&sync(), role().as_ref());
                 async move { text(answer) }
             }),
         );
@@ -122,6 +178,37 @@ mod tests {
             ..sync
         };
         assert_eq!(readiness(&early).0, 503);
+    }
+
+    #[test]
+    fn with_election_ready_when_leading_or_a_healthy_standby() {
+        let synced = CacheSync {
+            kinds: 2,
+            all_started: true,
+            unsynced: vec![],
+        };
+        assert_eq!(
+            readiness_with(&synced, Some(&Role::Leading)),
+            (200, "ok: leading\n".into())
+        );
+        let standby = Role::Standby {
+            holder: Some("host_1".into()),
+            healthy: true,
+        };
+        assert_eq!(
+            readiness_with(&synced, Some(&standby)),
+            (200, "ok: standby (leader: host_1)\n".into())
+        );
+        let cut_off = Role::Standby {
+            holder: None,
+            healthy: false,
+        };
+        assert_eq!(readiness_with(&synced, Some(&cut_off)).0, 503);
+        // Caches first: a leader whose caches are not synced is not ready.
+        assert_eq!(
+            readiness_with(&CacheSync::default(), Some(&Role::Leading)).0,
+            503
+        );
     }
 
     #[tokio::test]

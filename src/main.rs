@@ -98,7 +98,12 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         },
         shard: agent::Shard::new(args.shard_index, args.shard_count)?,
     };
-    let summary = agent::run(config).await?;
+    let lifecycle = agent::Lifecycle {
+        shutdown: watch_signals().context("watching for SIGTERM and SIGINT")?,
+        shutdown_timeout: args.shutdown_timeout,
+        leader_election: leader_election(&args.leader_election, config.shard)?,
+    };
+    let summary = agent::run_with(config, lifecycle).await?;
     println("");
     print(&aro_gitops::report::summary_table(&summary.outcomes, None));
     println(&format!(
@@ -125,11 +130,68 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     for u in &summary.timed_out {
         println(&format!("not settled before the deadline: {u}"));
     }
+    if summary.shut_down {
+        tracing::info!("shutdown complete");
+        return Ok(if summary.report_error.is_some() {
+            ExitCode::FAILURE
+        } else {
+            ExitCode::SUCCESS
+        });
+    }
     Ok(if summary.failed() {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The first SIGTERM or SIGINT asks the run to shut down (it stops taking work, lets the passes in
+/// flight end, publishes, releases its Lease); a second one exits at once with 130.
+fn watch_signals() -> std::io::Result<agent::Shutdown> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    let (trigger, shutdown) = agent::Shutdown::channel();
+    tokio::spawn(async move {
+        let name = tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = int.recv() => "SIGINT",
+        };
+        tracing::info!(
+            signal = name,
+            "shutting down: no new work, waiting for the passes in flight (a second signal exits at once)"
+        );
+        trigger.ask();
+        let name = tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = int.recv() => "SIGINT",
+        };
+        tracing::warn!(signal = name, "second signal: exiting at once");
+        std::process::exit(130);
+    });
+    Ok(shutdown)
+}
+
+/// `--leader-elect` and its settings, checked; each shard has a Lease of its own.
+fn leader_election(
+    args: &aro_gitops::cli::LeaderElectionArgs,
+    shard: agent::Shard,
+) -> anyhow::Result<Option<agent::leader::LeaderElection>> {
+    if !args.leader_elect {
+        return Ok(None);
+    }
+    let timings = agent::leader::Timings {
+        lease_duration: args.leader_election_lease_duration,
+        renew_deadline: args.leader_election_renew_deadline,
+        retry_period: args.leader_election_retry_period,
+    };
+    timings.check().context("--leader-election-*")?;
+    Ok(Some(agent::leader::LeaderElection {
+        namespace: args.leader_election_namespace.clone(),
+        name: agent::shard::lease_name(&args.leader_election_id, shard),
+        identity: agent::leader::default_identity(),
+        timings,
+    }))
 }
 
 fn safety(args: &aro_gitops::cli::SafetyArgs) -> agent::Safety {

@@ -137,6 +137,7 @@ pub struct Metrics {
     pass_seconds: Histogram,
     renders: Counter,
     queue_depth: Gauge,
+    leader: Gauge,
 }
 
 impl Metrics {
@@ -152,12 +153,12 @@ impl Metrics {
             units.clone(),
         );
         let leader = Gauge::<i64>::default();
-        // No leader election yet: an instance that runs without election leads.
+        // An instance that runs without election leads; the election sets it (`set_leader`).
         leader.set(1);
         registry.register(
             "aro_gitops_leader",
             "1 while this instance leads or runs without election, else 0",
-            leader,
+            leader.clone(),
         );
         registry.register_collector(Box::new(KubeRequests(kube)));
         if let Some(counts) = azure {
@@ -201,6 +202,7 @@ impl Metrics {
             pass_seconds,
             renders,
             queue_depth,
+            leader,
         };
         metrics.set_units([]);
         metrics
@@ -249,6 +251,11 @@ impl Metrics {
     pub fn count_fetch(&self, result: &'static str) {
         let labels = [("result", result)];
         self.triggers.source_fetches.get_or_create(&labels).inc();
+    }
+
+    /// Sets `aro_gitops_leader`: 1 while this instance leads, else 0 (with `--leader-elect`).
+    pub fn set_leader(&self, leading: bool) {
+        self.leader.set(i64::from(leading));
     }
 
     /// The exposition in OpenMetrics text.
@@ -353,6 +360,8 @@ mod tests {
         ] {
             assert!(l.contains(&want), "missing {want:?} in:\n{text}");
         }
+        metrics.set_leader(false);
+        assert!(metrics.encode().lines().any(|l| l == "aro_gitops_leader 0"));
         // Read at scrape time: a later count shows on the next scrape.
         azure.count_token();
         assert!(

@@ -20,6 +20,8 @@
 //! renders, queue).
 //! `sharding` runs two and three shards (`--shard-index`, `--shard-count`) against one served
 //! control plane.
+//! `leader` has two replicas with `--leader-elect` against a served control plane (one leads, the
+//! standby takes over after a SIGKILL), `shutdown` a SIGTERM during a run.
 
 #[path = "agent/apiservices_gate.rs"]
 mod apiservices_gate;
@@ -50,6 +52,8 @@ mod k8s_events;
 mod keyvault;
 #[path = "agent/kubeconfig.rs"]
 mod kubeconfig;
+#[path = "agent/leader.rs"]
+mod leader;
 #[path = "agent/metrics.rs"]
 mod metrics;
 #[path = "agent/node_policy.rs"]
@@ -66,6 +70,8 @@ mod resync;
 mod sharding;
 #[path = "agent/shared_identities.rs"]
 mod shared_identities;
+#[path = "agent/shutdown.rs"]
+mod shutdown;
 #[path = "agent/webhook.rs"]
 mod webhook;
 

@@ -16,6 +16,8 @@ mod guest;
 mod identity;
 pub mod incremental;
 mod k8s_events;
+pub mod leader;
+mod lifecycle;
 mod live;
 mod pass;
 mod plan;
@@ -32,6 +34,7 @@ pub use controller::cycle::{CycleLine, Trigger as CycleTrigger};
 pub use drift::{DriftReport, drift};
 pub use env::{Environment, mark_simulated, simulate_azure, simulate_azure_endpoints};
 pub use failpoint::FAILPOINT_ENV;
+pub use lifecycle::{Lifecycle, SHUTDOWN_TIMEOUT, Shutdown, ShutdownTrigger};
 pub use plan::{PlanRequest, PlanRun, RenderedNames, RenderedUnits, plan};
 pub use prune::Safety;
 pub use shard::{Shard, ShardError};
@@ -153,6 +156,8 @@ pub struct RunSummary {
     pub report_error: Option<String>,
     /// The requests the simulated Azure endpoints served (token, Key Vault), when simulated.
     pub azure_requests: Option<crate::azuresim::https::AzureRequestTotals>,
+    /// The run ended because a shutdown was asked (a signal), not on its own.
+    pub shut_down: bool,
 }
 
 impl RunSummary {
@@ -169,6 +174,12 @@ impl RunSummary {
 
 /// Runs the agent.
 pub async fn run(config: RunConfig) -> Result<RunSummary, AgentError> {
+    run_with(config, Lifecycle::default()).await
+}
+
+/// Runs the agent until it ends on its own or `lifecycle` stops it; with leader election, it
+/// writes only while it leads and releases the Lease when it ends.
+pub async fn run_with(config: RunConfig, lifecycle: Lifecycle) -> Result<RunSummary, AgentError> {
     let target = LiveTarget::select(config.kubeconfig.as_deref(), config.in_cluster)?;
     let mut env = Environment::start(&config.state_dir, &target, Some(config.sim_delay)).await?;
     env.detect_simulated_azure(&config.state_dir).await;
@@ -197,11 +208,19 @@ pub async fn run(config: RunConfig) -> Result<RunSummary, AgentError> {
     };
     let caches = Arc::new(controller::cache::Caches::default());
     let events = k8s_events::publish::Events::start(env.cluster.client().clone());
+    let elector = lifecycle::elect(
+        lifecycle.leader_election.clone(),
+        env.cluster.client(),
+        &metrics,
+    );
     let health_server = match config.health_probe_bind_address {
         Some(addr) => {
             let watched = caches.clone();
             let sync = Arc::new(move || watched.sync_state());
-            let server = crate::health::serve(sync, addr)
+            let standing = elector.as_ref().map(|e| e.watch());
+            let role =
+                Arc::new(move || standing.as_ref().map(|s| crate::health::role(&s.borrow())));
+            let server = crate::health::serve_with_role(sync, role, addr)
                 .await
                 .map_err(|source| AgentError::Health { addr, source })?;
             crate::output::println(&format!("health: serving on http://{}", server.addr));
@@ -226,8 +245,16 @@ pub async fn run(config: RunConfig) -> Result<RunSummary, AgentError> {
         fetches,
         _triggers: triggers,
         events,
+        elector,
+        shutdown: lifecycle.shutdown,
+        shutdown_timeout: lifecycle.shutdown_timeout,
+        unreconciled: BTreeSet::new(),
     };
-    agent.run().await
+    let result = agent.run().await;
+    if let Some(elector) = agent.elector.take() {
+        elector.release().await;
+    }
+    result
 }
 
 struct Agent {
@@ -255,6 +282,13 @@ struct Agent {
     _triggers: triggers::Triggers,
     /// Kubernetes Events on the clusters' ARO objects (see [`k8s_events`]).
     events: k8s_events::publish::Events,
+    /// The leader election, with `--leader-elect` (see [`lifecycle`]).
+    elector: Option<leader::Elector>,
+    shutdown: Shutdown,
+    shutdown_timeout: Duration,
+    /// The units the last converge stopped before their pass (a shutdown, a lost Lease): nothing
+    /// was done to them, so their last published reports stay as they are.
+    unreconciled: BTreeSet<String>,
 }
 
 /// One revision, prepared.
@@ -390,6 +424,9 @@ impl Agent {
             self.config.progress_bars,
             rev.units.iter().map(|(u, _)| u.name()),
         ));
+        if !self.stand_by(&mut rev).await? {
+            return Ok(self.stopped(vec![], None));
+        }
         let deadline = Instant::now() + self.config.timeout;
         let meter = controller::cycle::Meter::start(self.env.cluster.counter());
         let mut outcomes = self.converge(&rev, Some(deadline), None).await?;
@@ -401,9 +438,13 @@ impl Agent {
                 (None, Some(e.to_string()))
             }
         };
-        if self.config.once {
+        if self.config.once || self.shutting_down() {
             self.events.flush(Duration::from_secs(10)).await;
-            let mut summary = self.summary(outcomes, commit);
+            let mut summary = if self.shutting_down() {
+                self.stopped(outcomes, commit)
+            } else {
+                self.summary(outcomes, commit)
+            };
             summary.report_error = report_error;
             return Ok(summary);
         }
@@ -413,7 +454,7 @@ impl Agent {
             .line(&counter, 0, Trigger::Initial, (outcomes.len(), self.passes))
             .report();
         // Follow the repository: fetch on an interval, re-converge on a new revision. Nothing in
-        // here ends the agent: a failure is logged and tried again on the next round.
+        // here ends the agent (but a shutdown): a failure is logged and tried again next round.
         // A pass over every unit also looks for drift; --drift-interval makes that happen on its
         // own schedule, between fetches.
         // A push (a webhook, a commit in a local repository) fetches at once: requests coalesce
@@ -421,13 +462,29 @@ impl Agent {
         // previous fetch at the earliest.
         let mut next_fetch = Instant::now() + self.config.interval;
         let mut last_fetch = Instant::now();
+        let mut last_commit = commit;
+        // After standing by, the outcomes are not those of the revision before: every unit passes.
+        let mut outcomes_current = true;
         for cycle in 1.. {
             let next_drift = self.config.drift_interval.map(|d| Instant::now() + d);
             let wake = next_drift.map_or(next_fetch, |d| d.min(next_fetch));
             let pushed = tokio::select! {
                 () = tokio::time::sleep_until(wake.into()) => false,
                 () = self.fetches.wanted() => true,
+                _ = self.stop_asked() => false,
             };
+            if self.shutting_down() {
+                break;
+            }
+            if !self.leading() {
+                tracing::warn!("not leading: standing by");
+                if !self.stand_by(&mut rev).await? {
+                    break;
+                }
+                // Leading again: the revision of now, at once.
+                next_fetch = Instant::now();
+                outcomes_current = false;
+            }
             if pushed {
                 tokio::time::sleep_until((last_fetch + TRIGGER_SPACING).into()).await;
             }
@@ -435,8 +492,12 @@ impl Agent {
             if !pushed && Instant::now() < next_fetch {
                 tracing::info!("drift check");
                 outcomes = self.converge(&rev, None, None).await?;
-                if let Err(e) = self.publish(&outcomes, &mut published).await {
-                    tracing::warn!(error = %e, "reports were not published; retrying next round");
+                outcomes_current = true;
+                match self.publish(&outcomes, &mut published).await {
+                    Ok(c) => last_commit = c.or(last_commit),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "reports were not published; retrying next round")
+                    }
                 }
                 meter
                     .line(
@@ -446,6 +507,9 @@ impl Agent {
                         (outcomes.len(), self.passes),
                     )
                     .report();
+                if self.shutting_down() {
+                    break;
+                }
                 continue;
             }
             // This fetch serves every request made until now.
@@ -463,7 +527,7 @@ impl Agent {
                     {
                         tracing::info!(from = %previous, to = %next.commit, rendered = next.rendered.len(), "new revision");
                         rev = next;
-                        scoped = true;
+                        scoped = outcomes_current;
                         self.shard_line(&rev);
                     }
                 }
@@ -471,7 +535,7 @@ impl Agent {
                     tracing::warn!(error = %e, commit = %previous, "loading the source failed; keeping the current revision")
                 }
             }
-            if pushed && !scoped {
+            if pushed && !scoped && outcomes_current {
                 // A push that brought no new revision (a flood's late requests, another branch
                 // moved): nothing to pass over; drift is looked for on its own schedule.
                 tracing::info!(commit = %rev.commit, "the push brought no new revision");
@@ -479,8 +543,12 @@ impl Agent {
             } else {
                 let earlier = scoped.then_some(outcomes.as_slice());
                 outcomes = self.converge(&rev, None, earlier).await?;
-                if let Err(e) = self.publish(&outcomes, &mut published).await {
-                    tracing::warn!(error = %e, "reports were not published; retrying next round");
+                outcomes_current = true;
+                match self.publish(&outcomes, &mut published).await {
+                    Ok(c) => last_commit = c.or(last_commit),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "reports were not published; retrying next round")
+                    }
                 }
             }
             meter
@@ -491,8 +559,22 @@ impl Agent {
                     (outcomes.len(), self.passes),
                 )
                 .report();
+            if self.shutting_down() {
+                break;
+            }
         }
-        unreachable!("the cycles never end")
+        // Only a shutdown ends the cycles: what the last converge did is published by now.
+        self.events.flush(Duration::from_secs(10)).await;
+        Ok(self.stopped(outcomes, last_commit))
+    }
+
+    /// The summary of a run a shutdown ended.
+    fn stopped(&self, outcomes: Vec<UnitOutcome>, commit: Option<String>) -> RunSummary {
+        let mut summary = self.summary(outcomes, commit);
+        summary.shut_down = true;
+        // Units left unsettled by a shutdown are reported as such, not as timed out.
+        summary.timed_out.clear();
+        summary
     }
 
     /// With several shards, says which units of `rev` are this agent's.
@@ -538,8 +620,15 @@ impl Agent {
         outcomes: &[UnitOutcome],
         published: &mut BTreeMap<PathBuf, Vec<u8>>,
     ) -> Result<Option<String>, AgentError> {
+        if !self.leading() {
+            tracing::warn!("not leading: reports not published (the leader publishes its own)");
+            return Ok(None);
+        }
         let mut files = BTreeMap::new();
-        for o in outcomes {
+        for o in outcomes
+            .iter()
+            .filter(|o| !self.unreconciled.contains(&o.unit))
+        {
             let r = report::build(o);
             let (md, yaml) = report::outcome_paths(o);
             files.insert(md, report::to_markdown(&r).into_bytes());
@@ -600,6 +689,7 @@ impl Agent {
             timed_out,
             report_error: None,
             azure_requests: self.env.azure_requests(),
+            shut_down: false,
         }
     }
 }

@@ -132,6 +132,15 @@ impl Server {
         Server::start_on(dir, &state, &addr)
     }
 
+    /// Kills this server (SIGKILL); [`Stopped::start`] serves its state on its address again.
+    pub fn stop(mut self) -> Stopped {
+        self.kill9();
+        Stopped {
+            dir: self.dir.take().expect("dir"),
+            addr: self.addr.clone(),
+        }
+    }
+
     /// A kubectl bound to this server's kubeconfig, with its own discovery cache (ports get reused
     /// across tests, and a cache from another server would miss this one's CRDs).
     pub fn kubectl(&self) -> Kubectl {
@@ -156,6 +165,21 @@ impl Server {
     /// The server's log so far (for failure messages).
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir().join("server.log")).unwrap_or_default()
+    }
+}
+
+/// A server [`Server::stop`] killed: its state directory and address.
+pub struct Stopped {
+    dir: tempfile::TempDir,
+    addr: String,
+}
+
+impl Stopped {
+    /// Serves the state again on the same address (the CRDs and objects are back), so clients
+    /// reconnect.
+    pub fn start(self) -> Server {
+        let state = self.dir.path().join("state");
+        Server::start_on(self.dir, &state, &self.addr)
     }
 }
 

@@ -304,6 +304,7 @@ impl Agent {
         // first outcome says (a unit held before its first pass is settled as it is). Kept up
         // to date as passes end, so the loop never re-judges the fleet.
         let mut done: Vec<bool> = (0..outcomes.len()).map(held).collect();
+        let held: Vec<bool> = done.clone();
         let mut pending = (0..outcomes.len())
             .filter(|&i| rev.units[i].1.is_ok() && !done[i])
             .count();
@@ -311,10 +312,57 @@ impl Agent {
         let mut during_pass = DuringPass::default();
         let mut quiet_since = Instant::now();
         let mut passes = 0;
+        // A shutdown or a lost Lease: no new pass; those in flight may end until the deadline.
+        let mut stopping: Option<(super::lifecycle::Stop, Instant)> = None;
+        let mut ran = vec![false; outcomes.len()];
         loop {
             let now = Instant::now();
             let past_deadline = deadline.is_some_and(|d| now >= d);
-            if !past_deadline {
+            if stopping.is_none()
+                && let Some(stop) = self.stop()
+            {
+                tracing::info!(?stop, "no new passes: waiting for the passes in flight");
+                stopping = Some((stop, stop.drain_deadline(now, self.shutdown_timeout)));
+            }
+            if let Some((stop, until)) = stopping {
+                if workers.is_empty() {
+                    break;
+                }
+                if now >= until {
+                    // Cut short: what those passes did is not known; their reports say so.
+                    let why = stop.interruption();
+                    for i in (0..rev.units.len()).filter(|&i| queue.is_active(&Job::Unit(i))) {
+                        tracing::warn!(unit = %outcomes[i].unit, "pass interrupted");
+                        outcomes[i]
+                            .errors
+                            .push(report::UnitError::new(None, None, why.clone()));
+                        ran[i] = true;
+                        progress.update(i, &outcomes[i]);
+                    }
+                    for u in removals
+                        .iter()
+                        .filter(|u| queue.is_active(&Job::Removed((*u).clone())))
+                    {
+                        tracing::warn!(unit = %u, "removal interrupted");
+                        let o = removed_outcomes
+                            .entry(u.clone())
+                            .or_insert_with(|| UnitOutcome {
+                                unit: u.clone(),
+                                cluster: None,
+                                revision: rev.commit.clone(),
+                                stale_source: rev.stale.clone(),
+                                azure: self.env.azure,
+                                objects: vec![],
+                                errors: vec![],
+                                standing: report::Standing::unknown(None),
+                            });
+                        o.errors
+                            .push(report::UnitError::new(None, None, why.clone()));
+                    }
+                    break;
+                }
+            }
+            if !past_deadline && stopping.is_none() {
                 workers.fill(&mut queue, now, |job| {
                     let inv = match &job {
                         Job::Unit(i) => {
@@ -350,7 +398,12 @@ impl Agent {
                 (None, None) if past_deadline => Duration::from_secs(3600),
                 (None, None) => self.config.interval,
             };
+            let wait = match stopping {
+                Some((_, until)) => wait.min(until.saturating_duration_since(now)),
+                None => wait,
+            };
             tokio::select! {
+                _ = self.stop_asked(), if stopping.is_none() => {}
                 (job, outcome, inv) = workers.next() => {
                     passes += 1;
                     let failed = report::phase(&outcome) == report::Phase::Failed;
@@ -359,6 +412,7 @@ impl Agent {
                             let mut next = outcome;
                             carry_actions(&outcomes[*i], &mut next);
                             outcomes[*i] = next;
+                            ran[*i] = true;
                             let now_done = settled(&outcomes[*i]);
                             if now_done != done[*i] {
                                 if now_done { pending -= 1 } else { pending += 1 }
@@ -414,11 +468,39 @@ impl Agent {
         drop(workers);
         self.passes = passes;
         self.metrics.set_queue_depth(0);
+        // Stopped before their pass: nothing was done to them (their last reports stand).
+        self.unreconciled.clear();
+        if let Some((stop, _)) = stopping {
+            for i in (0..outcomes.len()).filter(|&i| !ran[i] && !held[i]) {
+                self.unreconciled.insert(outcomes[i].unit.clone());
+                let why = match stop {
+                    super::lifecycle::Stop::Shutdown => {
+                        "not reconciled: the agent shut down before this unit's pass"
+                    }
+                    super::lifecycle::Stop::LostLease { .. } => {
+                        "not reconciled: this agent lost its leader Lease before this unit's pass"
+                    }
+                };
+                outcomes[i]
+                    .errors
+                    .push(report::UnitError::new(None, None, why.to_string()));
+            }
+        }
         progress.finish();
         self.progress = Some(progress);
         outcomes.extend(removed_outcomes.into_values());
         self.metrics.set_units(outcomes.iter().map(report::phase));
         Ok(outcomes)
+    }
+
+    /// Sets up the watch caches of every kind `rev` and the inventories read, and runs no pass
+    /// (a standby keeping them warm).
+    pub(super) async fn warm_caches(&self, rev: &Revision) {
+        let (inventories, _) = self.inventories().await;
+        self.caches
+            .ensure(&self.env.cluster, &kinds_of(rev, &inventories))
+            .await;
+        self.caches.revision_watched();
     }
 
     /// Every unit's inventory, and those not acted on: from the ConfigMaps' cache once it is
@@ -477,6 +559,7 @@ impl Agent {
     ) -> (Job, UnitOutcome, Inventory) {
         let ctx = self.pass_context(rev, fleet);
         let started = Instant::now();
+        super::failpoint::failpoint_slow_pass().await;
         let outcome = match &job {
             Job::Unit(i) => {
                 let prepared = rev.units[*i].1.as_ref().expect("only prepared units run");

@@ -1,0 +1,111 @@
+//! Graceful shutdown of `aro-gitops run`: a SIGTERM during a run stops it taking work, lets the
+//! passes in flight end, publishes the reports, releases the Lease and exits 0; a pass still
+//! running at `--shutdown-timeout` is cut short and reported as interrupted; a second signal
+//! exits at once. `--once` runs stop the same way.
+
+use super::leader::{Replica, holder, lease, simulated_server};
+use super::*;
+use std::os::unix::process::ExitStatusExt;
+
+#[test]
+fn sigterm_lets_passes_end_publishes_releases_the_lease_and_exits_zero() {
+    let server = simulated_server();
+    let f = Fixture::git_repo();
+    let mut agent = Replica::start(&f, "a", &server, &[]);
+    agent.wait_for("leader election: leading", Duration::from_secs(30));
+    // Passes are in flight (the simulator takes 200 ms per resource: nothing is converged yet).
+    agent.wait_for("applied object=", Duration::from_secs(60));
+    assert_eq!(holder(&server).as_deref(), Some(agent.identity.as_str()));
+
+    agent.signal("TERM");
+    let status = agent.wait_exit(Duration::from_secs(60));
+    let out = agent.seen.join("\n");
+    assert_eq!(status.code(), Some(0), "{status:?}; output:\n{out}");
+    for stage in [
+        "shutting down",
+        "leader election: Lease released",
+        "shutdown complete",
+    ] {
+        assert!(out.contains(stage), "no {stage:?} in:\n{out}");
+    }
+    let at = |what: &str| out.find(what).expect("found");
+    assert!(at("shutting down") < at("reports committed"), "{out}");
+    assert!(at("reports committed") < at("Lease released"), "{out}");
+    // Released: no holder, and it expires at once.
+    let spec = lease(&server).expect("the Lease stays");
+    assert!(
+        spec.get("holderIdentity").is_none_or(Value::is_null),
+        "{spec}"
+    );
+    assert_eq!(spec["leaseDurationSeconds"].as_i64(), Some(1), "{spec}");
+    // What was done is on the status branch.
+    assert!(!f.status_commits().is_empty());
+    for path in ["reports/aro-dev/dev.yaml", "reports/aro-prod/prod.yaml"] {
+        let yaml = f.report(path).unwrap_or_else(|| panic!("{path} committed"));
+        assert!(!yaml.contains("interrupted"), "{yaml}");
+    }
+}
+
+#[test]
+fn a_pass_cut_short_by_the_shutdown_timeout_is_reported_interrupted() {
+    let server = simulated_server();
+    let f = Fixture::git_repo();
+    // `--once` this time: a run that would end on its own stops the same way.
+    let mut agent = Replica::start_env(
+        &f,
+        "a",
+        &server,
+        &["--once", "--shutdown-timeout", "1s"],
+        &[(agent::FAILPOINT_ENV, "slow-pass")],
+    );
+    // Every pass waits a minute: both are in flight.
+    agent.wait_for(
+        "failpoint: this pass waits a minute",
+        Duration::from_secs(60),
+    );
+    agent.signal("TERM");
+    let status = agent.wait_exit(Duration::from_secs(30));
+    let out = agent.seen.join("\n");
+    assert_eq!(status.code(), Some(0), "{status:?}; output:\n{out}");
+    assert!(out.contains("pass interrupted"), "{out}");
+    // The record of the cut: the unit's report says it was interrupted, not that it converged.
+    let yaml = f
+        .report("reports/aro-dev/dev.yaml")
+        .expect("dev's report committed");
+    assert!(yaml.contains("interrupted"), "{yaml}");
+    assert!(!yaml.contains("phase: Converged"), "{yaml}");
+}
+
+#[test]
+fn a_second_signal_exits_at_once() {
+    let server = simulated_server();
+    let f = Fixture::git_repo();
+    let mut agent = Replica::start_env(
+        &f,
+        "a",
+        &server,
+        &["--shutdown-timeout", "60s"],
+        &[(agent::FAILPOINT_ENV, "slow-pass")],
+    );
+    agent.wait_for(
+        "failpoint: this pass waits a minute",
+        Duration::from_secs(60),
+    );
+    agent.signal("TERM");
+    agent.wait_for("shutting down", Duration::from_secs(10));
+    let second = Instant::now();
+    agent.signal("INT");
+    let status = agent.wait_exit(Duration::from_secs(10));
+    assert!(
+        second.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        second.elapsed()
+    );
+    assert_eq!(
+        status.code(),
+        Some(130),
+        "{status:?} (signal {:?})",
+        status.signal()
+    );
+    assert!(agent.seen.join("\n").contains("second signal"));
+}
