@@ -361,9 +361,18 @@ async fn main() {
         let latency = loop {
             let ev = tokio::time::timeout(wait, watch.next())
                 .await
-                .expect("the change reached the cluster in time")
-                .expect("the watch goes on")
-                .unwrap();
+                .expect("the change reached the cluster in time");
+            let Some(ev) = ev else {
+                // The server ended the watch: open it again where it was.
+                watch = namespaces.watch(&params, &rv).await.unwrap().boxed();
+                continue;
+            };
+            let ev = ev.expect("a watch event");
+            if let WatchEvent::Error(e) = &ev {
+                eprintln!("webhook bench: the watch ended with {e:?}; watching again");
+                watch = namespaces.watch(&params, &rv).await.unwrap().boxed();
+                continue;
+            }
             if let WatchEvent::Modified(n) = ev {
                 let label = n
                     .metadata

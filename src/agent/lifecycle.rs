@@ -194,8 +194,9 @@ pub(super) fn elect(
     config: Option<LeaderElection>,
     client: &kube::Client,
     metrics: &Arc<crate::metrics::Metrics>,
+    fetches: &crate::trigger::FetchSignal,
 ) -> Option<Elector> {
-    config.map(|c| Elector::spawn(client.clone(), c, metrics.clone()))
+    config.map(|c| Elector::spawn(client.clone(), c, metrics.clone(), fetches.clone()))
 }
 
 #[cfg(test)]

@@ -208,10 +208,12 @@ pub async fn run_with(config: RunConfig, lifecycle: Lifecycle) -> Result<RunSumm
     };
     let caches = Arc::new(controller::cache::Caches::default());
     let events = k8s_events::publish::Events::start(env.cluster.client().clone());
+    let fetches = crate::trigger::FetchSignal::default();
     let elector = lifecycle::elect(
         lifecycle.leader_election.clone(),
         env.cluster.client(),
         &metrics,
+        &fetches,
     );
     let health_server = match config.health_probe_bind_address {
         Some(addr) => {
@@ -228,7 +230,6 @@ pub async fn run_with(config: RunConfig, lifecycle: Lifecycle) -> Result<RunSumm
         }
         None => None,
     };
-    let fetches = crate::trigger::FetchSignal::default();
     let triggers = triggers::start(&config, &fetches, &metrics).await?;
     let mut agent = Agent {
         env,

@@ -3,6 +3,9 @@
 //! 0, `/readyz` says which) and converges the fleet; after a SIGKILL of the leader the standby
 //! takes the Lease over within the lease duration and applies the next commit.
 //!
+//! A push webhook that reaches the standby (two replicas behind one Service) is passed to the
+//! leader through the Lease, and applied with polling off.
+//!
 //! `Replica` (one such process) is shared with `shutdown`.
 
 use super::resync::http_get;
@@ -60,7 +63,12 @@ impl Replica {
             .arg(f.dir.path().join(format!("state-{name}")))
             .arg("--kubeconfig")
             .arg(&server.kubeconfig)
-            .args(["--leader-elect", "--interval", "1s"])
+            .arg("--leader-elect")
+            .args(if extra.contains(&"--interval") {
+                &[][..]
+            } else {
+                &["--interval", "1s"]
+            })
             .args(["--metrics-bind-address", "127.0.0.1:0"])
             .args(["--health-probe-bind-address", "127.0.0.1:0"])
             .args(FAST)
@@ -353,4 +361,68 @@ fn a_leader_that_cannot_renew_stops_before_its_lease_expires_and_leads_again_lat
     poll_until(Duration::from_secs(10), "the gauge back at 1", || {
         (a.leader_gauge() == Some(1)).then_some(())
     });
+}
+
+#[test]
+fn a_push_to_the_standby_is_passed_to_the_leader() {
+    let server = simulated_server();
+    let f = Fixture::git_repo();
+    let secret = f.dir.path().join("webhook-secret");
+    std::fs::write(&secret, super::webhook::SECRET).expect("write the secret");
+    let secret = secret.to_str().expect("UTF-8");
+    // No polling: only a push fetches.
+    let extra = [
+        "--interval",
+        "1h",
+        "--webhook-bind-address",
+        "127.0.0.1:0",
+        "--webhook-secret-file",
+        secret,
+    ];
+    let mut a = Replica::start(&f, "a", &server, &extra);
+    let mut b = Replica::start(&f, "b", &server, &extra);
+    let first = poll_until(Duration::from_secs(30), "a Lease holder", || {
+        holder(&server)
+    });
+    let standby = if first == a.identity { &mut b } else { &mut a };
+    poll_until(CONVERGE_DEADLINE, "the fleet converged", || {
+        fleet_converged(&f).then_some(())
+    });
+    let webhook = standby.after("webhook: serving on http://", Duration::from_secs(10));
+
+    f.write(
+        "clusters/dev/pushed.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: pushed\ndata:\n  through: the standby\n",
+    );
+    f.add_resource(DEV, "pushed.yaml");
+    let url = f.url.to_string_lossy().into_owned();
+    let body = serde_json::json!({
+        "ref": "refs/heads/main",
+        "repository": {"clone_url": url, "html_url": url, "default_branch": "main"}
+    })
+    .to_string();
+    let signature = super::webhook::sign(body.as_bytes());
+    let headers = [
+        ("X-GitHub-Event", "push"),
+        ("X-Hub-Signature-256", signature.as_str()),
+    ];
+    let (status, answer) =
+        super::webhook::post(&webhook, "/hooks/github", &headers, body.as_bytes());
+    assert_eq!(status, 202, "{answer}");
+    poll_until(Duration::from_secs(60), "the pushed change applied", || {
+        (server
+            .http(
+                "GET",
+                "/api/v1/namespaces/aro-dev/configmaps/pushed",
+                None,
+                b"",
+            )
+            .status
+            == 200)
+            .then_some(())
+    });
+    standby.wait_for(
+        "a push passed to the leader through the Lease",
+        Duration::from_secs(10),
+    );
 }

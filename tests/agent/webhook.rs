@@ -11,7 +11,7 @@ use aro_gitops::trigger::webhook::github_signature;
 /// How long the agent may take to start serving, and then to converge the fleet (a debug build, a
 /// shared machine).
 const DEADLINE: Duration = Duration::from_secs(180);
-const SECRET: &str = "a-webhook-secret-for-tests";
+pub(super) const SECRET: &str = "a-webhook-secret-for-tests";
 /// The change the tests push: the dev workers' VM size (two objects updated).
 const VM_FROM: &str = "value: Standard_D4s_v3";
 const VM_TO: &str = "value: Standard_D16s_v3";
@@ -108,13 +108,13 @@ impl Hooked {
     }
 }
 
-fn sign(body: &[u8]) -> String {
+pub(super) fn sign(body: &[u8]) -> String {
     github_signature(SECRET.as_bytes(), body)
 }
 
 /// One POST: the status code and the body of the answer. With `Expect: 100-continue` the body is
 /// sent only if the server asks for it (as curl does for large bodies).
-fn post(addr: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
+pub(super) fn post(addr: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(addr).expect("connect to the webhook server");
     stream

@@ -10,12 +10,18 @@
 //! (fail-stop). It then goes back to standby (and may lead again later) rather than exiting.
 //! On shutdown the leader releases the Lease (no holder, one second left) so a standby takes
 //! over at once.
+//!
+//! A push that reaches a standby (two replicas behind one Service: about half the webhooks) is
+//! passed to the leader through the Lease: the standby stamps the annotation
+//! [`FETCH_REQUESTED`], and the leader, which reads the Lease every retry period, fetches when the
+//! stamp changes. A forwarded push so waits at most about one retry period (2 s by default).
 
 pub mod decide;
 
 pub use decide::Timings;
 
 use crate::metrics::Metrics;
+use crate::trigger::FetchSignal;
 use decide::{Decision, Observed, Record};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
@@ -23,6 +29,10 @@ use kube::api::{Api, ObjectMeta, PostParams};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
+
+/// The Lease annotation a standby stamps when a push reached it: the leader fetches when it
+/// changes.
+pub const FETCH_REQUESTED: &str = "aro-gitops.dev/fetch-requested";
 
 /// `run --leader-elect`: which Lease, who this instance is, and the timings.
 #[derive(Debug, Clone)]
@@ -78,8 +88,15 @@ pub struct Elector {
 }
 
 impl Elector {
-    /// Starts electing on `client`'s cluster; the `aro_gitops_leader` gauge follows.
-    pub fn spawn(client: kube::Client, config: LeaderElection, metrics: Arc<Metrics>) -> Elector {
+    /// Starts electing on `client`'s cluster; the `aro_gitops_leader` gauge follows. `fetches`
+    /// is the agent's push signal: taken here while standing by (and passed to the leader
+    /// through the Lease), raised here while leading when a standby passed one on.
+    pub fn spawn(
+        client: kube::Client,
+        config: LeaderElection,
+        metrics: Arc<Metrics>,
+        fetches: FetchSignal,
+    ) -> Elector {
         metrics.set_leader(false);
         let (tx, standing) = watch::channel(Standing::default());
         let (stop, stop_rx) = watch::channel(false);
@@ -90,7 +107,7 @@ impl Elector {
             "leader election: identity {}, Lease {}/{}",
             config.identity, config.namespace, config.name
         ));
-        let task = tokio::spawn(elect(api, config.clone(), tx, stop_rx, metrics));
+        let task = tokio::spawn(elect(api, config.clone(), tx, stop_rx, metrics, fetches));
         Elector {
             standing,
             stop,
@@ -172,8 +189,11 @@ async fn elect(
     tx: watch::Sender<Standing>,
     mut stop: watch::Receiver<bool>,
     metrics: Arc<Metrics>,
+    fetches: FetchSignal,
 ) {
     let timings = config.timings;
+    // The last push stamp seen on the Lease (`None` until it was first read).
+    let mut stamp: Option<Option<String>> = None;
     let mut observed: Option<Observed> = None;
     let mut last_renewal: Option<Instant> = None;
     let mut holder: Option<String> = None;
@@ -183,7 +203,7 @@ async fn elect(
         let result = tokio::select! {
             r = tokio::time::timeout(
                 timings.renew_deadline,
-                attempt(&api, &config, &mut observed, started),
+                attempt(&api, &config, &mut observed, started, &mut stamp, &fetches),
             ) => r,
             _ = stop.wait_for(|s| *s) => break,
         };
@@ -235,9 +255,19 @@ async fn elect(
             healthy,
         });
         let next = started + timings.retry_period;
-        tokio::select! {
-            _ = tokio::time::sleep_until(next.into()) => {}
+        let pushed = tokio::select! {
+            _ = tokio::time::sleep_until(next.into()) => false,
             _ = stop.wait_for(|s| *s) => break,
+            () = fetches.wanted(), if !leading => true,
+        };
+        // A push reached this standby: pass it to the leader.
+        if pushed {
+            match forward_push(&api, &config).await {
+                Ok(()) => tracing::info!(lease = %config.name,
+                    "standing by: a push passed to the leader through the Lease"),
+                Err(e) => tracing::warn!(error = %crate::apply::api_message(&e),
+                    "standing by: a push could not be passed to the leader; it fetches on its interval"),
+            }
         }
     }
     if tx.borrow().leading_at(Instant::now()) {
@@ -271,14 +301,49 @@ fn is_conflict(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == 409)
 }
 
-/// Reads the Lease, decides, and writes what the decision says.
+/// Whether the leader should fetch: the push stamp on the Lease changed since it was last read
+/// (the first read only notes it). Updates `seen`.
+fn push_forwarded(seen: &mut Option<Option<String>>, now: Option<&str>) -> bool {
+    let now = now.map(str::to_string);
+    let changed = matches!(seen, Some(before) if *before != now);
+    *seen = Some(now);
+    changed
+}
+
+/// Stamps [`FETCH_REQUESTED`] on the Lease (a merge patch of the annotation alone).
+async fn forward_push(api: &Api<Lease>, config: &LeaderElection) -> Result<(), kube::Error> {
+    let value = format!(
+        "{} {}",
+        k8s_openapi::jiff::Timestamp::now(),
+        uuid::Uuid::new_v4()
+    );
+    let patch = serde_json::json!({ "metadata": { "annotations": { FETCH_REQUESTED: value } } });
+    api.patch(
+        &config.name,
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(&patch),
+    )
+    .await
+    .map(|_| ())
+}
+
+/// Reads the Lease, decides, and writes what the decision says. While holding it, a push stamp
+/// that changed since `stamp` raises `fetches`.
 async fn attempt(
     api: &Api<Lease>,
     config: &LeaderElection,
     observed: &mut Option<Observed>,
     now: Instant,
+    stamp: &mut Option<Option<String>>,
+    fetches: &FetchSignal,
 ) -> Result<Attempt, kube::Error> {
     let lease = api.get_opt(&config.name).await?;
+    let pushed = lease
+        .as_ref()
+        .and_then(|l| l.metadata.annotations.as_ref())
+        .and_then(|a| a.get(FETCH_REQUESTED))
+        .map(String::as_str);
+    let forwarded = push_forwarded(stamp, pushed);
     *observed = lease
         .as_ref()
         .map(|l| decide::observe(observed.take(), record_of(l), now));
@@ -328,7 +393,13 @@ async fn attempt(
         (Decision::Renew | Decision::TakeOver { .. }, None) => unreachable!("decided on a Lease"),
     };
     match written {
-        Ok(_) => Ok(Attempt::Held),
+        Ok(_) => {
+            if forwarded {
+                tracing::info!(lease = %config.name, "a push reached a standby: fetching");
+                fetches.request();
+            }
+            Ok(Attempt::Held)
+        }
         Err(e) if is_conflict(&e) => Ok(Attempt::Conflict),
         Err(e) => Err(e),
     }
@@ -351,4 +422,30 @@ async fn release(api: &Api<Lease>, config: &LeaderElection) -> Result<(), kube::
     api.replace(&config.name, &PostParams::default(), &lease)
         .await
         .map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::push_forwarded;
+
+    #[test]
+    fn the_leader_fetches_when_the_push_stamp_changes_not_on_its_first_read() {
+        let mut seen = None;
+        assert!(!push_forwarded(&mut seen, None), "first read: noted");
+        assert!(!push_forwarded(&mut seen, None));
+        assert!(
+            push_forwarded(&mut seen, Some("t1")),
+            "a standby stamped it"
+        );
+        assert!(
+            !push_forwarded(&mut seen, Some("t1")),
+            "the same stamp again"
+        );
+        assert!(push_forwarded(&mut seen, Some("t2")));
+        let mut seen = None;
+        assert!(
+            !push_forwarded(&mut seen, Some("old")),
+            "a stamp from before this instance led is not a push"
+        );
+    }
 }
