@@ -6,12 +6,17 @@
 //! has finished its first LIST, else 503 with the reason in plain text. With leader election
 //! (`--leader-elect`) it also needs this instance to lead or to be a healthy standby (it could
 //! read the Lease at its last try); the body says which.
+//!
+//! What the agent depends on shows there too: a watch that keeps failing (the API server
+//! unreachable, access refused) makes `/readyz` 503 and names it until the watch resumes (kube's
+//! watcher retries with backoff); a source that cannot be fetched leaves it 200 (the last good
+//! revision still serves, and webhooks must still reach this instance) with a `degraded:` line.
 
 use crate::serving::Server;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-/// Where the agent's watch caches stand.
+/// Where the agent's watch caches stand (and its source).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CacheSync {
     /// How many kinds have a cache.
@@ -20,6 +25,10 @@ pub struct CacheSync {
     pub all_started: bool,
     /// The kinds whose cache has not finished its first LIST (`Kind.group/version`).
     pub unsynced: Vec<String>,
+    /// The kinds whose watch failed at its last try, with the error (`Kind.group/version: ...`).
+    pub failing: Vec<String>,
+    /// Why the last fetch of the source failed, when it did (the last good revision serves).
+    pub source_error: Option<String>,
 }
 
 /// Where an instance stands in the leader election, for `/readyz`.
@@ -49,6 +58,18 @@ pub fn role(standing: &crate::agent::leader::Standing) -> Role {
 /// The answer of `/readyz` for `sync` and, with leader election, `role`.
 pub fn readiness_with(sync: &CacheSync, role: Option<&Role>) -> (u16, String) {
     let (code, body) = readiness(sync);
+    let (code, mut body) = with_role(code, body, role);
+    if code == 200
+        && let Some(e) = &sync.source_error
+    {
+        body.push_str(&format!(
+            "degraded: the source could not be fetched ({e}); the last good revision serves\n"
+        ));
+    }
+    (code, body)
+}
+
+fn with_role(code: u16, body: String, role: Option<&Role>) -> (u16, String) {
     match role {
         None => (code, body),
         Some(_) if code != 200 => (code, body),
@@ -74,6 +95,18 @@ const NAMED: usize = 5;
 pub fn readiness(sync: &CacheSync) -> (u16, String) {
     if sync.kinds == 0 || !sync.all_started {
         return (503, "not ready: the watch caches have not started\n".into());
+    }
+    if !sync.failing.is_empty() {
+        let mut named = sync.failing[..sync.failing.len().min(NAMED)].join("; ");
+        if sync.failing.len() > NAMED {
+            named.push_str("; ...");
+        }
+        let body = format!(
+            "not ready: {} of {} watches failing (retrying with backoff): {named}\n",
+            sync.failing.len(),
+            sync.kinds
+        );
+        return (503, body);
     }
     if sync.unsynced.is_empty() {
         return (200, "ok\n".into());
@@ -134,6 +167,37 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_failing_watch_is_not_ready_and_an_unreachable_source_is_degraded() {
+        let synced = CacheSync {
+            kinds: 3,
+            all_started: true,
+            ..CacheSync::default()
+        };
+        let failing = CacheSync {
+            failing: vec!["Secret/v1: connection refused".into()],
+            ..synced.clone()
+        };
+        assert_eq!(
+            readiness_with(&failing, Some(&Role::Leading)),
+            (
+                503,
+                "not ready: 1 of 3 watches failing (retrying with backoff): Secret/v1: connection refused\n"
+                    .into()
+            )
+        );
+        let stale = CacheSync {
+            source_error: Some("git fetch: connection refused".into()),
+            ..synced
+        };
+        let (code, body) = readiness_with(&stale, None);
+        assert_eq!(code, 200);
+        assert_eq!(
+            body,
+            "ok\ndegraded: the source could not be fetched (git fetch: connection refused); the last good revision serves\n"
+        );
+    }
+
+    #[test]
     fn not_ready_before_any_cache_started() {
         let (code, body) = readiness(&CacheSync::default());
         assert_eq!(code, 503);
@@ -146,6 +210,7 @@ mod tests {
             kinds: 3,
             all_started: true,
             unsynced: vec!["Secret/v1".into()],
+            ..CacheSync::default()
         };
         assert_eq!(
             readiness(&sync),
@@ -158,6 +223,7 @@ mod tests {
             kinds: 8,
             all_started: true,
             unsynced: (0..7).map(|i| format!("K{i}")).collect(),
+            ..CacheSync::default()
         };
         let (code, body) = readiness(&many);
         assert_eq!(code, 503);
@@ -170,6 +236,7 @@ mod tests {
             kinds: 2,
             all_started: true,
             unsynced: vec![],
+            ..CacheSync::default()
         };
         assert_eq!(readiness(&sync), (200, "ok\n".into()));
         // Synced caches of only the first kinds (the revision's not yet asked for): not ready.
@@ -186,6 +253,7 @@ mod tests {
             kinds: 2,
             all_started: true,
             unsynced: vec![],
+            ..CacheSync::default()
         };
         assert_eq!(
             readiness_with(&synced, Some(&Role::Leading)),

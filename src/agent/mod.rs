@@ -209,6 +209,7 @@ pub async fn run_with(config: RunConfig, lifecycle: Lifecycle) -> Result<RunSumm
     let caches = Arc::new(controller::cache::Caches::default());
     let events = k8s_events::publish::Events::start(env.cluster.client().clone());
     let fetches = crate::trigger::FetchSignal::default();
+    let source_error: Arc<std::sync::RwLock<Option<String>>> = Arc::default();
     let elector = lifecycle::elect(
         lifecycle.leader_election.clone(),
         env.cluster.client(),
@@ -218,7 +219,11 @@ pub async fn run_with(config: RunConfig, lifecycle: Lifecycle) -> Result<RunSumm
     let health_server = match config.health_probe_bind_address {
         Some(addr) => {
             let watched = caches.clone();
-            let sync = Arc::new(move || watched.sync_state());
+            let fetched = source_error.clone();
+            let sync = Arc::new(move || crate::health::CacheSync {
+                source_error: fetched.read().expect("source error lock").clone(),
+                ..watched.sync_state()
+            });
             let standing = elector.as_ref().map(|e| e.watch());
             let role =
                 Arc::new(move || standing.as_ref().map(|s| crate::health::role(&s.borrow())));
@@ -240,6 +245,7 @@ pub async fn run_with(config: RunConfig, lifecycle: Lifecycle) -> Result<RunSumm
         keys,
         guests: guest::GuestClients::default(),
         passes: 0,
+        source_error,
         metrics,
         _metrics_server: metrics_server,
         _health_server: health_server,
@@ -271,6 +277,8 @@ struct Agent {
     guests: guest::GuestClients,
     /// The passes the last `converge` ran (its cycle line says how many).
     passes: u64,
+    /// Why the last fetch of the source failed, if it did (shown by `/readyz`).
+    source_error: Arc<std::sync::RwLock<Option<String>>>,
     /// The process's metrics (see [`crate::metrics`]).
     metrics: Arc<crate::metrics::Metrics>,
     /// Serves them while the agent lives, with `--metrics-bind-address`.
@@ -338,6 +346,11 @@ impl Agent {
             Ok(_) => "success",
             Err(_) => "failure",
         });
+        *self.source_error.write().expect("source error lock") = match &outcome {
+            Ok(SyncOutcome::Stale { error, .. }) => Some(error.to_string()),
+            Ok(_) => None,
+            Err(e) => Some(e.to_string()),
+        };
         let outcome = outcome?;
         let (revision, stale) = match &outcome {
             SyncOutcome::Fresh(r) | SyncOutcome::Unchanged(r) => (r.clone(), None),

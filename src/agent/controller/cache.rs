@@ -17,7 +17,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, watch};
 
 /// A kind: group, version, kind.
@@ -59,6 +59,8 @@ struct KindCache {
     namespaced: bool,
     objects: Arc<RwLock<Objects>>,
     ready: watch::Receiver<bool>,
+    /// The error of the watch's last failed try and when, until it resumes (for `/readyz`).
+    failing: Arc<RwLock<Option<(String, Instant)>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -67,6 +69,11 @@ impl Drop for KindCache {
         self.task.abort();
     }
 }
+
+/// How long a watch counts as failing after its last error. A watch that reconnects says
+/// nothing until an object changes, so failing ends with its next event or once no error came
+/// for longer than kube's watcher backs off between tries (30 s at most).
+const FAILING_WINDOW: Duration = Duration::from_secs(45);
 
 /// Every kind's cache, and the changes they see.
 pub struct Caches {
@@ -173,6 +180,8 @@ impl Caches {
         let api: Api<DynamicObject> = Api::all_with(cluster.client().clone(), &resource);
         let objects: Arc<RwLock<Objects>> = Arc::default();
         let (ready_tx, ready) = watch::channel(false);
+        let failing: Arc<RwLock<Option<(String, Instant)>>> = Arc::default();
+        let failed = failing.clone();
         let (store, tx) = (objects.clone(), self.tx.clone());
         let echoes = cluster.echoes().clone();
         let (group, kind) = (resource.group.clone(), resource.kind.clone());
@@ -183,6 +192,7 @@ impl Caches {
             name,
         };
         let config = watcher::Config::default().page_size(LIST_PAGE_SIZE);
+        let what = format!("{}.{}", resource.kind, resource.group);
         let task = tokio::spawn(async move {
             let mut events = watcher(api, config)
                 .default_backoff()
@@ -190,6 +200,10 @@ impl Caches {
                 .boxed();
             let mut building: Option<Objects> = None;
             while let Some(ev) = events.next().await {
+                if ev.is_ok() && failed.read().expect("cache lock").is_some() {
+                    *failed.write().expect("cache lock") = None;
+                    tracing::info!(kind = %what, "the watch resumed");
+                }
                 let change = match ev {
                     Ok(watcher::Event::Init) => {
                         building = Some(Objects::new());
@@ -241,7 +255,15 @@ impl Caches {
                         Change::Object(identity((ns, name)), None)
                     }
                     Err(e) => {
-                        tracing::debug!(error = %e, "watch interrupted; it resumes");
+                        let message = e.to_string();
+                        let mut failing = failed.write().expect("cache lock");
+                        if failing.is_none() {
+                            tracing::warn!(kind = %what, error = %message,
+                                "a watch failed; it retries with backoff (readiness says so until it resumes)");
+                        } else {
+                            tracing::debug!(kind = %what, error = %message, "the watch failed again");
+                        }
+                        *failing = Some((message, Instant::now()));
                         continue;
                     }
                 };
@@ -254,6 +276,7 @@ impl Caches {
             namespaced,
             objects,
             ready,
+            failing,
             task,
         }
     }
@@ -351,21 +374,32 @@ impl Caches {
     /// (for `/readyz`).
     pub fn sync_state(&self) -> crate::health::CacheSync {
         let kinds = self.kinds.read().expect("caches lock");
+        let name = |(group, version, kind): &KindKey| match group.as_str() {
+            "" => format!("{kind}/{version}"),
+            g => format!("{kind}.{g}/{version}"),
+        };
         let mut unsynced: Vec<String> = kinds
             .iter()
             .filter(|(_, c)| !*c.ready.borrow())
-            .map(|((group, version, kind), _)| match group.as_str() {
-                "" => format!("{kind}/{version}"),
-                g => format!("{kind}.{g}/{version}"),
-            })
+            .map(|(k, _)| name(k))
             .collect();
         unsynced.sort();
+        let mut failing: Vec<String> = kinds
+            .iter()
+            .filter_map(|(k, c)| {
+                let (e, at) = c.failing.read().expect("cache lock").clone()?;
+                (at.elapsed() < FAILING_WINDOW).then(|| format!("{}: {e}", name(k)))
+            })
+            .collect();
+        failing.sort();
         crate::health::CacheSync {
             kinds: kinds.len(),
             all_started: self
                 .revision_watched
                 .load(std::sync::atomic::Ordering::Relaxed),
             unsynced,
+            failing,
+            source_error: None,
         }
     }
 
