@@ -19,7 +19,7 @@ mod common;
 use common::{ARO_GITOPS, Server, generate_fleet, git, log_tail, run_measured};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, WatchEvent, WatchParams};
+use kube::api::{Api, ListParams, WatchEvent, WatchParams};
 use std::io::{BufRead, Read, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -345,13 +345,13 @@ async fn main() {
         git(&repo, &["push", "-q", "origin", "main"]);
         let after = head(&repo);
         let ns = format!("aro-{name}");
-        let rv = namespaces
-            .get(&ns)
+        // Watch from now (the list's resourceVersion; the object's own may be older than the
+        // control plane's bounded watch log).
+        let listed = namespaces
+            .list_metadata(&ListParams::default().fields(&format!("metadata.name={ns}")))
             .await
-            .expect("the cluster's namespace")
-            .metadata
-            .resource_version
-            .expect("a resourceVersion");
+            .expect("the cluster's namespace");
+        let rv = listed.metadata.resource_version.expect("a resourceVersion");
         let params = WatchParams::default().fields(&format!("metadata.name={ns}"));
         let mut watch = namespaces.watch(&params, &rv).await.unwrap().boxed();
         let before = renders(&metrics);

@@ -536,6 +536,9 @@ impl Agent {
             let mut scoped = false;
             match self.load(Some(&rev)).await {
                 Ok((next, changed)) => {
+                    // Requests made during the fetch for the commit it brought are served (a
+                    // flood of deliveries of one push: one fetch).
+                    self.fetches.served_by(&next.commit);
                     let changed = changed.unwrap_or_default();
                     if next.commit != previous && !self.config.report_target.only_reports(&changed)
                     {

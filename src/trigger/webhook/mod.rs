@@ -56,8 +56,9 @@ pub struct Receiver {
 /// What becomes of a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    /// A push to what the agent follows: a fetch is requested.
-    Accepted,
+    /// A push to what the agent follows: a fetch is requested (of this commit, when the payload
+    /// names it).
+    Accepted(Option<String>),
     /// Acknowledged, nothing to fetch (another repository or branch, another event).
     Ignored(&'static str),
     /// GitHub's ping: answered 200.
@@ -71,7 +72,7 @@ impl Outcome {
     /// The `result` label (see [`crate::metrics::WEBHOOK_RESULTS`]).
     pub fn label(&self) -> &'static str {
         match self {
-            Outcome::Accepted => "accepted",
+            Outcome::Accepted(_) => "accepted",
             Outcome::Ignored(_) | Outcome::Pong => "ignored",
             Outcome::Unauthorized(_) => "unauthorized",
             Outcome::TooLarge => "too_large",
@@ -82,7 +83,7 @@ impl Outcome {
     /// The response: status and a one-line plain-text body.
     pub fn response(&self) -> (StatusCode, String) {
         match self {
-            Outcome::Accepted => (
+            Outcome::Accepted(_) => (
                 StatusCode::ACCEPTED,
                 "accepted: a fetch is requested".into(),
             ),
@@ -128,7 +129,7 @@ impl Receiver {
             Ok(Event::Ping) => Outcome::Pong,
             Ok(Event::Other(_)) => Outcome::Ignored("not a push event"),
             Ok(Event::Push(p)) => match push::concerns(&p, &self.repo, &self.reference) {
-                Ok(()) => Outcome::Accepted,
+                Ok(()) => Outcome::Accepted(p.after.clone()),
                 Err(why) => Outcome::Ignored(why.reason()),
             },
         }
@@ -174,12 +175,13 @@ impl Handler {
             .count_webhook(provider.label(), outcome.label());
         let (status, text) = outcome.response();
         match &outcome {
-            Outcome::Accepted => {
+            Outcome::Accepted(commit) => {
                 tracing::info!(
                     provider = provider.label(),
+                    commit = commit.as_deref().unwrap_or("(not named)"),
                     "webhook: push accepted, fetch requested"
                 );
-                self.signal.request();
+                self.signal.request_commit(commit.clone());
             }
             Outcome::Ignored(_) | Outcome::Pong => {
                 tracing::debug!(provider = provider.label(), reason = %text, "webhook: ignored")

@@ -14,6 +14,9 @@ pub struct Push {
     pub urls: Vec<String>,
     /// The repository's default branch, when the payload says.
     pub default_branch: Option<String>,
+    /// The commit the ref points at after the push (`after`, both providers), when it names
+    /// one (not a deleted ref).
+    pub after: Option<String>,
 }
 
 /// What a valid request asks for.
@@ -118,10 +121,14 @@ fn push(
     if urls.is_empty() {
         return Err(Malformed::Missing("repository URL"));
     }
+    let after = text(&json["after"]).filter(|c| {
+        c.len() == 40 && c.bytes().all(|b| b.is_ascii_hexdigit()) && c.bytes().any(|b| b != b'0')
+    });
     Ok(Event::Push(Push {
         reference,
         urls,
         default_branch,
+        after: after.map(|c| c.to_ascii_lowercase()),
     }))
 }
 
