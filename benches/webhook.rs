@@ -172,7 +172,7 @@ fn renders(metrics: &str) -> u64 {
 }
 
 /// Adds or changes the label `bench.aro-gitops.dev/commit` of cluster `name`'s Namespace.
-fn change_cluster(repo: &Path, name: &str, k: usize) {
+fn change_cluster(repo: &Path, name: &str, value: &str) {
     let path = repo.join("clusters").join(name).join("namespace.yaml");
     let text = std::fs::read_to_string(&path).expect("the cluster's namespace.yaml");
     let kept: Vec<&str> = text
@@ -184,7 +184,7 @@ fn change_cluster(repo: &Path, name: &str, k: usize) {
         out.push_str(line);
         out.push('\n');
         if line.trim() == "labels:" {
-            out.push_str(&format!("    bench.aro-gitops.dev/commit: \"{k}\"\n"));
+            out.push_str(&format!("    bench.aro-gitops.dev/commit: \"{value}\"\n"));
         }
     }
     std::fs::write(&path, out).unwrap();
@@ -337,7 +337,8 @@ async fn main() {
     let mut render_counts = Vec::new();
     for k in 0..o.commits {
         let name = format!("c{:05}", (k * 37) % o.clusters + 1);
-        change_cluster(&repo, &name, k);
+        let value = format!("{}-{k}", std::process::id());
+        change_cluster(&repo, &name, &value);
         git(
             &repo,
             &["commit", "-qam", &format!("bench: change {name} ({k})")],
@@ -380,7 +381,7 @@ async fn main() {
                     .unwrap_or_default()
                     .get("bench.aro-gitops.dev/commit")
                     .cloned();
-                if label.as_deref() == Some(&k.to_string()) {
+                if label.as_deref() == Some(value.as_str()) {
                     break posted.elapsed();
                 }
             }

@@ -245,6 +245,7 @@ pub async fn run_with(config: RunConfig, lifecycle: Lifecycle) -> Result<RunSumm
         keys,
         guests: guest::GuestClients::default(),
         passes: 0,
+        live_identities: None,
         source_error,
         metrics,
         _metrics_server: metrics_server,
@@ -277,6 +278,9 @@ struct Agent {
     guests: guest::GuestClients,
     /// The passes the last `converge` ran (its cycle line says how many).
     passes: u64,
+    /// The live Azure identities last read from the caches, with the change counts of the kinds
+    /// read (read again once one moved).
+    live_identities: Option<LiveIdentities>,
     /// Why the last fetch of the source failed, if it did (shown by `/readyz`).
     source_error: Arc<std::sync::RwLock<Option<String>>>,
     /// The process's metrics (see [`crate::metrics`]).
@@ -299,6 +303,16 @@ struct Agent {
     /// was done to them, so their last published reports stay as they are.
     unreconciled: BTreeSet<String>,
 }
+
+type LiveIdentities = (
+    Vec<(controller::cache::KindKey, u64)>,
+    Arc<
+        Vec<(
+            crate::object::ObjectKey,
+            crate::plan::azure_identity::AzureIdentity,
+        )>,
+    >,
+);
 
 /// One revision, prepared.
 struct Revision {
@@ -340,7 +354,12 @@ impl Agent {
         &self,
         previous: Option<&Revision>,
     ) -> Result<(Revision, Option<Vec<PathBuf>>), AgentError> {
+        let started = Instant::now();
         let outcome = self.blocking(|s| s.sync()).await?;
+        tracing::debug!(
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "source synced"
+        );
         self.metrics.count_fetch(match &outcome {
             Ok(SyncOutcome::Stale { .. }) => "stale",
             Ok(_) => "success",
@@ -408,8 +427,17 @@ impl Agent {
                     inputs,
                     changed: paths.as_deref(),
                 });
+            let started = Instant::now();
             let mut prepared = incremental::prepare_revision(&root, earlier)?;
+            tracing::debug!(
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "revision prepared"
+            );
             let (fleet, conflicted) = fleet::check(&mut prepared.units);
+            tracing::debug!(
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "fleet checked"
+            );
             Ok::<_, AgentError>((prepared, fleet, conflicted))
         })
         .await

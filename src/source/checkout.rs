@@ -59,6 +59,136 @@ pub(super) fn materialize(
     Ok(target)
 }
 
+/// Makes sure the files of `commit` are in [`checkout_dir`], reusing the checkout of `previous`
+/// when there is one: it is moved into place and only the files the two commits differ in are
+/// written or removed (a new commit of a 10,000-file repository that changes one file writes one
+/// file, not 10,000). A difference the fast path does not take (a symbolic link, a submodule, an
+/// unsafe name) or any error falls back to writing the whole tree.
+pub(super) fn materialize_from(
+    repo: &Repository,
+    commit: Oid,
+    previous: Option<Oid>,
+    state_dir: &Path,
+    git_error: impl Fn(git2::Error) -> SourceError,
+) -> Result<PathBuf, SourceError> {
+    let target = checkout_dir(state_dir, &commit.to_string());
+    if let Some(previous) = previous.filter(|p| *p != commit)
+        && !target.is_dir()
+    {
+        let old = checkout_dir(state_dir, &previous.to_string());
+        if old.is_dir() {
+            let partial = state_dir
+                .join(CHECKOUT_DIR)
+                .join(format!(".partial-{commit}"));
+            if partial.exists() {
+                let _ = fs::remove_dir_all(&partial);
+            }
+            if fs::rename(&old, &partial).is_ok() {
+                match apply_difference(repo, previous, commit, &partial) {
+                    Ok(true) => {
+                        fs::rename(&partial, &target)
+                            .map_err(SourceError::io(&target, "move checkout into place"))?;
+                        tracing::debug!(commit = %commit, from = %previous, "checked out by difference");
+                        return Ok(target);
+                    }
+                    Ok(false) => {}
+                    Err(e) => {
+                        tracing::debug!(error = %e, "checkout by difference failed: writing the whole tree")
+                    }
+                }
+                let _ = fs::remove_dir_all(&partial);
+            }
+        }
+    }
+    materialize(repo, commit, state_dir, git_error)
+}
+
+/// Turns the checkout of `from` in `dir` into one of `to`: writes the files added or changed,
+/// removes those deleted (and the folders left empty). `false`: a difference this does not take
+/// (the caller writes the whole tree).
+fn apply_difference(
+    repo: &Repository,
+    from: Oid,
+    to: Oid,
+    dir: &Path,
+) -> Result<bool, git2::Error> {
+    use git2::Delta;
+    let old = repo.find_commit(from)?.tree()?;
+    let new = repo.find_commit(to)?.tree()?;
+    let diff = repo.diff_tree_to_tree(Some(&old), Some(&new), None)?;
+    let safe = |p: &Path| {
+        p.components().all(|c| match c {
+            std::path::Component::Normal(n) => !n.is_empty() && !n.eq_ignore_ascii_case(".git"),
+            _ => false,
+        })
+    };
+    let plain = |mode: git2::FileMode| {
+        matches!(
+            mode,
+            git2::FileMode::Blob | git2::FileMode::BlobExecutable | git2::FileMode::Unreadable
+        )
+    };
+    // Check every delta first, so nothing is written unless all of them can be.
+    let mut work = Vec::new();
+    for delta in diff.deltas() {
+        let (old_file, new_file) = (delta.old_file(), delta.new_file());
+        match delta.status() {
+            Delta::Added | Delta::Modified | Delta::Deleted => {}
+            _ => return Ok(false),
+        }
+        for f in [&old_file, &new_file] {
+            if f.exists() && !plain(f.mode()) {
+                return Ok(false);
+            }
+            if let Some(p) = f.path()
+                && f.exists()
+                && !safe(p)
+            {
+                return Ok(false);
+            }
+        }
+        work.push((
+            delta.status(),
+            old_file.path().map(Path::to_path_buf),
+            new_file.path().map(Path::to_path_buf),
+            new_file.id(),
+            new_file.mode(),
+        ));
+    }
+    for (status, old_path, new_path, id, mode) in work {
+        let io = |e: std::io::Error| git2::Error::from_str(&e.to_string());
+        match (status, old_path, new_path) {
+            (Delta::Deleted, Some(p), _) => {
+                let path = dir.join(&p);
+                fs::remove_file(&path).map_err(io)?;
+                let mut parent = path.parent();
+                while let Some(d) = parent.filter(|d| *d != dir) {
+                    if fs::remove_dir(d).is_err() {
+                        break; // not empty
+                    }
+                    parent = d.parent();
+                }
+            }
+            (_, _, Some(p)) => {
+                let path = dir.join(&p);
+                if let Some(parent) = path.parent() {
+                    fs::create_dir_all(parent).map_err(io)?;
+                }
+                let blob = repo.find_blob(id)?;
+                fs::write(&path, blob.content()).map_err(io)?;
+                let exec = mode == git2::FileMode::BlobExecutable;
+                fs::set_permissions(
+                    &path,
+                    fs::Permissions::from_mode(if exec { 0o755 } else { 0o644 }),
+                )
+                .map_err(io)?;
+            }
+            _ => return Ok(false),
+        }
+    }
+    Ok(true)
+}
+
 /// Removes every checkout but `keep` (best effort: a failure is logged, not returned).
 pub(super) fn remove_other_checkouts(state_dir: &Path, keep: &str) {
     let Ok(entries) = fs::read_dir(state_dir.join(CHECKOUT_DIR)) else {
@@ -254,6 +384,95 @@ mod tests {
             vec![OsStr::new(&commit.to_string()).to_owned()],
             "no partial directory left"
         );
+    }
+
+    /// A commit of `files` (path, content, executable), nested folders made as needed.
+    fn commit_files(repo: &Repository, files: &[(&str, &str, bool)]) -> Oid {
+        let mut index = git2::Index::new().unwrap();
+        for (path, content, exec) in files {
+            let id = repo.blob(content.as_bytes()).unwrap();
+            let mut entry = git2::IndexEntry {
+                ctime: git2::IndexTime::new(0, 0),
+                mtime: git2::IndexTime::new(0, 0),
+                dev: 0,
+                ino: 0,
+                mode: if *exec { 0o100755 } else { 0o100644 },
+                uid: 0,
+                gid: 0,
+                file_size: content.len() as u32,
+                id,
+                flags: 0,
+                flags_extended: 0,
+                path: path.as_bytes().to_vec(),
+            };
+            entry.flags = (path.len() as u16) & 0xfff;
+            index.add(&entry).unwrap();
+        }
+        let tree = repo.find_tree(index.write_tree_to(repo).unwrap()).unwrap();
+        let sig = git2::Signature::now("t", "t@example.com").unwrap();
+        repo.commit(None, &sig, &sig, "files", &tree, &[]).unwrap()
+    }
+
+    /// Every file under `dir` with its content and whether it is executable, and every folder.
+    fn listing(dir: &Path) -> Vec<(String, String, bool)> {
+        let mut out = Vec::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                let rel = p.strip_prefix(dir).unwrap().display().to_string();
+                if p.is_dir() {
+                    out.push((rel + "/", String::new(), false));
+                    stack.push(p);
+                } else {
+                    let exec = fs::metadata(&p).unwrap().permissions().mode() & 0o111 != 0;
+                    out.push((rel, fs::read_to_string(&p).unwrap(), exec));
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn a_checkout_by_difference_is_the_checkout_of_the_whole_tree() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = Repository::init_bare(tmp.path().join("repo.git")).unwrap();
+        let first = commit_files(
+            &repo,
+            &[
+                ("a.yaml", "a: 1\n", false),
+                ("gone/b.yaml", "b\n", false),
+                ("gone/deeper/c.yaml", "c\n", false),
+                ("kept/d.yaml", "d\n", false),
+                ("run.sh", "#!/bin/sh\n", false),
+            ],
+        );
+        let second = commit_files(
+            &repo,
+            &[
+                ("a.yaml", "a: 2\n", false),
+                ("kept/d.yaml", "d\n", false),
+                ("new/e/f.yaml", "f\n", false),
+                ("run.sh", "#!/bin/sh\n", true),
+            ],
+        );
+        let state = tmp.path().join("state");
+        materialize(&repo, first, &state, git_error).unwrap();
+        let dir = materialize_from(&repo, second, Some(first), &state, git_error).unwrap();
+        assert!(
+            !checkout_dir(&state, &first.to_string()).exists(),
+            "the earlier checkout was reused"
+        );
+        let whole = materialize(&repo, second, &tmp.path().join("whole"), git_error).unwrap();
+        assert_eq!(listing(&dir), listing(&whole));
+        assert!(!dir.join("gone").exists(), "emptied folders are removed");
+
+        // A symbolic link in the difference: the whole tree is written, links checked.
+        let linked = commit_with_links(&repo);
+        let dir = materialize_from(&repo, linked, Some(second), &state, git_error).unwrap();
+        assert_eq!(fs::read_to_string(dir.join("inside")).unwrap(), "b: 1\n");
+        assert!(fs::symlink_metadata(dir.join("outside")).is_err());
     }
 
     #[test]

@@ -22,6 +22,7 @@ impl Source {
     pub fn sync(&mut self) -> Result<SyncOutcome, SourceError> {
         let reference = self.reference.to_string();
         let git_error = self.remote.git_error(&reference, "check out");
+        let started = std::time::Instant::now();
         let repo = self.mirror()?;
         let commit = match self.fetch_and_resolve(&repo) {
             Ok(commit) => commit,
@@ -36,7 +37,18 @@ impl Source {
                 return Ok(SyncOutcome::Stale { last_good, error });
             }
         };
-        let checkout = checkout::materialize(&repo, commit, &self.state_dir, &git_error)?;
+        let fetched_ms = started.elapsed().as_millis() as u64;
+        let previous = self
+            .last_good
+            .as_ref()
+            .and_then(|r| Oid::from_str(&r.commit).ok());
+        let checkout =
+            checkout::materialize_from(&repo, commit, previous, &self.state_dir, &git_error)?;
+        tracing::debug!(
+            fetched_ms,
+            checked_out_ms = started.elapsed().as_millis() as u64,
+            "source fetched and checked out"
+        );
         let revision = Revision {
             commit: commit.to_string(),
             checkout,

@@ -61,6 +61,9 @@ struct KindCache {
     ready: watch::Receiver<bool>,
     /// The error of the watch's last failed try and when, until it resumes (for `/readyz`).
     failing: Arc<RwLock<Option<(String, Instant)>>>,
+    /// Counts the changes to `objects`: what was computed from them at one count still holds
+    /// while it stays.
+    generation: Arc<std::sync::atomic::AtomicU64>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -182,6 +185,8 @@ impl Caches {
         let (ready_tx, ready) = watch::channel(false);
         let failing: Arc<RwLock<Option<(String, Instant)>>> = Arc::default();
         let failed = failing.clone();
+        let generation: Arc<std::sync::atomic::AtomicU64> = Arc::default();
+        let changed = generation.clone();
         let (store, tx) = (objects.clone(), self.tx.clone());
         let echoes = cluster.echoes().clone();
         let (group, kind) = (resource.group.clone(), resource.kind.clone());
@@ -224,6 +229,7 @@ impl Caches {
                     }
                     Ok(watcher::Event::InitDone) => {
                         *store.write().expect("cache lock") = building.take().unwrap_or_default();
+                        changed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         let first = !*ready_tx.borrow();
                         ready_tx.send_replace(true);
                         if first {
@@ -242,6 +248,7 @@ impl Caches {
                             .entry(ns.clone())
                             .or_default()
                             .insert(name.clone(), to_text(o));
+                        changed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         if echo {
                             continue; // the agent's own write: nothing to wake for
                         }
@@ -252,6 +259,7 @@ impl Caches {
                         if let Some(m) = store.write().expect("cache lock").get_mut(&ns) {
                             m.remove(&name);
                         }
+                        changed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         Change::Object(identity((ns, name)), None)
                     }
                     Err(e) => {
@@ -277,6 +285,7 @@ impl Caches {
             objects,
             ready,
             failing,
+            generation,
             task,
         }
     }
@@ -304,6 +313,13 @@ impl Caches {
             return Some(in_ns.get(&key.name).map(parse).into_iter().collect());
         }
         Some(in_ns.values().map(parse).collect())
+    }
+
+    /// How many times the cache of `kind` changed; `None` when no synced cache holds that kind.
+    pub fn generation(&self, kind: &KindKey) -> Option<u64> {
+        let kinds = self.kinds.read().expect("caches lock");
+        let cache = kinds.get(kind)?;
+        (*cache.ready.borrow()).then(|| cache.generation.load(std::sync::atomic::Ordering::Relaxed))
     }
 
     /// Every object of `kind` in every namespace; `None` when no synced cache holds that kind.

@@ -14,6 +14,7 @@ use crate::report::{self, ObjectAction, UnitOutcome};
 use cache::{Change, KindKey};
 use queue::{Backoff, WorkQueue, Workers};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wakes::{DuringPass, Wakes};
 
@@ -198,7 +199,16 @@ impl Agent {
             .collect();
         // Every unit's inventory (from the cache, or one LIST); units that left git are pruned
         // from theirs.
+        let started = Instant::now();
+        let phase = |what: &str| {
+            tracing::debug!(
+                phase = what,
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "converge setup"
+            );
+        };
         let (mut inventories, broken) = self.inventories().await;
+        phase("inventories");
         // An inventory that does not decode or that the agent does not trust: its unit is not
         // acted on (nothing applied, nothing pruned) until a person restores or deletes it.
         // With shards, a unit (in git or gone from it) is acted on by its own shard only.
@@ -213,18 +223,38 @@ impl Agent {
             .await;
         self.caches.revision_watched();
         self.caches.drain().await; // what changed before is read fresh by every pass below
+        phase("caches");
         let index = wakes_of(rev, &inventories);
+        phase("wakes");
         // Live ASO objects no unit declares that stand for an Azure resource a unit declares.
         // The deletion guard counts them too.
-        let live_ids = super::fleet::live_identities_in(
-            &self.env.cluster,
-            Some(&*self.caches),
-            &rev.fleet_units,
-        )
-        .await;
+        // Read from the caches again only when one of their kinds changed since the last time.
+        let stamp: Option<Vec<(KindKey, u64)>> = super::fleet::identity_kinds(&rev.fleet_units)
+            .into_iter()
+            .map(|k| {
+                let key = (k.group, k.version, k.kind);
+                self.caches.generation(&key).map(|g| (key, g))
+            })
+            .collect();
+        let live_ids = match (&stamp, &self.live_identities) {
+            (Some(now), Some((then, ids))) if now == then => ids.clone(),
+            _ => {
+                let ids = Arc::new(
+                    super::fleet::live_identities_in(
+                        &self.env.cluster,
+                        Some(&*self.caches),
+                        &rev.fleet_units,
+                    )
+                    .await,
+                );
+                self.live_identities = stamp.map(|s| (s, ids.clone()));
+                ids
+            }
+        };
         let mut live_conflicts =
             super::fleet::live_conflict_errors(&rev.fleet, &live_ids, &inventories);
         let fleet = (*rev.fleet).clone().with_live(&live_ids);
+        phase("live identities");
         for (i, (u, _)) in rev.units.iter().enumerate() {
             if let Some(e) = refused.remove(&u.name()) {
                 outcomes[i].errors.push(e);
