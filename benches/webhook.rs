@@ -239,7 +239,9 @@ async fn main() {
             &["remote", "add", "origin", remote.to_str().unwrap()],
         );
     }
-    let remote_url = remote.to_str().unwrap().to_string();
+    // A file:// URL, not a path: a local path would also be watched (a commit there fetched
+    // without the webhook), and this measures the webhook alone.
+    let remote_url = format!("file://{}", remote.display());
     let server = Server::start(
         ARO_GITOPS,
         &work.join(format!("control-plane-{}", o.clusters)),
