@@ -8,6 +8,7 @@
 
 mod aro_deletion;
 pub(crate) mod controller;
+mod cycles;
 mod drift;
 mod env;
 mod failpoint;
@@ -25,6 +26,7 @@ mod preflight;
 pub mod prepare;
 mod progress;
 pub mod prune;
+mod publish;
 pub mod shard;
 mod status;
 mod target;
@@ -41,17 +43,12 @@ pub use shard::{Shard, ShardError};
 pub use target::LiveTarget;
 
 use crate::report::{self, UnitOutcome};
-use crate::source::{GitRef, Identity, ReportTarget, Source, SourceConfig, SyncOutcome};
+use crate::source::{GitRef, ReportTarget, Source, SourceConfig, SyncOutcome};
 use crate::unit::Unit;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// The least time between the start of a fetch and that of a fetch a push triggers after it: a
-/// flood of webhooks makes the fetch it first triggers and then at most one per spacing (a flood
-/// within the spacing: two fetches), while a single push waits for no one.
-const TRIGGER_SPACING: Duration = Duration::from_millis(500);
 
 /// What `aro-gitops run` was asked to do.
 #[derive(Debug, Clone)]
@@ -458,170 +455,6 @@ impl Agent {
         Ok((rev, changed))
     }
 
-    async fn run(&mut self) -> Result<RunSummary, AgentError> {
-        let (mut rev, _) = self.load(None).await?;
-        tracing::info!(commit = %rev.commit, units = rev.units.len(), "revision loaded");
-        self.shard_line(&rev);
-        self.progress = Some(progress::Progress::new(
-            self.config.progress_bars,
-            rev.units.iter().map(|(u, _)| u.name()),
-        ));
-        if !self.stand_by(&mut rev).await? {
-            return Ok(self.stopped(vec![], None));
-        }
-        let deadline = Instant::now() + self.config.timeout;
-        let meter = controller::cycle::Meter::start(self.env.cluster.counter());
-        let mut outcomes = self.converge(&rev, Some(deadline), None).await?;
-        let mut published = BTreeMap::new();
-        let (commit, report_error) = match self.publish(&outcomes, &mut published).await {
-            Ok(c) => (c, None),
-            Err(e) => {
-                tracing::error!(error = %e, "reports were not published");
-                (None, Some(e.to_string()))
-            }
-        };
-        if self.config.once || self.shutting_down() {
-            self.events.flush(Duration::from_secs(10)).await;
-            let mut summary = if self.shutting_down() {
-                self.stopped(outcomes, commit)
-            } else {
-                self.summary(outcomes, commit)
-            };
-            summary.report_error = report_error;
-            return Ok(summary);
-        }
-        use controller::cycle::{Meter, Trigger};
-        let counter = self.env.cluster.counter().clone();
-        meter
-            .line(&counter, 0, Trigger::Initial, (outcomes.len(), self.passes))
-            .report();
-        // Follow the repository: fetch on an interval, re-converge on a new revision. Nothing in
-        // here ends the agent (but a shutdown): a failure is logged and tried again next round.
-        // A pass over every unit also looks for drift; --drift-interval makes that happen on its
-        // own schedule, between fetches.
-        // A push (a webhook, a commit in a local repository) fetches at once: requests coalesce
-        // into one (see `crate::trigger`), and a pushed fetch starts TRIGGER_SPACING after the
-        // previous fetch at the earliest.
-        let mut next_fetch = Instant::now() + self.config.interval;
-        let mut last_fetch = Instant::now();
-        let mut last_commit = commit;
-        // After standing by, the outcomes are not those of the revision before: every unit passes.
-        let mut outcomes_current = true;
-        for cycle in 1.. {
-            let next_drift = self.config.drift_interval.map(|d| Instant::now() + d);
-            let wake = next_drift.map_or(next_fetch, |d| d.min(next_fetch));
-            let pushed = tokio::select! {
-                () = tokio::time::sleep_until(wake.into()) => false,
-                () = self.fetches.wanted() => true,
-                _ = self.stop_asked() => false,
-            };
-            if self.shutting_down() {
-                break;
-            }
-            if !self.leading() {
-                tracing::warn!("not leading: standing by");
-                if !self.stand_by(&mut rev).await? {
-                    break;
-                }
-                // Leading again: the revision of now, at once.
-                next_fetch = Instant::now();
-                outcomes_current = false;
-            }
-            if pushed {
-                tokio::time::sleep_until((last_fetch + TRIGGER_SPACING).into()).await;
-            }
-            let meter = Meter::start(&counter);
-            if !pushed && Instant::now() < next_fetch {
-                tracing::info!("drift check");
-                outcomes = self.converge(&rev, None, None).await?;
-                outcomes_current = true;
-                match self.publish(&outcomes, &mut published).await {
-                    Ok(c) => last_commit = c.or(last_commit),
-                    Err(e) => {
-                        tracing::warn!(error = %e, "reports were not published; retrying next round")
-                    }
-                }
-                meter
-                    .line(
-                        &counter,
-                        cycle,
-                        Trigger::Drift,
-                        (outcomes.len(), self.passes),
-                    )
-                    .report();
-                if self.shutting_down() {
-                    break;
-                }
-                continue;
-            }
-            // This fetch serves every request made until now.
-            self.fetches.take();
-            last_fetch = Instant::now();
-            next_fetch = last_fetch + self.config.interval;
-            let previous = rev.commit.clone();
-            // A new revision passes over the units it rendered again (and those not converged);
-            // the same revision passes over every unit, which also looks for drift.
-            let mut scoped = false;
-            match self.load(Some(&rev)).await {
-                Ok((next, changed)) => {
-                    // Requests made during the fetch for the commit it brought are served (a
-                    // flood of deliveries of one push: one fetch).
-                    self.fetches.served_by(&next.commit);
-                    let changed = changed.unwrap_or_default();
-                    if next.commit != previous && !self.config.report_target.only_reports(&changed)
-                    {
-                        tracing::info!(from = %previous, to = %next.commit, rendered = next.rendered.len(), "new revision");
-                        rev = next;
-                        scoped = outcomes_current;
-                        self.shard_line(&rev);
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, commit = %previous, "loading the source failed; keeping the current revision")
-                }
-            }
-            if pushed && !scoped && outcomes_current {
-                // A push that brought no new revision (a flood's late requests, another branch
-                // moved): nothing to pass over; drift is looked for on its own schedule.
-                tracing::info!(commit = %rev.commit, "the push brought no new revision");
-                self.passes = 0;
-            } else {
-                let earlier = scoped.then_some(outcomes.as_slice());
-                outcomes = self.converge(&rev, None, earlier).await?;
-                outcomes_current = true;
-                match self.publish(&outcomes, &mut published).await {
-                    Ok(c) => last_commit = c.or(last_commit),
-                    Err(e) => {
-                        tracing::warn!(error = %e, "reports were not published; retrying next round")
-                    }
-                }
-            }
-            meter
-                .line(
-                    &counter,
-                    cycle,
-                    Trigger::Source,
-                    (outcomes.len(), self.passes),
-                )
-                .report();
-            if self.shutting_down() {
-                break;
-            }
-        }
-        // Only a shutdown ends the cycles: what the last converge did is published by now.
-        self.events.flush(Duration::from_secs(10)).await;
-        Ok(self.stopped(outcomes, last_commit))
-    }
-
-    /// The summary of a run a shutdown ended.
-    fn stopped(&self, outcomes: Vec<UnitOutcome>, commit: Option<String>) -> RunSummary {
-        let mut summary = self.summary(outcomes, commit);
-        summary.shut_down = true;
-        // Units left unsettled by a shutdown are reported as such, not as timed out.
-        summary.timed_out.clear();
-        summary
-    }
-
     /// With several shards, says which units of `rev` are this agent's.
     fn shard_line(&self, rev: &Revision) {
         let shard = self.config.shard;
@@ -656,85 +489,6 @@ impl Agent {
             azure_sdk: self.env.azure_sdk.as_deref(),
             caches: Some(&*self.caches),
             fleet,
-        }
-    }
-
-    /// Commits the reports whose content changed since the last publish.
-    async fn publish(
-        &self,
-        outcomes: &[UnitOutcome],
-        published: &mut BTreeMap<PathBuf, Vec<u8>>,
-    ) -> Result<Option<String>, AgentError> {
-        if !self.leading() {
-            tracing::warn!("not leading: reports not published (the leader publishes its own)");
-            return Ok(None);
-        }
-        let mut files = BTreeMap::new();
-        for o in outcomes
-            .iter()
-            .filter(|o| !self.unreconciled.contains(&o.unit))
-        {
-            let r = report::build(o);
-            let (md, yaml) = report::outcome_paths(o);
-            files.insert(md, report::to_markdown(&r).into_bytes());
-            files.insert(yaml, report::to_yaml(&r).into_bytes());
-        }
-        if files.iter().all(|(p, b)| published.get(p) == Some(b)) {
-            return Ok(None);
-        }
-        let target = self.config.report_target.clone();
-        let short: String = outcomes
-            .first()
-            .map(|o| o.revision.chars().take(12).collect())
-            .unwrap_or_default();
-        let shard = self.config.shard;
-        let message = if shard.is_partial() {
-            format!("aro-gitops: status of {short} ({shard})")
-        } else {
-            format!("aro-gitops: status of {short}")
-        };
-        let to_publish = files.clone();
-        let commit = match self
-            .blocking(move |s| s.publish(&target, &to_publish, &message, &Identity::default()))
-            .await?
-        {
-            Ok(commit) => commit,
-            // The remote is unreachable (that is why the revision is stale): the reports wait
-            // for it to come back (`published` is left as it was, so they are tried again).
-            Err(e) if outcomes.iter().any(|o| o.stale_source.is_some()) => {
-                tracing::warn!(error = %e, "the source is unreachable: reports not published");
-                return Ok(None);
-            }
-            Err(e) => return Err(AgentError::Publish(Box::new(e))),
-        };
-        *published = files;
-        if let Some(c) = &commit {
-            tracing::info!(commit = %c, "reports committed");
-        }
-        Ok(commit)
-    }
-
-    fn summary(&self, outcomes: Vec<UnitOutcome>, report_commit: Option<String>) -> RunSummary {
-        let counter = self.env.cluster.counter();
-        let timed_out = outcomes
-            .iter()
-            .filter(|o| {
-                !matches!(
-                    report::phase(o),
-                    report::Phase::Converged | report::Phase::Failed
-                )
-            })
-            .map(|o| o.unit.clone())
-            .collect();
-        RunSummary {
-            outcomes,
-            reads: counter.reads(),
-            writes: counter.writes(),
-            report_commit,
-            timed_out,
-            report_error: None,
-            azure_requests: self.env.azure_requests(),
-            shut_down: false,
         }
     }
 }

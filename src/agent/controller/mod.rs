@@ -6,6 +6,7 @@
 pub mod cache;
 pub mod cycle;
 pub mod queue;
+mod scope;
 pub mod wakes;
 
 use super::{Agent, AgentError, Revision, carry_actions, pass};
@@ -13,6 +14,7 @@ use crate::apply::inventory::{self, Identity, Inventory, InventoryError};
 use crate::report::{self, ObjectAction, UnitOutcome};
 use cache::{Change, KindKey};
 use queue::{Backoff, WorkQueue, Workers};
+use scope::{kept_outcome, reads_what_was_rendered};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -104,77 +106,6 @@ fn settled(o: &UnitOutcome) -> bool {
         report::phase(o),
         report::Phase::Converged | report::Phase::Failed
     )
-}
-
-/// Whether a unit's pass reads an object a unit (of any shard) rendered again for `rev` renders: the identity its
-/// clusters use or its Secret, or an AutoNodePolicy of its namespace. Such a unit passes again
-/// even when its own preparation did not change.
-fn reads_what_was_rendered(rev: &Revision) -> impl Fn(&super::prepare::Prepared) -> bool + '_ {
-    let rendered: Vec<&super::prepare::Prepared> = rev
-        .fleet_units
-        .iter()
-        .filter(|(u, _)| rev.rendered.contains(&u.name()))
-        .filter_map(|(_, p)| p.as_ref().ok())
-        .collect();
-    let keys: std::collections::HashSet<crate::object::ObjectKey> = rendered
-        .iter()
-        .flat_map(|p| p.objects.iter().map(|o| o.key.clone()))
-        .collect();
-    let policy_namespaces: BTreeSet<String> = rendered
-        .iter()
-        .flat_map(|p| &p.objects)
-        .filter(|o| crate::reconcile::aro::node_policy::is_policy(&o.object))
-        .filter_map(|o| o.key.namespace.clone())
-        .collect();
-    let identities = crate::agent::identity::rendered_identities(
-        rev.fleet_units.iter().filter_map(|(_, p)| p.as_ref().ok()),
-    );
-    move |p| {
-        if keys.is_empty() {
-            return false;
-        }
-        crate::agent::identity::watched(p, &identities)
-            .iter()
-            .any(|k| keys.contains(k))
-            || p.node_policy_namespaces()
-                .iter()
-                .any(|n| policy_namespaces.contains(n))
-    }
-}
-
-/// The outcome of a unit whose preparation did not change, at `revision`, when a pass would find
-/// nothing to do: it had converged with nothing left for the agent or a person (no deletion
-/// waiting for consent, no drift). What the earlier passes did is not done again: it reads as
-/// unchanged.
-fn kept_outcome(earlier: &UnitOutcome, revision: &str) -> Option<UnitOutcome> {
-    let settled = report::phase(earlier) == report::Phase::Converged
-        && earlier.stale_source.is_none()
-        && earlier.objects.iter().all(|o| {
-            matches!(
-                o.action,
-                ObjectAction::Created
-                    | ObjectAction::Updated
-                    | ObjectAction::Unchanged
-                    | ObjectAction::Adopted
-                    | ObjectAction::Skipped
-                    | ObjectAction::Deleted
-            )
-        });
-    if !settled {
-        return None;
-    }
-    let mut o = earlier.clone();
-    o.revision = revision.to_string();
-    o.objects.retain(|x| x.action != ObjectAction::Deleted);
-    for x in &mut o.objects {
-        if matches!(
-            x.action,
-            ObjectAction::Created | ObjectAction::Updated | ObjectAction::Adopted
-        ) {
-            x.action = ObjectAction::Unchanged;
-        }
-    }
-    Some(o)
 }
 
 fn deleting(o: &UnitOutcome) -> bool {

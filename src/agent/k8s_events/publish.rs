@@ -158,7 +158,7 @@ async fn record(
         };
         if let Err(e) = recorder.publish(&event, &reference).await {
             tracing::warn!(object = %about, reason = planned.reason,
-                error = %crate::redact::scrub(&e.to_string()), "a Kubernetes Event was not recorded");
+                error = %crate::redact::scrub(&crate::apply::api_message(&e)), "a Kubernetes Event was not recorded");
         }
     }
 }

@@ -1,0 +1,172 @@
+//! The cycles of a long-running `run` (and the one of `--once`): the initial sync, then a fetch
+//! on each `--interval` or push, a drift check on each `--drift-interval`, until a shutdown; with
+//! leader election, standing by while another instance leads. Each cycle ends with its line (see
+//! [`controller::cycle`]) and the reports published.
+
+use super::controller;
+use super::{Agent, AgentError, RunSummary, progress};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// The least time between the start of a fetch and that of a fetch a push triggers after it: a
+/// flood of webhooks makes the fetch it first triggers and then at most one per spacing (a flood
+/// within the spacing: two fetches), while a single push waits for no one.
+const TRIGGER_SPACING: Duration = Duration::from_millis(500);
+
+impl Agent {
+    /// Runs the cycles: until every unit settled with `--once`, else until a shutdown.
+    pub(super) async fn run(&mut self) -> Result<RunSummary, AgentError> {
+        let (mut rev, _) = self.load(None).await?;
+        tracing::info!(commit = %rev.commit, units = rev.units.len(), "revision loaded");
+        self.shard_line(&rev);
+        self.progress = Some(progress::Progress::new(
+            self.config.progress_bars,
+            rev.units.iter().map(|(u, _)| u.name()),
+        ));
+        if !self.stand_by(&mut rev).await? {
+            return Ok(self.stopped(vec![], None));
+        }
+        let deadline = Instant::now() + self.config.timeout;
+        let meter = controller::cycle::Meter::start(self.env.cluster.counter());
+        let mut outcomes = self.converge(&rev, Some(deadline), None).await?;
+        let mut published = BTreeMap::new();
+        let (commit, report_error) = match self.publish(&outcomes, &mut published).await {
+            Ok(c) => (c, None),
+            Err(e) => {
+                tracing::error!(error = %e, "reports were not published");
+                (None, Some(e.to_string()))
+            }
+        };
+        if self.config.once || self.shutting_down() {
+            self.events.flush(Duration::from_secs(10)).await;
+            let mut summary = if self.shutting_down() {
+                self.stopped(outcomes, commit)
+            } else {
+                self.summary(outcomes, commit)
+            };
+            summary.report_error = report_error;
+            return Ok(summary);
+        }
+        use controller::cycle::{Meter, Trigger};
+        let counter = self.env.cluster.counter().clone();
+        meter
+            .line(&counter, 0, Trigger::Initial, (outcomes.len(), self.passes))
+            .report();
+        // Follow the repository: fetch on an interval, re-converge on a new revision. Nothing in
+        // here ends the agent (but a shutdown): a failure is logged and tried again next round.
+        // A pass over every unit also looks for drift; --drift-interval makes that happen on its
+        // own schedule, between fetches.
+        // A push (a webhook, a commit in a local repository) fetches at once: requests coalesce
+        // into one (see `crate::trigger`), and a pushed fetch starts TRIGGER_SPACING after the
+        // previous fetch at the earliest.
+        let mut next_fetch = Instant::now() + self.config.interval;
+        let mut last_fetch = Instant::now();
+        let mut last_commit = commit;
+        // After standing by, the outcomes are not those of the revision before: every unit passes.
+        let mut outcomes_current = true;
+        for cycle in 1.. {
+            let next_drift = self.config.drift_interval.map(|d| Instant::now() + d);
+            let wake = next_drift.map_or(next_fetch, |d| d.min(next_fetch));
+            let pushed = tokio::select! {
+                () = tokio::time::sleep_until(wake.into()) => false,
+                () = self.fetches.wanted() => true,
+                _ = self.stop_asked() => false,
+            };
+            if self.shutting_down() {
+                break;
+            }
+            if !self.leading() {
+                tracing::warn!("not leading: standing by");
+                if !self.stand_by(&mut rev).await? {
+                    break;
+                }
+                // Leading again: the revision of now, at once.
+                next_fetch = Instant::now();
+                outcomes_current = false;
+            }
+            if pushed {
+                tokio::time::sleep_until((last_fetch + TRIGGER_SPACING).into()).await;
+            }
+            let meter = Meter::start(&counter);
+            if !pushed && Instant::now() < next_fetch {
+                tracing::info!("drift check");
+                outcomes = self.converge(&rev, None, None).await?;
+                outcomes_current = true;
+                match self.publish(&outcomes, &mut published).await {
+                    Ok(c) => last_commit = c.or(last_commit),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "reports were not published; retrying next round")
+                    }
+                }
+                meter
+                    .line(
+                        &counter,
+                        cycle,
+                        Trigger::Drift,
+                        (outcomes.len(), self.passes),
+                    )
+                    .report();
+                if self.shutting_down() {
+                    break;
+                }
+                continue;
+            }
+            // This fetch serves every request made until now.
+            self.fetches.take();
+            last_fetch = Instant::now();
+            next_fetch = last_fetch + self.config.interval;
+            let previous = rev.commit.clone();
+            // A new revision passes over the units it rendered again (and those not converged);
+            // the same revision passes over every unit, which also looks for drift.
+            let mut scoped = false;
+            match self.load(Some(&rev)).await {
+                Ok((next, changed)) => {
+                    // Requests made during the fetch for the commit it brought are served (a
+                    // flood of deliveries of one push: one fetch).
+                    self.fetches.served_by(&next.commit);
+                    let changed = changed.unwrap_or_default();
+                    if next.commit != previous && !self.config.report_target.only_reports(&changed)
+                    {
+                        tracing::info!(from = %previous, to = %next.commit, rendered = next.rendered.len(), "new revision");
+                        rev = next;
+                        scoped = outcomes_current;
+                        self.shard_line(&rev);
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, commit = %previous, "loading the source failed; keeping the current revision")
+                }
+            }
+            if pushed && !scoped && outcomes_current {
+                // A push that brought no new revision (a flood's late requests, another branch
+                // moved): nothing to pass over; drift is looked for on its own schedule.
+                tracing::info!(commit = %rev.commit, "the push brought no new revision");
+                self.passes = 0;
+            } else {
+                let earlier = scoped.then_some(outcomes.as_slice());
+                outcomes = self.converge(&rev, None, earlier).await?;
+                outcomes_current = true;
+                match self.publish(&outcomes, &mut published).await {
+                    Ok(c) => last_commit = c.or(last_commit),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "reports were not published; retrying next round")
+                    }
+                }
+            }
+            meter
+                .line(
+                    &counter,
+                    cycle,
+                    Trigger::Source,
+                    (outcomes.len(), self.passes),
+                )
+                .report();
+            if self.shutting_down() {
+                break;
+            }
+        }
+        // Only a shutdown ends the cycles: what the last converge did is published by now.
+        self.events.flush(Duration::from_secs(10)).await;
+        Ok(self.stopped(outcomes, last_commit))
+    }
+}
