@@ -16,14 +16,14 @@
 
 mod common;
 
-use common::{ARO_GITOPS, Server, generate_fleet, git, log_tail, run_measured};
+use common::{ARO_GITOPS, Server, generate_fleet, git, log_tail, run_measured, spawn_lines};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, ListParams, WatchEvent, WatchParams};
-use std::io::{BufRead, Read, Write};
+use std::io::{Read, Write};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{Receiver, channel};
+use std::process::{Child, Command};
+use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 const TARGET_P50: Duration = Duration::from_secs(1);
@@ -61,26 +61,11 @@ struct Agent {
 
 impl Agent {
     fn start(args: &[&str]) -> Agent {
-        let mut child = Command::new(ARO_GITOPS)
-            .args(["--log", "warn", "run"])
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("the agent starts");
-        let stdout = child.stdout.take().expect("piped");
-        let (tx, lines) = channel();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stdout)
-                .lines()
-                .map_while(Result::ok)
-            {
-                if tx.send(line).is_err() {
-                    return;
-                }
-            }
-        });
+        let (child, lines) = spawn_lines(
+            Command::new(ARO_GITOPS)
+                .args(["--log", "warn", "run"])
+                .args(args),
+        );
         Agent { child, lines }
     }
 

@@ -236,3 +236,29 @@ pub fn azure_requests(stdout: &str) -> Option<(u64, u64)> {
         .map(|v| v.parse().ok());
     Some((n.next()??, n.next()??))
 }
+
+/// `cmd` started with its standard output read line by line on a thread (stdin closed, stderr
+/// inherited): the child and its lines as they come.
+pub fn spawn_lines(cmd: &mut Command) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    use std::io::BufRead;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("the process starts");
+    let stdout = child.stdout.take().expect("piped");
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    (child, lines)
+}

@@ -14,12 +14,11 @@
 //!   drift cycles; the agent's VmRSS (`/proc/PID/status`) after cycle 1, a few between, and after
 //!   the last. Target: within 10% of cycle 1's after 1,000 cycles on 200 clusters.
 
-use super::common::{ARO_GITOPS, Server, TIME, log_tail, mb, run_measured, yes};
+use super::common::{ARO_GITOPS, Server, TIME, log_tail, mb, run_measured, spawn_lines, yes};
 use aro_gitops::agent::CycleLine;
-use std::io::BufRead;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{Receiver, channel};
+use std::process::{Child, Command};
+use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 const TARGET_NOOP_SECS: f64 = 10.0;
@@ -56,7 +55,7 @@ fn cpu_s_of(pid: u32) -> Option<f64> {
 /// A long-running `run`, its cycle lines as they come; killed when dropped.
 struct LongRun {
     child: Child,
-    lines: Receiver<CycleLine>,
+    lines: Receiver<String>,
 }
 
 impl LongRun {
@@ -84,32 +83,20 @@ impl LongRun {
             Some(k) => cmd.arg("--kubeconfig").arg(k),
             None => cmd.args(["--sim-delay", "0s"]),
         };
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("the agent starts");
-        let stdout = child.stdout.take().expect("piped");
-        let (tx, lines) = channel();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stdout)
-                .lines()
-                .map_while(Result::ok)
-            {
-                if let Some(c) = CycleLine::parse(&line)
-                    && tx.send(c).is_err()
-                {
-                    return;
-                }
-            }
-        });
+        let (child, lines) = spawn_lines(&mut cmd);
         LongRun { child, lines }
     }
 
     /// The next cycle line (within `wait`).
     fn next(&self, wait: Duration) -> Option<CycleLine> {
-        self.lines.recv_timeout(wait).ok()
+        let deadline = Instant::now() + wait;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self.lines.recv_timeout(left).ok()?;
+            if let Some(c) = CycleLine::parse(&line) {
+                return Some(c);
+            }
+        }
     }
 }
 
