@@ -9,8 +9,9 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 /// The least time between the start of a fetch and that of a fetch a push triggers after it: a
-/// flood of webhooks makes the fetch it first triggers and then at most one per spacing (a flood
-/// within the spacing: two fetches), while a single push waits for no one.
+/// flood of pushes of different commits makes the fetch it first triggers and then at most one per
+/// spacing (deliveries of one push are served by the fetch that brought its commit, see
+/// [`crate::trigger::FetchSignal::served_by`]), while a single push waits for no one.
 const TRIGGER_SPACING: Duration = Duration::from_millis(500);
 
 impl Agent {
