@@ -16,7 +16,7 @@
 mod common;
 
 use common::{ARO_GITOPS, generate_fleet, git, load_average, ms};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
@@ -172,18 +172,13 @@ fn server_addr(kubeconfig: &Path) -> String {
 
 /// GET `path`: the status code and body.
 fn get(addr: &str, path: &str) -> Option<(u16, String)> {
-    let mut s = std::net::TcpStream::connect(addr).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nhost: {addr}\r\naccept: application/json\r\nconnection: close\r\n\r\n"
+    common::http(
+        addr,
+        "GET",
+        path,
+        &[("accept", "application/json".into())],
+        b"",
     )
-    .ok()?;
-    let mut r = String::new();
-    s.read_to_string(&mut r).ok()?;
-    let code = r.split_whitespace().nth(1)?.parse().ok()?;
-    let body = r.split_once("\r\n\r\n").map(|(_, b)| b.to_string())?;
-    Some((code, body))
 }
 
 fn holder(addr: &str) -> Option<String> {

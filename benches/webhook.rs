@@ -16,11 +16,10 @@
 
 mod common;
 
-use common::{ARO_GITOPS, Server, generate_fleet, git, log_tail, run_measured, spawn_lines};
+use common::{ARO_GITOPS, Server, generate_fleet, git, http, log_tail, run_measured, spawn_lines};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, ListParams, WatchEvent, WatchParams};
-use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Child, Command};
 use std::sync::mpsc::Receiver;
@@ -92,42 +91,6 @@ impl Drop for Agent {
     }
 }
 
-/// One HTTP/1.1 request on `addr`: the status code and the body.
-fn http(
-    addr: &str,
-    method: &str,
-    path: &str,
-    headers: &[(&str, String)],
-    body: &[u8],
-) -> (u16, String) {
-    let mut stream = std::net::TcpStream::connect(addr).expect("connects");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    let mut head = format!(
-        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-length: {}\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes()).unwrap();
-    stream.write_all(body).unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let code = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b)
-        .unwrap_or("");
-    (code, body.to_string())
-}
-
 /// A GitHub push event for `repo`'s `main`, signed as GitHub signs it.
 fn github_push(addr: &str, repo: &str, after: &str) -> u16 {
     let body = serde_json::json!({
@@ -144,12 +107,14 @@ fn github_push(addr: &str, repo: &str, after: &str) -> u16 {
         ("x-github-event", "push".to_string()),
         ("x-hub-signature-256", format!("sha256={hex}")),
     ];
-    http(addr, "POST", "/hooks/github", &headers, body.as_bytes()).0
+    http(addr, "POST", "/hooks/github", &headers, body.as_bytes())
+        .expect("the webhook answers")
+        .0
 }
 
 /// `aro_gitops_renders_total` now.
 fn renders(metrics: &str) -> u64 {
-    let (_, body) = http(metrics, "GET", "/metrics", &[], b"");
+    let (_, body) = http(metrics, "GET", "/metrics", &[], b"").expect("the metrics answer");
     body.lines()
         .find_map(|l| l.strip_prefix("aro_gitops_renders_total "))
         .and_then(|v| v.trim().parse().ok())

@@ -89,53 +89,40 @@ impl Agent {
                 tokio::time::sleep_until((last_fetch + TRIGGER_SPACING).into()).await;
             }
             let meter = Meter::start(&counter);
-            if !pushed && Instant::now() < next_fetch {
-                tracing::info!("drift check");
-                outcomes = self.converge(&rev, None, None).await?;
-                outcomes_current = true;
-                match self.publish(&outcomes, &mut published).await {
-                    Ok(c) => last_commit = c.or(last_commit),
-                    Err(e) => {
-                        tracing::warn!(error = %e, "reports were not published; retrying next round")
-                    }
-                }
-                meter
-                    .line(
-                        &counter,
-                        cycle,
-                        Trigger::Drift,
-                        (outcomes.len(), self.passes),
-                    )
-                    .report();
-                if self.shutting_down() {
-                    break;
-                }
-                continue;
-            }
-            // This fetch serves every request made until now.
-            self.fetches.take();
-            last_fetch = Instant::now();
-            next_fetch = last_fetch + self.config.interval;
-            let previous = rev.commit.clone();
+            let trigger = if !pushed && Instant::now() < next_fetch {
+                Trigger::Drift
+            } else {
+                Trigger::Source
+            };
             // A new revision passes over the units it rendered again (and those not converged);
-            // the same revision passes over every unit, which also looks for drift.
+            // the same revision, and a drift check, pass over every unit.
             let mut scoped = false;
-            match self.load(Some(&rev)).await {
-                Ok((next, changed)) => {
-                    // Requests made during the fetch for the commit it brought are served (a
-                    // flood of deliveries of one push: one fetch).
-                    self.fetches.served_by(&next.commit);
-                    let changed = changed.unwrap_or_default();
-                    if next.commit != previous && !self.config.report_target.only_reports(&changed)
-                    {
-                        tracing::info!(from = %previous, to = %next.commit, rendered = next.rendered.len(), "new revision");
-                        rev = next;
-                        scoped = outcomes_current;
-                        self.shard_line(&rev);
+            if trigger == Trigger::Drift {
+                tracing::info!("drift check");
+            } else {
+                // This fetch serves every request made until now.
+                self.fetches.take();
+                last_fetch = Instant::now();
+                next_fetch = last_fetch + self.config.interval;
+                let previous = rev.commit.clone();
+                match self.load(Some(&rev)).await {
+                    Ok((next, changed)) => {
+                        // Requests made during the fetch for the commit it brought are served
+                        // (a flood of deliveries of one push: one fetch).
+                        self.fetches.served_by(&next.commit);
+                        let changed = changed.unwrap_or_default();
+                        if next.commit != previous
+                            && !self.config.report_target.only_reports(&changed)
+                        {
+                            tracing::info!(from = %previous, to = %next.commit, rendered = next.rendered.len(), "new revision");
+                            rev = next;
+                            scoped = outcomes_current;
+                            self.shard_line(&rev);
+                        }
                     }
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, commit = %previous, "loading the source failed; keeping the current revision")
+                    Err(e) => {
+                        tracing::warn!(error = %e, commit = %previous, "loading the source failed; keeping the current revision")
+                    }
                 }
             }
             if pushed && !scoped && outcomes_current {
@@ -155,12 +142,7 @@ impl Agent {
                 }
             }
             meter
-                .line(
-                    &counter,
-                    cycle,
-                    Trigger::Source,
-                    (outcomes.len(), self.passes),
-                )
+                .line(&counter, cycle, trigger, (outcomes.len(), self.passes))
                 .report();
             if self.shutting_down() {
                 break;

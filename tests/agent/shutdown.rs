@@ -5,6 +5,7 @@
 
 use super::leader::{Replica, holder, lease, simulated_server};
 use super::*;
+use common::kubectl::Server;
 use std::os::unix::process::ExitStatusExt;
 
 #[test]
@@ -46,23 +47,28 @@ fn sigterm_lets_passes_end_publishes_releases_the_lease_and_exits_zero() {
     }
 }
 
+/// A replica (with `extra` arguments) whose every pass waits a minute, once they are in flight.
+fn in_slow_passes(f: &Fixture, server: &Server, extra: &[&str]) -> Replica {
+    let mut agent = Replica::start_env(
+        f,
+        "a",
+        server,
+        extra,
+        &[(agent::FAILPOINT_ENV, "slow-pass")],
+    );
+    agent.wait_for(
+        "failpoint: this pass waits a minute",
+        Duration::from_secs(60),
+    );
+    agent
+}
+
 #[test]
 fn a_pass_cut_short_by_the_shutdown_timeout_is_reported_interrupted() {
     let server = simulated_server();
     let f = Fixture::git_repo();
     // `--once` this time: a run that would end on its own stops the same way.
-    let mut agent = Replica::start_env(
-        &f,
-        "a",
-        &server,
-        &["--once", "--shutdown-timeout", "1s"],
-        &[(agent::FAILPOINT_ENV, "slow-pass")],
-    );
-    // Every pass waits a minute: both are in flight.
-    agent.wait_for(
-        "failpoint: this pass waits a minute",
-        Duration::from_secs(60),
-    );
+    let mut agent = in_slow_passes(&f, &server, &["--once", "--shutdown-timeout", "1s"]);
     agent.signal("TERM");
     let status = agent.wait_exit(Duration::from_secs(30));
     let out = agent.seen.join("\n");
@@ -80,17 +86,7 @@ fn a_pass_cut_short_by_the_shutdown_timeout_is_reported_interrupted() {
 fn a_second_signal_exits_at_once() {
     let server = simulated_server();
     let f = Fixture::git_repo();
-    let mut agent = Replica::start_env(
-        &f,
-        "a",
-        &server,
-        &["--shutdown-timeout", "60s"],
-        &[(agent::FAILPOINT_ENV, "slow-pass")],
-    );
-    agent.wait_for(
-        "failpoint: this pass waits a minute",
-        Duration::from_secs(60),
-    );
+    let mut agent = in_slow_passes(&f, &server, &["--shutdown-timeout", "60s"]);
     agent.signal("TERM");
     agent.wait_for("shutting down", Duration::from_secs(10));
     let second = Instant::now();

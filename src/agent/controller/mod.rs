@@ -204,16 +204,22 @@ impl Agent {
             .iter()
             .map(|o| (o.unit.as_str(), o))
             .collect();
-        let reads_rendered = reads_what_was_rendered(rev);
-        for (i, (u, p)) in rev.units.iter().enumerate() {
-            let name = u.name();
-            if held[i] || rev.rendered.contains(&name) || p.as_ref().is_ok_and(&reads_rendered) {
-                continue;
-            }
-            if let Some(mut o) = earlier
-                .get(name.as_str())
-                .and_then(|o| kept_outcome(o, &rev.commit))
-            {
+        if !earlier.is_empty() {
+            let reads_rendered = reads_what_was_rendered(rev);
+            for (i, (u, p)) in rev.units.iter().enumerate() {
+                let name = u.name();
+                if held[i] || rev.rendered.contains(&name) {
+                    continue;
+                }
+                let Some(mut o) = earlier
+                    .get(name.as_str())
+                    .and_then(|o| kept_outcome(o, &rev.commit))
+                else {
+                    continue;
+                };
+                if p.as_ref().is_ok_and(&reads_rendered) {
+                    continue;
+                }
                 o.stale_source = rev.stale.clone();
                 outcomes[i] = o;
                 held[i] = true;
