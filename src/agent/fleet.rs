@@ -2,7 +2,7 @@
 //! declares (a small summary per unit), the conflicts between units (one object declared twice, two
 //! objects for one Azure resource) turned into failed units, and the fleet the deletion guard asks.
 
-use super::prepare::{Prepared, PreparedUnit};
+use super::prepare::{Prepared, PreparedUnit, aro_cluster_name};
 use crate::object::ObjectKey;
 use crate::plan::azure_identity::{self, AsoObject, AzureIdentity};
 use crate::plan::ownership::{self, Claim, Fleet, UnitClaims};
@@ -13,23 +13,24 @@ use std::path::PathBuf;
 
 /// The Azure identities of a prepared unit's objects (by index; `None` for other kinds).
 pub fn azure_identities(p: &Prepared) -> Vec<Option<AzureIdentity>> {
+    let bodies = || p.objects.iter().map(|o| &o.object);
     let aso: Vec<AsoObject> = p
         .objects
         .iter()
         .map(|o| AsoObject {
             key: &o.key,
             body: &o.object,
-            subscription: o
-                .embedded_in
-                .and_then(|i| azure_identity::subscription_of(&p.objects[i].object)),
+            subscription: o.embedded_in.and_then(|i| {
+                azure_identity::subscription_of(&p.objects[i].object, bodies(), aro_cluster_name)
+            }),
         })
         .collect();
     azure_identity::of_unit(&aso)
 }
 
 /// The Azure identities of live objects (`None`: gone, or not an ASO kind): owner chains are
-/// followed through `bodies`, and the subscription is that of the ARO object controlling the
-/// chain's root, when it is among them.
+/// followed through `bodies`, and the subscription is that of the AROControlPlane of the ARO object
+/// controlling the chain's root, when both are among them.
 pub fn live_identities(
     keys: &[ObjectKey],
     bodies: &[Option<&Value>],
@@ -45,12 +46,11 @@ pub fn live_identities(
         .iter()
         .map(|&i| {
             let body = bodies[i].expect("present");
+            let live = || present.iter().filter_map(|&j| bodies[j]);
             let subscription = controller_uid(body).and_then(|c| {
-                present
-                    .iter()
-                    .filter_map(|&j| bodies[j])
+                live()
                     .find(|p| uid(p).as_deref() == Some(c))
-                    .and_then(azure_identity::subscription_of)
+                    .and_then(|aro| azure_identity::subscription_of(aro, live(), aro_cluster_name))
             });
             AsoObject {
                 key: &keys[i],

@@ -3,10 +3,10 @@
 //!
 //! An identity is the ARM id the object's owner chain gives (`spec.owner` names followed through
 //! the objects of its unit, or `spec.owner.armId`; the name in Azure is `spec.azureName`, else
-//! `metadata.name`), in the subscription of the chain's root: the `spec.subscriptionID` of the ARO
-//! object the root is embedded in, else the subscription of the credential ASO uses, unknown here
-//! and taken as one shared default (so a collision may be reported for objects meant for two
-//! subscriptions, never missed for one). ARM ids compare case-insensitively. Kinds whose names are
+//! `metadata.name`), in the subscription of the chain's root: the `spec.subscriptionID` of the
+//! AROControlPlane of the cluster whose ARO object the root is embedded in, else the subscription
+//! of the credential ASO uses, unknown here and taken as one shared default (so a collision may be
+//! reported for objects meant for two subscriptions, never missed for one). ARM ids compare case-insensitively. Kinds whose names are
 //! global in Azure (Key Vaults, storage accounts, ...) compare by type and name alone, across
 //! subscriptions and resource groups.
 //!
@@ -138,9 +138,24 @@ pub fn of_unit(objects: &[AsoObject]) -> Vec<Option<AzureIdentity>> {
         .collect()
 }
 
-/// The subscription an ARO object gives the resources it embeds.
-pub fn subscription_of(aro_object: &Value) -> Option<&str> {
-    text_at(aro_object, "/spec/subscriptionID")
+/// The subscription an ARO object gives the resources it embeds: the `spec.subscriptionID` of its
+/// cluster's AROControlPlane (CAPZ's AROCluster and AROMachinePool have none), found among
+/// `objects`: in the object's namespace, of the cluster `cluster_of` names.
+pub fn subscription_of<'a>(
+    aro_object: &Value,
+    objects: impl IntoIterator<Item = &'a Value>,
+    cluster_of: impl Fn(&Value) -> &str,
+) -> Option<&'a str> {
+    let namespace = |o: &Value| o.pointer("/metadata/namespace").cloned();
+    let cluster = cluster_of(aro_object).to_string();
+    objects
+        .into_iter()
+        .find(|o| {
+            o.get("kind").and_then(Value::as_str) == Some("AROControlPlane")
+                && namespace(o) == namespace(aro_object)
+                && cluster_of(o) == cluster
+        })
+        .and_then(|acp| text_at(acp, "/spec/subscriptionID"))
 }
 
 #[cfg(test)]
@@ -243,5 +258,34 @@ mod tests {
                 .arm_id
                 .contains(azure::SUBSCRIPTION_ID)
         );
+    }
+
+    /// The subscription of an AROCluster's or AROMachinePool's resources is their control
+    /// plane's: same namespace, same cluster; a `spec.subscriptionID` on the AROCluster itself
+    /// (no field of CAPZ's) counts for nothing.
+    #[test]
+    fn the_subscription_is_the_clusters_control_plane_s() {
+        let aro = |kind: &str, ns: &str, cluster: &str, sub: Option<&str>| {
+            let mut o =
+                json!({"kind": kind, "metadata": {"name": cluster, "namespace": ns}, "spec": {}});
+            if let Some(sub) = sub {
+                o["spec"]["subscriptionID"] = json!(sub);
+            }
+            o
+        };
+        fn name(o: &Value) -> &str {
+            o.pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+        }
+        let ac = aro("AROCluster", "a", "c1", Some("wrong"));
+        let objects = [
+            aro("AROControlPlane", "b", "c1", Some("other-namespace")),
+            aro("AROControlPlane", "a", "c2", Some("other-cluster")),
+            ac.clone(),
+            aro("AROControlPlane", "a", "c1", Some("sub-1")),
+        ];
+        assert_eq!(subscription_of(&ac, &objects, name), Some("sub-1"));
+        assert_eq!(subscription_of(&ac, &objects[..3], name), None);
     }
 }

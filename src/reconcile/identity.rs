@@ -322,7 +322,7 @@ impl AzureIdentity {
     }
 }
 
-/// The identity an AROControlPlane (or AROCluster) names in `spec.identityRef`, as
+/// The identity an AROControlPlane names in `spec.identityRef`, as
 /// `(namespace, name)`: the namespace defaults to the referring object's.
 pub fn identity_ref_of(referrer: &Value) -> Option<(String, String)> {
     let name = text_at(referrer, "/spec/identityRef/name")?;

@@ -116,18 +116,17 @@ fn aro_conditions(live: &[serde_json::Value]) -> Vec<ObjectConditions> {
     found.into_iter().map(|(_, _, c)| c).collect()
 }
 
-/// The identity the cluster of `live` uses: its AROControlPlane's `identityRef`, else its
-/// AROCluster's, when its ASO credential Secret is live and no ARO object carries
+/// The identity the cluster of `live` uses: its AROControlPlane's `identityRef` (CAPZ's
+/// AROCluster has none), when its ASO credential Secret is live and no ARO object carries
 /// `NamespaceNotAllowedByIdentity`.
 fn identity_in_use(live: &[Value]) -> Option<IdentityInUse> {
     use crate::reconcile::identity::{NOT_ALLOWED_REASON, aso, identity_ref_of};
     fn kind_of(o: &Value) -> &str {
         o.get("kind").and_then(Value::as_str).unwrap_or_default()
     }
-    let referrer = ["AROControlPlane", "AROCluster"].iter().find_map(|k| {
-        live.iter()
-            .find(|o| kind_of(o) == *k && identity_ref_of(o).is_some())
-    })?;
+    let referrer = live
+        .iter()
+        .find(|o| kind_of(o) == "AROControlPlane" && identity_ref_of(o).is_some())?;
     let (id_ns, id_name) = identity_ref_of(referrer)?;
     let key = ObjectKey::from_object(referrer).ok()?;
     let namespace = key.namespace.clone().unwrap_or_default();

@@ -88,11 +88,7 @@ pub(super) fn aro_cluster(resources: Value) -> Value {
         "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2",
         "kind": "AROCluster",
         "metadata": {"name": "dev", "namespace": "aro-dev"},
-        "spec": {
-            "subscriptionID": "00000000-0000-4000-8000-000000000001",
-            "identityRef": {"kind": "AzureClusterIdentity", "name": "aro-identity"},
-            "resources": resources
-        }
+        "spec": {"resources": resources}
     })
 }
 

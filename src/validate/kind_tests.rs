@@ -228,7 +228,16 @@ fn aro_cluster_rules() {
             "f.yaml: AROCluster/aro-dev/dev: /apiVersion: AROCluster is served as infrastructure.cluster.x-k8s.io/v1beta2",
             "f.yaml: AROCluster/aro-dev/dev: /metadata/annotations/owner: annotation values must be strings: quote numbers and booleans",
             "f.yaml: AROCluster/aro-dev/dev: /spec: unknown field `location`",
-            "f.yaml: AROCluster/aro-dev/dev: /spec/subscriptionID: must be an Azure subscription ID (a GUID)",
+            "f.yaml: AROCluster/aro-dev/dev: /spec/subscriptionID: CAPZ's AROCluster has no subscriptionID: set spec.subscriptionID on the cluster's AROControlPlane",
+        ]
+    );
+    // The identity is the control plane's too.
+    let mut c = aro_cluster(json!([]));
+    c["spec"]["identityRef"] = json!({"kind": "AzureClusterIdentity", "name": "aro-identity"});
+    assert_eq!(
+        one(c),
+        vec![
+            "f.yaml: AROCluster/aro-dev/dev: /spec/identityRef: CAPZ's AROCluster has no identityRef: set spec.identityRef on the cluster's AROControlPlane",
         ]
     );
     let bare = json!({"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "AROCluster",

@@ -160,7 +160,8 @@ mod tests {
 
     /// `--kms`: every cluster's key is the agent's (KMS on, no version, an `identityRef` on the
     /// control plane, its own Vault declared by its AROCluster), as `reconcile::aro::keyvault`
-    /// reads it; without `--kms`, shared identities mean platform-managed encryption.
+    /// reads it; without `--kms`, platform-managed encryption. The identity and the subscription
+    /// are the control plane's alone: CAPZ's AROCluster has neither field.
     #[test]
     fn kms_clusters_leave_the_key_to_the_agent_in_their_own_declared_vault() {
         use aro_gitops::reconcile::aro::keyvault::{agent_managed, declared_vault, kms_target};
@@ -190,10 +191,20 @@ mod tests {
             hcp["spec"]["properties"]["etcd"],
             json!({"dataEncryption": {"keyManagementMode": "PlatformManaged"}})
         );
-        // Without identities, the user's key version stays in git.
-        let manual = crate::objects::cluster_objects(&crate::specs(1, 1, 0, false)[0]);
-        let key = &manual[2]["spec"]["resources"][0]["spec"]["properties"]["etcd"]["dataEncryption"]
-            ["customerManaged"]["kms"]["activeKey"];
-        assert_eq!(key["version"].as_str().map(str::len), Some(32));
+        // Without identities, each cluster's own `aro-identity`, named by the control plane only.
+        let own = crate::objects::cluster_objects(&crate::specs(1, 1, 0, false)[0]);
+        assert_eq!(
+            own[2]["spec"]["identityRef"],
+            json!({"kind": "AzureClusterIdentity", "name": "aro-identity"})
+        );
+        assert_eq!(
+            own[2]["spec"]["resources"][0]["spec"]["properties"]["etcd"],
+            json!({"dataEncryption": {"keyManagementMode": "PlatformManaged"}})
+        );
+        for objs in [&own, &plain] {
+            assert_eq!(objs[1]["kind"], "AROCluster");
+            let spec = objs[1]["spec"].as_object().unwrap();
+            assert_eq!(spec.keys().collect::<Vec<_>>(), ["resources"]);
+        }
     }
 }

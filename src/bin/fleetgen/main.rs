@@ -9,8 +9,8 @@
 //!   of the control plane (channel group, API visibility) and strategic-merge patches of the node pools and replicas;
 //! - `clusters/<name>/`: one overlay per cluster: `namespace`, the three bases, its environment's
 //!   component, a `labels` entry, a `configMapGenerator`, a strategic-merge patch (annotations) and JSON
-//!   6902 patches that rename every object and set the cluster's Azure names, subscription, region,
-//!   network and key version.
+//!   6902 patches that rename every object and set the cluster's Azure names, subscription, region
+//!   and network.
 //!
 //! With `--plain`, every cluster folder instead holds its objects written out and a kustomization using
 //! only `resources` and `namespace` (what render v0 takes), like `examples-repo/` itself.
@@ -57,8 +57,8 @@ struct Args {
     /// Customer-managed etcd encryption whose key the agent makes, on every cluster: each
     /// cluster's HcpOpenShiftCluster names the Key Vault its AROCluster declares (one vault per
     /// cluster, in its resource group) and no key version; the agent gets or creates the key
-    /// through the cluster's identity. Needs `--identities`. Without it, clusters with
-    /// `--identities` use platform-managed encryption, and the others a key version given in git.
+    /// through the cluster's identity. Needs `--identities`. Without it, platform-managed
+    /// encryption.
     #[arg(long)]
     kms: bool,
 }
@@ -142,8 +142,11 @@ fn specs(n: usize, seed: u64, identities: usize, kms: bool) -> Vec<Spec> {
                 subscription: rng.uuid(),
                 location: LOCATIONS[rng.below(LOCATIONS.len() as u64) as usize],
                 cidr: (((i >> 8) & 0xff) as u8, (i & 0xff) as u8),
-                key_version: rng.hex(32),
-                team: format!("team-{:02}", rng.below(40)),
+                team: {
+                    // Once a key version: still drawn, so that a seed gives the fleet it gave.
+                    rng.hex(32);
+                    format!("team-{:02}", rng.below(40))
+                },
                 identity: (identities > 0).then(|| identities::name((i - 1) % identities)),
                 agent_key: kms && identities > 0,
             }
@@ -158,7 +161,6 @@ fn template_spec(profile: Profile) -> Spec {
         subscription: "00000000-0000-4000-a000-000000000000".into(),
         location: "eastus",
         cidr: (0, 0),
-        key_version: "0".repeat(32),
         team: String::new(),
         identity: None,
         agent_key: false,

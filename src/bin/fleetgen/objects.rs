@@ -70,17 +70,13 @@ pub struct Spec {
     pub location: &'static str,
     /// `10.a.b.0/24` network.
     pub cidr: (u8, u8),
-    pub key_version: String,
     pub team: String,
-    /// The shared identity (in [`crate::identities::NAMESPACE`]) its AROControlPlane and
-    /// AROCluster name (`--identities`); else the per-namespace `aro-identity`.
+    /// The shared identity (in [`crate::identities::NAMESPACE`]) its AROControlPlane names
+    /// (`--identities`); else the per-namespace `aro-identity`.
     pub identity: Option<String>,
     /// `--kms`: the etcd encryption key is made by the agent (no version in git; needs `identity`).
     pub agent_key: bool,
 }
-
-/// Where the HcpOpenShiftCluster (`v1api20240610preview`) keeps its etcd encryption settings.
-const ETCD: &str = "/spec/resources/0/spec/properties/etcd";
 
 pub const TENANT: &str = "3e5a7c9d-1b2f-4a6c-8d0e-2f4a6c8e0b13";
 
@@ -96,26 +92,13 @@ pub fn cluster_objects(s: &Spec) -> Vec<Value> {
         machine_pool(s, "infra", Some(s.profile.infra_replicas)),
         aro_machine_pool(s, "infra"),
     ];
-    if let Some(name) = &s.identity {
-        let r = json!({"kind": "AzureClusterIdentity", "name": name,
-            "namespace": crate::identities::NAMESPACE});
-        objects[1]["spec"]["identityRef"] = r.clone();
-        objects[2]["spec"]["identityRef"] = r;
-        // With an `identityRef` on the control plane, customer-managed KMS means the agent gets or
-        // creates the key: a version in git would contradict the one it finds. Without `--kms`,
-        // platform-managed encryption instead.
-        if let Some(etcd) = objects[2].pointer_mut(ETCD) {
-            if s.agent_key {
-                if let Some(Value::Object(key)) =
-                    etcd.pointer_mut("/dataEncryption/customerManaged/kms/activeKey")
-                {
-                    key.remove("version");
-                }
-            } else {
-                *etcd = json!({"dataEncryption": {"keyManagementMode": "PlatformManaged"}});
-            }
-        }
-    }
+    // CAPZ's AROCluster has no `identityRef` (nor `subscriptionID`): the cluster's identity and
+    // subscription are its AROControlPlane's.
+    objects[2]["spec"]["identityRef"] = match &s.identity {
+        Some(name) => json!({"kind": "AzureClusterIdentity", "name": name,
+            "namespace": crate::identities::NAMESPACE}),
+        None => json!({"kind": "AzureClusterIdentity", "name": "aro-identity"}),
+    };
     objects
 }
 
@@ -228,12 +211,21 @@ fn aro_cluster(s: &Spec) -> Value {
         "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2",
         "kind": "AROCluster",
         "metadata": meta(&s.name, &s.name),
-        "spec": {
-            "subscriptionID": s.subscription,
-            "identityRef": {"kind": "AzureClusterIdentity", "name": "aro-identity"},
-            "resources": resources
-        }
+        "spec": {"resources": resources}
     })
+}
+
+/// The etcd encryption of the cluster: with an `identityRef` on the control plane (always, here),
+/// customer-managed KMS means the agent gets or creates the key (`--kms`: the cluster's own Vault,
+/// no version in git); otherwise platform-managed.
+fn etcd(s: &Spec) -> Value {
+    if s.agent_key {
+        json!({"dataEncryption": {"keyManagementMode": "CustomerManaged", "customerManaged": {
+            "encryptionType": "KMS", "kms": {"activeKey": {
+                "name": "etcd-data-kms-encryption-key", "vaultName": vault(s)}}}}})
+    } else {
+        json!({"dataEncryption": {"keyManagementMode": "PlatformManaged"}})
+    }
 }
 
 fn aro_control_plane(s: &Spec) -> Value {
@@ -263,9 +255,7 @@ fn aro_control_plane(s: &Spec) -> Value {
                         "version": {"id": "4.20", "channelGroup": s.profile.channel},
                         "api": {"visibility": s.profile.visibility},
                         "clusterImageRegistry": {"state": "Enabled"},
-                        "etcd": {"dataEncryption": {"keyManagementMode": "CustomerManaged", "customerManaged": {
-                            "encryptionType": "KMS", "kms": {"activeKey": {
-                                "name": "etcd-data-kms-encryption-key", "vaultName": vault(s), "version": s.key_version}}}}},
+                        "etcd": etcd(s),
                         "network": {"networkType": "OVNKubernetes", "machineCidr": format!("10.{a}.{b}.0/24"),
                             "podCidr": "10.128.0.0/14", "serviceCidr": "172.30.0.0/16", "hostPrefix": 23},
                         "platform": {

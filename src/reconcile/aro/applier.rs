@@ -222,15 +222,9 @@ pub fn apply(
         .collect();
     let mut resources: Vec<Value> = wanted
         .iter()
-        .map(|(e, found)| resource_entry(e, *found, None))
+        .map(|(e, found)| resource_entry(e, *found, false))
         .collect();
-    resources.extend(leaving.iter().map(|o| {
-        resource_entry(
-            o,
-            Some(o),
-            Some("no longer in spec.resources: being deleted"),
-        )
-    }));
+    resources.extend(leaving.iter().map(|o| resource_entry(o, Some(o), true)));
     Applied {
         record_owned_kinds,
         applies,
@@ -239,30 +233,16 @@ pub fn apply(
     }
 }
 
-/// One `status.resources[]` entry: `{resource: {group, version, kind, name}, ready, message}`;
-/// `leaving`: the object is being pruned, never ready, with that message.
-fn resource_entry(entry: &Value, found: Option<&Value>, leaving: Option<&str>) -> Value {
+/// One `status.resources[]` entry: `{resource: {group, version, kind, name}, ready}` (CAPZ's
+/// shape: no message; why a resource is not ready is on its conditions and in the report);
+/// `leaving`: the object is being pruned, never ready.
+fn resource_entry(entry: &Value, found: Option<&Value>, leaving: bool) -> Value {
     let (group, version) = split_api_version(str_at(entry, "/apiVersion").unwrap_or(""));
-    let (ready, message) = match (leaving, found.map(aso_readiness)) {
-        (Some(why), _) => (false, why.to_string()),
-        (None, None) => (false, "not created yet".to_string()),
-        (None, Some(Readiness::Ready)) => (true, String::new()),
-        (None, Some(r)) => (
-            false,
-            r.message()
-                .filter(|m| !m.is_empty())
-                .map(str::to_string)
-                .unwrap_or_else(|| r.to_string()),
-        ),
-    };
-    let mut v = json!({
+    let ready = !leaving && found.is_some_and(|o| aso_readiness(o) == Readiness::Ready);
+    json!({
         "resource": {"group": group, "version": version, "kind": str_at(entry, "/kind"), "name": str_at(entry, "/metadata/name")},
         "ready": ready,
-    });
-    if !message.is_empty() {
-        v["message"] = json!(message);
-    }
-    v
+    })
 }
 
 /// Holds every one of `resources` on `on`, for `reason`.
@@ -440,11 +420,7 @@ mod tests {
             .map(|r| (r["resource"]["name"].as_str().unwrap(), r["ready"] == true))
             .collect();
         assert_eq!(listed, [("rg", true), ("vnet", false), ("old-rg", false)]);
-        assert_eq!(a.resources[1]["message"], "not created yet");
-        assert_eq!(
-            a.resources[2]["message"],
-            "no longer in spec.resources: being deleted"
-        );
+        assert!(a.resources.iter().all(|r| r.get("message").is_none()));
         assert_eq!(
             a.resources[0]["resource"],
             json!({"group": "resources.azure.com", "version": "v1api20200601", "kind": "ResourceGroup", "name": "rg"})

@@ -35,6 +35,8 @@ impl Condition {
 
 /// Puts `cond` into `conditions` (a status's list), keeping `lastTransitionTime` from the previous
 /// condition of that type when its status did not change, so identical state writes identical bytes.
+/// The entry has the shape of CAPZ's v1beta2 conditions (`metav1.Condition`): `type`, `status`,
+/// `reason`, `message` (empty allowed) and `lastTransitionTime`, all present; no `severity`.
 pub fn set_condition(
     conditions: &mut Vec<Value>,
     previous: Option<&Value>,
@@ -52,12 +54,45 @@ pub fn set_condition(
         .filter(|c| c.get("status").and_then(Value::as_str) == Some(cond.status))
         .and_then(|c| c.get("lastTransitionTime").cloned())
         .unwrap_or_else(|| json!(now));
-    let mut v = json!({"type": cond.type_, "status": cond.status, "reason": cond.reason, "lastTransitionTime": since});
-    if !cond.message.is_empty() {
-        v["message"] = json!(cond.message);
-    }
+    let v = json!({"type": cond.type_, "status": cond.status, "reason": api_reason(&cond.reason),
+        "message": api_message(&cond.message), "lastTransitionTime": since});
     conditions.retain(|c| c.get("type").and_then(Value::as_str) != Some(&cond.type_));
     conditions.push(v);
+}
+
+/// The most `message` may hold in a condition (CAPZ's v1beta2 schema).
+const MAX_MESSAGE: usize = 32768;
+/// The most `reason` may hold in a condition (CAPZ's v1beta2 schema).
+const MAX_REASON: usize = 1024;
+
+/// `reason` as a v1beta2 condition takes it (a letter, then letters, digits, `_`, `,` or `:`, not
+/// ending in `,` or `:`; at most 1,024 bytes): other characters dropped; `Unknown` when nothing
+/// is left (a reason mirrored from elsewhere may hold spaces or dashes).
+pub fn api_reason(reason: &str) -> String {
+    let kept: String = reason
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | ',' | ':'))
+        .skip_while(|c| !c.is_ascii_alphabetic())
+        .take(MAX_REASON)
+        .collect();
+    let kept = kept.trim_end_matches([',', ':']);
+    if kept.is_empty() {
+        "Unknown".to_string()
+    } else {
+        kept.to_string()
+    }
+}
+
+/// `message` cut to what a v1beta2 condition holds (32,768 bytes, on a character boundary).
+pub fn api_message(message: &str) -> &str {
+    if message.len() <= MAX_MESSAGE {
+        return message;
+    }
+    let mut end = MAX_MESSAGE;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    &message[..end]
 }
 
 /// A status object from its fields and conditions (sorted by type, so equal state gives equal bytes).
@@ -178,6 +213,35 @@ mod tests {
             "t1",
         );
         assert_eq!(out[0]["lastTransitionTime"], "t1");
-        assert!(out[0].get("message").is_none());
+        // Every field of a v1beta2 condition is there, an empty message too.
+        assert_eq!(out[0]["message"], "");
+        let mut keys: Vec<&String> = out[0].as_object().unwrap().keys().collect();
+        keys.sort();
+        assert_eq!(
+            keys,
+            ["lastTransitionTime", "message", "reason", "status", "type"]
+        );
+    }
+
+    #[test]
+    fn reasons_and_messages_fit_the_v1beta2_schema() {
+        assert_eq!(api_reason("QuotaExceeded"), "QuotaExceeded");
+        assert_eq!(api_reason("Bad Request-x"), "BadRequestx");
+        assert_eq!(api_reason("409_conflict:"), "conflict");
+        assert_eq!(api_reason(""), "Unknown");
+        assert_eq!(api_reason("-:"), "Unknown");
+        assert_eq!(api_reason(&"R".repeat(2000)).len(), 1024);
+        let long = "é".repeat(20000);
+        let cut = api_message(&long);
+        assert!(cut.len() <= 32768 && cut.len() > 32760);
+        assert_eq!(api_message("short"), "short");
+        let mut out = vec![];
+        set_condition(
+            &mut out,
+            None,
+            &Condition::new("A", "False", "no good", "m"),
+            "t",
+        );
+        assert_eq!(out[0]["reason"], "nogood");
     }
 }

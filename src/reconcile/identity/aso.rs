@@ -76,47 +76,30 @@ impl ClusterIdentityRef {
 }
 
 /// The clusters of `objects` (a unit's rendered objects) that name an identity: each
-/// AROControlPlane's `identityRef`, else its cluster's AROCluster's. `cluster_of` names the cluster
-/// an ARO object belongs to.
+/// AROControlPlane's `identityRef` (CAPZ's AROCluster and AROMachinePool have none: the cluster's
+/// identity and subscription are its control plane's). `cluster_of` names the cluster an ARO
+/// object belongs to.
 pub fn cluster_refs<'a>(
     objects: impl IntoIterator<Item = &'a Value>,
     cluster_of: impl Fn(&Value) -> &str,
 ) -> Vec<ClusterIdentityRef> {
-    let mut out: Vec<ClusterIdentityRef> = Vec::new();
-    let mut fallbacks = Vec::new();
-    for o in objects {
-        let kind = str_at(o, "/kind");
-        if !matches!(kind, Some("AROControlPlane" | "AROCluster")) {
-            continue;
-        }
-        let (Some(identity), Ok(referrer)) = (super::identity_ref_of(o), ObjectKey::from_object(o))
-        else {
-            continue;
-        };
-        let r = ClusterIdentityRef {
-            namespace: referrer.namespace.clone().unwrap_or_default(),
-            cluster: cluster_of(o).to_string(),
-            identity,
-            subscription_id: text_at(o, "/spec/subscriptionID")
-                .unwrap_or_default()
-                .to_string(),
-            referrer,
-        };
-        if kind == Some("AROControlPlane") {
-            out.push(r);
-        } else {
-            fallbacks.push(r);
-        }
-    }
-    for f in fallbacks {
-        if !out
-            .iter()
-            .any(|r| (&r.namespace, &r.cluster) == (&f.namespace, &f.cluster))
-        {
-            out.push(f);
-        }
-    }
-    out
+    objects
+        .into_iter()
+        .filter(|o| str_at(o, "/kind") == Some("AROControlPlane"))
+        .filter_map(|o| {
+            let identity = super::identity_ref_of(o)?;
+            let referrer = ObjectKey::from_object(o).ok()?;
+            Some(ClusterIdentityRef {
+                namespace: referrer.namespace.clone().unwrap_or_default(),
+                cluster: cluster_of(o).to_string(),
+                identity,
+                subscription_id: text_at(o, "/spec/subscriptionID")
+                    .unwrap_or_default()
+                    .to_string(),
+                referrer,
+            })
+        })
+        .collect()
 }
 
 /// Whether `obj` is a credential Secret the agent makes (see [`ClusterIdentityRef::placeholder`]).
@@ -243,14 +226,6 @@ impl Verdict {
         }
     }
 
-    /// The severity of the condition a stopping verdict sets: a wait is no error.
-    pub fn severity(&self) -> &'static str {
-        match self {
-            Verdict::Waiting { .. } => "Info",
-            _ => "Error",
-        }
-    }
-
     /// What the cluster's held resources wait for.
     pub fn waits_on(&self) -> Vec<ObjectKey> {
         match self {
@@ -268,8 +243,9 @@ pub const IDENTITY_ERROR_REASON: &str = "IdentityNotUsable";
 
 /// A decision of one of the cluster's ARO objects under a verdict that stops the cluster: nothing
 /// applied, recorded or deleted; every embedded resource held with the verdict's reason; the
-/// status `ready: false` with a `Ready` condition False, severity Error (Info for a wait), the verdict's reason and
-/// message (`lastTransitionTime` kept from `previous`, the live status, when it says the same).
+/// status `ready: false` with a `Ready` condition False with the verdict's reason and message
+/// (`lastTransitionTime` kept from `previous`, the live status, when it says the same; no
+/// `severity`, which CAPZ's v1beta2 conditions do not have).
 pub fn restrict(decision: &mut Decision, verdict: &Verdict, previous: Option<&Value>, now: &str) {
     let Some((reason, message)) = verdict.stop() else {
         return;
@@ -306,7 +282,7 @@ pub fn restrict(decision: &mut Decision, verdict: &Verdict, previous: Option<&Va
         .filter(|c| c["status"] == "False" && c["reason"] == reason)
         .and_then(|c| c.get("lastTransitionTime").cloned())
         .unwrap_or_else(|| json!(now));
-    let cond = json!({"type": "Ready", "status": "False", "severity": verdict.severity(), "reason": reason,
+    let cond = json!({"type": "Ready", "status": "False", "reason": reason,
         "message": message, "lastTransitionTime": since});
     let status = decision.status.as_object_mut().expect("an object");
     status.insert("ready".into(), json!(false));
