@@ -318,6 +318,18 @@ impl StructuralSchema {
     }
 }
 
+impl StructuralSchema {
+    /// Prunes without validating: for a partial object such as a server-side apply
+    /// configuration, which need not hold every required field. Returns the pruned value and the
+    /// paths of the fields removed as unknown.
+    pub fn prune(&self, obj: &Value) -> (Value, Vec<String>) {
+        let mut pruned = obj.clone();
+        let mut unknown = Vec::new();
+        check::prune(&mut pruned, &self.root, "", true, &mut unknown);
+        (pruned, unknown)
+    }
+}
+
 /// The structural schemas of many CRDs, by group, kind and version.
 #[derive(Debug, Clone, Default)]
 pub struct SchemaSet {
