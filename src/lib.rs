@@ -6,6 +6,7 @@ pub mod azure;
 pub mod azuresim;
 pub mod cli;
 pub mod controlplane;
+pub mod crdschema;
 pub mod health;
 pub mod keyvault;
 pub mod metrics;

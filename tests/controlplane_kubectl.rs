@@ -12,6 +12,8 @@ mod common;
 mod lifecycle;
 #[path = "controlplane_kubectl/raw_http.rs"]
 mod raw_http;
+#[path = "controlplane_kubectl/schema.rs"]
+mod schema;
 
 use base64::Engine;
 use common::kubectl::{Kubectl, Server};

@@ -145,6 +145,29 @@ impl ApiError {
         )
     }
 
+    /// 422 for field errors, as kube-apiserver's `NewInvalid`: the message lists the errors
+    /// (bracketed when more than one) and `details.causes` carries each as (reason, message, field).
+    pub fn invalid_fields(
+        kind: &str,
+        group: &str,
+        name: &str,
+        causes: Vec<(String, String, String)>,
+    ) -> Self {
+        let each: Vec<String> = causes
+            .iter()
+            .map(|(_, message, field)| format!("{field}: {message}"))
+            .collect();
+        let what = match each.as_slice() {
+            [one] => one.clone(),
+            _ => format!("[{}]", each.join(", ")),
+        };
+        let mut e = ApiError::invalid(kind, group, name, &what).with_details(group, kind, name);
+        if let Some(d) = e.details.as_mut() {
+            d.causes = causes;
+        }
+        e
+    }
+
     pub fn bad_request(message: impl Into<String>) -> Self {
         ApiError::new(400, Reason::BadRequest, message)
     }

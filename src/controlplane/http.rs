@@ -440,7 +440,13 @@ async fn write(
         field_manager: field_manager(req.headers(), query)?,
         force: flag(query, "force"),
         now: now(),
+        field_validation: crate::crdschema::FieldValidation::parse(
+            query.get("fieldValidation").map(String::as_str),
+        )
+        .map_err(ApiError::bad_request)?,
+        warnings: Default::default(),
     };
+    let warnings = opts.warnings.clone();
     let dry = dry_run(query)?;
     let patch_type = if method == Method::PATCH {
         Some(
@@ -492,7 +498,15 @@ async fn write(
             None => meta.remove("resourceVersion"),
         };
     }
-    Ok(json_response(code, &out))
+    let mut resp = json_response(code, &out);
+    for w in warnings.take() {
+        // `299 - "text"`, the text quoted as kube-apiserver quotes it.
+        let value = format!("299 - {}", serde_json::Value::String(w));
+        if let Ok(v) = http::HeaderValue::from_str(&value) {
+            resp.headers_mut().append(header::WARNING, v);
+        }
+    }
+    Ok(resp)
 }
 
 fn live_resource_version(shared: &Shared, target: &Target, obj: &Value) -> Option<Value> {

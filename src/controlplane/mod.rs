@@ -30,6 +30,7 @@ mod state;
 mod store;
 mod table;
 mod txn;
+mod validation;
 mod watch;
 
 pub use error::{ApiError, ControlPlaneError};
@@ -177,6 +178,7 @@ impl ControlPlane {
             field_manager: SYSTEM_MANAGER.into(),
             force: true,
             now: chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+            ..WriteOptions::default()
         };
         let mut txn = state.begin();
         objects::patch(&mut txn, &target, objects::PatchType::Apply, obj, &opts).map_err(fail)?;

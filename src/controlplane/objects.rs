@@ -11,6 +11,8 @@ use super::patch::{self, MergeKeys};
 use super::registry::ResourceType;
 use super::ssa;
 use super::state::Txn;
+use super::validation::{self, Via, Warnings};
+use crate::crdschema::FieldValidation;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
@@ -56,12 +58,16 @@ impl Target {
 }
 
 /// Options every write carries.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct WriteOptions {
     pub field_manager: String,
     pub force: bool,
     /// RFC 3339, seconds precision.
     pub now: String,
+    /// What to do with fields a custom resource's schema does not declare.
+    pub field_validation: FieldValidation,
+    /// Where the write leaves its `Warning`s (unknown fields pruned).
+    pub warnings: Warnings,
 }
 
 /// The kinds of PATCH, by content type.
@@ -164,6 +170,15 @@ pub fn create(
     if target.rt.status_subresource && !is_builtin_with_server_status(target) {
         body.as_object_mut().map(|m| m.remove("status"));
     }
+    validation::enforce(
+        target,
+        &name,
+        &mut body,
+        None,
+        opts.field_validation,
+        Via::Body,
+        &opts.warnings,
+    )?;
     prepare_new(target, &name, &mut body, opts)?;
     ssa::record_update(
         None,
@@ -238,7 +253,16 @@ pub fn update(
             "the object has been modified; please apply your changes to the latest version and try again",
         ));
     }
-    let new = scope_to_subresource(target, &old, body);
+    let mut new = scope_to_subresource(target, &old, body);
+    validation::enforce(
+        target,
+        &name,
+        &mut new,
+        Some(&old),
+        opts.field_validation,
+        Via::Body,
+        &opts.warnings,
+    )?;
     finish_write(txn, target, &key, &name, old, new, opts, false)
 }
 
@@ -301,7 +325,16 @@ pub fn patch(
         ));
     }
     check_patched_identity(target, &name, &old, &new)?;
-    let new = scope_to_subresource(target, &old, new);
+    let mut new = scope_to_subresource(target, &old, new);
+    validation::enforce(
+        target,
+        &name,
+        &mut new,
+        Some(&old),
+        opts.field_validation,
+        Via::Patch,
+        &opts.warnings,
+    )?;
     finish_write(txn, target, &key, &name, old, new, opts, false)
 }
 
@@ -413,6 +446,7 @@ fn apply(
         }
         check_namespace_open(txn, target)?;
     }
+    validation::prune_applied(target, &mut applied, opts.field_validation, &opts.warnings)?;
     let api_version = target.api_version();
     let req = ssa::ApplyRequest {
         live: old.as_deref(),
@@ -436,6 +470,16 @@ fn apply(
                 .collect(),
         )
     })?;
+    // Unknown fields of the configuration were dealt with above; what is left is validated.
+    validation::enforce(
+        target,
+        name,
+        &mut merged,
+        old.as_deref(),
+        FieldValidation::Ignore,
+        Via::Patch,
+        &opts.warnings,
+    )?;
     match old {
         None => {
             let managed = merged.pointer("/metadata/managedFields").cloned();

@@ -2,8 +2,9 @@
 //! defines. Rebuilt whenever a CRD is written or deleted, so discovery follows the CRDs exactly.
 
 use super::ssa::Schema;
+use crate::crdschema::StructuralSchema;
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 /// One additional printer column of a CRD version (`kubectl get` columns).
@@ -33,6 +34,9 @@ pub struct ResourceType {
     /// Defined by a CustomResourceDefinition (strategic merge patch is refused for these, as upstream).
     pub custom: bool,
     pub schema: Arc<Schema>,
+    /// The structural schema of each served version of a custom kind, which writes are pruned
+    /// and validated against; empty for built-in kinds.
+    pub validation: Arc<BTreeMap<String, StructuralSchema>>,
     pub printer_columns: Vec<PrinterColumn>,
 }
 
@@ -295,6 +299,15 @@ pub fn crd_resource_type(crd: &Value) -> Result<ResourceType, CrdError> {
         .map(|v| s(v, "name"))
         .collect();
     served.sort_by(|a, b| version_priority(b).cmp(&version_priority(a)).then(a.cmp(b)));
+    let mut validation = BTreeMap::new();
+    for v in &served {
+        let schema = StructuralSchema::from_crd(crd, v).map_err(|e| {
+            CrdError(format!(
+                "spec.versions[{v}].schema.openAPIV3Schema: Invalid value: {e}"
+            ))
+        })?;
+        validation.insert(v.clone(), schema);
+    }
     let storage_def = storage[0];
     let status_subresource = storage_def.pointer("/subresources/status").is_some();
     let schema = storage_def
@@ -346,6 +359,7 @@ pub fn crd_resource_type(crd: &Value) -> Result<ResourceType, CrdError> {
         status_subresource,
         custom: true,
         schema: Arc::new(schema),
+        validation: Arc::new(validation),
         printer_columns,
         kind,
     })
@@ -402,6 +416,7 @@ impl Registry {
                 status_subresource: b.status,
                 custom: false,
                 schema: Arc::new(Schema::builtin(b.group, b.kind)),
+                validation: Arc::default(),
                 printer_columns: vec![],
             });
         }

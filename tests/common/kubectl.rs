@@ -361,12 +361,23 @@ impl LineReader {
 pub struct HttpResponse {
     pub status: u16,
     pub body: String,
+    /// Header names in lower case, in the order received.
+    pub headers: Vec<(String, String)>,
 }
 
 impl HttpResponse {
     pub fn json(&self) -> Value {
         serde_json::from_str(&self.body)
             .unwrap_or_else(|e| panic!("response body is not JSON ({e}): {}", self.body))
+    }
+
+    /// Every value of header `name` (lower case), in order.
+    pub fn header_values(&self, name: &str) -> Vec<&str> {
+        self.headers
+            .iter()
+            .filter(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .collect()
     }
 }
 
@@ -464,5 +475,6 @@ fn parse_response(raw: &[u8]) -> std::io::Result<HttpResponse> {
     Ok(HttpResponse {
         status,
         body: String::from_utf8_lossy(&body).into_owned(),
+        headers,
     })
 }
