@@ -15,6 +15,10 @@
 //! With `--plain`, every cluster folder instead holds its objects written out and a kustomization using
 //! only `resources` and `namespace` (what render v0 takes), like `examples-repo/` itself.
 //!
+//! Each cluster's subscription and identity are its AROControlPlane's (`subscriptionID`,
+//! `identityRef`; CAPZ's AROCluster has neither): by default the `aro-identity` of the cluster's
+//! namespace, with platform-managed etcd encryption.
+//!
 //! With `--identities N`, the clusters' AROControlPlanes name N shared ServicePrincipal identities
 //! round-robin (unit `clusters/_identities`); their fake Secrets go to `secrets/`, outside every
 //! unit and git (see `identities`). `--kms` (with `--identities`) leaves every cluster's etcd
