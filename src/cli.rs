@@ -246,8 +246,9 @@ pub struct DriftArgs {
 pub struct RenderArgs {
     /// The folder (with a kustomization, or of plain YAML files) or file to render.
     pub dir: PathBuf,
-    /// The repository root nothing may be read from outside of (default: the enclosing git
-    /// work tree, else the current directory).
+    /// The repository root nothing may be read from outside of (default: the git work tree the
+    /// folder is in, else the nearest folder above it holding `clusters/` or `aro-gitops.yaml`,
+    /// else the folder itself; never the working directory).
     #[arg(long)]
     pub root: Option<PathBuf>,
 }
@@ -256,6 +257,7 @@ pub struct RenderArgs {
 pub struct ValidateArgs {
     /// A repository (all its units) or one unit's folder.
     pub path: PathBuf,
+    /// The repository root (default: as for `render`, found from the path).
     #[arg(long)]
     pub root: Option<PathBuf>,
 }

@@ -4,8 +4,10 @@
 use super::checkout;
 use super::origin;
 use super::remote::{self, Advertised};
+use super::revision;
 use super::{GitRef, Revision, Source, SourceError, SyncOutcome};
 use git2::{Oid, Repository};
+use std::path::Path;
 
 /// Every branch (under `refs/remotes/origin/`) and every tag; references are resolved against what the
 /// remote advertised, so nothing stale left in the mirror is ever used.
@@ -78,27 +80,104 @@ impl Source {
         if let Some(dir) = &self.plain_dir {
             origin::import(dir, &self.state_dir.join(origin::ORIGIN_DIR))?;
         }
+        // A local repository's revisions (its HEAD too, which may be detached) are read in it.
+        if let (Some(path), Some(expr)) = (&self.local, self.revision_expr()) {
+            return self.resolve_local(repo, path, &expr);
+        }
+        // A ref outside branches and tags (`refs/pull/1/merge`) is fetched by name as well.
+        let named = match &self.reference {
+            GitRef::Revision(expr) if expr.starts_with("refs/") => {
+                let (name, _) = revision::split_ancestry(expr);
+                Some(format!("+{name}:{name}"))
+            }
+            _ => None,
+        };
+        let mut refspecs: Vec<&str> = SYNC_REFSPECS.to_vec();
+        refspecs.extend(named.as_deref());
         let advertised =
-            remote::fetch(repo, &self.remote, &SYNC_REFSPECS).map_err(|e| SourceError::Fetch {
+            remote::fetch(repo, &self.remote, &refspecs).map_err(|e| SourceError::Fetch {
                 url: self.remote.shown().to_string(),
                 reference: self.reference.to_string(),
                 message: self.remote.redact(e.message()),
             })?;
-        resolve(repo, &advertised, &self.reference).ok_or_else(|| SourceError::RefNotFound {
+        if let Some(oid) = resolve(repo, &advertised, &self.reference) {
+            return Ok(oid);
+        }
+        let not_found = || SourceError::RefNotFound {
             url: self.remote.shown().to_string(),
             reference: self.reference.to_string(),
+        };
+        // A name that is no branch of the remote may still be a revision (`origin/main`, a tag).
+        let expr = match &self.reference {
+            GitRef::Branch(name) | GitRef::Commit(name) | GitRef::Revision(name) => name,
+            GitRef::Tag(_) | GitRef::RemoteHead => return Err(not_found()),
+        };
+        let names = revision::Names {
+            refs: repo,
+            head: advertised.get("HEAD").copied(),
+            prefixes: match &self.reference {
+                GitRef::Revision(_) => &["refs/remotes/origin/"],
+                _ => &[],
+            },
+            origin: Some(self.remote.clone()),
+            local: None,
+        };
+        revision::resolve(expr, &names, repo).map_err(|e| match (&self.reference, e) {
+            (GitRef::Branch(_), revision::Unresolved::Unknown(_)) => not_found(),
+            (_, e) => e.into_error(self.remote.shown(), expr),
         })
+    }
+
+    /// What `git rev-parse` is asked for a local repository: a commit, a revision or HEAD (branches
+    /// and tags are read from what the repository advertises, as for any remote).
+    fn revision_expr(&self) -> Option<String> {
+        match &self.reference {
+            GitRef::Commit(sha) => Some(sha.clone()),
+            GitRef::Revision(expr) => Some(expr.clone()),
+            GitRef::RemoteHead => Some("HEAD".to_string()),
+            GitRef::Branch(_) | GitRef::Tag(_) => None,
+        }
+    }
+
+    /// Resolves `expr` in the local repository at `path` and packs the commit with its tree into
+    /// the mirror (fetching from the repository's `origin` what a shallow clone lacks).
+    fn resolve_local(
+        &self,
+        repo: &Repository,
+        path: &Path,
+        expr: &str,
+    ) -> Result<Oid, SourceError> {
+        let git_error = self.remote.git_error(expr, "read the local repository");
+        let local = Repository::open(path).map_err(&git_error)?;
+        let origin = local
+            .find_remote("origin")
+            .ok()
+            .and_then(|r| r.url().map(|u| remote::RemoteUrl::new(u, None)).ok());
+        let names = revision::Names {
+            refs: &local,
+            head: None,
+            prefixes: &[],
+            origin,
+            local: Some(path),
+        };
+        let oid = revision::resolve(expr, &names, repo)
+            .map_err(|e| e.into_error(self.remote.shown(), expr))?;
+        if local.find_commit(oid).is_ok() {
+            revision::copy_commit(&local, repo, oid).map_err(&git_error)?;
+        }
+        Ok(oid)
     }
 }
 
 /// The commit `reference` names: branches, tags and HEAD as the remote advertised them (tags peeled), a
-/// commit id among the fetched objects.
+/// commit id among the fetched objects. Revisions go through [`revision::resolve`].
 fn resolve(repo: &Repository, advertised: &Advertised, reference: &GitRef) -> Option<Oid> {
     let oid = match reference {
         GitRef::Branch(name) => *advertised.get(&format!("refs/heads/{name}"))?,
         GitRef::Tag(name) => *advertised.get(&format!("refs/tags/{name}"))?,
         GitRef::RemoteHead => *advertised.get("HEAD")?,
         GitRef::Commit(sha) => repo.find_commit_by_prefix(sha).ok()?.id(),
+        GitRef::Revision(_) => return None,
     };
     Some(
         repo.find_object(oid, None)
@@ -115,7 +194,6 @@ mod tests {
     use crate::source::testutil::{GitDaemon, Upstream, closed_port, git};
     use crate::source::{SourceConfig, TOKEN_ENV};
     use std::fs;
-    use std::path::Path;
 
     fn open(url: &str, reference: GitRef, state_dir: &Path) -> Source {
         Source::open(SourceConfig {
