@@ -25,7 +25,7 @@ pub enum SourceError {
     },
 
     /// The remote answered but has no such branch, tag or commit.
-    #[error("{url}: {reference} not found")]
+    #[error("{url}: {reference} not found: the repository has no such branch, tag or revision")]
     RefNotFound { url: String, reference: String },
 
     /// A revision (`HEAD~1`, a short id, `refs/pull/1/merge`) names nothing in the repository.

@@ -103,15 +103,19 @@ impl Source {
         if let Some(oid) = resolve(repo, &advertised, &self.reference) {
             return Ok(oid);
         }
-        let not_found = || SourceError::RefNotFound {
-            url: self.remote.shown().to_string(),
-            reference: self.reference.to_string(),
-        };
         // A name that is no branch of the remote may still be a revision (`origin/main`, a tag).
         let expr = match &self.reference {
             GitRef::Branch(name) | GitRef::Commit(name) | GitRef::Revision(name) => name,
-            GitRef::Tag(_) | GitRef::RemoteHead => return Err(not_found()),
+            GitRef::Tag(_) | GitRef::RemoteHead => {
+                return Err(SourceError::RefNotFound {
+                    url: self.remote.shown().to_string(),
+                    reference: self.reference.to_string(),
+                });
+            }
         };
+        if let Some(path) = &self.local {
+            return self.resolve_local(repo, path, expr);
+        }
         let names = revision::Names {
             refs: repo,
             head: advertised.get("HEAD").copied(),
@@ -122,10 +126,19 @@ impl Source {
             origin: Some(self.remote.clone()),
             local: None,
         };
-        revision::resolve(expr, &names, repo).map_err(|e| match (&self.reference, e) {
-            (GitRef::Branch(_), revision::Unresolved::Unknown(_)) => not_found(),
+        revision::resolve(expr, &names, repo).map_err(|e| self.unresolved(expr, e))
+    }
+
+    /// The error for a revision that did not resolve; a branch the remote does not have is
+    /// [`SourceError::RefNotFound`].
+    fn unresolved(&self, expr: &str, e: revision::Unresolved) -> SourceError {
+        match (&self.reference, e) {
+            (GitRef::Branch(_), revision::Unresolved::Unknown(_)) => SourceError::RefNotFound {
+                url: self.remote.shown().to_string(),
+                reference: self.reference.to_string(),
+            },
             (_, e) => e.into_error(self.remote.shown(), expr),
-        })
+        }
     }
 
     /// What `git rev-parse` is asked for a local repository: a commit, a revision or HEAD (branches
@@ -160,8 +173,7 @@ impl Source {
             origin,
             local: Some(path),
         };
-        let oid = revision::resolve(expr, &names, repo)
-            .map_err(|e| e.into_error(self.remote.shown(), expr))?;
+        let oid = revision::resolve(expr, &names, repo).map_err(|e| self.unresolved(expr, e))?;
         if local.find_commit(oid).is_ok() {
             revision::copy_commit(&local, repo, oid).map_err(&git_error)?;
         }
