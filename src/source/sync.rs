@@ -260,6 +260,60 @@ mod tests {
     }
 
     #[test]
+    fn revisions_resolve_as_git_rev_parse_reads_them_locally_and_remotely() {
+        let tmp = tempfile::tempdir().unwrap();
+        let up = Upstream::new(tmp.path());
+        let first = up.commit(&[("a.yaml", "a: 1\n")], "first");
+        let second = up.commit(&[("a.yaml", "a: 2\n")], "second");
+        git(&up.bare, &["update-ref", "refs/pull/7/merge", &second]);
+        let daemon = GitDaemon::start(tmp.path());
+        let remote = daemon.url("remote.git");
+        // The work tree (local: its own HEAD and refs) and the same repository over the network.
+        let local = up.work.to_str().unwrap().to_string();
+        for (i, url) in [local, remote].iter().enumerate() {
+            let cases = [
+                ("HEAD~1", &first),
+                ("HEAD^", &first),
+                ("rev:HEAD^0", &second),
+                (&first[..9], &first),
+                ("main~1", &first),
+            ];
+            for (j, (reference, commit)) in cases.into_iter().enumerate() {
+                let state = tmp.path().join(format!("state-{i}-{j}"));
+                let revision = fresh(
+                    open(url, reference.parse().unwrap(), &state)
+                        .sync()
+                        .unwrap_or_else(|e| panic!("{url} {reference}: {e}")),
+                );
+                assert_eq!(&revision.commit, commit, "{url} {reference}");
+            }
+            let error = open(
+                url,
+                "HEAD~5".parse().unwrap(),
+                &tmp.path().join(format!("x-{i}")),
+            )
+            .sync()
+            .unwrap_err();
+            assert!(
+                matches!(error, SourceError::UnknownRevision { .. })
+                    && error.to_string().contains("HEAD~5"),
+                "{error}"
+            );
+        }
+        // A ref outside branches and tags is fetched by name from a remote.
+        let pull = fresh(
+            open(
+                &daemon.url("remote.git"),
+                "refs/pull/7/merge".parse().unwrap(),
+                &tmp.path().join("pull"),
+            )
+            .sync()
+            .unwrap(),
+        );
+        assert_eq!(pull.commit, second);
+    }
+
+    #[test]
     fn fetch_picks_up_a_new_commit_and_replaces_the_checkout() {
         let tmp = tempfile::tempdir().unwrap();
         let up = Upstream::new(tmp.path());
@@ -428,6 +482,15 @@ mod tests {
             ("commit:ABCD123", GitRef::Commit("abcd123".into())),
             ("HEAD", GitRef::RemoteHead),
             ("", GitRef::RemoteHead),
+            ("origin/main", GitRef::Branch("origin/main".into())),
+            ("HEAD~1", GitRef::Revision("HEAD~1".into())),
+            ("main^2", GitRef::Revision("main^2".into())),
+            (
+                "refs/pull/1/merge",
+                GitRef::Revision("refs/pull/1/merge".into()),
+            ),
+            ("abc1234", GitRef::Revision("abc1234".into())),
+            ("rev:v1", GitRef::Revision("v1".into())),
         ];
         for (input, expected) in cases {
             let parsed: GitRef = input.parse().unwrap();
@@ -444,6 +507,8 @@ mod tests {
             "branch:a..b",
             "tag:",
             "bad name",
+            "rev:",
+            "HEAD~1 x",
         ] {
             assert!(
                 matches!(bad.parse::<GitRef>(), Err(SourceError::InvalidRef { .. })),
