@@ -319,17 +319,32 @@ impl Source {
         self.last_good.as_ref()
     }
 
-    /// Paths (repository-relative) that differ between two commits known locally, sorted. A rename shows
-    /// as both its old and new path.
+    /// Paths (repository-relative) that differ between two commits known locally (in the mirror,
+    /// or in the local repository itself), sorted. A rename shows as both its old and new path.
     pub fn changed_paths(&self, from: &str, to: &str) -> Result<Vec<PathBuf>, SourceError> {
         let range = format!("{from}..{to}");
         let error = self.remote.git_error(&range, "diff");
-        let repo = self.mirror()?;
-        let tree = |rev: &str| {
+        let mirror = self.mirror()?;
+        let local = self.local.as_ref().and_then(|p| Repository::open(p).ok());
+        let tree = |repo: &Repository, rev: &str| {
             repo.revparse_single(rev)
                 .and_then(|object| object.peel_to_tree())
+                .map(|tree| tree.id())
         };
-        let (old, new) = (tree(from).map_err(&error)?, tree(to).map_err(&error)?);
+        let holding_both = local
+            .iter()
+            .chain(std::iter::once(&mirror))
+            .find(|repo| tree(repo, from).is_ok() && tree(repo, to).is_ok())
+            .unwrap_or(&mirror);
+        let repo = holding_both;
+        let (old, new) = (
+            tree(repo, from).map_err(&error)?,
+            tree(repo, to).map_err(&error)?,
+        );
+        let (old, new) = (
+            repo.find_tree(old).map_err(&error)?,
+            repo.find_tree(new).map_err(&error)?,
+        );
         let diff = repo
             .diff_tree_to_tree(Some(&old), Some(&new), None)
             .map_err(&error)?;
