@@ -197,3 +197,78 @@ fn carry_from_report(before: &[u8], next: &mut UnitOutcome) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::object::ObjectKey;
+    use crate::report::{AzureMode, ObjectAction, ObjectOutcome};
+
+    fn outcome(revision: &str, actions: &[(&str, ObjectAction)]) -> UnitOutcome {
+        UnitOutcome {
+            unit: "clusters/dev".into(),
+            cluster: None,
+            revision: revision.into(),
+            stale_source: None,
+            azure: AzureMode::Simulated,
+            objects: actions
+                .iter()
+                .map(|(n, a)| ObjectOutcome {
+                    key: ObjectKey {
+                        group: String::new(),
+                        version: "v1".into(),
+                        kind: "ConfigMap".into(),
+                        namespace: Some("ns".into()),
+                        name: n.to_string(),
+                    },
+                    action: a.clone(),
+                    ready: true,
+                    reason: None,
+                    message: None,
+                })
+                .collect(),
+            errors: vec![],
+            standing: crate::report::Standing::unknown(None),
+        }
+    }
+
+    fn actions(o: &UnitOutcome) -> Vec<(String, ObjectAction)> {
+        o.objects
+            .iter()
+            .map(|o| (o.key.name.clone(), o.action.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn a_rerun_of_the_same_revision_reports_what_applying_it_did() {
+        let first = outcome(
+            "r1",
+            &[
+                ("a", ObjectAction::Created),
+                ("b", ObjectAction::Updated),
+                ("c", ObjectAction::Unchanged),
+                ("gone", ObjectAction::Deleted),
+            ],
+        );
+        let published = report::to_yaml(&report::build(&first));
+        let rerun = [
+            ("a", ObjectAction::Unchanged),
+            ("b", ObjectAction::Unchanged),
+            ("c", ObjectAction::Failed),
+        ];
+        let mut same = outcome("r1", &rerun);
+        carry_from_report(published.as_bytes(), &mut same);
+        let expected = [
+            ("a", ObjectAction::Created),
+            ("b", ObjectAction::Updated),
+            ("c", ObjectAction::Failed),
+            ("gone", ObjectAction::Deleted),
+        ];
+        assert_eq!(actions(&same), actions(&outcome("r1", &expected)));
+
+        // Another revision: what this pass did.
+        let mut next = outcome("r2", &rerun);
+        carry_from_report(published.as_bytes(), &mut next);
+        assert_eq!(actions(&next), actions(&outcome("r2", &rerun)));
+    }
+}
