@@ -113,11 +113,16 @@ pub(super) fn resolve(
         })?;
         let parents = raw_parents(&header);
         let Some(next) = parents.get(parent - 1).copied() else {
-            return Err(Unresolved::Unknown(format!(
-                "commit {} has {} parent(s), not a parent {parent}",
-                short(oid),
-                parents.len()
-            )));
+            return Err(Unresolved::Unknown(match parents.len() {
+                0 => format!(
+                    "it goes back further than the history: commit {} has no parent",
+                    short(oid)
+                ),
+                n => format!(
+                    "commit {} has {n} parent(s), not a parent {parent}",
+                    short(oid)
+                ),
+            }));
         };
         if header_of(next, names.refs).is_none() && header_of(next, mirror).is_none() {
             let depth = (steps.len() - i) as u32;
