@@ -62,7 +62,9 @@ pub struct SourceArgs {
     /// Git URL (https, ssh, git, file) or a local path; a plain folder becomes a local bare origin.
     #[arg(long)]
     pub repo: String,
-    /// Branch, tag or commit (`branch:x`, `tag:v1`, `commit:<sha>`, or a name); default: the remote HEAD.
+    /// Branch, tag or commit (`branch:x`, `tag:v1`, `commit:<sha>`, or a name), or any revision
+    /// `git rev-parse` reads (`HEAD~1`, a short id, `origin/main`, `refs/pull/1/merge`), read in a
+    /// local repository itself; default: the remote HEAD (a local repository's HEAD).
     #[arg(long = "ref", default_value = "")]
     pub reference: String,
     /// The cluster to work on (its current context); without it or --in-cluster the embedded
@@ -216,8 +218,9 @@ pub enum PlanFormat {
 pub struct PlanArgs {
     #[command(flatten)]
     pub source: SourceArgs,
-    /// The revision the change starts from (a pull request's target). With it and no
-    /// --kubeconfig or --in-cluster, head is compared with base instead of live state.
+    /// The revision the change starts from (a pull request's target; any revision `--ref` takes,
+    /// e.g. `HEAD~1`). With it and no --kubeconfig or --in-cluster, head is compared with base
+    /// instead of live state.
     #[arg(long)]
     pub base: Option<String>,
     /// The revision to plan (a pull request's head); default: --ref.
@@ -246,8 +249,9 @@ pub struct DriftArgs {
 pub struct RenderArgs {
     /// The folder (with a kustomization, or of plain YAML files) or file to render.
     pub dir: PathBuf,
-    /// The repository root nothing may be read from outside of (default: the enclosing git
-    /// work tree, else the current directory).
+    /// The repository root nothing may be read from outside of (default: the git work tree the
+    /// folder is in, else the nearest folder above it holding `clusters/` or `aro-gitops.yaml`,
+    /// else the folder itself; never the working directory).
     #[arg(long)]
     pub root: Option<PathBuf>,
 }
@@ -256,6 +260,7 @@ pub struct RenderArgs {
 pub struct ValidateArgs {
     /// A repository (all its units) or one unit's folder.
     pub path: PathBuf,
+    /// The repository root (default: as for `render`, found from the path).
     #[arg(long)]
     pub root: Option<PathBuf>,
 }

@@ -262,18 +262,10 @@ async fn drift(args: DriftArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::from(report.exit_code()))
 }
 
-/// The enclosing git work tree of `path`, else the current directory.
+/// The repository `path` belongs to: its git top level, or the fleet folder outside git.
 fn default_root(path: &Path) -> anyhow::Result<PathBuf> {
-    let abs =
-        std::fs::canonicalize(path).with_context(|| format!("{}: not found", path.display()))?;
-    let mut dir = Some(abs.as_path());
-    while let Some(d) = dir {
-        if d.join(".git").exists() {
-            return Ok(d.to_path_buf());
-        }
-        dir = d.parent();
-    }
-    Ok(std::env::current_dir()?)
+    aro_gitops::unit::repository_root(path)
+        .with_context(|| format!("{}: not found", path.display()))
 }
 
 fn render(args: RenderArgs) -> anyhow::Result<ExitCode> {

@@ -46,6 +46,27 @@ pub fn is_unit_folder(dir: &Path) -> bool {
     dir.is_dir() && KUSTOMIZATION_FILES.iter().any(|f| dir.join(f).is_file())
 }
 
+/// The root of the repository `path` (a folder or file) belongs to, canonical: its git work
+/// tree's top level; outside git, the nearest folder (from `path` up) holding [`SETTINGS_FILE`] or a
+/// `clusters/` folder, else the folder itself. Never the working directory.
+pub fn repository_root(path: &Path) -> std::io::Result<PathBuf> {
+    let path = std::fs::canonicalize(path)?;
+    let folder = if path.is_dir() {
+        path.clone()
+    } else {
+        path.parent().map(Path::to_path_buf).unwrap_or(path.clone())
+    };
+    if let Ok(repo) = git2::Repository::discover(&folder)
+        && let Some(top) = repo.workdir()
+    {
+        return std::fs::canonicalize(top);
+    }
+    let fleet = folder
+        .ancestors()
+        .find(|d| d.join(SETTINGS_FILE).is_file() || d.join("clusters").is_dir());
+    Ok(fleet.unwrap_or(&folder).to_path_buf())
+}
+
 /// Finds the units of the repository checked out at `root`.
 pub fn discover(root: &Path) -> Result<Vec<Unit>, UnitError> {
     let settings = root.join(SETTINGS_FILE);
@@ -127,6 +148,35 @@ fn from_settings(root: &Path, file: &Path) -> Result<Vec<Unit>, UnitError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_root_comes_from_the_path_not_the_working_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let top = std::fs::canonicalize(tmp.path()).unwrap();
+        // A plain fleet folder: its root is the folder holding clusters/.
+        let plain = top.join("plain");
+        std::fs::create_dir_all(plain.join("clusters/dev")).unwrap();
+        std::fs::write(plain.join("clusters/dev/kustomization.yaml"), "").unwrap();
+        assert_eq!(repository_root(&plain.join("clusters/dev")).unwrap(), plain);
+        assert_eq!(
+            repository_root(&plain.join("clusters/dev/kustomization.yaml")).unwrap(),
+            plain
+        );
+        // A folder with nothing of a fleet: itself.
+        std::fs::create_dir_all(top.join("lone/x")).unwrap();
+        assert_eq!(
+            repository_root(&top.join("lone/x")).unwrap(),
+            top.join("lone/x")
+        );
+        // Inside a git work tree: its top level, whatever is below.
+        let repo = top.join("repo");
+        std::fs::create_dir_all(repo.join("fleet/clusters/dev")).unwrap();
+        git2::Repository::init(&repo).unwrap();
+        assert_eq!(
+            repository_root(&repo.join("fleet/clusters/dev")).unwrap(),
+            repo
+        );
+    }
 
     fn touch(root: &Path, rel: &str) {
         let p = root.join(rel);

@@ -4,11 +4,15 @@
 //! folder) and a state directory. `base` has the pull-request previews (head compared with the base
 //! revision, no cluster) and `deletions` their deletion safety; `live` the plans against the
 //! embedded control plane after a real `aro-gitops run --once`; `exit_codes` the exit codes
-//! (0 no changes, 2 changes, 1 errors) in one table. This file holds the fixture and the helpers
+//! (0 no changes, 2 changes, 1 errors) in one table; `ci_checkout` the GitHub Actions example on
+//! shallow and detached pull-request checkouts; `paths` the working directory and the state
+//! directory. This file holds the fixture and the helpers
 //! that read a plan's output.
 
 #[path = "plan/base.rs"]
 mod base;
+#[path = "plan/ci_checkout.rs"]
+mod ci_checkout;
 mod common;
 #[path = "plan/deletions.rs"]
 mod deletions;
@@ -16,6 +20,8 @@ mod deletions;
 mod exit_codes;
 #[path = "plan/live.rs"]
 mod live;
+#[path = "plan/paths.rs"]
+mod paths;
 
 pub use common::fleet::{Fleet, Output, assert_valid};
 use serde_json::Value;

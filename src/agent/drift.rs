@@ -235,6 +235,7 @@ pub async fn drift(
     state_dir: &Path,
     target: &LiveTarget,
 ) -> Result<DriftReport, AgentError> {
+    super::env::prepare_state_dir(state_dir)?;
     let _ = std::fs::remove_dir_all(state_dir.join("drift"));
     let env = Environment::start(state_dir, target, None).await?;
     let against = match target {

@@ -16,6 +16,26 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Creates the state directory ignored by git, as tools' caches are: a `.gitignore` of `*` inside
+/// it, so that a state directory inside a repository (the default `.aro-gitops` in the working
+/// directory) never shows as untracked files, and a plain folder's import leaves it out.
+pub(crate) fn prepare_state_dir(dir: &Path) -> Result<(), AgentError> {
+    let failed = |source| AgentError::StateDir {
+        path: dir.to_path_buf(),
+        source,
+    };
+    std::fs::create_dir_all(dir).map_err(failed)?;
+    let ignore = dir.join(".gitignore");
+    if !ignore.exists() {
+        std::fs::write(
+            &ignore,
+            "# the aro-gitops state directory: never committed\n*\n",
+        )
+        .map_err(failed)?;
+    }
+    Ok(())
+}
+
 /// The cluster the agent works on, and what runs beside it.
 pub struct Environment {
     pub cluster: Cluster,

@@ -93,6 +93,11 @@ pub struct RunConfig {
 pub enum AgentError {
     #[error(transparent)]
     Source(Box<crate::source::SourceError>),
+    #[error("state directory {}: {source}", path.display())]
+    StateDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error(transparent)]
     Units(#[from] crate::unit::UnitError),
     #[error(transparent)]
@@ -177,6 +182,7 @@ pub async fn run(config: RunConfig) -> Result<RunSummary, AgentError> {
 /// Runs the agent until it ends on its own or `lifecycle` stops it; with leader election, it
 /// writes only while it leads and releases the Lease when it ends.
 pub async fn run_with(config: RunConfig, lifecycle: Lifecycle) -> Result<RunSummary, AgentError> {
+    env::prepare_state_dir(&config.state_dir)?;
     let target = LiveTarget::select(config.kubeconfig.as_deref(), config.in_cluster)?;
     let mut env = Environment::start(&config.state_dir, &target, Some(config.sim_delay)).await?;
     env.detect_simulated_azure(&config.state_dir).await;

@@ -148,6 +148,7 @@ pub struct RenderedUnits {
 
 /// Plans `req`.
 pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
+    super::env::prepare_state_dir(&req.state_dir)?;
     let plan_state = req.state_dir.join("plan");
     let head = checkout_revision(&req.repo, &req.head, plan_state.join("head")).await?;
     // Live state when a cluster is reachable; the base revision otherwise.

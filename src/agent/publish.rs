@@ -17,13 +17,45 @@ impl Agent {
             tracing::warn!("not leading: reports not published (the leader publishes its own)");
             return Ok(None);
         }
-        let mut files = BTreeMap::new();
-        for o in outcomes
+        let reported: Vec<&UnitOutcome> = outcomes
             .iter()
             .filter(|o| !self.unreconciled.contains(&o.unit))
-        {
-            let r = report::build(o);
+            .collect();
+        // What was published before: this process's last reports, else those an earlier run left
+        // on the branch. A pass over the same revision keeps what applying it did (see
+        // [`carry_from_report`]), so a rerun with nothing changed commits nothing.
+        let fetched;
+        let earlier = if published.is_empty() {
+            let target = self.config.report_target.clone();
+            let paths: Vec<PathBuf> = reported
+                .iter()
+                .map(|o| report::outcome_paths(o).1)
+                .collect();
+            fetched = match self.blocking(move |s| s.published(&target, &paths)).await? {
+                Ok(found) => found,
+                Err(e) => {
+                    tracing::warn!(error = %e, "the reports published earlier could not be read");
+                    BTreeMap::new()
+                }
+            };
+            &fetched
+        } else {
+            &*published
+        };
+        let mut files = BTreeMap::new();
+        for o in reported {
             let (md, yaml) = report::outcome_paths(o);
+            let carried;
+            let o = match earlier.get(&yaml) {
+                Some(before) => {
+                    let mut next = o.clone();
+                    carry_from_report(before, &mut next);
+                    carried = next;
+                    &carried
+                }
+                None => o,
+            };
+            let r = report::build(o);
             files.insert(md, report::to_markdown(&r).into_bytes());
             files.insert(yaml, report::to_yaml(&r).into_bytes());
         }
@@ -97,5 +129,146 @@ impl Agent {
         // Units left unsettled by a shutdown are reported as such, not as timed out.
         summary.timed_out.clear();
         summary
+    }
+}
+
+/// A pass reports what it did to each object; the report of a revision says what applying it did.
+/// So when `before` (a report published earlier, YAML) is of the same revision, an object this
+/// pass found unchanged keeps the action reported then (created, updated, adopted), and a deletion
+/// reported then stays reported (as [`super::carry_actions`] does between the passes of one
+/// process).
+fn carry_from_report(before: &[u8], next: &mut UnitOutcome) {
+    use crate::object::ObjectKey;
+    use crate::report::{ObjectAction, ObjectOutcome};
+    use serde_json::{Value, json};
+    let Some(before) = std::str::from_utf8(before)
+        .ok()
+        .and_then(|text| crate::yaml::from_str(text).ok())
+    else {
+        return;
+    };
+    if before.get("revision").and_then(Value::as_str) != Some(next.revision.as_str()) {
+        return;
+    }
+    let text = |o: &Value, field: &str| o.get(field).and_then(Value::as_str).map(str::to_string);
+    let earlier: Vec<(ObjectKey, String, &Value)> = before
+        .get("objects")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|o| {
+            let mut metadata = json!({ "name": o.get("name")? });
+            if let Some(ns) = o.get("namespace") {
+                metadata["namespace"] = ns.clone();
+            }
+            let key = ObjectKey::from_object(&json!({
+                "apiVersion": o.get("apiVersion")?,
+                "kind": o.get("kind")?,
+                "metadata": metadata,
+            }))
+            .ok()?;
+            Some((key, text(o, "action")?, o))
+        })
+        .collect();
+    for o in &mut next.objects {
+        if o.action != ObjectAction::Unchanged {
+            continue;
+        }
+        let action = earlier
+            .iter()
+            .find(|(key, _, _)| *key == o.key)
+            .map(|(_, action, _)| action.as_str());
+        o.action = match action {
+            Some("created") => ObjectAction::Created,
+            Some("updated") => ObjectAction::Updated,
+            Some("adopted") => ObjectAction::Adopted,
+            _ => continue,
+        };
+    }
+    for (key, action, o) in &earlier {
+        if action == "deleted" && !next.objects.iter().any(|n| n.key == *key) {
+            next.objects.push(ObjectOutcome {
+                key: key.clone(),
+                action: ObjectAction::Deleted,
+                ready: o.get("ready").and_then(Value::as_bool).unwrap_or(false),
+                reason: text(o, "reason"),
+                message: text(o, "message"),
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::object::ObjectKey;
+    use crate::report::{AzureMode, ObjectAction, ObjectOutcome};
+
+    fn outcome(revision: &str, actions: &[(&str, ObjectAction)]) -> UnitOutcome {
+        UnitOutcome {
+            unit: "clusters/dev".into(),
+            cluster: None,
+            revision: revision.into(),
+            stale_source: None,
+            azure: AzureMode::Simulated,
+            objects: actions
+                .iter()
+                .map(|(n, a)| ObjectOutcome {
+                    key: ObjectKey {
+                        group: String::new(),
+                        version: "v1".into(),
+                        kind: "ConfigMap".into(),
+                        namespace: Some("ns".into()),
+                        name: n.to_string(),
+                    },
+                    action: a.clone(),
+                    ready: true,
+                    reason: None,
+                    message: None,
+                })
+                .collect(),
+            errors: vec![],
+            standing: crate::report::Standing::unknown(None),
+        }
+    }
+
+    fn actions(o: &UnitOutcome) -> Vec<(String, ObjectAction)> {
+        o.objects
+            .iter()
+            .map(|o| (o.key.name.clone(), o.action.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn a_rerun_of_the_same_revision_reports_what_applying_it_did() {
+        let first = outcome(
+            "r1",
+            &[
+                ("a", ObjectAction::Created),
+                ("b", ObjectAction::Updated),
+                ("c", ObjectAction::Unchanged),
+                ("gone", ObjectAction::Deleted),
+            ],
+        );
+        let published = report::to_yaml(&report::build(&first));
+        let rerun = [
+            ("a", ObjectAction::Unchanged),
+            ("b", ObjectAction::Unchanged),
+            ("c", ObjectAction::Failed),
+        ];
+        let mut same = outcome("r1", &rerun);
+        carry_from_report(published.as_bytes(), &mut same);
+        let expected = [
+            ("a", ObjectAction::Created),
+            ("b", ObjectAction::Updated),
+            ("c", ObjectAction::Failed),
+            ("gone", ObjectAction::Deleted),
+        ];
+        assert_eq!(actions(&same), actions(&outcome("r1", &expected)));
+
+        // Another revision: what this pass did.
+        let mut next = outcome("r2", &rerun);
+        carry_from_report(published.as_bytes(), &mut next);
+        assert_eq!(actions(&next), actions(&outcome("r2", &rerun)));
     }
 }

@@ -25,8 +25,25 @@ pub enum SourceError {
     },
 
     /// The remote answered but has no such branch, tag or commit.
-    #[error("{url}: {reference} not found")]
+    #[error("{url}: {reference} not found: the repository has no such branch, tag or revision")]
     RefNotFound { url: String, reference: String },
+
+    /// A revision (`HEAD~1`, a short id, `refs/pull/1/merge`) names nothing in the repository.
+    #[error("{url}: unknown revision {revision:?}: {reason}")]
+    UnknownRevision {
+        url: String,
+        revision: String,
+        reason: String,
+    },
+
+    /// A revision needs a commit a shallow clone lacks, and it could not be fetched.
+    #[error("{url}: revision {revision:?}: {detail}; run: {command}")]
+    MissingCommit {
+        url: String,
+        revision: String,
+        detail: String,
+        command: String,
+    },
 
     /// A plain directory could not be imported into its local origin.
     #[error("plain directory {dir}: import failed: {message}")]

@@ -18,6 +18,7 @@ mod error;
 mod origin;
 mod remote;
 mod reports;
+mod revision;
 mod sync;
 #[cfg(test)]
 pub(crate) mod testutil;
@@ -41,15 +42,20 @@ pub enum GitRef {
     Tag(String),
     /// A full or abbreviated (at least 4 hex digits) commit id.
     Commit(String),
-    /// Whatever the remote's HEAD points to.
+    /// Whatever the remote's HEAD points to (a local repository's HEAD, detached or not).
     RemoteHead,
+    /// Anything else `git rev-parse` reads: `HEAD~1`, `main^2`, a short id, `refs/pull/1/merge`.
+    /// Read in a local repository itself; for a remote, in what was fetched of it.
+    Revision(String),
 }
 
 impl FromStr for GitRef {
     type Err = SourceError;
 
-    /// Accepts `branch:NAME`, `tag:NAME`, `commit:SHA`, `refs/heads/NAME`, `refs/tags/NAME`, `HEAD` (or an
-    /// empty string), a full 40-digit commit id, and otherwise a branch name.
+    /// Accepts `branch:NAME`, `tag:NAME`, `commit:SHA`, `rev:EXPR`, `refs/heads/NAME`, `refs/tags/NAME`,
+    /// `HEAD` (or an empty string), a full 40-digit commit id, any other `refs/...`, a short commit
+    /// id or an expression with `~`, `^`, `@` or `:` (a [`GitRef::Revision`]), and otherwise a
+    /// branch name (looked up as a revision when the remote has no such branch).
     fn from_str(input: &str) -> Result<Self, SourceError> {
         let invalid = |reason| SourceError::InvalidRef {
             input: input.to_string(),
@@ -69,8 +75,15 @@ impl FromStr for GitRef {
             GitRef::Tag(name.to_string())
         } else if let Some(sha) = input.strip_prefix("commit:") {
             GitRef::Commit(sha.to_ascii_lowercase())
+        } else if let Some(expr) = input.strip_prefix("rev:") {
+            GitRef::Revision(expr.to_string())
         } else if input.len() == 40 && input.bytes().all(|b| b.is_ascii_hexdigit()) {
             GitRef::Commit(input.to_ascii_lowercase())
+        } else if input.starts_with("refs/")
+            || input.contains(['~', '^', '@', ':'])
+            || ((7..40).contains(&input.len()) && input.bytes().all(|b| b.is_ascii_hexdigit()))
+        {
+            GitRef::Revision(input.to_string())
         } else {
             GitRef::Branch(input.to_string())
         };
@@ -89,6 +102,11 @@ impl FromStr for GitRef {
             {
                 Err(invalid("a commit is 4 to 40 hex digits"))
             }
+            GitRef::Revision(expr)
+                if expr.is_empty() || expr.chars().any(|c| c.is_whitespace() || c.is_control()) =>
+            {
+                Err(invalid("a revision is not empty and has no spaces"))
+            }
             _ => Ok(parsed),
         }
     }
@@ -102,6 +120,7 @@ impl fmt::Display for GitRef {
             GitRef::Tag(name) => write!(f, "tag:{name}"),
             GitRef::Commit(sha) => write!(f, "commit:{sha}"),
             GitRef::RemoteHead => f.write_str("HEAD"),
+            GitRef::Revision(expr) => write!(f, "rev:{expr}"),
         }
     }
 }
@@ -222,6 +241,8 @@ pub struct Source {
     remote: RemoteUrl,
     /// A plain directory imported into `state_dir/origin.git` before each sync.
     plain_dir: Option<PathBuf>,
+    /// A local git repository (work tree or bare): revisions are read in it.
+    local: Option<PathBuf>,
     last_good: Option<Revision>,
     /// Serialises publishes sharing this source across threads.
     publishing: Mutex<()>,
@@ -241,6 +262,10 @@ impl Source {
         let state_dir =
             std::path::absolute(&state_dir).map_err(SourceError::io(&state_dir, "resolve"))?;
         let plain_dir = origin::plain_directory(&url);
+        let local = match plain_dir {
+            Some(_) => None,
+            None => origin::local_repository(&url),
+        };
         let remote = match &plain_dir {
             Some(dir) => {
                 let origin = state_dir.join(origin::ORIGIN_DIR);
@@ -274,6 +299,7 @@ impl Source {
             state_dir,
             remote,
             plain_dir,
+            local,
             last_good,
             publishing: Mutex::new(()),
         })
@@ -293,17 +319,32 @@ impl Source {
         self.last_good.as_ref()
     }
 
-    /// Paths (repository-relative) that differ between two commits known locally, sorted. A rename shows
-    /// as both its old and new path.
+    /// Paths (repository-relative) that differ between two commits known locally (in the mirror,
+    /// or in the local repository itself), sorted. A rename shows as both its old and new path.
     pub fn changed_paths(&self, from: &str, to: &str) -> Result<Vec<PathBuf>, SourceError> {
         let range = format!("{from}..{to}");
         let error = self.remote.git_error(&range, "diff");
-        let repo = self.mirror()?;
-        let tree = |rev: &str| {
+        let mirror = self.mirror()?;
+        let local = self.local.as_ref().and_then(|p| Repository::open(p).ok());
+        let tree = |repo: &Repository, rev: &str| {
             repo.revparse_single(rev)
                 .and_then(|object| object.peel_to_tree())
+                .map(|tree| tree.id())
         };
-        let (old, new) = (tree(from).map_err(&error)?, tree(to).map_err(&error)?);
+        let holding_both = local
+            .iter()
+            .chain(std::iter::once(&mirror))
+            .find(|repo| tree(repo, from).is_ok() && tree(repo, to).is_ok())
+            .unwrap_or(&mirror);
+        let repo = holding_both;
+        let (old, new) = (
+            tree(repo, from).map_err(&error)?,
+            tree(repo, to).map_err(&error)?,
+        );
+        let (old, new) = (
+            repo.find_tree(old).map_err(&error)?,
+            repo.find_tree(new).map_err(&error)?,
+        );
         let diff = repo
             .diff_tree_to_tree(Some(&old), Some(&new), None)
             .map_err(&error)?;
@@ -328,6 +369,17 @@ impl Source {
         identity: &Identity,
     ) -> Result<Option<String>, SourceError> {
         self.publish_with(target, files, message, identity, &mut |_| {})
+    }
+
+    /// What `target`'s branch holds at `files` (report-relative), after fetching it: the reports an
+    /// earlier run published, those that exist.
+    pub fn published(
+        &self,
+        target: &ReportTarget,
+        files: &[PathBuf],
+    ) -> Result<BTreeMap<PathBuf, Vec<u8>>, SourceError> {
+        let repo = self.mirror()?;
+        reports::read_published(&repo, &self.remote, target, files)
     }
 
     fn publish_with(

@@ -33,6 +33,19 @@ pub(super) fn plain_directory(url: &str) -> Option<PathBuf> {
     plain.then(|| std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()))
 }
 
+/// The git repository `url` names when it is a local path (or `file://` URL) to one (its top
+/// level, a work tree or a bare repository), absolute; `None` otherwise.
+pub(super) fn local_repository(url: &str) -> Option<PathBuf> {
+    let path = match url.strip_prefix("file://") {
+        Some(path) => path,
+        None if url.contains("://") => return None,
+        None => url,
+    };
+    let path = Path::new(path);
+    Repository::open(path).ok()?;
+    std::path::absolute(path).ok()
+}
+
 /// The path `url` names when it is a local path (or `file://` URL) that does not exist; `None` for
 /// URLs (`scheme://`, scp-like `host:path`) and existing paths.
 pub(super) fn missing_local_path(url: &str) -> Option<PathBuf> {
@@ -139,8 +152,15 @@ fn merge(
     index.write_tree_to(repo)
 }
 
-/// Writes the directory's files as blobs and returns the tree (empty directories and `.git` are left out;
-/// symbolic links are stored as links).
+/// A folder whose `.gitignore` ignores everything in it (`*`), as an aro-gitops state directory's
+/// does: git leaves it out, and so does the import.
+fn ignores_itself(dir: &Path) -> bool {
+    fs::read_to_string(dir.join(".gitignore"))
+        .is_ok_and(|text| text.lines().any(|line| line.trim() == "*"))
+}
+
+/// Writes the directory's files as blobs and returns the tree (empty directories, `.git` and folders
+/// that ignore themselves are left out; symbolic links are stored as links).
 fn tree_from_dir(repo: &Repository, dir: &Path) -> Result<Oid, SourceError> {
     let failed = |e: git2::Error| SourceError::Import {
         dir: dir.to_path_buf(),
@@ -161,6 +181,9 @@ fn tree_from_dir(repo: &Repository, dir: &Path) -> Result<Oid, SourceError> {
                 0o120000,
             )
         } else if file_type.is_dir() {
+            if ignores_itself(&path) {
+                continue;
+            }
             let tree = tree_from_dir(repo, &path)?;
             if repo.find_tree(tree).map_err(failed)?.is_empty() {
                 continue;

@@ -168,6 +168,39 @@ impl Publish<'_> {
     }
 }
 
+/// What the branch of `target` holds at `files` (report-relative) on the remote, those that exist.
+pub(super) fn read_published(
+    repo: &Repository,
+    remote: &RemoteUrl,
+    target: &ReportTarget,
+    files: &[PathBuf],
+) -> Result<BTreeMap<PathBuf, Vec<u8>>, SourceError> {
+    let publish = Publish {
+        repo,
+        remote,
+        target,
+        files: &BTreeMap::new(),
+        message: "",
+        identity: &Identity::default(),
+    };
+    let mut found = BTreeMap::new();
+    let Some(tip) = publish.fetch_tip()? else {
+        return Ok(found);
+    };
+    let tree = repo
+        .find_commit(tip)
+        .and_then(|c| c.tree())
+        .map_err(remote.git_error(target.branch(), "read reports"))?;
+    for file in files {
+        if let Ok(entry) = tree.get_path(&target.repo_path(file))
+            && let Ok(blob) = repo.find_blob(entry.id())
+        {
+            found.insert(file.clone(), blob.content().to_vec());
+        }
+    }
+    Ok(found)
+}
+
 fn empty_tree(repo: &Repository) -> Result<Oid, git2::Error> {
     repo.treebuilder(None)?.write()
 }

@@ -4,8 +4,10 @@
 use super::checkout;
 use super::origin;
 use super::remote::{self, Advertised};
+use super::revision;
 use super::{GitRef, Revision, Source, SourceError, SyncOutcome};
 use git2::{Oid, Repository};
+use std::path::Path;
 
 /// Every branch (under `refs/remotes/origin/`) and every tag; references are resolved against what the
 /// remote advertised, so nothing stale left in the mirror is ever used.
@@ -78,27 +80,116 @@ impl Source {
         if let Some(dir) = &self.plain_dir {
             origin::import(dir, &self.state_dir.join(origin::ORIGIN_DIR))?;
         }
+        // A local repository's revisions (its HEAD too, which may be detached) are read in it.
+        if let (Some(path), Some(expr)) = (&self.local, self.revision_expr()) {
+            return self.resolve_local(repo, path, &expr);
+        }
+        // A ref outside branches and tags (`refs/pull/1/merge`) is fetched by name as well.
+        let named = match &self.reference {
+            GitRef::Revision(expr) if expr.starts_with("refs/") => {
+                let (name, _) = revision::split_ancestry(expr);
+                Some(format!("+{name}:{name}"))
+            }
+            _ => None,
+        };
+        let mut refspecs: Vec<&str> = SYNC_REFSPECS.to_vec();
+        refspecs.extend(named.as_deref());
         let advertised =
-            remote::fetch(repo, &self.remote, &SYNC_REFSPECS).map_err(|e| SourceError::Fetch {
+            remote::fetch(repo, &self.remote, &refspecs).map_err(|e| SourceError::Fetch {
                 url: self.remote.shown().to_string(),
                 reference: self.reference.to_string(),
                 message: self.remote.redact(e.message()),
             })?;
-        resolve(repo, &advertised, &self.reference).ok_or_else(|| SourceError::RefNotFound {
-            url: self.remote.shown().to_string(),
-            reference: self.reference.to_string(),
-        })
+        if let Some(oid) = resolve(repo, &advertised, &self.reference) {
+            return Ok(oid);
+        }
+        // A name that is no branch of the remote may still be a revision (`origin/main`, a tag).
+        let expr = match &self.reference {
+            GitRef::Branch(name) | GitRef::Commit(name) | GitRef::Revision(name) => name,
+            GitRef::Tag(_) | GitRef::RemoteHead => {
+                return Err(SourceError::RefNotFound {
+                    url: self.remote.shown().to_string(),
+                    reference: self.reference.to_string(),
+                });
+            }
+        };
+        if let Some(path) = &self.local {
+            return self.resolve_local(repo, path, expr);
+        }
+        let names = revision::Names {
+            refs: repo,
+            head: advertised.get("HEAD").copied(),
+            prefixes: match &self.reference {
+                GitRef::Revision(_) => &["refs/remotes/origin/"],
+                _ => &[],
+            },
+            origin: Some(self.remote.clone()),
+            local: None,
+        };
+        revision::resolve(expr, &names, repo).map_err(|e| self.unresolved(expr, e))
+    }
+
+    /// The error for a revision that did not resolve; a branch the remote does not have is
+    /// [`SourceError::RefNotFound`].
+    fn unresolved(&self, expr: &str, e: revision::Unresolved) -> SourceError {
+        match (&self.reference, e) {
+            (GitRef::Branch(_), revision::Unresolved::Unknown(_)) => SourceError::RefNotFound {
+                url: self.remote.shown().to_string(),
+                reference: self.reference.to_string(),
+            },
+            (_, e) => e.into_error(self.remote.shown(), expr),
+        }
+    }
+
+    /// What `git rev-parse` is asked for a local repository: a commit, a revision or HEAD (branches
+    /// and tags are read from what the repository advertises, as for any remote).
+    fn revision_expr(&self) -> Option<String> {
+        match &self.reference {
+            GitRef::Commit(sha) => Some(sha.clone()),
+            GitRef::Revision(expr) => Some(expr.clone()),
+            GitRef::RemoteHead => Some("HEAD".to_string()),
+            GitRef::Branch(_) | GitRef::Tag(_) => None,
+        }
+    }
+
+    /// Resolves `expr` in the local repository at `path` and packs the commit with its tree into
+    /// the mirror (fetching from the repository's `origin` what a shallow clone lacks).
+    fn resolve_local(
+        &self,
+        repo: &Repository,
+        path: &Path,
+        expr: &str,
+    ) -> Result<Oid, SourceError> {
+        let git_error = self.remote.git_error(expr, "read the local repository");
+        let local = Repository::open(path).map_err(&git_error)?;
+        let origin = local
+            .find_remote("origin")
+            .ok()
+            .and_then(|r| r.url().map(|u| remote::RemoteUrl::new(u, None)).ok());
+        let names = revision::Names {
+            refs: &local,
+            head: None,
+            prefixes: &[],
+            origin,
+            local: Some(path),
+        };
+        let oid = revision::resolve(expr, &names, repo).map_err(|e| self.unresolved(expr, e))?;
+        if local.find_commit(oid).is_ok() {
+            revision::copy_commit(&local, repo, oid).map_err(&git_error)?;
+        }
+        Ok(oid)
     }
 }
 
 /// The commit `reference` names: branches, tags and HEAD as the remote advertised them (tags peeled), a
-/// commit id among the fetched objects.
+/// commit id among the fetched objects. Revisions go through [`revision::resolve`].
 fn resolve(repo: &Repository, advertised: &Advertised, reference: &GitRef) -> Option<Oid> {
     let oid = match reference {
         GitRef::Branch(name) => *advertised.get(&format!("refs/heads/{name}"))?,
         GitRef::Tag(name) => *advertised.get(&format!("refs/tags/{name}"))?,
         GitRef::RemoteHead => *advertised.get("HEAD")?,
         GitRef::Commit(sha) => repo.find_commit_by_prefix(sha).ok()?.id(),
+        GitRef::Revision(_) => return None,
     };
     Some(
         repo.find_object(oid, None)
@@ -115,7 +206,6 @@ mod tests {
     use crate::source::testutil::{GitDaemon, Upstream, closed_port, git};
     use crate::source::{SourceConfig, TOKEN_ENV};
     use std::fs;
-    use std::path::Path;
 
     fn open(url: &str, reference: GitRef, state_dir: &Path) -> Source {
         Source::open(SourceConfig {
@@ -167,6 +257,60 @@ mod tests {
             assert_eq!(read(&revision, "app/a.yaml"), content, "{reference}");
             assert!(!revision.checkout.join(".git").exists());
         }
+    }
+
+    #[test]
+    fn revisions_resolve_as_git_rev_parse_reads_them_locally_and_remotely() {
+        let tmp = tempfile::tempdir().unwrap();
+        let up = Upstream::new(tmp.path());
+        let first = up.commit(&[("a.yaml", "a: 1\n")], "first");
+        let second = up.commit(&[("a.yaml", "a: 2\n")], "second");
+        git(&up.bare, &["update-ref", "refs/pull/7/merge", &second]);
+        let daemon = GitDaemon::start(tmp.path());
+        let remote = daemon.url("remote.git");
+        // The work tree (local: its own HEAD and refs) and the same repository over the network.
+        let local = up.work.to_str().unwrap().to_string();
+        for (i, url) in [local, remote].iter().enumerate() {
+            let cases = [
+                ("HEAD~1", &first),
+                ("HEAD^", &first),
+                ("rev:HEAD^0", &second),
+                (&first[..9], &first),
+                ("main~1", &first),
+            ];
+            for (j, (reference, commit)) in cases.into_iter().enumerate() {
+                let state = tmp.path().join(format!("state-{i}-{j}"));
+                let revision = fresh(
+                    open(url, reference.parse().unwrap(), &state)
+                        .sync()
+                        .unwrap_or_else(|e| panic!("{url} {reference}: {e}")),
+                );
+                assert_eq!(&revision.commit, commit, "{url} {reference}");
+            }
+            let error = open(
+                url,
+                "HEAD~5".parse().unwrap(),
+                &tmp.path().join(format!("x-{i}")),
+            )
+            .sync()
+            .unwrap_err();
+            assert!(
+                matches!(error, SourceError::UnknownRevision { .. })
+                    && error.to_string().contains("HEAD~5"),
+                "{error}"
+            );
+        }
+        // A ref outside branches and tags is fetched by name from a remote.
+        let pull = fresh(
+            open(
+                &daemon.url("remote.git"),
+                "refs/pull/7/merge".parse().unwrap(),
+                &tmp.path().join("pull"),
+            )
+            .sync()
+            .unwrap(),
+        );
+        assert_eq!(pull.commit, second);
     }
 
     #[test]
@@ -338,6 +482,15 @@ mod tests {
             ("commit:ABCD123", GitRef::Commit("abcd123".into())),
             ("HEAD", GitRef::RemoteHead),
             ("", GitRef::RemoteHead),
+            ("origin/main", GitRef::Branch("origin/main".into())),
+            ("HEAD~1", GitRef::Revision("HEAD~1".into())),
+            ("main^2", GitRef::Revision("main^2".into())),
+            (
+                "refs/pull/1/merge",
+                GitRef::Revision("refs/pull/1/merge".into()),
+            ),
+            ("abc1234", GitRef::Revision("abc1234".into())),
+            ("rev:v1", GitRef::Revision("v1".into())),
         ];
         for (input, expected) in cases {
             let parsed: GitRef = input.parse().unwrap();
@@ -354,6 +507,8 @@ mod tests {
             "branch:a..b",
             "tag:",
             "bad name",
+            "rev:",
+            "HEAD~1 x",
         ] {
             assert!(
                 matches!(bad.parse::<GitRef>(), Err(SourceError::InvalidRef { .. })),

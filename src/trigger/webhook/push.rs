@@ -171,7 +171,7 @@ pub fn concerns(push: &Push, repo: &str, reference: &GitRef) -> Result<(), Ignor
 
 /// Whether a push of `pushed` (`refs/heads/x`, `refs/tags/y`) moves what `reference` names. The
 /// remote HEAD is the default branch (any branch when the payload does not say which it is); a
-/// pinned commit never moves.
+/// pinned commit never moves; a revision expression may move with any push.
 pub fn follows(reference: &GitRef, pushed: &str, default_branch: Option<&str>) -> bool {
     let branch = pushed.strip_prefix("refs/heads/");
     match reference {
@@ -183,6 +183,8 @@ pub fn follows(reference: &GitRef, pushed: &str, default_branch: Option<&str>) -
             (None, _) => false,
         },
         GitRef::Commit(_) => false,
+        // `HEAD~1`, `refs/pull/1/merge`: whatever moved may move it; fetching tells.
+        GitRef::Revision(_) => true,
     }
 }
 
