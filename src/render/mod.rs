@@ -166,19 +166,7 @@ fn finish(acc: Accumulator, sort: Option<&SortOrder>) -> Result<Vec<Resource>, R
         config,
         vars,
     } = acc;
-    for res in resources.resources_mut() {
-        if !res.generated.as_ref().is_some_and(|g| g.hash_suffix) {
-            continue;
-        }
-        let hash =
-            generators::content_hash(res.object()).map_err(|source| RenderError::Generator {
-                file: res.sourced.origin.file.clone(),
-                source,
-            })?;
-        res.store_previous_id();
-        let name = format!("{}-{hash}", res.name());
-        res.set_name(&name);
-    }
+    add_hash_suffixes(&mut resources)?;
     namereference::fix(&mut resources, &config.name_reference)?;
     vars::resolve(&mut resources, &vars, &config.var_reference)?;
     resources.retain(|r| !r.is_local_config());
@@ -199,6 +187,25 @@ fn finish(acc: Accumulator, sort: Option<&SortOrder>) -> Result<Vec<Resource>, R
         None => order::sort_like_kustomize(&mut objects),
     }
     Ok(objects)
+}
+
+/// Appends its content hash to the name of every generated object that asks for one (kustomize's
+/// `HashTransformer`).
+fn add_hash_suffixes(resources: &mut ResMap) -> Result<(), RenderError> {
+    for res in resources.resources_mut() {
+        if !res.generated.as_ref().is_some_and(|g| g.hash_suffix) {
+            continue;
+        }
+        let hash =
+            generators::content_hash(res.object()).map_err(|source| RenderError::Generator {
+                file: res.sourced.origin.file.clone(),
+                source,
+            })?;
+        res.store_previous_id();
+        let name = format!("{}-{hash}", res.name());
+        res.set_name(&name);
+    }
+    Ok(())
 }
 
 /// kustomize's `config.kubernetes.io/origin` annotation (`buildMetadata: [originAnnotations]`): the file an

@@ -27,18 +27,20 @@ pub fn load_configs(
     field: &str,
 ) -> Result<Vec<Resource>, RenderError> {
     let mut configs = Vec::new();
-    for entry in entries {
-        let inline = crate::yaml::from_multi_str(entry)
+    // As in kustomize, every inline configuration comes first, then the files and folders, each in order.
+    let (inline, paths): (Vec<&String>, Vec<&String>) = entries.iter().partition(|entry| {
+        crate::yaml::from_multi_str(entry)
             .ok()
-            .is_some_and(|docs| !docs.is_empty() && docs.iter().all(Value::is_object));
-        if inline {
-            configs.extend(
-                super::documents::parse_objects(t.file, entry)?
-                    .into_iter()
-                    .map(Resource::loaded),
-            );
-            continue;
-        }
+            .is_some_and(|docs| !docs.is_empty() && docs.iter().all(Value::is_object))
+    });
+    for entry in inline {
+        configs.extend(
+            super::documents::parse_objects(t.file, entry)?
+                .into_iter()
+                .map(Resource::loaded),
+        );
+    }
+    for entry in paths {
         if super::is_remote(entry) {
             return Err(RenderError::RemoteResource {
                 file: t.file.to_path_buf(),
@@ -230,14 +232,23 @@ pub fn transform(
                     names::set_namespace(resources, &ns, &specs(Vec::new())?, t.file)?;
                 }
             }
-            "PrefixTransformer" => {
-                let specs = specs(vec![FieldSpec::new("metadata/name", false)])?;
-                names::add_prefix(resources, &string("prefix"), &specs).map_err(err)?;
+            // kustomize gives these no default field specs: a configuration without any is refused.
+            "PrefixTransformer" | "SuffixTransformer" | "PrefixSuffixTransformer" => {
+                if f.get("fieldSpecs").is_none_or(Value::is_null) {
+                    return Err(err(
+                        "`fieldSpecs` is required (kustomize has no default for it)".into(),
+                    ));
+                }
+                let specs = specs(Vec::new())?;
+                if kind != "SuffixTransformer" {
+                    names::add_prefix(resources, &string("prefix"), &specs).map_err(err)?;
+                }
+                if kind != "PrefixTransformer" {
+                    names::add_suffix(resources, &string("suffix"), &specs).map_err(err)?;
+                }
             }
-            "SuffixTransformer" => {
-                let specs = specs(vec![FieldSpec::new("metadata/name", false)])?;
-                names::add_suffix(resources, &string("suffix"), &specs).map_err(err)?;
-            }
+            // Content-hash suffixes now, on top of the one every build adds at its end.
+            "HashTransformer" => super::add_hash_suffixes(resources)?,
             "LabelTransformer" => {
                 labels::set_labels(resources, &pairs("labels"), &specs(Vec::new())?)
                     .map_err(err)?;
