@@ -133,7 +133,7 @@ impl Report {
         format!(
             "pass rate: {pass}/{compared} = {} of all compared cases{by_suite}\n\
              pass rate where the renderer did not answer \"unsupported\": {pass}/{supported} = {}\n\
-             unsupported (tolerated): {unsupported}; known failures (tolerated): {known}; \
+             unsupported (tolerated): {unsupported}; known failures and deliberate differences (tolerated): {known}; \
              failures: {failed}; skipped: {skipped}",
             percent(pass, compared),
             percent(pass, supported),

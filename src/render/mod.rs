@@ -16,6 +16,7 @@
 //! Objects come out in kustomize's default ("legacy") order (see [`order`]) unless the kustomization asks
 //! for another with `sortOptions`.
 
+mod buildmeta;
 mod config;
 mod config_tables;
 mod crds;
@@ -94,6 +95,7 @@ pub fn render_traced(root: &Path, dir: &Path) -> (Result<Vec<SourcedObject>, Ren
         root,
         stack: Vec::new(),
         openapi: openapi::Choice::Unset,
+        transformations: false,
     };
     let rendered = renderer.render(dir);
     (rendered, renderer.loader.into_inputs())
@@ -136,7 +138,7 @@ impl Renderer {
                 .filter(|_| named_as_kustomization)
                 .map(Path::to_path_buf)
         };
-        let (acc, sort, origins) = match folder {
+        let (acc, sort, build_metadata) = match folder {
             Some(folder) => self.top_folder(&folder)?,
             None => {
                 let mut acc = Accumulator::default();
@@ -148,9 +150,9 @@ impl Renderer {
             }
         };
         let mut resources = finish(acc, sort.as_ref())?;
-        if let Some(top) = origins {
+        if let Some(meta) = build_metadata {
             for res in &mut resources {
-                annotate_origin(res, &top);
+                meta.apply(res)?;
             }
         }
         tracing::debug!(dir = %self.shown(&path).display(), objects = resources.len(), "rendered");
@@ -208,36 +210,6 @@ fn add_hash_suffixes(resources: &mut ResMap) -> Result<(), RenderError> {
     Ok(())
 }
 
-/// kustomize's `config.kubernetes.io/origin` annotation (`buildMetadata: [originAnnotations]`): the file an
-/// object was loaded from, or the kustomization that generated it, relative to the folder built.
-fn annotate_origin(res: &mut Resource, top: &Path) {
-    let file = relative_to(&res.sourced.origin.file, top);
-    let text = match (&res.generated, res.kind()) {
-        (Some(g), kind) => {
-            let name = g
-                .configured_by
-                .as_ref()
-                .map(|n| format!("  name: {n}\n"))
-                .unwrap_or_default();
-            format!(
-                "configuredIn: {}\nconfiguredBy:\n  apiVersion: builtin\n  kind: {kind}Generator\n{name}",
-                file.display()
-            )
-        }
-        (None, _) => format!("path: {}\n", file.display()),
-    };
-    let meta = resources::metadata(res.object_mut());
-    let annotations = meta
-        .entry("annotations")
-        .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
-    if let Some(map) = annotations.as_object_mut() {
-        map.insert(
-            "config.kubernetes.io/origin".into(),
-            serde_json::Value::String(text),
-        );
-    }
-}
-
 /// `path` (repository-relative) relative to the folder `base` (repository-relative), with `..` as needed.
 fn relative_to(path: &Path, base: &Path) -> PathBuf {
     let norm = |p: &Path| -> Vec<String> {
@@ -285,8 +257,12 @@ fn check_cluster_identities(objects: &[Resource]) -> Result<(), RenderError> {
 }
 
 /// What the folder asked for builds into: the objects accumulated, the output order it asks for, and the
-/// folder to annotate origins relative to (when it asks for origin annotations).
-type TopBuild = (Accumulator, Option<SortOrder>, Option<PathBuf>);
+/// build metadata it asks for.
+type TopBuild = (
+    Accumulator,
+    Option<SortOrder>,
+    Option<buildmeta::BuildMetadata>,
+);
 
 struct Renderer {
     /// The canonical repository root.
@@ -297,6 +273,8 @@ struct Renderer {
     stack: Vec<PathBuf>,
     /// The OpenAPI schema strategic merge patches merge with (one for the whole build, as in kustomize).
     openapi: openapi::Choice,
+    /// Whether transformers are recorded on the objects they run over (`transformerAnnotations`).
+    transformations: bool,
 }
 
 impl Renderer {
@@ -335,19 +313,17 @@ impl Renderer {
                         "is a Component: it can only be built as part of a kustomization".into(),
                     ));
                 }
+                // `buildMetadata` of the kustomization built applies to the whole build.
+                let meta =
+                    buildmeta::BuildMetadata::from_options(&k.build_metadata, self.shown(dir));
+                self.transformations = meta.as_ref().is_some_and(|m| m.transformations);
                 let acc = self.accumulate_kustomization(
                     dir,
                     &file,
                     Kind::Kustomization,
                     Accumulator::default(),
                 )?;
-                // `buildMetadata` of the kustomization built applies to the whole build.
-                let origins = k
-                    .build_metadata
-                    .iter()
-                    .any(|o| o == "originAnnotations")
-                    .then(|| self.shown(dir));
-                Ok((acc, k.sort.clone(), origins))
+                Ok((acc, k.sort.clone(), meta))
             }
             None => {
                 let acc = self.within(dir, |r| r.plain_folder(dir))?;

@@ -4,8 +4,10 @@
 //! plugin configurations: objects of `apiVersion: builtin` naming a built-in generator
 //! (`ConfigMapGenerator`, `SecretGenerator`) or transformer (`PatchTransformer`,
 //! `PatchStrategicMergeTransformer`, `PatchJson6902Transformer`, `NamespaceTransformer`,
-//! `PrefixTransformer`, `SuffixTransformer`, `LabelTransformer`, `AnnotationsTransformer`,
-//! `ImageTagTransformer`, `ReplicaCountTransformer`, `ReplacementTransformer`). Files they name are read
+//! `PrefixTransformer`, `SuffixTransformer`, `PrefixSuffixTransformer`, `HashTransformer`,
+//! `LabelTransformer`, `AnnotationsTransformer`, `ImageTagTransformer`, `ReplicaCountTransformer`,
+//! `ReplacementTransformer`). As in kustomize, inline configurations run first, then files and folders,
+//! and the prefix and suffix transformers need their `fieldSpecs`. Files they name are read
 //! relative to the kustomization listing them. Anything else (exec or Go plugins, KRM functions, other
 //! built-ins) is refused by name: nothing is ever run.
 
@@ -14,7 +16,7 @@ use super::error::RenderError;
 use super::fieldspec::{FieldSpec, list_from_value};
 use super::generators::{self, GeneratorContext};
 use super::kustomization::{Kind, image, patch_entry, replica};
-use super::resources::{Generated, ResMap, Resource};
+use super::resources::{Generated, ResMap, Resource, Transformation};
 use super::target::{Accumulator, Target, build_error};
 use super::{images, labels, names, patches, replacements};
 use serde_json::{Map, Value};
@@ -85,6 +87,23 @@ pub fn load_configs(
     Ok(configs)
 }
 
+/// The built-in transformers run here (others, such as `ValueAddTransformer`, are refused as unsupported).
+const TRANSFORMERS: &[&str] = &[
+    "PatchTransformer",
+    "PatchJson6902Transformer",
+    "PatchStrategicMergeTransformer",
+    "NamespaceTransformer",
+    "PrefixTransformer",
+    "SuffixTransformer",
+    "PrefixSuffixTransformer",
+    "HashTransformer",
+    "LabelTransformer",
+    "AnnotationsTransformer",
+    "ImageTagTransformer",
+    "ReplicaCountTransformer",
+    "ReplacementTransformer",
+];
+
 /// The configuration's own fields (without `apiVersion`, `kind`, `metadata`).
 fn fields(config: &Resource) -> Map<String, Value> {
     let mut map = config.object().as_object().cloned().unwrap_or_default();
@@ -129,6 +148,15 @@ pub fn generate(
                 generators::config_maps(&list, &Value::Null, &ctx).map_err(gen_err)?
             }
             "SecretGenerator" => generators::secrets(&list, &Value::Null, &ctx).map_err(gen_err)?,
+            other if TRANSFORMERS.contains(&other) => {
+                return Err(build_error(
+                    t.file,
+                    format!(
+                        "generators: {other} {} is a transformer, not a generator: list it under `transformers`",
+                        config.name()
+                    ),
+                ));
+            }
             other => {
                 return Err(build_error(
                     t.file,
@@ -274,11 +302,26 @@ pub fn transform(
                     .unwrap_or_default();
                 replacements::apply_entries(r, t, resources, &list, &what)?;
             }
+            "ConfigMapGenerator" | "SecretGenerator" => {
+                return Err(err(format!(
+                    "{kind} is a generator, not a transformer: list it under `generators`"
+                )));
+            }
             other => {
                 return Err(err(format!(
                     "built-in transformer {other} is not supported"
                 )));
             }
+        }
+        if r.transformations {
+            let noted = Transformation {
+                configured_in: config.sourced.origin.file.clone(),
+                api_version: "builtin".into(),
+                kind: kind.clone(),
+                name: config.name().to_string(),
+                namespace: config.namespace().to_string(),
+            };
+            super::buildmeta::record(resources, &noted, 1);
         }
     }
     Ok(())
