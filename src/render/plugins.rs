@@ -326,3 +326,7 @@ pub fn transform(
     }
     Ok(())
 }
+
+#[cfg(test)]
+#[path = "plugins_tests.rs"]
+mod tests;
