@@ -16,6 +16,7 @@ use super::error::RenderError;
 use super::fieldspec::{FieldSpec, list_from_value};
 use super::generators::{self, GeneratorContext};
 use super::kustomization::{Kind, image, patch_entry, replica};
+use super::namespace::{Options as NamespaceOptions, Subjects};
 use super::resources::{Generated, ResMap, Resource, Transformation};
 use super::target::{Accumulator, Target, build_error};
 use super::{images, labels, names, patches, replacements};
@@ -250,14 +251,22 @@ pub fn transform(
                 patches::strategic_merge_list(r, t, resources, &list, &what)?;
             }
             "NamespaceTransformer" => {
-                for option in ["unsetOnly", "setRoleBindingSubjects"] {
-                    if f.get(option).is_some_and(|v| !v.is_null()) {
-                        return Err(err(format!("option `{option}` is not supported")));
+                let unset_only = match f.get("unsetOnly") {
+                    None | Some(Value::Null) => false,
+                    Some(Value::Bool(b)) => *b,
+                    Some(other) => {
+                        return Err(err(format!("unsetOnly is {other}, not true or false")));
                     }
-                }
+                };
+                let options = NamespaceOptions {
+                    unset_only,
+                    subjects: Subjects::parse(&string("setRoleBindingSubjects")).map_err(err)?,
+                    ..NamespaceOptions::default()
+                };
                 let ns = config.namespace().to_string();
                 if !ns.is_empty() {
-                    names::set_namespace(resources, &ns, &specs(Vec::new())?, t.file)?;
+                    let specs = specs(Vec::new())?;
+                    names::set_namespace_with(resources, &ns, &specs, t.file, &options)?;
                 }
             }
             // kustomize gives these no default field specs: a configuration without any is refused.
