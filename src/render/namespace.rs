@@ -364,6 +364,51 @@ mod tests {
     }
 
     #[test]
+    fn namespace_transformer_options() {
+        let binding = json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "b", "namespace": "mine"},
+            "subjects": [
+                {"kind": "ServiceAccount", "name": "default", "namespace": "x"},
+                {"kind": "ServiceAccount", "name": "sa"},
+                {"kind": "User", "name": "default"}
+            ]
+        });
+        let with = |options: Options| {
+            let mut obj = binding.clone();
+            set_namespace_with(&mut obj, "team", &options);
+            obj
+        };
+        let namespaces = |obj: &Value| -> Vec<Value> {
+            let mut out = vec![obj["metadata"]["namespace"].clone()];
+            out.extend((0..3).map(|i| obj["subjects"][i]["namespace"].clone()));
+            out
+        };
+        let unset_only = Options {
+            unset_only: true,
+            subjects: Subjects::ServiceAccounts,
+            ..Options::default()
+        };
+        assert_eq!(
+            namespaces(&with(unset_only)),
+            [json!("mine"), json!("x"), json!("team"), Value::Null]
+        );
+        let none = Options {
+            subjects: Subjects::parse("none").unwrap(),
+            ..Options::default()
+        };
+        assert_eq!(
+            namespaces(&with(none)),
+            [json!("team"), json!("x"), Value::Null, Value::Null]
+        );
+        assert_eq!(
+            namespaces(&with(Options::default())),
+            [json!("team"), json!("team"), Value::Null, json!("team")]
+        );
+        assert!(Subjects::parse("everyone").unwrap_err().contains("everyone"));
+    }
+
+    #[test]
     fn api_service_and_crd_conversion_services() {
         let out = with_ns(
             json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": {"name": "v1.x"}}),
