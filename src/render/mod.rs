@@ -172,6 +172,18 @@ fn finish(acc: Accumulator, sort: Option<&SortOrder>) -> Result<Vec<Resource>, R
     namereference::fix(&mut resources, &config.name_reference)?;
     vars::resolve(&mut resources, &vars, &config.var_reference)?;
     resources.retain(|r| !r.is_local_config());
+    // kustomize rewrites every non-empty annotation map as strings at the end of a build, so a value a
+    // transformer wrote as a number (a replacement creating the field) comes out as text.
+    for res in resources.resources_mut() {
+        let annotated = res
+            .object()
+            .pointer("/metadata/annotations")
+            .and_then(serde_json::Value::as_object)
+            .is_some_and(|a| !a.is_empty());
+        if annotated {
+            documents::stringify_annotations(res.object_mut());
+        }
+    }
     let mut objects = resources.into_vec();
     check_cluster_identities(&objects)?;
     match sort {
