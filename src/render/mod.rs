@@ -3,9 +3,10 @@
 //! A native implementation of kustomize v5.5 (`kubectl kustomize`): kustomizations with resources,
 //! components, namespace, name prefixes and suffixes, labels and annotations, strategic-merge and JSON 6902
 //! patches, images, replicas, replacements and vars, with references to renamed objects fixed as kustomize
-//! fixes them. Nothing is fetched and nothing is run: remote bases, plugins and helm charts are refused by
-//! name, and every path must resolve (after `..` and symlinks) inside the repository root (files a
-//! kustomization reads, inside its own folder, as kustomize requires).
+//! fixes them, kustomize's built-in generator and transformer configurations (`generators`, `transformers`)
+//! and `buildMetadata`. Nothing is fetched and nothing is run: remote bases, other plugins and helm charts
+//! are refused by name, and every path must resolve (after `..` and symlinks) inside the repository root
+//! (files a kustomization reads, inside its own folder, as kustomize requires).
 //!
 //! - A folder with a kustomization file renders as `kubectl kustomize` would.
 //! - A plain folder renders as if it had a kustomization listing its `.yaml`/`.yml` files and subfolders

@@ -405,7 +405,11 @@ mod tests {
             namespaces(&with(Options::default())),
             [json!("team"), json!("team"), Value::Null, json!("team")]
         );
-        assert!(Subjects::parse("everyone").unwrap_err().contains("everyone"));
+        assert!(
+            Subjects::parse("everyone")
+                .unwrap_err()
+                .contains("everyone")
+        );
     }
 
     #[test]
