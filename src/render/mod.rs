@@ -212,9 +212,9 @@ fn add_hash_suffixes(resources: &mut ResMap) -> Result<(), RenderError> {
             continue;
         }
         let hash =
-            generators::content_hash(res.object()).map_err(|source| RenderError::Generator {
+            generators::content_hash(res.object()).map_err(|problem| RenderError::Generator {
                 file: res.sourced.origin.file.clone(),
-                source,
+                problem,
             })?;
         res.store_previous_id();
         let name = format!("{}-{hash}", res.name());

@@ -140,9 +140,9 @@ pub fn generate(
             }
         }
         let list = Value::Array(vec![Value::Object(args)]);
-        let gen_err = |source| RenderError::Generator {
+        let gen_err = |problem| RenderError::Generator {
             file: t.file.to_path_buf(),
-            source,
+            problem,
         };
         let generated = match config.kind() {
             "ConfigMapGenerator" => {

@@ -212,9 +212,9 @@ impl Renderer {
             dir: t.dir,
             file: t.file,
         };
-        let gen_err = |source| RenderError::Generator {
+        let gen_err = |problem| RenderError::Generator {
             file: t.file.to_path_buf(),
-            source,
+            problem,
         };
         let mut generated =
             generators::config_maps(&t.k.config_map_generator, &t.k.generator_options, &ctx)
