@@ -12,7 +12,10 @@
 //!   here too), when it refused with an error that does not say "not supported"/"unsupported" something
 //!   kustomize renders, when its error lacks what a fixture's `errorContains` asks for, or when the
 //!   printed YAML reads back differently from what `render::render` returned;
-//! - a case the renderer refuses as **unsupported** is counted, not failed.
+//! - a case the renderer refuses as **unsupported** is counted, not failed;
+//! - a fixture may declare a **deliberate** difference (`deliberate: why` in its `case.yaml`): kustomize
+//!   renders it and the renderer refuses it on purpose, with an error holding the fixture's
+//!   `errorContains`. It is reported as a known difference; output where an error is declared fails.
 //!
 //! Two pass rates are printed: over all compared cases, and over the cases the renderer did not refuse as
 //! unsupported. The table and both rates are also written to `target/render-differential.txt`. Run
@@ -130,7 +133,7 @@ impl Report {
         format!(
             "pass rate: {pass}/{compared} = {} of all compared cases{by_suite}\n\
              pass rate where the renderer did not answer \"unsupported\": {pass}/{supported} = {}\n\
-             unsupported (tolerated): {unsupported}; known failures (tolerated): {known}; \
+             unsupported (tolerated): {unsupported}; known failures and deliberate differences (tolerated): {known}; \
              failures: {failed}; skipped: {skipped}",
             percent(pass, compared),
             percent(pass, supported),

@@ -224,7 +224,7 @@ fn check_object(obj: &Value) -> Result<(), String> {
 /// kustomize reads `metadata.annotations` as strings: another scalar becomes its text (best effort here: the
 /// parsed value's, so `True`, `1.50` or `~` are not kept as spelled), a mapping or list becomes `""`, and an
 /// empty or null `annotations` is dropped.
-fn stringify_annotations(obj: &mut Value) {
+pub(super) fn stringify_annotations(obj: &mut Value) {
     let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
         return;
     };

@@ -92,12 +92,13 @@ pub enum RenderError {
     Build { file: PathBuf, problem: String },
 
     /// A `configMapGenerator` or `secretGenerator` entry that cannot be expanded or merged.
-    #[error("{}", generator_message(file, source))]
+    /// The message already holds the generator's error, so it is not also chained as a source (a
+    /// `{:#}` print would show it twice).
+    #[error("{}", generator_message(file, problem))]
     Generator {
         /// The kustomization file of the generator.
         file: PathBuf,
-        #[source]
-        source: super::generators::GeneratorError,
+        problem: super::generators::GeneratorError,
     },
 
     /// A `resources` entry naming nothing.

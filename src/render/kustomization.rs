@@ -331,10 +331,7 @@ fn read(map: &Map<String, Value>) -> Result<Kustomization, String> {
     k.build_metadata = strings(map, "buildMetadata")?;
     for option in &k.build_metadata {
         match option.as_str() {
-            "originAnnotations" => {}
-            "transformerAnnotations" | "managedByLabel" => {
-                return Err(format!("buildMetadata option `{option}` is not supported"));
-            }
+            "originAnnotations" | "transformerAnnotations" | "managedByLabel" => {}
             _ => return Err(format!("buildMetadata option `{option}` is unknown")),
         }
     }

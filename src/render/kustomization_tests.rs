@@ -161,3 +161,15 @@ fn reads_openapi() {
     assert!(parse_err("openapi: [a]\n").contains("`openapi` is a list, not a mapping"));
     assert!(parse_err("openapi: {path: [a]}\n").contains("`openapi`: `path` is"));
 }
+
+#[test]
+fn a_duplicate_key_is_refused_naming_the_file_line_and_key() {
+    // kustomize v5.5 keeps the last value silently; the renderer refuses the ambiguity.
+    let e = parse_err("resources: [a.yaml]\nnamePrefix: a-\nnamePrefix: b-\n");
+    assert!(
+        e.contains("k/kustomization.yaml") && e.contains("line 3") && e.contains("`namePrefix`"),
+        "{e}"
+    );
+    let e = parse_err("images:\n- name: nginx\n  newTag: '1'\n  newTag: '2'\n");
+    assert!(e.contains("line 4") && e.contains("`newTag`"), "{e}");
+}

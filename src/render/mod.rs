@@ -3,9 +3,10 @@
 //! A native implementation of kustomize v5.5 (`kubectl kustomize`): kustomizations with resources,
 //! components, namespace, name prefixes and suffixes, labels and annotations, strategic-merge and JSON 6902
 //! patches, images, replicas, replacements and vars, with references to renamed objects fixed as kustomize
-//! fixes them. Nothing is fetched and nothing is run: remote bases, plugins and helm charts are refused by
-//! name, and every path must resolve (after `..` and symlinks) inside the repository root (files a
-//! kustomization reads, inside its own folder, as kustomize requires).
+//! fixes them, kustomize's built-in generator and transformer configurations (`generators`, `transformers`)
+//! and `buildMetadata`. Nothing is fetched and nothing is run: remote bases, other plugins and helm charts
+//! are refused by name, and every path must resolve (after `..` and symlinks) inside the repository root
+//! (files a kustomization reads, inside its own folder, as kustomize requires).
 //!
 //! - A folder with a kustomization file renders as `kubectl kustomize` would.
 //! - A plain folder renders as if it had a kustomization listing its `.yaml`/`.yml` files and subfolders
@@ -16,6 +17,7 @@
 //! Objects come out in kustomize's default ("legacy") order (see [`order`]) unless the kustomization asks
 //! for another with `sortOptions`.
 
+mod buildmeta;
 mod config;
 mod config_tables;
 mod crds;
@@ -94,6 +96,7 @@ pub fn render_traced(root: &Path, dir: &Path) -> (Result<Vec<SourcedObject>, Ren
         root,
         stack: Vec::new(),
         openapi: openapi::Choice::Unset,
+        transformations: false,
     };
     let rendered = renderer.render(dir);
     (rendered, renderer.loader.into_inputs())
@@ -136,7 +139,7 @@ impl Renderer {
                 .filter(|_| named_as_kustomization)
                 .map(Path::to_path_buf)
         };
-        let (acc, sort, origins) = match folder {
+        let (acc, sort, build_metadata) = match folder {
             Some(folder) => self.top_folder(&folder)?,
             None => {
                 let mut acc = Accumulator::default();
@@ -148,9 +151,9 @@ impl Renderer {
             }
         };
         let mut resources = finish(acc, sort.as_ref())?;
-        if let Some(top) = origins {
+        if let Some(meta) = build_metadata {
             for res in &mut resources {
-                annotate_origin(res, &top);
+                meta.apply(res)?;
             }
         }
         tracing::debug!(dir = %self.shown(&path).display(), objects = resources.len(), "rendered");
@@ -166,22 +169,22 @@ fn finish(acc: Accumulator, sort: Option<&SortOrder>) -> Result<Vec<Resource>, R
         config,
         vars,
     } = acc;
-    for res in resources.resources_mut() {
-        if !res.generated.as_ref().is_some_and(|g| g.hash_suffix) {
-            continue;
-        }
-        let hash =
-            generators::content_hash(res.object()).map_err(|source| RenderError::Generator {
-                file: res.sourced.origin.file.clone(),
-                source,
-            })?;
-        res.store_previous_id();
-        let name = format!("{}-{hash}", res.name());
-        res.set_name(&name);
-    }
+    add_hash_suffixes(&mut resources)?;
     namereference::fix(&mut resources, &config.name_reference)?;
     vars::resolve(&mut resources, &vars, &config.var_reference)?;
     resources.retain(|r| !r.is_local_config());
+    // kustomize rewrites every non-empty annotation map as strings at the end of a build, so a value a
+    // transformer wrote as a number (a replacement creating the field) comes out as text.
+    for res in resources.resources_mut() {
+        let annotated = res
+            .object()
+            .pointer("/metadata/annotations")
+            .and_then(serde_json::Value::as_object)
+            .is_some_and(|a| !a.is_empty());
+        if annotated {
+            documents::stringify_annotations(res.object_mut());
+        }
+    }
     let mut objects = resources.into_vec();
     check_cluster_identities(&objects)?;
     match sort {
@@ -201,34 +204,23 @@ fn finish(acc: Accumulator, sort: Option<&SortOrder>) -> Result<Vec<Resource>, R
     Ok(objects)
 }
 
-/// kustomize's `config.kubernetes.io/origin` annotation (`buildMetadata: [originAnnotations]`): the file an
-/// object was loaded from, or the kustomization that generated it, relative to the folder built.
-fn annotate_origin(res: &mut Resource, top: &Path) {
-    let file = relative_to(&res.sourced.origin.file, top);
-    let text = match (&res.generated, res.kind()) {
-        (Some(g), kind) => {
-            let name = g
-                .configured_by
-                .as_ref()
-                .map(|n| format!("  name: {n}\n"))
-                .unwrap_or_default();
-            format!(
-                "configuredIn: {}\nconfiguredBy:\n  apiVersion: builtin\n  kind: {kind}Generator\n{name}",
-                file.display()
-            )
+/// Appends its content hash to the name of every generated object that asks for one (kustomize's
+/// `HashTransformer`).
+fn add_hash_suffixes(resources: &mut ResMap) -> Result<(), RenderError> {
+    for res in resources.resources_mut() {
+        if !res.generated.as_ref().is_some_and(|g| g.hash_suffix) {
+            continue;
         }
-        (None, _) => format!("path: {}\n", file.display()),
-    };
-    let meta = resources::metadata(res.object_mut());
-    let annotations = meta
-        .entry("annotations")
-        .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
-    if let Some(map) = annotations.as_object_mut() {
-        map.insert(
-            "config.kubernetes.io/origin".into(),
-            serde_json::Value::String(text),
-        );
+        let hash =
+            generators::content_hash(res.object()).map_err(|problem| RenderError::Generator {
+                file: res.sourced.origin.file.clone(),
+                problem,
+            })?;
+        res.store_previous_id();
+        let name = format!("{}-{hash}", res.name());
+        res.set_name(&name);
     }
+    Ok(())
 }
 
 /// `path` (repository-relative) relative to the folder `base` (repository-relative), with `..` as needed.
@@ -278,8 +270,12 @@ fn check_cluster_identities(objects: &[Resource]) -> Result<(), RenderError> {
 }
 
 /// What the folder asked for builds into: the objects accumulated, the output order it asks for, and the
-/// folder to annotate origins relative to (when it asks for origin annotations).
-type TopBuild = (Accumulator, Option<SortOrder>, Option<PathBuf>);
+/// build metadata it asks for.
+type TopBuild = (
+    Accumulator,
+    Option<SortOrder>,
+    Option<buildmeta::BuildMetadata>,
+);
 
 struct Renderer {
     /// The canonical repository root.
@@ -290,6 +286,8 @@ struct Renderer {
     stack: Vec<PathBuf>,
     /// The OpenAPI schema strategic merge patches merge with (one for the whole build, as in kustomize).
     openapi: openapi::Choice,
+    /// Whether transformers are recorded on the objects they run over (`transformerAnnotations`).
+    transformations: bool,
 }
 
 impl Renderer {
@@ -328,19 +326,17 @@ impl Renderer {
                         "is a Component: it can only be built as part of a kustomization".into(),
                     ));
                 }
+                // `buildMetadata` of the kustomization built applies to the whole build.
+                let meta =
+                    buildmeta::BuildMetadata::from_options(&k.build_metadata, self.shown(dir));
+                self.transformations = meta.as_ref().is_some_and(|m| m.transformations);
                 let acc = self.accumulate_kustomization(
                     dir,
                     &file,
                     Kind::Kustomization,
                     Accumulator::default(),
                 )?;
-                // `buildMetadata` of the kustomization built applies to the whole build.
-                let origins = k
-                    .build_metadata
-                    .iter()
-                    .any(|o| o == "originAnnotations")
-                    .then(|| self.shown(dir));
-                Ok((acc, k.sort.clone(), origins))
+                Ok((acc, k.sort.clone(), meta))
             }
             None => {
                 let acc = self.within(dir, |r| r.plain_folder(dir))?;

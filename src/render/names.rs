@@ -22,25 +22,50 @@ pub fn set_namespace(
     specs: &[FieldSpec],
     file: &Path,
 ) -> Result<(), RenderError> {
-    // The built-in namespace field specs are applied by `namespace::set_namespace` with kustomize's special
-    // cases; further ones come from `configurations`.
+    set_namespace_with(resources, ns, specs, file, &namespace::Options::default())
+}
+
+/// [`set_namespace`] with `NamespaceTransformer`'s options.
+pub fn set_namespace_with(
+    resources: &mut ResMap,
+    ns: &str,
+    specs: &[FieldSpec],
+    file: &Path,
+    options: &namespace::Options,
+) -> Result<(), RenderError> {
+    // The built-in namespace field specs are applied by `namespace::set_namespace_with` with kustomize's
+    // special cases; further ones come from `configurations` or a `NamespaceTransformer`. As in kustomize,
+    // `metadata/namespace` and role binding subjects are always handled by the special cases.
     let builtin = super::config::TransformerConfig::builtin();
+    let mut options = *options;
+    for (present, spec) in options.builtin_specs.iter_mut().zip(&builtin.namespace) {
+        *present = specs.contains(spec);
+    }
+    let options = &options;
+    let binding =
+        |s: &FieldSpec| ["RoleBinding", "ClusterRoleBinding"].contains(&s.gvk.kind.as_str());
     let custom: Vec<&FieldSpec> = specs
         .iter()
         .filter(|s| !builtin.namespace.contains(s))
+        .filter(|s| s.path != "metadata/namespace")
+        .filter(|s| !(binding(s) && s.path == "subjects/namespace"))
         .collect();
     for res in resources.resources_mut() {
         res.store_previous_id();
-        namespace::set_namespace(res.object_mut(), ns);
+        namespace::set_namespace_with(res.object_mut(), ns, options);
         let gvk = res.gvk();
+        let id = res.cur_id();
         for spec in &custom {
             fieldspec::apply(res.object_mut(), &gvk, spec, Create::Scalar, &mut |v| {
-                *v = Value::String(ns.to_string());
+                if v.is_array() || v.is_object() {
+                    return Err("namespace field specs must target scalar values".into());
+                }
+                options.set(v, ns);
                 Ok(())
             })
             .map_err(|problem| RenderError::Build {
                 file: file.to_path_buf(),
-                problem: format!("namespace: {problem}"),
+                problem: format!("namespace: {id}: {problem}"),
             })?;
         }
     }

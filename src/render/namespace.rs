@@ -137,8 +137,78 @@ impl Drop for ScopeGuard {
     }
 }
 
+/// Which `RoleBinding`/`ClusterRoleBinding` subjects get the namespace (`NamespaceTransformer`'s
+/// `setRoleBindingSubjects`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Subjects {
+    /// Subjects named `default` (`defaultOnly`, and what the `namespace` field does).
+    #[default]
+    NamedDefault,
+    /// Subjects of kind `ServiceAccount` (`allServiceAccounts`).
+    ServiceAccounts,
+    /// None (`none`).
+    None,
+}
+
+impl Subjects {
+    /// From the option's value as written (empty: the default).
+    pub fn parse(mode: &str) -> Result<Self, String> {
+        match mode {
+            "" | "defaultOnly" => Ok(Subjects::NamedDefault),
+            "allServiceAccounts" => Ok(Subjects::ServiceAccounts),
+            "none" => Ok(Subjects::None),
+            other => Err(format!(
+                "setRoleBindingSubjects is {other:?}: it must be defaultOnly, allServiceAccounts or none"
+            )),
+        }
+    }
+}
+
+/// How a namespace is set: `NamespaceTransformer`'s options (the `namespace` field uses the defaults).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// Only where no namespace is set yet (`unsetOnly`).
+    pub unset_only: bool,
+    pub subjects: Subjects,
+    /// Whether the field specs include kustomize's built-in ones for, in order, a `Namespace`'s name, an
+    /// `APIService`'s service and a CRD's conversion webhook service (a `NamespaceTransformer`
+    /// configuration may leave them out).
+    pub builtin_specs: [bool; 3],
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            unset_only: false,
+            subjects: Subjects::default(),
+            builtin_specs: [true; 3],
+        }
+    }
+}
+
+impl Options {
+    /// Writes the namespace into `slot`, unless `unset_only` and it already holds one.
+    pub fn set(&self, slot: &mut Value, namespace: &str) {
+        let empty = slot.is_null() || slot.as_str() == Some("");
+        if !self.unset_only || empty {
+            *slot = Value::String(namespace.to_string());
+        }
+    }
+
+    fn set_in(&self, map: &mut Map<String, Value>, key: &str, namespace: &str) {
+        self.set(map.entry(key).or_insert(Value::Null), namespace);
+    }
+}
+
 /// Applies a kustomization's `namespace` to one object (already checked to have apiVersion, kind, metadata).
+#[cfg(test)]
 pub fn set_namespace(obj: &mut Value, namespace: &str) {
+    set_namespace_with(obj, namespace, &Options::default());
+}
+
+/// Applies a `namespace` to one object (already checked to have apiVersion, kind, metadata), with
+/// `NamespaceTransformer`'s options (the `namespace` field uses the defaults).
+pub fn set_namespace_with(obj: &mut Value, namespace: &str, options: &Options) {
     let api_version = obj
         .get("apiVersion")
         .and_then(Value::as_str)
@@ -150,38 +220,48 @@ pub fn set_namespace(obj: &mut Value, namespace: &str) {
         .unwrap_or_default()
         .to_string();
     let (group, _) = split_api_version(&api_version);
-    let ns = || Value::String(namespace.to_string());
+    let o = options;
 
     if !is_cluster_scoped(&api_version, &kind)
         && let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut)
     {
-        meta.insert("namespace".into(), ns());
+        o.set_in(meta, "namespace", namespace);
     }
+    let [namespace_name, api_service, crd_webhook] = o.builtin_specs;
     match (group, kind.as_str()) {
-        ("", "Namespace") if api_version == "v1" => {
+        ("", "Namespace") if api_version == "v1" && namespace_name => {
             if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-                meta.insert("name".into(), ns());
+                o.set_in(meta, "name", namespace);
             }
         }
         (_, "RoleBinding" | "ClusterRoleBinding") => {
             if let Some(subjects) = obj.get_mut("subjects").and_then(Value::as_array_mut) {
                 for subject in subjects.iter_mut().filter_map(Value::as_object_mut) {
-                    if subject.get("name").and_then(Value::as_str) == Some("default") {
-                        subject.insert("namespace".into(), ns());
+                    let chosen = match o.subjects {
+                        Subjects::NamedDefault => "name",
+                        Subjects::ServiceAccounts => "kind",
+                        Subjects::None => continue,
+                    };
+                    let wanted = match o.subjects {
+                        Subjects::ServiceAccounts => "ServiceAccount",
+                        _ => "default",
+                    };
+                    if subject.get(chosen).and_then(Value::as_str) == Some(wanted) {
+                        o.set_in(subject, "namespace", namespace);
                     }
                 }
             }
         }
-        ("apiregistration.k8s.io", "APIService") => {
+        ("apiregistration.k8s.io", "APIService") if api_service => {
             let spec = child_mapping(obj.as_object_mut().expect("objects are mappings"), "spec");
-            child_mapping(spec, "service").insert("namespace".into(), ns());
+            o.set_in(child_mapping(spec, "service"), "namespace", namespace);
         }
-        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+        ("apiextensions.k8s.io", "CustomResourceDefinition") if crd_webhook => {
             let service = obj
                 .pointer_mut("/spec/conversion/webhook/clientConfig/service")
                 .and_then(Value::as_object_mut);
             if let Some(service) = service.filter(|s| s.contains_key("namespace")) {
-                service.insert("namespace".into(), ns());
+                o.set_in(service, "namespace", namespace);
             }
         }
         _ => {}
@@ -281,6 +361,55 @@ mod tests {
         assert_eq!(out["subjects"][1]["namespace"], "old");
         assert_eq!(out["subjects"][2]["namespace"], "team");
         assert!(out["metadata"].get("namespace").is_none());
+    }
+
+    #[test]
+    fn namespace_transformer_options() {
+        let binding = json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "b", "namespace": "mine"},
+            "subjects": [
+                {"kind": "ServiceAccount", "name": "default", "namespace": "x"},
+                {"kind": "ServiceAccount", "name": "sa"},
+                {"kind": "User", "name": "default"}
+            ]
+        });
+        let with = |options: Options| {
+            let mut obj = binding.clone();
+            set_namespace_with(&mut obj, "team", &options);
+            obj
+        };
+        let namespaces = |obj: &Value| -> Vec<Value> {
+            let mut out = vec![obj["metadata"]["namespace"].clone()];
+            out.extend((0..3).map(|i| obj["subjects"][i]["namespace"].clone()));
+            out
+        };
+        let unset_only = Options {
+            unset_only: true,
+            subjects: Subjects::ServiceAccounts,
+            ..Options::default()
+        };
+        assert_eq!(
+            namespaces(&with(unset_only)),
+            [json!("mine"), json!("x"), json!("team"), Value::Null]
+        );
+        let none = Options {
+            subjects: Subjects::parse("none").unwrap(),
+            ..Options::default()
+        };
+        assert_eq!(
+            namespaces(&with(none)),
+            [json!("team"), json!("x"), Value::Null, Value::Null]
+        );
+        assert_eq!(
+            namespaces(&with(Options::default())),
+            [json!("team"), json!("team"), Value::Null, json!("team")]
+        );
+        assert!(
+            Subjects::parse("everyone")
+                .unwrap_err()
+                .contains("everyone")
+        );
     }
 
     #[test]

@@ -4,8 +4,10 @@
 //! plugin configurations: objects of `apiVersion: builtin` naming a built-in generator
 //! (`ConfigMapGenerator`, `SecretGenerator`) or transformer (`PatchTransformer`,
 //! `PatchStrategicMergeTransformer`, `PatchJson6902Transformer`, `NamespaceTransformer`,
-//! `PrefixTransformer`, `SuffixTransformer`, `LabelTransformer`, `AnnotationsTransformer`,
-//! `ImageTagTransformer`, `ReplicaCountTransformer`, `ReplacementTransformer`). Files they name are read
+//! `PrefixTransformer`, `SuffixTransformer`, `PrefixSuffixTransformer`, `HashTransformer`,
+//! `LabelTransformer`, `AnnotationsTransformer`, `ImageTagTransformer`, `ReplicaCountTransformer`,
+//! `ReplacementTransformer`). As in kustomize, inline configurations run first, then files and folders,
+//! and the prefix and suffix transformers need their `fieldSpecs`. Files they name are read
 //! relative to the kustomization listing them. Anything else (exec or Go plugins, KRM functions, other
 //! built-ins) is refused by name: nothing is ever run.
 
@@ -14,7 +16,8 @@ use super::error::RenderError;
 use super::fieldspec::{FieldSpec, list_from_value};
 use super::generators::{self, GeneratorContext};
 use super::kustomization::{Kind, image, patch_entry, replica};
-use super::resources::{Generated, ResMap, Resource};
+use super::namespace::{Options as NamespaceOptions, Subjects};
+use super::resources::{Generated, ResMap, Resource, Transformation};
 use super::target::{Accumulator, Target, build_error};
 use super::{images, labels, names, patches, replacements};
 use serde_json::{Map, Value};
@@ -27,18 +30,20 @@ pub fn load_configs(
     field: &str,
 ) -> Result<Vec<Resource>, RenderError> {
     let mut configs = Vec::new();
-    for entry in entries {
-        let inline = crate::yaml::from_multi_str(entry)
+    // As in kustomize, every inline configuration comes first, then the files and folders, each in order.
+    let (inline, paths): (Vec<&String>, Vec<&String>) = entries.iter().partition(|entry| {
+        crate::yaml::from_multi_str(entry)
             .ok()
-            .is_some_and(|docs| !docs.is_empty() && docs.iter().all(Value::is_object));
-        if inline {
-            configs.extend(
-                super::documents::parse_objects(t.file, entry)?
-                    .into_iter()
-                    .map(Resource::loaded),
-            );
-            continue;
-        }
+            .is_some_and(|docs| !docs.is_empty() && docs.iter().all(Value::is_object))
+    });
+    for entry in inline {
+        configs.extend(
+            super::documents::parse_objects(t.file, entry)?
+                .into_iter()
+                .map(Resource::loaded),
+        );
+    }
+    for entry in paths {
         if super::is_remote(entry) {
             return Err(RenderError::RemoteResource {
                 file: t.file.to_path_buf(),
@@ -83,6 +88,23 @@ pub fn load_configs(
     Ok(configs)
 }
 
+/// The built-in transformers run here (others, such as `ValueAddTransformer`, are refused as unsupported).
+const TRANSFORMERS: &[&str] = &[
+    "PatchTransformer",
+    "PatchJson6902Transformer",
+    "PatchStrategicMergeTransformer",
+    "NamespaceTransformer",
+    "PrefixTransformer",
+    "SuffixTransformer",
+    "PrefixSuffixTransformer",
+    "HashTransformer",
+    "LabelTransformer",
+    "AnnotationsTransformer",
+    "ImageTagTransformer",
+    "ReplicaCountTransformer",
+    "ReplacementTransformer",
+];
+
 /// The configuration's own fields (without `apiVersion`, `kind`, `metadata`).
 fn fields(config: &Resource) -> Map<String, Value> {
     let mut map = config.object().as_object().cloned().unwrap_or_default();
@@ -118,15 +140,24 @@ pub fn generate(
             }
         }
         let list = Value::Array(vec![Value::Object(args)]);
-        let gen_err = |source| RenderError::Generator {
+        let gen_err = |problem| RenderError::Generator {
             file: t.file.to_path_buf(),
-            source,
+            problem,
         };
         let generated = match config.kind() {
             "ConfigMapGenerator" => {
                 generators::config_maps(&list, &Value::Null, &ctx).map_err(gen_err)?
             }
             "SecretGenerator" => generators::secrets(&list, &Value::Null, &ctx).map_err(gen_err)?,
+            other if TRANSFORMERS.contains(&other) => {
+                return Err(build_error(
+                    t.file,
+                    format!(
+                        "generators: {other} {} is a transformer, not a generator: list it under `transformers`",
+                        config.name()
+                    ),
+                ));
+            }
             other => {
                 return Err(build_error(
                     t.file,
@@ -220,24 +251,41 @@ pub fn transform(
                 patches::strategic_merge_list(r, t, resources, &list, &what)?;
             }
             "NamespaceTransformer" => {
-                for option in ["unsetOnly", "setRoleBindingSubjects"] {
-                    if f.get(option).is_some_and(|v| !v.is_null()) {
-                        return Err(err(format!("option `{option}` is not supported")));
+                let unset_only = match f.get("unsetOnly") {
+                    None | Some(Value::Null) => false,
+                    Some(Value::Bool(b)) => *b,
+                    Some(other) => {
+                        return Err(err(format!("unsetOnly is {other}, not true or false")));
                     }
-                }
+                };
+                let options = NamespaceOptions {
+                    unset_only,
+                    subjects: Subjects::parse(&string("setRoleBindingSubjects")).map_err(err)?,
+                    ..NamespaceOptions::default()
+                };
                 let ns = config.namespace().to_string();
                 if !ns.is_empty() {
-                    names::set_namespace(resources, &ns, &specs(Vec::new())?, t.file)?;
+                    let specs = specs(Vec::new())?;
+                    names::set_namespace_with(resources, &ns, &specs, t.file, &options)?;
                 }
             }
-            "PrefixTransformer" => {
-                let specs = specs(vec![FieldSpec::new("metadata/name", false)])?;
-                names::add_prefix(resources, &string("prefix"), &specs).map_err(err)?;
+            // kustomize gives these no default field specs: a configuration without any is refused.
+            "PrefixTransformer" | "SuffixTransformer" | "PrefixSuffixTransformer" => {
+                if f.get("fieldSpecs").is_none_or(Value::is_null) {
+                    return Err(err(
+                        "`fieldSpecs` is required (kustomize has no default for it)".into(),
+                    ));
+                }
+                let specs = specs(Vec::new())?;
+                if kind != "SuffixTransformer" {
+                    names::add_prefix(resources, &string("prefix"), &specs).map_err(err)?;
+                }
+                if kind != "PrefixTransformer" {
+                    names::add_suffix(resources, &string("suffix"), &specs).map_err(err)?;
+                }
             }
-            "SuffixTransformer" => {
-                let specs = specs(vec![FieldSpec::new("metadata/name", false)])?;
-                names::add_suffix(resources, &string("suffix"), &specs).map_err(err)?;
-            }
+            // Content-hash suffixes now, on top of the one every build adds at its end.
+            "HashTransformer" => super::add_hash_suffixes(resources)?,
             "LabelTransformer" => {
                 labels::set_labels(resources, &pairs("labels"), &specs(Vec::new())?)
                     .map_err(err)?;
@@ -263,12 +311,31 @@ pub fn transform(
                     .unwrap_or_default();
                 replacements::apply_entries(r, t, resources, &list, &what)?;
             }
+            "ConfigMapGenerator" | "SecretGenerator" => {
+                return Err(err(format!(
+                    "{kind} is a generator, not a transformer: list it under `generators`"
+                )));
+            }
             other => {
                 return Err(err(format!(
                     "built-in transformer {other} is not supported"
                 )));
             }
         }
+        if r.transformations {
+            let noted = Transformation {
+                configured_in: config.sourced.origin.file.clone(),
+                api_version: "builtin".into(),
+                kind: kind.clone(),
+                name: config.name().to_string(),
+                namespace: config.namespace().to_string(),
+            };
+            super::buildmeta::record(resources, &noted, 1);
+        }
     }
     Ok(())
 }
+
+#[cfg(test)]
+#[path = "plugins_tests.rs"]
+mod tests;

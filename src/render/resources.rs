@@ -23,6 +23,19 @@ pub struct Generated {
     pub configured_by: Option<String>,
 }
 
+/// A transformer that ran over an object, as kustomize's `alpha.config.kubernetes.io/transformations`
+/// annotation names it (`buildMetadata: [transformerAnnotations]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transformation {
+    /// The file configuring it (repository-relative): a kustomization, or a plugin configuration's file.
+    pub configured_in: std::path::PathBuf,
+    pub api_version: String,
+    pub kind: String,
+    /// The plugin configuration's name and namespace (empty for a kustomization field).
+    pub name: String,
+    pub namespace: String,
+}
+
 /// A previous identity: kind, name and effective namespace (group and version are always the current ones).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct PreviousId {
@@ -59,6 +72,8 @@ pub struct Resource {
     pub generated: Option<Generated>,
     /// The `vars` whose value is read from this object.
     pub var_names: Vec<String>,
+    /// The transformers that ran over it, in order (recorded only when the build asks for them).
+    pub transformations: Vec<Transformation>,
 }
 
 impl Resource {
@@ -70,6 +85,7 @@ impl Resource {
             suffixes: Vec::new(),
             generated: None,
             var_names: Vec::new(),
+            transformations: Vec::new(),
         }
     }
 

@@ -14,7 +14,7 @@ use super::error::RenderError;
 use super::generators::{self, GeneratorContext};
 use super::kustomization::{self, Kind, Kustomization};
 use super::resources::{Generated, ResMap, Resource};
-use super::{images, labels, names, patches, plugins, replacements};
+use super::{buildmeta, images, labels, names, patches, plugins, replacements};
 use crate::object::{Origin, SourcedObject};
 use std::path::{Path, PathBuf};
 
@@ -212,9 +212,9 @@ impl Renderer {
             dir: t.dir,
             file: t.file,
         };
-        let gen_err = |source| RenderError::Generator {
+        let gen_err = |problem| RenderError::Generator {
             file: t.file.to_path_buf(),
-            source,
+            problem,
         };
         let mut generated =
             generators::config_maps(&t.k.config_map_generator, &t.k.generator_options, &ctx)
@@ -247,15 +247,35 @@ impl Renderer {
     fn run_transformers(&mut self, t: &Target, acc: &mut Accumulator) -> Result<(), RenderError> {
         let file = t.file;
         let k = t.k;
+        // Each transformer run is noted on every object (`transformerAnnotations`), once per instance
+        // kustomize makes of it.
+        let track = self.transformations;
+        let note = |resources: &mut ResMap, kind: &str, times: usize| {
+            if track {
+                buildmeta::record(resources, &buildmeta::builtin(file, kind), times);
+            }
+        };
         patches::strategic_merge_patches(self, t, &mut acc.resources)?;
+        let psm = usize::from(!k.patches_strategic_merge.is_empty());
+        note(&mut acc.resources, "PatchStrategicMergeTransformer", psm);
         patches::patches(self, t, &mut acc.resources)?;
+        note(&mut acc.resources, "PatchTransformer", k.patches.len());
         if let Some(ns) = &k.namespace {
             names::set_namespace(&mut acc.resources, ns, &acc.config.namespace, file)?;
+            note(
+                &mut acc.resources,
+                "NamespaceTransformer",
+                usize::from(!ns.is_empty()),
+            );
         }
         names::add_prefix(&mut acc.resources, &k.name_prefix, &acc.config.name_prefix)
             .map_err(|p| build_error(file, format!("namePrefix: {p}")))?;
+        let prefixed = usize::from(!k.name_prefix.is_empty());
+        note(&mut acc.resources, "PrefixTransformer", prefixed);
         names::add_suffix(&mut acc.resources, &k.name_suffix, &acc.config.name_suffix)
             .map_err(|p| build_error(file, format!("nameSuffix: {p}")))?;
+        let suffixed = usize::from(!k.name_suffix.is_empty());
+        note(&mut acc.resources, "SuffixTransformer", suffixed);
         for (i, label) in k.labels.iter().enumerate() {
             labels::apply_label_entry(&mut acc.resources, label, &acc.config)
                 .map_err(|p| build_error(file, format!("labels entry {}: {p}", i + 1)))?;
@@ -266,22 +286,41 @@ impl Renderer {
             &acc.config.common_labels,
         )
         .map_err(|p| build_error(file, format!("commonLabels: {p}")))?;
+        // One per `labels` entry, and one for `commonLabels` (even empty) when either is set.
+        let labelled = if k.labels.is_empty() && k.common_labels.is_empty() {
+            0
+        } else {
+            k.labels.len() + 1
+        };
+        note(&mut acc.resources, "LabelTransformer", labelled);
         labels::set_annotations(
             &mut acc.resources,
             &k.common_annotations,
             &acc.config.common_annotations,
         )
         .map_err(|p| build_error(file, format!("commonAnnotations: {p}")))?;
+        let annotated = usize::from(!k.common_annotations.is_empty());
+        note(&mut acc.resources, "AnnotationsTransformer", annotated);
         patches::json6902_patches(self, t, &mut acc.resources)?;
+        let json = k.patches_json6902.len();
+        note(&mut acc.resources, "PatchJson6902Transformer", json);
         for (name, count) in &k.replicas {
             images::set_replicas(&mut acc.resources, name, *count, &acc.config.replicas)
                 .map_err(|p| build_error(file, format!("replicas: {p}")))?;
         }
+        note(
+            &mut acc.resources,
+            "ReplicaCountTransformer",
+            k.replicas.len(),
+        );
         for (i, image) in k.images.iter().enumerate() {
             images::set_image(&mut acc.resources, image, &acc.config.images)
                 .map_err(|p| build_error(file, format!("images entry {}: {p}", i + 1)))?;
         }
+        note(&mut acc.resources, "ImageTagTransformer", k.images.len());
         replacements::apply_all(self, t, &mut acc.resources)?;
+        let replaced = usize::from(!k.replacements.is_empty());
+        note(&mut acc.resources, "ReplacementTransformer", replaced);
         let configs = plugins::load_configs(self, t, &t.k.transformers, "transformers")?;
         plugins::transform(self, t, &mut acc.resources, configs)
     }

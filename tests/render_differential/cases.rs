@@ -10,6 +10,8 @@
 //! expect: output                     # or `error`: what kustomize does with it (checked against kubectl)
 //! kubectl: false                     # do not run kubectl (it would reach the network); needs expect: error
 //! errorContains: [remote]            # our error message must contain these (case-insensitive)
+//! deliberate: "why"                  # kustomize renders it, the renderer refuses it on purpose (with
+//!                                    # errorContains); shown as a known difference, never a pass
 //! ```
 
 use serde_json::Value;
@@ -56,6 +58,8 @@ pub struct Case {
     pub covers: Vec<String>,
     pub reference: Reference,
     pub error_contains: Vec<String>,
+    /// Why the renderer refuses on purpose what kustomize renders (a documented difference).
+    pub deliberate: Option<String>,
 }
 
 /// The fixture cases under `dir`, sorted by name. Panics on a malformed fixture: that is a bug in
@@ -98,6 +102,14 @@ pub fn fixtures(dir: &Path) -> Vec<Case> {
         assert!(root.is_dir(), "fixture {name}: no tree/ folder");
         let covers = strings("covers");
         let error_contains = strings("errorContains");
+        let deliberate = meta
+            .get("deliberate")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        assert!(
+            deliberate.is_none() || !expect_error,
+            "fixture {name}: `deliberate` is for what kustomize renders (expect: output)"
+        );
         out.push(Case {
             suite: Suite::Fixture,
             name,
@@ -110,6 +122,7 @@ pub fn fixtures(dir: &Path) -> Vec<Case> {
             covers,
             reference,
             error_contains,
+            deliberate,
         });
     }
     out
@@ -161,6 +174,7 @@ pub fn conformance(dir: &Path) -> Vec<Case> {
             covers,
             reference,
             error_contains: Vec::new(),
+            deliberate: None,
         });
     }
     out
@@ -195,6 +209,7 @@ pub fn fleet(dir: &Path, clusters: usize) -> Vec<Case> {
                     expect_error: false,
                 },
                 error_contains: Vec::new(),
+                deliberate: None,
             });
         }
     }

@@ -16,7 +16,8 @@ pub enum Outcome {
     Unsupported(String),
     /// Not compared (kubectl missing).
     Skipped(String),
-    /// A failure listed in `KNOWN_FAILURES` (with its reason): reported, not failed.
+    /// A failure listed in `KNOWN_FAILURES` (with its reason), or a difference a fixture declares
+    /// `deliberate` (kustomize renders it, the renderer refuses it on purpose): reported, not failed.
     Known(String),
     /// The renderer printed output different from kustomize's: a bug.
     WrongOutput(String),
@@ -181,6 +182,28 @@ pub fn run(case: &Case, kubectl: bool) -> Outcome {
 }
 
 fn classify(case: &Case, reference: Rendered, ours: Rendered) -> Outcome {
+    let missing = |e: &str| -> Vec<String> {
+        let lower = e.to_lowercase();
+        case.error_contains
+            .iter()
+            .filter(|want| !lower.contains(&want.to_lowercase()))
+            .cloned()
+            .collect()
+    };
+    if let (Some(why), Ok(_)) = (&case.deliberate, &reference) {
+        return match ours {
+            Err(e) if missing(&e).is_empty() => Outcome::Known(format!("deliberate: {why}")),
+            Err(e) => Outcome::BadError(format!(
+                "message lacks {:?}: {}",
+                missing(&e),
+                first_line(&e)
+            )),
+            Ok(docs) => Outcome::WronglyAccepted(format!(
+                "the fixture says the renderer refuses this on purpose ({why}), it printed {} documents",
+                docs.len()
+            )),
+        };
+    }
     match (reference, ours) {
         (Ok(expected), Ok(docs)) if expected == docs => Outcome::Pass,
         (Ok(expected), Ok(docs)) => Outcome::WrongOutput(diff(&docs, &expected)),
@@ -192,12 +215,7 @@ fn classify(case: &Case, reference: Rendered, ours: Rendered) -> Outcome {
         (Ok(_), Err(e)) if says_unsupported(&e) => Outcome::Unsupported(first_line(&e)),
         (Ok(_), Err(e)) => Outcome::WronglyRefused(first_line(&e)),
         (Err(_), Err(e)) => {
-            let lower = e.to_lowercase();
-            let missing: Vec<&String> = case
-                .error_contains
-                .iter()
-                .filter(|want| !lower.contains(&want.to_lowercase()))
-                .collect();
+            let missing = missing(&e);
             match (missing.is_empty(), says_unsupported(&e)) {
                 // Refused as unsupported without the fixture asking for it: right answer, maybe for the
                 // wrong reason; not credited.
