@@ -356,6 +356,14 @@ fn check(base: &Base, dir: &Path, case: &Case) -> Vec<String> {
         run_problems.push(format!("run exited {}, not {}", out.code, case.exit));
     }
     let says = case.run_says.as_deref().unwrap_or(&case.says);
+    if std::env::var_os("CORPUS_SHOW").is_some() {
+        let line = out
+            .all()
+            .lines()
+            .find(|l| l.contains(&case.file) && l.contains(says))
+            .map(str::to_string);
+        eprintln!("SHOW {}: {}", case.mutation, line.unwrap_or_default());
+    }
     if !names_it(&out.all(), case, Some(&case.file), says) {
         run_problems.push("run's error does not name the file, the object and the words".into());
     }
