@@ -340,7 +340,7 @@ fn check(base: &Base, dir: &Path, case: &Case) -> Vec<String> {
             problems
                 .push("validate's error does not name the file, the object and the words".into());
         }
-        if problems.len() > 0 {
+        if !problems.is_empty() {
             problems.push(out.all());
         }
     }
