@@ -27,7 +27,15 @@ impl YamlError {
     /// The parser's error in the user's words, with its position.
     pub(crate) fn from_saphyr(err: serde_saphyr::Error) -> Self {
         let location = err.location();
-        let message = match err.without_snippet() {
+        // A breach met through an alias comes wrapped with the alias's locations: the breach
+        // itself is what the user reads.
+        let mut inner = &err;
+        while let serde_saphyr::Error::AliasError { error, .. }
+        | serde_saphyr::Error::WithSnippet { error, .. } = inner
+        {
+            inner = error;
+        }
+        let message = match inner {
             serde_saphyr::Error::Budget { breach, .. } => too_large(breach),
             serde_saphyr::Error::DuplicateMappingKey { key: Some(key), .. } => {
                 format!("the key `{key}` appears twice in one mapping")
@@ -257,6 +265,24 @@ mod tests {
         assert_eq!(err.message, "the key `a` appears twice in one mapping");
         let many = format!("[{}]", vec!["1"; 300_000].join(","));
         let err = from_str(&many).unwrap_err();
+        assert!(
+            err.message
+                .starts_with("the YAML document is too large: more than "),
+            "{err}"
+        );
+        assert!(!err.message.contains('{'), "{err}");
+        // The same breach reached through aliases (a "billion laughs").
+        let mut bomb = String::from("a: &a [x, x, x, x, x, x, x, x, x, x]\n");
+        for (prev, name) in ["a", "b", "c", "d", "e", "f", "g"]
+            .iter()
+            .zip(["b", "c", "d", "e", "f", "g", "h"])
+        {
+            bomb.push_str(&format!(
+                "{name}: &{name} [{}]\n",
+                vec![format!("*{prev}"); 10].join(",")
+            ));
+        }
+        let err = from_str(&bomb).unwrap_err();
         assert!(
             err.message
                 .starts_with("the YAML document is too large: more than "),

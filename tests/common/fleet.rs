@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 
 /// A copy of `examples-repo/` and a state directory, in one tempdir.
 pub struct Fleet {
-    _dir: tempfile::TempDir,
+    _dir: Option<tempfile::TempDir>,
     pub repo: PathBuf,
     pub state: PathBuf,
     is_git: bool,
@@ -26,10 +26,20 @@ impl Fleet {
         );
         let state = dir.path().join("state");
         Fleet {
-            _dir: dir,
+            _dir: Some(dir),
             repo,
             state,
             is_git: false,
+        }
+    }
+
+    /// The git repository `repo` and the state directory `state`, owned by the caller.
+    pub fn at(repo: PathBuf, state: PathBuf) -> Fleet {
+        Fleet {
+            _dir: None,
+            repo,
+            state,
+            is_git: true,
         }
     }
 
