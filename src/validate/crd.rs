@@ -95,12 +95,16 @@ fn schema_for<'a>(
     None
 }
 
-/// Every problem of `obj` under the CRD schema of its kind and version, if a CRD defines it; each
-/// message starts with a JSON pointer.
-pub(super) fn problems(obj: &Value, rendered: &SchemaSet, cluster: &SchemaSet) -> Vec<String> {
+/// Every problem of `obj` under the CRD schema of its kind and version, if a CRD defines it, as
+/// (JSON pointer of the field, message starting with that pointer).
+pub(super) fn problems(
+    obj: &Value,
+    rendered: &SchemaSet,
+    cluster: &SchemaSet,
+) -> Vec<(String, String)> {
     let schema = match schema_for(obj, rendered, cluster) {
         None => return Vec::new(),
-        Some(Err(message)) => return vec![message],
+        Some(Err(message)) => return vec![("/apiVersion".to_string(), message)],
         Some(Ok(s)) => s,
     };
     let of = format!(
@@ -112,12 +116,30 @@ pub(super) fn problems(obj: &Value, rendered: &SchemaSet, cluster: &SchemaSet) -
     let unknown = outcome
         .unknown_fields
         .iter()
-        .map(|f| format!("{}: unknown field \"{f}\" {of}", pointer_of(f)));
-    let errors = outcome
-        .errors
-        .iter()
-        .map(|e| format!("{}: {} {of}", pointer_of(&e.field), e.body_without_value()));
-    unknown.chain(errors).collect()
+        .map(|f| (pointer_of(f), format!("unknown field \"{f}\" {of}")));
+    let errors = outcome.errors.iter().map(|e| {
+        (
+            pointer_of(&e.field),
+            format!("{} {of}", e.body_without_value()),
+        )
+    });
+    unknown
+        .chain(errors)
+        .map(|(pointer, message)| {
+            let message = format!("{pointer}: {message}");
+            (pointer, message)
+        })
+        .collect()
+}
+
+/// Whether `pointer` is a field some earlier message already faulted (or lies inside one).
+pub(super) fn covered(said: &[String], pointer: &str) -> bool {
+    said.iter().any(|p| {
+        pointer == p
+            || (!p.is_empty()
+                && pointer.starts_with(p.as_str())
+                && pointer[p.len()..].starts_with('/'))
+    })
 }
 
 /// The schemas of the CRDs among rendered objects.
@@ -165,7 +187,10 @@ mod tests {
         let empty = SchemaSet::default();
         let obj = json!({"apiVersion": "example.com/v1", "kind": "Widget",
             "metadata": {"name": "w"}, "spec": {"size": "s3cr3t", "extra": "s3cr3t"}});
-        let found = problems(&obj, &rendered, &empty);
+        let found: Vec<String> = problems(&obj, &rendered, &empty)
+            .into_iter()
+            .map(|(_, m)| m)
+            .collect();
         assert_eq!(
             found,
             vec![
@@ -177,7 +202,18 @@ mod tests {
             "metadata": {"name": "w"}, "spec": {"size": 1}});
         assert_eq!(
             problems(&other_version, &empty, &rendered),
-            vec!["/apiVersion: the cluster serves Widget in example.com as v1, not v2"]
+            vec![(
+                "/apiVersion".to_string(),
+                "/apiVersion: the cluster serves Widget in example.com as v1, not v2".to_string()
+            )]
+        );
+        let said = vec!["/spec".to_string()];
+        assert!(covered(&said, "/spec/size"));
+        assert!(covered(&said, "/spec"));
+        assert!(!covered(&said, "/specs"));
+        assert!(
+            !covered(&[String::new()], "/spec"),
+            "the root covers only itself"
         );
         let unknown_kind =
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});

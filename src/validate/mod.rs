@@ -93,7 +93,7 @@ pub fn validate_against(
         let mut said: Vec<String> = Vec::new();
         if let Some(schema) = schema::for_kind(&key.kind) {
             for v in schema.check(obj) {
-                said.push(v.pointer.clone());
+                said.extend(v.faulted_pointers());
                 errors.push(error(Some(&key), v.to_string()));
             }
         }
@@ -101,12 +101,8 @@ pub fn validate_against(
         errors.extend(
             crd::problems(obj, &rendered_crds, cluster)
                 .into_iter()
-                .filter(|m| {
-                    !said
-                        .iter()
-                        .any(|p| m.split_once(": ").is_some_and(|(at, _)| at == p))
-                })
-                .map(|m| error(Some(&key), m)),
+                .filter(|(pointer, _)| !crd::covered(&said, pointer))
+                .map(|(_, m)| error(Some(&key), m)),
         );
         let scope = builtin::namespaced(&key.group, &key.kind).or_else(|| {
             defined
@@ -143,12 +139,15 @@ pub fn validate_against(
                             .map(|m| format!("{prefix}: {m}")),
                     )
                     .chain(reserved::problems(entry, &prefix))
-                    .chain(
-                        crd::problems(entry, &rendered_crds, cluster)
-                            .into_iter()
-                            .map(|m| format!("{prefix}: {m}")),
-                    )
                     .map(|m| error(Some(&key), m)),
+            );
+            let at = format!("/spec/resources/{index}");
+            errors.extend(
+                crd::problems(entry, &rendered_crds, cluster)
+                    .into_iter()
+                    .map(|(pointer, m)| (format!("{at}{pointer}"), format!("{at}{m}")))
+                    .filter(|(pointer, _)| !crd::covered(&said, pointer))
+                    .map(|(_, m)| error(Some(&key), m)),
             );
             // Entries without identity are reported by the owner's schema.
             if let Ok(mut embedded_key) = ObjectKey::from_object(entry) {
