@@ -217,7 +217,7 @@ impl Outcome {
     /// under [`FieldValidation::Strict`].
     pub fn accepted(&self) -> bool {
         self.errors.is_empty()
-            && !(self.mode == FieldValidation::Strict && !self.unknown_fields.is_empty())
+            && (self.mode != FieldValidation::Strict || self.unknown_fields.is_empty())
     }
 
     /// `unknown field "spec.foo"` for each unknown field: the text of a `Warning` header under
