@@ -12,12 +12,14 @@
 //! CRDs, looked up by apiVersion and kind.
 
 mod check;
+mod duplicates;
 mod format;
 mod node;
 
 #[cfg(test)]
 mod tests;
 
+pub use duplicates::duplicate_fields;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt;
