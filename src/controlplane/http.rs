@@ -468,7 +468,7 @@ async fn write(
         ));
     }
     let body = read_body(&shared, req).await?;
-    strict_duplicates(&target, &body, &content_type, patch_type, &opts)?;
+    super::validation::strict_duplicates(&target, &body, &content_type, patch_type, &opts)?;
     let body = decode(&body, &content_type)?;
     let t = target.clone();
     let (obj, created) = run_write_many(&shared, dry, move |txn| {
@@ -508,48 +508,6 @@ async fn write(
         }
     }
     Ok(resp)
-}
-
-/// Fields a JSON body of a custom resource sets twice, as strict decoding reports them: refused
-/// under `fieldValidation=Strict`, a warning under `Warn`.
-fn strict_duplicates(
-    target: &Target,
-    body: &[u8],
-    content_type: &str,
-    patch_type: Option<PatchType>,
-    opts: &WriteOptions,
-) -> Result<(), ApiError> {
-    use crate::crdschema::FieldValidation;
-    let json = !content_type.contains("yaml") && !protobuf::is_protobuf(content_type);
-    if !target.rt.custom
-        || !json
-        || patch_type == Some(PatchType::Json)
-        || opts.field_validation == FieldValidation::Ignore
-    {
-        return Ok(());
-    }
-    let duplicates: Vec<String> = crate::crdschema::duplicate_fields(body)
-        .iter()
-        .map(|f| format!("duplicate field \"{f}\""))
-        .collect();
-    if duplicates.is_empty() {
-        return Ok(());
-    }
-    if opts.field_validation == FieldValidation::Strict {
-        let what = duplicates.join(", ");
-        return Err(ApiError::bad_request(match patch_type {
-            None => format!(
-                "{kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {what}",
-                kind = target.rt.kind,
-                version = target.version
-            ),
-            Some(_) => format!("strict decoding error: {what}"),
-        }));
-    }
-    for d in duplicates {
-        opts.warnings.push(d);
-    }
-    Ok(())
 }
 
 fn live_resource_version(shared: &Shared, target: &Target, obj: &Value) -> Option<Value> {
