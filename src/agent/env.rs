@@ -63,6 +63,7 @@ impl Environment {
         sim_delay: Option<Duration>,
     ) -> Result<Environment, AgentError> {
         if let Some(cluster) = super::target::connect(target).await? {
+            use_cluster_crds(cluster.client()).await;
             let azure_sdk = match AzureAccess::production() {
                 Ok(a) => Some(Arc::new(a)),
                 Err(e) => {
@@ -115,6 +116,34 @@ impl Environment {
             azure_sdk,
             sim_https,
         })
+    }
+}
+
+/// Reads the CustomResourceDefinitions a real cluster serves and makes their schemas the ones
+/// rendered custom resources are validated against ([`crate::validate::crd`]). When they cannot be
+/// read, validation keeps the preloaded CRDs' schemas (and says so).
+async fn use_cluster_crds(client: &kube::Client) {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let api: kube::Api<CustomResourceDefinition> = kube::Api::all(client.clone());
+    match api.list(&Default::default()).await {
+        Ok(list) => {
+            let crds: Vec<serde_json::Value> = list
+                .items
+                .iter()
+                .filter_map(|c| serde_json::to_value(c).ok())
+                .collect();
+            for problem in crate::validate::crd::use_cluster_crds(&crds) {
+                tracing::warn!(%problem, "a CRD's schema cannot be read: its kind is not schema-checked");
+            }
+            tracing::info!(
+                crds = crds.len(),
+                "rendered custom resources are validated against the cluster's CRD schemas"
+            );
+        }
+        Err(e) => tracing::warn!(
+            error = %e,
+            "cannot list the cluster's CustomResourceDefinitions: custom resources are validated against the preloaded CRDs' schemas"
+        ),
     }
 }
 

@@ -468,6 +468,7 @@ async fn write(
         ));
     }
     let body = read_body(&shared, req).await?;
+    super::validation::strict_duplicates(&target, &body, &content_type, patch_type, &opts)?;
     let body = decode(&body, &content_type)?;
     let t = target.clone();
     let (obj, created) = run_write_many(&shared, dry, move |txn| {

@@ -12,12 +12,14 @@
 //! CRDs, looked up by apiVersion and kind.
 
 mod check;
+mod duplicates;
 mod format;
 mod node;
 
 #[cfg(test)]
 mod tests;
 
+pub use duplicates::duplicate_fields;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -217,7 +219,7 @@ impl Outcome {
     /// under [`FieldValidation::Strict`].
     pub fn accepted(&self) -> bool {
         self.errors.is_empty()
-            && !(self.mode == FieldValidation::Strict && !self.unknown_fields.is_empty())
+            && (self.mode != FieldValidation::Strict || self.unknown_fields.is_empty())
     }
 
     /// `unknown field "spec.foo"` for each unknown field: the text of a `Warning` header under

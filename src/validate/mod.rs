@@ -11,11 +11,14 @@
 //! - the reconcile-policy annotations, on objects and on embedded resources;
 //! - what kube-apiserver refuses of any object (`builtin`): names per kind, size, the string maps
 //!   and base64 of ConfigMaps and Secrets, a namespace for namespaced kinds;
-//! - the agent's namespace and marks ([`reserved`]): no unit may declare them.
+//! - the agent's namespace and marks ([`reserved`]): no unit may declare them;
+//! - custom resources (and the resources ARO kinds embed) against the structural schema of the
+//!   CRD the target cluster serves for their kind and version, strictly ([`crd`]).
 //!
 //! Messages name the file, the object and the JSON pointer of the field, never a Secret's data.
 
 pub mod builtin;
+pub mod crd;
 pub mod reserved;
 mod rules;
 mod schema;
@@ -58,6 +61,16 @@ impl std::error::Error for ValidationError {}
 /// origins) and the reconcile-policy annotations, including on ASO resources embedded in the ARO
 /// kinds' `spec.resources`. Returns every problem, in the order of the objects; empty when clean.
 pub fn validate(objects: &[SourcedObject]) -> Vec<ValidationError> {
+    validate_against(objects, &crd::cluster_schemas())
+}
+
+/// [`validate`] with the CRD schemas of the target cluster given (CRDs among `objects` count
+/// first).
+pub fn validate_against(
+    objects: &[SourcedObject],
+    cluster: &crate::crdschema::SchemaSet,
+) -> Vec<ValidationError> {
+    let rendered_crds = crd::rendered_schemas(objects.iter().map(|s| &s.object));
     let mut errors = Vec::new();
     let mut duplicates = rules::Duplicates::default();
     let defined = builtin::defined_kinds(objects.iter().map(|s| &s.object));
@@ -77,14 +90,20 @@ pub fn validate(objects: &[SourcedObject]) -> Vec<ValidationError> {
             }
         };
         let typed_metadata = schema::for_kind(&key.kind).is_some();
+        let mut said: Vec<String> = Vec::new();
         if let Some(schema) = schema::for_kind(&key.kind) {
-            errors.extend(
-                schema
-                    .check(obj)
-                    .into_iter()
-                    .map(|v| error(Some(&key), v.to_string())),
-            );
+            for v in schema.check(obj) {
+                said.extend(v.faulted_pointers());
+                errors.push(error(Some(&key), v.to_string()));
+            }
         }
+        // A field the kind's own schema already faulted is not reported twice.
+        errors.extend(
+            crd::problems(obj, &rendered_crds, cluster)
+                .into_iter()
+                .filter(|(pointer, _)| !crd::covered(&said, pointer))
+                .map(|(_, m)| error(Some(&key), m)),
+        );
         let scope = builtin::namespaced(&key.group, &key.kind).or_else(|| {
             defined
                 .iter()
@@ -121,6 +140,14 @@ pub fn validate(objects: &[SourcedObject]) -> Vec<ValidationError> {
                     )
                     .chain(reserved::problems(entry, &prefix))
                     .map(|m| error(Some(&key), m)),
+            );
+            let at = format!("/spec/resources/{index}");
+            errors.extend(
+                crd::problems(entry, &rendered_crds, cluster)
+                    .into_iter()
+                    .map(|(pointer, m)| (format!("{at}{pointer}"), format!("{at}{m}")))
+                    .filter(|(pointer, _)| !crd::covered(&said, pointer))
+                    .map(|(_, m)| error(Some(&key), m)),
             );
             // Entries without identity are reported by the owner's schema.
             if let Ok(mut embedded_key) = ObjectKey::from_object(entry) {

@@ -52,6 +52,23 @@ pub(crate) struct Violation {
     pub message: String,
 }
 
+impl Violation {
+    /// The pointers of the fields this violation faults: its own, and for unknown fields each
+    /// unknown field's.
+    pub(crate) fn faulted_pointers(&self) -> Vec<String> {
+        let mut out = vec![self.pointer.clone()];
+        if let Some(fields) = self.message.strip_prefix("unknown field ") {
+            out.extend(
+                fields
+                    .split(", ")
+                    .map(|f| f.trim_matches('`'))
+                    .map(|f| format!("{}/{}", self.pointer, escape_pointer_token(f))),
+            );
+        }
+        out
+    }
+}
+
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let pointer = if self.pointer.is_empty() {

@@ -138,6 +138,31 @@ fn unknown_fields_warn_by_default_are_refused_when_strict_and_pruned_when_ignore
 
     let r = post(&server, "?fieldValidation=Loose", &body("x"));
     assert_eq!(r.status, 400, "{}", r.body);
+
+    // A field set twice: the last wins with a warning, or Strict refuses.
+    let twice = br#"{"apiVersion": "schema.example.com/v1", "kind": "Widget", "metadata": {"name": "twice"}, "spec": {"size": 1, "size": 2}}"#;
+    let r = server.http("POST", BASE, Some("application/json"), twice);
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(
+        r.header_values("warning"),
+        vec![r#"299 - "duplicate field \"spec.size\"""#]
+    );
+    assert_eq!(r.json()["spec"]["size"], 2);
+    let r = server.http(
+        "POST",
+        &format!("{BASE}?fieldValidation=Strict"),
+        Some("application/json"),
+        twice,
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(
+        r.json()["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("strict decoding error: duplicate field \"spec.size\""),
+        "{}",
+        r.body
+    );
 }
 
 #[test]
