@@ -372,4 +372,80 @@ mod tests {
             "faults injected: 3 of 10 requests (500: 0, 409: 2, 429: 0, timeout: 1, dropped-watch: 0)"
         );
     }
+
+    fn faulty_control_plane(rate: f64) -> (tempfile::TempDir, super::super::ControlPlane) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = super::super::Config::new(dir.path());
+        config.preload_crds = false;
+        config.faults = Some(FaultConfig {
+            delay: Duration::from_millis(10),
+            ..FaultConfig::new(rate, 3)
+        });
+        let cp = super::super::ControlPlane::open(config).unwrap();
+        (dir, cp)
+    }
+
+    fn create(name: &str) -> Request<Body> {
+        let body = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name}, "data": {"a": "b"}});
+        Request::post("/api/v1/namespaces/default/configmaps")
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(body.to_string()))
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_faulted_write_is_not_applied() {
+        use tower::ServiceExt;
+        let (_dir, cp) = faulty_control_plane(1.0);
+        let mut retry_after = 0;
+        for i in 0..30 {
+            let resp = cp
+                .router_with_faults()
+                .oneshot(create(&format!("c{i}")))
+                .await
+                .unwrap();
+            let code = resp.status().as_u16();
+            assert!([500, 429, 504].contains(&code), "{code}");
+            if code == 429 {
+                assert_eq!(resp.headers()[header::RETRY_AFTER], "1");
+                retry_after += 1;
+            }
+        }
+        assert!(retry_after > 0);
+        let counts = cp.faults_injected().unwrap();
+        assert_eq!((counts.requests, counts.total()), (30, 30));
+        // The in-process client has no faults, and sees nothing written.
+        let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+            kube::Api::namespaced(cp.client(), "default");
+        let list = api.list(&Default::default()).await.unwrap();
+        assert!(list.items.is_empty(), "{:?}", list.items);
+    }
+
+    #[tokio::test]
+    async fn a_dropped_watch_ends_after_the_delay() {
+        use tower::ServiceExt;
+        let (_dir, cp) = faulty_control_plane(1.0);
+        let watch = || {
+            Request::get("/api/v1/namespaces/default/configmaps?watch=true")
+                .body(Body::empty())
+                .unwrap()
+        };
+        let resp = loop {
+            let resp = cp.router_with_faults().oneshot(watch()).await.unwrap();
+            if resp.status().is_success() {
+                break resp;
+            }
+        };
+        let ended = tokio::time::timeout(
+            Duration::from_secs(10),
+            http_body_util::BodyExt::collect(resp.into_body()),
+        )
+        .await;
+        assert!(ended.is_ok(), "the watch was not dropped");
+        assert_eq!(
+            cp.faults_injected().unwrap().by_kind[FaultKind::DroppedWatch.index()].1,
+            1
+        );
+    }
 }

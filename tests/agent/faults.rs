@@ -278,9 +278,8 @@ fn a_fleet_of_50_converges_to_the_same_objects_with_20_percent_faults() {
     faults_change_nothing(&Repo::generated(50), 50, "20m");
 }
 
-/// The same seed gives the same faults: two runs from seed 7 inject the same number of each kind
-/// in their first requests (the run's requests are issued in a different order under load, so the
-/// whole-run counts may differ; the decisions per request number are the same).
+/// The same seed gives the same decisions, request number by request number (concurrent requests
+/// take their numbers in the order they arrive, so which request gets which decision may vary).
 #[test]
 fn fault_decisions_follow_the_seed() {
     use aro_gitops::controlplane::faults::{RequestClass, decide};
@@ -369,4 +368,31 @@ fn the_example_fleet_survives_20_sigkills() {
 #[ignore = "minutes in a debug build: run with --release -- --ignored"]
 fn a_fleet_of_50_survives_50_sigkills() {
     killed_runs_end_converged(&Repo::generated(50), 50, 50, "20m");
+}
+
+/// On a cluster given by a kubeconfig (or in-cluster) the agent injects nothing: it refuses, and
+/// says where faults can be injected.
+#[test]
+fn faults_need_the_embedded_control_plane() {
+    let repo = Repo::examples();
+    let out = repo
+        .command(
+            &repo.state("s"),
+            "10s",
+            &[
+                "--kubeconfig",
+                "/nonexistent/kubeconfig",
+                "--inject-faults",
+                "0.2",
+            ],
+        )
+        .output()
+        .expect("aro-gitops runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("--inject-faults works only on the embedded local control plane")
+            && stderr.contains("control-plane serve"),
+        "{stderr}"
+    );
 }
