@@ -102,11 +102,10 @@ pub enum RequestClass {
 /// The class of a request from its method, path and query.
 pub fn classify(method: &Method, path: &str, query: &str) -> RequestClass {
     let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
-    let resource = match segs.as_slice() {
-        ["api", _version, _rest, ..] => true,
-        ["apis", _group, _version, _rest, ..] => true,
-        _ => false,
-    };
+    let resource = matches!(
+        segs.as_slice(),
+        ["api", _version, _rest, ..] | ["apis", _group, _version, _rest, ..]
+    );
     if !resource {
         return RequestClass::Exempt;
     }
