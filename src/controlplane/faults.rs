@@ -102,10 +102,7 @@ pub enum RequestClass {
 /// The class of a request from its method, path and query.
 pub fn classify(method: &Method, path: &str, query: &str) -> RequestClass {
     let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
-    let resource = matches!(
-        segs.as_slice(),
-        ["api", _version, _rest, ..] | ["apis", _group, _version, _rest, ..]
-    );
+    let resource = matches!(segs.as_slice(), ["api", _, _, ..] | ["apis", _, _, _, ..]);
     if !resource {
         return RequestClass::Exempt;
     }
