@@ -150,6 +150,41 @@ pub struct RunArgs {
     pub shutdown_timeout: Duration,
     #[command(flatten)]
     pub leader_election: LeaderElectionArgs,
+    #[command(flatten)]
+    pub faults: FaultArgs,
+}
+
+/// Fault injection into the local control plane's requests, for testing the agent's resilience.
+#[derive(Debug, Clone, Args)]
+pub struct FaultArgs {
+    /// Fail this share (0 to 1) of the local control plane's resource requests with 500, 409,
+    /// 429 (Retry-After), a timeout (504) or a dropped watch; a failed write is not applied.
+    /// Only on the embedded control plane (run) or `control-plane serve`.
+    #[arg(long, value_name = "RATE", value_parser = share)]
+    pub inject_faults: Option<f64>,
+    /// The seed of the fault sequence: the same seed gives the same decisions in request order.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 0,
+        requires = "inject_faults"
+    )]
+    pub fault_seed: u64,
+    /// How long a timed-out request is held before its 504, and how long a dropped watch streams.
+    #[arg(long, default_value = "300ms", value_parser = humantime::parse_duration, requires = "inject_faults")]
+    pub fault_delay: Duration,
+}
+
+impl FaultArgs {
+    /// The faults to inject, when asked.
+    pub fn config(&self) -> Option<crate::controlplane::faults::FaultConfig> {
+        self.inject_faults
+            .map(|rate| crate::controlplane::faults::FaultConfig {
+                rate,
+                seed: self.fault_seed,
+                delay: self.fault_delay,
+            })
+    }
 }
 
 /// Two or more replicas, one leading (`--leader-elect`).
@@ -304,6 +339,8 @@ pub struct ServeArgs {
         requires = "simulate_azure"
     )]
     pub sim_delay: Duration,
+    #[command(flatten)]
+    pub faults: FaultArgs,
 }
 
 #[cfg(test)]

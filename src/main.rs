@@ -97,6 +97,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             None => None,
         },
         shard: agent::Shard::new(args.shard_index, args.shard_count)?,
+        faults: args.faults.config(),
     };
     let lifecycle = agent::Lifecycle {
         shutdown: watch_signals().context("watching for SIGTERM and SIGINT")?,
@@ -112,6 +113,9 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     ));
     if let Some(azure) = &summary.azure_requests {
         println(&azure.summary_line());
+    }
+    if let Some(faults) = &summary.faults {
+        println(&faults.line());
     }
     match (&summary.report_commit, &summary.report_error) {
         (_, Some(e)) => println(&format!("reports NOT committed: {e}")),
@@ -334,6 +338,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let mut config = controlplane::Config::new(&args.state);
     config.preload_crds = !args.no_preload_crds;
     config.request_body_timeout = args.request_body_timeout;
+    config.faults = args.faults.config();
     let state = args.state.clone();
     let cp = tokio::task::spawn_blocking(move || ControlPlane::open(config))
         .await?
@@ -378,5 +383,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         s.abort();
     }
     drop(handle);
+    if let Some(faults) = cp.faults_injected() {
+        println(&faults.line());
+    }
     Ok(())
 }

@@ -20,6 +20,7 @@
 //! renders, queue).
 //! `sharding` runs two and three shards (`--shard-index`, `--shard-count`) against one served
 //! control plane.
+//! `faults` has runs with injected API faults (`--inject-faults`) and runs killed with SIGKILL.
 //! `leader` has two replicas with `--leader-elect` against a served control plane (one leads, the
 //! standby takes over after a SIGKILL), `shutdown` a SIGTERM during a run.
 
@@ -40,6 +41,8 @@ mod drift;
 mod events;
 #[path = "agent/failures.rs"]
 mod failures;
+#[path = "agent/faults.rs"]
+mod faults;
 #[path = "agent/git_source.rs"]
 mod git_source;
 #[path = "agent/health.rs"]
@@ -169,6 +172,7 @@ impl Fixture {
             webhook_bind_address: None,
             webhook_secret: None,
             shard: agent::Shard::default(),
+            faults: None,
         }
     }
 

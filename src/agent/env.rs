@@ -62,6 +62,17 @@ impl Environment {
         target: &LiveTarget,
         sim_delay: Option<Duration>,
     ) -> Result<Environment, AgentError> {
+        Self::start_with_faults(state_dir, target, sim_delay, None).await
+    }
+
+    /// As [`Environment::start`]; on the embedded control plane, `faults` are injected into the
+    /// agent's requests (not the simulator's; see [`controlplane::faults`]).
+    pub async fn start_with_faults(
+        state_dir: &Path,
+        target: &LiveTarget,
+        sim_delay: Option<Duration>,
+        faults: Option<controlplane::faults::FaultConfig>,
+    ) -> Result<Environment, AgentError> {
         if let Some(cluster) = super::target::connect(target).await? {
             use_cluster_crds(cluster.client()).await;
             let azure_sdk = match AzureAccess::production() {
@@ -85,14 +96,16 @@ impl Environment {
             "{}",
             super::target::describe_embedded(&state_dir.join("control-plane"))
         );
-        let config = controlplane::Config::new(state_dir.join("control-plane"));
+        let mut config = controlplane::Config::new(state_dir.join("control-plane"));
+        config.faults = faults;
         let cp = tokio::task::spawn_blocking(move || ControlPlane::open(config))
             .await
             .map_err(|e| AgentError::Task(e.to_string()))??;
         let counter = RequestCounter::default();
         let service = tower::ServiceBuilder::new()
+            .layer(crate::apply::retry::RetryLayer)
             .layer(counter.layer())
-            .service(cp.router());
+            .service(cp.router_with_faults());
         let cluster = Cluster::new(kube::Client::new(service, "default"), counter);
         // One set of simulated vaults: served by the endpoints, set up from the Vault objects.
         let key_vaults = KeyVaults::default();

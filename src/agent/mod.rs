@@ -87,6 +87,8 @@ pub struct RunConfig {
     pub webhook_secret: Option<crate::trigger::webhook::Secret>,
     /// The part of the fleet this agent reconciles (`--shard-index`, `--shard-count`).
     pub shard: Shard,
+    /// Faults injected into the agent's requests (`--inject-faults`; embedded control plane only).
+    pub faults: Option<crate::controlplane::faults::FaultConfig>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -125,6 +127,10 @@ pub enum AgentError {
     },
     #[error("the simulated Azure endpoints could not start: {0}")]
     AzureEndpoints(String),
+    #[error(
+        "--inject-faults works only on the embedded local control plane (without --kubeconfig or --in-cluster); to inject faults into a served one, give --inject-faults to `aro-gitops control-plane serve`"
+    )]
+    FaultsNeedEmbedded,
 }
 
 impl From<crate::source::SourceError> for AgentError {
@@ -160,6 +166,8 @@ pub struct RunSummary {
     pub azure_requests: Option<crate::azuresim::https::AzureRequestTotals>,
     /// The run ended because a shutdown was asked (a signal), not on its own.
     pub shut_down: bool,
+    /// The faults injected into the agent's requests, with `--inject-faults`.
+    pub faults: Option<crate::controlplane::faults::FaultCounts>,
 }
 
 impl RunSummary {
@@ -184,7 +192,16 @@ pub async fn run(config: RunConfig) -> Result<RunSummary, AgentError> {
 pub async fn run_with(config: RunConfig, lifecycle: Lifecycle) -> Result<RunSummary, AgentError> {
     env::prepare_state_dir(&config.state_dir)?;
     let target = LiveTarget::select(config.kubeconfig.as_deref(), config.in_cluster)?;
-    let mut env = Environment::start(&config.state_dir, &target, Some(config.sim_delay)).await?;
+    if config.faults.is_some() && target.is_cluster() {
+        return Err(AgentError::FaultsNeedEmbedded);
+    }
+    let mut env = Environment::start_with_faults(
+        &config.state_dir,
+        &target,
+        Some(config.sim_delay),
+        config.faults.clone(),
+    )
+    .await?;
     env.detect_simulated_azure(&config.state_dir).await;
     let source = Arc::new(Mutex::new(Source::open(SourceConfig {
         url: config.repo.clone(),

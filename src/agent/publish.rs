@@ -119,6 +119,11 @@ impl Agent {
             report_error: None,
             azure_requests: self.env.azure_requests(),
             shut_down: false,
+            faults: self
+                .env
+                .control_plane
+                .as_ref()
+                .and_then(|cp| cp.faults_injected()),
         }
     }
 

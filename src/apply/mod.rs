@@ -9,6 +9,7 @@ mod counting;
 mod echoes;
 pub mod inventory;
 pub mod live;
+pub mod retry;
 
 pub use azure_view::AzureView;
 pub use counting::{CountLayer, RequestCounter, VERBS};

@@ -249,6 +249,7 @@ mod tests {
             store,
             queue,
             config: crate::controlplane::Config::new(dir.path()),
+            faults: None,
         });
         // Ten writes queue while the committer is busy (not started yet).
         let answers: Vec<_> = (0..10)

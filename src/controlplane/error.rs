@@ -19,6 +19,7 @@ pub enum Reason {
     Forbidden,
     NotAcceptable,
     Timeout,
+    TooManyRequests,
     InternalError,
 }
 
@@ -38,6 +39,7 @@ impl Reason {
             Reason::Forbidden => "Forbidden",
             Reason::NotAcceptable => "NotAcceptable",
             Reason::Timeout => "Timeout",
+            Reason::TooManyRequests => "TooManyRequests",
             Reason::InternalError => "InternalError",
         }
     }

@@ -14,6 +14,7 @@ mod commit;
 pub mod crds;
 mod discovery;
 pub mod error;
+pub mod faults;
 mod gc;
 mod http;
 pub mod kubeconfig;
@@ -69,6 +70,9 @@ pub struct Config {
     /// Namespaces no request may delete (403, as kube-apiserver's immortal namespaces): by default
     /// `default`, `kube-system`, `kube-public` and the agent's own namespace.
     pub protected_namespaces: Vec<String>,
+    /// Faults to inject into the requests of its clients (`--inject-faults`): those of the socket
+    /// and of [`ControlPlane::router_with_faults`], never of the in-process [`ControlPlane::client`].
+    pub faults: Option<faults::FaultConfig>,
 }
 
 impl Config {
@@ -82,6 +86,7 @@ impl Config {
             max_body_bytes: 3 * 1024 * 1024,
             request_body_timeout: Duration::from_secs(60),
             protected_namespaces: limits::default_protected_namespaces(),
+            faults: None,
         }
     }
 }
@@ -92,6 +97,7 @@ pub(crate) struct Shared {
     /// Staged writes waiting for the committer (see `commit`).
     queue: commit::Queue,
     config: Config,
+    faults: Option<Arc<faults::Faults>>,
 }
 
 /// A running local control plane (cheap to clone).
@@ -113,6 +119,10 @@ impl ControlPlane {
                 state: Mutex::new(state),
                 store,
                 queue,
+                faults: config
+                    .faults
+                    .clone()
+                    .map(|f| Arc::new(faults::Faults::new(f))),
                 config,
             }),
         };
@@ -200,6 +210,25 @@ impl ControlPlane {
         })
     }
 
+    /// The router as the agent and the socket's clients see it: with the configured faults
+    /// injected (see [`faults`]); without faults, [`ControlPlane::router`].
+    pub fn router_with_faults(&self) -> axum::Router {
+        let Some(faults) = self.shared.faults.clone() else {
+            return self.router();
+        };
+        let shared = self.shared.clone();
+        axum::Router::new().fallback(move |req: axum::extract::Request| {
+            let shared = shared.clone();
+            let faults = faults.clone();
+            async move { faults.serve(req, |req| http::handle(shared, req)).await }
+        })
+    }
+
+    /// The faults injected so far, when faults are configured.
+    pub fn faults_injected(&self) -> Option<faults::FaultCounts> {
+        self.shared.faults.as_ref().map(|f| f.counts())
+    }
+
     /// A `kube::Client` talking to this control plane in-process (no socket).
     pub fn client(&self) -> kube::Client {
         kube::Client::new(self.router(), "default")
@@ -237,7 +266,9 @@ impl ControlPlane {
         let served = Arc::new(served::Served::new(Some(
             self.shared.config.state_dir.join(served::SERVED_FILE),
         )));
-        let router = self.router().layer(axum::Extension(served.clone()));
+        let router = self
+            .router_with_faults()
+            .layer(axum::Extension(served.clone()));
         let task = tokio::spawn(async move {
             if let Err(e) = axum::serve(listener, router).await {
                 tracing::error!(error = %e, "control plane server stopped");
