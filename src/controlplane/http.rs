@@ -42,7 +42,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Body>) -> Response {
 
 pub(super) type Query = HashMap<String, String>;
 
-fn parse_query(q: &str) -> Query {
+pub(super) fn parse_query(q: &str) -> Query {
     q.split('&')
         .filter(|p| !p.is_empty())
         .map(|pair| {
@@ -377,7 +377,7 @@ async fn read_body(shared: &Shared, req: Request<Body>) -> Result<Bytes, ApiErro
 }
 
 /// Decodes a JSON, YAML or Kubernetes protobuf body by its content type.
-fn decode(body: &[u8], content_type: &str) -> Result<Value, ApiError> {
+pub(super) fn decode(body: &[u8], content_type: &str) -> Result<Value, ApiError> {
     if protobuf::is_protobuf(content_type) {
         return protobuf::decode(body).map_err(|e| {
             if e.is_unsupported_kind() {
@@ -399,6 +399,25 @@ fn decode(body: &[u8], content_type: &str) -> Result<Value, ApiError> {
     } else {
         serde_json::from_str(text)
             .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))
+    }
+}
+
+/// A create or update body without `kind`/`apiVersion` takes them from the URL, as
+/// kube-apiserver's decoder does; values that are there are left for admission to check.
+fn default_type_meta(body: &mut Value, target: &Target) {
+    let Some(map) = body.as_object_mut() else {
+        return;
+    };
+    for (field, value) in [
+        ("kind", target.rt.kind.clone()),
+        ("apiVersion", target.api_version()),
+    ] {
+        match map.get(field) {
+            None | Some(Value::Null) => {}
+            Some(Value::String(s)) if s.is_empty() => {}
+            Some(_) => continue,
+        }
+        map.insert(field.into(), Value::String(value));
     }
 }
 
@@ -462,7 +481,10 @@ async fn write(
         ));
     }
     let body = read_body(&shared, req).await?;
-    let body = decode(&body, &content_type)?;
+    let mut body = decode(&body, &content_type)?;
+    if patch_type.is_none() {
+        default_type_meta(&mut body, &target);
+    }
     let t = target.clone();
     let (obj, created) = run_write_many(&shared, dry, move |txn| {
         let existed = t

@@ -14,11 +14,14 @@ mod commit;
 pub mod crds;
 mod discovery;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 mod gc;
 mod http;
 pub mod kubeconfig;
 mod limits;
 mod objects;
+mod params;
 pub mod patch;
 mod protobuf;
 mod reads;
