@@ -585,3 +585,40 @@ where
     let changes = txn.into_changes();
     (r, (!changes.is_empty()).then_some(changes))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controlplane::registry::Registry;
+
+    #[test]
+    fn missing_kind_and_api_version_come_from_the_url() {
+        let reg = Registry::new([]);
+        let target = Target {
+            rt: reg.by_resource("apps", "v1", "deployments").expect("known"),
+            version: "v1".into(),
+            namespace: Some("n".into()),
+            name: None,
+            subresource: None,
+        };
+        let mut body = json!({"metadata": {"name": "web"}});
+        default_type_meta(&mut body, &target);
+        assert_eq!(
+            (body["kind"].as_str(), body["apiVersion"].as_str()),
+            (Some("Deployment"), Some("apps/v1"))
+        );
+        let mut empty = json!({"kind": "", "apiVersion": null});
+        default_type_meta(&mut empty, &target);
+        assert_eq!(
+            (empty["kind"].as_str(), empty["apiVersion"].as_str()),
+            (Some("Deployment"), Some("apps/v1"))
+        );
+        // Values that are there are kept for admission to refuse (400) when they disagree.
+        let mut other = json!({"kind": "Secret", "apiVersion": "v1"});
+        default_type_meta(&mut other, &target);
+        assert_eq!(other, json!({"kind": "Secret", "apiVersion": "v1"}));
+        let mut not_an_object = json!([1]);
+        default_type_meta(&mut not_an_object, &target);
+        assert_eq!(not_an_object, json!([1]));
+    }
+}
