@@ -53,12 +53,12 @@ impl LabelSelector {
             } else if let Some((k, v)) = part.split_once("!=") {
                 Requirement::NotEquals(
                     label_key(k.trim()).map_err(|e| bad(&e))?,
-                    v.trim().to_string(),
+                    label_value(v.trim()).map_err(|e| bad(&e))?,
                 )
             } else if let Some((k, v)) = part.split_once("==").or_else(|| part.split_once('=')) {
                 Requirement::Equals(
                     label_key(k.trim()).map_err(|e| bad(&e))?,
-                    v.trim().to_string(),
+                    label_value(v.trim()).map_err(|e| bad(&e))?,
                 )
             } else {
                 Requirement::Exists(label_key(part).map_err(|e| bad(&e))?)
@@ -176,16 +176,34 @@ fn label_key(k: &str) -> Result<String, String> {
     }
 }
 
+/// A label value as Kubernetes allows it: empty, or at most 63 characters of alphanumerics, `-`,
+/// `_` and `.`, starting and ending with an alphanumeric. Refusing others (as kube-apiserver
+/// does) also keeps stray parentheses and commas from swallowing the requirements after them.
+fn label_value(v: &str) -> Result<String, String> {
+    let edges_ok = |c: Option<char>| c.is_none_or(|c| c.is_ascii_alphanumeric());
+    let ok = v.len() <= 63
+        && v.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        && edges_ok(v.chars().next())
+        && edges_ok(v.chars().last());
+    if ok {
+        Ok(v.to_string())
+    } else {
+        Err(format!("invalid label value {v:?}"))
+    }
+}
+
 fn set_values(rest: &str) -> Result<Vec<String>, String> {
     let inner = rest
         .strip_prefix('(')
         .and_then(|r| r.strip_suffix(')'))
         .ok_or("expected a set like (a,b)")?;
-    Ok(inner
+    inner
         .split(',')
-        .map(|v| v.trim().to_string())
+        .map(str::trim)
         .filter(|v| !v.is_empty())
-        .collect())
+        .map(label_value)
+        .collect()
 }
 
 #[cfg(test)]
@@ -216,6 +234,28 @@ mod tests {
         }
         assert!(LabelSelector::parse("app in web").is_err());
         assert!(LabelSelector::parse("a b=c").is_err());
+        for bad in [
+            "a=b c",
+            "a!=x(y",
+            "a in (x y)",
+            "a=-x",
+            &format!("a={}", "v".repeat(64)),
+        ] {
+            assert!(LabelSelector::parse(bad).is_err(), "{bad}");
+        }
+        assert!(LabelSelector::parse("a=").is_ok());
+    }
+
+    /// Found by the `selector` fuzz target: a value with an unbalanced parenthesis swallowed the
+    /// requirement after it (`e!=x(y,j` matched objects without label `j`). Such values are now
+    /// refused, so a selector is the conjunction of its parts.
+    #[test]
+    fn a_value_with_parentheses_is_refused_not_merged_with_the_next_requirement() {
+        let obj = json!({"metadata": {"labels": {}}});
+        assert!(!LabelSelector::parse("j").unwrap().matches(&obj));
+        let err = LabelSelector::parse("e!=x(y,j").unwrap_err();
+        assert!(err.why.contains("invalid label value"), "{err}");
+        assert!(LabelSelector::parse("emace!=metacaa\u{fffd}a (x,y0\u{1}9 (z),j").is_err());
         let annotations = [("team", "a")];
         let get = |k: &str| {
             annotations

@@ -42,7 +42,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Body>) -> Response {
 
 pub(super) type Query = HashMap<String, String>;
 
-fn parse_query(q: &str) -> Query {
+pub(super) fn parse_query(q: &str) -> Query {
     q.split('&')
         .filter(|p| !p.is_empty())
         .map(|pair| {
@@ -377,7 +377,7 @@ async fn read_body(shared: &Shared, req: Request<Body>) -> Result<Bytes, ApiErro
 }
 
 /// Decodes a JSON, YAML or Kubernetes protobuf body by its content type.
-fn decode(body: &[u8], content_type: &str) -> Result<Value, ApiError> {
+pub(super) fn decode(body: &[u8], content_type: &str) -> Result<Value, ApiError> {
     if protobuf::is_protobuf(content_type) {
         return protobuf::decode(body).map_err(|e| {
             if e.is_unsupported_kind() {
@@ -399,6 +399,25 @@ fn decode(body: &[u8], content_type: &str) -> Result<Value, ApiError> {
     } else {
         serde_json::from_str(text)
             .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))
+    }
+}
+
+/// A create or update body without `kind`/`apiVersion` takes them from the URL, as
+/// kube-apiserver's decoder does; values that are there are left for admission to check.
+fn default_type_meta(body: &mut Value, target: &Target) {
+    let Some(map) = body.as_object_mut() else {
+        return;
+    };
+    for (field, value) in [
+        ("kind", target.rt.kind.clone()),
+        ("apiVersion", target.api_version()),
+    ] {
+        match map.get(field) {
+            None | Some(Value::Null) => {}
+            Some(Value::String(s)) if s.is_empty() => {}
+            Some(_) => continue,
+        }
+        map.insert(field.into(), Value::String(value));
     }
 }
 
@@ -469,7 +488,10 @@ async fn write(
     }
     let body = read_body(&shared, req).await?;
     super::validation::strict_duplicates(&target, &body, &content_type, patch_type, &opts)?;
-    let body = decode(&body, &content_type)?;
+    let mut body = decode(&body, &content_type)?;
+    if patch_type.is_none() {
+        default_type_meta(&mut body, &target);
+    }
     let t = target.clone();
     let (obj, created) = run_write_many(&shared, dry, move |txn| {
         let existed = t
@@ -577,4 +599,41 @@ where
     let r = f(&mut txn);
     let changes = txn.into_changes();
     (r, (!changes.is_empty()).then_some(changes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controlplane::registry::Registry;
+
+    #[test]
+    fn missing_kind_and_api_version_come_from_the_url() {
+        let reg = Registry::new([]);
+        let target = Target {
+            rt: reg.by_resource("apps", "v1", "deployments").expect("known"),
+            version: "v1".into(),
+            namespace: Some("n".into()),
+            name: None,
+            subresource: None,
+        };
+        let mut body = json!({"metadata": {"name": "web"}});
+        default_type_meta(&mut body, &target);
+        assert_eq!(
+            (body["kind"].as_str(), body["apiVersion"].as_str()),
+            (Some("Deployment"), Some("apps/v1"))
+        );
+        let mut empty = json!({"kind": "", "apiVersion": null});
+        default_type_meta(&mut empty, &target);
+        assert_eq!(
+            (empty["kind"].as_str(), empty["apiVersion"].as_str()),
+            (Some("Deployment"), Some("apps/v1"))
+        );
+        // Values that are there are kept for admission to refuse (400) when they disagree.
+        let mut other = json!({"kind": "Secret", "apiVersion": "v1"});
+        default_type_meta(&mut other, &target);
+        assert_eq!(other, json!({"kind": "Secret", "apiVersion": "v1"}));
+        let mut not_an_object = json!([1]);
+        default_type_meta(&mut not_an_object, &target);
+        assert_eq!(not_an_object, json!([1]));
+    }
 }

@@ -15,11 +15,14 @@ pub mod crds;
 mod discovery;
 pub mod error;
 pub mod faults;
+#[doc(hidden)]
+pub mod fuzzing;
 mod gc;
 mod http;
 pub mod kubeconfig;
 mod limits;
 mod objects;
+mod params;
 pub mod patch;
 mod protobuf;
 mod reads;

@@ -5,17 +5,16 @@ use super::Shared;
 use super::error::ApiError;
 use super::http::{Query, bytes_response, flag, json_response, prefix_of};
 use super::objects::{Target, as_version};
+use super::params::{self, ContinueToken};
 use super::selector::{FieldSelector, LabelSelector};
 use super::state::EventType;
 use super::table::{IncludeObject, table};
 use super::watch::{self, StreamSettings, WatchFilter, WatchStart};
 use axum::body::Body;
 use axum::response::Response;
-use base64::Engine;
 use bytes::Bytes;
 use http::{StatusCode, header};
 use serde_json::{Value, json};
-use std::time::Duration;
 
 pub(super) fn get(
     shared: &Shared,
@@ -42,12 +41,6 @@ pub(super) fn get(
     Ok(json_response(StatusCode::OK, &obj))
 }
 
-#[derive(serde::Serialize, serde::Deserialize)]
-struct ContinueToken {
-    rv: u64,
-    after: String,
-}
-
 pub(super) fn list(
     shared: &Shared,
     target: &Target,
@@ -58,26 +51,8 @@ pub(super) fn list(
         LabelSelector::parse(query.get("labelSelector").map(String::as_str).unwrap_or(""))?;
     let fields =
         FieldSelector::parse(query.get("fieldSelector").map(String::as_str).unwrap_or(""))?;
-    let limit = match query.get("limit").filter(|l| !l.is_empty()) {
-        Some(l) => Some(
-            l.parse::<usize>()
-                .map_err(|_| ApiError::bad_request(format!("limit: invalid value {l:?}")))?,
-        )
-        .filter(|l| *l > 0),
-        None => None,
-    };
-    let token = match query.get("continue").filter(|c| !c.is_empty()) {
-        Some(c) => {
-            let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
-                .decode(c)
-                .map_err(|_| ApiError::bad_request("continue: invalid token"))?;
-            Some(
-                serde_json::from_slice::<ContinueToken>(&raw)
-                    .map_err(|_| ApiError::bad_request("continue: invalid token"))?,
-            )
-        }
-        None => None,
-    };
+    let limit = params::limit(query)?;
+    let token = params::continue_token(query)?;
     let prefix = prefix_of(target);
     let state = shared.state.lock().expect("state lock");
     let list_rv = match &token {
@@ -111,8 +86,7 @@ pub(super) fn list(
     drop(state);
     let mut metadata = json!({"resourceVersion": list_rv.to_string()});
     if let Some(n) = next {
-        let raw = serde_json::to_vec(&n).expect("token serialises");
-        metadata["continue"] = json!(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw));
+        metadata["continue"] = json!(n.encode());
     }
     if let Some(include) = table_fmt {
         let objs: Vec<Value> = selected
@@ -165,19 +139,9 @@ pub(super) fn watch(
         LabelSelector::parse(query.get("labelSelector").map(String::as_str).unwrap_or(""))?;
     let fields =
         FieldSelector::parse(query.get("fieldSelector").map(String::as_str).unwrap_or(""))?;
-    let timeout =
-        match query.get("timeoutSeconds").filter(|t| !t.is_empty()) {
-            Some(t) => Duration::from_secs(t.parse::<u64>().map_err(|_| {
-                ApiError::bad_request(format!("timeoutSeconds: invalid value {t:?}"))
-            })?),
-            None => Duration::from_secs(1800),
-        };
+    let timeout = params::watch_timeout(query)?;
     let bookmarks = flag(query, "allowWatchBookmarks");
-    let send_initial = query.get("sendInitialEvents").map(|v| v == "true");
-    let rv_param = query
-        .get("resourceVersion")
-        .map(String::as_str)
-        .unwrap_or("");
+    let from = params::watch_from(query)?;
     let filter = WatchFilter {
         rt: target.rt.clone(),
         version: target.version.clone(),
@@ -193,25 +157,23 @@ pub(super) fn watch(
     };
 
     let state = shared.state.lock().expect("state lock");
-    let start = if send_initial == Some(true) || rv_param.is_empty() || rv_param == "0" {
-        // Start with the current state as ADDED events, as upstream does for an unset/0 resourceVersion.
-        let initial: Vec<Bytes> = state
-            .range(&prefix_of(&target), None)
-            .filter(|(_, e)| filter.selects(e))
-            .flat_map(|(_, e)| filter.lines(EventType::Added, e))
-            .collect();
-        WatchStart {
-            initial,
-            replay: vec![],
-            receiver: state.subscribe(),
-            resource_version: state.resource_version(),
-            initial_events_end: send_initial == Some(true) && bookmarks,
+    let start = match from {
+        params::WatchFrom::Current { initial_events_end } => {
+            // Start with the current state as ADDED events, as upstream does for an unset/0 resourceVersion.
+            let initial: Vec<Bytes> = state
+                .range(&prefix_of(&target), None)
+                .filter(|(_, e)| filter.selects(e))
+                .flat_map(|(_, e)| filter.lines(EventType::Added, e))
+                .collect();
+            WatchStart {
+                initial,
+                replay: vec![],
+                receiver: state.subscribe(),
+                resource_version: state.resource_version(),
+                initial_events_end,
+            }
         }
-    } else {
-        let rv: u64 = rv_param.parse().map_err(|_| {
-            ApiError::bad_request(format!("resourceVersion: invalid value {rv_param:?}"))
-        })?;
-        match state.events_since(rv) {
+        params::WatchFrom::Since(rv) => match state.events_since(rv) {
             Ok(replay) => WatchStart {
                 initial: vec![],
                 replay,
@@ -226,7 +188,7 @@ pub(super) fn watch(
                     futures::stream::iter(lines.into_iter().map(Ok::<_, std::convert::Infallible>));
                 return Ok(stream_response(Body::from_stream(stream)));
             }
-        }
+        },
     };
     drop(state);
     let rx = watch::spawn(filter, start, settings);

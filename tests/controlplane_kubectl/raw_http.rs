@@ -126,20 +126,16 @@ fn bad_input_is_refused_with_a_status_and_the_store_stays_fine() {
     let json_ct = "application/json";
     assert_eq!(post(secrets, json_ct, br#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"keep"},"data":{"a":"MQ=="}}"#).status, 201);
 
-    assert_refused(
-        &post(secrets, json_ct, br#"{"metadata":{"name":"no-kind"}}"#),
-        400,
-        "Kind",
-    );
-    assert_refused(
-        &post(
-            secrets,
-            json_ct,
-            br#"{"kind":"Secret","metadata":{"name":"no-api-version"}}"#,
-        ),
-        400,
-        "apiVersion",
-    );
+    // A body without kind/apiVersion takes them from the URL, as kube-apiserver does.
+    for body in [
+        &br#"{"metadata":{"name":"no-kind"}}"#[..],
+        br#"{"kind":"Secret","metadata":{"name":"no-api-version"}}"#,
+    ] {
+        let r = post(secrets, json_ct, body);
+        assert_eq!(r.status, 201, "{}", r.body);
+        assert_eq!(r.json()["kind"], "Secret", "{}", r.body);
+        assert_eq!(r.json()["apiVersion"], "v1", "{}", r.body);
+    }
     assert_refused(
         &post(
             secrets,
@@ -219,7 +215,7 @@ fn bad_input_is_refused_with_a_status_and_the_store_stays_fine() {
         .iter()
         .map(|i| str_at(i, "/metadata/name").to_string())
         .collect();
-    assert_eq!(names, ["keep"]);
+    assert_eq!(names, ["keep", "no-api-version", "no-kind"]);
     assert!(
         k.get_json(&["gizmos", "-A"]).unwrap()["items"]
             .as_array()
