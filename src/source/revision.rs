@@ -72,6 +72,11 @@ pub(super) fn split_ancestry(expr: &str) -> (&str, Vec<usize>) {
     (&expr[..start], steps)
 }
 
+/// Whether `repo` has no reference at all (nothing was ever committed or fetched).
+fn has_no_refs(repo: &Repository) -> bool {
+    repo.head().is_err() && repo.references().is_ok_and(|mut r| r.next().is_none())
+}
+
 /// The parents a commit names in its own header (a shallow clone's grafts do not hide them).
 pub(super) fn raw_parents(header: &[u8]) -> Vec<Oid> {
     header
@@ -99,6 +104,11 @@ pub(super) fn resolve(
             let oid = Oid::from_str(base).expect("40 hex digits");
             fetch_missing(oid, names, mirror, &format!("commit {base}"), 1)?;
             oid
+        }
+        None if base == "HEAD" && names.head.is_none() && has_no_refs(names.refs) => {
+            return Err(Unresolved::Unknown(
+                "the repository has no commit yet (its HEAD names a branch nothing was committed to)".into(),
+            ));
         }
         None => {
             return Err(Unresolved::Unknown(format!(
