@@ -11,12 +11,12 @@
 
 mod common;
 
-use common::fleet::{Fleet, Output};
+use common::fleet::{Fleet, Output, aro_gitops_in};
 use common::git;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 /// One case, as `case.yaml` writes it.
@@ -423,22 +423,7 @@ fn check(base: &Base, dir: &Path, case: &Case) -> Vec<String> {
 }
 
 fn validate(fleet: &Fleet) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_aro-gitops"))
-        .arg("validate")
-        .arg(&fleet.repo)
-        .env("ARO_GITOPS_LOG", "warn")
-        .env("NO_COLOR", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .stdin(Stdio::null())
-        .output()
-        .expect("aro-gitops runs");
-    Output {
-        args: vec!["validate".into()],
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    aro_gitops_in(Path::new("."), &["validate", fleet.repo.to_str().unwrap()])
 }
 
 /// How many cases run at once (each runs the binary, which is mostly waiting on its own I/O).

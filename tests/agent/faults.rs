@@ -40,16 +40,7 @@ impl Repo {
     fn generated(clusters: usize) -> Repo {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("repo");
-        let out = Command::new(env!("CARGO_BIN_EXE_aro-gitops-fleetgen"))
-            .args(["--clusters", &clusters.to_string(), "--out"])
-            .arg(&path)
-            .output()
-            .expect("fleetgen runs");
-        assert!(
-            out.status.success(),
-            "fleetgen: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        crate::common::fleet::fleetgen(&path, &["--clusters", &clusters.to_string()]);
         git::init_and_commit(&path, "the fleet");
         Repo { dir, path }
     }

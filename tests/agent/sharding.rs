@@ -45,16 +45,7 @@ impl ShardedFleet {
             std::fs::create_dir_all(&repo).expect("repo folder");
             std::fs::write(repo.join("README.md"), "a fleet\n").expect("a file");
         } else {
-            let out = Command::new(env!("CARGO_BIN_EXE_aro-gitops-fleetgen"))
-                .args(["--clusters", &clusters.to_string(), "--out"])
-                .arg(&repo)
-                .output()
-                .expect("fleetgen runs");
-            assert!(
-                out.status.success(),
-                "fleetgen: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            common::fleet::fleetgen(&repo, &["--clusters", &clusters.to_string()]);
         }
         git::init_and_commit(&repo, "the fleet");
         let remote = dir.path().join("remote.git");

@@ -14,14 +14,17 @@ const IDENTITIES: u64 = 2;
 fn fleet() -> Fixture {
     let dir = tempfile::tempdir().expect("tempdir");
     let repo = dir.path().join("repo");
-    let status = std::process::Command::new(env!("CARGO_BIN_EXE_aro-gitops-fleetgen"))
-        .args(["--clusters", &CLUSTERS.to_string()])
-        .args(["--identities", &IDENTITIES.to_string(), "--kms", "--out"])
-        .arg(&repo)
-        .stdout(std::process::Stdio::null())
-        .status()
-        .expect("fleetgen runs");
-    assert!(status.success(), "fleetgen failed");
+    let (clusters, identities) = (CLUSTERS.to_string(), IDENTITIES.to_string());
+    common::fleet::fleetgen(
+        &repo,
+        &[
+            "--clusters",
+            &clusters,
+            "--identities",
+            &identities,
+            "--kms",
+        ],
+    );
     git::init_and_commit(&repo, "the fleet");
     let state = dir.path().join("state");
     Fixture {

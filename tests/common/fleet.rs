@@ -140,26 +140,48 @@ impl Fleet {
     /// The binary with `--repo` and `--state` of this fleet, logs at warn, no colours, no user git
     /// config.
     pub fn aro_gitops(&self, args: &[&str]) -> Output {
-        let out = Command::new(env!("CARGO_BIN_EXE_aro-gitops"))
-            .args(args)
-            .arg("--repo")
-            .arg(&self.repo)
-            .arg("--state")
-            .arg(&self.state)
-            .env("ARO_GITOPS_LOG", "warn")
-            .env("NO_COLOR", "1")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .stdin(Stdio::null())
-            .output()
-            .expect("aro-gitops runs");
-        Output {
-            args: args.iter().map(|a| a.to_string()).collect(),
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8(out.stdout).expect("stdout is UTF-8"),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
+        let mut all: Vec<&str> = args.to_vec();
+        let (repo, state) = (self.repo.to_str().unwrap(), self.state.to_str().unwrap());
+        all.extend(["--repo", repo, "--state", state]);
+        let mut out = aro_gitops_in(Path::new("."), &all);
+        out.args.truncate(args.len());
+        out
     }
+}
+
+/// The binary run in `cwd` with `args` only, logs at warn, no colours, no user git config.
+pub fn aro_gitops_in(cwd: &Path, args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_aro-gitops"))
+        .args(args)
+        .current_dir(cwd)
+        .env("ARO_GITOPS_LOG", "warn")
+        .env("NO_COLOR", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("aro-gitops runs");
+    Output {
+        args: args.iter().map(|a| a.to_string()).collect(),
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Writes a fleet with `aro-gitops-fleetgen ARGS --out OUT` (not committed).
+pub fn fleetgen(out: &Path, args: &[&str]) {
+    let run = Command::new(env!("CARGO_BIN_EXE_aro-gitops-fleetgen"))
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .expect("fleetgen runs");
+    assert!(
+        run.status.success(),
+        "fleetgen: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
 }
 
 /// What one run of the binary printed.

@@ -5,8 +5,8 @@
 //! GitHub Actions example's own Plan step runs on them, and `plan --base HEAD~1 --head HEAD`.
 
 use super::common::fleet::Fleet;
+use super::common::fleet::aro_gitops_in;
 use super::common::git::{copy_dir, git};
-use super::paths::aro_gitops_in;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 

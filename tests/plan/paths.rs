@@ -3,30 +3,9 @@
 //! fleet); the state directory never dirties the user's repository; a rerun with nothing changed
 //! commits no report.
 
-use super::common::fleet::{Fleet, Output};
+use super::common::fleet::{Fleet, aro_gitops_in};
 use super::common::git::{commits, git};
 use std::path::Path;
-use std::process::{Command, Stdio};
-
-/// The binary run in `cwd` with `args` only (no `--repo`/`--state` added), logs at warn.
-pub fn aro_gitops_in(cwd: &Path, args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_aro-gitops"))
-        .args(args)
-        .current_dir(cwd)
-        .env("ARO_GITOPS_LOG", "warn")
-        .env("NO_COLOR", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .stdin(Stdio::null())
-        .output()
-        .expect("aro-gitops runs");
-    Output {
-        args: args.iter().map(|a| a.to_string()).collect(),
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
 
 /// `git status --porcelain` of `repo` (ignored files are not listed).
 fn status(repo: &Path) -> String {
