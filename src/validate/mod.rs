@@ -12,11 +12,14 @@
 //! - what kube-apiserver refuses of any object (`builtin`): names per kind, size, the string maps
 //!   and base64 of ConfigMaps and Secrets, a namespace for namespaced kinds;
 //! - the agent's namespace and marks ([`reserved`]): no unit may declare them;
+//! - Azure's naming rules of each ASO resource type and a node pool's autoscaling bounds
+//!   (`azure_names`);
 //! - custom resources (and the resources ARO kinds embed) against the structural schema of the
 //!   CRD the target cluster serves for their kind and version, strictly ([`crd`]).
 //!
 //! Messages name the file, the object and the JSON pointer of the field, never a Secret's data.
 
+mod azure_names;
 pub mod builtin;
 pub mod crd;
 pub mod reserved;
@@ -119,6 +122,7 @@ pub fn validate_against(
             rules::policy_problems(obj, "")
                 .into_iter()
                 .chain(reserved::problems(obj, ""))
+                .chain(azure_names::problems(obj, ""))
                 .map(|m| error(Some(&key), m)),
         );
         let place = rules::Place {
@@ -139,6 +143,7 @@ pub fn validate_against(
                             .map(|m| format!("{prefix}: {m}")),
                     )
                     .chain(reserved::problems(entry, &prefix))
+                    .chain(azure_names::problems(entry, &prefix))
                     .map(|m| error(Some(&key), m)),
             );
             let at = format!("/spec/resources/{index}");
