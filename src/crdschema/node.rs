@@ -190,15 +190,7 @@ impl Node {
         };
         let list_type = match m.get("x-kubernetes-list-type").and_then(Value::as_str) {
             Some("set") => ListType::Set,
-            Some("map") => ListType::Map(
-                m.get("x-kubernetes-list-map-keys")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect(),
-            ),
+            Some("map") => ListType::Map(strings(m, "x-kubernetes-list-map-keys")),
             _ => ListType::Atomic,
         };
         Ok(Node {
@@ -210,14 +202,7 @@ impl Node {
             properties,
             additional,
             items,
-            required: m
-                .get("required")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect(),
+            required: strings(m, "required"),
             enumeration: m.get("enum").and_then(Value::as_array).cloned(),
             pattern,
             minimum: bound("minimum", "exclusiveMinimum"),
@@ -258,4 +243,15 @@ impl Node {
             _ => None,
         })
     }
+}
+
+/// The strings of the list under `key` (none when absent or not a list).
+fn strings(m: &serde_json::Map<String, Value>, key: &str) -> Vec<String> {
+    m.get(key)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect()
 }

@@ -51,6 +51,9 @@ fn any(_: char) -> bool {
     true
 }
 
+/// The rule of subnets and network security groups, in words.
+const NETWORK_1_TO_80: &str = "1 to 80 letters, digits, underscores, periods and hyphens, starting with a letter or digit, ending with a letter, digit or underscore";
+
 const RULES: &[NameRule] = &[
     NameRule {
         group: "resources.azure.com",
@@ -97,7 +100,7 @@ const RULES: &[NameRule] = &[
         allowed: network_chars,
         first: alnum,
         last: alnum_or_underscore,
-        words: "1 to 80 letters, digits, underscores, periods and hyphens, starting with a letter or digit, ending with a letter, digit or underscore",
+        words: NETWORK_1_TO_80,
         no_double_hyphen: false,
     },
     NameRule {
@@ -109,7 +112,7 @@ const RULES: &[NameRule] = &[
         allowed: network_chars,
         first: alnum,
         last: alnum_or_underscore,
-        words: "1 to 80 letters, digits, underscores, periods and hyphens, starting with a letter or digit, ending with a letter, digit or underscore",
+        words: NETWORK_1_TO_80,
         no_double_hyphen: false,
     },
     NameRule {
