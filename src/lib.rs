@@ -17,6 +17,7 @@ pub mod reconcile;
 pub mod redact;
 pub mod render;
 pub mod report;
+pub mod secrets;
 pub mod selector;
 pub mod serving;
 pub mod source;
