@@ -8,6 +8,7 @@
 
 mod age_key;
 mod cipher;
+mod file;
 mod metadata;
 mod rules;
 mod walk;
@@ -16,6 +17,7 @@ use std::str::FromStr;
 
 use serde_json::{Map, Value};
 
+pub use file::{SOPS_CONFIG_FILE, encrypt_file};
 use metadata::Metadata;
 use rules::Rule;
 use walk::{Direction, Walk};
@@ -206,7 +208,7 @@ fn without_sops(doc: &Value, i: usize) -> Result<Map<String, Value>, SopsError> 
 
 /// Which values [`encrypt`] encrypts (SOPS's rules; at most one of the four may be set; none set
 /// means every value).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EncryptionRules {
     pub encrypted_regex: Option<String>,
     pub unencrypted_regex: Option<String>,
