@@ -54,7 +54,8 @@ fn rops_decrypt(encrypted: &str) -> Value {
     serde_json::to_value(plain.into_inner_map()).expect("a YAML map is JSON")
 }
 
-/// The plain Secret without what rops cannot carry: rops has no null or empty values.
+/// The plain Secret without what rops writes differently from SOPS: rops encrypts empty strings
+/// (`data:,`, which SOPS cannot read) and, with no rule set, keys ending in `_unencrypted`.
 const ROPS_PLAIN: &str = "\
 apiVersion: v1
 kind: Secret
