@@ -138,10 +138,19 @@ pub fn is_encrypted(document: &Value) -> bool {
 
 /// A decrypted document: the plaintext (without the `sops` block) and the JSON pointers (RFC 6901)
 /// of the values that were encrypted, which every output must mask.
-#[derive(Debug)]
+/// Its `Debug` shows the pointers only, never the plaintext.
 pub struct Decrypted {
     pub document: Value,
     pub encrypted_pointers: Vec<String>,
+}
+
+impl std::fmt::Debug for Decrypted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Decrypted")
+            .field("document", &"<decrypted, not shown>")
+            .field("encrypted_pointers", &self.encrypted_pointers)
+            .finish()
+    }
 }
 
 /// Decrypts a SOPS `document` with `keyring`: unwraps the data key with an age identity, decrypts

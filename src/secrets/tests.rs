@@ -68,6 +68,7 @@ fn round_trip_with_encrypted_regex_keeps_the_rest_plain() {
     );
     let dec = decrypt(&enc, &Keyring::parse(&id).unwrap()).unwrap();
     assert_eq!(dec.document, secret());
+    assert!(!format!("{dec:?}").contains("hunter2"));
     assert_eq!(
         dec.encrypted_pointers,
         vec!["/stringData/password", "/stringData/port"]
