@@ -137,3 +137,13 @@ fn the_wrong_key_is_told_with_the_files_recipient() {
          age1dkq2k0ajr3nngwg0tuzcz6q2sqzphcvtq53nn53ey2vtn202csas5tmfms"
     );
 }
+
+#[test]
+fn an_encrypted_comment_regex_file_decrypts_by_the_values_form() {
+    // Comments are not kept here: under a comment rule a value is encrypted when it reads as
+    // `ENC[...]`, and the MAC still covers every value.
+    decrypts_to_its_plain_file("comment-rule");
+    let text = fixture("comment-rule.sops.yaml").replace("replicas: 2", "replicas: 3");
+    let err = decrypt_text(&text, &fixture_keys()).unwrap_err();
+    assert!(matches!(err, secrets::SopsError::MacMismatch), "{err}");
+}

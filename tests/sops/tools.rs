@@ -183,6 +183,12 @@ fn the_age_cli_unwraps_the_data_key() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(out.stdout.len(), 32, "the data key is 32 raw bytes");
+    // That key, with RustCrypto's AES-GCM directly, opens a value at its path.
+    let value = doc["stringData"]["password"].as_str().unwrap();
+    assert_eq!(
+        open_value(&out.stdout, value, "stringData:password:"),
+        "hunter2"
+    );
     // A stranger's identity does not open it.
     std::fs::write(&identity_file, format!("{}\n", Key::generate().identity)).unwrap();
     let mut child = Command::new("age")
@@ -200,6 +206,34 @@ fn the_age_cli_unwraps_the_data_key() {
         .write_all(enc.as_bytes())
         .unwrap();
     assert!(!child.wait().unwrap().success());
+}
+
+/// Decrypts one `ENC[AES256_GCM,data:…,iv:…,tag:…,type:str]` value with a raw data key.
+fn open_value(key: &[u8], value: &str, aad: &str) -> String {
+    use aes_gcm::aead::consts::U32;
+    use aes_gcm::aead::{Aead, KeyInit};
+    use base64::Engine as _;
+    let part = |name: &str| {
+        let start = value.find(&format!("{name}:")).unwrap() + name.len() + 1;
+        let end = value[start..].find([',', ']']).unwrap() + start;
+        base64::engine::general_purpose::STANDARD
+            .decode(&value[start..end])
+            .unwrap()
+    };
+    let (mut data, iv, tag) = (part("data"), part("iv"), part("tag"));
+    data.extend_from_slice(&tag);
+    let cipher = aes_gcm::AesGcm::<aes_gcm::aes::Aes256, U32>::new_from_slice(key).unwrap();
+    let nonce: &aes_gcm::Nonce<U32> = iv.as_slice().try_into().unwrap();
+    let plain = cipher
+        .decrypt(
+            nonce,
+            aes_gcm::aead::Payload {
+                msg: &data,
+                aad: aad.as_bytes(),
+            },
+        )
+        .expect("the value opens with the unwrapped key");
+    String::from_utf8(plain).unwrap()
 }
 
 /// The reference `sops` CLI with `key` as its only identity.
