@@ -57,6 +57,22 @@ async fn main() -> ExitCode {
     }
 }
 
+/// `--verify-signatures[=all]` with `--trusted-keys FILE`, read once at start.
+fn verification(
+    mode: Option<&str>,
+    trusted_keys: Option<&std::path::Path>,
+) -> anyhow::Result<Option<std::sync::Arc<aro_gitops::source::signature::Verification>>> {
+    use aro_gitops::source::signature::{Mode, TrustStore, Verification};
+    let (Some(mode), Some(file)) = (mode, trusted_keys) else {
+        return Ok(None);
+    };
+    let mode: Mode = mode
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--verify-signatures: {e}"))?;
+    let trust = TrustStore::load(file)?;
+    Ok(Some(std::sync::Arc::new(Verification { mode, trust })))
+}
+
 async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let reference: GitRef = args.source.reference.parse().context("--ref")?;
     let report_target = match args.report_path {
@@ -98,6 +114,10 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         },
         shard: agent::Shard::new(args.shard_index, args.shard_count)?,
         faults: args.faults.config(),
+        verify_signatures: verification(
+            args.verify_signatures.as_deref(),
+            args.trusted_keys.as_deref(),
+        )?,
     };
     let lifecycle = agent::Lifecycle {
         shutdown: watch_signals().context("watching for SIGTERM and SIGINT")?,
