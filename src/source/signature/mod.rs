@@ -86,7 +86,10 @@ impl fmt::Display for Verdict {
             Verdict::Unsigned => f.write_str("not signed"),
             Verdict::Untrusted { signer, why } => write!(f, "signed by {signer}, {why}"),
             Verdict::Invalid { signer, why } => {
-                write!(f, "signature by {signer} does not verify: {why}")
+                write!(
+                    f,
+                    "signed by {signer}, but the signature does not verify: {why}"
+                )
             }
         }
     }
