@@ -385,3 +385,101 @@ fn the_binary_refuses_an_unsigned_revision_and_says_why() {
         "nothing reported: nothing applied"
     );
 }
+
+/// The first line of `agent` containing `text`, within `wait`.
+fn line_with(agent: &super::resync::Running, text: &str, wait: Duration) -> String {
+    let deadline = Instant::now() + wait;
+    let mut seen = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match agent.lines.recv_timeout(left) {
+            Ok(line) if line.contains(text) => return line,
+            Ok(line) => seen.push(line),
+            Err(e) => panic!("no line with {text:?} ({e}); output:\n{}", seen.join("\n")),
+        }
+    }
+}
+
+/// Polls `/metrics` until `series` has `value`, within `wait`.
+fn metric_reaches(addr: &str, series: &str, value: f64, wait: Duration) -> String {
+    let deadline = Instant::now() + wait;
+    loop {
+        let (_, body) = super::resync::http_get(addr, "/metrics").expect("/metrics answers");
+        if super::metrics::sample(&body, series) == Some(value) {
+            return body;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{series} is not {value}:\n{body}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn the_running_controller_keeps_the_verified_revision_and_says_why_until_a_signed_one_comes() {
+    let wait = Duration::from_secs(180);
+    let f = Fixture::git_repo();
+    let (alice, alice_pub, _) = ssh_key(&f, "alice", "ed25519");
+    let file = f.dir.path().join("trusted-keys");
+    std::fs::write(&file, format!("alice@example.com {alice_pub}\n")).unwrap();
+    let signed = commit(&f, &Signer::Ssh(&alice), "signed by alice");
+    let agent = super::resync::Running::start_with(
+        &f,
+        &[
+            "--interval",
+            "1s",
+            "--verify-signatures",
+            "--trusted-keys",
+            file.to_str().unwrap(),
+            "--metrics-bind-address",
+            "127.0.0.1:0",
+        ],
+    );
+    let addr = agent.served_address("metrics: serving on http://", "/metrics", wait);
+    agent.next_cycle();
+    let verified = r#"aro_gitops_revision_verification_total{result="verified"}"#;
+    let body = metric_reaches(&addr, "aro_gitops_revision_refused", 0.0, wait);
+    assert!(
+        super::metrics::sample(&body, verified).is_some_and(|n| n >= 1.0),
+        "{body}"
+    );
+
+    // An unsigned commit lands: refused, said once, counted, and the reports say why.
+    std::fs::write(f.repo.join("clusters/dev/probe.yaml"), PROBE).unwrap();
+    f.add_resource(DEV, "probe.yaml");
+    let unsigned = git::git(&f.repo, &["rev-parse", "HEAD"]);
+    let line = line_with(&agent, "refused: ", wait);
+    assert!(
+        line.contains(&unsigned) && line.contains("not signed") && line.contains(&signed),
+        "{line}"
+    );
+    let body = metric_reaches(&addr, "aro_gitops_revision_refused", 1.0, wait);
+    let unsigned_count = r#"aro_gitops_revision_verification_total{result="unsigned"}"#;
+    assert!(
+        super::metrics::sample(&body, unsigned_count).is_some_and(|n| n >= 1.0),
+        "{body}"
+    );
+    let deadline = Instant::now() + wait;
+    loop {
+        let report = f.report("reports/aro-dev/dev.md").unwrap_or_default();
+        if report.contains("Revision refused") && report.contains(&unsigned) {
+            assert!(
+                report.contains(&signed),
+                "the report names the revision in force:\n{report}"
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no refusal in the report:\n{report}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    // A signed commit on top: verified, applied, the refusal is over.
+    let next = commit(&f, &Signer::Ssh(&alice), "signed again");
+    let line = line_with(&agent, "verified: ", wait);
+    assert!(line.contains(&next), "{line}");
+    metric_reaches(&addr, "aro_gitops_revision_refused", 0.0, wait);
+}
