@@ -342,6 +342,8 @@ async fn gpg_signed_revisions_verify_against_openpgp_keys() {
     assert_eq!(outcome(&first, DEV).revision, signed);
 
     let untrusted = commit(&f, &Signer::Gpg(&eve_home, &eve_fpr), "signed by eve");
+    stop_gpg_agent(&dev_home);
+    stop_gpg_agent(&eve_home);
     let second = run_verified(&f, &verification).await.expect("runs");
     nothing_applied(&second);
     let why = outcome(&second, DEV).stale_source.clone().expect("refused");
@@ -349,8 +351,6 @@ async fn gpg_signed_revisions_verify_against_openpgp_keys() {
         why.contains(&untrusted) && why.contains(&format!("OpenPGP key {eve_fpr}")),
         "{why}"
     );
-    stop_gpg_agent(&dev_home);
-    stop_gpg_agent(&eve_home);
 }
 
 #[test]
