@@ -521,6 +521,35 @@ mod tests {
     }
 
     #[test]
+    fn a_refused_revision_never_falls_back_onto_itself() {
+        use crate::source::signature::{Mode, Verification, trust};
+        let tmp = tempfile::tempdir().unwrap();
+        let up = Upstream::new(tmp.path());
+        let unsigned = up.commit(&[("a.yaml", "a: 1\n")], "unsigned");
+        let mut source = open(
+            &up.url(),
+            GitRef::Branch("main".into()),
+            &tmp.path().join("state"),
+        );
+        assert_eq!(fresh(source.sync().unwrap()).commit, unsigned);
+        // Verification turned on over a state whose last good revision was never verified.
+        let key =
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA1E6hDOTJHIbZsW8z26BgGuLYlEePw6rQSLmicpUB2h";
+        let store = trust::parse(Path::new("trusted"), &format!("a@x {key}\n")).unwrap();
+        source.verify_signatures(std::sync::Arc::new(Verification {
+            mode: Mode::All,
+            trust: store,
+        }));
+        let error = source.sync().unwrap_err();
+        assert!(error.refuses(&unsigned), "{error}");
+        assert!(error.to_string().contains("is not signed"), "{error}");
+        assert!(matches!(
+            source.verification_result(),
+            Some(Err(r)) if r.verdict.result() == "unsigned"
+        ));
+    }
+
+    #[test]
     fn parses_references_from_the_command_line() {
         let sha = "0123456789abcdef0123456789abcdef01234567";
         let cases = [
