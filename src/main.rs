@@ -144,10 +144,12 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     for o in &summary.outcomes {
         if let Some(stale) = &o.stale_source {
-            println(&format!(
-                "warning: {}: the source was unreachable, the last good revision was used: {stale}",
-                o.unit
-            ));
+            let why = if stale.contains(aro_gitops::source::signature::REFUSED) {
+                "the newest revision was refused, the last verified revision was used"
+            } else {
+                "the source was unreachable, the last good revision was used"
+            };
+            println(&format!("warning: {}: {why}: {stale}", o.unit));
             break;
         }
     }

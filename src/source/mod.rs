@@ -23,6 +23,7 @@ pub mod signature;
 mod sync;
 #[cfg(test)]
 pub(crate) mod testutil;
+mod verify;
 
 pub use error::SourceError;
 pub use remote::TOKEN_ENV;

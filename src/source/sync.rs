@@ -5,7 +5,6 @@ use super::checkout;
 use super::origin;
 use super::remote::{self, Advertised};
 use super::revision;
-use super::signature;
 use super::{GitRef, Revision, Source, SourceError, SyncOutcome};
 use git2::{Oid, Repository};
 use std::path::Path;
@@ -41,12 +40,20 @@ impl Source {
                     .clone()
                     .filter(|last| !error.refuses(&last.commit))
                 else {
-                    tracing::warn!(url = self.remote.shown(), %reference, %error, "source unavailable and never synced");
+                    if error.refusal().is_some() {
+                        tracing::warn!(url = self.remote.shown(), %reference, %error, "revision refused and no verified revision to keep");
+                    } else {
+                        tracing::warn!(url = self.remote.shown(), %reference, %error, "source unavailable and never synced");
+                    }
                     return Err(error);
                 };
                 let commit = Oid::from_str(&last_good.commit).map_err(&git_error)?;
                 checkout::materialize(&repo, commit, &self.state_dir, &git_error)?;
-                tracing::warn!(url = self.remote.shown(), %reference, last_good = %last_good.commit, %error, "source unavailable; keeping the last good revision");
+                if error.refusal().is_some() {
+                    tracing::warn!(url = self.remote.shown(), %reference, last_good = %last_good.commit, %error, "revision refused; keeping the last verified revision");
+                } else {
+                    tracing::warn!(url = self.remote.shown(), %reference, last_good = %last_good.commit, %error, "source unavailable; keeping the last good revision");
+                }
                 return Ok(SyncOutcome::Stale { last_good, error });
             }
         };
@@ -84,46 +91,6 @@ impl Source {
         tracing::info!(url = self.remote.shown(), %reference, commit = %revision.commit, "new revision");
         self.last_good = Some(revision.clone());
         Ok(SyncOutcome::Fresh(revision))
-    }
-
-    /// With `--verify-signatures`: refuses `commit` unless it (and with `all` every commit since
-    /// the last good revision) is signed by a trusted key; remembers the result for the metrics.
-    fn verify_revision(&mut self, repo: &Repository, commit: Oid) -> Result<(), SourceError> {
-        let Some(verification) = self.verification.clone() else {
-            return Ok(());
-        };
-        let tip = commit.to_string();
-        let git_error = self.remote.git_error(&tip, "read the commits' signatures");
-        // A local repository's revision may be in the mirror without its history: read it there.
-        let local = self
-            .local
-            .as_ref()
-            .and_then(|p| Repository::open(p).ok())
-            .filter(|r| r.find_commit(commit).is_ok());
-        let repo = local.as_ref().unwrap_or(repo);
-        let applied = self
-            .last_good
-            .as_ref()
-            .and_then(|r| Oid::from_str(&r.commit).ok());
-        let oids = signature::commits::to_check(repo, commit, verification.mode, applied)
-            .map_err(&git_error)?;
-        let commits = oids
-            .iter()
-            .map(|oid| signature::commits::read(repo, *oid))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(&git_error)?;
-        let (_, result) = signature::judge(&tip, &commits, &verification.trust);
-        self.verification_result = Some(result.clone());
-        match result {
-            Ok(verdict) => {
-                tracing::info!(commit = %tip, checked = commits.len(), %verdict, "revision verified");
-                Ok(())
-            }
-            Err(refusal) => Err(SourceError::Refused {
-                url: self.remote.shown().to_string(),
-                refusal: Box::new(refusal),
-            }),
-        }
     }
 
     /// Imports the plain directory (if any), fetches and resolves the reference to a commit in `repo`.
