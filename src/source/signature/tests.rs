@@ -132,3 +132,60 @@ fn modes_read_from_the_flag() {
     assert_eq!("all".parse::<Mode>(), Ok(Mode::All));
     assert!("some".parse::<Mode>().is_err());
 }
+
+/// A gpg key (`Dev <dev@example.com>`, primary AACE36DF...) whose ed25519 signing subkey
+/// (1919B4F3...) signed [`PAYLOAD`]: made with `gpg --quick-gen-key`, `--quick-add-key ... sign`,
+/// `--armor --detach-sign`.
+const PGP_KEY: &str = "-----BEGIN PGP PUBLIC KEY BLOCK-----
+
+mDMEawiAXRYJKwYBBAHaRw8BAQdAQbiGzfPOm/HjpFbb3tN1nTSBC523UqQW5Uev
+sZ2bq/i0FURldiA8ZGV2QGV4YW1wbGUuY29tPoiQBBMWCAA4FiEEqs4235bqiDBu
+2yHpoct9S4qwpBsFAmsIgF0CGwEFCwkIBwIGFQoJCAsCBBYCAwECHgECF4AACgkQ
+oct9S4qwpBuxhwEA7fD6aIqMFw3qUnIkjf+NFTjas3fzVX6lW/BI6sFU07IBAIys
+S0av6DVjTgl2yFvuTxj2NQX67VCmpBCo+0cgfBUOuDMEawiAXRYJKwYBBAHaRw8B
+AQdArwQ2KyjqzjzxJhq50JAtmc0iWreTsHOUxxr2TiBqQYyI7wQYFggAIBYhBKrO
+Nt+W6ogwbtsh6aHLfUuKsKQbBQJrCIBdAhsCAIEJEKHLfUuKsKQbdiAEGRYIAB0W
+IQQZGbTzgFLhYSVE9SAn3M1IrDetUAUCawiAXQAKCRAn3M1IrDetUN4nAQCfIA9f
+diXdFPHqyeEbLdYsTlfUBSMi1t2e53sj6WFUbgD/TU5A+36kBGnphh//w9rn+Ba5
+j4WzCoJkXl3T7W4s7QKezQD/XDN4AZLvneqRUoWJ6HdVhkOB9wy6IOueCtIDcphF
+sfIA/3HRcsZLr53aLf9CnZbJcWgEUOs5hjxUHsQ2Ml/16LkJ
+=oPpG
+-----END PGP PUBLIC KEY BLOCK-----";
+const PGP_SIG: &str = "-----BEGIN PGP SIGNATURE-----
+
+iHUEABYIAB0WIQQZGbTzgFLhYSVE9SAn3M1IrDetUAUCawiAXgAKCRAn3M1IrDet
+UABtAQC5fIjzOGUM5Ko4zY60db6pw85GrGEg7lxFK8acgS4nZQEApVgRUAI8gWv8
+WrjmK41cOZBn4+opnc+3s7qoOAwPMQM=
+=cLH5
+-----END PGP SIGNATURE-----";
+
+#[test]
+fn openpgp_signatures_by_a_trusted_subkey_verify_and_others_do_not() {
+    let store = trust(&format!(
+        "# OpenPGP and SSH in one file\nb@x {KEY_B}\n{PGP_KEY}\n"
+    ));
+    assert_eq!((store.ssh.len(), store.openpgp.len()), (1, 1));
+    let v = verify(&commit(Some(PGP_SIG), PAYLOAD), &store);
+    assert!(v.verified(), "{v}");
+    assert!(
+        v.to_string().contains(
+            "Dev <dev@example.com> (OpenPGP key AACE36DF96EA88306EDB21E9A1CB7D4B8AB0A41B)"
+        ),
+        "{v}"
+    );
+    let v = verify(
+        &commit(Some(PGP_SIG), &PAYLOAD.replace("signed", "forged")),
+        &store,
+    );
+    assert_eq!(v.result(), "invalid", "{v}");
+    let v = verify(
+        &commit(Some(PGP_SIG), PAYLOAD),
+        &trust(&format!("b@x {KEY_B}")),
+    );
+    assert!(
+        v.result() == "untrusted"
+            && v.to_string()
+                .contains("OpenPGP key 1919B4F38052E1612544F52027DCCD48AC37AD50"),
+        "{v}"
+    );
+}
