@@ -18,14 +18,11 @@ impl Agent {
         match result {
             Err(refusal) => {
                 let text = refusal.to_string();
-                tracing::warn!(
-                    commit = %refusal.commit,
-                    revision = %refusal.tip,
-                    result = label,
-                    serving = serving.map(|r| r.commit.as_str()),
-                    "{text}"
-                );
-                if shown.as_deref() != Some(text.as_str()) {
+                let serving_commit = serving.map(|r| r.commit.as_str());
+                if shown.as_deref() == Some(text.as_str()) {
+                    tracing::debug!(commit = %refusal.commit, revision = %refusal.tip, result = label, serving = serving_commit, "{text}");
+                } else {
+                    tracing::warn!(commit = %refusal.commit, revision = %refusal.tip, result = label, serving = serving_commit, "{text}");
                     crate::output::println(&refusal_line(&text, serving));
                     *shown = Some(text);
                 }
