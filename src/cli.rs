@@ -155,6 +155,14 @@ pub struct RunArgs {
     pub leader_election: LeaderElectionArgs,
     #[command(flatten)]
     pub faults: FaultArgs,
+    /// Apply a revision only if its commit is signed by a key of --trusted-keys (SSH or OpenPGP);
+    /// `--verify-signatures=all`: every commit since the last applied revision too. A refused
+    /// revision is not applied: the last verified one stays in force.
+    #[arg(long, value_name = "all", num_args = 0..=1, require_equals = true, default_missing_value = "tip", requires = "trusted_keys")]
+    pub verify_signatures: Option<String>,
+    /// The trust file: SSH `allowed_signers` lines and ASCII-armored OpenPGP public keys.
+    #[arg(long, requires = "verify_signatures")]
+    pub trusted_keys: Option<PathBuf>,
 }
 
 /// Fault injection into the local control plane's requests, for testing the agent's resilience.

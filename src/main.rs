@@ -58,6 +58,22 @@ async fn main() -> ExitCode {
     }
 }
 
+/// `--verify-signatures[=all]` with `--trusted-keys FILE`, read once at start.
+fn verification(
+    mode: Option<&str>,
+    trusted_keys: Option<&std::path::Path>,
+) -> anyhow::Result<Option<std::sync::Arc<aro_gitops::source::signature::Verification>>> {
+    use aro_gitops::source::signature::{Mode, TrustStore, Verification};
+    let (Some(mode), Some(file)) = (mode, trusted_keys) else {
+        return Ok(None);
+    };
+    let mode: Mode = mode
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--verify-signatures: {e}"))?;
+    let trust = TrustStore::load(file)?;
+    Ok(Some(std::sync::Arc::new(Verification { mode, trust })))
+}
+
 async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let reference: GitRef = args.source.reference.parse().context("--ref")?;
     let report_target = match args.report_path {
@@ -99,6 +115,10 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         },
         shard: agent::Shard::new(args.shard_index, args.shard_count)?,
         faults: args.faults.config(),
+        verify_signatures: verification(
+            args.verify_signatures.as_deref(),
+            args.trusted_keys.as_deref(),
+        )?,
     };
     let lifecycle = agent::Lifecycle {
         shutdown: watch_signals().context("watching for SIGTERM and SIGINT")?,
@@ -125,10 +145,12 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     for o in &summary.outcomes {
         if let Some(stale) = &o.stale_source {
-            println(&format!(
-                "warning: {}: the source was unreachable, the last good revision was used: {stale}",
-                o.unit
-            ));
+            let why = if stale.contains(aro_gitops::source::signature::REFUSED) {
+                "the newest revision was refused, the last verified revision was used"
+            } else {
+                "the source was unreachable, the last good revision was used"
+            };
+            println(&format!("warning: {}: {why}: {stale}", o.unit));
             break;
         }
     }

@@ -138,6 +138,8 @@ pub struct Metrics {
     renders: Counter,
     queue_depth: Gauge,
     leader: Gauge,
+    verifications: Family<[(&'static str, &'static str); 1], Counter>,
+    refused: Gauge,
 }
 
 impl Metrics {
@@ -193,6 +195,22 @@ impl Metrics {
             "Units waiting in the work queue (ready or waiting for their time; not those running)",
             queue_depth.clone(),
         );
+        let verifications = Family::<[(&'static str, &'static str); 1], Counter>::default();
+        for r in crate::source::signature::RESULTS {
+            let _ = verifications.get_or_create(&[("result", r)]);
+        }
+        registry.register(
+            "aro_gitops_revision_verification",
+            "Signature checks of fetched revisions (--verify-signatures), by result",
+            verifications.clone(),
+        );
+        let refused = Gauge::default();
+        registry.register(
+            "aro_gitops_revision_refused",
+            "1 while the newest revision is refused (unsigned, untrusted or invalid signature) and \
+             the last verified one stays in force, else 0",
+            refused.clone(),
+        );
         let triggers = TriggerCounters::register(&mut registry);
         let metrics = Metrics {
             registry,
@@ -203,6 +221,8 @@ impl Metrics {
             renders,
             queue_depth,
             leader,
+            verifications,
+            refused,
         };
         metrics.set_units([]);
         metrics
@@ -251,6 +271,15 @@ impl Metrics {
     pub fn count_fetch(&self, result: &'static str) {
         let labels = [("result", result)];
         self.triggers.source_fetches.get_or_create(&labels).inc();
+    }
+
+    /// Counts a signature check of a fetched revision (`result` among
+    /// [`crate::source::signature::RESULTS`]) and sets `aro_gitops_revision_refused`.
+    pub fn count_verification(&self, result: &'static str) {
+        self.verifications
+            .get_or_create(&[("result", result)])
+            .inc();
+        self.refused.set(i64::from(result != "verified"));
     }
 
     /// Sets `aro_gitops_leader`: 1 while this instance leads, else 0 (with `--leader-elect`).
@@ -395,6 +424,29 @@ mod tests {
         ] {
             assert!(lines(&text).contains(&want), "missing {want:?} in:\n{text}");
         }
+    }
+
+    #[test]
+    fn revision_verifications_count_by_result_and_the_refused_gauge_follows() {
+        let metrics = Metrics::new(RequestCounter::default(), None);
+        let text = metrics.encode();
+        for want in [
+            r#"aro_gitops_revision_verification_total{result="verified"} 0"#,
+            r#"aro_gitops_revision_verification_total{result="invalid"} 0"#,
+            "aro_gitops_revision_refused 0",
+        ] {
+            assert!(lines(&text).contains(&want), "missing {want:?} in:\n{text}");
+        }
+        metrics.count_verification("untrusted");
+        let text = metrics.encode();
+        for want in [
+            r#"aro_gitops_revision_verification_total{result="untrusted"} 1"#,
+            "aro_gitops_revision_refused 1",
+        ] {
+            assert!(lines(&text).contains(&want), "missing {want:?} in:\n{text}");
+        }
+        metrics.count_verification("verified");
+        assert!(lines(&metrics.encode()).contains(&"aro_gitops_revision_refused 0"));
     }
 
     #[test]

@@ -23,6 +23,7 @@
 //! `faults` has runs with injected API faults (`--inject-faults`) and runs killed with SIGKILL.
 //! `leader` has two replicas with `--leader-elect` against a served control plane (one leads, the
 //! standby takes over after a SIGKILL), `shutdown` a SIGTERM during a run.
+//! `signatures` has signed commits (`--verify-signatures`): ssh-keygen and gpg keys, refusals.
 
 #[path = "agent/apiservices_gate.rs"]
 mod apiservices_gate;
@@ -75,6 +76,8 @@ mod sharding;
 mod shared_identities;
 #[path = "agent/shutdown.rs"]
 mod shutdown;
+#[path = "agent/signatures.rs"]
+mod signatures;
 #[path = "agent/webhook.rs"]
 mod webhook;
 
@@ -173,6 +176,7 @@ impl Fixture {
             webhook_secret: None,
             shard: agent::Shard::default(),
             faults: None,
+            verify_signatures: None,
         }
     }
 

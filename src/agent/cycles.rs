@@ -118,6 +118,16 @@ impl Agent {
                             rev = next;
                             scoped = outcomes_current;
                             self.shard_line(&rev);
+                        } else if next.commit == previous
+                            && next.stale != rev.stale
+                            && [&next.stale, &rev.stale]
+                                .into_iter()
+                                .flatten()
+                                .any(|s| s.contains(crate::source::signature::REFUSED))
+                        {
+                            // A refused revision (or the end of a refusal) on the revision in
+                            // force: the reports say so from this pass on.
+                            rev.stale = next.stale;
                         }
                     }
                     Err(e) => {

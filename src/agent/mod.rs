@@ -31,6 +31,7 @@ pub mod shard;
 mod status;
 mod target;
 mod triggers;
+mod verify;
 
 pub use controller::cycle::{CycleLine, Trigger as CycleTrigger};
 pub use drift::{DriftReport, drift};
@@ -89,6 +90,8 @@ pub struct RunConfig {
     pub shard: Shard,
     /// Faults injected into the agent's requests (`--inject-faults`; embedded control plane only).
     pub faults: Option<crate::controlplane::faults::FaultConfig>,
+    /// Apply only revisions signed by a trusted key (`--verify-signatures`, `--trusted-keys`).
+    pub verify_signatures: Option<Arc<crate::source::signature::Verification>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -203,11 +206,15 @@ pub async fn run_with(config: RunConfig, lifecycle: Lifecycle) -> Result<RunSumm
     )
     .await?;
     env.detect_simulated_azure(&config.state_dir).await;
-    let source = Arc::new(Mutex::new(Source::open(SourceConfig {
+    let mut source = Source::open(SourceConfig {
         url: config.repo.clone(),
         reference: config.reference.clone(),
         state_dir: config.state_dir.join("source"),
-    })?));
+    })?;
+    if let Some(verification) = &config.verify_signatures {
+        source.verify_signatures(verification.clone());
+    }
+    let source = Arc::new(Mutex::new(source));
     let keys = crate::keyvault::key_manager(&env.cluster, env.azure_sdk.clone());
     let metrics = Arc::new(crate::metrics::Metrics::new(
         env.cluster.counter().clone(),
@@ -277,6 +284,7 @@ pub async fn run_with(config: RunConfig, lifecycle: Lifecycle) -> Result<RunSumm
         shutdown: lifecycle.shutdown,
         shutdown_timeout: lifecycle.shutdown_timeout,
         unreconciled: BTreeSet::new(),
+        shown_refusal: Mutex::new(None),
     };
     let result = agent.run().await;
     if let Some(elector) = agent.elector.take() {
@@ -322,6 +330,8 @@ struct Agent {
     /// The units the last converge stopped before their pass (a shutdown, a lost Lease): nothing
     /// was done to them, so their last published reports stay as they are.
     unreconciled: BTreeSet<String>,
+    /// The last refusal of `--verify-signatures` said on the terminal (said once, not each fetch).
+    shown_refusal: Mutex<Option<String>>,
 }
 
 type LiveIdentities = (
@@ -375,11 +385,19 @@ impl Agent {
         previous: Option<&Revision>,
     ) -> Result<(Revision, Option<Vec<PathBuf>>), AgentError> {
         let started = Instant::now();
-        let outcome = self.blocking(|s| s.sync()).await?;
+        let (outcome, verification) = self
+            .blocking(|s| {
+                let outcome = s.sync();
+                (outcome, s.verification_result().cloned())
+            })
+            .await?;
         tracing::debug!(
             elapsed_ms = started.elapsed().as_millis() as u64,
             "source synced"
         );
+        if let Some(result) = verification {
+            self.verified(result, outcome.as_ref().ok().map(|o| o.revision()));
+        }
         self.metrics.count_fetch(match &outcome {
             Ok(SyncOutcome::Stale { .. }) => "stale",
             Ok(_) => "success",
@@ -393,6 +411,9 @@ impl Agent {
         let outcome = outcome?;
         let (revision, stale) = match &outcome {
             SyncOutcome::Fresh(r) | SyncOutcome::Unchanged(r) => (r.clone(), None),
+            SyncOutcome::Stale { last_good, error } if error.refusal().is_some() => {
+                (last_good.clone(), Some(error.to_string()))
+            }
             SyncOutcome::Stale { last_good, error } => {
                 tracing::warn!(error = %error, commit = %last_good.commit, "source unreachable: using the last good revision");
                 (last_good.clone(), Some(error.to_string()))

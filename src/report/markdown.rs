@@ -21,7 +21,16 @@ pub fn to_markdown(report: &ClusterReport) -> String {
              the agent's Azure simulator created and judged every Azure resource below.\n\n",
         );
     }
-    if let Some(reason) = &report.stale_source {
+    if let Some(reason) = &report.stale_source
+        && reason.contains(crate::source::signature::REFUSED)
+    {
+        let _ = write!(
+            out,
+            "> [!CAUTION]\n> **Revision refused.** {}; the last verified revision was applied \
+             again.\n\n",
+            inline(reason)
+        );
+    } else if let Some(reason) = &report.stale_source {
         let _ = write!(
             out,
             "> [!CAUTION]\n> **Stale source.** The repository could not be read ({}); the last \

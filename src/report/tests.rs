@@ -278,6 +278,27 @@ fn markdown_of_a_unit_without_cluster_on_real_azure() {
 }
 
 #[test]
+fn markdown_of_a_refused_revision_says_so_rather_than_stale() {
+    let mut unit = unknown_unit();
+    unit.stale_source = Some(format!(
+        "/repo: {} abc123: the commit (author Dev <dev@example.com>) is not signed",
+        crate::source::signature::REFUSED
+    ));
+    let md = to_markdown(&build(&unit));
+    assert!(
+        md.contains(
+            "> **Revision refused.** /repo: signature check refused revision abc123: the commit"
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains("the last verified revision was applied again"),
+        "{md}"
+    );
+    assert!(!md.contains("Stale source"), "{md}");
+}
+
+#[test]
 fn markdown_of_a_complete_cluster_and_a_failed_step() {
     let md = to_markdown(&build(&outcome_at(11)));
     assert!(md.starts_with(

@@ -83,6 +83,13 @@ pub enum SourceError {
         message: String,
     },
 
+    /// `--verify-signatures` refused the revision: a commit is unsigned, untrusted or invalid.
+    #[error("{url}: {refusal}")]
+    Refused {
+        url: String,
+        refusal: Box<super::signature::Refusal>,
+    },
+
     /// Reading or writing the state directory failed.
     #[error("{path}: {op} failed: {source}")]
     Io {
@@ -94,6 +101,19 @@ pub enum SourceError {
 }
 
 impl SourceError {
+    /// True when this refuses the revision `commit` itself (so it cannot serve as the fallback).
+    pub fn refuses(&self, commit: &str) -> bool {
+        matches!(self, SourceError::Refused { refusal, .. } if refusal.tip == commit)
+    }
+
+    /// The refusal, when signature verification refused the revision.
+    pub fn refusal(&self) -> Option<&super::signature::Refusal> {
+        match self {
+            SourceError::Refused { refusal, .. } => Some(refusal),
+            _ => None,
+        }
+    }
+
     pub(super) fn io(
         path: impl Into<PathBuf>,
         op: &'static str,

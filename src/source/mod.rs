@@ -19,9 +19,11 @@ mod origin;
 mod remote;
 mod reports;
 mod revision;
+pub mod signature;
 mod sync;
 #[cfg(test)]
 pub(crate) mod testutil;
+mod verify;
 
 pub use error::SourceError;
 pub use remote::TOKEN_ENV;
@@ -246,6 +248,10 @@ pub struct Source {
     last_good: Option<Revision>,
     /// Serialises publishes sharing this source across threads.
     publishing: Mutex<()>,
+    /// `--verify-signatures`: revisions are checked before they are checked out.
+    verification: Option<std::sync::Arc<signature::Verification>>,
+    /// What the last sync's verification said, if it verified.
+    verification_result: Option<Result<signature::Verdict, signature::Refusal>>,
 }
 
 impl Source {
@@ -302,7 +308,20 @@ impl Source {
             local,
             last_good,
             publishing: Mutex::new(()),
+            verification: None,
+            verification_result: None,
         })
+    }
+
+    /// Verifies the signatures of every revision from now on (see [`signature`]).
+    pub fn verify_signatures(&mut self, verification: std::sync::Arc<signature::Verification>) {
+        self.verification = Some(verification);
+    }
+
+    /// What the last [`Source::sync`] verified: the tip's verdict or the refusal (`None` without
+    /// verification, or when the source could not be read).
+    pub fn verification_result(&self) -> Option<&Result<signature::Verdict, signature::Refusal>> {
+        self.verification_result.as_ref()
     }
 
     /// The source URL as it may be shown (credentials stripped), or the plain directory.

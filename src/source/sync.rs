@@ -23,19 +23,37 @@ impl Source {
     /// error itself when there never was a good revision.
     pub fn sync(&mut self) -> Result<SyncOutcome, SourceError> {
         let reference = self.reference.to_string();
-        let git_error = self.remote.git_error(&reference, "check out");
         let started = std::time::Instant::now();
         let repo = self.mirror()?;
-        let commit = match self.fetch_and_resolve(&repo) {
+        self.verification_result = None;
+        let resolved = match self.fetch_and_resolve(&repo) {
+            Ok(commit) => self.verify_revision(&repo, commit).map(|()| commit),
+            Err(error) => Err(error),
+        };
+        let git_error = self.remote.git_error(&reference, "check out");
+        let commit = match resolved {
             Ok(commit) => commit,
             Err(error) => {
-                let Some(last_good) = self.last_good.clone() else {
-                    tracing::warn!(url = self.remote.shown(), %reference, %error, "source unavailable and never synced");
+                // A refused revision falls back like an unreachable one, but never onto itself.
+                let Some(last_good) = self
+                    .last_good
+                    .clone()
+                    .filter(|last| !error.refuses(&last.commit))
+                else {
+                    if error.refusal().is_some() {
+                        tracing::warn!(url = self.remote.shown(), %reference, %error, "revision refused and no verified revision to keep");
+                    } else {
+                        tracing::warn!(url = self.remote.shown(), %reference, %error, "source unavailable and never synced");
+                    }
                     return Err(error);
                 };
                 let commit = Oid::from_str(&last_good.commit).map_err(&git_error)?;
                 checkout::materialize(&repo, commit, &self.state_dir, &git_error)?;
-                tracing::warn!(url = self.remote.shown(), %reference, last_good = %last_good.commit, %error, "source unavailable; keeping the last good revision");
+                if error.refusal().is_some() {
+                    tracing::warn!(url = self.remote.shown(), %reference, last_good = %last_good.commit, %error, "revision refused; keeping the last verified revision");
+                } else {
+                    tracing::warn!(url = self.remote.shown(), %reference, last_good = %last_good.commit, %error, "source unavailable; keeping the last good revision");
+                }
                 return Ok(SyncOutcome::Stale { last_good, error });
             }
         };
@@ -467,6 +485,35 @@ mod tests {
             }
             other => panic!("expected Stale, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_refused_revision_never_falls_back_onto_itself() {
+        use crate::source::signature::{Mode, Verification, trust};
+        let tmp = tempfile::tempdir().unwrap();
+        let up = Upstream::new(tmp.path());
+        let unsigned = up.commit(&[("a.yaml", "a: 1\n")], "unsigned");
+        let mut source = open(
+            &up.url(),
+            GitRef::Branch("main".into()),
+            &tmp.path().join("state"),
+        );
+        assert_eq!(fresh(source.sync().unwrap()).commit, unsigned);
+        // Verification turned on over a state whose last good revision was never verified.
+        let key =
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA1E6hDOTJHIbZsW8z26BgGuLYlEePw6rQSLmicpUB2h";
+        let store = trust::parse(Path::new("trusted"), &format!("a@x {key}\n")).unwrap();
+        source.verify_signatures(std::sync::Arc::new(Verification {
+            mode: Mode::All,
+            trust: store,
+        }));
+        let error = source.sync().unwrap_err();
+        assert!(error.refuses(&unsigned), "{error}");
+        assert!(error.to_string().contains("is not signed"), "{error}");
+        assert!(matches!(
+            source.verification_result(),
+            Some(Err(r)) if r.verdict.result() == "unsigned"
+        ));
     }
 
     #[test]
