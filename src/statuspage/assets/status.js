@@ -8,9 +8,20 @@
   var busy = false;
   var again = false;
 
+  // Someone typing in the filter keeps what they typed: the update waits until they leave it.
+  function typing() {
+    var active = document.activeElement;
+    var main = document.getElementById("main");
+    return active && main && main.contains(active) && /^(INPUT|SELECT|TEXTAREA)$/.test(active.tagName);
+  }
+
   function refresh() {
     if (busy) {
       again = true;
+      return;
+    }
+    if (typing()) {
+      document.activeElement.addEventListener("blur", refresh, { once: true });
       return;
     }
     busy = true;
