@@ -180,3 +180,58 @@ async fn api(State(feed): State<Feed>) -> Response {
 fn now() -> i64 {
     chrono::Utc::now().timestamp()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tower::ServiceExt;
+
+    async fn get(router: &axum::Router, path: &str) -> (StatusCode, axum::http::HeaderMap, String) {
+        let request = axum::http::Request::get(path)
+            .body(axum::body::Body::empty())
+            .expect("a request");
+        let response = router.clone().oneshot(request).await.expect("a response");
+        let (parts, body) = response.into_parts();
+        let bytes = http_body_util::BodyExt::collect(body)
+            .await
+            .expect("a body")
+            .to_bytes();
+        (
+            parts.status,
+            parts.headers,
+            String::from_utf8_lossy(&bytes).into_owned(),
+        )
+    }
+
+    #[tokio::test]
+    async fn every_response_carries_the_csp_and_only_get_is_served() {
+        let router = router(Feed::default());
+        for path in [
+            "/",
+            "/assets/status.js",
+            "/assets/status.css",
+            "/api/status",
+            "/nope",
+        ] {
+            let (_, headers, _) = get(&router, path).await;
+            assert_eq!(headers[header::CONTENT_SECURITY_POLICY], CSP, "{path}");
+        }
+        let (status, _, body) = get(&router, "/clusters/a/%3Cscript%3E").await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+        assert!(
+            body.contains("No cluster a/&lt;script&gt; is reported."),
+            "{body}"
+        );
+        let (status, _, body) = get(&router, "/?page=x").await;
+        assert_eq!(
+            status,
+            StatusCode::OK,
+            "a malformed query shows the first page: {body}"
+        );
+        let post = axum::http::Request::post("/")
+            .body(axum::body::Body::empty())
+            .expect("a request");
+        let response = router.clone().oneshot(post).await.expect("a response");
+        assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
+    }
+}
