@@ -122,6 +122,12 @@ impl Snapshot {
             .cloned()
             .unwrap_or_default();
         let mut next = UnitView::of(outcome, annotations, now);
+        // A unit that failed before its cluster was known is still shown as that cluster.
+        if let Some(before) = self.units.get(&outcome.unit)
+            && next.cluster.is_none()
+        {
+            next.cluster = before.cluster.clone();
+        }
         match self.units.get(&outcome.unit) {
             Some(before) if before.same_as(&next) => false,
             Some(before) => {
@@ -196,9 +202,15 @@ impl Feed {
         self.inner.history.as_ref()
     }
 
-    /// The annotations of each unit's cluster in the revision being reconciled.
-    pub fn annotate(&self, annotations: BTreeMap<String, BTreeMap<String, String>>) {
+    /// The annotations of each unit's cluster in the revision being reconciled. A unit left out
+    /// (it could not be prepared: no cluster is known) keeps those it had.
+    pub fn annotate(&self, mut annotations: BTreeMap<String, BTreeMap<String, String>>) {
         self.change(|s| {
+            for (unit, before) in s.annotations.iter() {
+                annotations
+                    .entry(unit.clone())
+                    .or_insert_with(|| before.clone());
+            }
             if *s.annotations == annotations {
                 return false;
             }
@@ -312,9 +324,19 @@ mod tests {
         let s = feed.snapshot();
         assert_eq!((s.generation, s.units["clusters/dev"].phase), (2, "Failed"));
         feed.units(&[outcome("clusters/prod", "prod", &[])]);
+        let mut broken = outcome("clusters/prod", "prod", &["bad YAML"]);
+        broken.cluster = None;
+        feed.unit(&broken);
+        let s = feed.snapshot();
+        let prod = &s.units["clusters/prod"];
+        assert_eq!(
+            (prod.phase, prod.cluster.as_deref()),
+            ("Failed", Some("aro-prod/prod"))
+        );
+        feed.units(&[outcome("clusters/prod", "prod", &[])]);
         let s = feed.snapshot();
         assert_eq!(s.units.keys().collect::<Vec<_>>(), vec!["clusters/prod"]);
-        assert_eq!(*rx.borrow(), 3);
+        assert_eq!(*rx.borrow(), 5);
         assert!(s.cluster("aro-prod", "prod").is_some());
     }
 
