@@ -193,3 +193,30 @@ fn ago_says_how_long() {
     assert_eq!(ago(7_200, 0), "2h ago");
     assert_eq!(ago(0, 10), "0s ago");
 }
+
+#[test]
+fn no_secret_value_reaches_the_page_or_the_json() {
+    let secret = "s3cr3t-status-page-value";
+    let object = serde_json::json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "pull", "namespace": "aro-dev"},
+        "stringData": {"token": secret},
+    });
+    crate::redact::learn([&object]);
+    let feed = Feed::default();
+    let message = format!("the API server refused {secret}");
+    feed.units(&[outcome("clusters/dev", "aro-dev", "dev", &[&message])]);
+    let annotations = BTreeMap::from([(DESCRIPTION.to_string(), format!("token {secret}"))]);
+    feed.annotate(BTreeMap::from([("clusters/dev".to_string(), annotations)]));
+    let s = feed.snapshot();
+    let unit = s.cluster("aro-dev", "dev").unwrap();
+    let pages = [
+        index(&s, &Query::default(), 0),
+        super::super::cluster::page(unit, Ok(&[]), 0),
+        s.to_json().to_string(),
+    ];
+    for page in pages {
+        assert!(!page.contains(secret), "{page}");
+        assert!(page.contains("[redacted]"), "{page}");
+    }
+}
