@@ -1,5 +1,15 @@
 //! The status page in a real browser: Debian's headless `chromium` through `chromedriver`
-//! (WebDriver, with fantoccini). The test skips when the browser is not installed, unless
+//! (WebDriver, with fantoccini), against `aro-gitops run --status-bind-address` on a copy of
+//! `examples-repo/` (the embedded control plane and the Azure simulator).
+//!
+//! One agent and one driver for the whole story (a browser takes seconds to start): the index shows
+//! both clusters and their phases, a cluster page opens from its link, a commit shows up live
+//! without a reload, a `<script>` and an `<img onerror>` in a cluster's description never run
+//! (through the live update, a fresh load, and with JavaScript off), and the page works with
+//! JavaScript off. The screenshot goes to the target dir (and to `docs/status-page.png`, which the
+//! README shows, with `ARO_GITOPS_BLESS_SCREENSHOT=1`).
+//!
+//! The test skips, saying why, when the browser is not installed, unless
 //! `ARO_GITOPS_REQUIRE_BROWSER=1` (CI) requires it.
 
 mod common;
@@ -8,51 +18,116 @@ mod common;
 mod agent;
 #[path = "browser/chrome.rs"]
 mod chrome;
+#[path = "browser/page.rs"]
+mod page;
 
-use fantoccini::Locator;
+use common::fleet::Fleet;
+use page::{Page, row};
 use std::time::Duration;
 
-/// Harness check against a trivial page (while the real page is being built).
+/// How long the agent may take to serve, converge the fleet and pick up a commit (a debug build on
+/// a shared machine; it takes seconds).
+const DEADLINE: Duration = Duration::from_secs(90);
+const DEV: &str = "aro-dev/dev";
+const PROD: &str = "aro-prod/prod";
+const DEV_DESCRIPTION: &str = "Development: small pools, one zone";
+const PROD_DESCRIPTION: &str = "Production: three zones, customer-managed etcd key";
+/// What an attacker with write access to one overlay would put in its description: it must show as
+/// text and never run.
+const INJECTED: &str = r#"<script>window.__pwned = "script"; document.title = "pwned"</script><img src="x" onerror="window.__pwned = 'img'; document.title = 'pwned'">"#;
+/// Where the README's screenshot is kept (written with this set to `1`).
+const BLESS_ENV: &str = "ARO_GITOPS_BLESS_SCREENSHOT";
+
+/// A strategic merge patch setting the Cluster's `aro-gitops.io/description` (a YAML list entry of
+/// the overlay's `patches:`).
+fn description_patch(cluster: &str, description: &str) -> String {
+    let quoted = description.replace('\'', "''");
+    format!(
+        "  - patch: |-\n      apiVersion: cluster.x-k8s.io/v1beta2\n      kind: Cluster\n      \
+         metadata:\n        name: {cluster}\n        annotations:\n          \
+         aro-gitops.io/description: '{quoted}'\n"
+    )
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn harness_trivial_page() {
-    let Some(driver) = chrome::driver_or_skip("harness_trivial_page") else {
+async fn the_status_page_shows_the_fleet_live_escapes_descriptions_and_works_without_javascript() {
+    let Some(driver) = chrome::driver_or_skip("the status page test") else {
         return;
     };
-    let app = axum::Router::new().route(
-        "/",
-        axum::routing::get(|| async {
-            axum::response::Html(
-                "<html><body data-generation=\"1\"><p class=phase>Converged</p>\
-                 <noscript><p id=nojs>no js</p></noscript>\
-                 <script>document.body.dataset.generation='2'</script></body></html>",
-            )
-        }),
+    let (fleet, _) = Fleet::git();
+    fleet.add_patches("clusters/dev", &description_patch("dev", DEV_DESCRIPTION));
+    fleet.add_patches(
+        "clusters/prod",
+        &description_patch("prod", PROD_DESCRIPTION),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    let url = format!("http://{addr}/");
+    fleet.commit("the clusters' descriptions");
+    let agent = agent::Agent::start(&fleet.repo, &fleet.state);
+    let base = agent.status_url(DEADLINE);
 
-    let js = driver.session(true).await;
-    js.goto(&url).await.unwrap();
-    let body = js.find(Locator::Css("body")).await.unwrap();
-    assert_eq!(
-        body.attr("data-generation").await.unwrap().as_deref(),
-        Some("2")
-    );
-    let png = js.screenshot().await.unwrap();
-    std::fs::write(format!("{}/trivial.png", env!("CARGO_TARGET_TMPDIR")), png).unwrap();
-    js.close().await.unwrap();
+    // The index: both clusters, their phases, their descriptions; both converge.
+    let page = Page::open(driver.session(true).await, &base).await;
+    for cluster in [DEV, PROD] {
+        let phase = page
+            .wait_attr(&row(cluster), "data-phase", DEADLINE, |p| p == "Converged")
+            .await;
+        let shown = page
+            .wait_text(&format!("{} .phase", row(cluster)), DEADLINE, |_| true)
+            .await;
+        assert_eq!(
+            shown, phase,
+            "{cluster}: the phase shown and its data-phase"
+        );
+    }
+    page.wait_text(&format!("{} .description", row(DEV)), DEADLINE, |t| {
+        t == DEV_DESCRIPTION
+    })
+    .await;
+    page.screenshot(BLESS_ENV).await;
 
-    let nojs = driver.session(false).await;
-    nojs.goto(&url).await.unwrap();
-    let body = nojs.find(Locator::Css("body")).await.unwrap();
-    assert_eq!(
-        body.attr("data-generation").await.unwrap().as_deref(),
-        Some("1")
+    // A cluster page, from its link on the index.
+    page.follow_cluster_link(DEV, DEADLINE).await;
+    page.open_index(&base).await;
+
+    // A commit shows up live: the generation moves and the change is shown, without a reload.
+    page.mark_document().await;
+    let before = page.generation().await;
+    fleet.replace(
+        "clusters/prod/kustomization.yaml",
+        PROD_DESCRIPTION,
+        &INJECTED.replace('\'', "''"),
     );
-    let p = nojs.find(Locator::Css("#nojs")).await.unwrap();
-    assert_eq!(p.text().await.unwrap(), "no js");
-    nojs.close().await.unwrap();
-    let _ = Duration::ZERO;
+    fleet.commit("prod: a description with markup");
+    let desc = format!("{} .description", row(PROD));
+    page.wait_text(&desc, DEADLINE, |t| t == INJECTED).await;
+    assert!(
+        page.generation().await > before,
+        "the page's generation did not move"
+    );
+    assert!(
+        page.document_marked().await,
+        "the page was reloaded, not updated live"
+    );
+    page.assert_not_injected().await;
+
+    // A fresh load with JavaScript on: the server's HTML escapes it too.
+    page.open_index(&base).await;
+    page.wait_text(&desc, DEADLINE, |t| t == INJECTED).await;
+    page.assert_not_injected().await;
+    page.close().await;
+
+    // JavaScript off: the server-rendered rows, phases and descriptions.
+    let static_page = Page::open(driver.session(false).await, &base).await;
+    for cluster in [DEV, PROD] {
+        let phase = static_page
+            .wait_attr(&row(cluster), "data-phase", DEADLINE, |_| true)
+            .await;
+        let shown = static_page
+            .wait_text(&format!("{} .phase", row(cluster)), DEADLINE, |_| true)
+            .await;
+        assert_eq!(shown, phase, "{cluster} with JavaScript off");
+    }
+    static_page
+        .wait_text(&desc, DEADLINE, |t| t == INJECTED)
+        .await;
+    static_page.close().await;
 }
