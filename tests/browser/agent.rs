@@ -8,7 +8,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
 /// The agent's line saying where the status page is: `{PREFIX}ADDR{SUFFIX}`.
-const PREFIX: &str = "status: serving on http://";
+const PREFIX: &str = "status page: serving on http://";
 const SUFFIX: &str = "/";
 
 pub struct Agent {

@@ -136,11 +136,12 @@ impl Page {
         assert!(elements.is_empty(), "a description became markup");
     }
 
-    /// Follows the link to `cluster`'s page from its row on the index, waits for that page, and
-    /// checks it names the cluster.
+    /// Follows the link to `cluster`'s page from its row on the index, waits for that page
+    /// (`/clusters/NAMESPACE/NAME`, however its segments are encoded), and checks it names the
+    /// cluster.
     pub async fn follow_cluster_link(&self, cluster: &str, wait: Duration) {
         let path = format!("/clusters/{cluster}");
-        let link = format!("{} a[href$=\"{path}\"]", row(cluster));
+        let link = format!("{} a[href^=\"/clusters/\"]", row(cluster));
         let link = self
             .client
             .find(Locator::Css(&link))
@@ -150,14 +151,14 @@ impl Page {
         let deadline = Instant::now() + wait;
         loop {
             let url = self.client.current_url().await.expect("a URL");
-            if url.path() == path {
+            let decoded = percent_encoding::percent_decode_str(url.path()).decode_utf8_lossy();
+            if decoded == path {
                 break;
             }
             self.check_deadline(deadline, &format!("{path} (at {url})"))
                 .await;
         }
-        let (_, name) = cluster.split_once('/').expect("NAMESPACE/NAME");
-        self.wait_text("body", wait, |t| t.contains(name)).await;
+        self.wait_text("body", wait, |t| t.contains(cluster)).await;
     }
 
     /// Saves the viewport as `status-page.png` in the target dir, and as `docs/status-page.png`
