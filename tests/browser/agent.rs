@@ -4,7 +4,7 @@
 use std::io::BufRead;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::time::{Duration, Instant};
 
 /// The agent's line saying where the status page is: `{PREFIX}ADDR{SUFFIX}`.
@@ -32,21 +32,15 @@ impl Agent {
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("the binary starts");
-        let stdout = child.stdout.take().expect("piped");
         let (tx, lines) = channel();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stdout)
-                .lines()
-                .map_while(Result::ok)
-            {
-                if tx.send(line).is_err() {
-                    return;
-                }
-            }
-        });
+        // Both streams, line by line (stderr has the warnings and why the agent ended).
+        let stdout = child.stdout.take().expect("piped");
+        let stderr = child.stderr.take().expect("piped");
+        forward(stdout, tx.clone());
+        forward(stderr, tx);
         Agent { child, lines }
     }
 
@@ -77,6 +71,20 @@ impl Agent {
             }
         }
     }
+}
+
+/// Sends each line of `stream` to `tx` until either ends.
+fn forward(stream: impl std::io::Read + Send + 'static, tx: Sender<String>) {
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stream)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
 }
 
 impl Drop for Agent {
