@@ -126,6 +126,12 @@ pub struct RunArgs {
     /// e.g. `127.0.0.1:8081` (port 0: any free port; the line `health: serving on ...` says which).
     #[arg(long)]
     pub health_probe_bind_address: Option<std::net::SocketAddr>,
+    /// Serve the read-only status page at this address, e.g. `127.0.0.1:8082`: every unit and
+    /// cluster with its phase and step on the dependency chain, a page per cluster with its
+    /// history, live updates (port 0: any free port; the line `status page: serving on ...` says
+    /// which).
+    #[arg(long)]
+    pub status_bind_address: Option<std::net::SocketAddr>,
     /// Receive push webhooks at this address, e.g. `0.0.0.0:9443`: `POST /hooks/github`
     /// (X-Hub-Signature-256) and `POST /hooks/gitlab` (X-Gitlab-Token); a push to the followed
     /// repository and branch fetches at once (port 0: any free port; the line

@@ -21,6 +21,7 @@ pub mod secrets;
 pub mod selector;
 pub mod serving;
 pub mod source;
+pub mod statuspage;
 pub mod trigger;
 pub mod unit;
 pub mod validate;

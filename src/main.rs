@@ -88,6 +88,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         drift_interval: args.drift_interval,
         concurrency: usize::from(args.concurrency),
         metrics_bind_address: args.metrics_bind_address,
+        status_bind_address: args.status_bind_address,
         health_probe_bind_address: args.health_probe_bind_address,
         webhook_bind_address: args.webhook_bind_address,
         webhook_secret: match args.webhook_bind_address {

@@ -75,6 +75,8 @@ mod sharding;
 mod shared_identities;
 #[path = "agent/shutdown.rs"]
 mod shutdown;
+#[path = "agent/status_page.rs"]
+mod status_page;
 #[path = "agent/webhook.rs"]
 mod webhook;
 
@@ -168,6 +170,7 @@ impl Fixture {
             drift_interval: None,
             concurrency: 4,
             metrics_bind_address: None,
+            status_bind_address: None,
             health_probe_bind_address: None,
             webhook_bind_address: None,
             webhook_secret: None,

@@ -29,6 +29,7 @@ pub mod prune;
 mod publish;
 pub mod shard;
 mod status;
+mod status_page;
 mod target;
 mod triggers;
 
@@ -81,6 +82,8 @@ pub struct RunConfig {
     pub metrics_bind_address: Option<std::net::SocketAddr>,
     /// Serve `/healthz` and `/readyz` here for the life of the run, when set.
     pub health_probe_bind_address: Option<std::net::SocketAddr>,
+    /// Serve the status page here for the life of the run, when set (see [`crate::statuspage`]).
+    pub status_bind_address: Option<std::net::SocketAddr>,
     /// Receive push webhooks here for the life of the run, when set (see [`crate::trigger`]).
     pub webhook_bind_address: Option<std::net::SocketAddr>,
     /// The secret webhooks are checked against; without it every webhook is refused.
@@ -117,6 +120,11 @@ pub enum AgentError {
     },
     #[error("the health probe server could not listen on {addr}: {source}")]
     Health {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("the status page could not listen on {addr}: {source}")]
+    StatusPage {
         addr: std::net::SocketAddr,
         source: std::io::Error,
     },
@@ -255,6 +263,7 @@ pub async fn run_with(config: RunConfig, lifecycle: Lifecycle) -> Result<RunSumm
         }
         None => None,
     };
+    let status_page = status_page::start(&config).await?;
     let triggers = triggers::start(&config, &fetches, &metrics).await?;
     let mut agent = Agent {
         env,
@@ -270,6 +279,7 @@ pub async fn run_with(config: RunConfig, lifecycle: Lifecycle) -> Result<RunSumm
         metrics,
         _metrics_server: metrics_server,
         _health_server: health_server,
+        status_page,
         fetches,
         _triggers: triggers,
         events,
@@ -309,6 +319,8 @@ struct Agent {
     _metrics_server: Option<crate::metrics::Server>,
     /// Serves `/healthz` and `/readyz` while the agent lives, with `--health-probe-bind-address`.
     _health_server: Option<crate::serving::Server>,
+    /// The status page's feed and server, with `--status-bind-address`.
+    status_page: status_page::StatusPage,
     /// Raised by a push webhook or a change in a local repository: fetch now.
     fetches: crate::trigger::FetchSignal,
     /// The webhook server and the local watcher raising it, while the agent lives.

@@ -90,6 +90,7 @@ impl Agent {
         *published = files;
         if let Some(c) = &commit {
             tracing::info!(commit = %c, "reports committed");
+            self.feed_published(c);
         }
         Ok(commit)
     }

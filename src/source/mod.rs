@@ -442,7 +442,7 @@ impl Source {
 }
 
 /// The local bare repository of the source whose state directory is `state_dir`.
-fn mirror_path(state_dir: &Path) -> PathBuf {
+pub fn mirror_path(state_dir: &Path) -> PathBuf {
     state_dir.join("mirror.git")
 }
 

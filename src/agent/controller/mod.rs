@@ -128,6 +128,7 @@ impl Agent {
             .iter()
             .map(|(u, p)| self.first_outcome(rev, u, p))
             .collect();
+        self.feed_revision(rev);
         // Every unit's inventory (from the cache, or one LIST); units that left git are pruned
         // from theirs.
         let started = Instant::now();
@@ -457,6 +458,7 @@ impl Agent {
         self.progress = Some(progress);
         outcomes.extend(removed_outcomes.into_values());
         self.metrics.set_units(outcomes.iter().map(report::phase));
+        self.feed_units(&outcomes);
         Ok(outcomes)
     }
 
@@ -564,6 +566,7 @@ impl Agent {
         };
         self.events
             .pass_ended(outcome, known, cluster.client().default_namespace(), uid);
+        self.feed_unit(outcome);
     }
 
     /// A unit's outcome before its first pass (its errors, when it could not be prepared).

@@ -1,0 +1,195 @@
+use super::*;
+use crate::object::ObjectKey;
+use crate::report::{AzureMode, Standing, UnitError, UnitOutcome};
+use crate::statuspage::{DESCRIPTION, Feed};
+use std::collections::BTreeMap;
+
+const HOSTILE: &str = "<script>alert(\"x\")</script>&'<img src=x onerror=alert(1)>";
+
+fn outcome(unit: &str, namespace: &str, name: &str, errors: &[&str]) -> UnitOutcome {
+    let key = ObjectKey {
+        group: "cluster.x-k8s.io".into(),
+        version: "v1beta1".into(),
+        kind: "Cluster".into(),
+        namespace: Some(namespace.into()),
+        name: name.into(),
+    };
+    UnitOutcome {
+        unit: unit.into(),
+        standing: Standing::unknown(Some(&key)),
+        cluster: Some(key),
+        revision: "0123456789abcdef0123".into(),
+        stale_source: None,
+        azure: AzureMode::Simulated,
+        objects: vec![],
+        errors: errors
+            .iter()
+            .map(|e| UnitError::new(None, None, e.to_string()))
+            .collect(),
+    }
+}
+
+fn fleet(n: usize, failed_every: usize) -> Feed {
+    let feed = Feed::default();
+    let outcomes: Vec<_> = (0..n)
+        .map(|i| {
+            let errors: &[&str] = if i % failed_every == 0 {
+                &["the subnet overlaps"]
+            } else {
+                &[]
+            };
+            outcome(
+                &format!("clusters/c{i:04}"),
+                "fleet",
+                &format!("c{i:04}"),
+                errors,
+            )
+        })
+        .collect();
+    feed.units(&outcomes);
+    feed
+}
+
+#[test]
+fn escape_leaves_no_markup_from_hostile_text() {
+    let out = escape(HOSTILE);
+    assert_eq!(
+        out,
+        "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&#39;&lt;img src=x onerror=alert(1)&gt;"
+    );
+    assert!(!out.contains(['<', '>', '"', '\'']));
+    assert!(matches!(escape("plain-name_1"), Cow::Borrowed(_)));
+    assert_eq!(
+        text("password=hunter2 <b>"),
+        "password=[redacted] &lt;b&gt;"
+    );
+}
+
+#[test]
+fn the_index_follows_the_contract_and_escapes_names_annotations_and_errors() {
+    let feed = Feed::default();
+    feed.units(&[
+        outcome("clusters/dev", "aro-dev", "dev", &[]),
+        outcome("clusters/bad\"><script>", "aro-x", "x", &[HOSTILE]),
+    ]);
+    let annotations = BTreeMap::from([(DESCRIPTION.to_string(), HOSTILE.to_string())]);
+    feed.annotate(BTreeMap::from([("clusters/dev".to_string(), annotations)]));
+    let s = feed.snapshot();
+    let page = layout(
+        "t",
+        s.generation,
+        &header(&s),
+        &index(&s, &Query::default(), 0),
+    );
+    assert!(page.contains(&format!("<body data-generation=\"{}\">", s.generation)));
+    assert!(
+        page.contains("data-cluster=\"aro-dev/dev\" data-phase=\"Converged\""),
+        "{page}"
+    );
+    assert!(page.contains("data-unit=\"clusters/dev\""));
+    assert!(page.contains("<span class=\"phase\">Failed</span>"));
+    assert!(
+        page.contains("<div class=\"description\">&lt;script&gt;alert("),
+        "{page}"
+    );
+    assert!(page.contains("data-unit=\"clusters/bad&quot;&gt;&lt;script&gt;\""));
+    // The only script is the page's own.
+    assert_eq!(page.matches("<script").count(), 1, "{page}");
+    assert!(page.contains("<script src=\"/assets/status.js\" defer></script>"));
+    assert!(!page.contains("<img"));
+    // Failed first.
+    let failed = page.find("data-phase=\"Failed\"").unwrap();
+    assert!(failed < page.find("data-cluster=\"aro-dev/dev\"").unwrap());
+}
+
+#[test]
+fn the_cluster_page_escapes_annotations_and_history() {
+    let feed = Feed::default();
+    feed.units(&[outcome("clusters/dev", "aro-dev", "dev", &[HOSTILE])]);
+    let annotations = BTreeMap::from([
+        (DESCRIPTION.to_string(), HOSTILE.to_string()),
+        (HOSTILE.to_string(), "v".to_string()),
+    ]);
+    feed.annotate(BTreeMap::from([("clusters/dev".to_string(), annotations)]));
+    let s = feed.snapshot();
+    let unit = s.cluster("aro-dev", "dev").unwrap();
+    let history = vec![super::super::HistoryEntry {
+        commit: "abcdef0123456789".into(),
+        time: 0,
+        summary: HOSTILE.into(),
+        phase: Some("Failed".into()),
+        revision: Some("0123".into()),
+        step: Some("1/10".into()),
+    }];
+    let main = super::super::cluster::page(unit, Ok(&history), 90);
+    assert!(
+        !main.contains("<script") && !main.contains("<img"),
+        "{main}"
+    );
+    assert!(main.contains("<p class=\"description\">&lt;script&gt;"));
+    assert!(main.contains("<code>abcdef012345</code>"));
+    assert!(main.contains("1m ago"));
+    let broken = super::super::cluster::page(unit, Err(HOSTILE.into()), 0);
+    assert!(!broken.contains("<script"));
+}
+
+#[test]
+fn the_chain_shows_done_current_and_blocked_steps() {
+    let mut c = crate::report::chain(&[], None);
+    c.step = 3;
+    for s in &mut c.steps {
+        s.done = s.step < 3;
+        s.state = if s.done {
+            StepState::Done
+        } else {
+            StepState::Waiting
+        };
+    }
+    let html = chain(&c, false);
+    assert_eq!(html.matches("class=\"step done\"").count(), 2, "{html}");
+    assert_eq!(html.matches("class=\"step current\"").count(), 1);
+    c.steps[2].state = StepState::Failed;
+    assert!(chain(&c, true).contains("class=\"step blocked\""));
+}
+
+#[test]
+fn pages_and_filters_keep_a_large_fleet_small() {
+    let feed = fleet(2_000, 10);
+    let s = feed.snapshot();
+    let (first, total, page) = select(&s, &Query::default());
+    assert_eq!((first.len(), total, page), (PAGE_SIZE, 2_000, 1));
+    assert!(
+        first.iter().all(|u| u.phase == "Failed"),
+        "200 failed first"
+    );
+    let html = index(&s, &Query::default(), 0);
+    assert!(html.len() < 1_000_000, "{} bytes", html.len());
+    assert!(html.contains("href=\"/?page=2\""));
+    let last = Query {
+        page: Some(99),
+        ..Query::default()
+    };
+    let (units, _, page) = select(&s, &last);
+    assert_eq!((units.len(), page), (PAGE_SIZE, 20));
+    let q = Query {
+        q: Some("C0042".into()),
+        ..Query::default()
+    };
+    let (units, total, _) = select(&s, &q);
+    assert_eq!((units.len(), total), (1, 1));
+    let failed = Query {
+        phase: Some("Failed".into()),
+        page: Some(2),
+        ..Query::default()
+    };
+    let (units, total, page) = select(&s, &failed);
+    assert_eq!((units.len(), total, page), (100, 200, 2));
+    assert!(index(&s, &failed, 0).contains("href=\"/?page=1&amp;phase=Failed\""));
+}
+
+#[test]
+fn ago_says_how_long() {
+    assert_eq!(ago(100, 95), "5s ago");
+    assert_eq!(ago(7_200, 0), "2h ago");
+    assert_eq!(ago(0, 10), "0s ago");
+}
