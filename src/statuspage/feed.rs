@@ -197,17 +197,16 @@ impl Feed {
                 return false;
             }
             s.annotations = Arc::new(annotations);
-            let mut changed = false;
             for (unit, view) in s.units.iter_mut() {
                 let wanted = s.annotations.get(unit).cloned().unwrap_or_default();
                 if view.annotations != wanted {
                     let v = Arc::make_mut(view);
                     v.description = wanted.get(DESCRIPTION).cloned();
                     v.annotations = wanted;
-                    changed = true;
                 }
             }
-            changed
+            // Kept even when no unit is shown yet: the units' first outcomes take them.
+            true
         });
     }
 
@@ -313,7 +312,15 @@ mod tests {
     #[test]
     fn annotations_reach_the_views_and_the_description() {
         let feed = Feed::default();
+        let early = serde_json::json!({"metadata": {"annotations": {DESCRIPTION: "early"}}});
+        let early = BTreeMap::from([("clusters/dev".to_string(), annotations_of(&early))]);
+        feed.annotate(early);
         feed.unit(&outcome("clusters/dev", "dev", &[]));
+        let s = feed.snapshot();
+        assert_eq!(
+            s.units["clusters/dev"].description.as_deref(),
+            Some("early")
+        );
         let cluster =
             serde_json::json!({"metadata": {"annotations": {DESCRIPTION: "<b>dev</b>", "n": 1}}});
         let annotations = annotations_of(&cluster);
@@ -323,6 +330,6 @@ mod tests {
         let dev = &s.units["clusters/dev"];
         assert_eq!(dev.description.as_deref(), Some("<b>dev</b>"));
         assert!(s.to_json().contains("\"description\":\"<b>dev</b>\""));
-        assert_eq!(s.generation, 2);
+        assert_eq!(s.generation, 3);
     }
 }
