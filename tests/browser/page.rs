@@ -161,10 +161,16 @@ impl Page {
         self.wait_text("body", wait, |t| t.contains(cluster)).await;
     }
 
-    /// Saves the viewport as `status-page.png` in the target dir, and as `docs/status-page.png`
+    /// Saves the page as `status-page.png` in the target dir, and as `docs/status-page.png`
     /// (the README's) when `bless_env` is `1`.
     pub async fn screenshot(&self, bless_env: &str) {
-        let png = self.client.screenshot().await.expect("a screenshot");
+        // The body, not the window: as tall as the page's content.
+        let body = self
+            .client
+            .find(Locator::Css("body"))
+            .await
+            .expect("a body");
+        let png = body.screenshot().await.expect("a screenshot");
         assert!(png.starts_with(b"\x89PNG"), "the screenshot is a PNG");
         let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("status-page.png");
         std::fs::write(&target, &png).expect("write the screenshot");
