@@ -64,8 +64,13 @@ async fn the_status_page_shows_the_fleet_live_escapes_descriptions_and_works_wit
     let agent = agent::Agent::start(&fleet.repo, &fleet.state);
     let base = agent.status_url(DEADLINE);
 
-    // The index: both clusters, their phases, their descriptions; both converge.
+    // The index: both clusters, their phases, their descriptions; both converge. The page's
+    // script runs (it marks the document `live`).
     let page = Page::open(driver.session(true).await, &base).await;
+    page.wait_attr("html", "class", DEADLINE, |c| {
+        c.split(' ').any(|c| c == "live")
+    })
+    .await;
     for cluster in [DEV, PROD] {
         let phase = page
             .wait_attr(&row(cluster), "data-phase", DEADLINE, |p| p == "Converged")
@@ -78,14 +83,22 @@ async fn the_status_page_shows_the_fleet_live_escapes_descriptions_and_works_wit
             "{cluster}: the phase shown and its data-phase"
         );
     }
-    page.wait_text(&format!("{} .description", row(DEV)), DEADLINE, |t| {
-        t == DEV_DESCRIPTION
-    })
-    .await;
+    let dev_description = format!("{} .description", row(DEV));
+    page.wait_text(&dev_description, DEADLINE, |t| t == DEV_DESCRIPTION)
+        .await;
     page.screenshot(BLESS_ENV).await;
 
-    // A cluster page, from its link on the index.
+    // A cluster page, from its link on the index: its phase, its description, its history (the
+    // reports on the status branch).
     page.follow_cluster_link(DEV, DEADLINE).await;
+    page.wait_attr(&row(DEV), "data-phase", DEADLINE, |p| p == "Converged")
+        .await;
+    page.wait_text(&dev_description, DEADLINE, |t| t == DEV_DESCRIPTION)
+        .await;
+    page.wait_text("table.history tbody tr", DEADLINE, |t| {
+        t.contains("Converged")
+    })
+    .await;
     page.open_index(&base).await;
 
     // A commit shows up live: the generation moves and the change is shown, without a reload.
@@ -115,8 +128,14 @@ async fn the_status_page_shows_the_fleet_live_escapes_descriptions_and_works_wit
     page.assert_not_injected().await;
     page.close().await;
 
-    // JavaScript off: the server-rendered rows, phases and descriptions.
+    // JavaScript off (the page's script does not run: no `live` mark): the server-rendered rows,
+    // phases and descriptions.
     let static_page = Page::open(driver.session(false).await, &base).await;
+    let class = static_page.attr("html", "class").await.unwrap_or_default();
+    assert!(
+        !class.split(' ').any(|c| c == "live"),
+        "the page's script ran with JavaScript off"
+    );
     for cluster in [DEV, PROD] {
         let phase = static_page
             .wait_attr(&row(cluster), "data-phase", DEADLINE, |_| true)

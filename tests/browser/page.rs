@@ -33,6 +33,12 @@ impl Page {
         self.client.close().await.expect("the session ends");
     }
 
+    /// The attribute `name` of the first element matching `css`, now.
+    pub async fn attr(&self, css: &str, name: &str) -> Option<String> {
+        let element = self.client.find(Locator::Css(css)).await.ok()?;
+        element.attr(name).await.ok().flatten()
+    }
+
     /// The attribute `name` of the first element matching `css` once `ok` accepts it.
     pub async fn wait_attr(
         &self,
