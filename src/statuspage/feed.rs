@@ -79,6 +79,8 @@ pub struct Snapshot {
     pub status_commit: Option<String>,
     /// The annotations of each unit's cluster in the current revision.
     annotations: Arc<BTreeMap<String, BTreeMap<String, String>>>,
+    /// [`Snapshot::to_json`], made once per generation (a large fleet's takes a while).
+    json: std::sync::OnceLock<Arc<str>>,
 }
 
 impl Snapshot {
@@ -91,7 +93,11 @@ impl Snapshot {
     }
 
     /// The snapshot as JSON (`/api/status`), redacted.
-    pub fn to_json(&self) -> String {
+    pub fn to_json(&self) -> Arc<str> {
+        self.json.get_or_init(|| self.json_text().into()).clone()
+    }
+
+    fn json_text(&self) -> String {
         #[derive(Serialize)]
         #[serde(rename_all = "camelCase")]
         struct Json<'a> {
@@ -246,7 +252,10 @@ impl Feed {
     /// the snapshot with the next generation.
     fn change(&self, f: impl FnOnce(&mut Snapshot) -> bool) {
         let mut current = self.inner.snapshot.write().expect("status lock");
-        let mut next = (**current).clone();
+        let mut next = Snapshot {
+            json: Default::default(),
+            ..(**current).clone()
+        };
         if !f(&mut next) {
             return;
         }

@@ -172,7 +172,7 @@ async fn api(State(feed): State<Feed>) -> Response {
             (header::CONTENT_TYPE, "application/json"),
             (header::CACHE_CONTROL, "no-store"),
         ],
-        feed.snapshot().to_json(),
+        feed.snapshot().to_json().to_string(),
     )
         .into_response()
 }
