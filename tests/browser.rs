@@ -3,7 +3,7 @@
 //! `examples-repo/` (the embedded control plane and the Azure simulator).
 //!
 //! One agent and one driver for the whole story (a browser takes seconds to start): the index shows
-//! both clusters and their phases, a cluster page opens from its link, a commit shows up live
+//! both clusters and their phases, a failed unit first with its error, a cluster page opens from its link, a commit shows up live
 //! without a reload, a `<script>` and an `<img onerror>` in a cluster's description never run
 //! (through the live update, a fresh load, and with JavaScript off), and the page works with
 //! JavaScript off. The screenshot goes to the target dir (and to `docs/status-page.png`, which the
@@ -30,6 +30,9 @@ use std::time::Duration;
 const DEADLINE: Duration = Duration::from_secs(90);
 const DEV: &str = "aro-dev/dev";
 const PROD: &str = "aro-prod/prod";
+/// A unit that fails validation, and what its error says.
+const STAGING: &str = "clusters/staging";
+const STAGING_ERROR: &str = "min 6 is above max 4";
 const DEV_DESCRIPTION: &str = "Development: small pools, one zone";
 const PROD_DESCRIPTION: &str = "Production: three zones, customer-managed etcd key";
 /// What an attacker with write access to one overlay would put in its description: it must show as
@@ -49,18 +52,45 @@ fn description_patch(cluster: &str, description: &str) -> String {
     )
 }
 
+/// `clusters/staging`: dev's overlay with its own name and namespace, and a node pool whose
+/// autoscaling minimum is above its maximum (validation fails it before anything is applied).
+fn add_failing_unit(fleet: &Fleet) {
+    common::git::copy_dir(
+        &fleet.repo.join("clusters/dev"),
+        &fleet.repo.join("clusters/staging"),
+    );
+    let unit = "clusters/staging";
+    fleet.replace(
+        &format!("{unit}/kustomization.yaml"),
+        "namespace: aro-dev\n",
+        "namespace: aro-staging\n",
+    );
+    fleet.replace(
+        &format!("{unit}/cluster-params.yaml"),
+        "  name: dev\n",
+        "  name: staging\n",
+    );
+    fleet.add_patches(
+        unit,
+        "  - target: {kind: AROMachinePool, name: staging-workers}\n    patch: |-\n      \
+         - op: replace\n        path: /spec/resources/0/spec/properties/autoScaling\n        \
+         value: {min: 6, max: 4}\n",
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_status_page_shows_the_fleet_live_escapes_descriptions_and_works_without_javascript() {
     let Some(driver) = chrome::driver_or_skip("the status page test") else {
         return;
     };
     let (fleet, _) = Fleet::git();
+    add_failing_unit(&fleet);
     fleet.add_patches("clusters/dev", &description_patch("dev", DEV_DESCRIPTION));
     fleet.add_patches(
         "clusters/prod",
         &description_patch("prod", PROD_DESCRIPTION),
     );
-    fleet.commit("the clusters' descriptions");
+    fleet.commit("the clusters' descriptions, and a unit that fails validation");
     let agent = agent::Agent::start(&fleet.repo, &fleet.state);
     let base = agent.status_url(DEADLINE);
 
@@ -83,6 +113,18 @@ async fn the_status_page_shows_the_fleet_live_escapes_descriptions_and_works_wit
             "{cluster}: the phase shown and its data-phase"
         );
     }
+    // Failed units first, with their error.
+    let first = page
+        .wait_attr("table.units tbody tr", "data-unit", DEADLINE, |u| {
+            u == STAGING
+        })
+        .await;
+    assert_eq!(first, STAGING);
+    let failed = format!("[data-unit=\"{STAGING}\"]");
+    page.wait_attr(&failed, "data-phase", DEADLINE, |p| p == "Failed")
+        .await;
+    page.wait_text(&failed, DEADLINE, |t| t.contains(STAGING_ERROR))
+        .await;
     let dev_description = format!("{} .description", row(DEV));
     page.wait_text(&dev_description, DEADLINE, |t| t == DEV_DESCRIPTION)
         .await;

@@ -18,7 +18,7 @@ pub const REQUIRE_ENV: &str = "ARO_GITOPS_REQUIRE_BROWSER";
 /// How long chromedriver may take to say it listens.
 const START_DEADLINE: Duration = Duration::from_secs(20);
 /// The browser window: wide enough for the page's table, tall enough for both clusters.
-const WINDOW_SIZE: &str = "--window-size=1280,900";
+const WINDOW_SIZE: &str = "--window-size=1440,900";
 
 /// `chromedriver` on `PATH` and `chromium` at [`CHROMIUM`], or what is missing.
 pub fn find() -> Result<PathBuf, String> {
