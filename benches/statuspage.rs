@@ -34,7 +34,7 @@ fn outcome(i: usize) -> UnitOutcome {
         namespace: Some(namespace.clone()),
         name: format!("c{i:04}"),
     };
-    let failed = i % 10 == 0;
+    let failed = i.is_multiple_of(10);
     let objects = (0..29)
         .map(|j| ObjectOutcome {
             key: ObjectKey {

@@ -40,8 +40,11 @@ pub struct History {
     mirror: PathBuf,
     target: ReportTarget,
     /// The tip the cache holds histories of, and those histories by report path.
-    cache: Mutex<(String, HashMap<PathBuf, Arc<Vec<HistoryEntry>>>)>,
+    cache: Mutex<(String, Histories)>,
 }
+
+/// Histories by report path.
+type Histories = HashMap<PathBuf, Arc<Vec<HistoryEntry>>>;
 
 impl History {
     /// Histories of the reports of `target`, from the bare repository at `mirror`.
