@@ -173,6 +173,7 @@ impl Fixture {
             webhook_secret: None,
             shard: agent::Shard::default(),
             faults: None,
+            decryption: None,
         }
     }
 

@@ -89,6 +89,9 @@ pub struct RunConfig {
     pub shard: Shard,
     /// Faults injected into the agent's requests (`--inject-faults`; embedded control plane only).
     pub faults: Option<crate::controlplane::faults::FaultConfig>,
+    /// Where the age identities decrypting SOPS files come from (`--decryption-key-file`,
+    /// `--decryption-secret`), when given.
+    pub decryption: Option<crate::decrypt::keys::KeySource>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -203,6 +206,14 @@ pub async fn run_with(config: RunConfig, lifecycle: Lifecycle) -> Result<RunSumm
     )
     .await?;
     env.detect_simulated_azure(&config.state_dir).await;
+    // In force for the whole run: the checkouts under the state directory decrypt with it.
+    let _decryption = match &config.decryption {
+        Some(keys) => Some(crate::decrypt::register(
+            &config.state_dir,
+            crate::decrypt::Decryption::load(keys, Some(&env.cluster)).await,
+        )),
+        None => None,
+    };
     let source = Arc::new(Mutex::new(Source::open(SourceConfig {
         url: config.repo.clone(),
         reference: config.reference.clone(),

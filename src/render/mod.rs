@@ -102,6 +102,22 @@ pub fn render_traced(root: &Path, dir: &Path) -> (Result<Vec<SourcedObject>, Ren
     (rendered, renderer.loader.into_inputs())
 }
 
+/// Document `origin.document` of the file `origin.file` (repository-relative) as written, before
+/// any transformation: what SOPS's MAC covers (see [`crate::decrypt`]).
+pub fn source_document(
+    root: &Path,
+    origin: &crate::object::Origin,
+) -> Result<serde_json::Value, String> {
+    let text = std::fs::read_to_string(root.join(&origin.file))
+        .map_err(|e| format!("cannot read {}: {e}", origin.file.display()))?;
+    documents::parse_objects(&origin.file, &text)
+        .map_err(|e| e.detail())?
+        .into_iter()
+        .find(|s| s.origin.document == origin.document)
+        .map(|s| s.object)
+        .ok_or_else(|| format!("{origin}: no such document"))
+}
+
 impl Renderer {
     /// The whole build of `dir`.
     fn render(&mut self, dir: &Path) -> Result<Vec<SourcedObject>, RenderError> {

@@ -1,0 +1,220 @@
+//! Decrypting SOPS files in the pipeline: after rendering, before validation (see
+//! [`crate::agent::prepare`]).
+//!
+//! SOPS's MAC covers a document as written in its file, while kustomize may change the object it
+//! makes of it (namespace, labels, name prefixes). So each rendered object that still carries a
+//! `sops` block is decrypted from its **source** document (its origin file and document index,
+//! read from the checkout), and the decrypted values are carried into the rendered object at the
+//! same JSON pointers, refusing when the rendered object no longer holds the file's ciphertext
+//! there (see [`fields::carry`]). The `sops` block is dropped and the pointers are recorded in the
+//! [`fields::ENCRYPTED_FIELDS`] annotation, which every output masks by.
+//!
+//! Decrypted values exist only in memory: they are learnt for redaction
+//! ([`crate::redact::learn_values`]) and never written to the state directory.
+//!
+//! Which keys decrypt a checkout: the caller [`register`]s a [`Decryption`] for a folder (an
+//! agent's state directory, which holds its checkouts, or a repository `validate` reads) for as
+//! long as it works there; preparing a unit looks up the folder its checkout is in. Two agents in
+//! one process (tests) thus keep their own keys. A checkout under no registered folder has no key.
+
+pub mod fields;
+pub mod keys;
+
+use crate::object::{ObjectKey, SourcedObject};
+use crate::secrets::Keyring;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, RwLock};
+
+/// How SOPS files are read in a folder's checkouts.
+#[derive(Debug)]
+pub enum Decryption {
+    /// Decrypted with these identities.
+    Keys(Keyring),
+    /// Not decrypted (no key: a plan on a pull request, `validate`): each ciphertext is replaced
+    /// by its digest, so revisions compare by ciphertext ([`fields::stand_in_digests`]). `used`:
+    /// an encrypted object was met (the plan then says so).
+    Digests { used: std::sync::atomic::AtomicBool },
+    /// The keys could not be loaded (why, naming the file or Secret): units with SOPS files fail
+    /// with it, the others go on.
+    Unavailable(String),
+}
+
+impl Decryption {
+    /// Standing digests in for ciphertext (no key).
+    pub fn digests() -> Decryption {
+        Decryption::Digests {
+            used: Default::default(),
+        }
+    }
+
+    /// The keys of `source`, or why they are unavailable (logged once here; a unit with SOPS
+    /// files then fails with it).
+    pub async fn load(
+        source: &keys::KeySource,
+        cluster: Option<&crate::apply::Cluster>,
+    ) -> Decryption {
+        match source.load(cluster).await {
+            Ok(keyring) => {
+                tracing::info!(identities = keyring.len(), "SOPS decryption keys loaded");
+                Decryption::Keys(keyring)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "SOPS decryption keys unavailable: units with encrypted files will fail");
+                Decryption::Unavailable(e.to_string())
+            }
+        }
+    }
+}
+
+/// What a plan without the key says about encrypted values.
+pub const DIGESTS_NOTE: &str = "encrypted values compared by ciphertext digest: no decryption key";
+
+/// A SOPS object that could not be decrypted: its unit fails, nothing of it is applied.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{}: {message}", file.display())]
+pub struct DecryptError {
+    pub file: PathBuf,
+    pub object: Option<ObjectKey>,
+    pub message: String,
+}
+
+static REGISTERED: LazyLock<RwLock<Vec<(u64, PathBuf, Arc<Decryption>)>>> =
+    LazyLock::new(Default::default);
+static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Keeps a [`register`]ed decryption in force; dropping it withdraws it.
+#[derive(Debug)]
+pub struct Registration {
+    id: u64,
+}
+
+impl Registration {
+    /// Whether, registered as [`Decryption::Digests`], it met an encrypted object.
+    pub fn digests_used(&self) -> bool {
+        REGISTERED
+            .read()
+            .expect("decryption registry lock")
+            .iter()
+            .find(|(id, _, _)| *id == self.id)
+            .is_some_and(|(_, _, d)| match d.as_ref() {
+                Decryption::Digests { used } => used.load(std::sync::atomic::Ordering::Relaxed),
+                _ => false,
+            })
+    }
+}
+
+/// Whether keys are registered for a folder holding `dir` (or `dir` itself).
+pub fn has_keys(dir: &Path) -> bool {
+    matches!(lookup(dir).as_deref(), Some(Decryption::Keys(_)))
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        if let Ok(mut all) = REGISTERED.write() {
+            all.retain(|(id, _, _)| *id != self.id);
+        }
+    }
+}
+
+/// Decrypts the checkouts under `dir` with `decryption` until the registration is dropped.
+pub fn register(dir: &Path, decryption: Decryption) -> Registration {
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    REGISTERED
+        .write()
+        .expect("decryption registry lock")
+        .push((id, dir, Arc::new(decryption)));
+    Registration { id }
+}
+
+/// The decryption registered for the folder nearest above `root`, if any.
+fn lookup(root: &Path) -> Option<Arc<Decryption>> {
+    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    REGISTERED
+        .read()
+        .expect("decryption registry lock")
+        .iter()
+        .filter(|(_, dir, _)| root.starts_with(dir))
+        .max_by_key(|(_, dir, _)| dir.as_os_str().len())
+        .map(|(_, _, d)| d.clone())
+}
+
+/// Decrypts (or, without a key, stands digests in for) every SOPS object of a unit rendered from
+/// the checkout at `root`, in place. Any error fails the unit: the caller applies none of it.
+pub fn decrypt_rendered(
+    root: &Path,
+    objects: &mut [SourcedObject],
+) -> Result<(), Vec<DecryptError>> {
+    let mut errors = Vec::new();
+    let mut decryption: Option<Option<Arc<Decryption>>> = None;
+    // A document decrypted once per unit, however many objects came from it.
+    let mut decrypted: HashMap<(PathBuf, usize), Result<(serde_json::Value, crate::secrets::Decrypted), String>> =
+        HashMap::new();
+    for s in objects.iter_mut() {
+        let object_error = |s: &SourcedObject, message: String| DecryptError {
+            file: s.origin.file.clone(),
+            object: ObjectKey::from_object(&s.object).ok(),
+            message,
+        };
+        if !fields::has_sops_block(&s.object) {
+            if let Some(p) = first_ciphertext(&s.object) {
+                errors.push(object_error(
+                    s,
+                    format!(
+                        "{p}: holds a SOPS encrypted value but the object has no sops metadata \
+                         (an encrypted List, or a value copied from a SOPS file?); it cannot be \
+                         decrypted"
+                    ),
+                ));
+            }
+            continue;
+        }
+        let mode = decryption.get_or_insert_with(|| lookup(root)).clone();
+        let result = match mode.as_deref() {
+            None => Err("is encrypted with SOPS and the agent has no decryption key (give \
+                 --decryption-key-file or --decryption-secret)"
+                .to_string()),
+            Some(Decryption::Unavailable(why)) => Err(format!(
+                "is encrypted with SOPS and the decryption key could not be loaded: {why}"
+            )),
+            Some(Decryption::Digests { used }) => {
+                used.store(true, std::sync::atomic::Ordering::Relaxed);
+                fields::stand_in_digests(&mut s.object).map(|_| ())
+            }
+            Some(Decryption::Keys(keyring)) => {
+                let slot = decrypted
+                    .entry((s.origin.file.clone(), s.origin.document))
+                    .or_insert_with(|| {
+                        let source = crate::render::source_document(root, &s.origin)?;
+                        let plain = crate::secrets::decrypt(&source, keyring)
+                            .map_err(|e| format!("cannot decrypt: {e}"))?;
+                        Ok((source, plain))
+                    });
+                match slot {
+                    Ok((source, plain)) => {
+                        crate::redact::learn_values(fields::plaintexts(
+                            &plain.document,
+                            &plain.encrypted_pointers,
+                        ));
+                        fields::carry(&mut s.object, source, plain)
+                    }
+                    Err(e) => Err(e.clone()),
+                }
+            }
+        };
+        if let Err(message) = result {
+            errors.push(object_error(s, message));
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
+/// The pointer of the first SOPS ciphertext in `object`, if any.
+fn first_ciphertext(object: &serde_json::Value) -> Option<String> {
+    fields::ciphertext_pointers(object).into_iter().next()
+}
