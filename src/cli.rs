@@ -160,7 +160,11 @@ pub struct RunArgs {
     /// A Secret holding the age identities that decrypt SOPS files: `NAME` (in the agent's
     /// namespace: POD_NAMESPACE, else aro-gitops-system) or `NAMESPACE/NAME`; its data keys
     /// ending `.agekey` hold identity files (as Flux's sops-age Secret).
-    #[arg(long, value_name = "[NAMESPACE/]NAME", conflicts_with = "decryption_key_file")]
+    #[arg(
+        long,
+        value_name = "[NAMESPACE/]NAME",
+        conflicts_with = "decryption_key_file"
+    )]
     pub decryption_secret: Option<String>,
 }
 

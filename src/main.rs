@@ -321,9 +321,9 @@ fn validate(args: ValidateArgs) -> anyhow::Result<ExitCode> {
     let _decryption = aro_gitops::decrypt::register(
         &root,
         match &args.decryption_key_file {
-            Some(path) => aro_gitops::decrypt::Decryption::Keys(
-                aro_gitops::decrypt::keys::from_file(path)?,
-            ),
+            Some(path) => {
+                aro_gitops::decrypt::Decryption::Keys(aro_gitops::decrypt::keys::from_file(path)?)
+            }
             None => aro_gitops::decrypt::Decryption::digests(),
         },
     );

@@ -350,6 +350,13 @@ mod tests {
     }
 
     #[test]
+    fn decrypted_values_are_learnt_whatever_their_length() {
+        learn_values(["q~Z", ""]);
+        assert_eq!(scrub("got q~Z here"), format!("got {REDACTED} here"));
+        assert!(matches!(scrub("nothing"), Cow::Borrowed(_)));
+    }
+
+    #[test]
     fn scrub_replaces_learnt_values_and_shapes() {
         learn([&json!({"spec": {"password": "learnt-pass-123"}})]);
         assert_eq!(

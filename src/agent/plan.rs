@@ -175,9 +175,8 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
         },
     };
     // Compared with base and no key: the ciphertexts' digests stand in for encrypted values.
-    let digests = (env.is_none() && !crate::decrypt::has_keys(&plan_state)).then(|| {
-        crate::decrypt::register(&plan_state, crate::decrypt::Decryption::digests())
-    });
+    let digests = (env.is_none() && !crate::decrypt::has_keys(&plan_state))
+        .then(|| crate::decrypt::register(&plan_state, crate::decrypt::Decryption::digests()));
     let base = match (&env, &req.base) {
         (None, Some(b)) => {
             // Base's mirror reads head's objects: the repository's history is fetched once.
@@ -241,8 +240,11 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
                 short(&base.revision.commit)
             );
             if digests.as_ref().is_some_and(|d| d.digests_used()) {
-                preview.against_description =
-                    format!("{}; {}", preview.against_description, crate::decrypt::DIGESTS_NOTE);
+                preview.against_description = format!(
+                    "{}; {}",
+                    preview.against_description,
+                    crate::decrypt::DIGESTS_NOTE
+                );
             }
             let changed = changed_paths(
                 &req.repo,

@@ -253,14 +253,19 @@ mod tests {
         let mut a = source();
         a["data"] = json!({"token": C1});
         let pointers = stand_in_digests(&mut a).unwrap();
-        assert_eq!(pointers, vec!["/data/token", "/stringData/password"]);
+        assert_eq!(pointers, vec!["/stringData/password", "/data/token"]);
         let token = a["data"]["token"].as_str().unwrap();
         use base64::Engine;
         let decoded = base64::engine::general_purpose::STANDARD
             .decode(token)
             .unwrap();
         assert!(String::from_utf8(decoded).unwrap().starts_with("sha256:"));
-        assert!(a["stringData"]["password"].as_str().unwrap().starts_with("sha256:"));
+        assert!(
+            a["stringData"]["password"]
+                .as_str()
+                .unwrap()
+                .starts_with("sha256:")
+        );
         let mut b = source();
         b["data"] = json!({"token": C1});
         stand_in_digests(&mut b).unwrap();

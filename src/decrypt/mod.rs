@@ -149,8 +149,10 @@ pub fn decrypt_rendered(
     let mut errors = Vec::new();
     let mut decryption: Option<Option<Arc<Decryption>>> = None;
     // A document decrypted once per unit, however many objects came from it.
-    let mut decrypted: HashMap<(PathBuf, usize), Result<(serde_json::Value, crate::secrets::Decrypted), String>> =
-        HashMap::new();
+    let mut decrypted: HashMap<
+        (PathBuf, usize),
+        Result<(serde_json::Value, crate::secrets::Decrypted), String>,
+    > = HashMap::new();
     for s in objects.iter_mut() {
         let object_error = |s: &SourcedObject, message: String| DecryptError {
             file: s.origin.file.clone(),
@@ -172,9 +174,11 @@ pub fn decrypt_rendered(
         }
         let mode = decryption.get_or_insert_with(|| lookup(root)).clone();
         let result = match mode.as_deref() {
-            None => Err("is encrypted with SOPS and the agent has no decryption key (give \
+            None => Err(
+                "is encrypted with SOPS and the agent has no decryption key (give \
                  --decryption-key-file or --decryption-secret)"
-                .to_string()),
+                    .to_string(),
+            ),
             Some(Decryption::Unavailable(why)) => Err(format!(
                 "is encrypted with SOPS and the decryption key could not be loaded: {why}"
             )),

@@ -126,7 +126,11 @@ fn finish(
 /// [`crate::decrypt`]) on both sides by the markers, compared before they are hidden so the
 /// markers say only whether each changed. Every output of an encrypted field goes through here:
 /// the plan, the preview and the reports are built from these diffs.
-pub fn hide_encrypted_values(old: &mut Option<Value>, new: &mut Option<Value>, pointers: &[String]) {
+pub fn hide_encrypted_values(
+    old: &mut Option<Value>,
+    new: &mut Option<Value>,
+    pointers: &[String],
+) {
     for p in pointers {
         let o = old.as_ref().and_then(|v| v.pointer(p)).cloned();
         let n = new.as_ref().and_then(|v| v.pointer(p)).cloned();
