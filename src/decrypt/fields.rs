@@ -20,12 +20,6 @@ pub fn is_ciphertext(value: &Value) -> bool {
         .is_some_and(|s| s.starts_with(CIPHERTEXT_PREFIX) && s.ends_with(']'))
 }
 
-/// Whether an object still has its SOPS metadata block (it came from a SOPS file). Cheap: the
-/// pipeline asks it of every rendered object.
-pub fn has_sops_block(object: &Value) -> bool {
-    object.get("sops").is_some_and(Value::is_object)
-}
-
 /// The pointers of the encrypted fields of `object`, from its [`ENCRYPTED_FIELDS`] annotation
 /// (empty when it has none or it is unreadable).
 pub fn encrypted_pointers(object: &Value) -> Vec<String> {

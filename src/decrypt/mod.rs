@@ -148,18 +148,15 @@ pub fn decrypt_rendered(
 ) -> Result<(), Vec<DecryptError>> {
     let mut errors = Vec::new();
     let mut decryption: Option<Option<Arc<Decryption>>> = None;
-    // A document decrypted once per unit, however many objects came from it.
-    let mut decrypted: HashMap<
-        (PathBuf, usize),
-        Result<(serde_json::Value, crate::secrets::Decrypted), String>,
-    > = HashMap::new();
+    // Each SOPS file decrypted once per unit, whole (one MAC covers all its documents).
+    let mut files: HashMap<PathBuf, Result<DecryptedFile, String>> = HashMap::new();
     for s in objects.iter_mut() {
         let object_error = |s: &SourcedObject, message: String| DecryptError {
             file: s.origin.file.clone(),
             object: ObjectKey::from_object(&s.object).ok(),
             message,
         };
-        if !fields::has_sops_block(&s.object) {
+        if !crate::secrets::is_encrypted(&s.object) {
             if let Some(p) = first_ciphertext(&s.object) {
                 errors.push(object_error(
                     s,
@@ -187,22 +184,14 @@ pub fn decrypt_rendered(
                 fields::stand_in_digests(&mut s.object).map(|_| ())
             }
             Some(Decryption::Keys(keyring)) => {
-                let slot = decrypted
-                    .entry((s.origin.file.clone(), s.origin.document))
-                    .or_insert_with(|| {
-                        let source = crate::render::source_document(root, &s.origin)?;
-                        let plain = crate::secrets::decrypt(&source, keyring)
-                            .map_err(|e| format!("cannot decrypt: {e}"))?;
-                        Ok((source, plain))
-                    });
-                match slot {
-                    Ok((source, plain)) => {
-                        crate::redact::learn_values(fields::plaintexts(
-                            &plain.document,
-                            &plain.encrypted_pointers,
-                        ));
-                        fields::carry(&mut s.object, source, plain)
-                    }
+                let file = files
+                    .entry(s.origin.file.clone())
+                    .or_insert_with(|| decrypt_file(root, &s.origin.file, keyring));
+                match file {
+                    Ok(docs) => match docs.iter().find(|(i, _, _)| *i == s.origin.document) {
+                        Some((_, source, plain)) => fields::carry(&mut s.object, source, plain),
+                        None => Err(format!("{}: no such document", s.origin)),
+                    },
                     Err(e) => Err(e.clone()),
                 }
             }
@@ -216,6 +205,28 @@ pub fn decrypt_rendered(
     } else {
         Err(errors)
     }
+}
+
+/// A SOPS file's documents: index, as written, decrypted.
+type DecryptedFile = Vec<(usize, serde_json::Value, crate::secrets::Decrypted)>;
+
+/// Decrypts the SOPS documents of `file` (all or nothing) and learns their values for redaction.
+fn decrypt_file(root: &Path, file: &Path, keyring: &Keyring) -> Result<DecryptedFile, String> {
+    let docs: Vec<(usize, serde_json::Value)> = crate::render::source_documents(root, file)?
+        .into_iter()
+        .filter(|(_, d)| crate::secrets::is_encrypted(d))
+        .collect();
+    let values: Vec<serde_json::Value> = docs.iter().map(|(_, d)| d.clone()).collect();
+    let plain = crate::secrets::decrypt_documents(&values, keyring)
+        .map_err(|e| format!("cannot decrypt: {e}"))?;
+    for p in &plain {
+        crate::redact::learn_values(fields::plaintexts(&p.document, &p.encrypted_pointers));
+    }
+    Ok(docs
+        .into_iter()
+        .zip(plain)
+        .map(|((i, source), p)| (i, source, p))
+        .collect())
 }
 
 /// The pointer of the first SOPS ciphertext in `object`, if any.

@@ -102,20 +102,20 @@ pub fn render_traced(root: &Path, dir: &Path) -> (Result<Vec<SourcedObject>, Ren
     (rendered, renderer.loader.into_inputs())
 }
 
-/// Document `origin.document` of the file `origin.file` (repository-relative) as written, before
-/// any transformation: what SOPS's MAC covers (see [`crate::decrypt`]).
-pub fn source_document(
+/// The documents of the file `file` (repository-relative) as written, before any transformation,
+/// each with its index (as [`crate::object::Origin::document`] counts): what SOPS's MAC covers
+/// (see [`crate::decrypt`]).
+pub fn source_documents(
     root: &Path,
-    origin: &crate::object::Origin,
-) -> Result<serde_json::Value, String> {
-    let text = std::fs::read_to_string(root.join(&origin.file))
-        .map_err(|e| format!("cannot read {}: {e}", origin.file.display()))?;
-    documents::parse_objects(&origin.file, &text)
+    file: &Path,
+) -> Result<Vec<(usize, serde_json::Value)>, String> {
+    let text = std::fs::read_to_string(root.join(file))
+        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    Ok(documents::parse_objects(file, &text)
         .map_err(|e| e.detail())?
         .into_iter()
-        .find(|s| s.origin.document == origin.document)
-        .map(|s| s.object)
-        .ok_or_else(|| format!("{origin}: no such document"))
+        .map(|s| (s.origin.document, s.object))
+        .collect())
 }
 
 impl Renderer {
