@@ -225,7 +225,7 @@ fn case_16_undecryptable_sops_file_fails_its_unit_alone_and_deletes_nothing() {
             out.stdout.contains("error: clusters/dev failed")
                 && out
                     .stdout
-                    .contains("pull-secret.yaml: Secret/aro-dev/pull-secret: "),
+                    .contains("pull-secret.yaml: Secret/aro-dev/pull-secret: cannot decrypt: "),
             "{case}: {}",
             out.all()
         );
