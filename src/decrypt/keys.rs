@@ -117,6 +117,12 @@ pub fn from_file(path: &Path) -> Result<Keyring, KeyError> {
 }
 
 fn parse(text: &str) -> Result<Keyring, String> {
+    // The identities are secrets too: no output may show them, even in a library's message.
+    crate::redact::learn_values(
+        text.lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with("AGE-SECRET-KEY-")),
+    );
     let keyring = Keyring::parse(text).map_err(|e| e.to_string())?;
     if keyring.is_empty() {
         return Err("holds no age identity (AGE-SECRET-KEY-1...)".into());

@@ -1,6 +1,7 @@
 //! See `tests/safety.rs`: SOPS-encrypted files in the fleet (issue 16). A Secret encrypted with
 //! the project's own SOPS writer for a fresh age key is decrypted in memory and applied; its value
-//! reaches no output (plans, reports, logs, git history); a plan on a pull request works without
+//! reaches no output (plans, reports, logs, git history); the key comes from a file or a Secret
+//! (`--decryption-secret`); a plan on a pull request works without
 //! the key (ciphertext digests, and says so); a unit whose SOPS file cannot be decrypted (wrong
 //! key, tampered MAC, no key) fails alone, deletes nothing, and the other unit goes on.
 
@@ -96,12 +97,31 @@ fn case_16_sops_secret_decrypted_in_memory_applied_and_never_shown() {
         "nothing applied without the key"
     );
 
+    // The key in a Secret of the agent's namespace (`--decryption-secret`), as in a cluster.
+    let identity = std::fs::read_to_string(&key).expect("key");
+    fleet.with_client(async move |client| {
+        use kube::api::{Api, PostParams};
+        let api: Api<k8s_openapi::api::core::v1::Secret> =
+            Api::namespaced(client, "aro-gitops-system");
+        let secret = serde_json::from_value(json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "sops-age"}, "stringData": {"identity.agekey": identity}}))
+        .expect("a Secret");
+        api.create(&PostParams::default(), &secret)
+            .await
+            .expect("create the key Secret");
+    });
     let out = run_once(
         &fleet,
-        &["--decryption-key-file", key_arg, "--log", "debug"],
+        &[
+            "--decryption-secret",
+            "aro-gitops-system/sops-age",
+            "--log",
+            "debug",
+        ],
     );
     assert_eq!(out.code, 0, "{}", out.all());
     assert!(!out.all().contains(&first), "{}", out.all());
+    assert!(!out.all().contains("AGE-SECRET-KEY-"), "{}", out.all());
     assert_eq!(live_token(&fleet).as_deref(), Some(first.as_str()));
     let live = fleet
         .get("v1", "Secret", Some("aro-dev"), "pull-secret")
