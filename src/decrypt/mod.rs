@@ -233,3 +233,107 @@ fn decrypt_file(root: &Path, file: &Path, keyring: &Keyring) -> Result<Decrypted
 fn first_ciphertext(object: &serde_json::Value) -> Option<String> {
     fields::ciphertext_pointers(object).into_iter().next()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use age::secrecy::ExposeSecret;
+    use serde_json::json;
+
+    /// A unit `unit/` whose kustomization sets a namespace and renders a two-document SOPS file
+    /// (one MAC over both), and the key that opens it.
+    fn unit_with_sops_file(dir: &Path) -> Keyring {
+        let identity = age::x25519::Identity::generate();
+        let secret = |name: &str, token: &str| {
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name},
+                "stringData": {"token": token}})
+        };
+        let docs = crate::secrets::encrypt_documents(
+            &[
+                secret("a", "token-of-a-1234"),
+                secret("b", "token-of-b-5678"),
+            ],
+            &[identity.to_public().to_string()],
+            &crate::secrets::EncryptionRules {
+                encrypted_regex: Some("^(data|stringData)$".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        std::fs::create_dir_all(dir.join("unit")).unwrap();
+        std::fs::write(
+            dir.join("unit/kustomization.yaml"),
+            "namespace: ns\nresources: [secrets.yaml]\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("unit/secrets.yaml"),
+            crate::yaml::to_multi_string(&docs),
+        )
+        .unwrap();
+        Keyring::parse(identity.to_string().expose_secret()).unwrap()
+    }
+
+    fn render(dir: &Path) -> Vec<SourcedObject> {
+        crate::render::render(dir, Path::new("unit")).unwrap()
+    }
+
+    #[test]
+    fn a_kustomized_multi_document_file_decrypts_with_the_key_registered_for_its_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let keyring = unit_with_sops_file(dir.path());
+
+        let mut objects = render(dir.path());
+        let errors = decrypt_rendered(dir.path(), &mut objects).unwrap_err();
+        assert_eq!(errors.len(), 2);
+        assert!(
+            errors[0].message.contains("no decryption key"),
+            "{}",
+            errors[0]
+        );
+        assert_eq!(errors[0].file, Path::new("unit/secrets.yaml"));
+
+        let registration = register(dir.path(), Decryption::Keys(keyring));
+        let mut objects = render(dir.path());
+        decrypt_rendered(dir.path(), &mut objects).unwrap();
+        let b = &objects[1].object;
+        assert_eq!(b["stringData"]["token"], "token-of-b-5678");
+        assert_eq!(
+            b["metadata"]["namespace"], "ns",
+            "kustomize's namespace kept"
+        );
+        assert!(b.get("sops").is_none());
+        assert_eq!(
+            fields::encrypted_pointers(b),
+            vec!["/stringData/token".to_string()]
+        );
+        assert_eq!(
+            crate::redact::scrub("x token-of-a-1234 y"),
+            format!("x {} y", crate::redact::REDACTED)
+        );
+        drop(registration);
+
+        let registration = register(dir.path(), Decryption::digests());
+        let mut objects = render(dir.path());
+        decrypt_rendered(dir.path(), &mut objects).unwrap();
+        assert!(registration.digests_used());
+        let token = objects[0].object["stringData"]["token"].as_str().unwrap();
+        assert!(token.starts_with("sha256:"), "{token}");
+    }
+
+    #[test]
+    fn ciphertext_without_sops_metadata_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        unit_with_sops_file(dir.path());
+        let mut objects = render(dir.path());
+        objects[0].object.as_object_mut().unwrap().remove("sops");
+        let errors = decrypt_rendered(dir.path(), &mut objects).unwrap_err();
+        assert!(
+            errors[0]
+                .message
+                .starts_with("/stringData/token: holds a SOPS encrypted value but the object has no sops metadata"),
+            "{}",
+            errors[0]
+        );
+    }
+}

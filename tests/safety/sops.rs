@@ -171,6 +171,26 @@ fn case_16_sops_secret_decrypted_in_memory_applied_and_never_shown() {
     let out = run_once(&fleet, &["--decryption-key-file", key_arg]);
     assert_eq!(out.code, 0, "{}", out.all());
     assert_eq!(live_token(&fleet).as_deref(), Some(second.as_str()));
+    // Only in memory: no file of the state directory holds a decrypted value, but the embedded
+    // API server's store (the cluster's etcd, which holds the Secret itself).
+    let mut stack = vec![fleet.state.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("state folder") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                if path != fleet.state.join("control-plane") {
+                    stack.push(path);
+                }
+            } else if let Ok(bytes) = std::fs::read(&path) {
+                let text = String::from_utf8_lossy(&bytes);
+                assert!(
+                    !text.contains(&first) && !text.contains(&second),
+                    "{} holds a decrypted value",
+                    path.display()
+                );
+            }
+        }
+    }
     let history = agent_history(&fleet.repo);
     let b64 = base64::engine::general_purpose::STANDARD;
     for needle in [&first, &second, &b64.encode(&first), &b64.encode(&second)] {
