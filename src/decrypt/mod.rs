@@ -79,8 +79,10 @@ pub struct DecryptError {
     pub message: String,
 }
 
-static REGISTERED: LazyLock<RwLock<Vec<(u64, PathBuf, Arc<Decryption>)>>> =
-    LazyLock::new(Default::default);
+/// A registration: its id, its folder (canonical), its decryption.
+type Registered = (u64, PathBuf, Arc<Decryption>);
+
+static REGISTERED: LazyLock<RwLock<Vec<Registered>>> = LazyLock::new(Default::default);
 static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// Keeps a [`register`]ed decryption in force; dropping it withdraws it.
