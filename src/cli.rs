@@ -54,6 +54,9 @@ pub enum Command {
     /// The local control plane: a Kubernetes-compatible API server with a durable store.
     #[command(subcommand, name = "control-plane")]
     ControlPlane(ControlPlaneCommand),
+    /// Secrets kept in git as SOPS files (age).
+    #[command(subcommand)]
+    Secrets(SecretsCommand),
 }
 
 /// Where the desired state comes from and where live state is.
@@ -322,6 +325,41 @@ pub struct ValidateArgs {
 pub enum ControlPlaneCommand {
     /// Serve the control plane on loopback and write a kubeconfig for it.
     Serve(ServeArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SecretsCommand {
+    /// Encrypt a YAML file as SOPS does (AES-256-GCM values, data key wrapped for each age
+    /// recipient, MAC), to stdout or in place. Without --age, the recipients and rule come from
+    /// the first matching creation rule of the nearest .sops.yaml.
+    Encrypt(EncryptArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("rule").multiple(false).args([
+    "encrypted_regex", "unencrypted_regex", "encrypted_suffix", "unencrypted_suffix"
+])))]
+pub struct EncryptArgs {
+    /// The plain YAML file (one or more documents).
+    pub file: PathBuf,
+    /// An age recipient (age1...) to encrypt the data key for; repeatable or comma-separated.
+    #[arg(long = "age", value_name = "RECIPIENT", value_delimiter = ',')]
+    pub age: Vec<String>,
+    /// Encrypt only the values under keys matching this regex (e.g. '^(data|stringData)$').
+    #[arg(long)]
+    pub encrypted_regex: Option<String>,
+    /// Leave plain the values under keys matching this regex.
+    #[arg(long)]
+    pub unencrypted_regex: Option<String>,
+    /// Encrypt only the values under keys ending with this suffix.
+    #[arg(long)]
+    pub encrypted_suffix: Option<String>,
+    /// Leave plain the values under keys ending with this suffix (default: _unencrypted).
+    #[arg(long)]
+    pub unencrypted_suffix: Option<String>,
+    /// Replace the file with its encrypted form instead of printing it.
+    #[arg(short = 'i', long)]
+    pub in_place: bool,
 }
 
 #[derive(Debug, Args)]

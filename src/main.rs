@@ -1,8 +1,8 @@
 use anyhow::{Context, bail};
 use aro_gitops::agent::{self, RunConfig};
 use aro_gitops::cli::{
-    Cli, Command, ControlPlaneCommand, DriftArgs, LogFormat, PlanArgs, PlanFormat, RenderArgs,
-    RunArgs, ServeArgs, ValidateArgs,
+    Cli, Command, ControlPlaneCommand, DriftArgs, EncryptArgs, LogFormat, PlanArgs, PlanFormat,
+    RenderArgs, RunArgs, SecretsCommand, ServeArgs, ValidateArgs,
 };
 use aro_gitops::controlplane::{self, ControlPlane};
 use aro_gitops::output::{self, eprintln, print, println};
@@ -47,6 +47,7 @@ async fn main() -> ExitCode {
         Command::ControlPlane(ControlPlaneCommand::Serve(args)) => {
             serve(args).await.map(|()| ExitCode::SUCCESS)
         }
+        Command::Secrets(SecretsCommand::Encrypt(args)) => secrets_encrypt(args),
     };
     match result {
         Ok(code) => code,
@@ -293,6 +294,26 @@ fn decryption_key_file(
 fn default_root(path: &Path) -> anyhow::Result<PathBuf> {
     aro_gitops::unit::repository_root(path)
         .with_context(|| format!("{}: not found", path.display()))
+}
+
+fn secrets_encrypt(args: EncryptArgs) -> anyhow::Result<ExitCode> {
+    let rules = aro_gitops::secrets::EncryptionRules {
+        encrypted_regex: args.encrypted_regex,
+        unencrypted_regex: args.unencrypted_regex,
+        encrypted_suffix: args.encrypted_suffix,
+        unencrypted_suffix: args.unencrypted_suffix,
+    };
+    let text = aro_gitops::secrets::encrypt_file(&args.file, &args.age, &rules)?;
+    if args.in_place {
+        // Written beside the file, then renamed over it: the plain file is never half replaced.
+        let tmp = args.file.with_extension("sops-tmp");
+        std::fs::write(&tmp, &text).with_context(|| format!("{}", tmp.display()))?;
+        std::fs::rename(&tmp, &args.file).with_context(|| format!("{}", args.file.display()))?;
+    } else {
+        // Ciphertext only: printed as is.
+        output::print_verbatim(&text);
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn render(args: RenderArgs) -> anyhow::Result<ExitCode> {

@@ -8,6 +8,7 @@
 
 mod age_key;
 mod cipher;
+mod file;
 mod metadata;
 mod rules;
 mod walk;
@@ -16,6 +17,7 @@ use std::str::FromStr;
 
 use serde_json::{Map, Value};
 
+pub use file::{SOPS_CONFIG_FILE, encrypt_file};
 use metadata::Metadata;
 use rules::Rule;
 use walk::{Direction, Walk};
@@ -136,10 +138,19 @@ pub fn is_encrypted(document: &Value) -> bool {
 
 /// A decrypted document: the plaintext (without the `sops` block) and the JSON pointers (RFC 6901)
 /// of the values that were encrypted, which every output must mask.
-#[derive(Debug)]
+/// Its `Debug` shows the pointers only, never the plaintext.
 pub struct Decrypted {
     pub document: Value,
     pub encrypted_pointers: Vec<String>,
+}
+
+impl std::fmt::Debug for Decrypted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Decrypted")
+            .field("document", &"<decrypted, not shown>")
+            .field("encrypted_pointers", &self.encrypted_pointers)
+            .finish()
+    }
 }
 
 /// Decrypts a SOPS `document` with `keyring`: unwraps the data key with an age identity, decrypts
@@ -206,7 +217,7 @@ fn without_sops(doc: &Value, i: usize) -> Result<Map<String, Value>, SopsError> 
 
 /// Which values [`encrypt`] encrypts (SOPS's rules; at most one of the four may be set; none set
 /// means every value).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EncryptionRules {
     pub encrypted_regex: Option<String>,
     pub unencrypted_regex: Option<String>,

@@ -56,7 +56,7 @@ fn detects_the_sops_block() {
 #[test]
 fn round_trip_with_encrypted_regex_keeps_the_rest_plain() {
     let (id, r) = identity();
-    let enc = encrypt(&secret(), &[r.clone()], &data_only()).unwrap();
+    let enc = encrypt(&secret(), std::slice::from_ref(&r), &data_only()).unwrap();
     assert_eq!(enc["metadata"]["name"], "pull");
     assert_eq!(enc["sops"]["encrypted_regex"], "^(data|stringData)$");
     assert_eq!(enc["sops"]["age"][0]["recipient"], r.as_str());
@@ -68,6 +68,7 @@ fn round_trip_with_encrypted_regex_keeps_the_rest_plain() {
     );
     let dec = decrypt(&enc, &Keyring::parse(&id).unwrap()).unwrap();
     assert_eq!(dec.document, secret());
+    assert!(!format!("{dec:?}").contains("hunter2"));
     assert_eq!(
         dec.encrypted_pointers,
         vec!["/stringData/password", "/stringData/port"]
@@ -78,7 +79,12 @@ fn round_trip_with_encrypted_regex_keeps_the_rest_plain() {
 fn wrong_key_names_the_recipients_and_counts_identities() {
     let (_, r) = identity();
     let (other, _) = identity();
-    let enc = encrypt(&secret(), &[r.clone()], &EncryptionRules::default()).unwrap();
+    let enc = encrypt(
+        &secret(),
+        std::slice::from_ref(&r),
+        &EncryptionRules::default(),
+    )
+    .unwrap();
     let err = decrypt(&enc, &Keyring::parse(&other).unwrap())
         .unwrap_err()
         .to_string();
@@ -139,8 +145,13 @@ fn multi_document_files_share_one_mac() {
 #[test]
 fn encrypt_refuses_encrypted_input_and_conflicting_rules() {
     let (_, r) = identity();
-    let enc = encrypt(&secret(), &[r.clone()], &EncryptionRules::default()).unwrap();
-    let err = encrypt(&enc, &[r.clone()], &EncryptionRules::default())
+    let enc = encrypt(
+        &secret(),
+        std::slice::from_ref(&r),
+        &EncryptionRules::default(),
+    )
+    .unwrap();
+    let err = encrypt(&enc, std::slice::from_ref(&r), &EncryptionRules::default())
         .unwrap_err()
         .to_string();
     assert!(err.contains("already encrypted"), "{err}");

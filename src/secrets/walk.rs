@@ -136,10 +136,10 @@ impl<'a> Walk<'a> {
     }
 
     fn hash(&mut self, plain: &Value, encrypted: bool) {
-        if !self.mac_only_encrypted || encrypted {
-            if let Some((bytes, _)) = cipher::plain_bytes(plain) {
-                self.mac.update(&bytes);
-            }
+        if (!self.mac_only_encrypted || encrypted)
+            && let Some((bytes, _)) = cipher::plain_bytes(plain)
+        {
+            self.mac.update(&bytes);
         }
     }
 
