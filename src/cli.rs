@@ -81,6 +81,11 @@ pub struct SourceArgs {
     /// State directory: the embedded control plane, the git mirror and checkouts.
     #[arg(long, default_value = ".aro-gitops")]
     pub state: PathBuf,
+    /// An age identity file (`AGE-SECRET-KEY-1...` lines) to decrypt the repository's SOPS files
+    /// with, in memory. Without a key a unit with SOPS files fails (`plan --base` compares their
+    /// ciphertext instead).
+    #[arg(long, value_name = "PATH")]
+    pub decryption_key_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -169,6 +174,15 @@ pub struct RunArgs {
     /// The trust file: SSH `allowed_signers` lines and ASCII-armored OpenPGP public keys.
     #[arg(long, requires = "verify_signatures")]
     pub trusted_keys: Option<PathBuf>,
+    /// A Secret holding the age identities that decrypt SOPS files: `NAME` (in the agent's
+    /// namespace: POD_NAMESPACE, else aro-gitops-system) or `NAMESPACE/NAME`; its data keys
+    /// ending `.agekey` hold identity files (as Flux's sops-age Secret).
+    #[arg(
+        long,
+        value_name = "[NAMESPACE/]NAME",
+        conflicts_with = "decryption_key_file"
+    )]
+    pub decryption_secret: Option<String>,
 }
 
 /// Fault injection into the local control plane's requests, for testing the agent's resilience.
@@ -315,6 +329,10 @@ pub struct ValidateArgs {
     /// The repository root (default: as for `render`, found from the path).
     #[arg(long)]
     pub root: Option<PathBuf>,
+    /// An age identity file to decrypt SOPS files with; without it their ciphertext stands in
+    /// (the rest of each object is validated).
+    #[arg(long, value_name = "PATH")]
+    pub decryption_key_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -7,6 +7,7 @@ pub mod azuresim;
 pub mod cli;
 pub mod controlplane;
 pub mod crdschema;
+pub mod decrypt;
 pub mod health;
 pub mod keyvault;
 pub mod metrics;

@@ -120,6 +120,10 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             args.verify_signatures.as_deref(),
             args.trusted_keys.as_deref(),
         )?,
+        decryption: aro_gitops::decrypt::keys::KeySource::from_flags(
+            args.source.decryption_key_file.as_deref(),
+            args.decryption_secret.as_deref(),
+        ),
     };
     let lifecycle = agent::Lifecycle {
         shutdown: watch_signals().context("watching for SIGTERM and SIGINT")?,
@@ -237,6 +241,7 @@ async fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
         Some(b) => Some(b.parse::<GitRef>().context("--base")?),
         None => None,
     };
+    let _decryption = decryption_key_file(&args.source)?;
     let request = agent::PlanRequest {
         repo: args.source.repo,
         head,
@@ -274,6 +279,7 @@ async fn drift(args: DriftArgs) -> anyhow::Result<ExitCode> {
     let reference: GitRef = args.source.reference.parse().context("--ref")?;
     let target =
         agent::LiveTarget::select(args.source.kubeconfig.as_deref(), args.source.in_cluster)?;
+    let _decryption = decryption_key_file(&args.source)?;
     let report = match agent::drift(&args.source.repo, reference, &args.source.state, &target).await
     {
         Ok(r) => r,
@@ -288,6 +294,23 @@ async fn drift(args: DriftArgs) -> anyhow::Result<ExitCode> {
         print(&report.text());
     }
     Ok(ExitCode::from(report.exit_code()))
+}
+
+/// With `--decryption-key-file`: its identities, decrypting the checkouts under the state
+/// directory while the registration lives.
+fn decryption_key_file(
+    source: &aro_gitops::cli::SourceArgs,
+) -> anyhow::Result<Option<aro_gitops::decrypt::Registration>> {
+    let Some(path) = &source.decryption_key_file else {
+        return Ok(None);
+    };
+    let keyring = aro_gitops::decrypt::keys::from_file(path)?;
+    std::fs::create_dir_all(&source.state)
+        .with_context(|| format!("state directory {}", source.state.display()))?;
+    Ok(Some(aro_gitops::decrypt::register(
+        &source.state,
+        aro_gitops::decrypt::Decryption::Keys(keyring),
+    )))
 }
 
 /// The repository `path` belongs to: its git top level, or the fleet folder outside git.
@@ -338,6 +361,16 @@ fn validate(args: ValidateArgs) -> anyhow::Result<ExitCode> {
     let path = std::fs::canonicalize(&args.path)
         .with_context(|| format!("{}: not found", args.path.display()))?;
     let root = std::fs::canonicalize(root)?;
+    // Without a key, ciphertext digests stand in for the encrypted values.
+    let _decryption = aro_gitops::decrypt::register(
+        &root,
+        match &args.decryption_key_file {
+            Some(path) => {
+                aro_gitops::decrypt::Decryption::Keys(aro_gitops::decrypt::keys::from_file(path)?)
+            }
+            None => aro_gitops::decrypt::Decryption::digests(),
+        },
+    );
     let units = match aro_gitops::unit::discover(&path) {
         Ok(units) => units
             .into_iter()

@@ -207,10 +207,17 @@ static KNOWN: LazyLock<RwLock<Known>> = LazyLock::new(Default::default);
 
 /// Remembers the secret values of `objects` for every later [`scrub`] in this process.
 pub fn learn<'a>(objects: impl IntoIterator<Item = &'a Value>) {
-    let mut new = BTreeSet::new();
-    for o in objects {
-        new.extend(secret_values(o));
-    }
+    learn_values(objects.into_iter().flat_map(secret_values));
+}
+
+/// Remembers `values` (decrypted from SOPS files) for every later [`scrub`] in this process,
+/// whatever their length ([`MIN_KNOWN_LEN`] does not apply: these are secrets by declaration).
+pub fn learn_values<S: AsRef<str>>(values: impl IntoIterator<Item = S>) {
+    let mut new: BTreeSet<String> = values
+        .into_iter()
+        .map(|v| v.as_ref().to_string())
+        .filter(|v| !v.is_empty())
+        .collect();
     if new.is_empty() {
         return;
     }
@@ -340,6 +347,13 @@ mod tests {
                 "tok-5678".to_string()
             ])
         );
+    }
+
+    #[test]
+    fn decrypted_values_are_learnt_whatever_their_length() {
+        learn_values(["q~Z", ""]);
+        assert_eq!(scrub("got q~Z here"), format!("got {REDACTED} here"));
+        assert!(matches!(scrub("nothing"), Cow::Borrowed(_)));
     }
 
     #[test]

@@ -180,6 +180,7 @@ impl Fixture {
             shard: agent::Shard::default(),
             faults: None,
             verify_signatures: None,
+            decryption: None,
         }
     }
 

@@ -4,7 +4,7 @@
 //! the agent writes and empty renders; `azure_names` two objects mapping to one Azure resource;
 //! `drift` like compared with like; `output` redaction, errors where the user looks, paths and the
 //! command line; `unit_validation` a unit validated whole before its first write; `control_plane`
-//! the local control plane's limits.
+//! the local control plane's limits; `sops` SOPS-encrypted files (issue 16).
 
 #[path = "safety/azure_names.rs"]
 mod azure_names;
@@ -19,6 +19,8 @@ mod output;
 mod ownership;
 #[path = "safety/secrets.rs"]
 mod secrets;
+#[path = "safety/sops.rs"]
+mod sops;
 #[path = "safety/unit_validation.rs"]
 mod unit_validation;
 

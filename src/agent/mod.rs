@@ -95,6 +95,9 @@ pub struct RunConfig {
     pub faults: Option<crate::controlplane::faults::FaultConfig>,
     /// Apply only revisions signed by a trusted key (`--verify-signatures`, `--trusted-keys`).
     pub verify_signatures: Option<Arc<crate::source::signature::Verification>>,
+    /// Where the age identities decrypting SOPS files come from (`--decryption-key-file`,
+    /// `--decryption-secret`), when given.
+    pub decryption: Option<crate::decrypt::keys::KeySource>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -214,6 +217,14 @@ pub async fn run_with(config: RunConfig, lifecycle: Lifecycle) -> Result<RunSumm
     )
     .await?;
     env.detect_simulated_azure(&config.state_dir).await;
+    // In force for the whole run: the checkouts under the state directory decrypt with it.
+    let _decryption = match &config.decryption {
+        Some(keys) => Some(crate::decrypt::register(
+            &config.state_dir,
+            crate::decrypt::Decryption::load(keys, Some(&env.cluster)).await,
+        )),
+        None => None,
+    };
     let mut source = Source::open(SourceConfig {
         url: config.repo.clone(),
         reference: config.reference.clone(),

@@ -174,6 +174,9 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
             Err(e) => return Err(e),
         },
     };
+    // Compared with base and no key: the ciphertexts' digests stand in for encrypted values.
+    let digests = (env.is_none() && !crate::decrypt::has_keys(&plan_state))
+        .then(|| crate::decrypt::register(&plan_state, crate::decrypt::Decryption::digests()));
     let base = match (&env, &req.base) {
         (None, Some(b)) => {
             // Base's mirror reads head's objects: the repository's history is fetched once.
@@ -236,6 +239,13 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
                 base.revision.reference,
                 short(&base.revision.commit)
             );
+            if digests.as_ref().is_some_and(|d| d.digests_used()) {
+                preview.against_description = format!(
+                    "{}; {}",
+                    preview.against_description,
+                    crate::decrypt::DIGESTS_NOTE
+                );
+            }
             let changed = changed_paths(
                 &req.repo,
                 &req.head,

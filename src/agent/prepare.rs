@@ -81,7 +81,8 @@ fn error(origin: Option<&Origin>, object: Option<ObjectKey>, message: String) ->
     UnitError::new(object, origin.map(|o| o.file.clone()), message)
 }
 
-/// Renders, validates, expands and orders `unit` from the checkout at `root`. The secret values of
+/// Renders, decrypts (SOPS files, see [`crate::decrypt`]), validates, expands and orders `unit`
+/// from the checkout at `root`. The secret values of
 /// the rendered objects are learnt for redaction ([`crate::redact::learn`]) before anything is
 /// checked, so no message about them can show them.
 pub fn prepare(root: &Path, unit: &Unit) -> Result<Prepared, Vec<UnitError>> {
@@ -100,9 +101,16 @@ fn prepare_rendered(
     unit: &Unit,
     rendered: Result<Vec<SourcedObject>, crate::render::RenderError>,
 ) -> Preparation {
-    let rendered = rendered.map_err(|e| {
+    let mut rendered = rendered.map_err(|e| {
         let (line, column) = e.position();
         vec![UnitError::new(None, Some(e.file().to_path_buf()), e.detail()).at(line, column)]
+    })?;
+    // SOPS files: decrypted (all or nothing) before anything reads their values.
+    crate::decrypt::decrypt_rendered(root, &mut rendered).map_err(|errors| {
+        errors
+            .into_iter()
+            .map(|e| UnitError::new(e.object, Some(e.file), e.message))
+            .collect::<Vec<_>>()
     })?;
     crate::redact::learn(rendered.iter().map(|s| &s.object));
     let problems = crate::validate::validate(&rendered);

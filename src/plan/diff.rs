@@ -109,6 +109,9 @@ fn finish(
     new: Option<Value>,
     from: &str,
 ) -> ObjectDiff {
+    let (mut old, mut new) = (old, new);
+    let encrypted = crate::decrypt::fields::pointers_of(old.as_ref(), new.as_ref());
+    hide_encrypted_values(&mut old, &mut new, &encrypted);
     let (old, new) = hide_secret_values(old, new);
     let render = |v: &Option<Value>| v.as_ref().map(crate::yaml::to_string).unwrap_or_default();
     let diff = similar::TextDiff::from_lines(render(&old), render(&new))
@@ -117,6 +120,35 @@ fn finish(
         .header(&format!("{from}/{key}"), &format!("desired/{key}"))
         .to_string();
     ObjectDiff { key, action, diff }
+}
+
+/// Replaces the values at `pointers` (the fields that came encrypted from a SOPS file, see
+/// [`crate::decrypt`]) on both sides by the markers, compared before they are hidden so the
+/// markers say only whether each changed. Every output of an encrypted field goes through here:
+/// the plan, the preview and the reports are built from these diffs.
+pub fn hide_encrypted_values(
+    old: &mut Option<Value>,
+    new: &mut Option<Value>,
+    pointers: &[String],
+) {
+    for p in pointers {
+        let o = old.as_ref().and_then(|v| v.pointer(p)).cloned();
+        let n = new.as_ref().and_then(|v| v.pointer(p)).cloned();
+        let (om, nm) = match (&o, &n) {
+            (Some(a), Some(b)) if a == b => (HIDDEN_UNCHANGED, HIDDEN_UNCHANGED),
+            (Some(_), Some(_)) => (HIDDEN_BEFORE, HIDDEN_CHANGED),
+            (Some(_), None) => (HIDDEN_REMOVED, ""),
+            (None, Some(_)) => ("", HIDDEN_ADDED),
+            (None, None) => continue,
+        };
+        for (side, marker) in [(&mut *old, om), (&mut *new, nm)] {
+            if let Some(slot) = side.as_mut().and_then(|v| v.pointer_mut(p))
+                && !marker.is_empty()
+            {
+                *slot = Value::String(marker.to_string());
+            }
+        }
+    }
 }
 
 /// Replaces the values of a Secret's `data` and `stringData` on both sides by markers. Values are
@@ -276,6 +308,35 @@ mod tests {
 
     fn secret(data: Value) -> Value {
         json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "ns"}, "data": data})
+    }
+
+    #[test]
+    fn encrypted_fields_say_only_whether_they_changed() {
+        let p = vec!["/spec/clientSecret".to_string()];
+        let obj = |v: &str| json!({"spec": {"clientSecret": v, "other": 1}});
+        let (mut o, mut n) = (Some(obj("old-value")), Some(obj("new-value")));
+        hide_encrypted_values(&mut o, &mut n, &p);
+        assert_eq!(o.unwrap()["spec"]["clientSecret"], HIDDEN_BEFORE);
+        assert_eq!(n.unwrap()["spec"]["clientSecret"], HIDDEN_CHANGED);
+        let (mut o, mut n) = (Some(obj("same")), Some(obj("same")));
+        hide_encrypted_values(&mut o, &mut n, &p);
+        assert_eq!(n.unwrap()["spec"]["clientSecret"], HIDDEN_UNCHANGED);
+        let (mut o, mut n) = (None, Some(obj("new-value")));
+        hide_encrypted_values(&mut o, &mut n, &p);
+        assert_eq!(n.unwrap()["spec"]["clientSecret"], HIDDEN_ADDED);
+        // Through a whole diff: the annotation names the fields, the value never shows.
+        let cr = |v: &str| {
+            json!({"apiVersion": "example.com/v1", "kind": "Thing",
+                "metadata": {"name": "t", "namespace": "ns", "annotations": {
+                    crate::decrypt::fields::ENCRYPTED_FIELDS: "[\"/spec/clientSecret\"]"}},
+                "spec": {"clientSecret": v, "other": 1}})
+        };
+        let d = diff_object(Some(&cr("new-plaintext")), Some(&cr("old-plaintext")));
+        assert_eq!(d.action, Action::Update);
+        assert!(!d.diff.contains("plaintext"), "{}", d.diff);
+        assert!(d.diff.contains(HIDDEN_CHANGED), "{}", d.diff);
+        let d = diff_revisions(Some(&cr("new-plaintext")), None);
+        assert!(!d.diff.contains("plaintext"), "{}", d.diff);
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! Both sides are normalised as for the plan diff ([`comparable`](super::normalize::comparable)):
 //! server defaults, other managers' extra fields and spelling differences are not drift, and a
 //! field the agent still manages but git no longer sets is not drift either (the plan shows it as
-//! a removal). For a Secret only paths are reported, never values.
+//! a removal). For a Secret, or an object with fields decrypted from a SOPS file, only paths are
+//! reported, never values.
 
 use super::diff::{Action, ObjectDiff, diff_object};
 use super::normalize::{Ctx, Owned, Prepared, is_empty_container, is_secret, match_items, project};
@@ -45,7 +46,10 @@ pub fn drifted_fields(desired: &Value, live: &Value) -> Vec<DriftedField> {
         .filter(|(m, _, _)| m != FIELD_MANAGER)
         .map(|(m, _, set)| (m, set))
         .collect();
-    let hide = is_secret(&p.desired) || is_secret(live);
+    // A Secret, or an object with fields that came encrypted (SOPS): paths only, never values.
+    let hide = is_secret(&p.desired)
+        || is_secret(live)
+        || !crate::decrypt::fields::pointers_of(Some(desired), Some(live)).is_empty();
     found
         .into_iter()
         .map(|(path, d, l)| {

@@ -102,6 +102,22 @@ pub fn render_traced(root: &Path, dir: &Path) -> (Result<Vec<SourcedObject>, Ren
     (rendered, renderer.loader.into_inputs())
 }
 
+/// The documents of the file `file` (repository-relative) as written, before any transformation,
+/// each with its index (as [`crate::object::Origin::document`] counts): what SOPS's MAC covers
+/// (see [`crate::decrypt`]).
+pub fn source_documents(
+    root: &Path,
+    file: &Path,
+) -> Result<Vec<(usize, serde_json::Value)>, String> {
+    let text = std::fs::read_to_string(root.join(file))
+        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    Ok(documents::parse_objects(file, &text)
+        .map_err(|e| e.detail())?
+        .into_iter()
+        .map(|s| (s.origin.document, s.object))
+        .collect())
+}
+
 impl Renderer {
     /// The whole build of `dir`.
     fn render(&mut self, dir: &Path) -> Result<Vec<SourcedObject>, RenderError> {

@@ -23,9 +23,13 @@
 //! round-robin (unit `clusters/_identities`); their fake Secrets go to `secrets/`, outside every
 //! unit and git (see `identities`). `--kms` (with `--identities`) leaves every cluster's etcd
 //! encryption key to the agent: KMS names the cluster's own Vault and no key version.
+//!
+//! `--pull-secret` gives each cluster one Secret, SOPS-encrypted with `--sops-recipient` (see
+//! `pull_secret`): the decryption benchmark's fleet.
 
 mod identities;
 mod objects;
+mod pull_secret;
 
 use anyhow::{Context, bail};
 use clap::Parser;
@@ -65,6 +69,13 @@ struct Args {
     /// encryption.
     #[arg(long)]
     kms: bool,
+    /// Each cluster carries one Secret (`pull-secret.yaml`, a fake value of its own), in plain
+    /// text; see `--sops-recipient`.
+    #[arg(long)]
+    pull_secret: bool,
+    /// With `--pull-secret`: the Secret is SOPS-encrypted for this age recipient (`age1...`).
+    #[arg(long, requires = "pull_secret", value_name = "RECIPIENT")]
+    sops_recipient: Option<String>,
 }
 
 /// The placeholder profile of `cluster-template/` (no environment's values, so every component patches).
@@ -311,8 +322,10 @@ fn settings_literals(s: &Spec) -> Vec<String> {
     ]
 }
 
-fn write_overlay(w: &mut Writer, s: &Spec) -> anyhow::Result<()> {
+fn write_overlay(w: &mut Writer, s: &Spec, extra: &[&str]) -> anyhow::Result<()> {
     let dir = format!("clusters/{}", s.name);
+    let mut resources = vec!["../../base", "../../cluster-template", "namespace.yaml"];
+    resources.extend_from_slice(extra);
     let ns = format!("aro-{}", s.name);
     let from = objects::cluster_objects(&template_spec(s.profile));
     let to = objects::cluster_objects(s);
@@ -347,7 +360,7 @@ fn write_overlay(w: &mut Writer, s: &Spec) -> anyhow::Result<()> {
         &format!("{dir}/kustomization.yaml"),
         &[kustomization(json!({
             "namespace": ns,
-            "resources": ["../../base", "../../cluster-template", "namespace.yaml"],
+            "resources": resources,
             "components": [format!("../../components/{}", s.profile.env)],
             "labels": [{"pairs": {"fleet.example.com/cluster": s.name}}],
             "configMapGenerator": [{"name": "cluster-settings", "literals": settings_literals(s)}],
@@ -356,7 +369,7 @@ fn write_overlay(w: &mut Writer, s: &Spec) -> anyhow::Result<()> {
     )
 }
 
-fn write_plain(w: &mut Writer, specs: &[Spec]) -> anyhow::Result<()> {
+fn write_plain(w: &mut Writer, specs: &[Spec], extra: &[&str]) -> anyhow::Result<()> {
     w.yaml(
         "base/kustomization.yaml",
         &[kustomization(json!({"resources": ["autonodepolicy.yaml"]}))],
@@ -390,6 +403,7 @@ fn write_plain(w: &mut Writer, specs: &[Spec]) -> anyhow::Result<()> {
             "identity.yaml".into(),
             "settings.yaml".into(),
         ];
+        resources.extend(extra.iter().map(|f| f.to_string()));
         for (file, range) in TEMPLATE_FILES {
             w.yaml(&format!("{dir}/{file}"), &objs[range])?;
             resources.push(file.to_string());
@@ -416,6 +430,16 @@ fn readme(args: &Args) -> String {
         } else {
             String::new()
         } + if args.kms { " --kms" } else { "" }
+            + if args.pull_secret {
+                " --pull-secret"
+            } else {
+                ""
+            }
+            + if args.sops_recipient.is_some() {
+                " --sops-recipient ..."
+            } else {
+                ""
+            }
     ) + &if args.identities > 0 {
         identities::readme_note(args.identities)
     } else {
@@ -450,12 +474,20 @@ fn run(args: &Args) -> anyhow::Result<Writer> {
     if args.identities > 0 {
         identities::write(&mut w, &specs, args.identities)?;
     }
+    let extra: &[&str] = if args.pull_secret {
+        for s in &specs {
+            pull_secret::write(&mut w, s, args.sops_recipient.as_deref())?;
+        }
+        &[pull_secret::FILE]
+    } else {
+        &[]
+    };
     if args.plain {
-        write_plain(&mut w, &specs)?;
+        write_plain(&mut w, &specs, extra)?;
     } else {
         write_shared(&mut w)?;
         for s in &specs {
-            write_overlay(&mut w, s)?;
+            write_overlay(&mut w, s, extra)?;
         }
     }
     Ok(w)
