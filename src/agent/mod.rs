@@ -7,6 +7,7 @@
 //! settled or the deadline passes; otherwise it keeps following the repository.
 
 mod aro_deletion;
+mod carry;
 pub(crate) mod controller;
 mod cycles;
 mod drift;
@@ -27,6 +28,7 @@ pub mod prepare;
 mod progress;
 pub mod prune;
 mod publish;
+mod servers;
 pub mod shard;
 mod status;
 mod status_page;
@@ -47,6 +49,7 @@ pub use target::LiveTarget;
 use crate::report::{self, UnitOutcome};
 use crate::source::{GitRef, ReportTarget, Source, SourceConfig, SyncOutcome};
 use crate::unit::Unit;
+use carry::carry_actions;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -239,19 +242,7 @@ pub async fn run_with(config: RunConfig, lifecycle: Lifecycle) -> Result<RunSumm
         env.cluster.counter().clone(),
         env.azure_request_counts(),
     ));
-    let metrics_server = match config.metrics_bind_address {
-        Some(addr) => {
-            let server = crate::metrics::serve(metrics.clone(), addr)
-                .await
-                .map_err(|source| AgentError::Metrics { addr, source })?;
-            crate::output::println(&format!(
-                "metrics: serving on http://{}/metrics",
-                server.addr
-            ));
-            Some(server)
-        }
-        None => None,
-    };
+    let metrics_server = servers::metrics(&config, &metrics).await?;
     let caches = Arc::new(controller::cache::Caches::default());
     let events = k8s_events::publish::Events::start(env.cluster.client().clone());
     let fetches = crate::trigger::FetchSignal::default();
@@ -262,25 +253,7 @@ pub async fn run_with(config: RunConfig, lifecycle: Lifecycle) -> Result<RunSumm
         &metrics,
         &fetches,
     );
-    let health_server = match config.health_probe_bind_address {
-        Some(addr) => {
-            let watched = caches.clone();
-            let fetched = source_error.clone();
-            let sync = Arc::new(move || crate::health::CacheSync {
-                source_error: fetched.read().expect("source error lock").clone(),
-                ..watched.sync_state()
-            });
-            let standing = elector.as_ref().map(|e| e.watch());
-            let role =
-                Arc::new(move || standing.as_ref().map(|s| crate::health::role(&s.borrow())));
-            let server = crate::health::serve_with_role(sync, role, addr)
-                .await
-                .map_err(|source| AgentError::Health { addr, source })?;
-            crate::output::println(&format!("health: serving on http://{}", server.addr));
-            Some(server)
-        }
-        None => None,
-    };
+    let health_server = servers::health(&config, &caches, &source_error, elector.as_ref()).await?;
     let status_page = status_page::start(&config).await?;
     let triggers = triggers::start(&config, &fetches, &metrics).await?;
     let mut agent = Agent {
@@ -557,96 +530,5 @@ impl Agent {
             caches: Some(&*self.caches),
             fleet,
         }
-    }
-}
-
-/// A run reports what it did to each object: a create or update in an earlier pass of this run
-/// is not forgotten when a later pass finds the object unchanged.
-fn carry_actions(previous: &UnitOutcome, next: &mut UnitOutcome) {
-    use crate::report::ObjectAction;
-    // A unit being removed forgets its CAPI Cluster once that is deleted: the report keeps it.
-    if next.cluster.is_none() {
-        next.cluster = previous.cluster.clone();
-    }
-    // A deletion finished in an earlier pass leaves no trace in later ones: keep it reported.
-    let gone: Vec<_> = previous
-        .objects
-        .iter()
-        .filter(|p| p.action == ObjectAction::Deleted)
-        .filter(|p| !next.objects.iter().any(|o| o.key == p.key))
-        .cloned()
-        .collect();
-    next.objects.extend(gone);
-    for o in &mut next.objects {
-        if o.action != ObjectAction::Unchanged {
-            continue;
-        }
-        if let Some(p) = previous.objects.iter().find(|p| p.key == o.key)
-            && matches!(
-                p.action,
-                ObjectAction::Created | ObjectAction::Updated | ObjectAction::Adopted
-            )
-        {
-            o.action = p.action.clone();
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::object::ObjectKey;
-    use crate::report::{AzureMode, ObjectAction, ObjectOutcome};
-
-    fn outcome(actions: &[(&str, ObjectAction)]) -> UnitOutcome {
-        UnitOutcome {
-            unit: "u".into(),
-            cluster: None,
-            revision: "r".into(),
-            stale_source: None,
-            azure: AzureMode::Simulated,
-            objects: actions
-                .iter()
-                .map(|(n, a)| ObjectOutcome {
-                    key: ObjectKey {
-                        group: String::new(),
-                        version: "v1".into(),
-                        kind: "ConfigMap".into(),
-                        namespace: None,
-                        name: n.to_string(),
-                    },
-                    action: a.clone(),
-                    ready: true,
-                    reason: None,
-                    message: None,
-                })
-                .collect(),
-            errors: vec![],
-            standing: crate::report::Standing::unknown(None),
-        }
-    }
-
-    #[test]
-    fn earlier_creates_survive_later_unchanged_passes() {
-        let first = outcome(&[
-            ("a", ObjectAction::Created),
-            ("b", ObjectAction::Blocked { on: vec![] }),
-            ("c", ObjectAction::Updated),
-        ]);
-        let mut second = outcome(&[
-            ("a", ObjectAction::Unchanged),
-            ("b", ObjectAction::Created),
-            ("c", ObjectAction::Failed),
-        ]);
-        carry_actions(&first, &mut second);
-        let actions: Vec<_> = second.objects.iter().map(|o| o.action.clone()).collect();
-        assert_eq!(
-            actions,
-            vec![
-                ObjectAction::Created,
-                ObjectAction::Created,
-                ObjectAction::Failed
-            ]
-        );
     }
 }

@@ -141,7 +141,7 @@ impl Agent {
 /// A pass reports what it did to each object; the report of a revision says what applying it did.
 /// So when `before` (a report published earlier, YAML) is of the same revision, an object this
 /// pass found unchanged keeps the action reported then (created, updated, adopted), and a deletion
-/// reported then stays reported (as [`super::carry_actions`] does between the passes of one
+/// reported then stays reported (as [`super::carry::carry_actions`] does between the passes of one
 /// process).
 fn carry_from_report(before: &[u8], next: &mut UnitOutcome) {
     use crate::object::ObjectKey;

@@ -3,25 +3,19 @@
 
 use super::feed::UnitView;
 use super::history::HistoryEntry;
-use super::html::{ago, chain, errors, revision, rfc3339, short, text};
+use super::html::{ago, chain, errors, identity_attributes, revision, rfc3339, short, text};
 use std::fmt::Write;
 
 /// The main part of the page of `u`, with its `history` (or why it could not be read).
 pub fn page(u: &UnitView, history: Result<&[HistoryEntry], String>, now: i64) -> String {
     let mut out = String::with_capacity(16 * 1024);
     let name = u.cluster.as_deref().unwrap_or(&u.unit);
-    let cluster_attr = u
-        .cluster
-        .as_deref()
-        .map(|c| format!(" data-cluster=\"{}\"", text(c)))
-        .unwrap_or_default();
     let _ = write!(
         out,
         "<p><a href=\"/\">&larr; all clusters</a></p><section class=\"cluster phase-{phase}\" \
-         data-unit=\"{unit}\"{cluster_attr} data-phase=\"{phase}\"><h2>{name} \
-         <span class=\"phase\">{phase}</span></h2>",
+         {attributes}><h2>{name} <span class=\"phase\">{phase}</span></h2>",
         phase = u.phase,
-        unit = text(&u.unit),
+        attributes = identity_attributes(u),
         name = text(name),
     );
     if let Some(d) = &u.description {

@@ -260,17 +260,27 @@ pub fn index(snapshot: &Snapshot, query: &Query, now: i64) -> String {
     main
 }
 
-fn row(out: &mut String, u: &UnitView, now: i64) {
-    let cluster_attr = u
+/// The attributes naming `u` for the page's script and its tests (the contract): `data-unit`,
+/// `data-cluster` when the cluster is known, and `data-phase`.
+pub(super) fn identity_attributes(u: &UnitView) -> String {
+    let cluster = u
         .cluster
         .as_deref()
         .map(|c| format!(" data-cluster=\"{}\"", text(c)))
         .unwrap_or_default();
+    format!(
+        "data-unit=\"{unit}\"{cluster} data-phase=\"{phase}\"",
+        unit = text(&u.unit),
+        phase = u.phase,
+    )
+}
+
+fn row(out: &mut String, u: &UnitView, now: i64) {
     let _ = write!(
         out,
-        "<tr class=\"unit phase-{phase}\" data-unit=\"{unit}\"{cluster_attr} data-phase=\"{phase}\"><td>",
+        "<tr class=\"unit phase-{phase}\" {attributes}><td>",
         phase = u.phase,
-        unit = text(&u.unit),
+        attributes = identity_attributes(u),
     );
     match &u.cluster {
         Some(c) => {

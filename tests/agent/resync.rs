@@ -4,62 +4,21 @@
 
 use super::*;
 use aro_gitops::agent::{CycleLine, CycleTrigger};
-use std::io::BufRead;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::mpsc::RecvTimeoutError;
 
 /// How long the initial sync and then one drift cycle may take (a debug build, a shared machine).
 const CYCLE_DEADLINE: Duration = Duration::from_secs(180);
 
-/// The agent running, its standard output as lines; killed when dropped (a failed assertion
-/// included).
-pub(super) struct Running {
-    child: Child,
-    pub(super) lines: Receiver<String>,
-}
+pub(super) use common::running::Running;
 
 impl Running {
-    fn start(f: &Fixture) -> Running {
+    fn start_default(f: &Fixture) -> Running {
         Running::start_with(f, &["--drift-interval", "1s"])
     }
 
-    /// `aro-gitops run` on `f`, following it (a fetch an hour unless `extra` sets `--interval`),
-    /// with `extra` arguments.
+    /// `aro-gitops run` on `f` ([`Running::start`]), its standard output as lines.
     pub(super) fn start_with(f: &Fixture, extra: &[&str]) -> Running {
-        let interval: &[&str] = if extra.contains(&"--interval") {
-            &[]
-        } else {
-            &["--interval", "1h"]
-        };
-        let mut child = Command::new(env!("CARGO_BIN_EXE_aro-gitops"))
-            .arg("run")
-            .arg("--repo")
-            .arg(&f.url)
-            .arg("--state")
-            .arg(&f.state)
-            .args(["--sim-delay", "0s", "--timeout", "120s"])
-            .args(interval)
-            .args(extra)
-            .env("ARO_GITOPS_LOG", "warn")
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the binary starts");
-        let stdout = child.stdout.take().expect("piped");
-        let (tx, lines) = channel();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stdout)
-                .lines()
-                .map_while(Result::ok)
-            {
-                if tx.send(line).is_err() {
-                    return;
-                }
-            }
-        });
-        Running { child, lines }
+        Running::start(&f.url, &f.state, extra, false)
     }
 
     /// The lines up to the next cycle line, and that line (within [`CYCLE_DEADLINE`]).
@@ -87,35 +46,6 @@ impl Running {
     }
 }
 
-impl Running {
-    /// The address in the agent's line `{prefix}ADDR{suffix}` (e.g. `metrics: serving on
-    /// http://ADDR/metrics`), waiting up to `wait`; the output seen so far when it does not come.
-    pub(super) fn served_address(&self, prefix: &str, suffix: &str, wait: Duration) -> String {
-        let deadline = Instant::now() + wait;
-        let mut seen = Vec::new();
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => {
-                    if let Some(addr) = line
-                        .strip_prefix(prefix)
-                        .and_then(|rest| rest.strip_suffix(suffix))
-                    {
-                        return addr.to_string();
-                    }
-                    seen.push(line);
-                }
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                    panic!("no line {prefix:?}; output:\n{}", seen.join("\n"))
-                }
-                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                    panic!("the agent ended; output:\n{}", seen.join("\n"))
-                }
-            }
-        }
-    }
-}
-
 /// One GET of `path` on `addr`: the response head and body.
 pub(super) fn http_get(addr: &str, path: &str) -> std::io::Result<(String, String)> {
     use std::io::{Read, Write};
@@ -131,17 +61,10 @@ pub(super) fn http_get(addr: &str, path: &str) -> std::io::Result<(String, Strin
     Ok((head.to_string(), body.to_string()))
 }
 
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 fn a_drift_cycle_over_a_converged_fleet_sends_no_request() {
     let f = Fixture::plain();
-    let agent = Running::start(&f);
+    let agent = Running::start_default(&f);
 
     // The initial sync: every unit converges (the progress lines say so), then its cycle line.
     let (progress, initial) = agent.next_cycle();

@@ -9,31 +9,7 @@ use aro_gitops::source::signature::{Mode, TrustStore, Verification};
 use std::process::Command;
 use std::sync::Arc;
 
-/// `git` as a developer signing commits runs it, with `config` (`-c` pairs) and `env` added.
-fn git_signing(dir: &Path, config: &[String], env: &[(&str, &Path)], args: &[&str]) -> String {
-    let mut cmd = Command::new("git");
-    for c in config {
-        cmd.args(["-c", c]);
-    }
-    cmd.args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "Dev")
-        .env("GIT_AUTHOR_EMAIL", "dev@example.com")
-        .env("GIT_COMMITTER_NAME", "Dev")
-        .env("GIT_COMMITTER_EMAIL", "dev@example.com");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
+use crate::common::git::git_with as git_signing;
 
 /// How a commit is signed.
 enum Signer<'a> {

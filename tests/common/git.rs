@@ -6,18 +6,27 @@ use std::process::Command;
 
 /// Runs `git args` in `dir`; panics with git's stderr on failure. Returns stdout, trimmed.
 pub fn git(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new("git")
-        .args(["-c", "init.defaultBranch=main"])
-        .args(args)
+    git_with(dir, &["init.defaultBranch=main".to_string()], &[], args)
+}
+
+/// [`git`] with `config` (`-c` pairs) and `env` added (a signing key, a `GNUPGHOME`).
+pub fn git_with(dir: &Path, config: &[String], env: &[(&str, &Path)], args: &[&str]) -> String {
+    let mut cmd = Command::new("git");
+    for c in config {
+        cmd.args(["-c", c]);
+    }
+    cmd.args(args)
         .current_dir(dir)
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_AUTHOR_NAME", "Dev")
         .env("GIT_AUTHOR_EMAIL", "dev@example.com")
         .env("GIT_COMMITTER_NAME", "Dev")
-        .env("GIT_COMMITTER_EMAIL", "dev@example.com")
-        .output()
-        .expect("git runs");
+        .env("GIT_COMMITTER_EMAIL", "dev@example.com");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let output = cmd.output().expect("git runs");
     assert!(
         output.status.success(),
         "git {args:?} in {}: {}",

@@ -4,6 +4,7 @@
 pub mod fleet;
 pub mod git;
 pub mod kubectl;
+pub mod running;
 
 use aro_gitops::controlplane::{Config, ControlPlane};
 use serde_json::{Value, json};
