@@ -151,7 +151,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     for o in &summary.outcomes {
         if let Some(stale) = &o.stale_source {
             let why = if stale.contains(aro_gitops::source::signature::REFUSED) {
-                "the newest revision was refused, the last verified revision was used"
+                "the newest revision was refused, the last applied revision was used"
             } else {
                 "the source was unreachable, the last good revision was used"
             };

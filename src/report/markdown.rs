@@ -26,7 +26,7 @@ pub fn to_markdown(report: &ClusterReport) -> String {
     {
         let _ = write!(
             out,
-            "> [!CAUTION]\n> **Revision refused.** {}; the last verified revision was applied \
+            "> [!CAUTION]\n> **Revision refused.** {}; the last applied revision was applied \
              again.\n\n",
             inline(reason)
         );

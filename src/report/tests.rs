@@ -292,7 +292,7 @@ fn markdown_of_a_refused_revision_says_so_rather_than_stale() {
         "{md}"
     );
     assert!(
-        md.contains("the last verified revision was applied again"),
+        md.contains("the last applied revision was applied again"),
         "{md}"
     );
     assert!(!md.contains("Stale source"), "{md}");

@@ -50,7 +50,7 @@ impl Source {
                 let commit = Oid::from_str(&last_good.commit).map_err(&git_error)?;
                 checkout::materialize(&repo, commit, &self.state_dir, &git_error)?;
                 if error.refusal().is_some() {
-                    tracing::warn!(url = self.remote.shown(), %reference, last_good = %last_good.commit, %error, "revision refused; keeping the last verified revision");
+                    tracing::warn!(url = self.remote.shown(), %reference, last_good = %last_good.commit, %error, "revision refused; keeping the last applied revision");
                 } else {
                     tracing::warn!(url = self.remote.shown(), %reference, last_good = %last_good.commit, %error, "source unavailable; keeping the last good revision");
                 }
