@@ -284,18 +284,24 @@ fn now() -> i64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::object::ObjectKey;
     use crate::report::{AzureMode, Standing, UnitError};
 
-    pub(crate) fn outcome(unit: &str, cluster: &str, errors: &[&str]) -> UnitOutcome {
+    /// A unit's outcome for the tests: its CAPI Cluster `namespace/name`, with `errors`.
+    pub(crate) fn outcome_in(
+        unit: &str,
+        namespace: &str,
+        name: &str,
+        errors: &[&str],
+    ) -> UnitOutcome {
         let key = ObjectKey {
             group: "cluster.x-k8s.io".into(),
             version: "v1beta1".into(),
             kind: "Cluster".into(),
-            namespace: Some(format!("aro-{cluster}")),
-            name: cluster.into(),
+            namespace: Some(namespace.into()),
+            name: name.into(),
         };
         UnitOutcome {
             unit: unit.into(),
@@ -310,6 +316,11 @@ mod tests {
                 .map(|e| UnitError::new(None, None, e.to_string()))
                 .collect(),
         }
+    }
+
+    /// [`outcome_in`] for cluster `aro-{cluster}/{cluster}`.
+    pub(crate) fn outcome(unit: &str, cluster: &str, errors: &[&str]) -> UnitOutcome {
+        outcome_in(unit, &format!("aro-{cluster}"), cluster, errors)
     }
 
     #[test]

@@ -1,33 +1,10 @@
 use super::*;
-use crate::object::ObjectKey;
-use crate::report::{AzureMode, Standing, UnitError, UnitOutcome};
 use crate::statuspage::{DESCRIPTION, Feed};
 use std::collections::BTreeMap;
 
 const HOSTILE: &str = "<script>alert(\"x\")</script>&'<img src=x onerror=alert(1)>";
 
-fn outcome(unit: &str, namespace: &str, name: &str, errors: &[&str]) -> UnitOutcome {
-    let key = ObjectKey {
-        group: "cluster.x-k8s.io".into(),
-        version: "v1beta1".into(),
-        kind: "Cluster".into(),
-        namespace: Some(namespace.into()),
-        name: name.into(),
-    };
-    UnitOutcome {
-        unit: unit.into(),
-        standing: Standing::unknown(Some(&key)),
-        cluster: Some(key),
-        revision: "0123456789abcdef0123".into(),
-        stale_source: None,
-        azure: AzureMode::Simulated,
-        objects: vec![],
-        errors: errors
-            .iter()
-            .map(|e| UnitError::new(None, None, e.to_string()))
-            .collect(),
-    }
-}
+use crate::statuspage::feed::tests::outcome_in as outcome;
 
 fn fleet(n: usize, failed_every: usize) -> Feed {
     let feed = Feed::default();

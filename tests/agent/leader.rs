@@ -11,7 +11,6 @@
 use super::resync::http_get;
 use super::*;
 use common::kubectl::{Server, poll_until};
-use std::io::BufRead;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 
@@ -84,22 +83,8 @@ impl Replica {
         let (tx, lines) = channel();
         let out = child.stdout.take().expect("piped");
         let err = child.stderr.take().expect("piped");
-        for stream in [
-            Box::new(out) as Box<dyn std::io::Read + Send>,
-            Box::new(err),
-        ] {
-            let tx = tx.clone();
-            std::thread::spawn(move || {
-                for line in std::io::BufReader::new(stream)
-                    .lines()
-                    .map_while(Result::ok)
-                {
-                    if tx.send(line).is_err() {
-                        return;
-                    }
-                }
-            });
-        }
+        common::running::forward(out, tx.clone());
+        common::running::forward(err, tx);
         let mut r = Replica {
             child,
             lines,

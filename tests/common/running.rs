@@ -81,8 +81,8 @@ impl Running {
     }
 }
 
-/// Sends each line of `stream` to `tx` until either ends.
-fn forward(stream: impl std::io::Read + Send + 'static, tx: Sender<String>) {
+/// Sends each line of `stream` to `tx` until either ends (on a thread of its own).
+pub fn forward(stream: impl std::io::Read + Send + 'static, tx: Sender<String>) {
     std::thread::spawn(move || {
         for line in std::io::BufReader::new(stream)
             .lines()
