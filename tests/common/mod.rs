@@ -5,7 +5,9 @@ pub mod fleet;
 pub mod git;
 pub mod kubectl;
 pub mod real_cluster;
+pub mod real_fleet;
 pub mod running;
+pub mod snapshot;
 
 use aro_gitops::controlplane::{Config, ControlPlane};
 use serde_json::{Value, json};

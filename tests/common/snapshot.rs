@@ -1,0 +1,289 @@
+//! What a fleet left on an API server, in a form two servers can be compared by: every object of
+//! the kinds a management cluster holds for aro-gitops (Namespaces, ConfigMaps, Secrets, and the
+//! Cluster API, CAPZ, ASO, Karpenter and simulator kinds), keyed `Kind namespace/name`, with what
+//! differs between any two servers normalised away: uids, resourceVersions, timestamps, generated
+//! key versions, server addresses; and what only a real cluster's own controllers create left out
+//! (`kube-root-ca.crt`, the `kube-*` and `default` namespaces), as is the simulator's publication.
+
+use base64::Engine as _;
+use kube::api::{Api, DynamicObject};
+use kube::discovery::{Discovery, Scope};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// One object, normalised.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snap {
+    pub kind: String,
+    /// What the agent applied (labels, annotations, spec, data), normalised; `None` for objects
+    /// the agent does not own (no unit annotation).
+    pub applied: Option<Value>,
+    /// `status.conditions` (type, status, reason, message) and `status.ready`, normalised.
+    pub conditions: Value,
+}
+
+/// The namespaces only a real cluster has, or that Kubernetes itself owns.
+const SYSTEM_NAMESPACES: [&str; 4] = ["default", "kube-node-lease", "kube-public", "kube-system"];
+/// Objects that only one kind of server has: the ConfigMap every real namespace gets from the
+/// controller manager, and the simulator's publication when it runs beside a real server.
+const SERVER_SPECIFIC: [(&str, &str); 2] = [
+    ("ConfigMap", "kube-root-ca.crt"),
+    ("ConfigMap", "aro-gitops-azure-simulator"),
+];
+const UNIT_ANNOTATION: &str = "aro-gitops.dev/unit";
+
+/// Whether the API group is one the fleet's kinds live in.
+fn fleet_group(group: &str) -> bool {
+    group.is_empty()
+        || group.ends_with("cluster.x-k8s.io")
+        || group.ends_with(".azure.com")
+        || group.ends_with("openshift.io")
+        || group.ends_with("aro-gitops.dev")
+}
+
+/// Every object of the fleet's kinds the client sees, keyed `Kind namespace/name`.
+pub async fn take(client: kube::Client) -> BTreeMap<String, Snap> {
+    let discovery = Discovery::new(client.clone())
+        .filter(&[])
+        .run()
+        .await
+        .expect("discovery");
+    let mut out = BTreeMap::new();
+    for group in discovery.groups() {
+        if !fleet_group(group.name()) {
+            continue;
+        }
+        for (resource, caps) in group.recommended_resources() {
+            if group.name().is_empty()
+                && !["Namespace", "ConfigMap", "Secret"].contains(&resource.kind.as_str())
+            {
+                continue;
+            }
+            let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+            let list = api
+                .list(&Default::default())
+                .await
+                .unwrap_or_else(|e| panic!("list {}: {e}", resource.kind));
+            for o in list.items {
+                let o = serde_json::to_value(&o).expect("JSON");
+                let name = o["metadata"]["name"].as_str().unwrap_or_default();
+                let ns = o["metadata"]["namespace"].as_str().unwrap_or_default();
+                let in_system = |n: &str| SYSTEM_NAMESPACES.contains(&n);
+                if in_system(ns)
+                    || (resource.kind == "Namespace" && in_system(name))
+                    || SERVER_SPECIFIC.contains(&(resource.kind.as_str(), name))
+                {
+                    continue;
+                }
+                let key = match caps.scope {
+                    Scope::Namespaced => format!("{} {ns}/{name}", resource.kind),
+                    Scope::Cluster => format!("{} {name}", resource.kind),
+                };
+                out.insert(key, snap(&resource.kind, o));
+            }
+        }
+    }
+    out
+}
+
+fn snap(kind: &str, mut o: Value) -> Snap {
+    if kind == "Secret" {
+        decode_secret(&mut o);
+    }
+    let owned = o
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(UNIT_ANNOTATION))
+        .is_some();
+    let applied = owned.then(|| {
+        let mut m = Map::new();
+        for (field, value) in [
+            ("labels", o.pointer("/metadata/labels")),
+            ("annotations", o.pointer("/metadata/annotations")),
+            ("spec", o.get("spec")),
+            ("data", o.get("data")),
+        ] {
+            if let Some(v) = value {
+                m.insert(field.into(), normalise(v.clone()));
+            }
+        }
+        Value::Object(m)
+    });
+    let mut conditions = Map::new();
+    if let Some(cs) = o.pointer("/status/conditions").and_then(Value::as_array) {
+        let mut cs: Vec<Value> = cs
+            .iter()
+            .map(|c| {
+                let mut kept = Map::new();
+                for k in ["type", "status", "reason", "message"] {
+                    if let Some(v) = c.get(k) {
+                        kept.insert(k.into(), normalise(v.clone()));
+                    }
+                }
+                Value::Object(kept)
+            })
+            .collect();
+        cs.sort_by_key(|c| c["type"].as_str().unwrap_or_default().to_string());
+        conditions.insert("conditions".into(), Value::Array(cs));
+    }
+    if let Some(ready) = o.pointer("/status/ready") {
+        conditions.insert("ready".into(), ready.clone());
+    }
+    Snap {
+        kind: kind.to_string(),
+        applied,
+        conditions: Value::Object(conditions),
+    }
+}
+
+/// A Secret's `data` decoded where it is text (so that addresses inside, such as a kubeconfig's
+/// server, can be normalised).
+fn decode_secret(o: &mut Value) {
+    let Some(data) = o.get_mut("data").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for v in data.values_mut() {
+        if let Some(text) = v
+            .as_str()
+            .and_then(|s| base64::engine::general_purpose::STANDARD.decode(s).ok())
+            .and_then(|b| String::from_utf8(b).ok())
+        {
+            *v = Value::String(text);
+        }
+    }
+}
+
+/// `v` with what differs between servers replaced by placeholders.
+pub fn normalise(v: Value) -> Value {
+    match v {
+        Value::String(s) => Value::String(normalise_text(&s)),
+        Value::Array(a) => Value::Array(a.into_iter().map(normalise).collect()),
+        Value::Object(m) => Value::Object(
+            m.into_iter()
+                .map(|(k, v)| {
+                    let v = match k.as_str() {
+                        "uid" | "resourceVersion" | "lastTransitionTime" => {
+                            Value::String(format!("<{k}>"))
+                        }
+                        _ => normalise(v),
+                    };
+                    (k, v)
+                })
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+/// A text with loopback addresses (`127.0.0.1:PORT`, `localhost:PORT`), RFC 3339 timestamps
+/// and 32-digit hex strings (Key Vault key versions) replaced.
+pub fn normalise_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while !rest.is_empty() {
+        if let Some(n) = loopback_len(rest) {
+            out.push_str("<server>");
+            rest = &rest[n..];
+            continue;
+        }
+        if let Some(n) = timestamp_len(rest) {
+            out.push_str("<time>");
+            rest = &rest[n..];
+            continue;
+        }
+        let hex = rest.bytes().take_while(u8::is_ascii_hexdigit).count();
+        let boundary = |i: usize| {
+            rest.as_bytes()
+                .get(i)
+                .is_none_or(|b| !b.is_ascii_alphanumeric())
+        };
+        if hex == 32 && boundary(32) && !out.ends_with(|c: char| c.is_ascii_alphanumeric()) {
+            out.push_str("<hex32>");
+            rest = &rest[32..];
+            continue;
+        }
+        let c = rest.chars().next().expect("not empty");
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
+fn loopback_len(s: &str) -> Option<usize> {
+    let host = ["127.0.0.1:", "localhost:"]
+        .into_iter()
+        .find(|h| s.starts_with(h))?;
+    let digits = s[host.len()..]
+        .bytes()
+        .take_while(u8::is_ascii_digit)
+        .count();
+    (digits > 0).then_some(host.len() + digits)
+}
+
+/// `YYYY-MM-DDTHH:MM:SS` with optional fraction and zone.
+fn timestamp_len(s: &str) -> Option<usize> {
+    let b = s.as_bytes();
+    let shape = b"dddd-dd-ddTdd:dd:dd";
+    if b.len() < shape.len() {
+        return None;
+    }
+    for (i, want) in shape.iter().enumerate() {
+        let ok = if *want == b'd' {
+            b[i].is_ascii_digit()
+        } else {
+            b[i] == *want
+        };
+        if !ok {
+            return None;
+        }
+    }
+    let mut n = shape.len();
+    if b.get(n) == Some(&b'.') {
+        n += 1 + b[n + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+    }
+    if b.get(n) == Some(&b'Z') {
+        n += 1;
+    } else if matches!(b.get(n), Some(b'+' | b'-')) && b.len() >= n + 6 {
+        n += 6;
+    }
+    Some(n)
+}
+
+/// The differences between two snapshots, one line each (empty when they agree): keys only one
+/// has, then what the agent applied, then conditions.
+pub fn differences(
+    left_name: &str,
+    left: &BTreeMap<String, Snap>,
+    right_name: &str,
+    right: &BTreeMap<String, Snap>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for k in left.keys().filter(|k| !right.contains_key(*k)) {
+        out.push(format!("only on {left_name}: {k}"));
+    }
+    for k in right.keys().filter(|k| !left.contains_key(*k)) {
+        out.push(format!("only on {right_name}: {k}"));
+    }
+    for (k, l) in left {
+        let Some(r) = right.get(k) else { continue };
+        if l.applied != r.applied {
+            out.push(format!(
+                "{k}: applied differently\n  {left_name}: {}\n  {right_name}: {}",
+                json(&l.applied),
+                json(&r.applied)
+            ));
+        }
+        if l.conditions != r.conditions {
+            out.push(format!(
+                "{k}: conditions differ\n  {left_name}: {}\n  {right_name}: {}",
+                json(&l.conditions),
+                json(&r.conditions)
+            ));
+        }
+    }
+    out
+}
+
+fn json<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string(v).expect("JSON")
+}
+

@@ -1,0 +1,80 @@
+//! The example fleet converges on the real server to the objects and conditions it converges to
+//! on the embedded default, and a rerun sends no write (Events included).
+
+use super::common::snapshot;
+use super::*;
+
+#[test]
+fn the_example_fleet_converges_as_on_the_embedded_default_and_a_rerun_writes_nothing() {
+    let Some(real) = RealFleet::start() else {
+        return;
+    };
+    // The same fleet on the embedded default, beside (its own copy and state).
+    let (embedded, _) = Fleet::git();
+    let (first, ()) = std::thread::scope(|s| {
+        let on_embedded = s.spawn(|| embedded.run_once());
+        let first = real.converge(&[]);
+        (first, on_embedded.join().expect("the embedded run"))
+    });
+    for unit in [DEV, PROD] {
+        assert_phase(&first, unit, "Converged");
+        assert!(
+            first
+                .stdout
+                .lines()
+                .any(|l| l.starts_with(unit) && l.ends_with("10/10 complete")),
+            "{unit} went the whole chain:\n{}",
+            first.all()
+        );
+    }
+    let (_, writes) = first.requests();
+    assert!(writes > 0, "{}", first.all());
+
+    let on_embedded = embedded.with_client(async |c| snapshot::take(c).await);
+    let on_real = block_on(async { snapshot::take(real.cluster.admin_client().await).await });
+    let differences = snapshot::differences(
+        "the embedded control plane",
+        &on_embedded,
+        "the real server",
+        &on_real,
+    );
+    assert!(
+        differences.is_empty(),
+        "the fleet converged differently ({} differences):\n{}",
+        differences.len(),
+        differences.join("\n")
+    );
+    // What was compared is the fleet: both clusters' ARO objects, Ready.
+    for key in [
+        "AROControlPlane aro-dev/dev",
+        "AROCluster aro-prod/prod",
+        "AROMachinePool aro-dev/dev-workers",
+        "HcpOpenShiftCluster aro-prod/aro-prod",
+    ] {
+        let s = on_real
+            .get(key)
+            .unwrap_or_else(|| panic!("{key} on the real server"));
+        assert!(s.applied.is_some(), "{key} is the agent's: {s:?}");
+        assert!(
+            s.conditions["conditions"]
+                .as_array()
+                .is_some_and(|cs| cs
+                    .iter()
+                    .any(|c| c["type"] == "Ready" && c["status"] == "True")),
+            "{key} is Ready: {s:?}"
+        );
+    }
+
+    // The units have settled: a rerun writes nothing, Events included.
+    let second = real.converge(&[]);
+    let (reads, writes) = second.requests();
+    assert!(reads > 0, "{}", second.all());
+    assert_eq!(writes, 0, "a rerun writes nothing:\n{}", second.all());
+    assert!(
+        second
+            .stdout
+            .contains("reports unchanged: nothing committed"),
+        "{}",
+        second.all()
+    );
+}
