@@ -19,7 +19,7 @@ mod day2;
 mod refusals;
 
 pub use common::fleet::{Fleet, Output};
-pub use common::real_fleet::RealFleet;
+pub use common::real_examples::RealExamples;
 
 pub const DEV: &str = "clusters/dev";
 pub const PROD: &str = "clusters/prod";

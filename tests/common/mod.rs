@@ -5,7 +5,7 @@ pub mod fleet;
 pub mod git;
 pub mod kubectl;
 pub mod real_cluster;
-pub mod real_fleet;
+pub mod real_examples;
 pub mod running;
 pub mod snapshot;
 

@@ -6,7 +6,7 @@ use super::*;
 
 #[test]
 fn the_example_fleet_converges_as_on_the_embedded_default_and_a_rerun_writes_nothing() {
-    let Some(real) = RealFleet::start() else {
+    let Some(real) = RealExamples::start() else {
         return;
     };
     // The same fleet on the embedded default, beside (its own copy and state).

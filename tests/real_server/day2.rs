@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 
 const RG: &str = "aro-dev-rg";
 
-fn location(real: &RealFleet) -> String {
+fn location(real: &RealExamples) -> String {
     real.kubectl(&[
         "get",
         "resourcegroups.resources.azure.com",
@@ -28,7 +28,7 @@ fn location(real: &RealFleet) -> String {
 
 /// `kubectl edit` of the dev resource group as cluster admin, its editor changing the location
 /// in spec to `to`.
-fn kubectl_edit_location(real: &RealFleet, from: &str, to: &str) {
+fn kubectl_edit_location(real: &RealExamples, from: &str, to: &str) {
     let editor = real.scratch().join("editor.sh");
     std::fs::write(
         &editor,
@@ -59,7 +59,7 @@ fn kubectl_edit_location(real: &RealFleet, from: &str, to: &str) {
 
 #[test]
 fn plan_and_drift_read_the_real_server_and_self_heal_undoes_a_kubectl_edit() {
-    let Some(real) = RealFleet::start() else {
+    let Some(real) = RealExamples::start() else {
         return;
     };
     // Before the first run, the plan creates everything and deletes nothing.
@@ -129,7 +129,7 @@ struct Deletions(Arc<Mutex<BTreeMap<String, u64>>>);
 impl Deletions {
     /// Watches `kinds` (apiVersion, kind) in `namespace` from now on, on a thread of its own,
     /// until the process ends.
-    fn watch(real: &RealFleet, namespace: &str, kinds: &[(&str, &str)]) -> Deletions {
+    fn watch(real: &RealExamples, namespace: &str, kinds: &[(&str, &str)]) -> Deletions {
         let deletions = Deletions::default();
         let (ready_tx, ready) = std::sync::mpsc::channel();
         let kubeconfig = real.cluster.admin_kubeconfig();
@@ -208,7 +208,7 @@ fn of_namespace(
 
 #[test]
 fn prune_deletes_what_left_git_and_a_removed_cluster_goes_only_with_consent_in_reverse_order() {
-    let Some(real) = RealFleet::start() else {
+    let Some(real) = RealExamples::start() else {
         return;
     };
     let f = &real.fleet;

@@ -15,7 +15,7 @@ fn config_map(namespace: &str, color: &str, adopt_from: Option<&str>) -> String 
 }
 
 /// The unit that declares ConfigMap team/settings, per its live mark.
-fn owner(real: &RealFleet) -> String {
+fn owner(real: &RealExamples) -> String {
     real.kubectl(&[
         "get",
         "configmap",
@@ -30,7 +30,7 @@ fn owner(real: &RealFleet) -> String {
 #[test]
 fn two_units_declaring_one_object_fail_both_and_an_owned_object_moves_only_with_consent() {
     // Plain Kubernetes objects: nothing plays Azure here.
-    let Some(real) = RealFleet::start_with(false) else {
+    let Some(real) = RealExamples::start_with(false) else {
         return;
     };
     let f = &real.fleet;
@@ -116,7 +116,7 @@ fn two_units_declaring_one_object_fail_both_and_an_owned_object_moves_only_with_
 
 #[test]
 fn an_identity_refusing_a_namespace_fails_that_cluster_only() {
-    let Some(real) = RealFleet::start() else {
+    let Some(real) = RealExamples::start() else {
         return;
     };
     real.fleet.add_patches(

@@ -22,7 +22,7 @@ const SIMULATOR_START: Duration = Duration::from_secs(30);
 pub const RUN_TIMEOUT: &str = "120s";
 
 /// A real cluster with deploy/base, the fleet it reconciles and (optionally) the simulator.
-pub struct RealFleet {
+pub struct RealExamples {
     /// Dropped last: the simulator and the fleet go first.
     pub fleet: Fleet,
     simulator: Option<Simulator>,
@@ -32,22 +32,22 @@ pub struct RealFleet {
     pub cluster: RealCluster,
 }
 
-impl RealFleet {
+impl RealExamples {
     /// A real cluster with the CRDs and deploy/base, the example fleet committed on `main`, and
     /// the Azure simulator running against it; `None` when the real-server tests are skipped.
-    pub fn start() -> Option<RealFleet> {
-        RealFleet::start_with(true)
+    pub fn start() -> Option<RealExamples> {
+        RealExamples::start_with(true)
     }
 
-    /// As [`RealFleet::start`]; without `simulator`, nothing plays Azure (for fleets of plain
+    /// As [`RealExamples::start`]; without `simulator`, nothing plays Azure (for fleets of plain
     /// Kubernetes objects: runs then go without `--use-azure-simulator`).
-    pub fn start_with(simulator: bool) -> Option<RealFleet> {
+    pub fn start_with(simulator: bool) -> Option<RealExamples> {
         let cluster = RealCluster::start()?;
         cluster.install_crds();
         let kubeconfig = cluster.deploy_base_kubeconfig();
         let simulator = simulator.then(|| Simulator::start(&cluster.admin_kubeconfig()));
         let (fleet, _) = Fleet::git();
-        Some(RealFleet {
+        Some(RealExamples {
             fleet,
             simulator,
             kubeconfig,
@@ -77,7 +77,7 @@ impl RealFleet {
         self.binary(&["run", "--once", "--timeout", RUN_TIMEOUT], args)
     }
 
-    /// [`RealFleet::run`], which must converge (exit 0).
+    /// [`RealExamples::run`], which must converge (exit 0).
     pub fn converge(&self, args: &[&str]) -> Output {
         let out = self.run(args);
         assert_eq!(out.code, 0, "the run did not converge:\n{}", out.all());
