@@ -145,7 +145,7 @@ fn hcp_cluster_fields_are_typed() {
         vec![
             format!(
                 "{CP}/spec/resources/0/apiVersion: HcpOpenShiftCluster is served as redhatopenshift.azure.com/v1api20240610preview, \
-                     redhatopenshift.azure.com/v1api20251223preview, redhatopenshift.azure.com/v20260901preview"
+                     redhatopenshift.azure.com/v1api20251223preview"
             ),
             format!(
                 "{CP}/spec/resources/0/spec/properties/version/id: must be a quoted string such as \"4.20\" (unquoted, 4.20 is read as the number 4.2)"
