@@ -145,6 +145,26 @@ impl RealCluster {
             args.push(n);
         }
         self.kubectl(&args);
+        // ASO's CRDs convert between their versions through ASO's webhook (a Service in
+        // azureserviceoperator-system), which no test cluster runs: without it, kube-apiserver
+        // refuses every write of a version other than the storage one ("conversion webhook ...
+        // service not found"). The simulator plays ASO's controllers, not its webhook, so the
+        // versions convert as `None` does (the apiVersion rewritten, the fields kept).
+        for file in yaml_files(&shared.join("aso-crds")) {
+            let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+            let Some((group, plural)) = stem.split_once('_') else {
+                continue;
+            };
+            self.kubectl(&[
+                "patch",
+                "crd",
+                &format!("{plural}.{group}"),
+                "--type=merge",
+                "--field-manager=test-setup",
+                "-p",
+                r#"{"spec":{"conversion":{"strategy":"None","webhook":null}}}"#,
+            ]);
+        }
         self.kubectl(&[
             "wait",
             "--for=condition=Established",
