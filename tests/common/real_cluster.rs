@@ -121,14 +121,20 @@ impl RealCluster {
     }
 
     /// Installs the CRDs a management cluster has: CAPZ's and ASO's from `../shared/reference`
-    /// (read now, never copied), and the project's others (Cluster API's Cluster and MachinePool,
+    /// (read now, never copied; ASO's as [`without_conversion_webhook`] makes them), and the
+    /// project's others (Cluster API's Cluster and MachinePool,
     /// AutoNodePolicy, the Azure simulator's inventory); returns when all are Established.
     pub fn install_crds(&self) {
         let shared = shared_dir().join("reference");
         let own = repo_root().join("src/controlplane/crds");
-        let mut files: Vec<PathBuf> = Vec::new();
-        for dir in [shared.join("crds"), shared.join("aso-crds")] {
-            files.extend(yaml_files(&dir));
+        let mut files: Vec<PathBuf> = yaml_files(&shared.join("crds"));
+        let adjusted = self.dir.path().join("aso-crds");
+        std::fs::create_dir_all(&adjusted).expect("create a folder for the adjusted CRDs");
+        for file in yaml_files(&shared.join("aso-crds")) {
+            let to = adjusted.join(file.file_name().expect("a file name"));
+            std::fs::write(&to, without_conversion_webhook(&file, &own).to_string())
+                .expect("write an adjusted CRD");
+            files.push(to);
         }
         files.extend(
             yaml_files(&own)
@@ -145,26 +151,6 @@ impl RealCluster {
             args.push(n);
         }
         self.kubectl(&args);
-        // ASO's CRDs convert between their versions through ASO's webhook (a Service in
-        // azureserviceoperator-system), which no test cluster runs: without it, kube-apiserver
-        // refuses every write of a version other than the storage one ("conversion webhook ...
-        // service not found"). The simulator plays ASO's controllers, not its webhook, so the
-        // versions convert as `None` does (the apiVersion rewritten, the fields kept).
-        for file in yaml_files(&shared.join("aso-crds")) {
-            let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
-            let Some((group, plural)) = stem.split_once('_') else {
-                continue;
-            };
-            self.kubectl(&[
-                "patch",
-                "crd",
-                &format!("{plural}.{group}"),
-                "--type=merge",
-                "--field-manager=test-setup",
-                "-p",
-                r#"{"spec":{"conversion":{"strategy":"None","webhook":null}}}"#,
-            ]);
-        }
         self.kubectl(&[
             "wait",
             "--for=condition=Established",
@@ -216,6 +202,47 @@ fn yaml_files(dir: &Path) -> Vec<PathBuf> {
         .collect();
     files.sort();
     files
+}
+
+/// ASO's CRD in `file`, for a cluster where ASO's webhook does not run (as JSON, which is YAML).
+///
+/// ASO converts between a kind's versions through its webhook (a Service in
+/// azureserviceoperator-system); without it kube-apiserver refuses every write of a version other
+/// than the storage one ("conversion webhook ... service not found"). The simulator plays ASO's
+/// controllers, not its webhook, so here the versions convert as `None` does (the apiVersion
+/// rewritten, the fields kept), and the version stored is the one the project writes (the storage
+/// version of its own CRD in `own`), so that no field is pruned on the way to etcd: ASO's storage
+/// version of a newer API may lack a field of the one written (HcpOpenShiftCluster's
+/// `kms.activeKey.vaultName`), which its webhook keeps in a property bag.
+fn without_conversion_webhook(file: &Path, own: &Path) -> Value {
+    let text = std::fs::read_to_string(file).expect("read a reference CRD");
+    let mut crd = aro_gitops::yaml::from_str(&text).expect("a reference CRD is YAML");
+    let name = crd["metadata"]["name"]
+        .as_str()
+        .expect("a CRD name")
+        .to_string();
+    let own_text = std::fs::read_to_string(own.join(format!("{name}.yaml")))
+        .unwrap_or_else(|e| panic!("the project's own CRD {name}: {e}"));
+    let own_crd = aro_gitops::yaml::from_str(&own_text).expect("the project's CRD is YAML");
+    let written = own_crd["spec"]["versions"]
+        .as_array()
+        .and_then(|vs| vs.iter().find(|v| v["storage"] == true))
+        .and_then(|v| v["name"].as_str())
+        .expect("the project's CRD has a storage version")
+        .to_string();
+    crd["spec"]["conversion"] = serde_json::json!({"strategy": "None"});
+    let versions = crd["spec"]["versions"]
+        .as_array_mut()
+        .expect("a CRD's versions");
+    assert!(
+        versions.iter().any(|v| v["name"] == written.as_str()),
+        "{name} serves {written}"
+    );
+    for v in versions {
+        let stored = v["name"] == written.as_str();
+        v["storage"] = Value::Bool(stored);
+    }
+    crd
 }
 
 /// Whether the reference CRDs define the CRD of the project's file `own`

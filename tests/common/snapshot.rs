@@ -44,7 +44,6 @@ fn fleet_group(group: &str) -> bool {
 /// Every object of the fleet's kinds the client sees, keyed `Kind namespace/name`.
 pub async fn take(client: kube::Client) -> BTreeMap<String, Snap> {
     let discovery = Discovery::new(client.clone())
-        .filter(&[])
         .run()
         .await
         .expect("discovery");
@@ -89,6 +88,15 @@ pub async fn take(client: kube::Client) -> BTreeMap<String, Snap> {
 fn snap(kind: &str, mut o: Value) -> Snap {
     if kind == "Secret" {
         decode_secret(&mut o);
+    }
+    if kind == "Namespace" {
+        // kube-apiserver labels every namespace with its name; the embedded control plane does not.
+        if let Some(labels) = o
+            .pointer_mut("/metadata/labels")
+            .and_then(Value::as_object_mut)
+        {
+            labels.remove("kubernetes.io/metadata.name");
+        }
     }
     let owned = o
         .pointer("/metadata/annotations")
@@ -265,25 +273,51 @@ pub fn differences(
     }
     for (k, l) in left {
         let Some(r) = right.get(k) else { continue };
-        if l.applied != r.applied {
-            out.push(format!(
-                "{k}: applied differently\n  {left_name}: {}\n  {right_name}: {}",
-                json(&l.applied),
-                json(&r.applied)
-            ));
-        }
-        if l.conditions != r.conditions {
-            out.push(format!(
-                "{k}: conditions differ\n  {left_name}: {}\n  {right_name}: {}",
-                json(&l.conditions),
-                json(&r.conditions)
-            ));
+        let applied = (
+            l.applied.clone().unwrap_or_default(),
+            r.applied.clone().unwrap_or_default(),
+        );
+        for (what, l, r) in [
+            ("applied", &applied.0, &applied.1),
+            ("status", &l.conditions, &r.conditions),
+        ] {
+            let mut fields = Vec::new();
+            leaf_differences(l, r, "", &mut fields);
+            for (path, lv, rv) in fields {
+                out.push(format!(
+                    "{k}: {what} {path}: {left_name} {lv}, {right_name} {rv}"
+                ));
+            }
         }
     }
     out
 }
 
-fn json<T: serde::Serialize>(v: &T) -> String {
-    serde_json::to_string(v).expect("JSON")
+/// The paths (`.a.b[0]`) where `l` and `r` differ, with both values (`-` for absent).
+fn leaf_differences(l: &Value, r: &Value, path: &str, out: &mut Vec<(String, String, String)>) {
+    match (l, r) {
+        (Value::Object(a), Value::Object(b)) => {
+            let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+            for k in keys {
+                let (x, y) = (a.get(k), b.get(k));
+                let p = format!("{path}.{k}");
+                match (x, y) {
+                    (Some(x), Some(y)) => leaf_differences(x, y, &p, out),
+                    _ => out.push((p, shown(x), shown(y))),
+                }
+            }
+        }
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
+            for (i, (x, y)) in a.iter().zip(b).enumerate() {
+                leaf_differences(x, y, &format!("{path}[{i}]"), out);
+            }
+        }
+        _ if l != r => out.push((path.to_string(), shown(Some(l)), shown(Some(r)))),
+        _ => {}
+    }
+}
+
+fn shown(v: Option<&Value>) -> String {
+    v.map_or("-".to_string(), |v| serde_json::to_string(v).expect("JSON"))
 }
 
