@@ -2,7 +2,7 @@
 //! the kinds a management cluster holds for aro-gitops (Namespaces, ConfigMaps, Secrets, and the
 //! Cluster API, CAPZ, ASO, Karpenter and simulator kinds), keyed `Kind namespace/name`, with what
 //! differs between any two servers normalised away: uids, resourceVersions, timestamps, generated
-//! key versions, server addresses; and what only a real cluster's own controllers create left out
+//! key versions, commits, server addresses; and what only a real cluster's own controllers create left out
 //! (`kube-root-ca.crt`, the `kube-*` and `default` namespaces), as is the simulator's publication.
 
 use base64::Engine as _;
@@ -183,7 +183,7 @@ pub fn normalise(v: Value) -> Value {
 }
 
 /// A text with loopback addresses (`127.0.0.1:PORT`, `localhost:PORT`), RFC 3339 timestamps
-/// and 32-digit hex strings (Key Vault key versions) replaced.
+/// 32-digit hex strings (Key Vault key versions) and 40-digit ones (commits) replaced.
 pub fn normalise_text(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
@@ -204,9 +204,11 @@ pub fn normalise_text(s: &str) -> String {
                 .get(i)
                 .is_none_or(|b| !b.is_ascii_alphanumeric())
         };
-        if hex == 32 && boundary(32) && !out.ends_with(|c: char| c.is_ascii_alphanumeric()) {
-            out.push_str("<hex32>");
-            rest = &rest[32..];
+        let after_word = out.ends_with(|c: char| c.is_ascii_alphanumeric());
+        if (hex == 32 || hex == 40) && boundary(hex) && !after_word {
+            // A key version, or a commit (two fleets are two repositories).
+            out.push_str(if hex == 32 { "<hex32>" } else { "<commit>" });
+            rest = &rest[hex..];
             continue;
         }
         let c = rest.chars().next().expect("not empty");

@@ -66,7 +66,8 @@ fn plan_and_drift_read_the_real_server_and_self_heal_undoes_a_kubectl_edit() {
     let plan = real.plan(&[]);
     assert_eq!(plan.code, 2, "{}", plan.all());
     assert!(
-        plan.stdout.contains("Cluster clusters/dev: ") && plan.stdout.contains(" 0 to delete"),
+        plan.stdout
+            .contains("Cluster clusters/dev (aro-dev/dev): 29 to create, 0 to update, 0 to delete"),
         "{}",
         plan.all()
     );
