@@ -365,9 +365,15 @@ fn the_roles_grant_exactly_what_a_full_run_used() {
         .iter()
         .map(|(g, r, v)| (g.to_string(), r.to_string(), v.to_string()))
         .collect();
+    // An object is read whole (get) only before it is updated or reported drifted, which these
+    // two runs do not do for every kind: `get` is granted wherever `patch` is (tests/real_server's
+    // drift test meets it on the real server, as deploy/base's ServiceAccount).
+    let read_whole = |(g, r, v): &Grant| {
+        v == "get" && !r.contains('/') && granted.contains(&(g.clone(), r.clone(), "patch".into()))
+    };
     let unused: Vec<&Grant> = granted
         .difference(&used)
-        .filter(|g| !not_exercised.contains(*g))
+        .filter(|g| !not_exercised.contains(*g) && !read_whole(g))
         .collect();
     assert!(unused.is_empty(), "granted but never used: {unused:?}");
 }

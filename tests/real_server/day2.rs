@@ -102,11 +102,13 @@ fn plan_and_drift_read_the_real_server_and_self_heal_undoes_a_kubectl_edit() {
         plan.all()
     );
 
-    // A run without --self-heal reports the drift and leaves it.
+    // A run without --self-heal reports the drift (in the cluster's report) and leaves it.
     let out = real.converge(&[]);
+    let report = common::git::show(&real.fleet.repo, "aro-gitops/status", "reports/aro-dev/dev.md")
+        .expect("the dev report");
     assert!(
-        out.all().contains("spec.location (changed by kubectl-edit)"),
-        "{}",
+        report.contains("spec.location (changed by kubectl-edit)"),
+        "{report}\n{}",
         out.all()
     );
     assert_eq!(location(&real), "westus2");
