@@ -64,7 +64,10 @@ impl RealExamples {
     /// `aro-gitops CMD --kubeconfig SA [--use-azure-simulator] ARGS` on this fleet.
     fn binary(&self, command: &[&str], args: &[&str]) -> Output {
         let mut all: Vec<&str> = command.to_vec();
-        all.extend(["--kubeconfig", self.kubeconfig.to_str().expect("utf-8 path")]);
+        all.extend([
+            "--kubeconfig",
+            self.kubeconfig.to_str().expect("utf-8 path"),
+        ]);
         if self.simulator.is_some() {
             all.push("--use-azure-simulator");
         }

@@ -322,4 +322,3 @@ fn leaf_differences(l: &Value, r: &Value, path: &str, out: &mut Vec<(String, Str
 fn shown(v: Option<&Value>) -> String {
     v.map_or("-".to_string(), |v| serde_json::to_string(v).expect("JSON"))
 }
-

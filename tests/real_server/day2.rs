@@ -85,27 +85,39 @@ fn plan_and_drift_read_the_real_server_and_self_heal_undoes_a_kubectl_edit() {
 
     let drift = real.drift(&[]);
     assert_eq!(drift.code, 2, "{}", drift.all());
-    let expected =
-        format!("spec.location: applied \"{applied}\" → live \"westus2\" (changed by kubectl-edit)");
-    assert!(drift.stdout.contains(&expected), "{expected}\n{}", drift.all());
+    let expected = format!(
+        "spec.location: applied \"{applied}\" → live \"westus2\" (changed by kubectl-edit)"
+    );
     assert!(
-        drift.stdout.contains(&format!("ResourceGroup/aro-dev/{RG}")),
+        drift.stdout.contains(&expected),
+        "{expected}\n{}",
+        drift.all()
+    );
+    assert!(
+        drift
+            .stdout
+            .contains(&format!("ResourceGroup/aro-dev/{RG}")),
         "{}",
         drift.all()
     );
     let plan = real.plan(&[]);
     assert_eq!(plan.code, 2, "{}", plan.all());
     assert!(
-        plan.stdout
-            .contains(&format!("~ ResourceGroup/aro-dev/{RG} will be updated in place")),
+        plan.stdout.contains(&format!(
+            "~ ResourceGroup/aro-dev/{RG} will be updated in place"
+        )),
         "{}",
         plan.all()
     );
 
     // A run without --self-heal reports the drift (in the cluster's report) and leaves it.
     let out = real.converge(&[]);
-    let report = common::git::show(&real.fleet.repo, "aro-gitops/status", "reports/aro-dev/dev.md")
-        .expect("the dev report");
+    let report = common::git::show(
+        &real.fleet.repo,
+        "aro-gitops/status",
+        "reports/aro-dev/dev.md",
+    )
+    .expect("the dev report");
     assert!(
         report.contains("spec.location (changed by kubectl-edit)"),
         "{report}\n{}",
@@ -122,7 +134,8 @@ fn plan_and_drift_read_the_real_server_and_self_heal_undoes_a_kubectl_edit() {
     assert_eq!(drift.code, 0, "{}", drift.all());
 }
 
-const EXTRA: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\ndata:\n  a: \"1\"\n";
+const EXTRA: &str =
+    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\ndata:\n  a: \"1\"\n";
 
 /// The deletions of the watched objects, in the order the server made them: kind/name → the
 /// resourceVersion of its DELETED event (etcd's revisions order every write of the cluster).

@@ -44,15 +44,25 @@ fn two_units_declaring_one_object_fail_both_and_an_owned_object_moves_only_with_
         "clusters/a/namespace.yaml",
         "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team\n",
     );
-    f.write("clusters/a/settings.yaml", &config_map("team", "blue", None));
-    f.write("clusters/b/kustomization.yaml", "resources:\n  - settings.yaml\n");
+    f.write(
+        "clusters/a/settings.yaml",
+        &config_map("team", "blue", None),
+    );
+    f.write(
+        "clusters/b/kustomization.yaml",
+        "resources:\n  - settings.yaml\n",
+    );
     f.write("clusters/b/settings.yaml", &config_map("team", "red", None));
     f.commit("two units declare team/settings");
 
     // Both fail, naming both; nothing of either is written.
     let plan = real.plan(&[]);
     assert_eq!(plan.code, 1, "{}", plan.all());
-    assert!(plan.stdout.contains("is declared by two units"), "{}", plan.all());
+    assert!(
+        plan.stdout.contains("is declared by two units"),
+        "{}",
+        plan.all()
+    );
     let out = real.run(&[]);
     assert_eq!(out.code, 1, "{}", out.all());
     assert_phase(&out, "clusters/a", "Failed");
@@ -80,8 +90,14 @@ fn two_units_declaring_one_object_fail_both_and_an_owned_object_moves_only_with_
         "resources:\n  - namespace.yaml\n",
     );
     f.remove("clusters/a/settings.yaml");
-    f.write("clusters/c/kustomization.yaml", "resources:\n  - settings.yaml\n");
-    f.write("clusters/c/settings.yaml", &config_map("team", "green", None));
+    f.write(
+        "clusters/c/kustomization.yaml",
+        "resources:\n  - settings.yaml\n",
+    );
+    f.write(
+        "clusters/c/settings.yaml",
+        &config_map("team", "green", None),
+    );
     f.commit("move team/settings to c without consent");
     let out = real.run(&["--allow-deletion"]);
     assert_eq!(out.code, 1, "{}", out.all());
