@@ -5,6 +5,7 @@ pub mod fault_proxy;
 pub mod fleet;
 pub mod git;
 pub mod kubectl;
+pub mod real_cluster;
 pub mod running;
 
 use aro_gitops::controlplane::{Config, ControlPlane};
