@@ -52,6 +52,9 @@ const CATCH_UP: Duration = Duration::from_secs(2);
 /// Objects of one kind: namespace → name → object.
 type Objects = HashMap<Option<String>, HashMap<String, Text>>;
 
+/// Where an object is: its namespace and name.
+type Place = (Option<String>, String);
+
 /// An object kept as its JSON text: a fraction of a parsed tree's size (every string and map of a
 /// `Value` is its own allocation), parsed again when a pass reads it.
 type Text = Box<str>;
@@ -151,7 +154,7 @@ fn to_text(obj: DynamicObject) -> Text {
 
 /// What a re-list found changed since the cache's last view (`old`): each object added, changed
 /// (its text, resourceVersion included, differs) or gone, with the resourceVersion it has now.
-fn relisted(old: &Objects, new: &Objects) -> Vec<((Option<String>, String), Option<String>)> {
+fn relisted(old: &Objects, new: &Objects) -> Vec<(Place, Option<String>)> {
     let empty = HashMap::new();
     let mut out = Vec::new();
     for (ns, objects) in new {
@@ -233,7 +236,7 @@ impl Caches {
                 .boxed();
             let mut building: Option<Objects> = None;
             // The objects a re-list found at the agent's own last write of them.
-            let mut echoed: BTreeSet<(Option<String>, String)> = BTreeSet::new();
+            let mut echoed: BTreeSet<Place> = BTreeSet::new();
             while let Some(ev) = events.next().await {
                 if ev.is_ok() && failed.read().expect("cache lock").is_some() {
                     *failed.write().expect("cache lock") = None;
