@@ -12,19 +12,9 @@ use super::resync::http_get;
 use super::*;
 use common::kubectl::{Server, poll_until};
 use common::running::Process;
+pub(super) use common::running::{FAST_ELECTION as FAST, FAST_LEASE_DURATION as LEASE_DURATION};
 use std::process::Command;
 
-/// Short election timings, so a handover takes seconds (lease 4 s, renew deadline 3 s, retry
-/// 500 ms).
-pub(super) const FAST: &[&str] = &[
-    "--leader-election-lease-duration",
-    "4s",
-    "--leader-election-renew-deadline",
-    "3s",
-    "--leader-election-retry-period",
-    "500ms",
-];
-pub(super) const LEASE_DURATION: Duration = Duration::from_secs(4);
 /// How long the first sync of the fleet may take (a debug build, a shared machine).
 pub(super) const CONVERGE_DEADLINE: Duration = Duration::from_secs(180);
 pub(super) const LEASE_PATH: &str =

@@ -9,6 +9,19 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::time::{Duration, Instant};
 
+/// Short leader-election timings for `run --leader-elect`, so a handover takes seconds (lease
+/// 4 s, renew deadline 3 s, retry 500 ms).
+pub const FAST_ELECTION: &[&str] = &[
+    "--leader-election-lease-duration",
+    "4s",
+    "--leader-election-renew-deadline",
+    "3s",
+    "--leader-election-retry-period",
+    "500ms",
+];
+/// The lease duration of [`FAST_ELECTION`].
+pub const FAST_LEASE_DURATION: Duration = Duration::from_secs(4);
+
 pub struct Running {
     child: Child,
     /// Standard output's lines (and standard error's, when started with `stderr`), as they come.

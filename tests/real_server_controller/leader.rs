@@ -8,21 +8,9 @@
 use super::*;
 use aro_gitops::trigger::webhook::github_signature;
 use common::kubectl::poll_until;
-use common::running::Process;
+use common::running::{FAST_ELECTION as FAST, FAST_LEASE_DURATION as LEASE_DURATION, Process};
 use serde_json::Value;
 use std::time::Instant;
-
-/// Short election timings, so a handover takes seconds (lease 4 s, renew deadline 3 s, retry
-/// 500 ms), as `tests/agent/leader.rs` runs them.
-const FAST: &[&str] = &[
-    "--leader-election-lease-duration",
-    "4s",
-    "--leader-election-renew-deadline",
-    "3s",
-    "--leader-election-retry-period",
-    "500ms",
-];
-const LEASE_DURATION: Duration = Duration::from_secs(4);
 
 const SECRET: &str = "a-webhook-secret-for-two-replicas";
 
