@@ -47,6 +47,8 @@ pub struct PlanRequest {
     /// Live state is the cluster this process runs in (`--in-cluster`; not with `kubeconfig`).
     pub in_cluster: bool,
     pub safety: Safety,
+    /// `--use-azure-simulator`: on a cluster, Azure is the simulator running against it.
+    pub use_azure_simulator: bool,
 }
 
 /// One side of a plan, rendered.
@@ -159,8 +161,13 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
             Some(Environment::start(&req.state_dir, &target, None).await?)
         }
         (_, base) => match Environment::start(&req.state_dir, &target, None).await {
-            Ok(env) => match env.cluster.kind("", "v1", "Namespace").await {
-                Ok(_) => Some(env),
+            Ok(mut env) => match env.cluster.kind("", "v1", "Namespace").await {
+                Ok(_) => {
+                    if req.use_azure_simulator {
+                        env.use_azure_simulator(&req.state_dir).await?;
+                    }
+                    Some(env)
+                }
                 Err(e) if base.is_some() => {
                     tracing::warn!(error = %e, "the cluster is not reachable: planning against the base revision");
                     None
