@@ -138,6 +138,7 @@ fn two_agents_share_a_real_lease_through_a_kill_9_handover_and_a_sigterm() {
         || holder(&f).filter(|h| *h == standby.identity),
     );
     let took = killed.elapsed();
+    eprintln!("the standby took the real Lease over {took:?} after the kill -9");
     assert!(
         took >= LEASE_DURATION - Duration::from_secs(1),
         "{took:?}: before the Lease expired"
