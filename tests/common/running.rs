@@ -227,6 +227,23 @@ impl Process {
         }
     }
 
+    /// Sends SIGTERM and waits for a graceful stop of a leader: exit 0 after "shutting down",
+    /// "leader election: Lease released" and "shutdown complete"; the whole output.
+    pub fn terminate_leader(&mut self, wait: Duration) -> String {
+        self.signal("TERM");
+        let status = self.wait_exit(wait);
+        let out = self.output();
+        assert_eq!(status.code(), Some(0), "{status:?}; output:\n{out}");
+        for stage in [
+            "shutting down",
+            "leader election: Lease released",
+            "shutdown complete",
+        ] {
+            assert!(out.contains(stage), "no {stage:?} in:\n{out}");
+        }
+        out
+    }
+
     /// SIGKILL, and reaps it.
     pub fn kill9(&mut self) {
         let _ = self.child.kill();

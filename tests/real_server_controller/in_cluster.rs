@@ -155,11 +155,7 @@ fn the_deployments_command_line_runs_in_cluster_leads_and_releases_on_sigterm() 
     });
 
     // SIGTERM, as the kubelet stops a pod: the Lease released, exit 0.
-    agent.signal("TERM");
-    let status = agent.wait_exit(DEADLINE);
-    let out = agent.output();
-    assert_eq!(status.code(), Some(0), "{status:?}; output:\n{out}");
-    assert!(out.contains("leader election: Lease released"), "{out}");
+    agent.terminate_leader(DEADLINE);
     let spec = lease().expect("the Lease stays");
     assert!(
         spec.get("holderIdentity").is_none_or(Value::is_null),
