@@ -22,7 +22,7 @@ use crate::object::ObjectKey;
 use crate::plan::policy::{self, Policy, Provenance};
 use crate::plan::preview::{
     Adoption, Against, BlockedDeletion, Change, ChangeAction, ClusterPreview, Counts, ObjectRef,
-    PolicyEffect, Preview, Problem, Revision as PreviewRevision,
+    PendingValue, PolicyEffect, Preview, Problem, Revision as PreviewRevision,
 };
 use crate::plan::prune::{self, Verdict};
 use crate::plan::{Action, ObjectDiff, diff_object};
@@ -402,6 +402,23 @@ fn policy_effect(c: &mut ClusterPreview, key: &ObjectKey, policy: Policy, effect
     });
 }
 
+/// Notes the values the agent fills in itself into object `i` of `p` that `desired` (the object
+/// as the plan compares it) does not carry yet: the plan cannot know them.
+fn pending_values(c: &mut ClusterPreview, p: &prepare::Prepared, i: usize, desired: &Value) {
+    let o = &p.objects[i];
+    let Some(owner) = o.embedded_in.map(|pi| &p.objects[pi].object) else {
+        return;
+    };
+    if let Some((field, reason)) = crate::reconcile::aro::keyvault::unknown_version(owner, desired)
+    {
+        c.pending_values.push(PendingValue {
+            object: ObjectRef::from(&o.key),
+            field,
+            reason,
+        });
+    }
+}
+
 fn empty_cluster(unit: &str, cluster: Option<String>) -> ClusterPreview {
     ClusterPreview {
         unit: unit.to_string(),
@@ -411,6 +428,7 @@ fn empty_cluster(unit: &str, cluster: Option<String>) -> ClusterPreview {
         blocked_deletions: vec![],
         adopted: vec![],
         policy_effects: vec![],
+        pending_values: vec![],
         errors: vec![],
     }
 }
