@@ -21,7 +21,7 @@ use std::process::Command;
 /// The script run in the private mount namespace: `$1` the folder holding the service account's
 /// files, the rest the agent's command line.
 const IN_POD: &str = r#"set -e
-mount -t tmpfs -o mode=0755 tmpfs /var/run
+mount -n -t tmpfs -o mode=0755 tmpfs /var/run
 mkdir -p /var/run/secrets/kubernetes.io/serviceaccount
 cp "$1"/token "$1"/ca.crt "$1"/namespace /var/run/secrets/kubernetes.io/serviceaccount/
 shift
