@@ -4,9 +4,12 @@
 pub mod fault_proxy;
 pub mod fleet;
 pub mod git;
+pub mod http;
 pub mod kubectl;
+pub mod real_agent;
 pub mod real_cluster;
 pub mod running;
+pub mod sops;
 
 use aro_gitops::controlplane::{Config, ControlPlane};
 use serde_json::{Value, json};
