@@ -62,7 +62,12 @@ fn deployment_container() -> (Vec<String>, Vec<(String, String)>) {
             e.iter()
                 .map(|v| {
                     let name = v["name"].as_str().expect("a name").to_string();
-                    (name, v["value"].as_str().unwrap_or_default().to_string())
+                    // What the kubelet would put there: the pod's namespace from the downward API.
+                    let value = match v["valueFrom"]["fieldRef"]["fieldPath"].as_str() {
+                        Some("metadata.namespace") => "aro-gitops-system",
+                        _ => v["value"].as_str().unwrap_or_default(),
+                    };
+                    (name, value.to_string())
                 })
                 .collect()
         })
