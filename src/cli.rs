@@ -258,8 +258,9 @@ pub struct LeaderElectionArgs {
     /// The Lease's name.
     #[arg(long, default_value = "aro-gitops")]
     pub leader_election_id: String,
-    /// The Lease's namespace.
-    #[arg(long, default_value = "aro-gitops-system")]
+    /// The Lease's namespace: the pod's own (POD_NAMESPACE, which deploy/base sets from the
+    /// downward API), else aro-gitops-system.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "aro-gitops-system")]
     pub leader_election_namespace: String,
     /// How long a Lease holds without a renewal before a standby may take it (whole seconds).
     #[arg(long, default_value = "15s", value_parser = humantime::parse_duration)]

@@ -20,7 +20,8 @@
 //! renders, queue).
 //! `sharding` runs two and three shards (`--shard-index`, `--shard-count`) against one served
 //! control plane.
-//! `faults` has runs with injected API faults (`--inject-faults`) and runs killed with SIGKILL.
+//! `faults` has runs with injected API faults (`--inject-faults`) and runs killed with SIGKILL;
+//! `faults_proxy` runs through a loopback fault proxy to a server reached by `--kubeconfig`.
 //! `leader` has two replicas with `--leader-elect` against a served control plane (one leads, the
 //! standby takes over after a SIGKILL), `shutdown` a SIGTERM during a run.
 //! `signatures` has signed commits (`--verify-signatures`): ssh-keygen and gpg keys, refusals.
@@ -44,6 +45,8 @@ mod events;
 mod failures;
 #[path = "agent/faults.rs"]
 mod faults;
+#[path = "agent/faults_proxy.rs"]
+mod faults_proxy;
 #[path = "agent/git_source.rs"]
 mod git_source;
 #[path = "agent/health.rs"]

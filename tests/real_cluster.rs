@@ -52,7 +52,13 @@ async fn the_real_cluster_runs_the_controllers_and_authorizers_a_management_clus
         .expect("delete the owner");
     eventually(CONTROLLER_WAIT, "the dependent to be collected", || {
         let cms = cms.clone();
-        async move { cms.get_opt("dependent").await.expect("get").is_none().then_some(()) }
+        async move {
+            cms.get_opt("dependent")
+                .await
+                .expect("get")
+                .is_none()
+                .then_some(())
+        }
     })
     .await;
 
@@ -64,7 +70,14 @@ async fn the_real_cluster_runs_the_controllers_and_authorizers_a_management_clus
         .expect("delete the namespace");
     eventually(CONTROLLER_WAIT, "the namespace to be removed", || {
         let namespaces = namespaces.clone();
-        async move { namespaces.get_opt("harness").await.expect("get").is_none().then_some(()) }
+        async move {
+            namespaces
+                .get_opt("harness")
+                .await
+                .expect("get")
+                .is_none()
+                .then_some(())
+        }
     })
     .await;
 
@@ -85,7 +98,11 @@ async fn the_real_cluster_runs_the_controllers_and_authorizers_a_management_clus
         .list(&Default::default())
         .await
         .expect("list after the restart");
-    assert!(list.items.iter().any(|n| n.metadata.name.as_deref() == Some("kube-system")));
+    assert!(
+        list.items
+            .iter()
+            .any(|n| n.metadata.name.as_deref() == Some("kube-system"))
+    );
 
     // `down` leaves no process behind.
     let dir = cluster.dir().to_path_buf();
@@ -125,7 +142,10 @@ fn the_script_says_what_to_do_when_the_binaries_are_missing() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = Command::new(script)
         .args(["up", dir.path().join("c").to_str().expect("utf-8")])
-        .env("ARO_GITOPS_REAL_CLUSTER_CACHE", dir.path().join("empty-cache"))
+        .env(
+            "ARO_GITOPS_REAL_CLUSTER_CACHE",
+            dir.path().join("empty-cache"),
+        )
         .env("ARO_GITOPS_REAL_CLUSTER_NO_BUILD", "1")
         .output()
         .expect("the script runs");

@@ -103,11 +103,8 @@ impl Environment {
             .await
             .map_err(|e| AgentError::Task(e.to_string()))??;
         let counter = RequestCounter::default();
-        let service = tower::ServiceBuilder::new()
-            .layer(crate::apply::retry::RetryLayer)
-            .layer(counter.layer())
-            .service(cp.router_with_faults());
-        let cluster = Cluster::new(kube::Client::new(service, "default"), counter);
+        let client = crate::apply::client::over(cp.router_with_faults(), &counter);
+        let cluster = Cluster::new(client, counter);
         // One set of simulated vaults: served by the endpoints, set up from the Vault objects.
         let key_vaults = KeyVaults::default();
         let simulator = sim_delay.map(|d| simulate_azure(&cp, d, Some(key_vaults.clone())));

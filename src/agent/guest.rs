@@ -179,9 +179,9 @@ async fn build_client(
     let mut config = config;
     config.read_timeout = Some(READ_TIMEOUT);
     config.connect_timeout = Some(READ_TIMEOUT);
-    kube::Client::try_from(config).map_err(|_| {
-        format!("{what} (key {data_key:?}): no client can be built from its kubeconfig")
-    })
+    crate::apply::client::from_config(config, &crate::apply::RequestCounter::default()).map_err(
+        |_| format!("{what} (key {data_key:?}): no client can be built from its kubeconfig"),
+    )
 }
 
 /// One LIST of the guest's APIServices.

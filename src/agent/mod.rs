@@ -8,6 +8,7 @@
 
 mod aro_deletion;
 mod carry;
+mod client_cert;
 pub(crate) mod controller;
 mod cycles;
 mod drift;

@@ -118,6 +118,7 @@ pub async fn connect(target: &LiveTarget) -> Result<Option<Cluster>, ApplyError>
             };
             let kc = kube::config::Kubeconfig::read_from(path).map_err(|e| fail(&e))?;
             let context = kc.current_context.clone();
+            let user = super::client_cert::current_user(&kc);
             let config = kube::Config::from_custom_kubeconfig(
                 kc,
                 &kube::config::KubeConfigOptions::default(),
@@ -128,14 +129,18 @@ pub async fn connect(target: &LiveTarget) -> Result<Option<Cluster>, ApplyError>
                 "{}",
                 describe_kubeconfig(path, context.as_deref(), &config.cluster_url.to_string())
             );
+            if let Some(source) = super::client_cert::CertSource::of(&config.auth_info)
+                && let Some(pem) = source.read()
+            {
+                super::client_cert::check(path, user.as_deref(), &source, &pem)
+                    .map_err(ApplyError::Connect)?;
+            }
             config
         }
     };
     let counter = RequestCounter::default();
-    let client = kube::client::ClientBuilder::try_from(config)
-        .map_err(|e| ApplyError::Connect(e.to_string()))?
-        .with_layer(&counter.layer())
-        .build();
+    let client = crate::apply::client::from_config(config, &counter)
+        .map_err(|e| ApplyError::Connect(e.to_string()))?;
     Ok(Some(Cluster::new(client, counter)))
 }
 

@@ -5,6 +5,7 @@
 //! the agent's field managers. Every request is counted.
 
 mod azure_view;
+pub mod client;
 mod counting;
 mod echoes;
 pub mod inventory;

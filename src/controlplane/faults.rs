@@ -136,9 +136,16 @@ pub fn decide(seed: u64, n: u64, rate: f64, class: RequestClass) -> Option<Fault
         RequestClass::Write => &[InternalError, Conflict, TooManyRequests, Timeout],
         RequestClass::Watch => &[InternalError, TooManyRequests, DroppedWatch],
     };
+    pick(seed, n, rate, choices)
+}
+
+/// The choice, if any, for the `n`-th request from `seed` at `rate`, among `choices` (none when
+/// empty): the same inputs always give the same answer. [`decide`] with the control plane's own
+/// faults; a fault proxy in front of another API server picks among its own.
+pub fn pick<T: Copy>(seed: u64, n: u64, rate: f64, choices: &[T]) -> Option<T> {
     let draw = splitmix64(seed ^ splitmix64(n));
     let uniform = (draw >> 11) as f64 / (1u64 << 53) as f64;
-    if uniform >= rate {
+    if uniform >= rate || choices.is_empty() {
         return None;
     }
     Some(choices[(splitmix64(draw) % choices.len() as u64) as usize])

@@ -158,7 +158,10 @@ async fn serve(
             name,
             sub,
         } => {
-            let served = req.extensions().get::<Arc<super::served::Served>>().cloned();
+            let served = req
+                .extensions()
+                .get::<Arc<super::served::Served>>()
+                .cloned();
             let method = req.method().clone();
             let asked = super::served::Request {
                 group: &group,

@@ -268,9 +268,16 @@ mod tests {
         };
         // A merge patch of a missing object answers 404 and creates nothing.
         let merge = api
-            .patch("inv", &PatchParams::default(), &Patch::Merge(serde_json::json!({})))
+            .patch(
+                "inv",
+                &PatchParams::default(),
+                &Patch::Merge(serde_json::json!({})),
+            )
             .await;
-        assert!(matches!(merge, Err(kube::Error::Api(ref s)) if s.code == 404), "{merge:?}");
+        assert!(
+            matches!(merge, Err(kube::Error::Api(ref s)) if s.code == 404),
+            "{merge:?}"
+        );
         assert_eq!(verbs(), ["patch"]);
         // An apply of a missing object creates it: patch and create.
         let cm = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",

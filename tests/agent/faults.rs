@@ -87,7 +87,7 @@ impl Repo {
 /// Every live object of a state's embedded control plane, by `apiVersion kind namespace/name`:
 /// its uid and what a run decides of it (all but `status` and the server's metadata). Events (a
 /// record of what happened, named at random) and Leases are left out.
-type Live = BTreeMap<String, (String, Value)>;
+pub(super) type Live = BTreeMap<String, (String, Value)>;
 
 fn live(state: &Path) -> Live {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -120,7 +120,7 @@ async fn open(dir: &Path) -> ControlPlane {
     }
 }
 
-async fn dump(client: kube::Client) -> Live {
+pub(super) async fn dump(client: kube::Client) -> Live {
     use kube::api::{Api, DynamicObject, ListParams};
     let discovery = kube::Discovery::new(client.clone())
         .run()
@@ -183,7 +183,7 @@ fn normalised(v: &Value) -> String {
 }
 
 /// Asserts that `got` holds exactly the objects of `want`, each with the same content.
-fn assert_same_objects(want: &Live, got: &Live, what: &str) {
+pub(super) fn assert_same_objects(want: &Live, got: &Live, what: &str) {
     let missing: Vec<&String> = want.keys().filter(|k| !got.contains_key(*k)).collect();
     let extra: Vec<&String> = got.keys().filter(|k| !want.contains_key(*k)).collect();
     assert!(

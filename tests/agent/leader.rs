@@ -11,34 +11,35 @@
 use super::resync::http_get;
 use super::*;
 use common::kubectl::{Server, poll_until};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{Receiver, channel};
+use common::running::Process;
+pub(super) use common::running::{FAST_ELECTION as FAST, FAST_LEASE_DURATION as LEASE_DURATION};
+use std::process::Command;
 
-/// Short election timings, so a handover takes seconds (lease 4 s, renew deadline 3 s, retry
-/// 500 ms).
-pub(super) const FAST: &[&str] = &[
-    "--leader-election-lease-duration",
-    "4s",
-    "--leader-election-renew-deadline",
-    "3s",
-    "--leader-election-retry-period",
-    "500ms",
-];
-pub(super) const LEASE_DURATION: Duration = Duration::from_secs(4);
 /// How long the first sync of the fleet may take (a debug build, a shared machine).
 pub(super) const CONVERGE_DEADLINE: Duration = Duration::from_secs(180);
 pub(super) const LEASE_PATH: &str =
     "/apis/coordination.k8s.io/v1/namespaces/aro-gitops-system/leases/aro-gitops";
 
-/// One `aro-gitops run --kubeconfig K --leader-elect` process, its stdout and stderr as lines;
-/// killed when dropped.
+/// One `aro-gitops run --kubeconfig K --leader-elect` process, its stdout and stderr as lines
+/// (a [`Process`], which it derefs to); killed when dropped.
 pub(super) struct Replica {
-    child: Child,
-    lines: Receiver<String>,
-    pub(super) seen: Vec<String>,
+    process: Process,
     pub(super) identity: String,
     pub(super) metrics: String,
     pub(super) health: String,
+}
+
+impl std::ops::Deref for Replica {
+    type Target = Process;
+    fn deref(&self) -> &Process {
+        &self.process
+    }
+}
+
+impl std::ops::DerefMut for Replica {
+    fn deref_mut(&mut self) -> &mut Process {
+        &mut self.process
+    }
 }
 
 impl Replica {
@@ -54,89 +55,41 @@ impl Replica {
         extra: &[&str],
         env: &[(&str, &str)],
     ) -> Replica {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_aro-gitops"))
-            .arg("run")
-            .arg("--repo")
-            .arg(&f.url)
-            .arg("--state")
-            .arg(f.dir.path().join(format!("state-{name}")))
-            .arg("--kubeconfig")
-            .arg(&server.kubeconfig)
-            .arg("--leader-elect")
-            .args(if extra.contains(&"--interval") {
-                &[][..]
-            } else {
-                &["--interval", "1s"]
-            })
-            .args(["--metrics-bind-address", "127.0.0.1:0"])
-            .args(["--health-probe-bind-address", "127.0.0.1:0"])
-            .args(FAST)
-            .args(extra)
-            .envs(env.iter().copied())
-            .env("ARO_GITOPS_LOG", "info")
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the binary starts");
-        let (tx, lines) = channel();
-        let out = child.stdout.take().expect("piped");
-        let err = child.stderr.take().expect("piped");
-        common::running::forward(out, tx.clone());
-        common::running::forward(err, tx);
-        let mut r = Replica {
-            child,
-            lines,
-            seen: vec![],
-            identity: String::new(),
-            metrics: String::new(),
-            health: String::new(),
-        };
+        let mut process = Process::spawn(
+            Command::new(env!("CARGO_BIN_EXE_aro-gitops"))
+                .arg("run")
+                .arg("--repo")
+                .arg(&f.url)
+                .arg("--state")
+                .arg(f.dir.path().join(format!("state-{name}")))
+                .arg("--kubeconfig")
+                .arg(&server.kubeconfig)
+                .arg("--leader-elect")
+                .args(if extra.contains(&"--interval") {
+                    &[][..]
+                } else {
+                    &["--interval", "1s"]
+                })
+                .args(["--metrics-bind-address", "127.0.0.1:0"])
+                .args(["--health-probe-bind-address", "127.0.0.1:0"])
+                .args(FAST)
+                .args(extra)
+                .envs(env.iter().copied())
+                .env("ARO_GITOPS_LOG", "info")
+                .env("NO_COLOR", "1"),
+        );
         let wait = Duration::from_secs(60);
-        r.metrics = r
+        let metrics = process
             .after("metrics: serving on http://", wait)
             .replace("/metrics", "");
-        let id = r.after("leader election: identity ", wait);
-        r.identity = id.split(',').next().expect("an identity").to_string();
-        r.health = r.after("health: serving on http://", wait);
-        r
-    }
-
-    /// Waits for a line holding `what`; what follows it on that line.
-    pub(super) fn after(&mut self, what: &str, wait: Duration) -> String {
-        let line = self.wait_for(what, wait);
-        let at = line.find(what).expect("found") + what.len();
-        line[at..].to_string()
-    }
-
-    /// Waits for a line holding `what` (the lines seen so far count too).
-    pub(super) fn wait_for(&mut self, what: &str, wait: Duration) -> String {
-        if let Some(l) = self.seen.iter().find(|l| l.contains(what)) {
-            return l.clone();
-        }
-        let deadline = Instant::now() + wait;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => {
-                    self.seen.push(line.clone());
-                    if line.contains(what) {
-                        return line;
-                    }
-                }
-                Err(e) => panic!(
-                    "no line with {what:?} within {wait:?} ({e}); output:\n{}",
-                    self.seen.join("\n")
-                ),
-            }
-        }
-    }
-
-    /// Reads what has arrived so far.
-    pub(super) fn drain(&mut self) {
-        while let Ok(line) = self.lines.try_recv() {
-            self.seen.push(line);
+        let id = process.after("leader election: identity ", wait);
+        let identity = id.split(',').next().expect("an identity").to_string();
+        let health = process.after("health: serving on http://", wait);
+        Replica {
+            process,
+            identity,
+            metrics,
+            health,
         }
     }
 
@@ -152,48 +105,6 @@ impl Replica {
         http_get(&self.health, "/readyz")
             .map(|(_, b)| b)
             .unwrap_or_default()
-    }
-
-    /// Sends `signal` (a `kill -s` name: TERM, INT, KILL).
-    pub(super) fn signal(&self, signal: &str) {
-        let ok = Command::new("kill")
-            .args(["-s", signal, &self.child.id().to_string()])
-            .status()
-            .expect("kill runs")
-            .success();
-        assert!(ok, "kill -s {signal} failed");
-    }
-
-    /// Waits for the process to end, reading its output meanwhile.
-    pub(super) fn wait_exit(&mut self, wait: Duration) -> ExitStatus {
-        let deadline = Instant::now() + wait;
-        loop {
-            self.drain();
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                // The rest of its output.
-                while let Ok(line) = self.lines.recv_timeout(Duration::from_millis(500)) {
-                    self.seen.push(line);
-                }
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "still running after {wait:?}; output:\n{}",
-                self.seen.join("\n")
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    pub(super) fn kill9(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        self.kill9();
     }
 }
 

@@ -46,20 +46,7 @@ impl Running {
     }
 }
 
-/// One GET of `path` on `addr`: the response head and body.
-pub(super) fn http_get(addr: &str, path: &str) -> std::io::Result<(String, String)> {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(addr)?;
-    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n"
-    )?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response)?;
-    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
-    Ok((head.to_string(), body.to_string()))
-}
+pub(super) use common::http::get as http_get;
 
 #[test]
 fn a_drift_cycle_over_a_converged_fleet_sends_no_request() {

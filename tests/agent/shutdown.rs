@@ -18,17 +18,7 @@ fn sigterm_lets_passes_end_publishes_releases_the_lease_and_exits_zero() {
     agent.wait_for("applied object=", Duration::from_secs(60));
     assert_eq!(holder(&server).as_deref(), Some(agent.identity.as_str()));
 
-    agent.signal("TERM");
-    let status = agent.wait_exit(Duration::from_secs(60));
-    let out = agent.seen.join("\n");
-    assert_eq!(status.code(), Some(0), "{status:?}; output:\n{out}");
-    for stage in [
-        "shutting down",
-        "leader election: Lease released",
-        "shutdown complete",
-    ] {
-        assert!(out.contains(stage), "no {stage:?} in:\n{out}");
-    }
+    let out = agent.terminate_leader(Duration::from_secs(60));
     let at = |what: &str| out.find(what).expect("found");
     assert!(at("shutting down") < at("reports committed"), "{out}");
     assert!(at("reports committed") < at("Lease released"), "{out}");

@@ -48,28 +48,7 @@ fn commit(f: &Fixture, signer: &Signer, message: &str) -> String {
 /// A new SSH key of `kind` in the fixture's tempdir: its private key file, its public line and
 /// its SHA256 fingerprint.
 fn ssh_key(f: &Fixture, name: &str, kind: &str) -> (PathBuf, String, String) {
-    let path = f.dir.path().join(name);
-    let mut args = vec!["-q", "-t", kind, "-N", "", "-C", name, "-f"];
-    args.push(path.to_str().unwrap());
-    if kind == "rsa" {
-        args.extend(["-b", "2048"]);
-    }
-    let status = Command::new("ssh-keygen")
-        .args(&args)
-        .status()
-        .expect("ssh-keygen runs");
-    assert!(status.success());
-    let public = std::fs::read_to_string(path.with_extension("pub")).unwrap();
-    let listed = Command::new("ssh-keygen")
-        .args(["-lf", path.with_extension("pub").to_str().unwrap()])
-        .output()
-        .unwrap();
-    let fingerprint = String::from_utf8_lossy(&listed.stdout)
-        .split_whitespace()
-        .nth(1)
-        .unwrap()
-        .to_string();
-    (path, public.trim().to_string(), fingerprint)
+    git::ssh_key(f.dir.path(), name, kind)
 }
 
 fn trust(f: &Fixture, text: &str, mode: Mode) -> Arc<Verification> {

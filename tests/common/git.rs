@@ -1,7 +1,7 @@
 //! Git fixtures for the integration tests: the `git` CLI run as a developer would (no user or
 //! system config, a fixed identity), and folder copies to edit a repository in a tempdir.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Runs `git args` in `dir`; panics with git's stderr on failure. Returns stdout, trimmed.
@@ -99,5 +99,49 @@ pub fn init_and_commit(dir: &Path, message: &str) -> String {
 pub fn commit_all(dir: &Path, message: &str) -> String {
     git(dir, &["add", "-A"]);
     git(dir, &["commit", "-qm", message]);
+    git(dir, &["rev-parse", "HEAD"])
+}
+
+/// A new SSH key of `kind` (`ed25519`, `ecdsa`, `rsa`) made by `ssh-keygen` in `dir`: its
+/// private key file, its public line and its SHA256 fingerprint.
+pub fn ssh_key(dir: &Path, name: &str, kind: &str) -> (PathBuf, String, String) {
+    let path = dir.join(name);
+    let mut args = vec!["-q", "-t", kind, "-N", "", "-C", name, "-f"];
+    args.push(path.to_str().expect("UTF-8 path"));
+    if kind == "rsa" {
+        args.extend(["-b", "2048"]);
+    }
+    let status = Command::new("ssh-keygen")
+        .args(&args)
+        .status()
+        .expect("ssh-keygen runs");
+    assert!(status.success());
+    let public = std::fs::read_to_string(path.with_extension("pub")).expect("the public key");
+    let listed = Command::new("ssh-keygen")
+        .args(["-lf", path.with_extension("pub").to_str().expect("UTF-8")])
+        .output()
+        .expect("ssh-keygen -l runs");
+    let fingerprint = String::from_utf8_lossy(&listed.stdout)
+        .split_whitespace()
+        .nth(1)
+        .expect("a fingerprint")
+        .to_string();
+    (path, public.trim().to_string(), fingerprint)
+}
+
+/// Commits every change in the work tree at `dir` (or an empty commit), signed with the SSH
+/// private key `key`; returns the commit.
+pub fn commit_all_ssh_signed(dir: &Path, key: &Path, message: &str) -> String {
+    git(dir, &["add", "-A"]);
+    let config = [
+        "gpg.format=ssh".to_string(),
+        format!("user.signingkey={}", key.display()),
+    ];
+    git_with(
+        dir,
+        &config,
+        &[],
+        &["commit", "-q", "--allow-empty", "-S", "-m", message],
+    );
     git(dir, &["rev-parse", "HEAD"])
 }

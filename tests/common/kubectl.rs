@@ -22,6 +22,8 @@ pub struct Server {
     /// `127.0.0.1:PORT`.
     pub addr: String,
     pub kubeconfig: PathBuf,
+    /// The extra `control-plane serve` arguments, given again on a restart.
+    args: Vec<String>,
 }
 
 impl Server {
@@ -50,10 +52,15 @@ impl Server {
 
     /// Starts a server whose state lives in `state`, listening on `listen`.
     fn start_on(dir: tempfile::TempDir, state: &Path, listen: &str) -> Server {
-        Server::start_with(dir, state, listen, &[])
+        Server::start_with::<&str>(dir, state, listen, &[])
     }
 
-    fn start_with(dir: tempfile::TempDir, state: &Path, listen: &str, extra: &[&str]) -> Server {
+    fn start_with<S: AsRef<std::ffi::OsStr>>(
+        dir: tempfile::TempDir,
+        state: &Path,
+        listen: &str,
+        extra: &[S],
+    ) -> Server {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -108,6 +115,10 @@ impl Server {
             url,
             addr,
             kubeconfig: kubeconfig.expect("kubeconfig"),
+            args: extra
+                .iter()
+                .map(|a| a.as_ref().to_string_lossy().into_owned())
+                .collect(),
         }
     }
 
@@ -129,7 +140,8 @@ impl Server {
         let dir = self.dir.take().expect("dir");
         let addr = self.addr.clone();
         let state = dir.path().join("state");
-        Server::start_on(dir, &state, &addr)
+        let args = std::mem::take(&mut self.args);
+        Server::start_with(dir, &state, &addr, &args)
     }
 
     /// Kills this server (SIGKILL); [`Stopped::start`] serves its state on its address again.

@@ -1,13 +1,17 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod fault_proxy;
 pub mod fleet;
 pub mod git;
+pub mod http;
 pub mod kubectl;
+pub mod real_agent;
 pub mod real_cluster;
 pub mod real_examples;
 pub mod running;
 pub mod snapshot;
+pub mod sops;
 
 use aro_gitops::controlplane::{Config, ControlPlane};
 use serde_json::{Value, json};

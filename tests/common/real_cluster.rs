@@ -32,7 +32,10 @@ fn run_script(args: &[&str]) -> Output {
     let out = Command::new(script())
         .args(args)
         .env("ARO_GITOPS_REAL_CLUSTER_NO_BUILD", "1")
-        .env("ARO_GITOPS_REAL_CLUSTER_OWNER_PID", std::process::id().to_string())
+        .env(
+            "ARO_GITOPS_REAL_CLUSTER_OWNER_PID",
+            std::process::id().to_string(),
+        )
         .output()
         .expect("scripts/real-cluster runs");
     assert!(
@@ -86,7 +89,10 @@ impl RealCluster {
     pub fn service_account_kubeconfig(&self, namespace: &str, name: &str) -> PathBuf {
         let dir = self.dir.path().to_str().expect("utf-8 path");
         let out = run_script(&["kubeconfig", dir, &format!("{namespace}/{name}")]);
-        let file = self.dir.path().join(format!("{namespace}-{name}.kubeconfig"));
+        let file = self
+            .dir
+            .path()
+            .join(format!("{namespace}-{name}.kubeconfig"));
         std::fs::write(&file, &out.stdout).expect("write the kubeconfig");
         file
     }

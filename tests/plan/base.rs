@@ -192,7 +192,7 @@ Cluster clusters/dev (aro-dev/dev): 0 to create, 2 to update, 0 to delete, 27 un
   ~ AROMachinePool/aro-dev/dev-workers will be updated in place
       --- base/AROMachinePool/aro-dev/dev-workers
       +++ desired/AROMachinePool/aro-dev/dev-workers
-      @@ -20,7 +20,7 @@
+      @@ -21,7 +21,7 @@
                  id: \"4.20\"
                  channelGroup: stable
                platform:
@@ -205,7 +205,7 @@ Cluster clusters/dev (aro-dev/dev): 0 to create, 2 to update, 0 to delete, 27 un
   ~ HcpOpenShiftClustersNodePool/aro-dev/aro-dev-workers will be updated in place
       --- base/HcpOpenShiftClustersNodePool/aro-dev/aro-dev-workers
       +++ desired/HcpOpenShiftClustersNodePool/aro-dev/aro-dev-workers
-      @@ -14,7 +14,7 @@
+      @@ -15,7 +15,7 @@
              id: \"4.20\"
              channelGroup: stable
            platform:

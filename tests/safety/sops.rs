@@ -6,7 +6,6 @@
 //! key, tampered MAC, no key) fails alone, deletes nothing, and the other unit goes on.
 
 use super::{DEV, Fleet, PROD, git};
-use age::secrecy::ExposeSecret;
 use base64::Engine as _;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -24,27 +23,13 @@ fn unique(what: &str) -> String {
 
 /// A fresh age identity written to a file beside the fleet (never in it); its recipient.
 fn age_key(fleet: &Fleet, name: &str) -> (PathBuf, String) {
-    let identity = age::x25519::Identity::generate();
-    let path = fleet.repo.parent().expect("the fleet's tempdir").join(name);
-    std::fs::write(&path, identity.to_string().expose_secret()).expect("key file");
-    (path, identity.to_public().to_string())
+    let dir = fleet.repo.parent().expect("the fleet's tempdir");
+    super::common::sops::age_key(dir, name)
 }
 
 /// The Secret `pull-secret` holding `token`, SOPS-encrypted for `recipient` (data only).
 fn encrypted_secret(token: &str, recipient: &str) -> String {
-    let plain = json!({"apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": "pull-secret"}, "type": "Opaque",
-        "stringData": {"token": token}});
-    let doc = aro_gitops::secrets::encrypt(
-        &plain,
-        &[recipient.to_string()],
-        &aro_gitops::secrets::EncryptionRules {
-            encrypted_regex: Some("^(data|stringData)$".into()),
-            ..Default::default()
-        },
-    )
-    .expect("encrypt");
-    aro_gitops::yaml::to_string(&doc)
+    super::common::sops::encrypted_secret(json!({"name": "pull-secret"}), token, recipient)
 }
 
 /// `git log -p` of every ref of `repo` but `main`: what the agent wrote.

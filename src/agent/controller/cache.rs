@@ -27,9 +27,10 @@ pub type KindKey = (String, String, String);
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Change {
     /// One object changed (created, updated or deleted), and the resourceVersion it has now.
+    /// A kind listed again after its watch broke off (a 410 Gone, a server restart) sends one for
+    /// each object the re-list found changed, added or gone ([`relisted`]), so a re-list wakes only
+    /// the units whose objects changed meanwhile.
     Object(Identity, Option<String>),
-    /// A kind was listed again after its watch broke off: anything of it may have changed.
-    Relist,
 }
 
 impl Change {
@@ -50,6 +51,9 @@ const CATCH_UP: Duration = Duration::from_secs(2);
 
 /// Objects of one kind: namespace → name → object.
 type Objects = HashMap<Option<String>, HashMap<String, Text>>;
+
+/// Where an object is: its namespace and name.
+type Place = (Option<String>, String);
 
 /// An object kept as its JSON text: a fraction of a parsed tree's size (every string and map of a
 /// `Value` is its own allocation), parsed again when a pass reads it.
@@ -148,6 +152,33 @@ fn to_text(obj: DynamicObject) -> Text {
         .into_boxed_str()
 }
 
+/// What a re-list found changed since the cache's last view (`old`): each object added, changed
+/// (its text, resourceVersion included, differs) or gone, with the resourceVersion it has now.
+fn relisted(old: &Objects, new: &Objects) -> Vec<(Place, Option<String>)> {
+    let empty = HashMap::new();
+    let mut out = Vec::new();
+    for (ns, objects) in new {
+        let before = old.get(ns).unwrap_or(&empty);
+        for (name, text) in objects {
+            if before.get(name) != Some(text) {
+                let rv = parse(text)
+                    .pointer("/metadata/resourceVersion")
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+                out.push(((ns.clone(), name.clone()), rv));
+            }
+        }
+    }
+    for (ns, objects) in old {
+        let now = new.get(ns).unwrap_or(&empty);
+        for name in objects.keys().filter(|n| !now.contains_key(*n)) {
+            out.push(((ns.clone(), name.clone()), None));
+        }
+    }
+    out.sort();
+    out
+}
+
 fn parse(text: &Text) -> Value {
     serde_json::from_str(text).expect("the cache holds JSON it wrote")
 }
@@ -204,6 +235,8 @@ impl Caches {
                 .modify(move |o| prepare(o, &resource))
                 .boxed();
             let mut building: Option<Objects> = None;
+            // The objects a re-list found at the agent's own last write of them.
+            let mut echoed: BTreeSet<Place> = BTreeSet::new();
             while let Some(ev) = events.next().await {
                 if ev.is_ok() && failed.read().expect("cache lock").is_some() {
                     *failed.write().expect("cache lock") = None;
@@ -212,13 +245,16 @@ impl Caches {
                 let change = match ev {
                     Ok(watcher::Event::Init) => {
                         building = Some(Objects::new());
+                        echoed.clear();
                         continue;
                     }
                     Ok(watcher::Event::InitApply(o)) => {
                         let (ns, name) = place(&o);
                         // A re-list may be the first sight of the agent's own last write.
-                        if let Some(rv) = &o.metadata.resource_version {
-                            echoes.take(&identity((ns.clone(), name.clone())), rv);
+                        if let Some(rv) = &o.metadata.resource_version
+                            && echoes.take(&identity((ns.clone(), name.clone())), rv)
+                        {
+                            echoed.insert((ns.clone(), name.clone()));
                         }
                         building
                             .get_or_insert_default()
@@ -228,14 +264,26 @@ impl Caches {
                         continue;
                     }
                     Ok(watcher::Event::InitDone) => {
-                        *store.write().expect("cache lock") = building.take().unwrap_or_default();
-                        changed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let new = building.take().unwrap_or_default();
                         let first = !*ready_tx.borrow();
+                        let found = if first {
+                            Vec::new()
+                        } else {
+                            relisted(&store.read().expect("cache lock"), &new)
+                        };
+                        *store.write().expect("cache lock") = new;
+                        changed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         ready_tx.send_replace(true);
-                        if first {
-                            continue;
+                        let changes = found
+                            .into_iter()
+                            .filter(|(place, _)| !echoed.contains(place))
+                            .map(|(place, rv)| Change::Object(identity(place), rv));
+                        for change in changes {
+                            if tx.send(change).is_err() {
+                                return;
+                            }
                         }
-                        Change::Relist
+                        continue;
                     }
                     Ok(watcher::Event::Apply(o)) => {
                         let (ns, name) = place(&o);
@@ -439,5 +487,42 @@ impl Caches {
             seen.insert(c);
         }
         seen
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn objects(entries: &[(&str, &str, &str)]) -> Objects {
+        let mut out = Objects::new();
+        for (ns, name, rv) in entries {
+            let text = format!(r#"{{"metadata":{{"name":"{name}","resourceVersion":"{rv}"}}}}"#);
+            out.entry(Some(ns.to_string()))
+                .or_default()
+                .insert(name.to_string(), text.into_boxed_str());
+        }
+        out
+    }
+
+    #[test]
+    fn a_relist_names_only_what_changed_meanwhile() {
+        let old = objects(&[
+            ("a", "kept", "1"),
+            ("a", "changed", "2"),
+            ("b", "gone", "3"),
+        ]);
+        let new = objects(&[("a", "kept", "1"), ("a", "changed", "7"), ("c", "new", "8")]);
+        let place = |ns: &str, name: &str| (Some(ns.to_string()), name.to_string());
+        assert_eq!(
+            relisted(&old, &new),
+            vec![
+                (place("a", "changed"), Some("7".to_string())),
+                (place("b", "gone"), None),
+                (place("c", "new"), Some("8".to_string())),
+            ]
+        );
+        // A re-list after a 410 that finds the same objects wakes nothing.
+        assert!(relisted(&old, &old).is_empty());
     }
 }

@@ -3,8 +3,9 @@
 //! - the units that own the changed object: they render it, or their inventory holds it;
 //! - for an object no unit owns (a Secret the Azure side wrote, a policy someone applied by
 //!   hand), and for any AutoNodePolicy (it shapes the node pools of its whole namespace), the
-//!   units with objects in its namespace; a cluster-scoped object no unit owns wakes none;
-//! - for a re-list, every unit.
+//!   units with objects in its namespace; a cluster-scoped object no unit owns wakes none.
+//!
+//! A re-list wakes only for the objects it found changed (see [`Change::Object`]).
 //!
 //! A change that comes while the unit's pass runs is held until the pass ends ([`DuringPass`]):
 //! most are the echoes of the pass's own writes, which only then are all known.
@@ -20,7 +21,6 @@ use std::collections::{BTreeSet, HashMap};
 pub struct Wakes {
     by_object: HashMap<Identity, BTreeSet<usize>>,
     by_namespace: HashMap<String, BTreeSet<usize>>,
-    all: BTreeSet<usize>,
 }
 
 impl Wakes {
@@ -31,7 +31,6 @@ impl Wakes {
     {
         let mut wakes = Wakes::default();
         for (i, objects) in units {
-            wakes.all.insert(i);
             for id in objects {
                 if let Some(ns) = &id.namespace {
                     wakes.by_namespace.entry(ns.clone()).or_default().insert(i);
@@ -44,9 +43,7 @@ impl Wakes {
 
     /// The units `change` concerns (see the module header).
     pub fn units(&self, change: &Change) -> BTreeSet<usize> {
-        let Change::Object(id, _) = change else {
-            return self.all.clone();
-        };
+        let Change::Object(id, _) = change;
         let owners = self.by_object.get(id);
         let policy = id.group == POLICY_GROUP && id.kind == POLICY_KIND;
         let of_namespace = (owners.is_none() || policy)
@@ -174,7 +171,7 @@ mod tests {
     }
 
     #[test]
-    fn a_policy_wakes_its_whole_namespace_and_a_relist_everyone() {
+    fn a_policy_wakes_its_whole_namespace() {
         let (g, k) = (POLICY_GROUP, POLICY_KIND);
         let mut w = wakes();
         w.by_object
@@ -185,6 +182,5 @@ mod tests {
             w.units(&change(&id(g, k, Some("b"), "default"))),
             [1, 2].into()
         );
-        assert_eq!(w.units(&Change::Relist), [0, 1, 2].into());
     }
 }

@@ -210,10 +210,12 @@ pub(super) fn against_base(
                     ),
                 );
             }
-            pending_values(&mut c, p, i, &o.object);
             if same {
                 c.counts.unchanged += 1;
             } else {
+                // A value the agent fills in is worth a note only where the object changes: an
+                // unchanged object keeps the live value.
+                pending_values(&mut c, p, i, &o.object);
                 add_diff(&mut c, diff_revisions(Some(&o.object), before), false);
             }
         }
