@@ -96,6 +96,7 @@ fn child_plan(repo: &str, state: &Path) {
         kubeconfig: None,
         in_cluster: false,
         safety: aro_gitops::agent::Safety::default(),
+        use_azure_simulator: false,
     }));
     let wall = start.elapsed();
     println!("wall_ns={}", wall.as_nanos());

@@ -57,6 +57,30 @@ pub enum Command {
     /// Secrets kept in git as SOPS files (age).
     #[command(subcommand)]
     Secrets(SecretsCommand),
+    /// Run the Azure simulator against any API server (a real kube-apiserver, or `control-plane
+    /// serve`) until SIGTERM or SIGINT: it plays ASO and the ARO service there, serves simulated
+    /// Entra ID / Key Vault / IMDS endpoints on loopback, and publishes where they are
+    /// (ConfigMap and Lease aro-gitops-system/aro-gitops-azure-simulator) for agents run with
+    /// --use-azure-simulator. Nothing is created in Azure. Needs the project's CRDs
+    /// (`aro-gitops crds`).
+    #[command(name = "azure-simulator")]
+    AzureSimulator(AzureSimulatorArgs),
+    /// Print every CustomResourceDefinition the project's kinds need (Cluster API, CAPZ's ARO
+    /// kinds and AzureClusterIdentity, AutoNodePolicy, ASO's kinds, the Azure simulator's
+    /// inventory) as multi-document YAML. Install them with
+    /// `aro-gitops crds | kubectl apply --server-side -f -` (server-side apply: large CRDs do not
+    /// fit the annotation a client-side apply keeps).
+    Crds,
+}
+
+#[derive(Debug, Args)]
+pub struct AzureSimulatorArgs {
+    /// The API server to play Azure on (its current context).
+    #[arg(long)]
+    pub kubeconfig: PathBuf,
+    /// The provisioning delay per resource (as `run`'s).
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    pub sim_delay: Duration,
 }
 
 /// Where the desired state comes from and where live state is.
@@ -86,6 +110,12 @@ pub struct SourceArgs {
     /// ciphertext instead).
     #[arg(long, value_name = "PATH")]
     pub decryption_key_file: Option<PathBuf>,
+    /// With --kubeconfig or --in-cluster: Azure is the simulator running against that API server
+    /// (`aro-gitops azure-simulator`), found through what it publishes in the cluster; Entra ID
+    /// and Key Vault requests go to it, and reports say Azure is simulated. Without this flag no
+    /// simulator endpoint is used. With the embedded control plane it changes nothing.
+    #[arg(long)]
+    pub use_azure_simulator: bool,
 }
 
 #[derive(Debug, Args)]

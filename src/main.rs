@@ -1,8 +1,8 @@
 use anyhow::{Context, bail};
 use aro_gitops::agent::{self, RunConfig};
 use aro_gitops::cli::{
-    Cli, Command, ControlPlaneCommand, DriftArgs, EncryptArgs, LogFormat, PlanArgs, PlanFormat,
-    RenderArgs, RunArgs, SecretsCommand, ServeArgs, ValidateArgs,
+    AzureSimulatorArgs, Cli, Command, ControlPlaneCommand, DriftArgs, EncryptArgs, LogFormat,
+    PlanArgs, PlanFormat, RenderArgs, RunArgs, SecretsCommand, ServeArgs, ValidateArgs,
 };
 use aro_gitops::controlplane::{self, ControlPlane};
 use aro_gitops::output::{self, eprintln, print, println};
@@ -48,6 +48,14 @@ async fn main() -> ExitCode {
             serve(args).await.map(|()| ExitCode::SUCCESS)
         }
         Command::Secrets(SecretsCommand::Encrypt(args)) => secrets_encrypt(args),
+        Command::AzureSimulator(args) => azure_simulator(args).await,
+        Command::Crds => {
+            // Definitions, not user data: printed as they are.
+            output::print_verbatim(&aro_gitops::yaml::to_multi_string(
+                &controlplane::crds::preloaded(),
+            ));
+            Ok(ExitCode::SUCCESS)
+        }
     };
     match result {
         Ok(code) => code,
@@ -124,6 +132,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             args.source.decryption_key_file.as_deref(),
             args.decryption_secret.as_deref(),
         ),
+        use_azure_simulator: args.source.use_azure_simulator,
     };
     let lifecycle = agent::Lifecycle {
         shutdown: watch_signals().context("watching for SIGTERM and SIGINT")?,
@@ -250,6 +259,7 @@ async fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
         kubeconfig: args.source.kubeconfig,
         in_cluster: args.source.in_cluster,
         safety: safety(&args.safety),
+        use_azure_simulator: args.source.use_azure_simulator,
     };
     let preview = match agent::plan(request).await {
         Ok(p) => p.preview,
@@ -280,7 +290,14 @@ async fn drift(args: DriftArgs) -> anyhow::Result<ExitCode> {
     let target =
         agent::LiveTarget::select(args.source.kubeconfig.as_deref(), args.source.in_cluster)?;
     let _decryption = decryption_key_file(&args.source)?;
-    let report = match agent::drift(&args.source.repo, reference, &args.source.state, &target).await
+    let report = match agent::drift(
+        &args.source.repo,
+        reference,
+        &args.source.state,
+        &target,
+        args.source.use_azure_simulator,
+    )
+    .await
     {
         Ok(r) => r,
         Err(e) => {
@@ -464,4 +481,51 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         println(&faults.line());
     }
     Ok(())
+}
+
+/// `aro-gitops azure-simulator`: the simulator against the kubeconfig's API server until SIGTERM
+/// or SIGINT; then it withdraws what it published and exits 0.
+async fn azure_simulator(args: AzureSimulatorArgs) -> anyhow::Result<ExitCode> {
+    use aro_gitops::azuresim::standalone::Standalone;
+    use tokio::signal::unix::{SignalKind, signal};
+    let path = &args.kubeconfig;
+    let kubeconfig = kube::config::Kubeconfig::read_from(path)
+        .with_context(|| format!("--kubeconfig {}", path.display()))?;
+    let config = kube::Config::from_custom_kubeconfig(
+        kubeconfig,
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .with_context(|| format!("--kubeconfig {}", path.display()))?;
+    let server = config.cluster_url.to_string();
+    let client = kube::Client::try_from(config)
+        .with_context(|| format!("--kubeconfig {}", path.display()))?;
+    let mut term = signal(SignalKind::terminate()).context("watching for SIGTERM")?;
+    let mut int = signal(SignalKind::interrupt()).context("watching for SIGINT")?;
+    let simulator = Standalone::start(client, args.sim_delay, &server).await?;
+    println(&format!(
+        "azure simulator: serving on https://{}",
+        simulator.addr()
+    ));
+    println(&format!(
+        "azure simulator: playing ASO and the ARO service against the API server {server} (kubeconfig {}), \
+         provisioning delay {}; endpoints published in ConfigMap {}/{} for agents run with --use-azure-simulator; \
+         Azure is SIMULATED: nothing is created in Azure",
+        path.display(),
+        humantime::format_duration(args.sim_delay),
+        aro_gitops::azure::published::NAMESPACE,
+        aro_gitops::azure::published::NAME,
+    ));
+    let name = tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+    };
+    tracing::info!(signal = name, "the Azure simulator is stopping");
+    let requests = simulator.requests();
+    simulator.stop().await;
+    println(&format!(
+        "azure simulator: stopped; {}",
+        requests.summary_line()
+    ));
+    Ok(ExitCode::SUCCESS)
 }

@@ -181,6 +181,7 @@ impl Fixture {
             faults: None,
             verify_signatures: None,
             decryption: None,
+            use_azure_simulator: false,
         }
     }
 

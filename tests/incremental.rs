@@ -158,6 +158,7 @@ fn plan_revs(f: &Fleet, base: &str, head: &str) -> aro_gitops::agent::PlanRun {
             kubeconfig: None,
             in_cluster: false,
             safety: Safety::default(),
+            use_azure_simulator: false,
         }))
         .expect("the plan runs")
 }

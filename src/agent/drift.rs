@@ -227,6 +227,8 @@ async fn render_commit(
 }
 
 /// Runs `aro-gitops drift`: every unit with an inventory, against the revision last applied to it.
+/// `use_azure_simulator` (`--use-azure-simulator`) only checks that the simulator runs: drift reads
+/// no Azure.
 /// `_reference` is accepted for symmetry with the other commands; drift is judged against what was
 /// applied, whatever the branch says now.
 pub async fn drift(
@@ -234,10 +236,14 @@ pub async fn drift(
     _reference: GitRef,
     state_dir: &Path,
     target: &LiveTarget,
+    use_azure_simulator: bool,
 ) -> Result<DriftReport, AgentError> {
     super::env::prepare_state_dir(state_dir)?;
     let _ = std::fs::remove_dir_all(state_dir.join("drift"));
-    let env = Environment::start(state_dir, target, None).await?;
+    let mut env = Environment::start(state_dir, target, None).await?;
+    if use_azure_simulator {
+        env.use_azure_simulator(state_dir).await?;
+    }
     let against = match target {
         LiveTarget::Kubeconfig(k) => format!("the cluster in {}", k.display()),
         LiveTarget::InCluster => "the cluster this pod runs in".to_string(),

@@ -5,6 +5,7 @@ use super::AgentError;
 use super::target::LiveTarget;
 use crate::apply::{AzureView, Cluster, RequestCounter};
 use crate::azure::AzureAccess;
+use crate::azure::published;
 use crate::azuresim::https::directory::ControlPlaneDirectory;
 use crate::azuresim::https::federated;
 use crate::azuresim::https::{AzureRequestCounts, AzureRequestTotals, SimHttps, SimHttpsConfig};
@@ -225,6 +226,34 @@ pub async fn simulate_azure_endpoints_with(
     Ok((server, Arc::new(access)))
 }
 
+/// The simulator published in the cluster `client` reaches (two GETs: its ConfigMap and its Lease).
+async fn read_published(
+    client: &kube::Client,
+) -> Result<published::PublishedSimulator, published::NotFound> {
+    use k8s_openapi::api::coordination::v1::Lease;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let read = |what: &'static str| {
+        move |e: kube::Error| published::NotFound::Read {
+            what,
+            error: e.to_string(),
+        }
+    };
+    let config_map = kube::Api::<ConfigMap>::namespaced(client.clone(), published::NAMESPACE)
+        .get_opt(published::NAME)
+        .await
+        .map_err(read("ConfigMap"))?
+        .and_then(|c| serde_json::to_value(c).ok());
+    let lease = match config_map {
+        Some(_) => kube::Api::<Lease>::namespaced(client.clone(), published::NAMESPACE)
+            .get_opt(published::NAME)
+            .await
+            .map_err(read("Lease"))?
+            .and_then(|l| serde_json::to_value(l).ok()),
+        None => None,
+    };
+    published::find(config_map.as_ref(), lease.as_ref(), chrono::Utc::now())
+}
+
 /// The ConfigMap `control-plane serve --simulate-azure` writes in the agent's namespace, so that an
 /// agent given only a kubeconfig knows Azure is simulated on that cluster (and never reports a
 /// simulated resource as real). A real cluster has none.
@@ -286,6 +315,33 @@ impl Environment {
                 self.azure_sdk = None;
             }
         }
+    }
+
+    /// `--use-azure-simulator`: on a cluster, Azure is the simulator running against it (`aro-gitops
+    /// azure-simulator`), found through what it publishes there ([`published`]): the SDK's
+    /// requests go to its endpoints, trusting its CA only, existence questions read its inventory
+    /// through the cluster's client, and the reports say Azure is simulated. An error says how
+    /// to start one when none runs. The embedded control plane already simulates Azure: nothing
+    /// changes.
+    pub async fn use_azure_simulator(&mut self, state_dir: &Path) -> Result<(), AgentError> {
+        if self.control_plane.is_some() {
+            return Ok(());
+        }
+        let client = self.cluster.client().clone();
+        let found = read_published(&client).await;
+        let simulator = found.map_err(|e| AgentError::NoAzureSimulator(e.advice()))?;
+        let access = AzureAccess::simulated(&simulator.ca_der, simulator.address)
+            .map_err(|e| AgentError::AzureEndpoints(e.to_string()))?
+            .with_federated_token_file(simulated_token_file(state_dir)?);
+        tracing::info!(
+            endpoints = %simulator.address,
+            "--use-azure-simulator: Azure is SIMULATED by the simulator running against this API server"
+        );
+        self.azure = AzureMode::Simulated;
+        self.azure_view = AzureView::Simulated(client);
+        self.azure_sdk = Some(Arc::new(access));
+        self.sim_https = None;
+        Ok(())
     }
 
     /// The requests the simulated Azure endpoints served, when Azure is simulated by this process.

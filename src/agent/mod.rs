@@ -101,6 +101,8 @@ pub struct RunConfig {
     /// Where the age identities decrypting SOPS files come from (`--decryption-key-file`,
     /// `--decryption-secret`), when given.
     pub decryption: Option<crate::decrypt::keys::KeySource>,
+    /// `--use-azure-simulator`: on a cluster, Azure is the simulator running against it.
+    pub use_azure_simulator: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -148,6 +150,9 @@ pub enum AgentError {
         "--inject-faults works only on the embedded local control plane (without --kubeconfig or --in-cluster); to inject faults into a served one, give --inject-faults to `aro-gitops control-plane serve`"
     )]
     FaultsNeedEmbedded,
+    /// `--use-azure-simulator` and no simulator runs against the cluster (what to do is said).
+    #[error("{0}")]
+    NoAzureSimulator(String),
 }
 
 impl From<crate::source::SourceError> for AgentError {
@@ -219,7 +224,11 @@ pub async fn run_with(config: RunConfig, lifecycle: Lifecycle) -> Result<RunSumm
         config.faults.clone(),
     )
     .await?;
-    env.detect_simulated_azure(&config.state_dir).await;
+    if config.use_azure_simulator {
+        env.use_azure_simulator(&config.state_dir).await?;
+    } else {
+        env.detect_simulated_azure(&config.state_dir).await;
+    }
     // In force for the whole run: the checkouts under the state directory decrypt with it.
     let _decryption = match &config.decryption {
         Some(keys) => Some(crate::decrypt::register(

@@ -22,7 +22,7 @@ use crate::object::ObjectKey;
 use crate::plan::policy::{self, Policy, Provenance};
 use crate::plan::preview::{
     Adoption, Against, BlockedDeletion, Change, ChangeAction, ClusterPreview, Counts, ObjectRef,
-    PolicyEffect, Preview, Problem, Revision as PreviewRevision,
+    PendingValue, PolicyEffect, Preview, Problem, Revision as PreviewRevision,
 };
 use crate::plan::prune::{self, Verdict};
 use crate::plan::{Action, ObjectDiff, diff_object};
@@ -47,6 +47,8 @@ pub struct PlanRequest {
     /// Live state is the cluster this process runs in (`--in-cluster`; not with `kubeconfig`).
     pub in_cluster: bool,
     pub safety: Safety,
+    /// `--use-azure-simulator`: on a cluster, Azure is the simulator running against it.
+    pub use_azure_simulator: bool,
 }
 
 /// One side of a plan, rendered.
@@ -159,8 +161,13 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
             Some(Environment::start(&req.state_dir, &target, None).await?)
         }
         (_, base) => match Environment::start(&req.state_dir, &target, None).await {
-            Ok(env) => match env.cluster.kind("", "v1", "Namespace").await {
-                Ok(_) => Some(env),
+            Ok(mut env) => match env.cluster.kind("", "v1", "Namespace").await {
+                Ok(_) => {
+                    if req.use_azure_simulator {
+                        env.use_azure_simulator(&req.state_dir).await?;
+                    }
+                    Some(env)
+                }
                 Err(e) if base.is_some() => {
                     tracing::warn!(error = %e, "the cluster is not reachable: planning against the base revision");
                     None
@@ -395,6 +402,23 @@ fn policy_effect(c: &mut ClusterPreview, key: &ObjectKey, policy: Policy, effect
     });
 }
 
+/// Notes the values the agent fills in itself into object `i` of `p` that `desired` (the object
+/// as the plan compares it) does not carry yet: the plan cannot know them.
+fn pending_values(c: &mut ClusterPreview, p: &prepare::Prepared, i: usize, desired: &Value) {
+    let o = &p.objects[i];
+    let Some(owner) = o.embedded_in.map(|pi| &p.objects[pi].object) else {
+        return;
+    };
+    if let Some((field, reason)) = crate::reconcile::aro::keyvault::unknown_version(owner, desired)
+    {
+        c.pending_values.push(PendingValue {
+            object: ObjectRef::from(&o.key),
+            field,
+            reason,
+        });
+    }
+}
+
 fn empty_cluster(unit: &str, cluster: Option<String>) -> ClusterPreview {
     ClusterPreview {
         unit: unit.to_string(),
@@ -404,6 +428,7 @@ fn empty_cluster(unit: &str, cluster: Option<String>) -> ClusterPreview {
         blocked_deletions: vec![],
         adopted: vec![],
         policy_effects: vec![],
+        pending_values: vec![],
         errors: vec![],
     }
 }

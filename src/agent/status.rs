@@ -176,7 +176,14 @@ impl Reconcilers {
             let state = match hcp {
                 Some(h) if h.pointer(aro::KMS_POINTER).is_some() => {
                     let world = world.get_or_insert_with(|| key_world(prepared, live));
-                    keys.key_state(&o.object, h, world).await
+                    let state = keys.key_state(&o.object, h, world).await;
+                    // The version the agent fills in is in place before the object meets the
+                    // cluster's schema (the render left the field out).
+                    aro::keyvault::checked_with_version(
+                        h,
+                        state,
+                        crate::validate::crd::cluster_problems,
+                    )
                 }
                 Some(h) => keys.key_state(&o.object, h, &[]).await,
                 None => KeyState::NotConfigured,

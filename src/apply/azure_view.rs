@@ -1,9 +1,10 @@
 //! What the agent can learn about Azure itself: whether a resource already exists, which
 //! `reconcile-policy-if-exists` needs before a create.
 //!
-//! With the embedded control plane, the Azure simulator's inventory answers (and the answer is
-//! simulated, like everything the simulator says). Against a real cluster the agent has no ARM
-//! client, so the question has no answer and such creates are held with that reason.
+//! With the embedded control plane, or on a cluster with `--use-azure-simulator`, the Azure
+//! simulator's inventory answers (and the answer is simulated, like everything the simulator
+//! says). Against a real cluster the agent has no ARM client, so the question has no answer and
+//! such creates are held with that reason.
 
 use crate::azuresim::inventory;
 use serde_json::Value;
@@ -11,7 +12,7 @@ use serde_json::Value;
 /// Where "does this Azure resource exist?" is answered.
 #[derive(Clone)]
 pub enum AzureView {
-    /// The simulator's inventory in the embedded control plane.
+    /// The simulator's inventory in the cluster this client reaches.
     Simulated(kube::Client),
     /// No view of Azure; the reason is given to the user.
     Unavailable(String),

@@ -3,7 +3,8 @@
 //!
 //! Layout: [`cloud`] (which cloud: `AROControlPlane.spec.azureEnvironment`), [`endpoints`] (its
 //! hosts, real or simulated), [`transport`] (the SDK's HTTP client), [`secret`] (secret material
-//! that never shows), [`assertion`] (certificate credentials signed with ring).
+//! that never shows), [`assertion`] (certificate credentials signed with ring), [`published`] (where a simulator
+//! running against the cluster says its endpoints are).
 //! Against the simulator only the endpoints and the trusted roots differ.
 
 pub mod access;
@@ -11,6 +12,7 @@ pub mod assertion;
 pub mod cloud;
 pub mod credential;
 pub mod endpoints;
+pub mod published;
 pub mod secret;
 pub mod transport;
 

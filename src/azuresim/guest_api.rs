@@ -10,7 +10,7 @@
 //! - [`READ_ERROR_ANNOTATION`]: an HTTP status code every read of the guest answers with.
 //!
 //! A missing or wrong token gets 401; a cluster that does not exist, or is not provisioned yet
-//! (`provisioningState` neither `Succeeded` nor `Updating`), 503 (as an unreachable API server
+//! (`status.properties.provisioningState` neither `Succeeded` nor `Updating`), 503 (as an unreachable API server
 //! would).
 
 use crate::object::text_at;
@@ -166,7 +166,7 @@ pub fn respond(cluster: Option<&Value>, bearer: Option<&str>, rest: &str) -> (u1
         );
     };
     // Up once provisioned, and through later updates.
-    let state = text_at(cluster, "/status/provisioningState");
+    let state = super::status::previous_state(cluster);
     if !matches!(state, Some("Succeeded" | "Updating")) {
         return status(
             503,
@@ -236,7 +236,7 @@ mod tests {
         let ready = if provisioned { "True" } else { "False" };
         json!({"apiVersion": "redhatopenshift.azure.com/v1api20240610preview", "kind": "HcpOpenShiftCluster",
             "metadata": {"name": "c1", "namespace": "team", "uid": "u-1", "generation": 1, "annotations": annotations},
-            "status": {"provisioningState": state, "conditions": [{"type": "Ready", "status": ready, "observedGeneration": 1}]}})
+            "status": {"properties": {"provisioningState": state}, "conditions": [{"type": "Ready", "status": ready, "observedGeneration": 1}]}})
     }
 
     fn names(list: &Value) -> Vec<&str> {

@@ -41,7 +41,8 @@
 //! [`guest_api`] (the guest API's answers, pure) and [`guest`] (its listener), [`guest_tls`] (its
 //! CA and certificate), [`inventory`] (which simulated Azure resources exist),
 //! [`policy`] (reconcile policy and finalizer, pure), [`runner`] (the loop and its writes), `watch`
-//! (discovery and watches).
+//! (discovery and watches), [`standalone`] (the simulator on its own against any API server,
+//! `aro-gitops azure-simulator`).
 
 pub mod azure;
 pub mod credential;
@@ -54,6 +55,7 @@ pub mod keyvault;
 pub mod policy;
 pub mod runner;
 pub mod secret;
+pub mod standalone;
 pub mod status;
 mod watch;
 

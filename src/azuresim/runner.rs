@@ -458,7 +458,10 @@ async fn write_status(
         )
         .await?;
     let generation = obj.pointer("/metadata/generation").and_then(|g| g.as_i64());
-    let state = desired.get("provisioningState").and_then(|s| s.as_str());
+    let state = desired
+        .get("provisioningState")
+        .or_else(|| desired.pointer("/properties/provisioningState"))
+        .and_then(|s| s.as_str());
     tracing::info!(
         kind = %key.kind, namespace = %key.namespace, name = %key.name,
         generation, reason, provisioning_state = state,

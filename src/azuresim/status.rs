@@ -9,9 +9,11 @@
 //!
 //! `provisioningState` moves `Accepted` (the first write on a new object) → `Provisioning` (while
 //! the delay runs) → `Succeeded`; a spec change of a provisioned object goes through `Updating`; a
-//! requested failure ends in `Failed`; a deletion shows `Deleting`. It is written at
-//! `status.provisioningState` for every kind and, for the ARO HCP kinds (cluster, node pool,
-//! external auth), also at `status.properties.provisioningState`, where ARM reports it for them.
+//! requested failure ends in `Failed`; a deletion shows `Deleting`. It is written where ASO's status
+//! of the kind has it ([`state_pointer`]): `status.properties.provisioningState` for resource groups,
+//! vaults and the ARO HCP kinds (cluster, node pool, external auth), `status.provisioningState` for
+//! the network kinds (and kinds the simulator does not know); identities and role assignments have
+//! none, and their `Ready` condition tells instead.
 //!
 //! Generations lag as in ASO: the `Ready` condition's `observedGeneration` is the generation the
 //! simulator last wrote status for. Right after a spec change, before the simulator has reacted, it
@@ -112,13 +114,38 @@ pub fn phase(obj: &Value, owner: Option<&Value>, provisioned: bool) -> Phase {
     }
 }
 
-/// The `provisioningState` last written: `status.provisioningState`, or where the ARO HCP kinds
-/// also carry it.
+/// Where ASO's status of `kind` carries `provisioningState` (a JSON pointer into the object):
+/// `status.properties` for resource groups, vaults and the ARO HCP kinds, nowhere for identities and
+/// role assignments, `status` itself for the network kinds and any other kind.
+pub fn state_pointer(kind: &str) -> Option<&'static str> {
+    match kind {
+        "ResourceGroup"
+        | "Vault"
+        | azure::HCP_CLUSTER
+        | azure::NODE_POOL
+        | azure::EXTERNAL_AUTH => Some("/status/properties/provisioningState"),
+        "UserAssignedIdentity" | "RoleAssignment" => None,
+        _ => Some("/status/provisioningState"),
+    }
+}
+
+/// The `provisioningState` last written (see [`state_pointer`]); for a kind without one, what its
+/// `Ready` condition says: `Succeeded` when True, else `Provisioning` once any was written.
 pub fn previous_state(obj: &Value) -> Option<&str> {
-    obj.pointer("/status/provisioningState")
-        .or_else(|| obj.pointer("/status/properties/provisioningState"))
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
+    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or_default();
+    match state_pointer(kind) {
+        Some(at) => obj
+            .pointer(at)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty()),
+        None => ready_condition(obj).map(|c| {
+            if c.get("status").and_then(Value::as_str) == Some("True") {
+                "Succeeded"
+            } else {
+                "Provisioning"
+            }
+        }),
+    }
 }
 
 /// The status the simulator writes for `obj` (see [`phase`] for `owner` and `provisioned`). `now` is
@@ -183,10 +210,6 @@ pub fn render(obj: &Value, owner: Option<&Value>, phase: &Phase, now: &str) -> V
         .cloned()
         .unwrap_or_default();
     let kind = obj.get("kind").and_then(Value::as_str).unwrap_or_default();
-    let has_state = matches!(
-        kind,
-        azure::HCP_CLUSTER | azure::NODE_POOL | azure::EXTERNAL_AUTH
-    );
     let state = match phase {
         Phase::Succeeded => {
             observed_fields(obj, owner, &mut status);
@@ -204,15 +227,18 @@ pub fn render(obj: &Value, owner: Option<&Value>, phase: &Phase, now: &str) -> V
         | Phase::WaitingForOwner { .. }
         | Phase::WaitingForOwnerProvisioning { .. } => None,
     };
-    if let Some(state) = state {
-        status.insert("provisioningState".into(), json!(state));
-        if has_state {
+    match (state, state_pointer(kind)) {
+        (Some(state), Some("/status/provisioningState")) => {
+            status.insert("provisioningState".into(), json!(state));
+        }
+        (Some(state), Some(_)) => {
             let properties = status.entry("properties").or_insert_with(|| json!({}));
             if !properties.is_object() {
                 *properties = json!({});
             }
             properties["provisioningState"] = json!(state);
         }
+        _ => {}
     }
 
     let ready = ready_condition_for(obj, phase, now);

@@ -158,15 +158,21 @@ async fn serve(
             name,
             sub,
         } => {
-            if let Some(served) = req.extensions().get::<Arc<super::served::Served>>() {
-                served.record(super::served::Request {
-                    group: &group,
-                    plural: &plural,
-                    subresource: sub.as_deref(),
-                    method: req.method(),
-                    named: name.is_some(),
-                    watch: flag(query, "watch"),
-                });
+            let served = req
+                .extensions()
+                .get::<Arc<super::served::Served>>()
+                .cloned();
+            let method = req.method().clone();
+            let asked = super::served::Request {
+                group: &group,
+                plural: &plural,
+                subresource: sub.as_deref(),
+                method: &method,
+                named: name.is_some(),
+                watch: flag(query, "watch"),
+            };
+            if let Some(served) = &served {
+                served.record(asked);
             }
             let rt = registry
                 .by_resource(&group, &version, &plural)
@@ -202,7 +208,11 @@ async fn serve(
                 name,
                 subresource,
             };
-            resource(shared, target, req, query).await
+            let answer = resource(shared, target, req, query).await;
+            if let (Some(served), Ok(resp)) = (&served, &answer) {
+                served.record_answer(asked, resp.status());
+            }
+            answer
         }
         _ if !read_only(req.method()) => Err(ApiError::method_not_allowed(format!(
             "{} is not supported on this path",

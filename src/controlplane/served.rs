@@ -4,6 +4,9 @@
 //! against what a full agent run used. In-process clients (the Azure simulator beside a served
 //! control plane) are not recorded: they are not the agent.
 //!
+//! A write that creates its object is recorded as `create` too, as kube-apiserver authorizes it:
+//! a server-side apply of a missing object needs `create` beside `patch` (see [`creation_verb`]).
+//!
 //! Discovery and other non-resource paths (`/api`, `/apis`, `/openapi/v3`, `/version`) are not
 //! recorded: every authenticated identity may read them (`system:discovery`).
 //!
@@ -11,7 +14,7 @@
 //! the control plane has a state directory, rewritten to [`SERVED_FILE`] there whenever it grows,
 //! so a test can read what a `control-plane serve` process served while it runs.
 
-use http::Method;
+use http::{Method, StatusCode};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -47,6 +50,18 @@ pub fn rbac_verb(method: &Method, named: bool, watch: bool) -> Option<&'static s
     })
 }
 
+/// The further verb kube-apiserver authorizes a write as once it knows the write creates its
+/// object: `create`, beside the request's own `patch` or `update`. A server-side apply (PATCH
+/// `application/apply-patch+yaml`) of a missing object creates it, and kube-apiserver checks
+/// `create` at that point; a PUT that creates (a kind that allows create-on-update) is checked
+/// the same way. The other patch types of a missing object answer 404 and create nothing, and a
+/// subresource is never created by a write to it. Both servers answer 201 Created exactly when
+/// the write created the object (dry-run or not), so the answer's status decides.
+pub fn creation_verb(method: &Method, status: StatusCode) -> Option<&'static str> {
+    let creates_on_write = matches!(*method, Method::PATCH | Method::PUT);
+    (creates_on_write && status == StatusCode::CREATED).then_some("create")
+}
+
 /// The requests served so far (cheap to share: one per served socket).
 #[derive(Debug, Default)]
 pub struct Served {
@@ -55,6 +70,7 @@ pub struct Served {
 }
 
 /// One resource request, as the router parsed it.
+#[derive(Clone, Copy)]
 pub(crate) struct Request<'a> {
     pub group: &'a str,
     pub plural: &'a str,
@@ -73,10 +89,21 @@ impl Served {
         }
     }
 
+    /// Records `req` as its method's verb asks, when it arrives (a refused request was asked too).
     pub(crate) fn record(&self, req: Request<'_>) {
-        let Some(verb) = rbac_verb(req.method, req.named, req.watch) else {
-            return;
-        };
+        if let Some(verb) = rbac_verb(req.method, req.named, req.watch) {
+            self.insert(req, verb);
+        }
+    }
+
+    /// Records what `req` was also authorized as once answered `status` (see [`creation_verb`]).
+    pub(crate) fn record_answer(&self, req: Request<'_>, status: StatusCode) {
+        if let Some(verb) = creation_verb(req.method, status) {
+            self.insert(req, verb);
+        }
+    }
+
+    fn insert(&self, req: Request<'_>, verb: &str) {
         let resource = match req.subresource {
             Some(sub) => format!("{}/{sub}", req.plural),
             None => req.plural.to_string(),
@@ -134,6 +161,23 @@ mod tests {
         assert_eq!(v(Method::DELETE, true, false), Some("delete"));
         assert_eq!(v(Method::DELETE, false, false), Some("deletecollection"));
         assert_eq!(v(Method::OPTIONS, true, false), None);
+    }
+
+    #[test]
+    fn a_write_that_creates_its_object_is_also_create() {
+        let v = |m: Method, status: StatusCode| creation_verb(&m, status);
+        // Server-side apply (or a PUT) of a missing object: kube-apiserver checks `create`.
+        assert_eq!(v(Method::PATCH, StatusCode::CREATED), Some("create"));
+        assert_eq!(v(Method::PUT, StatusCode::CREATED), Some("create"));
+        // Of an existing object: `patch` or `update` only.
+        assert_eq!(v(Method::PATCH, StatusCode::OK), None);
+        assert_eq!(v(Method::PUT, StatusCode::OK), None);
+        // A merge patch of a missing object creates nothing.
+        assert_eq!(v(Method::PATCH, StatusCode::NOT_FOUND), None);
+        // POST is `create` by its method already; reads and deletes never create.
+        assert_eq!(v(Method::POST, StatusCode::CREATED), None);
+        assert_eq!(v(Method::GET, StatusCode::OK), None);
+        assert_eq!(v(Method::DELETE, StatusCode::OK), None);
     }
 
     #[test]
@@ -199,5 +243,61 @@ mod tests {
         let t = |r: &str, v: &str| (String::new(), r.to_string(), v.to_string());
         assert_eq!(got, vec![t("configmaps", "list"), t("namespaces", "get")]);
         assert_eq!(read(&dir.path().join(SERVED_FILE)).unwrap().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_server_side_apply_that_creates_is_recorded_as_create_too() {
+        use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+        use kube::api::{Patch, PatchParams};
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = crate::controlplane::Config::new(dir.path());
+        config.preload_crds = false;
+        let cp = crate::controlplane::ControlPlane::open(config).unwrap();
+        let handle = cp
+            .spawn("127.0.0.1:0".parse().unwrap(), false)
+            .await
+            .unwrap();
+        let api: kube::Api<ConfigMap> = kube::Api::namespaced(handle.client().unwrap(), "default");
+        let verbs = || -> Vec<String> {
+            handle
+                .served()
+                .into_iter()
+                .filter(|a| a.resource == "configmaps")
+                .map(|a| a.verb)
+                .collect()
+        };
+        // A merge patch of a missing object answers 404 and creates nothing.
+        let merge = api
+            .patch(
+                "inv",
+                &PatchParams::default(),
+                &Patch::Merge(serde_json::json!({})),
+            )
+            .await;
+        assert!(
+            matches!(merge, Err(kube::Error::Api(ref s)) if s.code == 404),
+            "{merge:?}"
+        );
+        assert_eq!(verbs(), ["patch"]);
+        // An apply of a missing object creates it: patch and create.
+        let cm = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "inv", "namespace": "default"}, "data": {"a": "1"}});
+        let pp = PatchParams::apply("t").force();
+        api.patch("inv", &pp, &Patch::Apply(&cm)).await.unwrap();
+        assert_eq!(verbs(), ["create", "patch"]);
+        // An apply of an object that exists is a patch only.
+        let ns = serde_json::json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": "default", "labels": {"a": "1"}}});
+        kube::Api::<Namespace>::all(handle.client().unwrap())
+            .patch("default", &pp, &Patch::Apply(&ns))
+            .await
+            .unwrap();
+        let namespaces: Vec<String> = handle
+            .served()
+            .into_iter()
+            .filter(|a| a.resource == "namespaces")
+            .map(|a| a.verb)
+            .collect();
+        assert_eq!(namespaces, ["patch"]);
     }
 }

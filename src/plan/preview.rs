@@ -15,7 +15,7 @@ pub use json::json;
 pub use markdown::{MARKDOWN_LIMIT, markdown};
 pub use model::{
     Adoption, Against, BlockedDeletion, Change, ChangeAction, ClusterPreview, Counts,
-    FORMAT_VERSION, ObjectRef, PolicyEffect, Preview, Problem, Revision,
+    FORMAT_VERSION, ObjectRef, PendingValue, PolicyEffect, Preview, Problem, Revision,
 };
 pub use text::text;
 
@@ -62,6 +62,7 @@ fn has_details(c: &ClusterPreview) -> bool {
         || !c.blocked_deletions.is_empty()
         || !c.adopted.is_empty()
         || !c.policy_effects.is_empty()
+        || !c.pending_values.is_empty()
         || c.counts.blocked + c.counts.adopted > 0
 }
 

@@ -8,7 +8,7 @@
 //! count too, before the cluster's. Messages start with the field's JSON pointer, never quote a
 //! value, and say which kind and version the schema is of.
 
-use crate::crdschema::{FieldValidation, SchemaSet, StructuralSchema};
+use crate::crdschema::{ErrorType, FieldValidation, SchemaSet, StructuralSchema};
 use crate::object::split_api_version;
 use serde_json::Value;
 use std::sync::{Arc, OnceLock, RwLock};
@@ -96,11 +96,13 @@ fn schema_for<'a>(
 }
 
 /// Every problem of `obj` under the CRD schema of its kind and version, if a CRD defines it, as
-/// (JSON pointer of the field, message starting with that pointer).
+/// (JSON pointer of the field, message starting with that pointer). `filled`: the pointers of the
+/// fields the agent fills in ([`super::filled`]), whose absence is not a problem.
 pub(super) fn problems(
     obj: &Value,
     rendered: &SchemaSet,
     cluster: &SchemaSet,
+    filled: &[String],
 ) -> Vec<(String, String)> {
     let schema = match schema_for(obj, rendered, cluster) {
         None => return Vec::new(),
@@ -117,18 +119,34 @@ pub(super) fn problems(
         .unknown_fields
         .iter()
         .map(|f| (pointer_of(f), format!("unknown field \"{f}\" {of}")));
-    let errors = outcome.errors.iter().map(|e| {
-        (
-            pointer_of(&e.field),
-            format!("{} {of}", e.body_without_value()),
-        )
-    });
+    let errors = outcome
+        .errors
+        .iter()
+        .filter(|e| {
+            !(e.error_type == ErrorType::Required && filled.contains(&pointer_of(&e.field)))
+        })
+        .map(|e| {
+            (
+                pointer_of(&e.field),
+                format!("{} {of}", e.body_without_value()),
+            )
+        });
     unknown
         .chain(errors)
         .map(|(pointer, message)| {
             let message = format!("{pointer}: {message}");
             (pointer, message)
         })
+        .collect()
+}
+
+/// The problems of `obj` (a custom resource as the agent is about to apply it, with the values it
+/// fills in itself in place) under the cluster's schema of its kind and version, strictly; each a
+/// message starting with the field's pointer, quoting no value. Empty when no CRD defines the kind.
+pub fn cluster_problems(obj: &Value) -> Vec<String> {
+    problems(obj, &SchemaSet::default(), &cluster_schemas(), &[])
+        .into_iter()
+        .map(|(_, message)| message)
         .collect()
 }
 
@@ -187,7 +205,7 @@ mod tests {
         let empty = SchemaSet::default();
         let obj = json!({"apiVersion": "example.com/v1", "kind": "Widget",
             "metadata": {"name": "w"}, "spec": {"size": "s3cr3t", "extra": "s3cr3t"}});
-        let found: Vec<String> = problems(&obj, &rendered, &empty)
+        let found: Vec<String> = problems(&obj, &rendered, &empty, &[])
             .into_iter()
             .map(|(_, m)| m)
             .collect();
@@ -201,7 +219,7 @@ mod tests {
         let other_version = json!({"apiVersion": "example.com/v2", "kind": "Widget",
             "metadata": {"name": "w"}, "spec": {"size": 1}});
         assert_eq!(
-            problems(&other_version, &empty, &rendered),
+            problems(&other_version, &empty, &rendered, &[]),
             vec![(
                 "/apiVersion".to_string(),
                 "/apiVersion: the cluster serves Widget in example.com as v1, not v2".to_string()
@@ -217,7 +235,7 @@ mod tests {
         );
         let unknown_kind =
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
-        assert!(problems(&unknown_kind, &rendered, &rendered).is_empty());
+        assert!(problems(&unknown_kind, &rendered, &rendered, &[]).is_empty());
     }
 
     #[test]

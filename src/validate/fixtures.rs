@@ -36,6 +36,13 @@ pub(super) fn hcp_cluster() -> Value {
             "properties": {
                 "version": {"id": "4.20", "channelGroup": "stable"},
                 "network": {"machineCidr": "10.0.0.0/16", "podCidr": "10.128.0.0/14", "serviceCidr": "172.30.0.0/16", "hostPrefix": 23},
+                "platform": {
+                    "subnetReference": {"group": "network.azure.com", "kind": "VirtualNetworksSubnet", "name": "dev-subnet"},
+                    "networkSecurityGroupReference": {"group": "network.azure.com", "kind": "NetworkSecurityGroup", "name": "dev-nsg"},
+                    "operatorsAuthentication": {"userAssignedIdentities": {
+                        "controlPlaneOperatorsReferences": {}, "dataPlaneOperatorsReferences": {},
+                        "serviceManagedIdentityReference": {"group": "managedidentity.azure.com", "kind": "UserAssignedIdentity", "name": "dev-service"}}}
+                },
                 "etcd": {"dataEncryption": {"keyManagementMode": "CustomerManaged", "customerManaged": {
                     "encryptionType": "KMS",
                     "kms": {"activeKey": {"name": "etcd-key", "vaultName": "dev-kv", "version": "0123abcd"}}}}}
@@ -59,7 +66,7 @@ pub(super) fn node_pool(name: &str) -> Value {
         "apiVersion": "redhatopenshift.azure.com/v1api20240610preview",
         "kind": "HcpOpenShiftClustersNodePool",
         "metadata": {"name": name},
-        "spec": {"azureName": name, "owner": {"name": "dev"}, "properties": {
+        "spec": {"azureName": name, "owner": {"name": "dev"}, "location": "eastus", "properties": {
             "version": {"id": "4.20"}, "replicas": 2,
             "platform": {"vmSize": "Standard_D4s_v3", "availabilityZone": "1", "osDisk": {"sizeGiB": 128, "diskStorageAccountType": "Premium_LRS"}}}}
     })
@@ -79,7 +86,8 @@ pub(super) fn vault(annotations: Value) -> Value {
         "apiVersion": "keyvault.azure.com/v1api20230701",
         "kind": "Vault",
         "metadata": {"name": "dev-kv", "annotations": annotations},
-        "spec": {"azureName": "dev-kv", "owner": {"name": "dev-rg"}, "location": "eastus"}
+        "spec": {"azureName": "dev-kv", "owner": {"name": "dev-rg"}, "location": "eastus",
+                 "properties": {"sku": {"family": "A", "name": "standard"}}}
     })
 }
 

@@ -145,7 +145,7 @@ fn hcp_cluster_fields_are_typed() {
         vec![
             format!(
                 "{CP}/spec/resources/0/apiVersion: HcpOpenShiftCluster is served as redhatopenshift.azure.com/v1api20240610preview, \
-                     redhatopenshift.azure.com/v1api20251223preview, redhatopenshift.azure.com/v20260901preview"
+                     redhatopenshift.azure.com/v1api20251223preview"
             ),
             format!(
                 "{CP}/spec/resources/0/spec/properties/version/id: must be a quoted string such as \"4.20\" (unquoted, 4.20 is read as the number 4.2)"
@@ -334,4 +334,28 @@ fn auto_node_policy_rules() {
             ),
         ]
     );
+}
+
+/// ASO's HcpOpenShiftCluster requires `kms.activeKey.version`: git leaves it out when the agent
+/// manages the key (an `identityRef`), and the render's validation accepts that; in manual mode
+/// (no `identityRef`) the version is the user's to give, and its absence is an error.
+#[test]
+fn a_key_version_the_agent_fills_in_is_not_required_of_git() {
+    let mut cluster = hcp_cluster();
+    cluster["spec"]["properties"]["etcd"]["dataEncryption"]["customerManaged"]["kms"]["activeKey"]
+        .as_object_mut()
+        .unwrap()
+        .remove("version");
+    let manual = control_plane(json!([cluster]));
+    assert_eq!(
+        one(manual.clone()),
+        vec![format!(
+            "{CP}/spec/resources/0/spec/properties/etcd/dataEncryption/customerManaged/kms/activeKey/version: \
+             Required value (the cluster's schema of HcpOpenShiftCluster redhatopenshift.azure.com/v1api20240610preview)"
+        )]
+    );
+    let mut managed = manual;
+    managed["spec"]["identityRef"] =
+        json!({"kind": "AzureClusterIdentity", "name": "aro-identity"});
+    assert_eq!(one(managed), Vec::<String>::new());
 }

@@ -15,13 +15,16 @@
 //! - Azure's naming rules of each ASO resource type and a node pool's autoscaling bounds
 //!   (`azure_names`);
 //! - custom resources (and the resources ARO kinds embed) against the structural schema of the
-//!   CRD the target cluster serves for their kind and version, strictly ([`crd`]).
+//!   CRD the target cluster serves for their kind and version, strictly ([`crd`]), but for the
+//!   fields the agent fills in itself ([`filled`]: the agent-managed etcd key's version), which
+//!   are checked once filled in, before the object is applied.
 //!
 //! Messages name the file, the object and the JSON pointer of the field, never a Secret's data.
 
 mod azure_names;
 pub mod builtin;
 pub mod crd;
+pub mod filled;
 pub mod reserved;
 mod rules;
 mod schema;
@@ -102,7 +105,7 @@ pub fn validate_against(
         }
         // A field the kind's own schema already faulted is not reported twice.
         errors.extend(
-            crd::problems(obj, &rendered_crds, cluster)
+            crd::problems(obj, &rendered_crds, cluster, &[])
                 .into_iter()
                 .filter(|(pointer, _)| !crd::covered(&said, pointer))
                 .map(|(_, m)| error(Some(&key), m)),
@@ -147,8 +150,9 @@ pub fn validate_against(
                     .map(|m| error(Some(&key), m)),
             );
             let at = format!("/spec/resources/{index}");
+            let filled = filled::filled_by_agent(obj, entry);
             errors.extend(
-                crd::problems(entry, &rendered_crds, cluster)
+                crd::problems(entry, &rendered_crds, cluster, &filled)
                     .into_iter()
                     .map(|(pointer, m)| (format!("{at}{pointer}"), format!("{at}{m}")))
                     .filter(|(pointer, _)| !crd::covered(&said, pointer))

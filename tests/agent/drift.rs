@@ -31,6 +31,7 @@ async fn drift(f: &Fixture) -> agent::DriftReport {
         GitRef::RemoteHead,
         &f.state,
         &agent::LiveTarget::Embedded,
+        false,
     )
     .await
     .expect("drift runs")

@@ -5,8 +5,8 @@
 //! show no change: they are compared with themselves, which costs no diff.
 
 use super::{
-    Checkout, Rendered, add_deletions, add_diff, cluster_name, empty_cluster, held, policy_effect,
-    prepared_or_errors, unit_consents,
+    Checkout, Rendered, add_deletions, add_diff, cluster_name, empty_cluster, held, pending_values,
+    policy_effect, prepared_or_errors, unit_consents,
 };
 use crate::agent::{AgentError, Safety};
 use crate::agent::{fleet, prepare};
@@ -210,6 +210,7 @@ pub(super) fn against_base(
                     ),
                 );
             }
+            pending_values(&mut c, p, i, &o.object);
             if same {
                 c.counts.unchanged += 1;
             } else {

@@ -321,6 +321,7 @@ fn plan_unit(
         };
         let desired = crate::reconcile::identity::aso::as_planned(desired, current);
         let desired = crate::reconcile::aro::keyvault::as_planned(desired, current);
+        pending_values(&mut c, p, i, &desired);
         add_diff(&mut c, diff_object(Some(&desired), current), false);
     }
     // Deletions: inventory members no longer rendered.

@@ -165,9 +165,9 @@ fn desired_status_table() {
                 ("id", json!(RG_ID)),
                 ("type", json!("Microsoft.Resources/resourceGroups")),
                 ("location", json!("eastus")),
-                ("provisioningState", json!("Succeeded")),
+                ("properties/provisioningState", json!("Succeeded")),
             ],
-            absent: vec!["/severity", "properties"],
+            absent: vec!["/severity", "provisioningState"],
         },
         Case {
             name: "missing owner waits with a warning",
@@ -287,7 +287,6 @@ fn desired_status_table() {
             want: vec![
                 ("/reason", json!("Reconciling")),
                 ("/severity", json!("Info")),
-                ("provisioningState", json!("Accepted")),
                 ("properties/provisioningState", json!("Accepted")),
             ],
             absent: vec!["id"],
@@ -296,13 +295,12 @@ fn desired_status_table() {
             name: "accepted cluster is Provisioning while the delay runs",
             obj: with_status(
                 cluster(1),
-                json!({"provisioningState": "Accepted", "properties": {"provisioningState": "Accepted"}}),
+                json!({"properties": {"provisioningState": "Accepted"}}),
             ),
             owner: Some(provisioned_rg()),
             provisioned: false,
             want: vec![
                 ("/reason", json!("Reconciling")),
-                ("provisioningState", json!("Provisioning")),
                 ("properties/provisioningState", json!("Provisioning")),
             ],
             absent: vec!["id"],
@@ -311,7 +309,7 @@ fn desired_status_table() {
             name: "warning annotation is a transient failure, still provisioning",
             obj: with_status(
                 with_warning(rg(), "TooManyRequests"),
-                json!({"provisioningState": "Provisioning"}),
+                json!({"properties": {"provisioningState": "Provisioning"}}),
             ),
             owner: None,
             provisioned: true,
@@ -319,7 +317,7 @@ fn desired_status_table() {
                 ("/status", json!("False")),
                 ("/severity", json!("Warning")),
                 ("/reason", json!("TooManyRequests")),
-                ("provisioningState", json!("Provisioning")),
+                ("properties/provisioningState", json!("Provisioning")),
             ],
             absent: vec!["id"],
         },
@@ -331,7 +329,7 @@ fn desired_status_table() {
             want: vec![
                 ("/severity", json!("Error")),
                 ("/reason", json!("QuotaExceeded")),
-                ("provisioningState", json!("Failed")),
+                ("properties/provisioningState", json!("Failed")),
             ],
             absent: vec![],
         },
@@ -391,7 +389,7 @@ fn desired_status_table() {
                 ("/severity", json!("Info")),
                 ("/reason", json!("Deleting")),
                 ("id", json!(RG_ID)),
-                ("provisioningState", json!("Deleting")),
+                ("properties/provisioningState", json!("Deleting")),
             ],
             absent: vec![],
         },
@@ -480,7 +478,10 @@ fn rendering_the_written_status_again_changes_nothing() {
     for (obj, owner, provisioned) in [
         // (A new object goes Accepted, then Provisioning: a deliberate second write.)
         (
-            with_status(rg(), json!({"provisioningState": "Accepted"})),
+            with_status(
+                rg(),
+                json!({"properties": {"provisioningState": "Accepted"}}),
+            ),
             None,
             false,
         ),
@@ -603,4 +604,42 @@ fn phase_order_owner_then_delay_then_failure() {
         phase(&vnet(), Some(&provisioned_rg()), true),
         Phase::Succeeded
     );
+}
+
+/// `provisioningState` sits where ASO's status of the kind has it: in `status.properties` for
+/// resource groups, vaults and the ARO HCP kinds, in `status` for the network kinds, nowhere for
+/// identities and role assignments, whose phase their `Ready` condition tells.
+#[test]
+fn provisioning_state_sits_where_aso_s_status_has_it() {
+    for (kind, at) in [
+        (
+            "ResourceGroup",
+            Some("/status/properties/provisioningState"),
+        ),
+        ("Vault", Some("/status/properties/provisioningState")),
+        (
+            "HcpOpenShiftClustersNodePool",
+            Some("/status/properties/provisioningState"),
+        ),
+        ("VirtualNetwork", Some("/status/provisioningState")),
+        ("UserAssignedIdentity", None),
+        ("RoleAssignment", None),
+    ] {
+        assert_eq!(state_pointer(kind), at, "{kind}");
+    }
+    let mut identity = rg();
+    identity["apiVersion"] = json!("managedidentity.azure.com/v1api20230131");
+    identity["kind"] = json!("UserAssignedIdentity");
+    identity["spec"]["owner"] = json!({"armId": RG_ID});
+    assert_eq!(previous_state(&identity), None);
+    let accepted = with_status(
+        identity.clone(),
+        desired_status(&identity, None, false, NOW),
+    );
+    assert!(accepted["status"].get("provisioningState").is_none());
+    assert!(accepted["status"].get("properties").is_none());
+    assert_eq!(previous_state(&accepted), Some("Provisioning"));
+    assert_eq!(phase(&accepted, None, false), Phase::Provisioning);
+    let done = with_status(accepted.clone(), desired_status(&accepted, None, true, NOW));
+    assert_eq!(previous_state(&done), Some("Succeeded"));
 }

@@ -329,13 +329,15 @@ pub fn node_pool_resources(s: &Spec, pool: &str) -> Value {
         properties["autoScaling"] = json!({"min": pr.workers_min, "max": pr.workers_max});
     } else {
         properties["replicas"] = json!(pr.infra_replicas);
-        properties["labels"] = json!({"node-role.kubernetes.io/infra": ""});
+        // ASO takes node labels as a list of {key, value}.
+        properties["labels"] = json!([{"key": "node-role.kubernetes.io/infra", "value": ""}]);
     }
     json!([{
         "apiVersion": "redhatopenshift.azure.com/v1api20240610preview",
         "kind": "HcpOpenShiftClustersNodePool",
         "metadata": {"name": format!("{p}-{pool}")},
-        "spec": {"azureName": format!("{}-{pool}", s.name), "owner": {"name": p}, "properties": properties}
+        "spec": {"azureName": format!("{}-{pool}", s.name), "owner": {"name": p}, "location": s.location,
+            "properties": properties}
     }])
 }
 

@@ -284,6 +284,11 @@ fn section(c: &ClusterPreview, i: usize, cut: &Cut) -> String {
             (c.changes.len(), "change", "changes"),
             (c.adopted.len(), "adoption", "adoptions"),
             (c.policy_effects.len(), "policy effect", "policy effects"),
+            (
+                c.pending_values.len(),
+                "value not known yet",
+                "values not known yet",
+            ),
         ]
         .into_iter()
         .filter(|(n, _, _)| *n > 0)
@@ -319,6 +324,20 @@ fn section(c: &ClusterPreview, i: usize, cut: &Cut) -> String {
                 object_cell(&e.object),
                 cell_code(&clip(&e.policy, NAME_CAP)),
                 cell(&e.effect)
+            ));
+        }
+        out.push('\n');
+    }
+    if !c.pending_values.is_empty() {
+        out.push_str(
+            "**Not known yet** (filled in by the agent)\n\n| Object | Field | Reason |\n| --- | --- | --- |\n",
+        );
+        for v in &c.pending_values {
+            out.push_str(&format!(
+                "| {} | {} | {} |\n",
+                object_cell(&v.object),
+                cell_code(&clip(&v.field, NAME_CAP)),
+                cell(&v.reason)
             ));
         }
         out.push('\n');

@@ -70,6 +70,10 @@ pub struct ClusterPreview {
     /// What reconcile policies change about the plan.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub policy_effects: Vec<PolicyEffect>,
+    /// Values the agent fills in itself that the plan cannot know yet (the etcd key's version
+    /// before the key exists): the changes show the objects without them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending_values: Vec<PendingValue>,
     /// Render and validation errors: a cluster with errors is not planned (and never pruned).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<Problem>,
@@ -169,6 +173,17 @@ pub struct Adoption {
     pub object: ObjectRef,
     /// Why it counts as adopted, e.g. "live and not created by aro-gitops" or "the Azure resource
     /// already exists; reconcile-policy-if-exists makes the policy skip".
+    pub reason: String,
+}
+
+/// A value the agent fills in itself and the plan cannot know yet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingValue {
+    pub object: ObjectRef,
+    /// The field, e.g. `spec.properties.etcd.dataEncryption.customerManaged.kms.activeKey.version`.
+    pub field: String,
+    /// Where the agent gets it, and when.
     pub reason: String,
 }
 

@@ -52,6 +52,7 @@ fn cluster(name: &str, counts: Counts) -> ClusterPreview {
         blocked_deletions: Vec::new(),
         adopted: Vec::new(),
         policy_effects: Vec::new(),
+        pending_values: Vec::new(),
         errors: Vec::new(),
     }
 }

@@ -103,7 +103,10 @@ impl Writer {
                 out.push_str(&self.problem(e));
             }
         }
-        if !c.blocked_deletions.is_empty() || !c.adopted.is_empty() || !c.policy_effects.is_empty()
+        if !c.blocked_deletions.is_empty()
+            || !c.adopted.is_empty()
+            || !c.policy_effects.is_empty()
+            || !c.pending_values.is_empty()
         {
             out.push('\n');
         }
@@ -126,6 +129,13 @@ impl Writer {
                 &self.paint(CYAN, "*"),
                 &format!("{} has policy {}", object(&e.object), clean(&e.policy)),
                 &e.effect,
+            ));
+        }
+        for v in &c.pending_values {
+            out.push_str(&self.item(
+                &self.paint(CYAN, "?"),
+                &format!("{} {} is not known yet", object(&v.object), clean(&v.field)),
+                &v.reason,
             ));
         }
         for ch in &c.changes {

@@ -24,7 +24,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 /// Where the HcpOpenShiftCluster's KMS key path is, in its spec.
-pub const KMS_POINTER: &str = "/spec/properties/etcd/dataEncryption/customerManaged/kms";
+pub use crate::validate::filled::KMS_POINTER;
 
 /// Condition type the AROControlPlane reports the key under.
 pub const ENCRYPTION_KEY_READY: &str = "EncryptionKeyReady";

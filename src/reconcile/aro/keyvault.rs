@@ -16,7 +16,7 @@ use serde_json::Value;
 pub const DEFAULT_KEY_NAME: &str = "etcd-data-kms-encryption-key";
 
 /// The API version whose KMS settings carry the vault name at `kms.vaultName`.
-const VAULT_NAME_AT_KMS: &str = "v20260901preview";
+const VAULT_NAME_AT_KMS: &str = "v1api20251223preview";
 
 /// The vault and key of one HcpOpenShiftCluster's customer-managed KMS.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -30,10 +30,7 @@ pub struct KeyTarget {
 /// Whether the agent manages the key of `hcp`: it configures customer-managed KMS and the
 /// AROControlPlane `acp` names an identity to reach the vault with.
 pub fn agent_managed(acp: &Value, hcp: &Value) -> bool {
-    hcp.pointer(KMS_POINTER).is_some_and(|k| !k.is_null())
-        && acp
-            .pointer("/spec/identityRef")
-            .is_some_and(|r| !r.is_null())
+    crate::validate::filled::agent_manages_key(acp, hcp)
 }
 
 /// The version part of `apiVersion` (`group/version` → `version`).
@@ -46,9 +43,9 @@ fn non_empty<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
     str_at(v, pointer).filter(|s| !s.is_empty())
 }
 
-/// The vault and key `hcp` names: the vault at `kms.activeKey.vaultName`
-/// (`v1api20240610preview`, `v1api20251223preview`) or `kms.vaultName` (`v20260901preview`; an
-/// unknown version is read at either), the key at `kms.activeKey.name` (default
+/// The vault and key `hcp` names: the vault at `kms.activeKey.vaultName` (`v1api20240610preview`)
+/// or `kms.vaultName` (`v1api20251223preview`, as ASO's CRD has it; an unknown version is read at
+/// either), the key at `kms.activeKey.name` (default
 /// [`DEFAULT_KEY_NAME`]). Without a vault name, the error to report.
 pub fn kms_target(hcp: &Value) -> Result<KeyTarget, KeyState> {
     let kms = hcp.pointer(KMS_POINTER).unwrap_or(&Value::Null);
@@ -56,7 +53,7 @@ pub fn kms_target(hcp: &Value) -> Result<KeyTarget, KeyState> {
     let at_key = non_empty(kms, "/activeKey/vaultName");
     let (vault, field) = match api_version(hcp) {
         VAULT_NAME_AT_KMS => (at_kms, "kms.vaultName"),
-        "v1api20240610preview" | "v1api20251223preview" => (at_key, "kms.activeKey.vaultName"),
+        "v1api20240610preview" => (at_key, "kms.activeKey.vaultName"),
         _ => (at_key.or(at_kms), "kms.activeKey.vaultName"),
     };
     let Some(vault) = vault else {
@@ -168,6 +165,82 @@ pub fn as_planned(mut desired: Value, live: Option<&Value>) -> Value {
         key.insert("version".into(), Value::String(version));
     }
     desired
+}
+
+/// `hcp` (an HcpOpenShiftCluster as in git) with `version` in place as its KMS key's version:
+/// what the agent applies once it knows the version.
+pub fn with_key_version(hcp: &Value, version: &str) -> Value {
+    let mut filled = hcp.clone();
+    if let Some(kms) = filled
+        .pointer_mut(KMS_POINTER)
+        .and_then(Value::as_object_mut)
+    {
+        let key = kms
+            .entry("activeKey")
+            .or_insert_with(|| Value::Object(Default::default()));
+        if let Some(key) = key.as_object_mut() {
+            key.insert("version".into(), Value::String(version.to_string()));
+        }
+    }
+    filled
+}
+
+/// The key state once the HcpOpenShiftCluster `hcp` (as in git) is checked against the cluster's
+/// schema with the version the agent fills in already in place: `check` returns the schema's
+/// problems of an object (messages that quote no value). A known version the agent injects whose
+/// object the schema refuses is `KeyVersionRefused` (the HcpOpenShiftCluster is held, the unit
+/// reports why); every other state is returned as it is (a version not known yet holds the object
+/// anyway, and a user's own version was checked with the render).
+pub fn checked_with_version(
+    hcp: &Value,
+    state: KeyState,
+    check: impl FnOnce(&Value) -> Vec<String>,
+) -> KeyState {
+    let KeyState::Known {
+        version,
+        inject: true,
+        ..
+    } = &state
+    else {
+        return state;
+    };
+    let problems = check(&with_key_version(hcp, version));
+    if problems.is_empty() {
+        return state;
+    }
+    failed(
+        "KeyVersionRefused",
+        format!(
+            "HcpOpenShiftCluster {} with its key version '{version}' filled in is refused by the \
+             cluster's schema: {}",
+            str_at(hcp, "/metadata/name").unwrap_or(""),
+            problems.join("; ")
+        ),
+    )
+}
+
+/// When the HcpOpenShiftCluster `hcp` (as a plan compares it: after [`as_planned`]) leaves its key
+/// version to the agent and does not carry it yet, the field and where the agent gets it: what a
+/// plan says instead of showing a version it cannot know (no vault, or no key yet).
+pub fn unknown_version(acp: &Value, hcp: &Value) -> Option<(String, String)> {
+    if crate::validate::filled::filled_by_agent(acp, hcp).is_empty() {
+        return None;
+    }
+    let reason = match kms_target(hcp) {
+        Ok(t) => format!(
+            "the agent gets it from key '{}' in Key Vault '{}' (creating the key when absent) once \
+             the Vault is ready, and fills it in before it applies the HcpOpenShiftCluster",
+            t.key, t.vault
+        ),
+        Err(state) => state
+            .condition()
+            .map(|c| c.message.clone())
+            .unwrap_or_default(),
+    };
+    Some((
+        crate::validate::filled::KEY_VERSION_FIELD.to_string(),
+        reason,
+    ))
 }
 
 /// The version of a key id `https://<vault host>/keys/<name>/<version>`: its last path segment.

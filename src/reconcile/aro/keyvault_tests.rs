@@ -1,4 +1,5 @@
 use super::super::fixtures::*;
+use super::super::keys::manual_key_state;
 use super::*;
 use serde_json::{Value, json};
 
@@ -24,8 +25,7 @@ fn vault_and_key_names_follow_the_api_version() {
     let both = json!({"vaultName": "at-kms", "activeKey": {"vaultName": "at-key", "name": "k"}});
     let cases = [
         ("v1api20240610preview", "at-key"),
-        ("v1api20251223preview", "at-key"),
-        ("v20260901preview", "at-kms"),
+        ("v1api20251223preview", "at-kms"),
         ("v1api20990101", "at-key"),
     ];
     for (api, want) in cases {
@@ -36,7 +36,7 @@ fn vault_and_key_names_follow_the_api_version() {
         );
     }
     // The key name defaults to CAPZ's.
-    let plain = hcp("v20260901preview", json!({"vaultName": "v"}));
+    let plain = hcp("v1api20251223preview", json!({"vaultName": "v"}));
     assert_eq!(kms_target(&plain), Ok(target("v", DEFAULT_KEY_NAME)));
     // An unknown version is read at either place.
     let at_kms = hcp("v1api20990101", json!({"vaultName": "v"}));
@@ -54,7 +54,7 @@ fn a_missing_vault_name_names_the_field_of_the_version() {
             .contains("customerManaged.kms.activeKey.vaultName is not set")
     );
     let new = kms_target(&hcp(
-        "v20260901preview",
+        "v1api20251223preview",
         json!({"activeKey": {"vaultName": "v"}}),
     ))
     .unwrap_err();
@@ -226,4 +226,91 @@ fn a_plan_takes_the_live_version_of_an_unversioned_key_only() {
         "another vault: no version"
     );
     assert_eq!(as_planned(key(None, "kv"), None), key(None, "kv"));
+}
+
+/// The version the agent fills in is in place before the HcpOpenShiftCluster is checked against
+/// the cluster's schema: a schema requiring it (as ASO's does) accepts the injected object, and a
+/// schema refusing the object with the version in place holds it with `KeyVersionRefused`.
+#[test]
+fn the_schema_check_sees_the_injected_version() {
+    let git = hcp(
+        "v1api20240610preview",
+        json!({"activeKey": {"name": "k", "vaultName": "v"}}),
+    );
+    let known = key_ready(&target("v", "k"), "0123abcd");
+    let seen = std::cell::RefCell::new(Value::Null);
+    let requires_version = |o: &Value| {
+        *seen.borrow_mut() = o.clone();
+        match o.pointer(&format!("{KMS_POINTER}/activeKey/version")) {
+            Some(Value::String(_)) => vec![],
+            _ => vec!["/spec/.../activeKey/version: Required value".to_string()],
+        }
+    };
+    let state = checked_with_version(&git, known.clone(), requires_version);
+    assert_eq!(state, known, "accepted with the version in place");
+    assert_eq!(
+        seen.borrow().pointer(&format!("{KMS_POINTER}/activeKey")),
+        Some(&json!({"name": "k", "vaultName": "v", "version": "0123abcd"}))
+    );
+    // Without the injection, the same schema would refuse it.
+    assert!(!requires_version(&git).is_empty());
+
+    let refused = checked_with_version(&git, known.clone(), |_| vec!["/spec/x: Too long".into()]);
+    assert_eq!(reason(&refused), "KeyVersionRefused");
+    assert!(refused.holds().is_some(), "the HcpOpenShiftCluster is held");
+    assert!(
+        refused
+            .condition()
+            .unwrap()
+            .message
+            .contains("/spec/x: Too long"),
+        "{refused:?}"
+    );
+
+    // Nothing to inject: nothing checked here (the render was).
+    let pending = checked_with_version(
+        &git,
+        KeyState::Pending {
+            condition: Condition::new(ENCRYPTION_KEY_READY, "False", "WaitingForVault", "w"),
+        },
+        |_| panic!("not checked"),
+    );
+    assert_eq!(reason(&pending), "WaitingForVault");
+    let manual = manual_key_state(&with_key_version(&git, "u"));
+    assert_eq!(
+        checked_with_version(&git, manual.clone(), |_| panic!("not checked")),
+        manual
+    );
+}
+
+/// A plan says where the version will come from instead of showing one it cannot know.
+#[test]
+fn a_version_not_known_yet_is_said_so() {
+    let acp = json!({"kind": "AROControlPlane", "spec": {"identityRef": {"name": "id"}}});
+    let mut git = hcp(
+        "v1api20240610preview",
+        json!({"activeKey": {"name": "k", "vaultName": "v"}}),
+    );
+    let (field, reason) = unknown_version(&acp, &git).expect("not known");
+    assert_eq!(
+        field,
+        "spec.properties.etcd.dataEncryption.customerManaged.kms.activeKey.version"
+    );
+    assert!(reason.contains("key 'k' in Key Vault 'v'"), "{reason}");
+    let live = with_key_version(&git, "abc");
+    assert_eq!(
+        unknown_version(&acp, &as_planned(git.clone(), Some(&live))),
+        None
+    );
+    let manual = json!({"kind": "AROControlPlane", "spec": {}});
+    assert_eq!(unknown_version(&manual, &git), None);
+    git["spec"]["properties"]["etcd"]["dataEncryption"]["customerManaged"]["kms"]["activeKey"]
+        .as_object_mut()
+        .unwrap()
+        .remove("vaultName");
+    let (_, reason) = unknown_version(&acp, &git).expect("not known");
+    assert!(
+        reason.contains("activeKey.vaultName is not set"),
+        "{reason}"
+    );
 }

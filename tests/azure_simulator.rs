@@ -1,0 +1,330 @@
+//! The Azure simulator on any API server, as separate processes: `aro-gitops crds` installs every
+//! CRD with `kubectl apply --server-side`, `aro-gitops azure-simulator --kubeconfig` plays ASO and
+//! the ARO service there, and `aro-gitops run --kubeconfig --use-azure-simulator` finds it and
+//! sends its Azure requests (Entra ID, Key Vault) to it. Without the flag no simulator endpoint
+//! is contacted. SIGTERM stops the simulator and it exits 0.
+//!
+//! The API server is `control-plane serve --no-preload-crds` here; [`converges_with_the_simulator`]
+//! takes any kubeconfig, so the same checks run on a real kube-apiserver.
+
+mod common;
+
+use common::fleet::{Fleet, Output};
+use common::kubectl::{Kubectl, Server};
+use common::running::forward;
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
+
+const SIM_CRD: &str = "simulatedazureresources.azuresim.aro-gitops.dev";
+const START: Duration = Duration::from_secs(30);
+const UNITS: [&str; 2] = ["clusters/dev", "clusters/prod"];
+
+/// One `aro-gitops azure-simulator --kubeconfig KC` process; killed when dropped.
+struct Simulator {
+    child: Child,
+    lines: Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Simulator {
+    fn spawn(kubeconfig: &Path) -> Simulator {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_aro-gitops"))
+            .args(["azure-simulator", "--sim-delay", "0s", "--kubeconfig"])
+            .arg(kubeconfig)
+            .env("ARO_GITOPS_LOG", "warn")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the binary starts");
+        let (tx, lines) = channel();
+        forward(child.stdout.take().expect("piped"), tx.clone());
+        forward(child.stderr.take().expect("piped"), tx);
+        Simulator {
+            child,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Started, and serving: the address of its first line.
+    fn start(kubeconfig: &Path) -> (Simulator, String) {
+        let mut sim = Simulator::spawn(kubeconfig);
+        let addr = sim.wait_for("azure simulator: serving on https://");
+        (sim, addr)
+    }
+
+    /// The rest of the first line starting with `prefix`.
+    fn wait_for(&mut self, prefix: &str) -> String {
+        let deadline = Instant::now() + START;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    let found = line.strip_prefix(prefix).map(str::to_string);
+                    self.seen.push(line);
+                    if let Some(rest) = found {
+                        return rest;
+                    }
+                }
+                Err(_) => panic!("no line {prefix:?}; output:\n{}", self.seen.join("\n")),
+            }
+        }
+    }
+
+    /// Waits for the process to end by itself; its exit code and everything it printed.
+    fn wait_exit(mut self) -> (Option<i32>, String) {
+        let deadline = Instant::now() + START;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("waitable") {
+                break status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the simulator did not exit; output:\n{}",
+                self.seen.join("\n")
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        // Its pipes are closed: the rest of the output is there.
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(5)) {
+            self.seen.push(line);
+        }
+        (status.code(), self.seen.join("\n"))
+    }
+
+    /// SIGTERM; it must exit 0. Returns everything it printed.
+    fn terminate(self) -> String {
+        let pid = self.child.id().to_string();
+        let kill = Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill runs");
+        assert!(kill.success());
+        let (code, out) = self.wait_exit();
+        assert_eq!(code, Some(0), "SIGTERM: exit 0; output:\n{out}");
+        out
+    }
+}
+
+impl Drop for Simulator {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `aro-gitops crds | kubectl apply --server-side -f -`, then every CRD is established.
+fn install_crds(kubectl: &Kubectl) {
+    let crds = common::fleet::aro_gitops_in(Path::new("."), &["crds"]);
+    assert_eq!(crds.code, 0, "{}", crds.all());
+    assert!(crds.stdout.contains(SIM_CRD), "{}", crds.stdout);
+    let applied = kubectl.run_stdin(&["apply", "--server-side", "-f", "-"], &crds.stdout);
+    assert_eq!(
+        applied.code, 0,
+        "kubectl apply --server-side:\n{}{}",
+        applied.stdout, applied.stderr
+    );
+    let names = crds
+        .stdout
+        .matches("kind: CustomResourceDefinition")
+        .count();
+    assert!(names >= 18, "{names} CRDs");
+    kubectl.ok(&[
+        "wait",
+        "--for=condition=Established",
+        "--timeout=60s",
+        &format!("crd/{SIM_CRD}"),
+    ]);
+}
+
+/// "requests to the cluster: N reads, M writes" of a run's stdout.
+fn writes(out: &Output) -> u64 {
+    let line = out
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("requests to the cluster: "))
+        .unwrap_or_else(|| panic!("no request counts:\n{}", out.all()));
+    let writes = line.split_once(", ").expect("reads, writes").1;
+    writes
+        .trim_end_matches(" writes")
+        .parse()
+        .unwrap_or_else(|e| panic!("{line}: {e}"))
+}
+
+/// The report of `unit` on the fleet's status branch.
+fn report(fleet: &Fleet, unit: &str) -> String {
+    let name = unit.rsplit('/').next().expect("a name");
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(fleet.state.join("source/origin.git"))
+        .args([
+            "show",
+            &format!("aro-gitops/status:reports/aro-{name}/{name}.yaml"),
+        ])
+        .output()
+        .expect("git runs");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn run(fleet: &Fleet, kubeconfig: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "run",
+        "--once",
+        "--kubeconfig",
+        kubeconfig.to_str().expect("UTF-8"),
+    ];
+    args.extend_from_slice(extra);
+    fleet.aro_gitops(&args)
+}
+
+/// The simulator's summary of the Azure requests it served, from its last line.
+fn served(out: &str) -> (u64, u64) {
+    let line = out
+        .lines()
+        .find_map(|l| l.strip_prefix("azure simulator: stopped; azure: "))
+        .unwrap_or_else(|| panic!("no summary line:\n{out}"));
+    let numbers: Vec<u64> = line
+        .split(' ')
+        .filter_map(|w| w.trim_end_matches(',').parse().ok())
+        .collect();
+    (numbers[0], numbers[1])
+}
+
+/// On the API server of `kubeconfig` (the CRDs installed, nothing else there): the example fleet
+/// converges with the simulator, a rerun writes nothing, and without the flag the simulator is
+/// never contacted.
+fn converges_with_the_simulator(kubectl: &Kubectl) {
+    let kubeconfig = kubectl.kubeconfig.clone();
+    let fleet = Fleet::plain();
+
+    // The flag and no simulator: an error saying how to start one.
+    let none = run(&fleet, &kubeconfig, &["--use-azure-simulator"]);
+    assert_ne!(none.code, 0, "{}", none.all());
+    assert!(
+        none.stderr
+            .contains("no Azure simulator runs against this API server")
+            && none
+                .stderr
+                .contains("aro-gitops azure-simulator --kubeconfig"),
+        "{}",
+        none.all()
+    );
+
+    // Without the flag, a simulator running there is never contacted: Azure is real (and out
+    // of reach here), the reports say so.
+    let (sim, _) = Simulator::start(&kubeconfig);
+    let real = run(&fleet, &kubeconfig, &["--timeout", "20s"]);
+    let out = sim.terminate();
+    assert_eq!(served(&out), (0, 0), "{out}\n{}", real.all());
+    assert!(
+        report(&fleet, UNITS[0]).contains("azure: real"),
+        "{}",
+        real.all()
+    );
+
+    // With it: both clusters converge, prod's key made through the simulator's Key Vault.
+    let (sim, addr) = Simulator::start(&kubeconfig);
+    assert!(addr.starts_with("127.0.0.1:"), "{addr}");
+    let first = run(
+        &fleet,
+        &kubeconfig,
+        &["--use-azure-simulator", "--timeout", "120s"],
+    );
+    assert_eq!(first.code, 0, "the run did not converge:\n{}", first.all());
+    for unit in UNITS {
+        let row = first
+            .stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{unit} ")))
+            .unwrap_or_else(|| panic!("{unit} in the summary:\n{}", first.all()));
+        assert!(row.contains(" Converged "), "{row}\n{}", first.all());
+        let yaml = report(&fleet, unit);
+        assert!(yaml.contains("azure: simulated"), "{yaml}");
+    }
+    let hcps = kubectl
+        .get_json(&[
+            "hcpopenshiftclusters.redhatopenshift.azure.com",
+            "-n",
+            "aro-prod",
+        ])
+        .expect("listed");
+    let version = hcps["items"][0]
+        .pointer("/spec/properties/etcd/dataEncryption/customerManaged/kms/activeKey/version")
+        .and_then(Value::as_str)
+        .unwrap_or_else(|| panic!("prod's key version is injected: {hcps}"));
+    assert_eq!(version.len(), 32, "{version}");
+    // The simulator wrote ASO's status there, and recorded the resources in its inventory.
+    let groups = kubectl
+        .get_json(&["resourcegroups.resources.azure.com", "-n", "aro-dev"])
+        .expect("listed");
+    assert_eq!(
+        groups["items"][0].pointer("/status/conditions/0/status"),
+        Some(&Value::from("True")),
+        "{groups}"
+    );
+    let records = kubectl
+        .get_json(&[SIM_CRD, "-n", "aro-gitops-azure-simulator"])
+        .expect("listed");
+    assert!(!records["items"].as_array().expect("items").is_empty());
+
+    // A rerun: nothing written.
+    let second = run(
+        &fleet,
+        &kubeconfig,
+        &["--use-azure-simulator", "--timeout", "120s"],
+    );
+    assert_eq!(second.code, 0, "{}", second.all());
+    assert_eq!(writes(&second), 0, "{}", second.all());
+
+    let out = sim.terminate();
+    let (token, key_vault) = served(&out);
+    assert!(token >= 1 && key_vault >= 2, "{out}");
+    // Withdrawn: agents no longer find it.
+    let gone = run(&fleet, &kubeconfig, &["--use-azure-simulator"]);
+    assert_ne!(gone.code, 0, "{}", gone.all());
+    assert!(
+        gone.stderr.contains("no Azure simulator runs"),
+        "{}",
+        gone.all()
+    );
+}
+
+#[test]
+fn the_simulator_on_a_served_control_plane_converges_the_example_fleet() {
+    let server = Server::start_with_args(&["--no-preload-crds"]);
+    let kubectl = server.kubectl();
+    // Its own CRD missing: it refuses to start, naming it.
+    let (code, out) = Simulator::spawn(&server.kubeconfig).wait_exit();
+    assert_ne!(code, Some(0), "{out}");
+    assert!(
+        out.contains(SIM_CRD) && out.contains("aro-gitops crds"),
+        "{out}"
+    );
+    install_crds(&kubectl);
+    converges_with_the_simulator(&kubectl);
+}
+
+#[test]
+fn with_the_embedded_control_plane_the_flag_changes_nothing() {
+    let fleet = Fleet::plain();
+    let out = fleet.aro_gitops(&[
+        "run",
+        "--once",
+        "--sim-delay",
+        "0s",
+        "--timeout",
+        "60s",
+        "--use-azure-simulator",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.all());
+    assert!(
+        out.stdout.contains("(simulated)"),
+        "the embedded simulator served the Azure requests:\n{}",
+        out.all()
+    );
+}
