@@ -297,10 +297,13 @@ fn main() {
     if let Some((n, cycles)) = o.drift_memory {
         resync::drift_memory(n, cycles, &fleet(n), &dir);
     }
+    // Nothing to measure: only `--csv PATH --merge --svg PATH` goes on, to draw PATH's rows again.
+    let redraw = o.merge && o.csv.is_some() && o.svg.is_some();
     if o.sizes.is_empty()
         && o.separate_sizes.is_empty()
         && o.real_sizes.is_empty()
         && o.before.is_none()
+        && !redraw
     {
         return;
     }
@@ -455,7 +458,13 @@ fn targets(rows: &[Row]) {
     }
     for r in rows.iter().filter(|r| r.series.is_real()) {
         let embedded = at(Series::After, r.clusters)
-            .map(|e| format!(" (×{:.1} the embedded run's {:.1} s)", r.wall_s / e.wall_s, e.wall_s))
+            .map(|e| {
+                format!(
+                    " (×{:.1} the embedded run's {:.1} s)",
+                    r.wall_s / e.wall_s,
+                    e.wall_s
+                )
+            })
             .unwrap_or_default();
         println!(
             "- {} clusters on kube-apiserver + etcd ({}): {:.1} s{embedded}, agent {} + kube-apiserver {} + etcd {} + simulator {} peak RSS; all Converged: {}",

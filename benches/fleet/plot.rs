@@ -289,9 +289,14 @@ pub fn svg(rows: &[Row]) -> String {
             true,
             |r| r.server_rss_mb,
         ),
-        line(rows, Series::Real, "real server: etcd", "#7f7f7f", true, |r| {
-            r.etcd_rss_mb
-        }),
+        line(
+            rows,
+            Series::Real,
+            "real server: etcd",
+            "#7f7f7f",
+            true,
+            |r| r.etcd_rss_mb,
+        ),
     ];
     let after_1000 = rows
         .iter()
@@ -311,7 +316,10 @@ pub fn svg(rows: &[Row]) -> String {
     // The legend's entries: the memory panel's lines, and the time panel's that it lacks.
     let legend: Vec<&Line> = memory
         .iter()
-        .chain(time.iter().filter(|t| !memory.iter().any(|m| m.name == t.name)))
+        .chain(
+            time.iter()
+                .filter(|t| !memory.iter().any(|m| m.name == t.name)),
+        )
         .filter(|l| !l.points.is_empty())
         .collect();
     let legend_rows = legend_rows(&legend, width);

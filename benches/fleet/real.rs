@@ -128,11 +128,19 @@ fn cpu_s_of(pid: u32) -> Option<f64> {
 /// the module).
 fn without_conversion_webhooks(cluster: &RealCluster) {
     let list: serde_json::Value =
-        serde_json::from_str(&cluster.kubectl(&["get", "crd", "-o", "json"])).expect("CRDs as JSON");
+        serde_json::from_str(&cluster.kubectl(&["get", "crd", "-o", "json"]))
+            .expect("CRDs as JSON");
     let webhook = |c: &&serde_json::Value| {
-        c.pointer("/spec/conversion/strategy").and_then(|s| s.as_str()) == Some("Webhook")
+        c.pointer("/spec/conversion/strategy")
+            .and_then(|s| s.as_str())
+            == Some("Webhook")
     };
-    for crd in list["items"].as_array().into_iter().flatten().filter(webhook) {
+    for crd in list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(webhook)
+    {
         let name = crd["metadata"]["name"].as_str().expect("a CRD's name");
         cluster.kubectl(&[
             "patch",
@@ -154,7 +162,7 @@ fn apiserver_note(cluster: &RealCluster) -> String {
         text.lines()
             .filter(|l| l.starts_with(metric) && filter(l))
             .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum()
+            .fold(0.0, |a, b| a + b)
     };
     let rejected = sum("apiserver_flowcontrol_rejected_requests_total", &|_| true);
     let total = sum("apiserver_request_total{", &|_| true);
