@@ -23,6 +23,16 @@
 //!    seconds); `--drift-memory N,CYCLES` samples the agent's VmRSS from drift cycle 1 to CYCLES.
 //!    Given alone (without `--sizes`/`--separate-sizes`), they run without the curve.
 //!
+//! 6. Real server (issue 25): at `--real-sizes N,...` (none by default; given alone, without the
+//!    curve) the fleet runs on a fresh kube-apiserver + etcd from `scripts/real-cluster up` with
+//!    the reference CRDs, Azure played by `aro-gitops azure-simulator --kubeconfig` and the agent
+//!    given `--use-azure-simulator` (see `fleet/real.rs`); the rows add kube-apiserver's, etcd's
+//!    and the simulator's peak RSS. With `--before BIN`, `BIN` runs there too, first, on its own
+//!    fresh cluster. `--real-step1` measures step 1 only (nothing plays ASO), as do binaries
+//!    without the simulator; those rows are printed, not written to the CSV. The binaries come
+//!    from `scripts/real-cluster build`. `--real-crds project` installs the project's own CRDs
+//!    instead of ASO's and CAPZ's reference ones.
+//!
 //! Other options: `--timeout D` (each run's own `--timeout`, default 30m), `--workdir DIR` (keep
 //! the fleets there; default a temporary directory).
 //!
@@ -40,8 +50,17 @@ use std::time::Duration;
 
 #[path = "fleet/plot.rs"]
 mod plot;
+#[path = "fleet/real.rs"]
+mod real;
+#[path = "../tests/common/real_cluster.rs"]
+#[allow(dead_code)] // the tests' helper: the bench uses its start, CRDs and kubectl
+mod real_cluster;
 #[path = "fleet/resync.rs"]
 mod resync;
+#[path = "fleet/rows.rs"]
+mod rows;
+
+use rows::{Row, Series, row};
 
 const TARGET_SECS_1000: f64 = 180.0;
 const TARGET_MB_1000: f64 = 1024.0;
@@ -64,6 +83,12 @@ struct Options {
     noop_cycles: usize,
     /// `--drift-memory N,CYCLES`.
     drift_memory: Option<(usize, u64)>,
+    /// `--real-sizes N,...`: on a real kube-apiserver and etcd (see `real`).
+    real_sizes: Vec<usize>,
+    /// `--real-step1`: on the real server, step 1 only (no simulator).
+    real_step1: bool,
+    /// `--real-crds reference|project`.
+    real_crds: real::Crds,
 }
 
 fn sizes(v: Option<&String>) -> Vec<usize> {
@@ -86,6 +111,9 @@ fn options(args: &[String]) -> Options {
         noop_resync_served: false,
         noop_cycles: 3,
         drift_memory: None,
+        real_sizes: vec![],
+        real_step1: false,
+        real_crds: real::Crds::Reference,
     };
     let mut curve_asked = false;
     let mut it = args.iter();
@@ -98,6 +126,14 @@ fn options(args: &[String]) -> Options {
             "--separate-sizes" => {
                 o.separate_sizes = sizes(it.next());
                 curve_asked = true;
+            }
+            "--real-sizes" => o.real_sizes = sizes(it.next()),
+            "--real-step1" => o.real_step1 = true,
+            "--real-crds" => {
+                o.real_crds = it
+                    .next()
+                    .and_then(|v| real::Crds::parse(v))
+                    .expect("--real-crds reference|project")
             }
             "--noop-resync" => o.noop_resync = sizes(it.next()),
             "--noop-resync-served" => o.noop_resync_served = true,
@@ -116,184 +152,13 @@ fn options(args: &[String]) -> Options {
             _ => {} // `--bench` and anything cargo adds are ignored
         }
     }
-    // The long-running cases alone, unless the curve is asked for too.
-    if (!o.noop_resync.is_empty() || o.drift_memory.is_some()) && !curve_asked {
+    // The long-running or real-server cases alone, unless the curve is asked for too.
+    let others = !o.noop_resync.is_empty() || o.drift_memory.is_some() || !o.real_sizes.is_empty();
+    if others && !curve_asked {
         o.sizes.clear();
         o.separate_sizes.clear();
     }
     o
-}
-
-/// Which binary and which control plane a row measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Series {
-    /// `--before BIN`, embedded control plane.
-    Before,
-    /// This build, embedded control plane.
-    After,
-    /// This build, the control plane served by `control-plane serve` in its own process.
-    Separate,
-}
-
-impl Series {
-    fn name(self) -> &'static str {
-        match self {
-            Series::Before => "before",
-            Series::After => "after",
-            Series::Separate => "after-separate",
-        }
-    }
-
-    fn parse(s: &str) -> Option<Series> {
-        [Series::Before, Series::After, Series::Separate]
-            .into_iter()
-            .find(|x| x.name() == s)
-    }
-}
-
-/// One measured run.
-#[derive(Debug, Clone)]
-pub struct Row {
-    pub series: Series,
-    pub clusters: usize,
-    pub wall_s: f64,
-    pub cpu_s: Option<f64>,
-    /// The agent's peak RSS (the embedded control plane included when it is embedded).
-    pub rss_mb: Option<f64>,
-    /// The served control plane's peak RSS (separate process only).
-    pub server_rss_mb: Option<f64>,
-    pub reads: Option<u64>,
-    pub writes: Option<u64>,
-    pub code: Option<i32>,
-    /// Units in the summary table, and how many of them are Converged.
-    pub units: usize,
-    pub converged: usize,
-}
-
-impl Row {
-    fn all_converged(&self) -> bool {
-        self.code == Some(0) && self.units == self.clusters && self.converged == self.units
-    }
-
-    const CSV_HEADER: &str = "series,clusters,wall_s,cpu_s,peak_rss_mb,server_peak_rss_mb,reads,writes,exit_code,units,converged";
-
-    fn csv(&self) -> String {
-        fn o<T: ToString>(v: Option<T>) -> String {
-            v.map_or(String::new(), |v| v.to_string())
-        }
-        format!(
-            "{},{},{:.1},{},{},{},{},{},{},{},{}",
-            self.series.name(),
-            self.clusters,
-            self.wall_s,
-            o(self.cpu_s.map(|v| format!("{v:.1}"))),
-            o(self.rss_mb.map(|v| format!("{v:.0}"))),
-            o(self.server_rss_mb.map(|v| format!("{v:.0}"))),
-            o(self.reads),
-            o(self.writes),
-            o(self.code),
-            self.units,
-            self.converged
-        )
-    }
-
-    fn from_csv(line: &str) -> Option<Row> {
-        let f: Vec<&str> = line.split(',').collect();
-        if f.len() != 11 {
-            return None;
-        }
-        Some(Row {
-            series: Series::parse(f[0])?,
-            clusters: f[1].parse().ok()?,
-            wall_s: f[2].parse().ok()?,
-            cpu_s: f[3].parse().ok(),
-            rss_mb: f[4].parse().ok(),
-            server_rss_mb: f[5].parse().ok(),
-            reads: f[6].parse().ok(),
-            writes: f[7].parse().ok(),
-            code: f[8].parse().ok(),
-            units: f[9].parse().ok()?,
-            converged: f[10].parse().ok()?,
-        })
-    }
-
-    fn markdown(&self) -> String {
-        let o = |v: Option<u64>| v.map_or("n/a".into(), |v| v.to_string());
-        format!(
-            "| {} | {} | {} | {:.1} s | {} | {} | {} | {} | {} | {} | {}/{} {} |",
-            self.series.name(),
-            self.clusters,
-            if self.series == Series::Separate {
-                "served (own process)"
-            } else {
-                "embedded"
-            },
-            self.wall_s,
-            self.cpu_s.map_or("n/a".into(), |c| format!("{c:.1} s")),
-            mb(self.rss_mb),
-            mb(self.server_rss_mb),
-            o(self.reads),
-            o(self.writes),
-            self.code.map_or("killed".into(), |c| c.to_string()),
-            self.converged,
-            self.clusters,
-            if self.all_converged() { "✓" } else { "✗" }
-        )
-    }
-}
-
-/// What `run --once` printed: the summary table's units and phases, and the requests line.
-#[derive(Debug, Default, PartialEq)]
-struct Summary {
-    units: usize,
-    converged: usize,
-    reads: Option<u64>,
-    writes: Option<u64>,
-}
-
-fn summary(stdout: &str) -> Summary {
-    let mut s = Summary::default();
-    let mut phase_at = None;
-    for line in stdout.lines() {
-        if let Some(rest) = line.strip_prefix("requests to the cluster: ") {
-            let mut n = rest
-                .split(|c: char| !c.is_ascii_digit())
-                .filter(|t| !t.is_empty());
-            s.reads = n.next().and_then(|v| v.parse().ok());
-            s.writes = n.next().and_then(|v| v.parse().ok());
-            phase_at = None;
-        } else if line.starts_with("UNIT ") && line.contains(" PHASE ") {
-            phase_at = line.find(" PHASE ").map(|i| i + 1);
-        } else if let Some(at) = phase_at {
-            if line.trim().is_empty() {
-                phase_at = None;
-                continue;
-            }
-            s.units += 1;
-            let phase = line.get(at..).and_then(|p| p.split_whitespace().next());
-            if phase == Some("Converged") {
-                s.converged += 1;
-            }
-        }
-    }
-    s
-}
-
-fn row(series: Series, clusters: usize, m: &common::Measured) -> Row {
-    let s = summary(&m.stdout);
-    Row {
-        series,
-        clusters,
-        wall_s: m.wall.as_secs_f64(),
-        cpu_s: m.cpu.map(|c| c.as_secs_f64()),
-        rss_mb: m.peak_rss_mb,
-        server_rss_mb: None,
-        reads: s.reads,
-        writes: s.writes,
-        code: m.code,
-        units: s.units,
-        converged: s.converged,
-    }
 }
 
 fn report_failure(what: &str, m: &common::Measured) {
@@ -354,19 +219,7 @@ fn separate(n: usize, repo: &Path, dir: &Path, o: &Options) -> Row {
     eprintln!("fleet bench: {n} clusters against `control-plane serve` in its own process...");
     let Some(mut server) = serve_simulated(&served) else {
         eprintln!("fleet bench: `control-plane serve --simulate-azure` did not start");
-        return Row {
-            series: Series::Separate,
-            clusters: n,
-            wall_s: 0.0,
-            cpu_s: None,
-            rss_mb: None,
-            server_rss_mb: None,
-            reads: None,
-            writes: None,
-            code: None,
-            units: 0,
-            converged: 0,
-        };
+        return Row::failed(Series::Separate, n);
     };
     let m = run_measured(
         ARO_GITOPS,
@@ -401,10 +254,7 @@ fn separate(n: usize, repo: &Path, dir: &Path, o: &Options) -> Row {
 }
 
 fn print_header() {
-    println!(
-        "| binary | clusters | control plane | wall | agent CPU | agent peak RSS | server peak RSS | reads | writes | exit | Converged |"
-    );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("{}", Row::MARKDOWN_HEADER);
     let _ = std::io::stdout().flush();
 }
 
@@ -447,12 +297,20 @@ fn main() {
     if let Some((n, cycles)) = o.drift_memory {
         resync::drift_memory(n, cycles, &fleet(n), &dir);
     }
-    if o.sizes.is_empty() && o.separate_sizes.is_empty() && o.before.is_none() {
+    // Nothing to measure: only `--csv PATH --merge --svg PATH` goes on, to draw PATH's rows again.
+    let redraw = o.merge && o.csv.is_some() && o.svg.is_some();
+    if o.sizes.is_empty()
+        && o.separate_sizes.is_empty()
+        && o.real_sizes.is_empty()
+        && o.before.is_none()
+        && !redraw
+    {
         return;
     }
     let before_sizes = o.before_sizes.clone().unwrap_or_else(|| o.sizes.clone());
     let mut all: Vec<usize> = o.sizes.clone();
     all.extend(&o.separate_sizes);
+    all.extend(&o.real_sizes);
     if o.before.is_some() {
         all.extend(&before_sizes);
     }
@@ -480,6 +338,10 @@ fn main() {
     let mut rows = Vec::new();
     let measured = |r: Row, rows: &mut Vec<Row>| {
         print_row(&r);
+        // A step-1-only row on the real server is printed, not kept with whole runs.
+        if r.series.is_real() && r.code.is_none() {
+            return;
+        }
         rows.push(r);
         save(&o, &merged(rows, &previous));
     };
@@ -496,6 +358,20 @@ fn main() {
         }
         if o.separate_sizes.contains(&n) {
             let r = separate(n, &repo, &dir, &o);
+            measured(r, &mut rows);
+        }
+        if o.real_sizes.contains(&n) {
+            let case = real::RealCase {
+                timeout: &o.timeout,
+                step1: o.real_step1,
+                crds: o.real_crds,
+            };
+            if let Some(b) = &o.before {
+                let b = b.to_str().unwrap();
+                let r = real::real(b, Series::RealBefore, n, &repo, &dir, &case);
+                measured(r, &mut rows);
+            }
+            let r = real::real(ARO_GITOPS, Series::Real, n, &repo, &dir, &case);
             measured(r, &mut rows);
         }
     }
@@ -577,6 +453,28 @@ fn targets(rows: &[Row]) {
             r.wall_s,
             mb(r.rss_mb),
             mb(r.server_rss_mb),
+            yes(r.all_converged())
+        );
+    }
+    for r in rows.iter().filter(|r| r.series.is_real()) {
+        let embedded = at(Series::After, r.clusters)
+            .map(|e| {
+                format!(
+                    " (×{:.1} the embedded run's {:.1} s)",
+                    r.wall_s / e.wall_s,
+                    e.wall_s
+                )
+            })
+            .unwrap_or_default();
+        println!(
+            "- {} clusters on kube-apiserver + etcd ({}): {:.1} s{embedded}, agent {} + kube-apiserver {} + etcd {} + simulator {} peak RSS; all Converged: {}",
+            r.clusters,
+            r.series.name(),
+            r.wall_s,
+            mb(r.rss_mb),
+            mb(r.server_rss_mb),
+            mb(r.etcd_rss_mb),
+            mb(r.sim_rss_mb),
             yes(r.all_converged())
         );
     }

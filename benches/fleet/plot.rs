@@ -179,6 +179,25 @@ fn panel(
     }
 }
 
+fn legend_width(l: &Line) -> f64 {
+    40.0 + 6.4 * l.name.len() as f64
+}
+
+/// Where the legend's rows start (indexes into `legend`), each fitting in `width`; the target's
+/// entry follows the last.
+fn legend_rows(legend: &[&Line], width: f64) -> Vec<usize> {
+    let mut starts = vec![0];
+    let mut x = LEFT;
+    for (k, l) in legend.iter().enumerate() {
+        if x + legend_width(l) > width - 20.0 && k > 0 {
+            starts.push(k);
+            x = LEFT;
+        }
+        x += legend_width(l);
+    }
+    starts
+}
+
 /// The whole figure.
 pub fn svg(rows: &[Row]) -> String {
     let time = [
@@ -199,6 +218,22 @@ pub fn svg(rows: &[Row]) -> String {
             "after, served control plane",
             "#2ca02c",
             true,
+            |r| Some(r.wall_s),
+        ),
+        line(
+            rows,
+            Series::RealBefore,
+            "before, real server",
+            "#bcbd22",
+            false,
+            |r| Some(r.wall_s),
+        ),
+        line(
+            rows,
+            Series::Real,
+            "after, kube-apiserver + etcd",
+            "#8c564b",
+            false,
             |r| Some(r.wall_s),
         ),
     ];
@@ -230,6 +265,38 @@ pub fn svg(rows: &[Row]) -> String {
             true,
             |r| r.server_rss_mb,
         ),
+        line(
+            rows,
+            Series::RealBefore,
+            "before, real server: agent",
+            "#bcbd22",
+            false,
+            |r| r.rss_mb,
+        ),
+        line(
+            rows,
+            Series::Real,
+            "real server: agent",
+            "#8c564b",
+            false,
+            |r| r.rss_mb,
+        ),
+        line(
+            rows,
+            Series::Real,
+            "real server: kube-apiserver",
+            "#e377c2",
+            true,
+            |r| r.server_rss_mb,
+        ),
+        line(
+            rows,
+            Series::Real,
+            "real server: etcd",
+            "#7f7f7f",
+            true,
+            |r| r.etcd_rss_mb,
+        ),
     ];
     let after_1000 = rows
         .iter()
@@ -246,7 +313,17 @@ pub fn svg(rows: &[Row]) -> String {
         }
     }
     let width = LEFT + 2.0 * PANEL_W + GAP + 20.0;
-    let height = TOP + PANEL_H + BOTTOM + 40.0;
+    // The legend's entries: the memory panel's lines, and the time panel's that it lacks.
+    let legend: Vec<&Line> = memory
+        .iter()
+        .chain(
+            time.iter()
+                .filter(|t| !memory.iter().any(|m| m.name == t.name)),
+        )
+        .filter(|l| !l.points.is_empty())
+        .collect();
+    let legend_rows = legend_rows(&legend, width);
+    let height = TOP + PANEL_H + BOTTOM + 24.0 * (legend_rows.len() + 1) as f64 + 16.0;
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -265,10 +342,12 @@ pub fn svg(rows: &[Row]) -> String {
         &memory,
         &memory_targets,
     );
-    // Legend, one row under the panels.
-    let mut lx = LEFT;
-    let ly = TOP + PANEL_H + BOTTOM + 16.0;
-    for l in memory.iter().filter(|l| !l.points.is_empty()) {
+    // Legend, in rows under the panels.
+    let (mut lx, mut ly) = (LEFT, TOP + PANEL_H + BOTTOM + 16.0);
+    for (k, l) in legend.iter().enumerate() {
+        if k > 0 && legend_rows.contains(&k) {
+            (lx, ly) = (LEFT, ly + 24.0);
+        }
         let _ = writeln!(
             out,
             r#"<line x1="{lx:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{}" stroke-width="2"{}/><text x="{:.1}" y="{:.1}" font-size="12">{}</text>"#,
@@ -283,7 +362,10 @@ pub fn svg(rows: &[Row]) -> String {
             ly + 4.0,
             esc(l.name)
         );
-        lx += 40.0 + 6.4 * l.name.len() as f64;
+        lx += legend_width(l);
+    }
+    if lx + 420.0 > width {
+        (lx, ly) = (LEFT, ly + 24.0);
     }
     let _ = writeln!(
         out,
