@@ -373,7 +373,7 @@ async fn a_missing_kubeconfig_secret_keeps_the_control_plane_not_ready() {
         DEV,
         "AROControlPlane",
         "dev",
-        "- op: replace\n  path: /spec/resources/0/spec/operatorSpec/secrets\n  value: {userCredentials: {name: dev-user-kubeconfig, key: value}}",
+        "- op: replace\n  path: /spec/resources/0/spec/operatorSpec/secrets\n  value: {adminCredentials: {name: dev-admin-kubeconfig, key: value}}",
     );
     let mut config = f.config();
     // Dev cannot converge without the Secret: the run ends at this deadline, which leaves prod
