@@ -146,6 +146,8 @@ pub(super) async fn dump(client: kube::Client) -> Live {
                     meta.name.clone().unwrap_or_default()
                 );
                 let map = v.as_object_mut().expect("an object");
+                // kube-apiserver leaves a list's items without their kind; the comparison wants it.
+                map.insert("kind".into(), Value::String(resource.kind.clone()));
                 map.remove("status");
                 let m = map.remove("metadata").unwrap_or_default();
                 map.insert(

@@ -6,7 +6,8 @@
 //! run with faults changes no uid.
 //!
 //! The scenario is written against [`ApiServer`], so it runs on any server behind the proxy:
-//! `control-plane serve --simulate-azure` here.
+//! `control-plane serve --simulate-azure`, and a real kube-apiserver with `aro-gitops
+//! azure-simulator` beside it.
 
 use super::faults::{Live, assert_same_objects, dump};
 use super::*;
@@ -28,6 +29,10 @@ pub trait ApiServer: Send {
     fn restartable(&self) -> Vec<(&'static str, u64)>;
     /// Whether a run converges here (something plays ASO), or stops at step 1 at its timeout.
     fn converges(&self) -> bool;
+    /// The agent's further arguments on this server.
+    fn agent_args(&self) -> &'static [&'static str] {
+        &[]
+    }
     /// Of the live objects, those the comparison is about.
     fn relevant(&self, live: Live) -> Live {
         live
@@ -108,7 +113,9 @@ async fn run_through_proxy<S: ApiServer>(
     let (repo, state) = (fleet.repo.clone(), fleet.state.clone());
     let timeout = if server.converges() { "300s" } else { "45s" };
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_aro-gitops"))
-        .args(["run", "--once", "--timeout", timeout, "--kubeconfig"])
+        .args(["run", "--once", "--timeout", timeout])
+        .args(server.agent_args())
+        .arg("--kubeconfig")
         .arg(&kubeconfig)
         .arg("--repo")
         .arg(&repo)
@@ -245,10 +252,13 @@ async fn through_a_fault_proxy_to_a_served_control_plane_the_fleet_converges_to_
 }
 
 /// A real kube-apiserver, etcd and kube-controller-manager (`scripts/real-cluster up`), with the
-/// project's CRDs; the agent is a ServiceAccount bound to cluster-admin (the deploy base's own
-/// permissions are tested elsewhere), its token passed through the proxy. Nothing plays ASO here,
-/// so a run stops at step 1 at its timeout, the same for both runs.
+/// CRDs a management cluster has; the agent is a ServiceAccount bound to cluster-admin (the deploy
+/// base's own permissions are tested in `real_server.rs`), its token passed through the proxy.
+/// `aro-gitops azure-simulator` plays ASO straight to the server (not through the proxy: the faults
+/// are the agent's), and the agent finds it with `--use-azure-simulator`, so the fleet converges.
 struct Real {
+    // Dropped before the cluster: the simulator ends first.
+    _simulator: common::real_examples::Simulator,
     cluster: common::real_cluster::RealCluster,
     token: String,
     upstream: Upstream,
@@ -258,21 +268,8 @@ struct Real {
 impl Real {
     async fn start() -> Option<Real> {
         let cluster = tokio::task::block_in_place(common::real_cluster::RealCluster::start)?;
-        let crds = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/controlplane/crds");
         tokio::task::block_in_place(|| {
-            cluster.kubectl(&[
-                "apply",
-                "--server-side",
-                "-f",
-                crds.to_str().expect("UTF-8"),
-            ]);
-            cluster.kubectl(&[
-                "wait",
-                "--for=condition=Established",
-                "--timeout=60s",
-                "crd",
-                "--all",
-            ]);
+            cluster.install_crds();
             cluster.kubectl(&["create", "serviceaccount", "fault-agent", "-n", "default"]);
             cluster.kubectl(&[
                 "create",
@@ -314,7 +311,11 @@ impl Real {
             ca_pem: ca,
         };
         let reader = common::real_cluster::client_for(&cluster.admin_kubeconfig()).await;
+        let simulator = tokio::task::block_in_place(|| {
+            common::real_examples::Simulator::start(&cluster.admin_kubeconfig())
+        });
         Some(Real {
+            _simulator: simulator,
             cluster,
             token,
             upstream,
@@ -337,11 +338,15 @@ impl ApiServer for Real {
     }
 
     fn restartable(&self) -> Vec<(&'static str, u64)> {
-        vec![("kube-apiserver", 40), ("etcd", 40)]
+        vec![("kube-apiserver", 40), ("etcd", 20)]
     }
 
     fn converges(&self) -> bool {
-        false
+        true
+    }
+
+    fn agent_args(&self) -> &'static [&'static str] {
+        &["--use-azure-simulator"]
     }
 
     /// The objects of the fleet's namespaces and the agent's, and its Namespaces, but the ones
@@ -352,7 +357,10 @@ impl ApiServer for Real {
                 let ours = ["aro-dev", "aro-prod", "aro-gitops-system"];
                 let namespaced = ours.iter().any(|ns| key.contains(&format!(" {ns}/")));
                 let namespace = ours.iter().any(|ns| key == &format!("v1 Namespace /{ns}"));
-                let made = key.ends_with("/kube-root-ca.crt")
+                // What the simulator publishes about itself (its address, its Lease) is not the fleet's.
+                let simulator = key.ends_with("/aro-gitops-azure-simulator");
+                let made = simulator
+                    || key.ends_with("/kube-root-ca.crt")
                     || key.ends_with(" ServiceAccount /default")
                     || key.contains(" ServiceAccount ") && key.ends_with("/default");
                 (namespaced || namespace) && !made
@@ -366,7 +374,7 @@ impl ApiServer for Real {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn through_a_fault_proxy_to_a_real_kube_apiserver_the_fleet_reaches_the_same_objects() {
+async fn through_a_fault_proxy_to_a_real_kube_apiserver_the_fleet_converges_to_the_same_objects() {
     faults_change_nothing(|| {
         tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(Real::start()))
     })
