@@ -312,7 +312,7 @@ impl Real {
         };
         let reader = common::real_cluster::client_for(&cluster.admin_kubeconfig()).await;
         let simulator = tokio::task::block_in_place(|| {
-            common::real_examples::Simulator::start(&cluster.admin_kubeconfig())
+            common::real_examples::Simulator::start(&cluster.admin_kubeconfig()).0
         });
         Some(Real {
             _simulator: simulator,

@@ -10,6 +10,7 @@ pub mod real_agent;
 pub mod real_cluster;
 pub mod real_examples;
 pub mod running;
+pub mod simulator;
 pub mod snapshot;
 pub mod sops;
 

@@ -10,14 +10,8 @@
 
 use super::fleet::{Fleet, Output};
 use super::real_cluster::RealCluster;
-use super::running::forward;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{Receiver, channel};
-use std::time::{Duration, Instant};
 
-/// How long the simulator gets to start serving.
-const SIMULATOR_START: Duration = Duration::from_secs(30);
 /// How long one `run --once` may take to settle on the real server.
 pub const RUN_TIMEOUT: &str = "120s";
 
@@ -45,7 +39,7 @@ impl RealExamples {
         let cluster = RealCluster::start()?;
         cluster.install_crds();
         let kubeconfig = cluster.deploy_base_kubeconfig();
-        let simulator = simulator.then(|| Simulator::start(&cluster.admin_kubeconfig()));
+        let simulator = simulator.then(|| Simulator::start(&cluster.admin_kubeconfig()).0);
         let (fleet, _) = Fleet::git();
         Some(RealExamples {
             fleet,
@@ -124,69 +118,7 @@ impl RealExamples {
     }
 }
 
-/// One `aro-gitops azure-simulator --kubeconfig ADMIN` process, no provisioning delay; killed
-/// when dropped.
-pub struct Simulator {
-    child: Child,
-    lines: Receiver<String>,
-    seen: Vec<String>,
-}
-
-impl Simulator {
-    /// Started, and serving (its line `azure simulator: serving on https://ADDR` came).
-    pub fn start(kubeconfig: &Path) -> Simulator {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_aro-gitops"))
-            .args(["azure-simulator", "--sim-delay", "0s", "--kubeconfig"])
-            .arg(kubeconfig)
-            .env("ARO_GITOPS_LOG", "warn")
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the binary starts");
-        let (tx, lines) = channel();
-        forward(child.stdout.take().expect("piped"), tx.clone());
-        forward(child.stderr.take().expect("piped"), tx);
-        let mut sim = Simulator {
-            child,
-            lines,
-            seen: Vec::new(),
-        };
-        let deadline = Instant::now() + SIMULATOR_START;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match sim.lines.recv_timeout(left) {
-                Ok(line) => {
-                    let serving = line.starts_with("azure simulator: serving on https://");
-                    sim.seen.push(line);
-                    if serving {
-                        return sim;
-                    }
-                }
-                Err(_) => panic!(
-                    "the Azure simulator did not start serving within {SIMULATOR_START:?}:\n{}",
-                    sim.seen.join("\n")
-                ),
-            }
-        }
-    }
-
-    /// Everything it printed so far.
-    pub fn drain(&mut self) -> String {
-        while let Ok(line) = self.lines.try_recv() {
-            self.seen.push(line);
-        }
-        self.seen.join("\n")
-    }
-}
-
-impl Drop for Simulator {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+pub use super::simulator::Simulator;
 
 impl Output {
     /// The summary's `requests to the cluster: N reads, M writes`, as (N, M).
