@@ -28,7 +28,7 @@
 //!    the reference CRDs, Azure played by `aro-gitops azure-simulator --kubeconfig` and the agent
 //!    given `--use-azure-simulator` (see `fleet/real.rs`); the rows add kube-apiserver's, etcd's
 //!    and the simulator's peak RSS. With `--before BIN`, `BIN` runs there too, first, on its own
-//!    fresh cluster. `--real-step1` measures step 1 only (nothing plays ASO), as do binaries
+//!    fresh cluster, as the agent and (when it has one) as the simulator. `--real-step1` measures step 1 only (nothing plays ASO), as do binaries
 //!    without the simulator; those rows are printed, not written to the CSV. The binaries come
 //!    from `scripts/real-cluster build`. `--real-crds project` installs the project's own CRDs
 //!    instead of ASO's and CAPZ's reference ones.

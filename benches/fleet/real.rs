@@ -43,11 +43,21 @@ fn has(bin: &str, args: &[&str], needle: &str) -> bool {
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains(needle))
 }
 
-/// Whether the whole run can be measured with `bin` as the agent: this build runs the simulator
-/// and `bin` can use it.
+/// Whether the whole run can be measured with `bin` as the agent: a simulator runs (see
+/// [`simulator_of`]) and `bin` can use it.
 pub fn whole_run_possible(bin: &str) -> bool {
     has(ARO_GITOPS, &["--help"], "azure-simulator")
         && has(bin, &["run", "--help"], "--use-azure-simulator")
+}
+
+/// The binary that plays ASO for `bin`: `bin` itself when it has the simulator (so a `--before`
+/// build is measured with its own simulator), else this build.
+fn simulator_of(bin: &str) -> &str {
+    if has(bin, &["--help"], "azure-simulator") {
+        bin
+    } else {
+        ARO_GITOPS
+    }
 }
 
 /// `aro-gitops azure-simulator` against the cluster, until dropped (SIGTERM).
@@ -56,9 +66,9 @@ struct Simulator {
 }
 
 impl Simulator {
-    fn start(kubeconfig: &Path) -> Option<Simulator> {
+    fn start(bin: &str, kubeconfig: &Path) -> Option<Simulator> {
         let (child, lines) = spawn_lines(
-            Command::new(ARO_GITOPS)
+            Command::new(bin)
                 .args(["--log", "warn", "azure-simulator", "--kubeconfig"])
                 .arg(kubeconfig)
                 .args(["--sim-delay", "0s"]),
@@ -245,7 +255,7 @@ pub fn real(bin: &str, series: Series, n: usize, repo: &Path, dir: &Path, case: 
     case.crds.install(&cluster);
     let kubeconfig = cluster.admin_kubeconfig();
     let simulator = if whole {
-        match Simulator::start(&kubeconfig) {
+        match Simulator::start(simulator_of(bin), &kubeconfig) {
             Some(s) => Some(s),
             None => {
                 eprintln!("fleet bench: `aro-gitops azure-simulator` did not start");

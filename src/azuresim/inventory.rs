@@ -27,6 +27,31 @@ fn resource() -> ApiResource {
     }
 }
 
+/// The Role (and RoleBinding) that lets agents read the records: with `--use-azure-simulator`, an
+/// agent asks them whether a resource "exists in Azure" (`reconcile-policy-if-exists`). The
+/// standalone simulator writes both; deploy/base grants nothing about the simulator.
+pub const READER_ROLE: &str = "aro-gitops-azure-simulator-inventory-reader";
+
+/// [`READER_ROLE`] and its binding to every ServiceAccount of `agent_namespace`.
+pub fn reader_rbac(agent_namespace: &str) -> (Value, Value) {
+    let metadata = json!({"name": READER_ROLE, "namespace": NAMESPACE});
+    let role = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": metadata,
+        "rules": [{"apiGroups": [GROUP], "resources": ["simulatedazureresources"], "verbs": ["get", "list", "watch"]}],
+    });
+    let binding = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": metadata,
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": READER_ROLE},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                      "name": format!("system:serviceaccounts:{agent_namespace}")}],
+    });
+    (role, binding)
+}
+
 /// The record's object name for an ARM id (ARM ids are case-insensitive).
 pub fn record_name(arm_id: &str) -> String {
     let d = ring::digest::digest(

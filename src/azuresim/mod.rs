@@ -9,7 +9,7 @@
 //!   and a changed spec through `Updating`; until it has reacted to a spec change, the `Ready`
 //!   condition's `observedGeneration` lags behind `metadata.generation` (see [`status`]);
 //! - writes the observed status of HcpOpenShiftClusters and their node pools, and the kubeconfig
-//!   Secrets an HcpOpenShiftCluster asks for;
+//!   Secret an HcpOpenShiftCluster asks for (not under [`secret::WITHHOLD_ANNOTATION`]);
 //! - serves, when asked to ([`AzureSimulator::serving_guests`]), each provisioned cluster's guest
 //!   API (its APIServices, for the aggregated-APIServices gate) on one loopback HTTPS listener,
 //!   at the address its kubeconfig Secret names, with a CA of its own that the kubeconfig

@@ -7,6 +7,11 @@
 //! objects that name it as owner. Provisioning delays are timers in the same loop, keyed by the
 //! generation they were started for: a spec change during the delay starts a new one. Deletions
 //! (the finalizer, `deletion`) are timed the same way.
+//!
+//! The objects marked in one turn of the loop are distinct, so they are reconciled concurrently (at
+//! most [`RECONCILE_CONCURRENCY`] at a time): each object still has one reconcile in flight, in the
+//! order its changes arrived. The loop's bookkeeping ([`State`]) sits behind a lock that is never
+//! held across a request.
 
 mod deletion;
 
@@ -22,7 +27,9 @@ use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
 use std::cmp::Reverse;
+use futures::StreamExt as _;
 use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
@@ -36,6 +43,9 @@ const DISCOVERY_RETRY: Duration = Duration::from_secs(2);
 const CREDENTIAL_RETRY: Duration = Duration::from_secs(2);
 /// How soon to retry an object whose reconcile failed.
 const RETRY_AFTER: Duration = Duration::from_secs(1);
+/// How many objects are reconciled at once. Each takes a few requests in a row; a fleet's first
+/// step marks thousands of objects together, and the API server, not the simulator, sets the pace.
+const RECONCILE_CONCURRENCY: usize = 16;
 
 /// Simulates Azure Service Operator against a control plane (see the module header of `azuresim`).
 pub struct AzureSimulator {
@@ -101,8 +111,18 @@ struct Runner {
     guest: Option<guest::GuestEndpoint>,
     tx: mpsc::UnboundedSender<Seen>,
     kinds: Kinds,
+    key_vaults: Option<KeyVaults>,
+    state: Mutex<State>,
+}
+
+/// What the loop remembers between turns. Reconciles running at once each take the lock for a
+/// moment, never across an await.
+#[derive(Default)]
+struct State {
     /// The owner each known object names: which objects to wake when an owner changes.
     owners: HashMap<Key, OwnerRef>,
+    /// The same, indexed by the owner named.
+    children: HashMap<OwnerSlot, BTreeSet<Key>>,
     /// Provisioning started for (generation, due at).
     timers: HashMap<Key, (i64, Instant)>,
     /// Deletions under `manage`: when the simulated Azure resource is due to go.
@@ -114,7 +134,61 @@ struct Runner {
     removals: Vec<String>,
     /// uids of deleted objects whose simulated Azure resource the finalizer step already removed.
     finalized: HashSet<String>,
-    key_vaults: Option<KeyVaults>,
+    /// Objects whose next reconcile reads the API server, not the watch's copy: their last write
+    /// conflicted with a newer version the watch has not delivered yet.
+    fresh: HashSet<Key>,
+}
+
+/// Where an owner is looked up: (namespace, kind, name). The group, when a reference names one, is
+/// checked against `owners`.
+type OwnerSlot = (String, String, String);
+
+impl State {
+    fn set_owner(&mut self, key: &Key, owner: OwnerRef) {
+        self.unindex(key);
+        if let OwnerRef::Named { kind, name, .. } = &owner {
+            self.children
+                .entry((key.namespace.clone(), kind.clone(), name.clone()))
+                .or_default()
+                .insert(key.clone());
+        }
+        self.owners.insert(key.clone(), owner);
+    }
+
+    fn unindex(&mut self, key: &Key) {
+        if let Some(OwnerRef::Named { kind, name, .. }) = self.owners.get(key) {
+            let slot = (key.namespace.clone(), kind.clone(), name.clone());
+            if let Some(children) = self.children.get_mut(&slot) {
+                children.remove(key);
+                if children.is_empty() {
+                    self.children.remove(&slot);
+                }
+            }
+        }
+    }
+
+    fn forget(&mut self, key: &Key) {
+        self.unindex(key);
+        self.owners.remove(key);
+        self.timers.remove(key);
+        self.deletions.remove(key);
+    }
+
+    /// The known objects that name `owner` as theirs.
+    fn children_of(&self, owner: &Key) -> Vec<Key> {
+        let slot = (owner.namespace.clone(), owner.kind.clone(), owner.name.clone());
+        let Some(children) = self.children.get(&slot) else {
+            return Vec::new();
+        };
+        children
+            .iter()
+            .filter(|child| {
+                matches!(self.owners.get(*child), Some(OwnerRef::Named { group, .. })
+                    if group.as_ref().is_none_or(|g| *g == owner.group))
+            })
+            .cloned()
+            .collect()
+    }
 }
 
 async fn run(
@@ -130,14 +204,8 @@ async fn run(
         guest,
         tx,
         kinds: HashMap::new(),
-        owners: HashMap::new(),
-        timers: HashMap::new(),
-        deletions: HashMap::new(),
-        wakeups: BinaryHeap::new(),
-        recorded: BTreeSet::new(),
-        removals: Vec::new(),
-        finalized: HashSet::new(),
         key_vaults,
+        state: Mutex::new(State::default()),
     };
     // Dropped with this task, which aborts every watcher.
     let mut watchers: JoinSet<()> = JoinSet::new();
@@ -148,7 +216,7 @@ async fn run(
     );
     loop {
         let mut dirty = BTreeSet::new();
-        let next_wakeup = runner.wakeups.peek().map(|Reverse((at, _))| *at);
+        let next_wakeup = runner.state_mut().wakeups.peek().map(|Reverse((at, _))| *at);
         tokio::select! {
             _ = sleep_until(next_discovery) => {
                 let found = watch::discover(&runner.client, &mut runner.kinds, &runner.tx, &mut watchers).await;
@@ -162,17 +230,19 @@ async fn run(
             }
             _ = sleep_until(next_wakeup.unwrap_or_else(Instant::now)), if next_wakeup.is_some() => {
                 let now = Instant::now();
-                while let Some(Reverse((at, _))) = runner.wakeups.peek() {
+                let wakeups = &mut runner.state_mut().wakeups;
+                while let Some(Reverse((at, _))) = wakeups.peek() {
                     if *at > now {
                         break;
                     }
-                    let Reverse((_, key)) = runner.wakeups.pop().expect("peeked");
+                    let Reverse((_, key)) = wakeups.pop().expect("peeked");
                     dirty.insert(key);
                 }
             }
         }
-        for arm_id in std::mem::take(&mut runner.removals) {
-            runner.recorded.remove(&arm_id);
+        let removals = std::mem::take(&mut runner.state_mut().removals);
+        for arm_id in removals {
+            runner.state_mut().recorded.remove(&arm_id);
             match inventory::remove(&runner.client, &arm_id).await {
                 Ok(()) => tracing::info!(%arm_id, "simulated Azure resource deleted"),
                 Err(error) => {
@@ -180,60 +250,69 @@ async fn run(
                 }
             }
         }
-        for key in dirty {
-            let retry_at = match runner.reconcile(&key).await {
+        let reconciled: Vec<(Key, Result<(), kube::Error>)> = futures::stream::iter(dirty)
+            .map(|key| {
+                let runner = &runner;
+                async move {
+                    let outcome = runner.reconcile(&key).await;
+                    (key, outcome)
+                }
+            })
+            .buffer_unordered(RECONCILE_CONCURRENCY)
+            .collect()
+            .await;
+        for (key, outcome) in reconciled {
+            let retry_at = match outcome {
                 Ok(()) => continue,
                 // Gone meanwhile: the watch reports it.
                 Err(kube::Error::Api(s)) if s.code == 404 => continue,
-                // Changed since it was read: read it again at once.
-                Err(kube::Error::Api(s)) if s.code == 409 => Instant::now(),
+                // Changed since it was read: read it again at once, from the API server.
+                Err(kube::Error::Api(s)) if s.code == 409 => {
+                    runner.state_mut().fresh.insert(key.clone());
+                    Instant::now()
+                }
                 Err(error) => {
                     tracing::warn!(kind = %key.kind, namespace = %key.namespace, name = %key.name, %error, "simulated reconcile failed; retrying");
                     Instant::now() + RETRY_AFTER
                 }
             };
-            runner.wakeups.push(Reverse((retry_at, key)));
+            runner.state_mut().wakeups.push(Reverse((retry_at, key)));
         }
     }
 }
 
 impl Runner {
+    /// The loop's bookkeeping, for a moment: never hold it across an await.
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The bookkeeping between batches, when nothing else can hold it.
+    fn state_mut(&mut self) -> &mut State {
+        self.state
+            .get_mut()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     /// Records what a watcher saw and marks the objects to reconcile.
     fn note(&mut self, seen: Seen, dirty: &mut BTreeSet<Key>) {
+        let state = self.state_mut();
         let key = match seen {
             Seen::Applied { key, owner } => {
-                self.owners.insert(key.clone(), owner);
+                state.set_owner(&key, owner);
                 dirty.insert(key.clone());
                 key
             }
             Seen::Deleted { key, uid, arm_id } => {
-                self.forget(&key);
+                state.forget(&key);
                 // Deleted through the finalizer: its Azure resource was handled then.
-                if !self.finalized.remove(&uid) {
-                    self.removals.extend(arm_id);
+                if !state.finalized.remove(&uid) {
+                    state.removals.extend(arm_id);
                 }
                 key
             }
         };
-        dirty.extend(self.children_of(&key));
-    }
-
-    fn forget(&mut self, key: &Key) {
-        self.owners.remove(key);
-        self.timers.remove(key);
-        self.deletions.remove(key);
-    }
-
-    fn children_of(&self, owner: &Key) -> Vec<Key> {
-        self.owners
-            .iter()
-            .filter(|(child, named)| {
-                child.namespace == owner.namespace
-                    && matches!(named, OwnerRef::Named { group, kind, name }
-                        if *name == owner.name && *kind == owner.kind && group.as_ref().is_none_or(|g| *g == owner.group))
-            })
-            .map(|(child, _)| child.clone())
-            .collect()
+        dirty.extend(state.children_of(&key));
     }
 
     fn api(&self, ar: &ApiResource, namespace: &str) -> Api<DynamicObject> {
@@ -242,20 +321,24 @@ impl Runner {
 
     /// Brings one object (its finalizer, status and Secrets) to what the simulated Azure would
     /// report, or takes its deletion a step further.
-    async fn reconcile(&mut self, key: &Key) -> Result<(), kube::Error> {
-        let Some(ar) = self
-            .kinds
-            .get(&(key.group.clone(), key.kind.clone()))
-            .cloned()
-        else {
+    async fn reconcile(&self, key: &Key) -> Result<(), kube::Error> {
+        let Some(watched) = self.kinds.get(&(key.group.clone(), key.kind.clone())) else {
             return Ok(());
         };
-        let api = self.api(&ar, &key.namespace);
-        let Some(live) = api.get_opt(&key.name).await? else {
-            self.forget(key);
+        let ar = &watched.ar;
+        let api = self.api(ar, &key.namespace);
+        // The watch's copy, unless the last write conflicted with it (or the first list is not
+        // complete yet): then the API server's.
+        let fresh = self.state().fresh.remove(key);
+        let live = match watched.cached(&key.namespace, &key.name) {
+            Some(cached) if !fresh => Some(DynamicObject::clone(&cached)),
+            _ => api.get_opt(&key.name).await?,
+        };
+        let Some(live) = live else {
+            self.state().forget(key);
             return Ok(());
         };
-        let mut obj = to_value(live, &ar);
+        let mut obj = to_value(live, ar);
         if let Some(vaults) = &self.key_vaults
             && key.kind == "Vault"
             && key.group == KEY_VAULT_GROUP
@@ -263,14 +346,14 @@ impl Runner {
             vaults.configure_vault(&obj);
         }
         if policy::is_deleting(&obj) {
-            self.timers.remove(key);
-            return self.finalize(key, &ar, &api, obj).await;
+            self.state().timers.remove(key);
+            return self.finalize(key, ar, &api, obj).await;
         }
-        self.deletions.remove(key);
+        self.state().deletions.remove(key);
         if !policy::has_finalizer(&obj) {
-            obj = deletion::add_finalizer(&api, &ar, &obj).await?;
+            obj = deletion::add_finalizer(&api, ar, &obj).await?;
         }
-        if self.credential_refused(key, &ar, &api, &obj).await? {
+        if self.credential_refused(key, ar, &api, &obj).await? {
             return Ok(());
         }
         let owner = self
@@ -279,7 +362,7 @@ impl Runner {
         if ReconcilePolicy::of(&obj) == ReconcilePolicy::Skip {
             // ASO never writes Azure under skip; it only reads the resource. A resource that
             // exists in the simulated Azure reads as Ready; one that does not is left alone.
-            self.timers.remove(key);
+            self.state().timers.remove(key);
             let read = status::render(&obj, owner.as_ref(), &Phase::Succeeded, &timestamp());
             let exists = match read.get("id").and_then(Value::as_str) {
                 Some(id) => inventory::exists(&self.client, id).await?,
@@ -287,7 +370,7 @@ impl Runner {
             };
             tracing::debug!(kind = %key.kind, namespace = %key.namespace, name = %key.name, exists, "reconcile-policy skip: read only");
             if exists {
-                write_status(&api, &ar, key, &obj, &read, "Succeeded").await?;
+                write_status(&api, ar, key, &obj, &read, "Succeeded").await?;
             }
             return Ok(());
         }
@@ -296,6 +379,7 @@ impl Runner {
             .and_then(Value::as_i64)
             .unwrap_or(0);
         let delay_elapsed = self
+            .state()
             .timers
             .get(key)
             .is_some_and(|(g, at)| *g == generation && Instant::now() >= *at);
@@ -305,31 +389,34 @@ impl Runner {
         if phase == Phase::Succeeded {
             // What Azure holds comes first: once Ready says Succeeded, the resource (and a
             // cluster's kubeconfig Secrets) exist.
-            if let Some(arm_id) = desired.get("id").and_then(Value::as_str)
-                && !self.recorded.contains(arm_id)
-            {
+            let unrecorded = desired
+                .get("id")
+                .and_then(Value::as_str)
+                .filter(|id| !self.state().recorded.contains(*id));
+            if let Some(arm_id) = unrecorded {
                 let arm_type = azure::arm_type(&key.group, &key.kind);
                 inventory::ensure(&self.client, arm_id, &arm_type, FIELD_MANAGER).await?;
-                self.recorded.insert(arm_id.to_string());
+                self.state().recorded.insert(arm_id.to_string());
             }
             if key.kind == azure::HCP_CLUSTER {
                 self.write_secrets(&obj).await?;
             }
         }
-        write_status(&api, &ar, key, &obj, &desired, phase.reason()).await?;
+        write_status(&api, ar, key, &obj, &desired, phase.reason()).await?;
 
         match phase {
             Phase::Provisioning => {
-                if self.timers.get(key).map(|(g, _)| *g) != Some(generation) {
+                let mut state = self.state();
+                if state.timers.get(key).map(|(g, _)| *g) != Some(generation) {
                     let due = Instant::now() + self.config.provisioning_delay;
-                    self.timers.insert(key.clone(), (generation, due));
-                    self.wakeups.push(Reverse((due, key.clone())));
+                    state.timers.insert(key.clone(), (generation, due));
+                    state.wakeups.push(Reverse((due, key.clone())));
                 }
             }
             // Retried on the next change: the delay of this generation has been served.
             Phase::TransientFailure { .. } => {}
             _ => {
-                self.timers.remove(key);
+                self.state().timers.remove(key);
             }
         }
         Ok(())
@@ -338,7 +425,7 @@ impl Runner {
     /// ASO's per-resource credential ([`credential`]): true when `obj` cannot be managed with
     /// it, after writing why; retried as ASO retries (the Secret is not watched).
     pub(super) async fn credential_refused(
-        &mut self,
+        &self,
         key: &Key,
         ar: &ApiResource,
         api: &Api<DynamicObject>,
@@ -360,8 +447,9 @@ impl Runner {
         tracing::debug!(kind = %key.kind, namespace = %key.namespace, name = %key.name, %problem, "credential refused");
         let desired = credential::refused_status(obj, &problem, &timestamp());
         write_status(api, ar, key, obj, &desired, credential::REASON).await?;
-        self.timers.remove(key);
-        self.wakeups
+        self.state().timers.remove(key);
+        self.state()
+            .wakeups
             .push(Reverse((Instant::now() + CREDENTIAL_RETRY, key.clone())));
         Ok(true)
     }
@@ -375,17 +463,21 @@ impl Runner {
         let OwnerRef::Named { group, kind, name } = owner else {
             return Ok(None);
         };
-        let ar = match group {
+        let watched = match group {
             Some(g) => self.kinds.get(&(g.clone(), kind.clone())),
             None => self
                 .kinds
                 .iter()
                 .find(|((_, k), _)| k == kind)
-                .map(|(_, ar)| ar),
+                .map(|(_, w)| w),
         };
-        let Some(ar) = ar else {
+        let Some(watched) = watched else {
             return Ok(None);
         };
+        let ar = &watched.ar;
+        if let Some(cached) = watched.cached(namespace, name) {
+            return Ok(Some(to_value(DynamicObject::clone(&cached), ar)));
+        }
         Ok(self
             .api(ar, namespace)
             .get_opt(name)

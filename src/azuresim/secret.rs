@@ -1,7 +1,8 @@
 //! The credential Secrets ASO writes for an HcpOpenShiftCluster, simulated (pure).
 //!
-//! ASO writes the cluster's kubeconfig into the Secrets named by `spec.operatorSpec.secrets`
-//! (`adminCredentials`, `userCredentials`: `{name, key}`). The simulator writes the same Secrets, in
+//! ASO writes the cluster's kubeconfig into the Secret named by
+//! `spec.operatorSpec.secrets.adminCredentials` (`{name, key}`; ASO's HcpOpenShiftCluster has no
+//! other destination). The simulator writes the same Secret, in
 //! the cluster's namespace and owned by it, holding a syntactically valid kubeconfig whose server is
 //! the simulated API URL and whose token is obviously fake; with the guest API running
 //! (`guest`), the server is that API's address for the cluster and the token the cluster's own
@@ -22,11 +23,24 @@ pub const SIMULATED_NOTE: &str = "Written by the aro-gitops Azure simulator: the
 /// The bearer token in every simulated kubeconfig: never valid anywhere.
 pub const FAKE_TOKEN: &str = "sha256~aro-gitops-simulated-token-NOT-A-REAL-CREDENTIAL";
 
+/// Annotation on an HcpOpenShiftCluster (value `"true"`) that makes the simulator provision it but
+/// never write its kubeconfig Secret, as when ASO cannot write it: the control plane then stays
+/// not ready until the Secret appears some other way.
+pub const WITHHOLD_ANNOTATION: &str = "aro-gitops.dev/simulate-withhold-secrets";
+
+fn withholds_secrets(cluster: &Value) -> bool {
+    cluster
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(WITHHOLD_ANNOTATION))
+        .and_then(Value::as_str)
+        == Some("true")
+}
+
 /// The key a Secret destination uses when it names none.
 const DEFAULT_KEY: &str = "value";
 
-/// The Secrets (as apply bodies) ASO would write for `cluster`, one per Secret name; empty when
-/// `spec.operatorSpec.secrets` names none. Their kubeconfigs name the simulated API URL, which
+/// The Secret (as an apply body) ASO would write for `cluster`; none when
+/// `spec.operatorSpec.secrets.adminCredentials` names none, or under [`WITHHOLD_ANNOTATION`]. Their kubeconfigs name the simulated API URL, which
 /// nothing serves (see [`credential_secrets_at`] for a guest API that answers).
 pub fn credential_secrets(cluster: &Value) -> Vec<Value> {
     credential_secrets_at(cluster, None)
@@ -36,38 +50,30 @@ pub fn credential_secrets(cluster: &Value) -> Vec<Value> {
 /// server `<base>/clusters/<namespace>/<name>`, the guest CA, and the cluster's own fake token
 /// (`guest_api::token`).
 pub fn credential_secrets_at(cluster: &Value, guest: Option<&GuestEndpoint>) -> Vec<Value> {
-    let mut by_name: Vec<(String, Map<String, Value>)> = Vec::new();
-    for (field, user) in [("adminCredentials", "admin"), ("userCredentials", "user")] {
-        let Some(dest) = cluster.pointer(&format!("/spec/operatorSpec/secrets/{field}")) else {
-            continue;
-        };
-        let Some(name) = dest
-            .get("name")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-        else {
-            continue;
-        };
-        let key = dest
-            .get("key")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .unwrap_or(DEFAULT_KEY);
-        let text = match guest {
-            Some(g) => guest_kubeconfig(cluster, user, g),
-            None => kubeconfig(cluster, user),
-        };
-        let encoded = base64::engine::general_purpose::STANDARD.encode(text);
-        match by_name.iter_mut().find(|(n, _)| n == name) {
-            Some((_, data)) => {
-                data.insert(key.into(), json!(encoded));
-            }
-            None => by_name.push((
-                name.to_string(),
-                Map::from_iter([(key.to_string(), json!(encoded))]),
-            )),
-        }
+    if withholds_secrets(cluster) {
+        return Vec::new();
     }
+    let Some(dest) = cluster.pointer("/spec/operatorSpec/secrets/adminCredentials") else {
+        return Vec::new();
+    };
+    let Some(name) = dest
+        .get("name")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+    else {
+        return Vec::new();
+    };
+    let key = dest
+        .get("key")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .unwrap_or(DEFAULT_KEY);
+    let text = match guest {
+        Some(g) => guest_kubeconfig(cluster, "admin", g),
+        None => kubeconfig(cluster, "admin"),
+    };
+    let encoded = base64::engine::general_purpose::STANDARD.encode(text);
+    let by_name = [(name.to_string(), Map::from_iter([(key.to_string(), json!(encoded))]))];
     let meta = |p: &str| cluster.pointer(p).cloned().unwrap_or(Value::Null);
     by_name
         .into_iter()
@@ -229,15 +235,18 @@ mod tests {
     }
 
     #[test]
-    fn destinations_sharing_a_secret_become_one_secret_and_none_means_none() {
+    fn only_admin_credentials_is_written_and_none_or_withheld_means_none() {
         let c = cluster(
-            json!({"adminCredentials": {"name": "k", "key": "admin"}, "userCredentials": {"name": "k", "key": "user"}}),
+            json!({"adminCredentials": {"name": "k", "key": "admin"}, "userCredentials": {"name": "u", "key": "user"}}),
         );
         let secrets = credential_secrets(&c);
         assert_eq!(secrets.len(), 1);
-        assert_eq!(decoded(&secrets[0], "user")["users"][0]["name"], "user");
         assert_eq!(decoded(&secrets[0], "admin")["users"][0]["name"], "admin");
+        assert!(secrets[0]["data"].get("user").is_none());
         assert!(credential_secrets(&cluster(json!({}))).is_empty());
+        let mut withheld = c.clone();
+        withheld["metadata"]["annotations"] = json!({WITHHOLD_ANNOTATION: "true"});
+        assert!(credential_secrets(&withheld).is_empty());
         let defaulted = credential_secrets(&cluster(json!({"adminCredentials": {"name": "k"}})));
         assert!(defaulted[0]["data"]["value"].is_string());
     }

@@ -12,6 +12,7 @@ use super::{AzureSimulator, FIELD_MANAGER, SimConfig, inventory};
 use crate::azure::published;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use std::net::SocketAddr;
@@ -35,12 +36,17 @@ pub enum StandaloneError {
     ReadCrd { crd: String, error: kube::Error },
     #[error("the simulated Azure endpoints could not start: {0}")]
     Endpoints(#[from] super::https::SimHttpsError),
-    #[error(
-        "publishing the simulator's endpoints in {kind} {}/{}: {error}",
-        published::NAMESPACE,
-        published::NAME
-    )]
+    #[error("publishing the simulator's endpoints in {kind} {}/{}: {error}", published::NAMESPACE, published::NAME)]
     Publish {
+        kind: &'static str,
+        error: kube::Error,
+    },
+    #[error(
+        "granting agents read access to the simulated Azure inventory ({kind} {}/{}): {error}",
+        inventory::NAMESPACE,
+        inventory::READER_ROLE
+    )]
+    GrantReader {
         kind: &'static str,
         error: kube::Error,
     },
@@ -146,7 +152,8 @@ async fn require_crd(client: &kube::Client, name: &str) -> Result<(), Standalone
     }
 }
 
-/// Writes the namespace, the ConfigMap and a first renewal of the Lease.
+/// Writes the namespaces, the inventory's reader Role, the ConfigMap and a first renewal of the
+/// Lease.
 async fn publish(
     client: &kube::Client,
     address: SocketAddr,
@@ -154,29 +161,34 @@ async fn publish(
     api_server: &str,
 ) -> Result<(), StandaloneError> {
     let pp = PatchParams::apply(FIELD_MANAGER).force();
-    let namespace = serde_json::json!({"apiVersion": "v1", "kind": "Namespace",
-        "metadata": {"name": published::NAMESPACE}});
-    Api::<Namespace>::all(client.clone())
-        .patch(published::NAMESPACE, &pp, &Patch::Apply(&namespace))
+    let publish_err = |kind: &'static str| move |error| StandaloneError::Publish { kind, error };
+    for name in [published::NAMESPACE, inventory::NAMESPACE] {
+        let namespace = serde_json::json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": name}});
+        Api::<Namespace>::all(client.clone())
+            .patch(name, &pp, &Patch::Apply(&namespace))
+            .await
+            .map_err(publish_err("Namespace"))?;
+    }
+    // The agents beside it may read the simulated inventory (deploy/base does not grant it).
+    let (role, binding) = inventory::reader_rbac(published::NAMESPACE);
+    Api::<Role>::namespaced(client.clone(), inventory::NAMESPACE)
+        .patch(inventory::READER_ROLE, &pp, &Patch::Apply(&role))
         .await
-        .map_err(|error| StandaloneError::Publish {
-            kind: "Namespace",
+        .map_err(|error| StandaloneError::GrantReader { kind: "Role", error })?;
+    Api::<RoleBinding>::namespaced(client.clone(), inventory::NAMESPACE)
+        .patch(inventory::READER_ROLE, &pp, &Patch::Apply(&binding))
+        .await
+        .map_err(|error| StandaloneError::GrantReader {
+            kind: "RoleBinding",
             error,
         })?;
     let config_map = published::config_map(address, ca_pem, api_server);
     Api::<ConfigMap>::namespaced(client.clone(), published::NAMESPACE)
         .patch(published::NAME, &pp, &Patch::Apply(&config_map))
         .await
-        .map_err(|error| StandaloneError::Publish {
-            kind: "ConfigMap",
-            error,
-        })?;
-    renew_once(client)
-        .await
-        .map_err(|error| StandaloneError::Publish {
-            kind: "Lease",
-            error,
-        })
+        .map_err(publish_err("ConfigMap"))?;
+    renew_once(client).await.map_err(publish_err("Lease"))
 }
 
 /// The Lease's holder: this process.

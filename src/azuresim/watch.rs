@@ -1,16 +1,19 @@
 //! How the simulator learns about ASO objects: discovery of the ASO kinds served (every group ending
-//! in `.azure.com`) and one watcher per kind that reports which objects changed or went away.
+//! in `.azure.com`) and one watcher per kind that reports which objects changed or went away, and
+//! keeps what it saw in a cache ([`Watched::store`]) the reconciles read instead of the API server.
 
 use super::azure::{self, OwnerRef};
 use super::policy;
 use futures::StreamExt;
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::discovery::{Discovery, Scope, verbs};
+use kube::runtime::reflector::{ObjectRef, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
@@ -45,8 +48,25 @@ pub(super) enum Seen {
     },
 }
 
+/// One watched kind: how to reach it, and the objects its watch has delivered so far.
+#[derive(Clone)]
+pub(super) struct Watched {
+    pub ar: ApiResource,
+    /// Updated before the watcher reports the change, so a reconcile woken by a change reads at
+    /// least that version. Empty until the first list is complete; readers fall back to the API.
+    pub store: Store<DynamicObject>,
+}
+
+impl Watched {
+    /// The cached object, if the watch has delivered it.
+    pub fn cached(&self, namespace: &str, name: &str) -> Option<Arc<DynamicObject>> {
+        self.store
+            .get(&ObjectRef::new_with(name, self.ar.clone()).within(namespace))
+    }
+}
+
 /// Watched kinds by (group, kind).
-pub(super) type Kinds = HashMap<(String, String), ApiResource>;
+pub(super) type Kinds = HashMap<(String, String), Watched>;
 
 /// Finds ASO kinds not in `kinds` yet and starts a watcher for each. True when at least one ASO
 /// kind is watched.
@@ -91,18 +111,26 @@ pub(super) async fn discover(
                 continue;
             }
             tracing::info!(group = %ar.group, version = %ar.version, kind = %ar.kind, "Azure simulator: watching ASO kind");
-            watchers.spawn(watch_kind(client.clone(), ar.clone(), tx.clone()));
-            kinds.insert(gk, ar);
+            let writer = Writer::new(ar.clone());
+            let store = writer.as_reader();
+            watchers.spawn(watch_kind(client.clone(), ar.clone(), writer, tx.clone()));
+            kinds.insert(gk, Watched { ar, store });
         }
     }
     !kinds.is_empty()
 }
 
 /// Watches one ASO kind in every namespace and reports changes until the receiver is gone.
-async fn watch_kind(client: Client, ar: ApiResource, tx: mpsc::UnboundedSender<Seen>) {
+async fn watch_kind(
+    client: Client,
+    ar: ApiResource,
+    writer: Writer<DynamicObject>,
+    tx: mpsc::UnboundedSender<Seen>,
+) {
     let api: Api<DynamicObject> = Api::all_with(client, &ar);
     let mut events = watcher(api, watcher::Config::default())
         .default_backoff()
+        .reflect(writer)
         .boxed();
     while let Some(event) = events.next().await {
         let seen = match event {

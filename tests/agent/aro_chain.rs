@@ -366,15 +366,14 @@ async fn the_external_auth_waits_for_a_ready_node_pool_of_its_own_cluster() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "sent the credentials to userCredentials, which ASO's HcpOpenShiftCluster does not have (issue 25); needs another way to keep the kubeconfig Secret from being written"]
 async fn a_missing_kubeconfig_secret_keeps_the_control_plane_not_ready() {
     let f = Fixture::plain();
-    // The cluster's credentials go to another Secret: `dev-kubeconfig` is never written.
+    // The simulated ASO provisions the cluster but never writes `dev-kubeconfig`.
     f.add_patch(
         DEV,
         "AROControlPlane",
         "dev",
-        "- op: replace\n  path: /spec/resources/0/spec/operatorSpec/secrets\n  value: {adminCredentials: {name: dev-admin-kubeconfig, key: value}}",
+        "- op: add\n  path: /spec/resources/0/metadata/annotations\n  value: {aro-gitops.dev/simulate-withhold-secrets: \"true\"}",
     );
     let mut config = f.config();
     // Dev cannot converge without the Secret: the run ends at this deadline, which leaves prod

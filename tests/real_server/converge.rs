@@ -44,6 +44,19 @@ fn the_example_fleet_converges_as_on_the_embedded_default_and_a_rerun_writes_not
         differences.len(),
         differences.join("\n")
     );
+    // The simulator let the deploy base's ServiceAccount read its inventory (deploy/base itself
+    // grants nothing about the simulator).
+    let can = real.kubectl(&[
+        "auth",
+        "can-i",
+        "get",
+        "simulatedazureresources.azuresim.aro-gitops.dev",
+        "-n",
+        "aro-gitops-azure-simulator",
+        "--as",
+        "system:serviceaccount:aro-gitops-system:aro-gitops",
+    ]);
+    assert_eq!(can.trim(), "yes");
     // What was compared is the fleet: both clusters' ARO objects, ready, with their conditions.
     for key in [
         "AROControlPlane aro-dev/dev",

@@ -19,7 +19,7 @@ use tokio::time::Instant;
 impl Runner {
     /// Takes the deletion of `obj` (it has a `deletionTimestamp`) one step further.
     pub(super) async fn finalize(
-        &mut self,
+        &self,
         key: &Key,
         ar: &ApiResource,
         api: &Api<DynamicObject>,
@@ -28,13 +28,13 @@ impl Runner {
         match policy::delete_step(&obj) {
             DeleteStep::NotHeld => {
                 // Another finalizer holds it; the watch's Delete event handles its Azure resource.
-                self.deletions.remove(key);
+                self.state().deletions.remove(key);
                 if ReconcilePolicy::of(&obj) != ReconcilePolicy::Skip {
                     self.write_deleting(key, ar, api, &obj).await?;
                 }
             }
             DeleteStep::ReleaseKeepingAzure => {
-                self.deletions.remove(key);
+                self.state().deletions.remove(key);
                 release(api, &obj).await?;
                 tracing::info!(kind = %key.kind, namespace = %key.namespace, name = %key.name,
                     policy = ?ReconcilePolicy::of(&obj), "simulated ASO finalizer released; the simulated Azure resource is kept");
@@ -46,13 +46,16 @@ impl Runner {
                 }
                 let obj = self.write_deleting(key, ar, api, &obj).await?;
                 let now = Instant::now();
-                let due = match self.deletions.get(key) {
-                    Some(due) => *due,
-                    None => {
-                        let due = now + self.config.provisioning_delay;
-                        self.deletions.insert(key.clone(), due);
-                        self.wakeups.push(Reverse((due, key.clone())));
-                        due
+                let due = {
+                    let mut state = self.state();
+                    match state.deletions.get(key) {
+                        Some(due) => *due,
+                        None => {
+                            let due = now + self.config.provisioning_delay;
+                            state.deletions.insert(key.clone(), due);
+                            state.wakeups.push(Reverse((due, key.clone())));
+                            due
+                        }
                     }
                 };
                 if now < due {
@@ -60,15 +63,15 @@ impl Runner {
                 }
                 if let Some(arm_id) = &arm_id {
                     inventory::remove(&self.client, arm_id).await?;
-                    self.recorded.remove(arm_id);
+                    self.state().recorded.remove(arm_id);
                     tracing::info!(%arm_id, kind = %key.kind, namespace = %key.namespace, name = %key.name,
                         "simulated Azure resource deleted");
                 }
                 if let Some(uid) = obj.pointer("/metadata/uid").and_then(Value::as_str) {
-                    self.finalized.insert(uid.to_string());
+                    self.state().finalized.insert(uid.to_string());
                 }
                 release(api, &obj).await?;
-                self.deletions.remove(key);
+                self.state().deletions.remove(key);
                 tracing::info!(kind = %key.kind, namespace = %key.namespace, name = %key.name,
                     "simulated ASO finalizer released");
             }

@@ -264,18 +264,15 @@ pub fn hosted_cluster_name(acp: &Value) -> Option<&str> {
 }
 
 /// The kubeconfig Secret of an AROControlPlane's hosted cluster: (name, key). ASO writes it where
-/// the HcpOpenShiftCluster's `spec.operatorSpec.secrets` says; with neither destination set, the
-/// mutator's default `<cluster>-kubeconfig` / `value` (`aro-reconcilers.md`, mutators).
+/// the HcpOpenShiftCluster's `spec.operatorSpec.secrets.adminCredentials` says (its only
+/// destination); unset, the mutator's default `<cluster>-kubeconfig` / `value`
+/// (`aro-reconcilers.md`, mutators).
 pub fn kubeconfig_secret(acp: &Value) -> (String, String) {
-    let hcp = acp
+    let dest = acp
         .pointer("/spec/resources")
         .and_then(Value::as_array)
-        .and_then(|l| l.iter().find(|r| str_at(r, "/kind") == Some(HCP_CLUSTER)));
-    let dest = hcp.and_then(|h| {
-        ["adminCredentials", "userCredentials"]
-            .iter()
-            .find_map(|f| h.pointer(&format!("/spec/operatorSpec/secrets/{f}")))
-    });
+        .and_then(|l| l.iter().find(|r| str_at(r, "/kind") == Some(HCP_CLUSTER)))
+        .and_then(|h| h.pointer("/spec/operatorSpec/secrets/adminCredentials"));
     match dest.and_then(|d| str_at(d, "/name").filter(|n| !n.is_empty())) {
         Some(name) => {
             let key = dest

@@ -449,9 +449,9 @@ fn kubeconfig_secret_table() {
             ("a", "value"),
         ),
         (
-            "user only",
+            "userCredentials is not ASO's: the default",
             with(json!({"userCredentials": {"name": "u", "key": "kc"}})),
-            ("u", "kc"),
+            ("dev-kubeconfig", "value"),
         ),
     ];
     for (name, acp, (n, k)) in rows {

@@ -5,6 +5,7 @@
 //! conditions, `EncryptionKeyReady`, `ExternalAuthReady`, the mirrored URLs and version, and
 //! `status.ready` (with the kubeconfig Secret).
 
+use super::apiservices::kubeconfig_secret;
 use super::applier::{self, Decision, Held, hold_all, live_owner};
 use super::cluster::resources_ready;
 use super::conditions::{Condition, finish_status, mirror_aso_ready, set_condition};
@@ -180,12 +181,7 @@ pub fn decide_control_plane(
         ),
         Some(_) => gates(desired, &key, &resources, state, live),
     };
-    let secret = resources
-        .iter()
-        .find(|r| str_at(r, "/kind") == Some(HCP_CLUSTER))
-        .and_then(|h| str_at(h, "/spec/operatorSpec/secrets/adminCredentials/name"))
-        .map(str::to_string)
-        .unwrap_or_else(|| format!("{}-kubeconfig", cluster_name(desired)));
+    let secret = kubeconfig_secret(desired).0;
     let applied = applier::apply(desired, owner.unwrap_or(desired), resources, &held, live);
 
     let previous = owner.and_then(|o| o.get("status"));
