@@ -398,13 +398,13 @@ async fn a_missing_kubeconfig_secret_keeps_the_control_plane_not_ready() {
         "{cp:#}"
     );
 
-    // The Secret appears: the control plane is ready and the cluster converges.
-    let secret = serde_json::json!({"apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": "dev-kubeconfig", "namespace": "aro-dev"},
-        "stringData": {"value": "not a real kubeconfig"}});
-    let k = key("v1", "Secret", "aro-dev", "dev-kubeconfig");
-    f.inspect(|c| async move { c.apply(&k, &secret, "kubectl").await.expect("create it") })
-        .await;
+    // The Secret appears (the simulated ASO writes it again): the control plane is ready and the
+    // cluster converges.
+    f.replace(
+        &format!("{DEV}/kustomization.yaml"),
+        "simulate-withhold-secrets: \"true\"",
+        "simulate-withhold-secrets: \"false\"",
+    );
     let s = f.run().await;
     assert_converged(outcome(&s, DEV));
     let cp = f
