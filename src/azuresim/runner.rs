@@ -22,12 +22,12 @@ use super::policy::{self, ReconcilePolicy};
 use super::status::{self, Phase};
 use super::watch::{self, Key, Kinds, Seen, to_value};
 use super::{FIELD_MANAGER, SimConfig, credential, guest, secret};
+use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
 use std::cmp::Reverse;
-use futures::StreamExt as _;
 use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -176,7 +176,11 @@ impl State {
 
     /// The known objects that name `owner` as theirs.
     fn children_of(&self, owner: &Key) -> Vec<Key> {
-        let slot = (owner.namespace.clone(), owner.kind.clone(), owner.name.clone());
+        let slot = (
+            owner.namespace.clone(),
+            owner.kind.clone(),
+            owner.name.clone(),
+        );
         let Some(children) = self.children.get(&slot) else {
             return Vec::new();
         };
@@ -216,7 +220,11 @@ async fn run(
     );
     loop {
         let mut dirty = BTreeSet::new();
-        let next_wakeup = runner.state_mut().wakeups.peek().map(|Reverse((at, _))| *at);
+        let next_wakeup = runner
+            .state_mut()
+            .wakeups
+            .peek()
+            .map(|Reverse((at, _))| *at);
         tokio::select! {
             _ = sleep_until(next_discovery) => {
                 let found = watch::discover(&runner.client, &mut runner.kinds, &runner.tx, &mut watchers).await;
@@ -284,7 +292,9 @@ async fn run(
 impl Runner {
     /// The loop's bookkeeping, for a moment: never hold it across an await.
     fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// The bookkeeping between batches, when nothing else can hold it.

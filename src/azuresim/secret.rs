@@ -73,7 +73,10 @@ pub fn credential_secrets_at(cluster: &Value, guest: Option<&GuestEndpoint>) -> 
         None => kubeconfig(cluster, "admin"),
     };
     let encoded = base64::engine::general_purpose::STANDARD.encode(text);
-    let by_name = [(name.to_string(), Map::from_iter([(key.to_string(), json!(encoded))]))];
+    let by_name = [(
+        name.to_string(),
+        Map::from_iter([(key.to_string(), json!(encoded))]),
+    )];
     let meta = |p: &str| cluster.pointer(p).cloned().unwrap_or(Value::Null);
     by_name
         .into_iter()

@@ -36,7 +36,11 @@ pub enum StandaloneError {
     ReadCrd { crd: String, error: kube::Error },
     #[error("the simulated Azure endpoints could not start: {0}")]
     Endpoints(#[from] super::https::SimHttpsError),
-    #[error("publishing the simulator's endpoints in {kind} {}/{}: {error}", published::NAMESPACE, published::NAME)]
+    #[error(
+        "publishing the simulator's endpoints in {kind} {}/{}: {error}",
+        published::NAMESPACE,
+        published::NAME
+    )]
     Publish {
         kind: &'static str,
         error: kube::Error,
@@ -175,7 +179,10 @@ async fn publish(
     Api::<Role>::namespaced(client.clone(), inventory::NAMESPACE)
         .patch(inventory::READER_ROLE, &pp, &Patch::Apply(&role))
         .await
-        .map_err(|error| StandaloneError::GrantReader { kind: "Role", error })?;
+        .map_err(|error| StandaloneError::GrantReader {
+            kind: "Role",
+            error,
+        })?;
     Api::<RoleBinding>::namespaced(client.clone(), inventory::NAMESPACE)
         .patch(inventory::READER_ROLE, &pp, &Patch::Apply(&binding))
         .await
