@@ -1,0 +1,146 @@
+//! Fidelity (issue 26, first part): the local control plane (`aro-gitops control-plane serve`)
+//! measured against kube-apiserver v1.37.2, request by request.
+//!
+//! Every sequence of `tests/fidelity/corpus/` runs three times: twice on kube-apiserver (in two
+//! namespaces) and once on the local control plane; each step's status, Content-Type and body
+//! are compared after normalisation (see `fidelity/harness.rs`). The test asserts that
+//! - the harness is sound: kube-apiserver's two runs are identical for every sequence;
+//! - `tests/fidelity/known-differences.yaml` is exactly the set of sequences where the local
+//!   control plane differs (a new difference fails, and so does a fixed one still listed).
+//!
+//! It prints one line per sequence and the figure `fidelity: N of M sequences identical, K of L
+//! steps`, and writes the full report to `$CARGO_TARGET_TMPDIR/fidelity-report.txt`.
+//! See docs/fidelity.md.
+
+mod common;
+#[path = "fidelity/compare.rs"]
+mod compare;
+#[path = "fidelity/harness.rs"]
+mod harness;
+
+use common::kubectl::Server;
+use common::real_cluster::{RealCluster, client_for};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::Instant;
+
+fn fidelity_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fidelity")
+}
+
+/// `known-differences.yaml`: sequence name to a one-line reason.
+fn known_differences() -> BTreeMap<String, String> {
+    let file = fidelity_dir().join("known-differences.yaml");
+    let text = std::fs::read_to_string(&file).expect("read known-differences.yaml");
+    let value = aro_gitops::yaml::from_str(&text).expect("known-differences.yaml is YAML");
+    match value {
+        Value::Null => BTreeMap::new(),
+        v => serde_json::from_value(v).expect("known-differences.yaml maps names to reasons"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_local_control_plane_answers_as_kube_apiserver_does() {
+    let started = Instant::now();
+    let corpus = harness::load_corpus(&fidelity_dir().join("corpus"));
+    let known = known_differences();
+    for name in known.keys() {
+        assert!(
+            corpus.iter().any(|s| &s.name == name),
+            "known-differences.yaml names {name}, which is not in the corpus"
+        );
+    }
+    let Some(cluster) = RealCluster::start() else {
+        return;
+    };
+    let local = Server::start();
+    let kube = client_for(&cluster.admin_kubeconfig()).await;
+    let ours = client_for(&local.kubeconfig).await;
+    let probe = "/apis/example.com/v1/namespaces/default/widgets";
+    let crd = std::fs::read_to_string(fidelity_dir().join("widget-crd.yaml")).expect("read the CRD");
+    let crd = aro_gitops::yaml::from_str(&crd).expect("the CRD is YAML");
+    harness::install_crd(&kube, &crd, probe).await;
+    harness::install_crd(&ours, &crd, probe).await;
+
+    let mut report = String::new();
+    let (mut same_seqs, mut same_steps, mut all_steps) = (0, 0, 0);
+    let mut unsound = Vec::new();
+    let mut differing = BTreeMap::new();
+    for seq in &corpus {
+        let a = harness::run_sequence(&kube, seq, "a").await;
+        let b = harness::run_sequence(&kube, seq, "b").await;
+        let l = harness::run_sequence(&ours, seq, "l").await;
+        if let (_, Some(d)) = compare::compare(&a, &b) {
+            unsound.push(format!(
+                "{}: kube-apiserver differs from itself at step {}:\n    {}",
+                seq.name,
+                d.step,
+                d.lines.join("\n    ")
+            ));
+        }
+        let (same, first) = compare::compare(&a, &l);
+        same_steps += same;
+        all_steps += seq.steps.len();
+        let line = match &first {
+            None => {
+                same_seqs += 1;
+                format!("{}: identical", seq.name)
+            }
+            Some(d) => {
+                let step = &seq.steps[d.step - 1];
+                let steps: Vec<String> = d.steps.iter().map(|s| s.to_string()).collect();
+                format!(
+                    "{}: differs at step {} of {} (differing: {}) ({} {}):\n    {}",
+                    seq.name,
+                    d.step,
+                    seq.steps.len(),
+                    steps.join(","),
+                    step.method,
+                    step.path,
+                    d.lines.join("\n    ")
+                )
+            }
+        };
+        println!("{line}");
+        writeln!(report, "{line}\n  ({})", seq.about).unwrap();
+        if let Some(d) = first {
+            for &i in d.steps.iter().skip(1) {
+                let lines = compare::step_diff(&a[i - 1], &l[i - 1]);
+                writeln!(report, "  step {i}:\n    {}", lines.join("\n    ")).unwrap();
+            }
+            differing.insert(seq.name.clone(), d);
+            // The full answers of both servers, for the report file only.
+            writeln!(
+                report,
+                "  kube-apiserver:\n{}\n  local:\n{}",
+                serde_json::to_string_pretty(&a).unwrap(),
+                serde_json::to_string_pretty(&l).unwrap()
+            )
+            .unwrap();
+        }
+    }
+    let figure = format!(
+        "fidelity: {same_seqs} of {} sequences identical, {same_steps} of {all_steps} steps ({:.1} s)",
+        corpus.len(),
+        started.elapsed().as_secs_f64()
+    );
+    println!("{figure}");
+    writeln!(report, "{figure}").unwrap();
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fidelity-report.txt");
+    std::fs::write(&out, &report).expect("write the report");
+    println!("report: {}", out.display());
+
+    assert!(
+        unsound.is_empty(),
+        "normalisation is unsound; kube-apiserver's two runs differ:\n{}",
+        unsound.join("\n")
+    );
+    let new: Vec<&String> = differing.keys().filter(|n| !known.contains_key(*n)).collect();
+    let fixed: Vec<&String> = known.keys().filter(|n| !differing.contains_key(*n)).collect();
+    assert!(
+        new.is_empty() && fixed.is_empty(),
+        "known-differences.yaml is out of date: differing but not listed: {new:?}; listed but now identical: {fixed:?}"
+    );
+}
