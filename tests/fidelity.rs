@@ -59,7 +59,8 @@ async fn the_local_control_plane_answers_as_kube_apiserver_does() {
     let kube = client_for(&cluster.admin_kubeconfig()).await;
     let ours = client_for(&local.kubeconfig).await;
     let probe = "/apis/example.com/v1/namespaces/default/widgets";
-    let crd = std::fs::read_to_string(fidelity_dir().join("widget-crd.yaml")).expect("read the CRD");
+    let crd =
+        std::fs::read_to_string(fidelity_dir().join("widget-crd.yaml")).expect("read the CRD");
     let crd = aro_gitops::yaml::from_str(&crd).expect("the CRD is YAML");
     harness::install_crd(&kube, &crd, probe).await;
     harness::install_crd(&ours, &crd, probe).await;
@@ -137,8 +138,14 @@ async fn the_local_control_plane_answers_as_kube_apiserver_does() {
         "normalisation is unsound; kube-apiserver's two runs differ:\n{}",
         unsound.join("\n")
     );
-    let new: Vec<&String> = differing.keys().filter(|n| !known.contains_key(*n)).collect();
-    let fixed: Vec<&String> = known.keys().filter(|n| !differing.contains_key(*n)).collect();
+    let new: Vec<&String> = differing
+        .keys()
+        .filter(|n| !known.contains_key(*n))
+        .collect();
+    let fixed: Vec<&String> = known
+        .keys()
+        .filter(|n| !differing.contains_key(*n))
+        .collect();
     assert!(
         new.is_empty() && fixed.is_empty(),
         "known-differences.yaml is out of date: differing but not listed: {new:?}; listed but now identical: {fixed:?}"

@@ -22,7 +22,10 @@ pub fn compare(a: &[Value], b: &[Value]) -> (usize, Option<Difference>) {
     let mut same = 0;
     let mut first = None;
     for i in 0..a.len().max(b.len()) {
-        let (x, y) = (a.get(i).unwrap_or(&Value::Null), b.get(i).unwrap_or(&Value::Null));
+        let (x, y) = (
+            a.get(i).unwrap_or(&Value::Null),
+            b.get(i).unwrap_or(&Value::Null),
+        );
         if x == y {
             same += 1;
         } else if let Some(d) = first.as_mut() {

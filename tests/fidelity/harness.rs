@@ -126,14 +126,14 @@ impl Run {
         match v {
             Value::Object(m) => {
                 if let (Some(g), Some(n)) = (
-                    m.get("metadata")
-                        .and_then(|md| md["generateName"].as_str()),
+                    m.get("metadata").and_then(|md| md["generateName"].as_str()),
                     m.get("metadata").and_then(|md| md["name"].as_str()),
                 ) && n.starts_with(g)
                     && n != g
                     && !self.generated.iter().any(|(x, _)| x == n)
                 {
-                    self.generated.push((n.to_string(), format!("{g}<generated>")));
+                    self.generated
+                        .push((n.to_string(), format!("{g}<generated>")));
                 }
                 m.values().for_each(|x| self.learn_generated(x));
             }
@@ -324,14 +324,20 @@ pub async fn install_crd(client: &kube::Client, crd: &Value, probe: &str) {
         None,
     )
     .await;
-    assert!(status == 201 || status == 409, "install the CRD: {status} {body}");
+    assert!(
+        status == 201 || status == 409,
+        "install the CRD: {status} {body}"
+    );
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let (status, _, _) = request(client, "GET", probe, None, Vec::new(), None).await;
         if status == 200 {
             return;
         }
-        assert!(Instant::now() < deadline, "the CRD is not served: {probe} answers {status}");
+        assert!(
+            Instant::now() < deadline,
+            "the CRD is not served: {probe} answers {status}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
