@@ -12,8 +12,9 @@
 //!
 //! The sinks call [`scrub`]: standard output and the log ([`crate::output`]), the reports committed
 //! to git (`source::reports`) and the terminal's progress lines. Values shorter than
-//! [`MIN_KNOWN_LEN`] characters are not learnt (they would blank common words); the shape guard
-//! still covers them next to their field's name.
+//! [`MIN_KNOWN_LEN`] characters are not learnt (they would blank common words), nor are YAML's and
+//! JSON's keywords (`true`, `false`, `null`: a flag kept in a Secret); the shape guard still covers
+//! them next to their field's name.
 
 use regex::Regex;
 use serde_json::Value;
@@ -26,6 +27,17 @@ pub const REDACTED: &str = "[redacted]";
 
 /// The shortest value [`learn`] remembers.
 pub const MIN_KNOWN_LEN: usize = 4;
+
+/// Values never learnt, whatever their source: blanking them would rewrite every boolean and null in
+/// every output, and `[redacted]` in place of `true` reads back from YAML as a list, which turns a
+/// committed report invalid.
+const KEYWORDS: &[&str] = &["true", "false", "null"];
+
+fn is_keyword(value: &str) -> bool {
+    KEYWORDS
+        .iter()
+        .any(|k| value.trim().eq_ignore_ascii_case(k))
+}
 
 /// Words that make a field name sensitive wherever they appear in it.
 const SENSITIVE_WORDS: &[&str] = &[
@@ -125,7 +137,7 @@ pub fn secret_values(object: &Value) -> BTreeSet<String> {
         }
     }
     sensitive_strings(object, false, &mut found);
-    found.retain(|v| v.chars().count() >= MIN_KNOWN_LEN);
+    found.retain(|v| v.chars().count() >= MIN_KNOWN_LEN && !is_keyword(v));
     found
 }
 
@@ -211,12 +223,13 @@ pub fn learn<'a>(objects: impl IntoIterator<Item = &'a Value>) {
 }
 
 /// Remembers `values` (decrypted from SOPS files) for every later [`scrub`] in this process,
-/// whatever their length ([`MIN_KNOWN_LEN`] does not apply: these are secrets by declaration).
+/// whatever their length ([`MIN_KNOWN_LEN`] does not apply: these are secrets by declaration), but
+/// not YAML's keywords.
 pub fn learn_values<S: AsRef<str>>(values: impl IntoIterator<Item = S>) {
     let mut new: BTreeSet<String> = values
         .into_iter()
         .map(|v| v.as_ref().to_string())
-        .filter(|v| !v.is_empty())
+        .filter(|v| !v.is_empty() && !is_keyword(v))
         .collect();
     if new.is_empty() {
         return;
@@ -322,6 +335,22 @@ mod tests {
         ] {
             assert!(!is_sensitive_name(name), "{name}");
         }
+    }
+
+    #[test]
+    fn keywords_are_never_learnt_so_booleans_stay_booleans() {
+        // "dHJ1ZQ==" is base64 for "true": the encoded text is learnt, its decoded keyword is not.
+        let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "flags"},
+            "data": {"enabled": "dHJ1ZQ=="}, "stringData": {"debug": "FALSE", "none": "null"}});
+        let values = secret_values(&secret);
+        assert!(values.contains("dHJ1ZQ=="), "{values:?}");
+        for keyword in ["true", "FALSE", "null"] {
+            assert!(!values.contains(keyword), "{values:?}");
+        }
+        learn([&secret]);
+        learn_values(["true", " false "]);
+        let report = "done: true\nready: false\nreason: null\n";
+        assert_eq!(scrub(report), report);
     }
 
     #[test]

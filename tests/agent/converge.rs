@@ -203,7 +203,7 @@ async fn both_clusters_converge_with_the_chain_created_in_order() {
         assert_eq!(r["chain"]["step"], r["chain"]["total"], "{yaml}");
         assert!(
             aro_gitops::validate::validate_report(&r).is_empty(),
-            "{:?}",
+            "{:?}\n{yaml}",
             aro_gitops::validate::validate_report(&r)
         );
     }
