@@ -108,14 +108,12 @@ fn escape(k: &str) -> String {
     k.replace('~', "~0").replace('/', "~1")
 }
 
+/// The versions served, by group and kind.
+type Served = BTreeMap<(String, String), Vec<String>>;
+
 /// Every version's `openAPIV3Schema` of every CRD, by group, kind and version; and the versions
 /// served, by group and kind.
-fn schemas(
-    crds: &[Value],
-) -> (
-    BTreeMap<Gkv, Value>,
-    BTreeMap<(String, String), Vec<String>>,
-) {
+fn schemas(crds: &[Value]) -> (BTreeMap<Gkv, Value>, Served) {
     let mut out = BTreeMap::new();
     let mut served = BTreeMap::new();
     for crd in crds {
