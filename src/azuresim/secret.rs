@@ -12,7 +12,7 @@
 use super::azure;
 use super::guest::GuestEndpoint;
 use base64::Engine as _;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 /// Annotation on every Secret the simulator writes.
 pub const SIMULATED_ANNOTATION: &str = "aro-gitops.dev/simulated";
@@ -73,35 +73,26 @@ pub fn credential_secrets_at(cluster: &Value, guest: Option<&GuestEndpoint>) -> 
         None => kubeconfig(cluster, "admin"),
     };
     let encoded = base64::engine::general_purpose::STANDARD.encode(text);
-    let by_name = [(
-        name.to_string(),
-        Map::from_iter([(key.to_string(), json!(encoded))]),
-    )];
     let meta = |p: &str| cluster.pointer(p).cloned().unwrap_or(Value::Null);
-    by_name
-        .into_iter()
-        .map(|(name, data)| {
-            json!({
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "metadata": {
-                    "name": name,
-                    "namespace": meta("/metadata/namespace"),
-                    "annotations": {SIMULATED_ANNOTATION: SIMULATED_NOTE},
-                    "ownerReferences": [{
-                        "apiVersion": meta("/apiVersion"),
-                        "kind": meta("/kind"),
-                        "name": meta("/metadata/name"),
-                        "uid": meta("/metadata/uid"),
-                        "controller": true,
-                        "blockOwnerDeletion": true,
-                    }],
-                },
-                "type": "Opaque",
-                "data": data,
-            })
-        })
-        .collect()
+    vec![json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": name,
+            "namespace": meta("/metadata/namespace"),
+            "annotations": {SIMULATED_ANNOTATION: SIMULATED_NOTE},
+            "ownerReferences": [{
+                "apiVersion": meta("/apiVersion"),
+                "kind": meta("/kind"),
+                "name": meta("/metadata/name"),
+                "uid": meta("/metadata/uid"),
+                "controller": true,
+                "blockOwnerDeletion": true,
+            }],
+        },
+        "type": "Opaque",
+        "data": {key: encoded},
+    })]
 }
 
 /// A kubeconfig for `user` on the simulated cluster: server = the simulated API URL, fake token.

@@ -200,7 +200,8 @@ pub async fn client_for(kubeconfig: &Path) -> kube::Client {
     kube::Client::try_from(config).expect("a client")
 }
 
-fn yaml_files(dir: &Path) -> Vec<PathBuf> {
+/// The `.yaml` files directly in `dir`, sorted.
+pub fn yaml_files(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
         .map(|e| e.expect("dir entry").path())

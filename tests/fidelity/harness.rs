@@ -11,7 +11,7 @@ use http_body_util::BodyExt;
 use regex::Regex;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
@@ -57,13 +57,7 @@ pub struct Step {
 
 /// Reads every sequence under `dir`, sorted by name.
 pub fn load_corpus(dir: &Path) -> Vec<Sequence> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
-        .map(|e| e.expect("dir entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
-        .collect();
-    files.sort();
-    files
+    crate::common::real_cluster::yaml_files(dir)
         .iter()
         .map(|f| {
             let text = std::fs::read_to_string(f).expect("read a sequence");
