@@ -58,12 +58,12 @@ async fn the_local_control_plane_answers_as_kube_apiserver_does() {
     let local = Server::start();
     let kube = client_for(&cluster.admin_kubeconfig()).await;
     let ours = client_for(&local.kubeconfig).await;
-    let probe = "/apis/example.com/v1/namespaces/default/widgets";
-    let crd =
-        std::fs::read_to_string(fidelity_dir().join("widget-crd.yaml")).expect("read the CRD");
-    let crd = aro_gitops::yaml::from_str(&crd).expect("the CRD is YAML");
-    harness::install_crd(&kube, &crd, probe).await;
-    harness::install_crd(&ours, &crd, probe).await;
+    for file in common::real_cluster::yaml_files(&fidelity_dir().join("crds")) {
+        let text = std::fs::read_to_string(&file).expect("read a CRD");
+        let crd = aro_gitops::yaml::from_str(&text).expect("the CRD is YAML");
+        harness::install_crd(&kube, &crd).await;
+        harness::install_crd(&ours, &crd).await;
+    }
 
     let mut report = String::new();
     let (mut same_seqs, mut same_steps, mut all_steps) = (0, 0, 0);

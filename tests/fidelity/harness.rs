@@ -308,7 +308,22 @@ async fn collect_events(body: &mut kube::client::Body, want: usize) -> Value {
 }
 
 /// Installs `crd` and waits (polling, with a deadline) until `probe` lists.
-pub async fn install_crd(client: &kube::Client, crd: &Value, probe: &str) {
+/// Installs a CRD and waits until its storage version's collection answers (in `default` for a
+/// namespaced kind).
+pub async fn install_crd(client: &kube::Client, crd: &Value) {
+    let spec = &crd["spec"];
+    let group = spec["group"].as_str().expect("spec.group");
+    let plural = spec["names"]["plural"].as_str().expect("spec.names.plural");
+    let version = spec["versions"]
+        .as_array()
+        .and_then(|vs| vs.iter().find(|v| v["storage"] == true))
+        .and_then(|v| v["name"].as_str())
+        .expect("a storage version");
+    let probe = match spec["scope"].as_str() {
+        Some("Cluster") => format!("/apis/{group}/{version}/{plural}"),
+        _ => format!("/apis/{group}/{version}/namespaces/default/{plural}"),
+    };
+    let probe = probe.as_str();
     let (status, _, body) = request(
         client,
         "POST",
