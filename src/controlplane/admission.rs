@@ -147,12 +147,9 @@ pub(super) fn normalise_kind(target: &Target, name: &str, obj: &mut Value) -> Re
         }
         ("", "ConfigMap") => check_data(target, name, obj)?,
         ("", "Namespace") => {
-            if obj.pointer("/spec/finalizers").is_none() {
-                obj["spec"]["finalizers"] = json!(["kubernetes"]);
-            }
-            if obj.pointer("/status/phase").is_none() {
-                obj["status"] = json!({"phase": "Active"});
-            }
+            // Defaulted on every write, so owned by the writer; finalizers and phase are set
+            // later, by `strategy::prepare_for_create`.
+            obj["metadata"]["labels"]["kubernetes.io/metadata.name"] = json!(name);
         }
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
             let rt = crd_resource_type(obj).map_err(|e| target.invalid(name, &e.0))?;

@@ -2,8 +2,9 @@
 //! change): the request decoding the HTTP layer does before any state is read — bodies by content
 //! type, DeleteOptions, patch content types, query strings, list/watch parameters and selectors.
 
+use super::delete::DeleteOptions;
 use super::http;
-use super::objects::{DeleteOptions, PatchType};
+use super::objects::PatchType;
 use super::params::{self, WatchFrom};
 use serde_json::Value;
 use std::time::Duration;

@@ -4,11 +4,19 @@
 //! Upstream does this asynchronously in controllers; here it happens inside the deleting request's
 //! transaction, so it is done by the time the client hears back (except what finalizers hold).
 
-use super::objects::Propagation;
 use super::state::{CRD_PREFIX, Txn, owner_uids};
 use crate::object::finalizers;
 use serde_json::{Value, json};
 use std::sync::Arc;
+
+/// `propagationPolicy` of a DELETE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Propagation {
+    Orphan,
+    #[default]
+    Background,
+    Foreground,
+}
 
 const FOREGROUND: &str = "foregroundDeletion";
 const ORPHAN: &str = "orphan";
@@ -47,9 +55,11 @@ pub fn delete(txn: &mut Txn, key: &str, propagation: Propagation, now: &str) -> 
     let mut held = !finalizers(&obj).is_empty();
     if !already {
         obj_now["metadata"]["deletionTimestamp"] = json!(now);
-        obj_now["metadata"]["deletionGracePeriodSeconds"] = json!(0);
         if is_namespace {
+            // Upstream's namespace storage marks the deletion without a grace period.
             obj_now["status"] = json!({"phase": "Terminating"});
+        } else {
+            obj_now["metadata"]["deletionGracePeriodSeconds"] = json!(0);
         }
     }
     let has_dependents = !txn.dependents_of(&uid).is_empty();

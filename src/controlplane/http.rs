@@ -3,12 +3,11 @@
 //! errors as `Status` bodies.
 
 use super::Shared;
+use super::delete::{self, DeleteOptions};
 use super::discovery;
 use super::error::ApiError;
 use super::limits;
-use super::objects::{
-    self, DeleteOptions, PatchType, Subresource, Target, WriteOptions, as_version,
-};
+use super::objects::{self, PatchType, Subresource, Target, WriteOptions, as_version};
 use super::protobuf;
 use super::reads;
 use super::selector::{FieldSelector, LabelSelector};
@@ -300,23 +299,14 @@ async fn resource(
             let name = target.name.clone().expect("matched with a name");
             limits::check_delete(&target, &name, &shared.config.protected_namespaces)?;
             let t = target.clone();
-            let obj = run_write(&shared, dry, move |txn| {
-                objects::delete(txn, &t, &name, &opts, &now())
+            let delete_opts = opts.clone();
+            let deleted = run_write_many(&shared, dry, move |txn| {
+                delete::delete(txn, &t, &name, &delete_opts, &now())
             })
             .await?;
-            let still_there = obj
-                .pointer("/metadata/finalizers")
-                .and_then(Value::as_array)
-                .is_some_and(|f| !f.is_empty());
-            let code = if still_there {
-                StatusCode::ACCEPTED
-            } else {
-                StatusCode::OK
-            };
-            Ok(json_response(
-                code,
-                &as_version(&obj, &target.rt, &target.version),
-            ))
+            let (code, body) = delete::delete_answer(&target, &deleted, &opts);
+            let code = StatusCode::from_u16(code).expect("a valid status code");
+            Ok(json_response(code, &body))
         }
         (&Method::DELETE, false) => {
             limits::check_delete_collection(&target)?;
@@ -326,7 +316,8 @@ async fn resource(
                 FieldSelector::parse(query.get("fieldSelector").map(String::as_str).unwrap_or(""))?;
             let dry = dry_run(query)?;
             let t = target.clone();
-            let deleted = run_write_many(&shared, dry, move |txn| {
+            let (read_version, deleted) = run_write_many(&shared, dry, move |txn| {
+                let read_version = txn.read_version();
                 let prefix = prefix_of(&t);
                 let mut out = Vec::new();
                 for (_, obj) in txn.scan(&prefix) {
@@ -336,25 +327,22 @@ async fn resource(
                             .and_then(Value::as_str)
                             .unwrap_or("")
                             .to_string();
-                        out.push(objects::delete(
-                            txn,
-                            &t,
-                            &name,
-                            &DeleteOptions::default(),
-                            &now(),
-                        )?);
+                        out.push(
+                            delete::delete(txn, &t, &name, &DeleteOptions::default(), &now())?
+                                .object,
+                        );
                     }
                 }
-                Ok(out)
+                Ok((read_version, out))
             })
             .await?;
             let items: Vec<Value> = deleted
                 .iter()
-                .map(|o| as_version(o, &target.rt, &target.version))
+                .map(|o| super::reads::list_item(o, &target))
                 .collect();
             Ok(json_response(
                 StatusCode::OK,
-                &json!({"apiVersion": target.rt.api_version(&target.version), "kind": target.rt.list_kind, "metadata": {}, "items": items}),
+                &json!({"apiVersion": target.rt.api_version(&target.version), "kind": target.rt.list_kind, "metadata": {"resourceVersion": read_version.to_string()}, "items": items}),
             ))
         }
         _ => Err(ApiError::method_not_allowed(format!(
@@ -555,13 +543,6 @@ fn live_resource_version(shared: &Shared, target: &Target, obj: &Value) -> Optio
 
 /// Runs a write in a transaction on a blocking thread and stages it unless dry-run; answers once
 /// the committer made it durable (see `commit`).
-async fn run_write<F>(shared: &Arc<Shared>, dry: bool, f: F) -> Result<Arc<Value>, ApiError>
-where
-    F: FnOnce(&mut super::state::Txn) -> Result<Arc<Value>, ApiError> + Send + 'static,
-{
-    run_write_many(shared, dry, f).await
-}
-
 async fn run_write_many<F, R>(shared: &Arc<Shared>, dry: bool, f: F) -> Result<R, ApiError>
 where
     F: FnOnce(&mut super::state::Txn) -> Result<R, ApiError> + Send + 'static,

@@ -138,23 +138,11 @@ mod tests {
     use super::*;
     use crate::controlplane::registry::Registry;
 
-    fn target(reg: &Registry, group: &str, plural: &str, ns: Option<&str>) -> Target {
-        Target {
-            rt: reg
-                .by_resource(group, "v1", plural)
-                .expect("known resource"),
-            version: "v1".into(),
-            namespace: ns.map(str::to_string),
-            name: None,
-            subresource: None,
-        }
-    }
-
     #[test]
     fn protected_namespaces_cannot_be_deleted_others_can() {
         let reg = Registry::new([]);
         let protected = default_protected_namespaces();
-        let ns = target(&reg, "", "namespaces", None);
+        let ns = Target::of(&reg, "", "namespaces", None);
         for name in ["default", "kube-system", "kube-public", "aro-gitops-system"] {
             let e = check_delete(&ns, name, &protected).unwrap_err();
             assert_eq!((e.code, e.reason), (403, Reason::Forbidden));
@@ -166,7 +154,7 @@ mod tests {
         assert!(check_delete(&ns, "aro-dev", &protected).is_ok());
         assert!(check_delete(&ns, "kube-node-lease", &protected).is_ok());
         // A ConfigMap named like a protected namespace is just a ConfigMap.
-        let cm = target(&reg, "", "configmaps", Some("default"));
+        let cm = Target::of(&reg, "", "configmaps", Some("default"));
         assert!(check_delete(&cm, "default", &protected).is_ok());
         assert!(is_protected_key("/Namespace//kube-system", &protected));
         assert!(!is_protected_key(
@@ -179,11 +167,11 @@ mod tests {
     #[test]
     fn collection_and_subresource_deletes_are_refused_where_upstream_has_no_route() {
         let reg = Registry::new([]);
-        let e = check_delete_collection(&target(&reg, "", "namespaces", None)).unwrap_err();
+        let e = check_delete_collection(&Target::of(&reg, "", "namespaces", None)).unwrap_err();
         assert_eq!((e.code, e.reason), (405, Reason::MethodNotAllowed));
-        assert!(check_delete_collection(&target(&reg, "", "configmaps", None)).is_err());
-        assert!(check_delete_collection(&target(&reg, "", "configmaps", Some("x"))).is_ok());
-        let crds = target(
+        assert!(check_delete_collection(&Target::of(&reg, "", "configmaps", None)).is_err());
+        assert!(check_delete_collection(&Target::of(&reg, "", "configmaps", Some("x"))).is_ok());
+        let crds = Target::of(
             &reg,
             "apiextensions.k8s.io",
             "customresourcedefinitions",

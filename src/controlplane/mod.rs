@@ -12,6 +12,7 @@
 mod admission;
 mod commit;
 pub mod crds;
+mod delete;
 mod discovery;
 pub mod error;
 pub mod faults;
@@ -32,6 +33,7 @@ pub mod served;
 pub mod ssa;
 mod state;
 mod store;
+mod strategy;
 mod table;
 mod txn;
 mod validation;

@@ -11,6 +11,7 @@ use super::patch::{self, MergeKeys};
 use super::registry::ResourceType;
 use super::ssa;
 use super::state::Txn;
+use super::strategy;
 use super::validation::{self, Via, Warnings};
 use crate::crdschema::FieldValidation;
 use serde_json::{Map, Value, json};
@@ -39,6 +40,23 @@ pub struct Target {
 }
 
 impl Target {
+    /// The collection (or, with `name`, the object) of a kind the registry serves at `v1`.
+    #[cfg(test)]
+    pub(super) fn of(
+        reg: &super::registry::Registry,
+        group: &str,
+        plural: &str,
+        namespace: Option<&str>,
+    ) -> Target {
+        Target {
+            rt: reg.by_resource(group, "v1", plural).expect("a served kind"),
+            version: "v1".into(),
+            namespace: namespace.map(str::to_string),
+            name: None,
+            subresource: None,
+        }
+    }
+
     pub fn key(&self, name: &str) -> String {
         self.rt
             .storage_key(self.namespace.as_deref().unwrap_or(""), name)
@@ -93,53 +111,6 @@ impl PatchType {
     }
 }
 
-/// `propagationPolicy` of a DELETE.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Propagation {
-    Orphan,
-    #[default]
-    Background,
-    Foreground,
-}
-
-/// The parts of DeleteOptions this server honours.
-#[derive(Debug, Clone, Default)]
-pub struct DeleteOptions {
-    pub propagation: Propagation,
-    pub precondition_uid: Option<String>,
-    pub precondition_rv: Option<String>,
-}
-
-impl DeleteOptions {
-    pub fn from_body(body: &Value) -> Result<Self, ApiError> {
-        let propagation = match body.get("propagationPolicy").and_then(Value::as_str) {
-            None | Some("Background") => Propagation::Background,
-            Some("Foreground") => Propagation::Foreground,
-            Some("Orphan") => Propagation::Orphan,
-            Some(other) => {
-                return Err(ApiError::bad_request(format!(
-                    "propagationPolicy: Unsupported value: {other:?}"
-                )));
-            }
-        };
-        let propagation = if body.get("orphanDependents").and_then(Value::as_bool) == Some(true) {
-            Propagation::Orphan
-        } else {
-            propagation
-        };
-        let pre = |f: &str| {
-            body.pointer(&format!("/preconditions/{f}"))
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        };
-        Ok(DeleteOptions {
-            propagation,
-            precondition_uid: pre("uid"),
-            precondition_rv: pre("resourceVersion"),
-        })
-    }
-}
-
 /// Serves a stored object in the version the client asked for.
 pub fn as_version(obj: &Value, rt: &ResourceType, version: &str) -> Value {
     let mut out = obj.clone();
@@ -189,6 +160,7 @@ pub fn create(
         &target.api_version(),
         &opts.now,
     );
+    strategy::prepare_for_create(target, &mut body);
     Ok(txn.put(&key, body))
 }
 
@@ -213,7 +185,6 @@ fn prepare_new(
     for k in SERVER_METADATA {
         meta.remove(*k);
     }
-    meta.remove("generateName");
     meta.insert("name".into(), json!(name));
     match target.namespace.as_deref().filter(|_| target.rt.namespaced) {
         Some(ns) => meta.insert("namespace".into(), json!(ns)),
@@ -221,7 +192,9 @@ fn prepare_new(
     };
     meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
     meta.insert("creationTimestamp".into(), json!(opts.now));
-    meta.insert("generation".into(), json!(1));
+    if target.rt.has_generation() {
+        meta.insert("generation".into(), json!(1));
+    }
     obj["apiVersion"] = json!(target.rt.api_version(&target.rt.storage_version));
     normalise_kind(target, name, obj)
 }
@@ -487,6 +460,7 @@ fn apply(
             if let Some(m) = managed {
                 merged["metadata"]["managedFields"] = m;
             }
+            strategy::prepare_for_create(target, &mut merged);
             Ok(txn.put(key, merged))
         }
         Some(old) => {
@@ -535,7 +509,7 @@ fn finish_write(
         new["spec"] = old.get("spec").cloned().unwrap_or(json!({}));
     }
     normalise_kind(target, name, &mut new)?;
-    if spec_part(&new) != spec_part(&old) {
+    if target.rt.has_generation() && spec_part(&new) != spec_part(&old) {
         let generation = old
             .pointer("/metadata/generation")
             .and_then(Value::as_i64)
@@ -567,49 +541,4 @@ fn finish_write(
         return gc::remove(txn, key).ok_or_else(|| target.not_found(name));
     }
     Ok(txn.put(key, new))
-}
-
-/// DELETE of one object. Returns the object as it stands after the call (with a deletionTimestamp
-/// while finalizers hold it, or at its final resourceVersion once gone).
-pub fn delete(
-    txn: &mut Txn,
-    target: &Target,
-    name: &str,
-    opts: &DeleteOptions,
-    now: &str,
-) -> Result<Arc<Value>, ApiError> {
-    let key = target.key(name);
-    let obj = txn.get(&key).ok_or_else(|| target.not_found(name))?;
-    let meta_str = |f: &str| {
-        obj.pointer(&format!("/metadata/{f}"))
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    };
-    if let Some(uid) = &opts.precondition_uid
-        && Some(uid) != meta_str("uid").as_ref()
-    {
-        return Err(ApiError::conflict(
-            &target.rt.group,
-            &target.rt.plural,
-            name,
-            &format!(
-                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                meta_str("uid").unwrap_or_default()
-            ),
-        ));
-    }
-    if let Some(rv) = &opts.precondition_rv
-        && Some(rv) != meta_str("resourceVersion").as_ref()
-    {
-        return Err(ApiError::conflict(
-            &target.rt.group,
-            &target.rt.plural,
-            name,
-            &format!(
-                "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                meta_str("resourceVersion").unwrap_or_default()
-            ),
-        ));
-    }
-    Ok(gc::delete(txn, &key, opts.propagation, now).unwrap_or(obj))
 }

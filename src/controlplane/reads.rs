@@ -65,28 +65,41 @@ pub(super) fn list(
         None => state.resource_version(),
     };
     let same_version = target.version == target.rt.storage_version;
+    let filtered = !(labels.is_empty() && fields.is_empty());
     let mut selected = Vec::new();
     let mut next = None;
-    for (key, entry) in state.range(&prefix, token.as_ref().map(|t| t.after.as_str())) {
-        if !(labels.is_empty() && fields.is_empty()) {
+    let mut remaining = None;
+    let mut entries = state.range(&prefix, token.as_ref().map(|t| t.after.as_str()));
+    while let Some((key, entry)) = entries.next() {
+        if filtered {
             let obj = entry.object();
             if !labels.matches(&obj) || !fields.matches(&obj) {
                 continue;
             }
         }
+        selected.push((key.clone(), entry.clone()));
         if limit.is_some_and(|l| selected.len() >= l) {
-            next = Some(ContinueToken {
-                rv: list_rv,
-                after: selected_last_key(&selected),
-            });
+            // As upstream's watch cache: a page that filled up continues if anything at all
+            // follows it, matching or not; only an unfiltered list counts what is left.
+            let rest = entries.by_ref().count();
+            if rest > 0 {
+                next = Some(ContinueToken {
+                    rv: list_rv,
+                    after: selected_last_key(&selected),
+                });
+                remaining = (!filtered).then_some(rest);
+            }
             break;
         }
-        selected.push((key.clone(), entry.clone()));
     }
+    drop(entries);
     drop(state);
     let mut metadata = json!({"resourceVersion": list_rv.to_string()});
     if let Some(n) = next {
         metadata["continue"] = json!(n.encode());
+    }
+    if let Some(n) = remaining {
+        metadata["remainingItemCount"] = json!(n);
     }
     if let Some(include) = table_fmt {
         let objs: Vec<Value> = selected
@@ -112,17 +125,31 @@ pub(super) fn list(
         if i > 0 {
             out.push(b',');
         }
-        if same_version {
+        if same_version && target.rt.custom {
             out.extend_from_slice(&e.json);
         } else {
             out.extend_from_slice(
-                &serde_json::to_vec(&as_version(&e.object(), &target.rt, &target.version))
+                &serde_json::to_vec(&list_item(&e.object(), target))
                     .expect("JSON values serialise"),
             );
         }
     }
     out.extend_from_slice(b"]}");
     Ok(bytes_response(StatusCode::OK, out))
+}
+
+/// One item of a list in the version asked for. Custom resources keep their `apiVersion` and
+/// `kind` (upstream serves them as unstructured objects); built-in kinds' items carry neither,
+/// as upstream's typed lists.
+pub(super) fn list_item(obj: &Value, target: &Target) -> Value {
+    let mut item = as_version(obj, &target.rt, &target.version);
+    if !target.rt.custom
+        && let Some(map) = item.as_object_mut()
+    {
+        map.remove("apiVersion");
+        map.remove("kind");
+    }
+    item
 }
 
 fn selected_last_key(selected: &[(String, super::state::Entry)]) -> String {

@@ -67,6 +67,27 @@ impl ResourceType {
     pub fn serves(&self, version: &str) -> bool {
         self.versions.iter().any(|v| v == version)
     }
+
+    /// Whether objects of this kind carry `metadata.generation`: custom resources, and the
+    /// built-ins whose strategy sets it (kinds with a desired state in `spec`).
+    pub fn has_generation(&self) -> bool {
+        self.custom
+            || matches!(
+                (self.group.as_str(), self.kind.as_str()),
+                ("apps", "Deployment") | ("apiextensions.k8s.io", "CustomResourceDefinition")
+            )
+    }
+
+    /// Whether a DELETE that removes the object at once answers the object itself; the other
+    /// kinds answer a `Status` Success naming it (upstream's `ReturnDeletedObject`).
+    pub fn returns_deleted_object(&self) -> bool {
+        !self.custom
+            && self.group.is_empty()
+            && matches!(
+                self.kind.as_str(),
+                "Namespace" | "Service" | "ServiceAccount"
+            )
+    }
 }
 
 struct Builtin {
@@ -486,6 +507,19 @@ mod tests {
                     {"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
                      "schema": {"openAPIV3Schema": {"type": "object"}}}]}
         })
+    }
+
+    #[test]
+    fn generation_and_deleted_object_answers_follow_upstream_kinds() {
+        let reg = Registry::new([&crd()]);
+        let kind = |g: &str, k: &str| reg.by_kind(g, k).unwrap();
+        assert!(kind("example.com", "Widget").has_generation());
+        assert!(kind("apps", "Deployment").has_generation());
+        assert!(!kind("", "ConfigMap").has_generation());
+        assert!(!kind("coordination.k8s.io", "Lease").has_generation());
+        assert!(kind("", "ServiceAccount").returns_deleted_object());
+        assert!(!kind("", "Secret").returns_deleted_object());
+        assert!(!kind("example.com", "Widget").returns_deleted_object());
     }
 
     #[test]

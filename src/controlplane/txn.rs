@@ -65,6 +65,11 @@ impl State {
 }
 
 impl<'s> Txn<'s> {
+    /// The resourceVersion of the state this transaction reads.
+    pub fn read_version(&self) -> u64 {
+        self.state.resource_version()
+    }
+
     /// Whether the object at `key` is a namespace no deletion may touch.
     pub fn is_protected(&self, key: &str) -> bool {
         super::limits::is_protected_key(key, &self.state.protected_namespaces)
