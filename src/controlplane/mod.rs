@@ -15,6 +15,7 @@ pub mod crds;
 mod delete;
 mod discovery;
 pub mod error;
+mod events;
 pub mod faults;
 #[doc(hidden)]
 pub mod fuzzing;

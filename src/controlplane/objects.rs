@@ -6,6 +6,7 @@ use super::admission::{
     SERVER_METADATA, check_identity, check_namespace_open, normalise_kind, spec_part,
 };
 use super::error::ApiError;
+use super::events;
 use super::gc;
 use super::patch::{self, MergeKeys};
 use super::registry::ResourceType;
@@ -113,9 +114,31 @@ impl PatchType {
 
 /// Serves a stored object in the version the client asked for.
 pub fn as_version(obj: &Value, rt: &ResourceType, version: &str) -> Value {
+    if rt.converted() {
+        return events::from_core(obj);
+    }
     let mut out = obj.clone();
     out["apiVersion"] = json!(rt.api_version(version));
     out
+}
+
+/// The stored object at `key` in the shape of the request's API.
+fn stored(txn: &Txn, target: &Target, key: &str) -> Option<Arc<Value>> {
+    let obj = txn.get(key)?;
+    if target.rt.converted() {
+        return Some(Arc::new(events::from_core(&obj)));
+    }
+    Some(obj)
+}
+
+/// Stages `obj`, in the shape of the request's API, in the shape it is stored in.
+fn store(txn: &mut Txn, target: &Target, key: &str, obj: Value) -> Arc<Value> {
+    let obj = match (target.rt.group.as_str(), target.rt.kind.as_str()) {
+        _ if target.rt.converted() => events::to_core(&obj),
+        ("", "Event") if !target.rt.custom => events::core_encoded(&obj),
+        _ => obj,
+    };
+    txn.put(key, obj)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -161,7 +184,7 @@ pub fn create(
         &opts.now,
     );
     strategy::prepare_for_create(target, &mut body);
-    Ok(txn.put(&key, body))
+    Ok(store(txn, target, &key, body))
 }
 
 fn is_builtin_with_server_status(target: &Target) -> bool {
@@ -208,7 +231,7 @@ pub fn update(
 ) -> Result<Arc<Value>, ApiError> {
     let name = check_identity(target, &body, false)?;
     let key = target.key(&name);
-    let old = txn.get(&key).ok_or_else(|| target.not_found(&name))?;
+    let old = stored(txn, target, &key).ok_or_else(|| target.not_found(&name))?;
     let body_rv = body
         .pointer("/metadata/resourceVersion")
         .and_then(Value::as_str)
@@ -252,7 +275,7 @@ pub fn patch(
         .clone()
         .ok_or_else(|| ApiError::method_not_allowed("PATCH needs an object name"))?;
     let key = target.key(&name);
-    let old = txn.get(&key);
+    let old = stored(txn, target, &key);
     if patch_type == PatchType::Apply {
         return apply(txn, target, &key, &name, old, body, opts);
     }
@@ -461,7 +484,7 @@ fn apply(
                 merged["metadata"]["managedFields"] = m;
             }
             strategy::prepare_for_create(target, &mut merged);
-            Ok(txn.put(key, merged))
+            Ok(store(txn, target, key, merged))
         }
         Some(old) => {
             let merged = scope_to_subresource(target, &old, merged);
@@ -537,8 +560,8 @@ fn finish_write(
         .and_then(Value::as_array)
         .is_some_and(|f| !f.is_empty());
     if deleting && !finalizers_left {
-        txn.put(key, new);
+        store(txn, target, key, new);
         return gc::remove(txn, key).ok_or_else(|| target.not_found(name));
     }
-    Ok(txn.put(key, new))
+    Ok(store(txn, target, key, new))
 }

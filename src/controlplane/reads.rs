@@ -27,7 +27,7 @@ pub(super) fn get(
         .get(&target.key(name))
         .ok_or_else(|| ApiError::not_found(&target.rt.group, &target.rt.plural, name))?;
     let table_fmt = table_fmt.filter(|_| target.subresource.is_none());
-    if table_fmt.is_none() && target.version == target.rt.storage_version {
+    if table_fmt.is_none() && target.rt.serves_stored_text(&target.version) {
         // The stored text is the answer: no parse, no copy.
         return Ok(bytes_response(StatusCode::OK, entry.json.clone()));
     }
@@ -64,7 +64,7 @@ pub(super) fn list(
         Some(t) => t.rv,
         None => state.resource_version(),
     };
-    let same_version = target.version == target.rt.storage_version;
+    let same_version = target.rt.serves_stored_text(&target.version);
     let filtered = !(labels.is_empty() && fields.is_empty());
     let mut selected = Vec::new();
     let mut next = None;

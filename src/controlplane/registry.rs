@@ -52,12 +52,34 @@ impl ResourceType {
 
     /// The prefix of storage keys for objects of this kind.
     pub fn key_prefix(&self) -> String {
-        format!("{}/{}/", self.group, self.kind)
+        format!("{}/{}/", self.storage_group(), self.kind)
     }
 
     /// The storage key of one object.
     pub fn storage_key(&self, namespace: &str, name: &str) -> String {
-        format!("{}/{}/{}/{}", self.group, self.kind, namespace, name)
+        format!(
+            "{}/{}/{}/{}",
+            self.storage_group(),
+            self.kind,
+            namespace,
+            name
+        )
+    }
+
+    /// Whether these objects are stored in another API's shape and converted on every read and
+    /// write: events.k8s.io Events, which are core Events (see [`super::events`]).
+    pub fn converted(&self) -> bool {
+        !self.custom && self.group == "events.k8s.io" && self.kind == "Event"
+    }
+
+    /// The group whose storage holds these objects.
+    pub fn storage_group(&self) -> &str {
+        if self.converted() { "" } else { &self.group }
+    }
+
+    /// Whether a read of `version` can answer the stored text as it is.
+    pub fn serves_stored_text(&self, version: &str) -> bool {
+        version == self.storage_version && !self.converted()
     }
 
     pub fn api_version(&self, version: &str) -> String {
@@ -210,7 +232,7 @@ const BUILTINS: &[Builtin] = &[
         namespaced: true,
         status: false,
     },
-    // Stored apart from the core v1 Events (upstream serves one object under both).
+    // The same objects as the core v1 Events, converted (see `events.rs`).
     Builtin {
         group: "events.k8s.io",
         version: "v1",

@@ -185,8 +185,14 @@ pub fn record_update(
             _ => from_old(),
         }
     };
+    // Upstream converts each entry's fields to the version written, and drops the entries of a
+    // version it cannot convert to: another API group's (an Event written through core v1 loses
+    // its events.k8s.io entries). The object stays tracked.
+    let tracked = !entries.is_empty();
+    let group_of = |v: &str| v.rsplit_once('/').map_or("", |(g, _)| g).to_string();
+    entries.retain(|e| group_of(&e.api_version) == group_of(api_version));
     let new_obj = without_managed_fields(new);
-    if entries.is_empty() && old.is_some() {
+    if !tracked && old.is_some() {
         *new = with_managed_fields(new_obj, Vec::new());
         return;
     }

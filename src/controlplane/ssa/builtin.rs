@@ -250,16 +250,21 @@ fn conditions(extra: &[&str]) -> Schema {
     map_list(&["type"], scalars(&names))
 }
 
+/// A core ObjectReference: an atomic struct upstream (`+structType=atomic`), owned as a whole.
 fn object_reference() -> Schema {
-    scalars(&[
-        "kind",
-        "namespace",
-        "name",
-        "uid",
-        "apiVersion",
-        "resourceVersion",
-        "fieldPath",
-    ])
+    Schema::Map {
+        fields: scalar_fields(&[
+            "kind",
+            "namespace",
+            "name",
+            "uid",
+            "apiVersion",
+            "resourceVersion",
+            "fieldPath",
+        ]),
+        additional: None,
+        atomic: true,
+    }
 }
 
 fn service_spec() -> Schema {

@@ -196,3 +196,27 @@ fn update_entries_are_per_api_version() {
         .collect();
     assert_eq!(versions, vec!["v1", "v2"]);
 }
+
+#[test]
+fn an_object_reference_is_owned_as_one_field() {
+    let schema = Schema::builtin("", "Event");
+    let mut event = json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e"},
+        "involvedObject": {"kind": "Pod", "name": "p"}, "message": "m"});
+    record_update(None, &mut event, "kubectl", &schema, None, "v1", T1);
+    assert_eq!(
+        entry(&event, "kubectl")["fieldsV1"],
+        json!({"f:involvedObject": {}, "f:message": {}})
+    );
+}
+
+#[test]
+fn an_update_through_another_api_group_drops_that_groups_entries() {
+    let schema = Schema::builtin("", "Event");
+    let mut event = json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e"},
+        "involvedObject": {"kind": "Pod", "name": "p"}, "message": "m"});
+    record_update(None, &mut event, "a", &schema, None, "events.k8s.io/v1", T1);
+    let mut changed = event.clone();
+    changed["count"] = json!(2);
+    record_update(Some(&event), &mut changed, "b", &schema, None, "v1", T2);
+    assert_eq!(managers(&changed), vec!["b/Update"]);
+}
