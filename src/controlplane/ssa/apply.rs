@@ -152,7 +152,11 @@ pub fn apply(req: &ApplyRequest) -> Result<Value, ApplyConflicts> {
             return Ok(live.clone());
         }
     }
-    entries[mine].time = Some(req.now.to_string());
+    // Upstream stamps the applier's entry only when the apply changed the object: a manager
+    // that joins an unchanged object (or changes only what it owns) keeps its time, or has none.
+    if !unchanged_object {
+        entries[mine].time = Some(req.now.to_string());
+    }
     let encoded = encode_sorted(&entries, req.live);
     Ok(with_managed_fields(object, encoded))
 }
