@@ -88,7 +88,7 @@ impl Config {
             preload_crds: true,
             event_log_capacity: 100_000,
             event_log_bytes: 32 * 1024 * 1024,
-            bookmark_interval: Duration::from_secs(30),
+            bookmark_interval: Duration::from_secs(60),
             max_body_bytes: 3 * 1024 * 1024,
             request_body_timeout: Duration::from_secs(60),
             protected_namespaces: limits::default_protected_namespaces(),

@@ -186,22 +186,24 @@ pub fn spawn(
             }
         }
         let deadline = tokio::time::Instant::now() + settings.timeout;
-        let mut ticker = tokio::time::interval_at(
-            tokio::time::Instant::now() + settings.bookmark_interval,
-            settings.bookmark_interval,
-        );
+        let mut next_mark = settings
+            .bookmarks
+            .then(|| {
+                next_bookmark(
+                    tokio::time::Instant::now(),
+                    deadline,
+                    settings.bookmark_interval,
+                )
+            })
+            .flatten();
         loop {
             tokio::select! {
-                _ = tokio::time::sleep_until(deadline) => {
-                    if settings.bookmarks {
-                        let _ = tx.send(Ok(filter.bookmark(resource_version, false))).await;
-                    }
-                    return;
-                }
-                _ = ticker.tick(), if settings.bookmarks => {
+                _ = tokio::time::sleep_until(deadline) => return,
+                _ = tokio::time::sleep_until(next_mark.unwrap_or(deadline)), if next_mark.is_some() => {
                     if tx.send(Ok(filter.bookmark(resource_version, false))).await.is_err() {
                         return;
                     }
+                    next_mark = next_bookmark(tokio::time::Instant::now(), deadline, settings.bookmark_interval);
                 }
                 _ = tx.closed() => return,
                 msg = receiver.recv() => match msg {
@@ -226,6 +228,22 @@ pub fn spawn(
     rx
 }
 
+/// When the next BOOKMARK goes out, as upstream's watch cache schedules them: every
+/// `interval`, and once about 2 s before the watch times out (so a client resumes from a recent
+/// resourceVersion), but never at or after the timeout itself.
+fn next_bookmark<I>(now: I, deadline: I, interval: Duration) -> Option<I>
+where
+    I: Copy + Ord + std::ops::Add<Duration, Output = I> + std::ops::Sub<Duration, Output = I>,
+{
+    let heartbeat = now + interval;
+    let before_timeout = deadline - PRE_TIMEOUT_BOOKMARK;
+    let at = heartbeat.min(before_timeout);
+    (at > now).then_some(at)
+}
+
+/// How long before a watch's timeout its last BOOKMARK goes out.
+const PRE_TIMEOUT_BOOKMARK: Duration = Duration::from_secs(2);
+
 type LineSender = mpsc::Sender<Result<Bytes, std::convert::Infallible>>;
 
 /// Sends the pieces of one line; false when the client went away.
@@ -241,6 +259,29 @@ async fn send_all(tx: &LineSender, pieces: Vec<Bytes>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bookmarks_come_every_interval_and_once_two_seconds_before_the_timeout() {
+        let secs = Duration::from_secs;
+        let start = secs(100);
+        let minute = secs(60);
+        // A long watch: the heartbeat first, then the pre-timeout one.
+        assert_eq!(
+            next_bookmark(start, start + secs(300), minute),
+            Some(secs(160))
+        );
+        assert_eq!(
+            next_bookmark(secs(340), start + secs(300), minute),
+            Some(secs(398))
+        );
+        // A short one: only the pre-timeout bookmark, and none when that is already past.
+        assert_eq!(
+            next_bookmark(start, start + secs(10), minute),
+            Some(secs(108))
+        );
+        assert_eq!(next_bookmark(start, start + secs(2), minute), None);
+        assert_eq!(next_bookmark(secs(108), start + secs(10), minute), None);
+    }
     use crate::controlplane::registry::Registry;
 
     #[test]
