@@ -349,3 +349,24 @@ pub fn delete_returns_and_the_object_is_gone(t: &Target) {
     );
     k.ok(&["delete", "secret", "s", "--ignore-not-found"]);
 }
+
+/// A `v1 List` applies item by item. kubectl validates a List's items through `/openapi/v2`
+/// (the other kinds through `/openapi/v3`), so the server must serve it.
+pub fn apply_server_side_of_a_v1_list_applies_each_item(t: &Target) {
+    let k = &t.k;
+    let list = format!(
+        "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {{name: l1, namespace: {ns}}}\n  data: {{a: \"1\"}}\n- apiVersion: v1\n  kind: Secret\n  metadata: {{name: l2, namespace: {ns}}}\n  stringData: {{b: \"2\"}}\n",
+        ns = t.ns
+    );
+    let out = apply(k, "ci", &list);
+    assert!(out.contains("configmap/l1 serverside-applied"), "{out}");
+    assert!(out.contains("secret/l2 serverside-applied"), "{out}");
+    assert_eq!(
+        k.get_json(&["configmap", "l1"]).expect("l1")["data"],
+        json!({"a": "1"})
+    );
+    assert_eq!(
+        k.get_json(&["secret", "l2"]).expect("l2")["data"],
+        json!({"b": b64("2")})
+    );
+}

@@ -324,3 +324,58 @@ pub fn status_writes_do_not_bump_generation_spec_writes_do(t: &Target) {
         "a patched spec change bumps the generation"
     );
 }
+
+/// A namespace held in Terminating (by an object's finalizer) refuses new objects with 403
+/// NamespaceTerminating, then goes once the finalizer is removed.
+pub fn a_terminating_namespace_refuses_new_objects(t: &Target) {
+    with_gizmos(t);
+    let k = &t.k;
+    let x = format!("{}-x", t.ns);
+    k.ok(&["create", "namespace", &x]);
+    let held = format!(
+        "apiVersion: kubectl.example.com/v1\nkind: Gizmo\nmetadata:\n  name: held\n  namespace: {x}\n  finalizers: [kubectl.example.com/hold]\nspec:\n  size: 1\n"
+    );
+    apply(k, "ci", &held);
+    k.ok(&["delete", "namespace", &x, "--wait=false"]);
+    let ns = k
+        .get_json(&["namespace", &x])
+        .expect("the finalizer holds the namespace");
+    assert_eq!(ns["status"]["phase"], "Terminating", "{ns}");
+
+    let r = k.run(&["create", "configmap", "late", "-n", &x]);
+    assert_ne!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let refusal = format!(
+        "configmaps \"late\" is forbidden: unable to create new content in namespace {x} because it is being terminated"
+    );
+    assert!(r.stderr.contains(&refusal), "{}", r.stderr);
+    let r = t.http(
+        "POST",
+        &format!("/api/v1/namespaces/{x}/configmaps"),
+        Some("application/json"),
+        br#"{"metadata":{"name":"late"}}"#,
+    );
+    assert_eq!(r.status, 403, "{}", r.body);
+    let s = r.json();
+    assert_eq!(s["reason"], "Forbidden", "{}", r.body);
+    assert_eq!(
+        s["details"]["causes"][0]["reason"], "NamespaceTerminating",
+        "{}",
+        r.body
+    );
+
+    k.ok(&[
+        "patch",
+        "gizmo",
+        "held",
+        "-n",
+        &x,
+        "--type",
+        "merge",
+        "-p",
+        r#"{"metadata":{"finalizers":[]}}"#,
+    ]);
+    // The namespace controller's work on kube-apiserver.
+    poll_until(t.wait, "the namespace to go", || {
+        k.get_json(&["namespace", &x]).is_none().then_some(())
+    });
+}

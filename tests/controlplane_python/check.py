@@ -117,6 +117,8 @@ class Checks:
         ns = self.core.create_namespace(client.V1Namespace(metadata=meta(name)))
         expect(ns.kind == "Namespace" and ns.api_version == "v1", f"kind/apiVersion: {ns.kind} {ns.api_version}")
         expect(ns.status.phase == "Active", f"phase {ns.status.phase}")
+        labels = ns.metadata.labels or {}
+        expect(labels.get("kubernetes.io/metadata.name") == name, f"labels {labels}")
         expect_status(409, self.core.create_namespace, client.V1Namespace(metadata=meta(name)))
 
     # -- CRUD -----------------------------------------------------------------------------------
@@ -126,6 +128,8 @@ class Checks:
         created = self.core.create_namespaced_config_map(self.ns, body)
         expect(created.metadata.uid and created.metadata.resource_version, "no uid/resourceVersion")
         expect(created.metadata.creation_timestamp is not None, "no creationTimestamp")
+        # A kind without a spec has no generation.
+        expect(created.metadata.generation is None, f"generation {created.metadata.generation}")
         got = self.core.read_namespaced_config_map("crud", self.ns)
         expect(got.data == {"a": "1"}, f"data {got.data}")
         got.data["b"] = "2"
@@ -139,8 +143,10 @@ class Checks:
         expect_status(409, self.core.replace_namespaced_config_map, "crud", self.ns, got)
         expect_status(409, self.core.create_namespaced_config_map, self.ns, body)
         expect_status(404, self.core.read_namespaced_config_map, "absent", self.ns)
+        # Deleting an object no finalizer holds answers a Status (this client returns it as a dict).
         deleted = self.core.delete_namespaced_config_map("crud", self.ns)
-        expect(deleted is not None, "delete answered nothing")
+        expect(deleted.get("kind") == "Status" and deleted.get("status") == "Success",
+               f"delete answered {deleted}")
         expect_status(404, self.core.read_namespaced_config_map, "crud", self.ns)
 
     def check_explicit_kind_mismatch_refused(self):
