@@ -158,16 +158,12 @@ fn the_official_python_client_drives_both_servers_alike() {
                 .map_or(Outcome::NotRun, |r| outcome(&r.stdout, name)),
         })
         .collect();
-    let declared = report::load_declared(&python_dir().join("known-differences.yaml"));
-    for r in &results {
-        println!("{}", report::line(r, &declared));
-    }
-    println!(
-        "{} ({:.1} s)",
-        report::summary("python", &results),
-        started.elapsed().as_secs_f64()
+    let problems = report::report(
+        "python",
+        &results,
+        &report::load_declared(&python_dir().join("known-differences.yaml")),
+        started,
     );
-    let problems = report::verdict(&results, &declared);
     if !problems.is_empty() {
         let kube = kube_run.as_ref().map_or(String::new(), |r| {
             format!(

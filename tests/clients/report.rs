@@ -100,22 +100,43 @@ pub fn line(r: &CheckResult, declared: &BTreeMap<String, Declared>) -> String {
     out
 }
 
-/// `clients (WHO): N of M checks pass on both servers`.
+/// `clients (WHO): N of M checks pass on both servers`, or on the local server alone when
+/// kube-apiserver did not run.
 pub fn summary(who: &str, results: &[CheckResult]) -> String {
+    if results.iter().any(|r| r.kube == Outcome::NotRun) {
+        let local = results.iter().filter(|r| r.local == Outcome::Ok).count();
+        return format!(
+            "clients ({who}): {local} of {} checks pass on the local server ({KUBE} not run)",
+            results.len()
+        );
+    }
     let both = results
         .iter()
         .filter(|r| r.local == Outcome::Ok && r.kube == Outcome::Ok)
         .count();
-    let not_run = results.iter().any(|r| r.kube == Outcome::NotRun);
-    let note = if not_run {
-        format!(" ({KUBE} not run)")
-    } else {
-        String::new()
-    };
     format!(
-        "clients ({who}): {both} of {} checks pass on both servers{note}",
+        "clients ({who}): {both} of {} checks pass on both servers",
         results.len()
     )
+}
+
+/// Prints one line per check and the summary (with the time since `started`); returns the
+/// problems of the verdict against `declared`.
+pub fn report(
+    who: &str,
+    results: &[CheckResult],
+    declared: &BTreeMap<String, Declared>,
+    started: std::time::Instant,
+) -> Vec<String> {
+    for r in results {
+        println!("{}", line(r, declared));
+    }
+    println!(
+        "{} ({:.1} s)",
+        summary(who, results),
+        started.elapsed().as_secs_f64()
+    );
+    verdict(results, declared)
 }
 
 /// Where a check failed, as the table would declare it; `None` when it failed nowhere.
@@ -231,6 +252,11 @@ mod tests {
         assert_eq!(
             summary("python", &r),
             "clients (python): 1 of 2 checks pass on both servers"
+        );
+        let alone = [result("a", Outcome::Ok, Outcome::NotRun)];
+        assert_eq!(
+            summary("kubectl", &alone),
+            "clients (kubectl): 1 of 1 checks pass on the local server (kube-apiserver not run)"
         );
     }
 }

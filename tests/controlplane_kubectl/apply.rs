@@ -8,7 +8,7 @@ use super::*;
 pub fn apply_server_side_creates_updates_and_drops_fields_no_longer_applied(t: &Target) {
     with_gizmos(t);
     let k = &t.k;
-    let out = apply(&k, "ci", &gizmo("g1", &t.ns, 1, Some("red")));
+    let out = apply(k, "ci", &gizmo("g1", &t.ns, 1, Some("red")));
     assert!(
         out.contains("gizmo.kubectl.example.com/g1 serverside-applied"),
         "{out}"
@@ -20,7 +20,7 @@ pub fn apply_server_side_creates_updates_and_drops_fields_no_longer_applied(t: &
     let rv = str_at(&created, "/metadata/resourceVersion").to_string();
 
     // Update by the same manager: size changes, color is no longer applied and so goes away.
-    apply(&k, "ci", &gizmo("g1", &t.ns, 2, None));
+    apply(k, "ci", &gizmo("g1", &t.ns, 2, None));
     let updated = k
         .get_json(&["gizmo", "g1", "--show-managed-fields"])
         .expect("still there");
@@ -52,7 +52,7 @@ pub fn apply_server_side_creates_updates_and_drops_fields_no_longer_applied(t: &
         )
     };
     apply(
-        &k,
+        k,
         "ci",
         &secret(&format!(
             "  user: {}\n  password: {}\n",
@@ -60,7 +60,7 @@ pub fn apply_server_side_creates_updates_and_drops_fields_no_longer_applied(t: &
             b64("one")
         )),
     );
-    apply(&k, "ci", &secret(&format!("  password: {}\n", b64("two"))));
+    apply(k, "ci", &secret(&format!("  password: {}\n", b64("two"))));
     let s = k.get_json(&["secret", "s1"]).expect("secret");
     assert_eq!(s["data"], json!({"password": b64("two")}));
     assert_eq!(s["type"], "Opaque");
@@ -69,7 +69,7 @@ pub fn apply_server_side_creates_updates_and_drops_fields_no_longer_applied(t: &
 pub fn apply_server_side_conflict_between_managers_and_force_conflicts(t: &Target) {
     with_gizmos(t);
     let k = &t.k;
-    apply(&k, "a", &gizmo("g", &t.ns, 1, Some("red")));
+    apply(k, "a", &gizmo("g", &t.ns, 1, Some("red")));
     let r = k.run_stdin(
         &["apply", "--server-side", "--field-manager", "b", "-f", "-"],
         &gizmo("g", &t.ns, 1, Some("blue")),
@@ -92,7 +92,7 @@ pub fn apply_server_side_conflict_between_managers_and_force_conflicts(t: &Targe
     );
 
     // Same value from b: no conflict (shared ownership).
-    apply(&k, "b", &gizmo("g", &t.ns, 1, Some("red")));
+    apply(k, "b", &gizmo("g", &t.ns, 1, Some("red")));
 
     k.ok_stdin(
         &[
@@ -132,7 +132,7 @@ pub fn get_prints_yaml_and_json_for_custom_preloaded_kinds_and_secrets(t: &Targe
         "apiVersion: resources.azure.com/v1api20200601\nkind: ResourceGroup\nmetadata:\n  name: rg1\n  namespace: {}\nspec:\n  location: westeurope\n  azureName: rg-one\n",
         t.ns
     );
-    apply(&k, "ci", &rg);
+    apply(k, "ci", &rg);
     let yaml = k.ok(&["get", "resourcegroup", "rg1", "-o", "yaml"]);
     let from_yaml: Value = aro_gitops::yaml::from_str(&yaml).expect("kubectl prints YAML");
     let json_text = k.ok(&[
@@ -166,7 +166,7 @@ pub fn get_prints_yaml_and_json_for_custom_preloaded_kinds_and_secrets(t: &Targe
         .collect();
     assert_eq!(names, ["rg1"]);
 
-    create(&k, &secret("db", &t.ns, &[("password", "hunter2")]));
+    create(k, &secret("db", &t.ns, &[("password", "hunter2")]));
     let s: Value =
         aro_gitops::yaml::from_str(&k.ok(&["get", "secret", "db", "-o", "yaml"])).unwrap();
     assert_eq!(s["data"]["password"], b64("hunter2"));
@@ -180,7 +180,7 @@ pub fn diff_server_side_is_clean_after_apply_and_shows_a_change(t: &Target) {
     with_gizmos(t);
     let k = &t.k;
     let manifest = gizmo("g", &t.ns, 1, Some("red"));
-    apply(&k, "t", &manifest);
+    apply(k, "t", &manifest);
     let diff = |m: &str| {
         k.run_stdin(
             &["diff", "--server-side", "--field-manager", "t", "-f", "-"],
@@ -241,7 +241,7 @@ pub fn diff_server_side_is_clean_after_apply_and_shows_a_change(t: &Target) {
 pub fn patch_merge_and_json_including_a_failing_test_op(t: &Target) {
     let k = &t.k;
     apply(
-        &k,
+        k,
         "ci",
         "apiVersion: resources.azure.com/v1api20200601\nkind: ResourceGroup\nmetadata:\n  name: rg\nspec:\n  location: westeurope\n  tags:\n    a: x\n",
     );
@@ -300,7 +300,7 @@ pub fn patch_merge_and_json_including_a_failing_test_op(t: &Target) {
     );
 
     // A Secret: merge patch on data.
-    create(&k, &secret("s", &t.ns, &[("a", "1")]));
+    create(k, &secret("s", &t.ns, &[("a", "1")]));
     k.ok(&[
         "patch",
         "secret",
@@ -319,13 +319,13 @@ pub fn patch_merge_and_json_including_a_failing_test_op(t: &Target) {
 pub fn delete_returns_and_the_object_is_gone(t: &Target) {
     with_gizmos(t);
     let k = &t.k;
-    create(&k, &secret("s", &t.ns, &[("a", "1")]));
-    apply(&k, "ci", &gizmo("g", &t.ns, 1, None));
+    create(k, &secret("s", &t.ns, &[("a", "1")]));
+    apply(k, "ci", &gizmo("g", &t.ns, 1, None));
     let rg = format!(
         "apiVersion: resources.azure.com/v1api20200601\nkind: ResourceGroup\nmetadata:\n  name: rg\n  namespace: {}\nspec:\n  location: westeurope\n",
         t.ns
     );
-    apply(&k, "ci", &rg);
+    apply(k, "ci", &rg);
 
     assert!(
         k.ok(&["delete", "secret", "s", "--timeout=20s"])

@@ -56,16 +56,7 @@ fn every_check_on_both_servers() {
             kube: kube.as_ref().map_or(Outcome::NotRun, |k| k[i].clone()),
         })
         .collect();
-    let declared = declared();
-    for r in &results {
-        println!("{}", report::line(r, &declared));
-    }
-    println!(
-        "{} ({:.1} s)",
-        report::summary("kubectl", &results),
-        started.elapsed().as_secs_f64()
-    );
-    let problems = report::verdict(&results, &declared);
+    let problems = report::report("kubectl", &results, &declared(), started);
     assert!(
         problems.is_empty(),
         "{}\nthe failures in full:\n{}\nlocal server log:\n{local_log}",

@@ -21,7 +21,7 @@ impl Drop for Background {
 pub fn wait_for_condition_ready_set_by_another_client(t: &Target) {
     with_gizmos(t);
     let k = &t.k;
-    apply(&k, "ci", &gizmo("g", &t.ns, 1, None));
+    apply(k, "ci", &gizmo("g", &t.ns, 1, None));
     let mut wait = k
         .command(&[
             "wait",
@@ -67,7 +67,7 @@ pub fn wait_for_condition_ready_set_by_another_client(t: &Target) {
 pub fn get_watch_shows_a_change_made_by_another_kubectl(t: &Target) {
     with_gizmos(t);
     let k = &t.k;
-    apply(&k, "ci", &gizmo("g", &t.ns, 1, None));
+    apply(k, "ci", &gizmo("g", &t.ns, 1, None));
     let mut watch = k
         .command(&["get", "gizmos", "--watch"])
         .stdout(Stdio::piped())
@@ -98,7 +98,7 @@ pub fn get_watch_shows_a_change_made_by_another_kubectl(t: &Target) {
         r#"{"spec":{"size":7}}"#,
     ]);
     lines.wait_for(T, "g with size 7", row("g", "7"));
-    apply(&k, "ci", &gizmo("h", &t.ns, 3, None));
+    apply(k, "ci", &gizmo("h", &t.ns, 3, None));
     lines.wait_for(T, "the new object h", row("h", "3"));
 }
 
@@ -109,7 +109,7 @@ pub fn finalizers_hold_a_delete_until_removed(t: &Target) {
     with_gizmos(t);
     let k = &t.k;
     let manifest = "apiVersion: kubectl.example.com/v1\nkind: Gizmo\nmetadata:\n  name: held\n  finalizers: [kubectl.example.com/hold]\nspec:\n  size: 1\n";
-    apply(&k, "ci", manifest);
+    apply(k, "ci", manifest);
     k.ok(&["delete", "gizmo", "held", "--wait=false"]);
     let g = k
         .get_json(&["gizmo", "held"])
@@ -137,13 +137,13 @@ pub fn finalizers_hold_a_delete_until_removed(t: &Target) {
 pub fn owner_deletion_cascades_to_dependents(t: &Target) {
     with_gizmos(t);
     let k = &t.k;
-    apply(&k, "ci", &gizmo("owner", &t.ns, 1, None));
+    apply(k, "ci", &gizmo("owner", &t.ns, 1, None));
     let uid = str_at(&k.get_json(&["gizmo", "owner"]).unwrap(), "/metadata/uid").to_string();
     let owner_ref = format!(
         "  ownerReferences:\n  - apiVersion: kubectl.example.com/v1\n    kind: Gizmo\n    name: owner\n    uid: {uid}\n"
     );
     apply(
-        &k,
+        k,
         "ci",
         &format!(
             "apiVersion: v1\nkind: Secret\nmetadata:\n  name: dep\n  namespace: {}\n{owner_ref}data:\n  a: {}\n",
@@ -152,14 +152,14 @@ pub fn owner_deletion_cascades_to_dependents(t: &Target) {
         ),
     );
     apply(
-        &k,
+        k,
         "ci",
         &format!(
             "apiVersion: resources.azure.com/v1api20200601\nkind: ResourceGroup\nmetadata:\n  name: dep-rg\n  namespace: {}\n{owner_ref}spec:\n  location: westeurope\n",
             t.ns
         ),
     );
-    create(&k, &secret("unrelated", &t.ns, &[("a", "1")]));
+    create(k, &secret("unrelated", &t.ns, &[("a", "1")]));
 
     k.ok(&["delete", "gizmo", "owner", &t.timeout_arg()]);
     // The garbage collector's work: kube-controller-manager's on kube-apiserver.
@@ -186,12 +186,12 @@ pub fn namespace_deletion_removes_its_objects(t: &Target) {
     let k = &t.k;
     let x = format!("{}-x", t.ns);
     create(
-        &k,
+        k,
         &format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {x}\n"),
     );
-    apply(&k, "ci", &gizmo("g", &x, 1, None));
-    create(&k, &secret("s", &x, &[("a", "1")]));
-    create(&k, &secret("s", &t.ns, &[("a", "1")]));
+    apply(k, "ci", &gizmo("g", &x, 1, None));
+    create(k, &secret("s", &x, &[("a", "1")]));
+    create(k, &secret("s", &t.ns, &[("a", "1")]));
 
     // Emptying and removing it is the namespace controller's work on kube-apiserver.
     k.ok(&["delete", "ns", &x, &t.timeout_arg()]);
@@ -236,7 +236,7 @@ pub fn dry_run_server_stores_nothing(t: &Target) {
         "a dry-run create stores nothing"
     );
 
-    apply(&k, "ci", &gizmo("g", &t.ns, 1, None));
+    apply(k, "ci", &gizmo("g", &t.ns, 1, None));
     let before = k.get_json(&["gizmo", "g"]).unwrap();
     k.ok(&[
         "patch",
@@ -258,7 +258,7 @@ pub fn dry_run_server_stores_nothing(t: &Target) {
 pub fn status_writes_do_not_bump_generation_spec_writes_do(t: &Target) {
     with_gizmos(t);
     let k = &t.k;
-    apply(&k, "ci", &gizmo("g", &t.ns, 1, None));
+    apply(k, "ci", &gizmo("g", &t.ns, 1, None));
     let get = || k.get_json(&["gizmo", "g"]).unwrap();
     let g0 = get();
     assert_eq!(g0["metadata"]["generation"], 1);
@@ -303,7 +303,7 @@ pub fn status_writes_do_not_bump_generation_spec_writes_do(t: &Target) {
         "a metadata write keeps the generation"
     );
 
-    apply(&k, "ci", &gizmo("g", &t.ns, 2, None));
+    apply(k, "ci", &gizmo("g", &t.ns, 2, None));
     assert_eq!(
         get()["metadata"]["generation"],
         2,

@@ -206,7 +206,7 @@ pub fn bad_input_is_refused_with_a_status_and_the_store_stays_fine(t: &Target) {
         .map(|i| str_at(i, "/metadata/name").to_string())
         .collect();
     assert_eq!(names, ["keep", "no-api-version", "no-kind"]);
-    create(&k, &secret("after", &t.ns, &[("a", "1")]));
+    create(k, &secret("after", &t.ns, &[("a", "1")]));
     assert_eq!(
         k.get_json(&["secret", "keep"]).unwrap()["data"]["a"],
         "MQ=="

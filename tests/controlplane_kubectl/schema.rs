@@ -68,7 +68,7 @@ pub fn violations_are_refused_with_422_naming_each_field(t: &Target) {
     let server = t;
     let base = base(t);
     let r = post(
-        &server,
+        server,
         "",
         &widget("w", json!({"size": "big", "color": "green"})),
     );
@@ -101,7 +101,7 @@ pub fn violations_are_refused_with_422_naming_each_field(t: &Target) {
              "message": "Invalid value: \"string\": spec.size in body must be of type integer: \"string\""},
         ])
     );
-    let r = post(&server, "", &widget("w", json!({})));
+    let r = post(server, "", &widget("w", json!({})));
     assert_eq!(r.status, 422, "{}", r.body);
     assert_eq!(
         r.json()["message"],
@@ -118,7 +118,7 @@ pub fn unknown_fields_warn_by_default_are_refused_when_strict_and_pruned_when_ig
     let server = t;
     let base = base(t);
     let body = |name: &str| widget(name, json!({"size": 1, "foo": 1, "extra": {"kept": true}}));
-    let r = post(&server, "", &body("warned"));
+    let r = post(server, "", &body("warned"));
     assert_eq!(r.status, 201, "{}", r.body);
     assert_eq!(
         r.header_values("warning"),
@@ -129,7 +129,7 @@ pub fn unknown_fields_warn_by_default_are_refused_when_strict_and_pruned_when_ig
         .json();
     assert_eq!(stored["spec"], json!({"size": 1, "extra": {"kept": true}}));
 
-    let r = post(&server, "?fieldValidation=Strict", &body("strict"));
+    let r = post(server, "?fieldValidation=Strict", &body("strict"));
     assert_eq!(r.status, 400, "{}", r.body);
     assert_eq!(
         r.json()["message"],
@@ -142,7 +142,7 @@ pub fn unknown_fields_warn_by_default_are_refused_when_strict_and_pruned_when_ig
         404
     );
 
-    let r = post(&server, "?fieldValidation=Ignore", &body("ignored"));
+    let r = post(server, "?fieldValidation=Ignore", &body("ignored"));
     assert_eq!(r.status, 201, "{}", r.body);
     assert!(r.header_values("warning").is_empty());
     assert!(r.json()["spec"].get("foo").is_none());
@@ -173,7 +173,7 @@ pub fn unknown_fields_warn_by_default_are_refused_when_strict_and_pruned_when_ig
     );
 
     // fieldValidation takes Ignore, Warn and Strict: anything else is an invalid CreateOptions.
-    let r = post(&server, "?fieldValidation=Loose", &body("x"));
+    let r = post(server, "?fieldValidation=Loose", &body("x"));
     assert_eq!(r.status, 422, "{}", r.body);
     let s = r.json();
     assert_eq!(s["reason"], "Invalid", "{}", r.body);
@@ -190,7 +190,7 @@ pub fn updates_patches_applies_and_status_writes_are_validated(t: &Target) {
     let server = t;
     let base = base(t);
     assert_eq!(
-        post(&server, "", &widget("w", json!({"size": 2}))).status,
+        post(server, "", &widget("w", json!({"size": 2}))).status,
         201
     );
     let path = format!("{base}/w");

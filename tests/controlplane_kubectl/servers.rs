@@ -6,7 +6,7 @@
 
 use super::T;
 use super::report::Outcome;
-use crate::common::kubectl::{HttpResponse, Kubectl, Server, http_request, poll_until};
+use crate::common::kubectl::{HttpResponse, Kubectl, Server, http, poll_until};
 use crate::common::real_cluster::{CONTROLLER_WAIT, RealCluster, repo_root};
 use crate::common::running::Process;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -160,8 +160,7 @@ impl Target {
         content_type: Option<&str>,
         body: &[u8],
     ) -> HttpResponse {
-        http_request(&self.addr, method, path, content_type, body)
-            .unwrap_or_else(|e| panic!("{method} {path}: request failed: {e}"))
+        http(&self.addr, method, path, content_type, body)
     }
 
     /// Installs a CRD (server-side apply) and waits until it is Established and served.
