@@ -170,8 +170,7 @@ impl Server {
         content_type: Option<&str>,
         body: &[u8],
     ) -> HttpResponse {
-        http_request(&self.addr, method, path, content_type, body)
-            .unwrap_or_else(|e| panic!("{method} {path}: request failed: {e}"))
+        http(&self.addr, method, path, content_type, body)
     }
 
     /// The server's log so far (for failure messages).
@@ -391,6 +390,18 @@ impl HttpResponse {
             .map(|(_, v)| v.as_str())
             .collect()
     }
+}
+
+/// [`http_request`], failing the test when the request cannot be made.
+pub fn http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    content_type: Option<&str>,
+    body: &[u8],
+) -> HttpResponse {
+    http_request(addr, method, path, content_type, body)
+        .unwrap_or_else(|e| panic!("{method} {path}: request failed: {e}"))
 }
 
 /// Sends one HTTP/1.1 request (`Connection: close`) and reads the whole response. The body is

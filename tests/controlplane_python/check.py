@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""Drives `aro-gitops control-plane serve` with the official Kubernetes Python client.
+"""Drives a Kubernetes API server with the official Kubernetes Python client: the local control
+plane (`aro-gitops control-plane serve`) or kube-apiserver, alike.
 
 Usage: check.py --kubeconfig PATH
 
 Each check prints one line, `ok <name>` or `FAIL <name>: <why>`; the exit code is 1 when any
-check failed (tests/controlplane_python.rs runs this and asserts it). Checks run in order and
-share one namespace; a failed check does not stop the others. Waits poll with a deadline.
+check failed (tests/controlplane_python.rs runs this on both servers and compares). Each check
+runs in its own namespace, `py-<name>`, created before it, and sets up what it needs; a failed
+check does not stop the others. Nothing assumes one server: waits (CRD establishment, namespace
+deletion by the namespace controller) poll with a deadline.
 """
 
 import argparse
@@ -18,10 +21,9 @@ from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 from kubernetes.dynamic import DynamicClient
 
-NS = "pyclient"
 GROUP = "python.example.com"
-CRD_NAME = "widgets." + GROUP
-DEADLINE = 30.0
+# Namespace deletion on kube-apiserver waits for the namespace controller.
+DEADLINE = 60.0
 
 
 def expect(cond, why):
@@ -55,6 +57,37 @@ def meta(name, labels=None, namespace=None):
     return client.V1ObjectMeta(name=name, namespace=namespace, labels=labels)
 
 
+def widget_crd(plural, kind):
+    """A namespaced CRD of GROUP at v1 with a spec (size, color) and a status subresource."""
+    schema = client.V1JSONSchemaProps(
+        type="object",
+        properties={
+            "spec": client.V1JSONSchemaProps(
+                type="object",
+                properties={"size": client.V1JSONSchemaProps(type="integer"),
+                            "color": client.V1JSONSchemaProps(type="string")},
+            ),
+            "status": client.V1JSONSchemaProps(
+                type="object", properties={"phase": client.V1JSONSchemaProps(type="string")}
+            ),
+        },
+    )
+    return client.V1CustomResourceDefinition(
+        metadata=meta(f"{plural}.{GROUP}"),
+        spec=client.V1CustomResourceDefinitionSpec(
+            group=GROUP,
+            scope="Namespaced",
+            names=client.V1CustomResourceDefinitionNames(
+                kind=kind, list_kind=kind + "List", plural=plural, singular=kind.lower()),
+            versions=[client.V1CustomResourceDefinitionVersion(
+                name="v1", served=True, storage=True,
+                schema=client.V1CustomResourceValidation(open_apiv3_schema=schema),
+                subresources=client.V1CustomResourceSubresources(status={}),
+            )],
+        ),
+    )
+
+
 class Checks:
     def __init__(self, api_client):
         self.api = api_client
@@ -63,6 +96,8 @@ class Checks:
         self.custom = client.CustomObjectsApi(api_client)
         self.coord = client.CoordinationV1Api(api_client)
         self.ext = client.ApiextensionsV1Api(api_client)
+        # The namespace of the check being run; main() creates it first.
+        self.ns = None
 
     # -- discovery and namespaces ---------------------------------------------------------------
 
@@ -78,57 +113,68 @@ class Checks:
     def check_namespace_create(self):
         # Typed bodies from the generated models carry no kind/apiVersion: the server takes them
         # from the URL, as kube-apiserver does.
-        ns = self.core.create_namespace(client.V1Namespace(metadata=meta(NS)))
+        name = self.ns + "-made"
+        ns = self.core.create_namespace(client.V1Namespace(metadata=meta(name)))
         expect(ns.kind == "Namespace" and ns.api_version == "v1", f"kind/apiVersion: {ns.kind} {ns.api_version}")
         expect(ns.status.phase == "Active", f"phase {ns.status.phase}")
-        expect_status(409, self.core.create_namespace, client.V1Namespace(metadata=meta(NS)))
+        labels = ns.metadata.labels or {}
+        expect(labels.get("kubernetes.io/metadata.name") == name, f"labels {labels}")
+        expect_status(409, self.core.create_namespace, client.V1Namespace(metadata=meta(name)))
 
     # -- CRUD -----------------------------------------------------------------------------------
 
     def check_configmap_crud(self):
         body = client.V1ConfigMap(metadata=meta("crud", {"app": "py"}), data={"a": "1"})
-        created = self.core.create_namespaced_config_map(NS, body)
+        created = self.core.create_namespaced_config_map(self.ns, body)
         expect(created.metadata.uid and created.metadata.resource_version, "no uid/resourceVersion")
         expect(created.metadata.creation_timestamp is not None, "no creationTimestamp")
-        got = self.core.read_namespaced_config_map("crud", NS)
+        # A kind without a spec has no generation.
+        expect(created.metadata.generation is None, f"generation {created.metadata.generation}")
+        got = self.core.read_namespaced_config_map("crud", self.ns)
         expect(got.data == {"a": "1"}, f"data {got.data}")
         got.data["b"] = "2"
-        replaced = self.core.replace_namespaced_config_map("crud", NS, got)
+        replaced = self.core.replace_namespaced_config_map("crud", self.ns, got)
         expect(replaced.data == {"a": "1", "b": "2"}, f"replaced data {replaced.data}")
         expect(
             int(replaced.metadata.resource_version) > int(created.metadata.resource_version),
             "resourceVersion did not grow",
         )
         # A replace carrying the old resourceVersion is a conflict.
-        expect_status(409, self.core.replace_namespaced_config_map, "crud", NS, got)
-        expect_status(409, self.core.create_namespaced_config_map, NS, body)
-        expect_status(404, self.core.read_namespaced_config_map, "absent", NS)
-        deleted = self.core.delete_namespaced_config_map("crud", NS)
-        expect(deleted is not None, "delete answered nothing")
-        expect_status(404, self.core.read_namespaced_config_map, "crud", NS)
+        expect_status(409, self.core.replace_namespaced_config_map, "crud", self.ns, got)
+        expect_status(409, self.core.create_namespaced_config_map, self.ns, body)
+        expect_status(404, self.core.read_namespaced_config_map, "absent", self.ns)
+        # Deleting an object no finalizer holds answers a Status (this client returns it as a dict).
+        deleted = self.core.delete_namespaced_config_map("crud", self.ns)
+        expect(deleted.get("kind") == "Status" and deleted.get("status") == "Success",
+               f"delete answered {deleted}")
+        expect_status(404, self.core.read_namespaced_config_map, "crud", self.ns)
 
     def check_explicit_kind_mismatch_refused(self):
         body = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "wrong"}}
-        e = expect_status(400, self.core.create_namespaced_config_map, NS, body)
+        e = expect_status(400, self.core.create_namespaced_config_map, self.ns, body)
         expect("Secret" in (e.body or ""), f"the refusal should name the kind: {e.body}")
 
     def check_dry_run(self):
         body = client.V1ConfigMap(metadata=meta("dry"), data={"a": "1"})
-        out = self.core.create_namespaced_config_map(NS, body, dry_run="All")
+        out = self.core.create_namespaced_config_map(self.ns, body, dry_run="All")
         expect(out.metadata.name == "dry", f"dry-run answer {out.metadata}")
-        expect_status(404, self.core.read_namespaced_config_map, "dry", NS)
+        expect_status(404, self.core.read_namespaced_config_map, "dry", self.ns)
 
     # -- pagination and selectors ---------------------------------------------------------------
 
-    def check_pagination(self):
+    def _seed_pages(self):
+        """Seven ConfigMaps page-0..6, labelled paged=yes and tier front (even) or back (odd)."""
         for i in range(7):
             tier = "front" if i % 2 == 0 else "back"
             self.core.create_namespaced_config_map(
-                NS, client.V1ConfigMap(metadata=meta(f"page-{i}", {"paged": "yes", "tier": tier}), data={"i": str(i)})
+                self.ns, client.V1ConfigMap(metadata=meta(f"page-{i}", {"paged": "yes", "tier": tier}), data={"i": str(i)})
             )
+
+    def check_pagination(self):
+        self._seed_pages()
         names, token, pages = [], None, 0
         while True:
-            page = self.core.list_namespaced_config_map(NS, label_selector="paged=yes", limit=3, _continue=token)
+            page = self.core.list_namespaced_config_map(self.ns, label_selector="paged=yes", limit=3, _continue=token)
             pages += 1
             expect(len(page.items) <= 3, f"page of {len(page.items)} items")
             names += [i.metadata.name for i in page.items]
@@ -138,35 +184,40 @@ class Checks:
             expect(pages < 10, "pagination does not end")
         expect(pages == 3, f"{pages} pages for 7 items at limit 3")
         expect(names == [f"page-{i}" for i in range(7)], f"names {names}")
-        expect_status(400, self.core.list_namespaced_config_map, NS, _continue="not-a-token")
+        expect_status(400, self.core.list_namespaced_config_map, self.ns, _continue="not-a-token")
 
     def check_selectors(self):
-        front = self.core.list_namespaced_config_map(NS, label_selector="paged=yes,tier in (front)")
+        self._seed_pages()
+        front = self.core.list_namespaced_config_map(self.ns, label_selector="paged=yes,tier in (front)")
         expect([i.metadata.name for i in front.items] == ["page-0", "page-2", "page-4", "page-6"],
                f"set selector: {[i.metadata.name for i in front.items]}")
-        one = self.core.list_namespaced_config_map(NS, field_selector="metadata.name=page-3")
+        one = self.core.list_namespaced_config_map(self.ns, field_selector="metadata.name=page-3")
         expect([i.metadata.name for i in one.items] == ["page-3"], f"field selector: {one.items}")
+        # Across namespaces: the other checks' pages are there too; this one's three are among them.
         across = self.core.list_config_map_for_all_namespaces(label_selector="tier=back,paged")
-        expect(len(across.items) == 3, f"all-namespaces list: {len(across.items)}")
-        expect_status(400, self.core.list_namespaced_config_map, NS, field_selector="data.i=1")
+        mine = sorted(i.metadata.name for i in across.items if i.metadata.namespace == self.ns)
+        expect(mine == ["page-1", "page-3", "page-5"], f"all-namespaces list: {mine}")
+        expect(all(i.metadata.labels.get("tier") == "back" for i in across.items), "a selector let others through")
+        expect_status(400, self.core.list_namespaced_config_map, self.ns, field_selector="data.i=1")
 
     def check_delete_collection(self):
-        self.core.delete_collection_namespaced_config_map(NS, label_selector="tier=back")
-        left = self.core.list_namespaced_config_map(NS, label_selector="paged=yes")
+        self._seed_pages()
+        self.core.delete_collection_namespaced_config_map(self.ns, label_selector="tier=back")
+        left = self.core.list_namespaced_config_map(self.ns, label_selector="paged=yes")
         expect(len(left.items) == 4, f"{len(left.items)} left after deleting tier=back")
 
     # -- watch ----------------------------------------------------------------------------------
 
     def check_watch(self):
-        start = self.core.list_namespaced_config_map(NS).metadata.resource_version
-        cm = self.core.create_namespaced_config_map(NS, client.V1ConfigMap(metadata=meta("watched"), data={"v": "1"}))
+        start = self.core.list_namespaced_config_map(self.ns).metadata.resource_version
+        cm = self.core.create_namespaced_config_map(self.ns, client.V1ConfigMap(metadata=meta("watched"), data={"v": "1"}))
         self.core.patch_namespaced_config_map(
-            "watched", NS, {"data": {"v": "2"}}, _content_type="application/merge-patch+json"
+            "watched", self.ns, {"data": {"v": "2"}}, _content_type="application/merge-patch+json"
         )
-        self.core.delete_namespaced_config_map("watched", NS)
+        self.core.delete_namespaced_config_map("watched", self.ns)
         seen = []
         w = watch.Watch()
-        for event in w.stream(self.core.list_namespaced_config_map, NS, resource_version=start, timeout_seconds=20):
+        for event in w.stream(self.core.list_namespaced_config_map, self.ns, resource_version=start, timeout_seconds=20):
             obj = event["object"]
             if obj.metadata.name == "watched":
                 seen.append((event["type"], obj.data.get("v") if obj.data else None))
@@ -176,10 +227,13 @@ class Checks:
         expect(cm.metadata.uid, "no uid")
 
     def check_watch_initial_state_and_timeout(self):
+        self._seed_pages()
+        for i in (1, 3, 5):
+            self.core.delete_namespaced_config_map(f"page-{i}", self.ns)
         names = []
         began = time.monotonic()
         # No resourceVersion: the current objects come as ADDED; the stream ends at the timeout.
-        for event in watch.Watch().stream(self.core.list_namespaced_config_map, NS,
+        for event in watch.Watch().stream(self.core.list_namespaced_config_map, self.ns,
                                           label_selector="paged=yes", timeout_seconds=1):
             expect(event["type"] == "ADDED", f"event {event['type']}")
             names.append(event["object"].metadata.name)
@@ -189,17 +243,17 @@ class Checks:
     # -- patches and server-side apply ----------------------------------------------------------
 
     def check_patch_types(self):
-        self.core.create_namespaced_config_map(NS, client.V1ConfigMap(metadata=meta("patched"), data={"a": "1"}))
+        self.core.create_namespaced_config_map(self.ns, client.V1ConfigMap(metadata=meta("patched"), data={"a": "1"}))
         merged = self.core.patch_namespaced_config_map(
-            "patched", NS, {"data": {"b": "2", "a": None}}, _content_type="application/merge-patch+json"
+            "patched", self.ns, {"data": {"b": "2", "a": None}}, _content_type="application/merge-patch+json"
         )
         expect(merged.data == {"b": "2"}, f"merge patch: {merged.data}")
         jsonp = self.core.patch_namespaced_config_map(
-            "patched", NS, [{"op": "add", "path": "/data/c", "value": "3"}, {"op": "test", "path": "/data/b", "value": "2"}],
+            "patched", self.ns, [{"op": "add", "path": "/data/c", "value": "3"}, {"op": "test", "path": "/data/b", "value": "2"}],
             _content_type="application/json-patch+json",
         )
         expect(jsonp.data == {"b": "2", "c": "3"}, f"JSON patch: {jsonp.data}")
-        expect_status(422, self.core.patch_namespaced_config_map, "patched", NS,
+        expect_status(422, self.core.patch_namespaced_config_map, "patched", self.ns,
                       [{"op": "test", "path": "/data/b", "value": "9"}], _content_type="application/json-patch+json")
         # Strategic merge: containers merge by name.
         dep = {
@@ -213,9 +267,9 @@ class Checks:
                 },
             },
         }
-        self.apps.create_namespaced_deployment(NS, dep)
+        self.apps.create_namespaced_deployment(self.ns, dep)
         smp = self.apps.patch_namespaced_deployment(
-            "web", NS, {"spec": {"template": {"spec": {"containers": [{"name": "web", "image": "nginx:2"}]}}}},
+            "web", self.ns, {"spec": {"template": {"spec": {"containers": [{"name": "web", "image": "nginx:2"}]}}}},
             _content_type="application/strategic-merge-patch+json",
         )
         images = [(c.name, c.image) for c in smp.spec.template.spec.containers]
@@ -225,22 +279,22 @@ class Checks:
     def check_server_side_apply(self):
         cfg = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "applied"}, "data": {"owner": "a", "x": "1"}}
         out = self.core.patch_namespaced_config_map(
-            "applied", NS, cfg, field_manager="py-a", _content_type="application/apply-patch+yaml"
+            "applied", self.ns, cfg, field_manager="py-a", _content_type="application/apply-patch+yaml"
         )
         expect(out.data == {"owner": "a", "x": "1"}, f"applied data {out.data}")
         managers = {(m.manager, m.operation) for m in out.metadata.managed_fields}
         expect(("py-a", "Apply") in managers, f"managedFields {managers}")
         other = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "applied"}, "data": {"owner": "b"}}
-        e = expect_status(409, self.core.patch_namespaced_config_map, "applied", NS, other,
+        e = expect_status(409, self.core.patch_namespaced_config_map, "applied", self.ns, other,
                           field_manager="py-b", _content_type="application/apply-patch+yaml")
         expect("py-a" in (e.body or ""), f"the conflict should name the owner: {e.body}")
         forced = self.core.patch_namespaced_config_map(
-            "applied", NS, other, field_manager="py-b", force=True, _content_type="application/apply-patch+yaml"
+            "applied", self.ns, other, field_manager="py-b", force=True, _content_type="application/apply-patch+yaml"
         )
         expect(forced.data == {"owner": "b", "x": "1"}, f"forced data {forced.data}")
         # Manager a no longer applies x: it goes.
         shrunk = self.core.patch_namespaced_config_map(
-            "applied", NS, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "applied"}},
+            "applied", self.ns, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "applied"}},
             field_manager="py-a", _content_type="application/apply-patch+yaml",
         )
         expect(shrunk.data == {"owner": "b"}, f"after a dropped x: {shrunk.data}")
@@ -248,92 +302,82 @@ class Checks:
     def check_dynamic_client_apply(self):
         dyn = DynamicClient(self.api)
         cms = dyn.resources.get(api_version="v1", kind="ConfigMap")
-        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dynamic", "namespace": NS}, "data": {"k": "v"}}
+        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dynamic", "namespace": self.ns}, "data": {"k": "v"}}
         out = cms.server_side_apply(body=body, field_manager="py-dyn")
         expect(out.data.k == "v", f"dynamic apply: {out.data}")
-        got = cms.get(name="dynamic", namespace=NS)
+        got = cms.get(name="dynamic", namespace=self.ns)
         expect(got.metadata.managedFields[0].manager == "py-dyn", f"managedFields {got.metadata.managedFields}")
 
     # -- CRDs with status ----------------------------------------------------------------------
 
-    def check_crd_with_status(self):
-        schema = client.V1JSONSchemaProps(
-            type="object",
-            properties={
-                "spec": client.V1JSONSchemaProps(
-                    type="object",
-                    properties={"size": client.V1JSONSchemaProps(type="integer"),
-                                "color": client.V1JSONSchemaProps(type="string")},
-                ),
-                "status": client.V1JSONSchemaProps(
-                    type="object", properties={"phase": client.V1JSONSchemaProps(type="string")}
-                ),
-            },
-        )
-        crd = client.V1CustomResourceDefinition(
-            metadata=meta(CRD_NAME),
-            spec=client.V1CustomResourceDefinitionSpec(
-                group=GROUP,
-                scope="Namespaced",
-                names=client.V1CustomResourceDefinitionNames(kind="Widget", list_kind="WidgetList", plural="widgets", singular="widget"),
-                versions=[client.V1CustomResourceDefinitionVersion(
-                    name="v1", served=True, storage=True,
-                    schema=client.V1CustomResourceValidation(open_apiv3_schema=schema),
-                    subresources=client.V1CustomResourceSubresources(status={}),
-                )],
-            ),
-        )
-        self.ext.create_custom_resource_definition(crd)
+    def _install_crd(self, plural, kind):
+        """Creates the CRD unless another check did, and waits until it is Established."""
+        name = f"{plural}.{GROUP}"
+        try:
+            self.ext.create_custom_resource_definition(widget_crd(plural, kind))
+        except ApiException as e:
+            if e.status != 409:
+                raise
 
         def established():
-            got = self.ext.read_custom_resource_definition(CRD_NAME)
+            got = self.ext.read_custom_resource_definition(name)
             conds = (got.status.conditions or []) if got.status else []
             return any(c.type == "Established" and c.status == "True" for c in conds)
 
-        poll("the CRD to be Established", established)
+        poll(f"the CRD {name} to be Established", established)
+
+    def check_crd_with_status(self):
+        self._install_crd("widgets", "Widget")
         w = {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": "w1"},
              "spec": {"size": 1}, "status": {"phase": "ignored"}}
-        created = self.custom.create_namespaced_custom_object(GROUP, "v1", NS, "widgets", w)
+        created = self.custom.create_namespaced_custom_object(GROUP, "v1", self.ns, "widgets", w)
         expect("status" not in created, f"status set through the main resource: {created.get('status')}")
         expect(created["metadata"]["generation"] == 1, f"generation {created['metadata']}")
         status = self.custom.patch_namespaced_custom_object_status(
-            GROUP, "v1", NS, "widgets", "w1", {"status": {"phase": "Ready"}, "spec": {"size": 99}},
+            GROUP, "v1", self.ns, "widgets", "w1", {"status": {"phase": "Ready"}, "spec": {"size": 99}},
             _content_type="application/merge-patch+json",
         )
         expect(status["status"] == {"phase": "Ready"}, f"status {status.get('status')}")
         expect(status["spec"] == {"size": 1}, f"spec changed through /status: {status['spec']}")
         expect(status["metadata"]["generation"] == 1, "a status write bumped the generation")
         spec = self.custom.patch_namespaced_custom_object(
-            GROUP, "v1", NS, "widgets", "w1", {"spec": {"color": "red"}}, _content_type="application/merge-patch+json"
+            GROUP, "v1", self.ns, "widgets", "w1", {"spec": {"color": "red"}}, _content_type="application/merge-patch+json"
         )
         expect(spec["spec"] == {"size": 1, "color": "red"}, f"spec {spec['spec']}")
         expect(spec["status"] == {"phase": "Ready"}, "a spec write changed the status")
         expect(spec["metadata"]["generation"] == 2, f"generation {spec['metadata']['generation']}")
-        got = self.custom.get_namespaced_custom_object_status(GROUP, "v1", NS, "widgets", "w1")
+        got = self.custom.get_namespaced_custom_object_status(GROUP, "v1", self.ns, "widgets", "w1")
         got["status"]["phase"] = "Done"
-        replaced = self.custom.replace_namespaced_custom_object_status(GROUP, "v1", NS, "widgets", "w1", got)
+        replaced = self.custom.replace_namespaced_custom_object_status(GROUP, "v1", self.ns, "widgets", "w1", got)
         expect(replaced["status"]["phase"] == "Done", f"replaced status {replaced['status']}")
 
     def check_custom_object_apply_and_list(self):
+        self._install_crd("widgets", "Widget")
         for i in range(5):
             body = {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": f"applied-{i}", "labels": {"set": "a"}},
                     "spec": {"size": i}}
             self.custom.patch_namespaced_custom_object(
-                GROUP, "v1", NS, "widgets", f"applied-{i}", body, field_manager="py-apply",
+                GROUP, "v1", self.ns, "widgets", f"applied-{i}", body, field_manager="py-apply",
                 _content_type="application/apply-patch+yaml",
             )
         names, token = [], None
         while True:
-            page = self.custom.list_namespaced_custom_object(GROUP, "v1", NS, "widgets", label_selector="set=a", limit=2, _continue=token)
+            page = self.custom.list_namespaced_custom_object(GROUP, "v1", self.ns, "widgets", label_selector="set=a", limit=2, _continue=token)
             names += [o["metadata"]["name"] for o in page["items"]]
             token = page["metadata"].get("continue")
             if not token:
                 break
         expect(names == [f"applied-{i}" for i in range(5)], f"paged custom objects {names}")
-        cluster_wide = self.custom.list_cluster_custom_object(GROUP, "v1", "widgets")
-        expect(len(cluster_wide["items"]) == 6, f"{len(cluster_wide['items'])} widgets cluster-wide")
-        self.custom.delete_namespaced_custom_object(GROUP, "v1", NS, "widgets", "applied-4")
-        expect_status(404, self.custom.get_namespaced_custom_object, GROUP, "v1", NS, "widgets", "applied-4")
+        other = self.ns + "-other"
+        self.core.create_namespace(client.V1Namespace(metadata=meta(other)))
+        self.custom.create_namespaced_custom_object(
+            GROUP, "v1", other, "widgets",
+            {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": "elsewhere", "labels": {"set": "a"}}})
+        cluster_wide = self.custom.list_cluster_custom_object(GROUP, "v1", "widgets", label_selector="set=a")
+        where = sorted((o["metadata"]["namespace"], o["metadata"]["name"]) for o in cluster_wide["items"])
+        expect(len(where) == 6 and (other, "elsewhere") in where, f"widgets cluster-wide: {where}")
+        self.custom.delete_namespaced_custom_object(GROUP, "v1", self.ns, "widgets", "applied-4")
+        expect_status(404, self.custom.get_namespaced_custom_object, GROUP, "v1", self.ns, "widgets", "applied-4")
 
     # -- Leases ---------------------------------------------------------------------------------
 
@@ -343,44 +387,53 @@ class Checks:
             metadata=meta("leader"),
             spec=client.V1LeaseSpec(holder_identity="py-1", lease_duration_seconds=15, acquire_time=now, renew_time=now),
         )
-        created = self.coord.create_namespaced_lease(NS, lease)
+        created = self.coord.create_namespaced_lease(self.ns, lease)
         expect(created.spec.holder_identity == "py-1", f"holder {created.spec.holder_identity}")
         expect(created.spec.renew_time is not None, "renewTime lost")
         renewed_at = now + datetime.timedelta(seconds=5)
         created.spec.renew_time = renewed_at
-        renewed = self.coord.replace_namespaced_lease("leader", NS, created)
+        renewed = self.coord.replace_namespaced_lease("leader", self.ns, created)
         expect(abs((renewed.spec.renew_time - renewed_at).total_seconds()) < 1e-3, f"renewTime {renewed.spec.renew_time}")
         # A second candidate with the stale object loses the race.
         created.spec.holder_identity = "py-2"
-        expect_status(409, self.coord.replace_namespaced_lease, "leader", NS, created)
+        expect_status(409, self.coord.replace_namespaced_lease, "leader", self.ns, created)
         renewed.spec.holder_identity = "py-2"
         renewed.spec.lease_transitions = 1
-        taken = self.coord.replace_namespaced_lease("leader", NS, renewed)
+        taken = self.coord.replace_namespaced_lease("leader", self.ns, renewed)
         expect(taken.spec.holder_identity == "py-2" and taken.spec.lease_transitions == 1, f"taken {taken.spec}")
-        leases = self.coord.list_namespaced_lease(NS)
+        leases = self.coord.list_namespaced_lease(self.ns)
         expect([l.metadata.name for l in leases.items] == ["leader"], "lease list")
 
     # -- namespace deletion ---------------------------------------------------------------------
 
     def check_namespace_deletion(self):
-        before = self.core.list_namespaced_config_map(NS).items
-        expect(len(before) > 0, "nothing in the namespace to delete")
-        self.core.delete_namespace(NS)
-        ns = self.core.read_namespace(NS) if self._exists() else None
+        self._install_crd("widgets", "Widget")
+        self._seed_pages()
+        self.apps.create_namespaced_deployment(self.ns, {
+            "metadata": {"name": "web"},
+            "spec": {"selector": {"matchLabels": {"app": "web"}},
+                     "template": {"metadata": {"labels": {"app": "web"}},
+                                  "spec": {"containers": [{"name": "web", "image": "nginx:1"}]}}},
+        })
+        self.coord.create_namespaced_lease(self.ns, client.V1Lease(metadata=meta("leader"), spec=client.V1LeaseSpec(holder_identity="x")))
+        self.custom.create_namespaced_custom_object(
+            GROUP, "v1", self.ns, "widgets", {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": "w"}})
+        self.core.delete_namespace(self.ns)
+        ns = self.core.read_namespace(self.ns) if self._exists() else None
         if ns is not None:
             expect(ns.status.phase == "Terminating", f"phase while deleting: {ns.status.phase}")
-            expect_status(403, self.core.create_namespaced_config_map, NS,
+            expect_status(403, self.core.create_namespaced_config_map, self.ns,
                           client.V1ConfigMap(metadata=meta("late")))
         poll("the namespace to go", lambda: not self._exists())
-        expect(self.core.list_namespaced_config_map(NS).items == [], "configmaps left behind")
-        expect(self.apps.list_namespaced_deployment(NS).items == [], "deployments left behind")
-        expect(self.coord.list_namespaced_lease(NS).items == [], "leases left behind")
-        widgets = self.custom.list_namespaced_custom_object(GROUP, "v1", NS, "widgets")
+        expect(self.core.list_namespaced_config_map(self.ns).items == [], "configmaps left behind")
+        expect(self.apps.list_namespaced_deployment(self.ns).items == [], "deployments left behind")
+        expect(self.coord.list_namespaced_lease(self.ns).items == [], "leases left behind")
+        widgets = self.custom.list_namespaced_custom_object(GROUP, "v1", self.ns, "widgets")
         expect(widgets["items"] == [], "custom objects left behind")
 
     def _exists(self):
         try:
-            self.core.read_namespace(NS)
+            self.core.read_namespace(self.ns)
             return True
         except ApiException as e:
             if e.status == 404:
@@ -388,11 +441,16 @@ class Checks:
             raise
 
     def check_crd_deletion(self):
-        self.ext.delete_custom_resource_definition(CRD_NAME)
+        # A CRD of its own: the other checks keep theirs.
+        self._install_crd("gadgets", "Gadget")
+        name = f"gadgets.{GROUP}"
+        self.custom.create_namespaced_custom_object(
+            GROUP, "v1", self.ns, "gadgets", {"apiVersion": f"{GROUP}/v1", "kind": "Gadget", "metadata": {"name": "g"}})
+        self.ext.delete_custom_resource_definition(name)
 
         def gone():
             try:
-                self.ext.read_custom_resource_definition(CRD_NAME)
+                self.ext.read_custom_resource_definition(name)
                 return False
             except ApiException as e:
                 return e.status == 404
@@ -411,6 +469,8 @@ def main():
     for name in names:
         label = name[len("check_"):]
         try:
+            checks.ns = "py-" + label.replace("_", "-")
+            checks.core.create_namespace(client.V1Namespace(metadata=meta(checks.ns)))
             getattr(checks, name)()
             print(f"ok {label}", flush=True)
         except Exception as e:  # noqa: BLE001 - every failure is reported, then the next check runs
