@@ -74,6 +74,7 @@ pub(super) fn bytes_response(code: StatusCode, body: impl Into<Bytes>) -> Respon
 
 /// A parsed API path.
 enum Route {
+    OpenApiV2,
     Version,
     Health,
     CoreVersions,
@@ -98,6 +99,7 @@ fn route(path: &str) -> Option<Route> {
         ["version"] => return Some(Route::Version),
         ["healthz" | "readyz" | "livez", ..] => return Some(Route::Health),
         ["api"] => return Some(Route::CoreVersions),
+        ["openapi", "v2"] => return Some(Route::OpenApiV2),
         ["openapi", "v3"] => return Some(Route::OpenApiRoot),
         ["openapi", "v3", "api", v] => return Some(Route::OpenApi(String::new(), v.to_string())),
         ["openapi", "v3", "apis", g, v] => {
@@ -227,6 +229,26 @@ async fn serve(
         Route::Group(g) => discovery::group(&registry, &g)
             .map(|d| json_response(StatusCode::OK, &d))
             .ok_or_else(ApiError::unknown_path),
+        Route::OpenApiV2 => {
+            let accept = req
+                .headers()
+                .get(header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            Ok(if accept.contains(super::openapi_v2::PROTOBUF_ACCEPT) {
+                (
+                    StatusCode::OK,
+                    [(
+                        header::CONTENT_TYPE,
+                        super::openapi_v2::PROTOBUF_CONTENT_TYPE,
+                    )],
+                    super::openapi_v2::protobuf(&registry),
+                )
+                    .into_response()
+            } else {
+                json_response(StatusCode::OK, &super::openapi_v2::document(&registry))
+            })
+        }
         Route::OpenApiRoot => Ok(json_response(
             StatusCode::OK,
             &discovery::openapi_v3_root(&registry),

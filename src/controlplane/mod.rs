@@ -24,6 +24,7 @@ mod http;
 pub mod kubeconfig;
 mod limits;
 mod objects;
+mod openapi_v2;
 mod params;
 pub mod patch;
 mod protobuf;
