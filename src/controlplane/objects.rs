@@ -3,9 +3,10 @@
 //! caller commits it (or drops it, for `dryRun=All`).
 
 use super::admission::{
-    SERVER_METADATA, check_identity, check_namespace_open, normalise_kind, spec_part,
+    SERVER_METADATA, check_identity, check_namespace_open, normalise_kind, normalise_update,
+    spec_part,
 };
-use super::error::ApiError;
+use super::error::{ApiError, Precondition};
 use super::gc;
 use super::patch::{self, MergeKeys};
 use super::registry::ResourceType;
@@ -277,7 +278,7 @@ pub fn patch(
     let name = target
         .name
         .clone()
-        .ok_or_else(|| ApiError::method_not_allowed("PATCH needs an object name"))?;
+        .ok_or_else(ApiError::method_not_allowed)?;
     let key = target.key(&name);
     let old = txn.get(&key);
     if patch_type == PatchType::Apply {
@@ -304,10 +305,7 @@ pub fn patch(
         }
         PatchType::Apply => unreachable!("handled above"),
     };
-    result.map_err(|e| match e.http_status() {
-        422 => target.invalid(&name, &e.to_string()),
-        _ => ApiError::bad_request(e.to_string()),
-    })?;
+    result?;
     // A patch that sets metadata.resourceVersion is a precondition, as upstream.
     if let Some(rv) = body
         .pointer("/metadata/resourceVersion")
@@ -460,9 +458,6 @@ fn apply(
     };
     let mut merged = ssa::apply(&req).map_err(|c| {
         ApiError::apply_conflict(
-            &target.rt.group,
-            &target.rt.plural,
-            name,
             c.to_string(),
             c.causes()
                 .into_iter()
@@ -534,7 +529,7 @@ fn finish_write(
         // spec.finalizers only change through the finalize subresource upstream.
         new["spec"] = old.get("spec").cloned().unwrap_or(json!({}));
     }
-    normalise_kind(target, name, &mut new)?;
+    normalise_update(target, name, &old, &mut new)?;
     if spec_part(&new) != spec_part(&old) {
         let generation = old
             .pointer("/metadata/generation")
@@ -585,31 +580,22 @@ pub fn delete(
             .and_then(Value::as_str)
             .map(str::to_string)
     };
-    if let Some(uid) = &opts.precondition_uid
-        && Some(uid) != meta_str("uid").as_ref()
-    {
-        return Err(ApiError::conflict(
-            &target.rt.group,
-            &target.rt.plural,
-            name,
-            &format!(
-                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                meta_str("uid").unwrap_or_default()
-            ),
-        ));
-    }
-    if let Some(rv) = &opts.precondition_rv
-        && Some(rv) != meta_str("resourceVersion").as_ref()
-    {
-        return Err(ApiError::conflict(
-            &target.rt.group,
-            &target.rt.plural,
-            name,
-            &format!(
-                "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                meta_str("resourceVersion").unwrap_or_default()
-            ),
-        ));
+    for (wanted, field, precondition) in [
+        (&opts.precondition_uid, "uid", Precondition::Uid),
+        (&opts.precondition_rv, "resourceVersion", Precondition::ResourceVersion),
+    ] {
+        if let Some(wanted) = wanted
+            && Some(wanted) != meta_str(field).as_ref()
+        {
+            return Err(ApiError::precondition_failed(
+                &target.rt.group,
+                &target.rt.kind,
+                name,
+                precondition,
+                wanted,
+                &meta_str(field).unwrap_or_default(),
+            ));
+        }
     }
     Ok(gc::delete(txn, &key, opts.propagation, now).unwrap_or(obj))
 }
