@@ -38,7 +38,9 @@ pub(super) fn check_identity(
     }
     let (group, version) = crate::object::split_api_version(api_version);
     if kind != target.rt.kind || group != target.rt.group || !target.rt.serves(version) {
-        return Err(ApiError::bad_request(kind_mismatch(target, group, version, kind)));
+        return Err(ApiError::bad_request(kind_mismatch(
+            target, group, version, kind,
+        )));
     }
     let meta = map.get("metadata").and_then(Value::as_object);
     let body_ns = meta

@@ -32,7 +32,11 @@ pub(super) fn decode(body: &[u8], content_type: &str) -> Result<Value, ApiError>
 
 /// Decodes the body of a create or update of `kind`. A JSON body kube-apiserver cannot read
 /// for its `apiVersion` and `kind` is refused as it refuses it.
-pub(super) fn decode_object(body: &[u8], content_type: &str, kind: &str) -> Result<Value, ApiError> {
+pub(super) fn decode_object(
+    body: &[u8],
+    content_type: &str,
+    kind: &str,
+) -> Result<Value, ApiError> {
     if is_json(content_type)
         && let Some(why) = unreadable_type_meta(body)
     {

@@ -464,7 +464,10 @@ mod tests {
             "ConfigMap",
             "",
             "",
-            &[FieldError::required("metadata.name", "name or generateName is required")],
+            &[FieldError::required(
+                "metadata.name",
+                "name or generateName is required",
+            )],
         )
         .to_status();
         assert_eq!(
@@ -478,7 +481,10 @@ mod tests {
     fn options_errors_name_the_options_kind() {
         let s = ApiError::invalid_options(
             "PatchOptions",
-            &[FieldError::required("fieldManager", "is required for apply patch")],
+            &[FieldError::required(
+                "fieldManager",
+                "is required for apply patch",
+            )],
         )
         .to_status();
         assert_eq!(
@@ -491,13 +497,25 @@ mod tests {
 
     #[test]
     fn generic_errors_carry_empty_details_and_conflicts_only_causes() {
-        assert_eq!(ApiError::method_not_allowed().to_status()["details"], json!({}));
+        assert_eq!(
+            ApiError::method_not_allowed().to_status()["details"],
+            json!({})
+        );
         assert_eq!(ApiError::unknown_path().to_status()["details"], json!({}));
         assert_eq!(ApiError::unprocessable().to_status()["details"], json!({}));
-        assert!(ApiError::bad_request("x").to_status().get("details").is_none());
+        assert!(
+            ApiError::bad_request("x")
+                .to_status()
+                .get("details")
+                .is_none()
+        );
         let e = ApiError::apply_conflict(
             "Apply failed with 1 conflict: conflict with \"a\": .data.k".into(),
-            vec![("FieldManagerConflict".into(), "conflict with \"a\"".into(), ".data.k".into())],
+            vec![(
+                "FieldManagerConflict".into(),
+                "conflict with \"a\"".into(),
+                ".data.k".into(),
+            )],
         );
         assert_eq!(
             e.to_status()["details"],
@@ -520,6 +538,9 @@ mod tests {
             e.message,
             "Operation cannot be fulfilled on ConfigMap \"a\": the ResourceVersion in the precondition (1) does not match the ResourceVersion in record (2). The object might have been modified"
         );
-        assert_eq!(e.to_status()["details"], json!({"name": "a", "kind": "ConfigMap"}));
+        assert_eq!(
+            e.to_status()["details"],
+            json!({"name": "a", "kind": "ConfigMap"})
+        );
     }
 }

@@ -188,10 +188,13 @@ async fn serve(
             let rt = registry
                 .by_resource(&group, &version, &plural)
                 .ok_or_else(|| {
-                    // A served group and version answer a Status; anything else is no API path.
-                    match discovery::resource_list(&registry, &group, &version) {
-                        Some(_) => ApiError::unknown_path(),
-                        None => ApiError::page_not_found(),
+                    // A served group and version, or any path of the core group, answer a
+                    // Status; anything else is no API path.
+                    let served = discovery::resource_list(&registry, &group, &version).is_some();
+                    if served || group.is_empty() {
+                        ApiError::unknown_path()
+                    } else {
+                        ApiError::page_not_found()
                     }
                 })?;
             let subresource = match sub.as_deref() {
@@ -326,8 +329,10 @@ async fn resource(
             limits::check_delete_collection(&target)?;
             let labels =
                 LabelSelector::parse(query.get("labelSelector").map(String::as_str).unwrap_or(""))?;
-            let fields =
-                FieldSelector::parse(query.get("fieldSelector").map(String::as_str).unwrap_or(""))?;
+            let fields = FieldSelector::parse_for(
+                query.get("fieldSelector").map(String::as_str).unwrap_or(""),
+                &target.rt,
+            )?;
             let dry = write_params(query, WriteVerb::Delete)?.dry_run;
             let t = target.clone();
             let deleted = run_write_many(&shared, dry, move |txn| {

@@ -288,7 +288,7 @@ pub fn patch(
     let mut new = (*old).clone();
     let result = match patch_type {
         PatchType::Merge => patch::merge_patch(&mut new, &body),
-        PatchType::Json => patch::json_patch(&mut new, &body),
+        PatchType::Json => patch::json_patch_with(&mut new, &body, patch::MissingReplace::Add),
         PatchType::Strategic => {
             if target.rt.custom {
                 return Err(ApiError::new(
@@ -582,7 +582,11 @@ pub fn delete(
     };
     for (wanted, field, precondition) in [
         (&opts.precondition_uid, "uid", Precondition::Uid),
-        (&opts.precondition_rv, "resourceVersion", Precondition::ResourceVersion),
+        (
+            &opts.precondition_rv,
+            "resourceVersion",
+            Precondition::ResourceVersion,
+        ),
     ] {
         if let Some(wanted) = wanted
             && Some(wanted) != meta_str(field).as_ref()

@@ -198,7 +198,10 @@ mod tests {
     #[test]
     fn write_options_are_refused_as_kube_refuses_them() {
         let message = |pairs: &[(&str, &str)], verb| {
-            write_params(&q(pairs), verb).map(|_| ()).unwrap_err().message
+            write_params(&q(pairs), verb)
+                .map(|_| ())
+                .unwrap_err()
+                .message
         };
         assert_eq!(
             message(&[("dryRun", "Some")], WriteVerb::Create),
@@ -214,7 +217,10 @@ mod tests {
         );
         let long = "x".repeat(129);
         assert_eq!(
-            message(&[("fieldManager", &long), ("fieldValidation", "Foo")], WriteVerb::Update),
+            message(
+                &[("fieldManager", &long), ("fieldValidation", "Foo")],
+                WriteVerb::Update
+            ),
             "UpdateOptions.meta.k8s.io \"\" is invalid: [fieldManager: Too long: may not be more than 128 bytes, fieldValidation: Unsupported value: \"Foo\": supported values: \"\", \"Ignore\", \"Strict\", \"Warn\"]"
         );
         assert!(message(&[("dryRun", "x")], WriteVerb::Delete).starts_with("DeleteOptions"));

@@ -3,6 +3,7 @@
 //! grammar ([`label_selector_error`]) so a selector kube-apiserver refuses is refused in its words.
 
 use super::error::ApiError;
+use super::registry::ResourceType;
 use crate::validate::builtin::{label_key_messages, label_value_messages};
 use crate::validate::field::FieldError;
 use serde_json::Value;
@@ -194,9 +195,7 @@ impl Parser {
                             }
                         }
                         _ => {
-                            return Err(format!(
-                                "found '{lit}', expected: ',' or 'end of string'"
-                            ));
+                            return Err(format!("found '{lit}', expected: ',' or 'end of string'"));
                         }
                     }
                 }
@@ -325,10 +324,49 @@ impl Parser {
     }
 }
 
-/// A parsed `fieldSelector`; only `metadata.name` and `metadata.namespace` are supported, as for
-/// custom resources upstream.
+/// A parsed `fieldSelector`: `(field, equal, value)` requirements, all of them to hold.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FieldSelector(Vec<(String, bool, String)>);
+
+/// The fields a kind's objects are selected by, and whether the kind words an unknown one as
+/// its own (`field label not supported: x`) rather than as the default (`"x" is not a known
+/// field selector: ...`).
+fn selectable(rt: Option<&ResourceType>) -> (&'static [&'static str], bool) {
+    const META: &[&str] = &["metadata.name", "metadata.namespace"];
+    let Some(rt) = rt else {
+        return (META, false);
+    };
+    if rt.custom {
+        return (META, true);
+    }
+    let fields: &'static [&'static str] = match (rt.group.as_str(), rt.kind.as_str()) {
+        ("", "Secret") => &["metadata.name", "metadata.namespace", "type"],
+        ("", "Namespace") => &["metadata.name", "status.phase"],
+        ("", "Service") => &[
+            "metadata.name",
+            "metadata.namespace",
+            "spec.clusterIP",
+            "spec.type",
+        ],
+        ("", "Event") => &[
+            "metadata.name",
+            "metadata.namespace",
+            "involvedObject.kind",
+            "involvedObject.namespace",
+            "involvedObject.name",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+            "reason",
+            "reportingComponent",
+            "source",
+            "type",
+        ],
+        _ => return (META, false),
+    };
+    (fields, true)
+}
 
 impl FieldSelector {
     /// Whether it selects everything.
@@ -336,9 +374,20 @@ impl FieldSelector {
         self.0.is_empty()
     }
 
-    /// Parses as kube-apiserver does: terms split at unescaped commas, each `field=value`,
-    /// `field==value` or `field!=value` (the first operator found), no space trimmed.
+    /// [`FieldSelector::parse_for`] a kind selected by `metadata.name` and `metadata.namespace`
+    /// only.
     pub fn parse(input: &str) -> Result<Self, ApiError> {
+        Self::parse_with(input, None)
+    }
+
+    /// Parses as kube-apiserver does for `rt`: terms split at unescaped commas, each
+    /// `field=value`, `field==value` or `field!=value` (the first operator found), no space
+    /// trimmed; each field one the kind is selected by.
+    pub fn parse_for(input: &str, rt: &ResourceType) -> Result<Self, ApiError> {
+        Self::parse_with(input, Some(rt))
+    }
+
+    fn parse_with(input: &str, rt: Option<&ResourceType>) -> Result<Self, ApiError> {
         let mut terms = split_terms(input);
         terms.sort();
         let mut reqs = Vec::new();
@@ -350,24 +399,27 @@ impl FieldSelector {
             };
             reqs.push((field.to_string(), equal, unescape(value)));
         }
-        for (field, _, _) in &reqs {
-            if field != "metadata.name" && field != "metadata.namespace" {
-                return Err(ApiError::bad_request(format!(
+        let (fields, own_words) = selectable(rt);
+        if let Some((field, _, _)) = reqs.iter().find(|(f, _, _)| !fields.contains(&f.as_str())) {
+            return Err(ApiError::bad_request(if own_words {
+                format!("field label not supported: {field}")
+            } else {
+                format!(
                     "\"{field}\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
-                )));
-            }
+                )
+            }));
         }
         Ok(FieldSelector(reqs))
     }
 
     pub fn matches(&self, obj: &Value) -> bool {
         self.0.iter().all(|(field, equal, value)| {
-            let pointer = if field == "metadata.name" {
-                "/metadata/name"
-            } else {
-                "/metadata/namespace"
+            let pointer = match field.as_str() {
+                // An Event's `source` is its reporting component.
+                "source" => "/source/component".to_string(),
+                f => format!("/{}", f.replace('.', "/")),
             };
-            let actual = obj.pointer(pointer).and_then(Value::as_str).unwrap_or("");
+            let actual = obj.pointer(&pointer).and_then(Value::as_str).unwrap_or("");
             (actual == value) == *equal
         })
     }
@@ -446,6 +498,22 @@ mod tests {
             FieldSelector::parse("metadata.name").unwrap_err().message,
             "invalid selector: 'metadata.name'; can't understand 'metadata.name'"
         );
+        let reg = crate::controlplane::registry::Registry::new([]);
+        let secrets = reg.by_resource("", "v1", "secrets").expect("served");
+        let opaque = json!({"metadata": {"name": "a"}, "type": "Opaque"});
+        assert!(
+            FieldSelector::parse_for("type=Opaque", &secrets)
+                .unwrap()
+                .matches(&opaque)
+        );
+        assert_eq!(
+            FieldSelector::parse_for("data.x=1", &secrets)
+                .unwrap_err()
+                .message,
+            "field label not supported: data.x"
+        );
+        let namespaces = reg.by_resource("", "v1", "namespaces").expect("served");
+        assert!(FieldSelector::parse_for("metadata.namespace=x", &namespaces).is_err());
         let escaped = json!({"metadata": {"name": "a,b"}});
         assert!(
             FieldSelector::parse("metadata.name=a\\,b")
@@ -457,12 +525,24 @@ mod tests {
     #[test]
     fn label_selectors_kube_refuses_are_refused_in_its_words() {
         let cases = [
-            ("app===x", Some("unable to parse requirement: found '=', expected: identifier")),
-            ("a in (x", Some("unable to parse requirement: found '', expected: ',' or ')'")),
-            ("!", Some("unable to parse requirement: found '', expected: identifier")),
+            (
+                "app===x",
+                Some("unable to parse requirement: found '=', expected: identifier"),
+            ),
+            (
+                "a in (x",
+                Some("unable to parse requirement: found '', expected: ',' or ')'"),
+            ),
+            (
+                "!",
+                Some("unable to parse requirement: found '', expected: identifier"),
+            ),
             ("a,", Some("found '', expected: identifier after ','")),
             ("a=b=c", Some("found '=', expected: ',' or 'end of string'")),
-            ("a notin x", Some("unable to parse requirement: found 'x' expected: '('")),
+            (
+                "a notin x",
+                Some("unable to parse requirement: found 'x' expected: '('"),
+            ),
             ("a=b c", Some("found 'c', expected: ',' or 'end of string'")),
             (
                 "-a=b",
@@ -475,7 +555,11 @@ mod tests {
             ("", None),
         ];
         for (input, expected) in cases {
-            assert_eq!(label_selector_error(input).as_deref(), expected, "{input:?}");
+            assert_eq!(
+                label_selector_error(input).as_deref(),
+                expected,
+                "{input:?}"
+            );
         }
         let web = json!({"metadata": {"labels": {"app": "web"}}});
         assert!(LabelSelector::parse("app=web").unwrap().matches(&web));

@@ -59,7 +59,11 @@ pub fn name_messages(rule: NameRule, name: &str) -> Vec<String> {
         NameRule::Rfc1035Label => {
             let mut m = max_len(name, 63);
             if !dns1035_ok(name) {
-                m.push(regex_error(DNS1035_MSG, DNS1035_FMT, &["my-name", "abc-123"]));
+                m.push(regex_error(
+                    DNS1035_MSG,
+                    DNS1035_FMT,
+                    &["my-name", "abc-123"],
+                ));
             }
             m
         }
@@ -174,8 +178,7 @@ fn key_name_ok(s: &str) -> bool {
     !s.is_empty()
         && s.starts_with(|c: char| c.is_ascii_alphanumeric())
         && s.ends_with(|c: char| c.is_ascii_alphanumeric())
-        && s
-            .chars()
+        && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
@@ -201,7 +204,11 @@ pub fn label_key_messages(key: &str) -> Vec<String> {
         _ => {
             return vec![format!(
                 "a valid label key {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
-                regex_error(KEY_NAME_MSG, KEY_NAME_FMT, &["MyName", "my.name", "123-abc"])
+                regex_error(
+                    KEY_NAME_MSG,
+                    KEY_NAME_FMT,
+                    &["MyName", "my.name", "123-abc"]
+                )
             )];
         }
     };
@@ -213,7 +220,11 @@ pub fn label_key_messages(key: &str) -> Vec<String> {
     if !key_name_ok(name) {
         m.push(format!(
             "name part {}",
-            regex_error(KEY_NAME_MSG, KEY_NAME_FMT, &["MyName", "my.name", "123-abc"])
+            regex_error(
+                KEY_NAME_MSG,
+                KEY_NAME_FMT,
+                &["MyName", "my.name", "123-abc"]
+            )
         ));
     }
     m
@@ -266,7 +277,9 @@ pub fn metadata_errors(obj: &Value) -> Vec<FieldError> {
             MAX_ANNOTATIONS_BYTES,
         ));
     }
-    let finalizers = obj.pointer("/metadata/finalizers").and_then(Value::as_array);
+    let finalizers = obj
+        .pointer("/metadata/finalizers")
+        .and_then(Value::as_array);
     for f in finalizers.into_iter().flatten().filter_map(Value::as_str) {
         for m in label_key_messages(f) {
             errors.push(FieldError::invalid("metadata.finalizers", f, &m));

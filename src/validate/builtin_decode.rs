@@ -157,7 +157,11 @@ pub fn decode_problems(group: &str, kind: &str, obj: &Value, metadata: bool) -> 
     // Walk the body's own order: each parent object in the order its key appears.
     let position = |parent: &str, key: &str| -> (usize, usize) {
         let parent_key = parent.trim_start_matches('/');
-        let outer = if parent_key.is_empty() { key } else { parent_key };
+        let outer = if parent_key.is_empty() {
+            key
+        } else {
+            parent_key
+        };
         let outer_at = top.keys().position(|k| k == outer).unwrap_or(usize::MAX);
         let inner_at = obj
             .pointer(parent)
@@ -181,7 +185,13 @@ pub fn decode_problems(group: &str, kind: &str, obj: &Value, metadata: bool) -> 
     problems
 }
 
-fn check(field: &str, go_field: &'static str, shape: Shape, value: &Value, out: &mut Vec<DecodeProblem>) {
+fn check(
+    field: &str,
+    go_field: &'static str,
+    shape: Shape,
+    value: &Value,
+    out: &mut Vec<DecodeProblem>,
+) {
     let type_problem = |field: String, found: &Value, go_type: &'static str| DecodeProblem {
         field,
         what: Undecodable::Type {
@@ -194,18 +204,26 @@ fn check(field: &str, go_field: &'static str, shape: Shape, value: &Value, out: 
         (_, Value::Null) => {}
         (Shape::Int32, Value::Number(_)) => {}
         (Shape::Int32, other) => out.push(type_problem(field.into(), other, "int32")),
-        (Shape::Strings, Value::Object(m)) => each(m, |k, v| {
-            (!v.is_string() && !v.is_null())
-                .then(|| type_problem(format!("{field}[{k}]"), v, "string"))
-        }, out),
-        (Shape::Bytes, Value::Object(m)) => each(m, |k, v| match v {
-            Value::String(s) => go_base64_error(s.as_bytes()).map(|byte| DecodeProblem {
-                field: format!("{field}[{k}]"),
-                what: Undecodable::Base64 { byte },
-            }),
-            Value::Null => None,
-            other => Some(type_problem(format!("{field}[{k}]"), other, "[]uint8")),
-        }, out),
+        (Shape::Strings, Value::Object(m)) => each(
+            m,
+            |k, v| {
+                (!v.is_string() && !v.is_null())
+                    .then(|| type_problem(format!("{field}[{k}]"), v, "string"))
+            },
+            out,
+        ),
+        (Shape::Bytes, Value::Object(m)) => each(
+            m,
+            |k, v| match v {
+                Value::String(s) => go_base64_error(s.as_bytes()).map(|byte| DecodeProblem {
+                    field: format!("{field}[{k}]"),
+                    what: Undecodable::Base64 { byte },
+                }),
+                Value::Null => None,
+                other => Some(type_problem(format!("{field}[{k}]"), other, "[]uint8")),
+            },
+            out,
+        ),
         (Shape::Strings, other) => out.push(type_problem(field.into(), other, "map[string]string")),
         (Shape::Bytes, other) => out.push(type_problem(field.into(), other, "map[string][]uint8")),
     }

@@ -40,7 +40,9 @@ pub fn update_errors(group: &str, kind: &str, obj: &Value, old: &Value) -> Vec<F
 fn meta_errors(group: &str, obj: &Value) -> Vec<FieldError> {
     let mut errors = metadata_errors(obj);
     if group.is_empty() {
-        let finalizers = obj.pointer("/metadata/finalizers").and_then(Value::as_array);
+        let finalizers = obj
+            .pointer("/metadata/finalizers")
+            .and_then(Value::as_array);
         for (i, f) in finalizers.into_iter().flatten().enumerate() {
             if let Some(f) = f.as_str()
                 && let Some(e) = kube_finalizer_error(&format!("metadata.finalizers[{i}]"), f)
@@ -377,7 +379,8 @@ fn immutable_errors(group: &str, kind: &str, obj: &Value, old: &Value) -> Vec<Fi
         _ => return errors,
     };
     if old.get("immutable").and_then(Value::as_bool) == Some(true) {
-        let forbidden = |f: &str| FieldError::forbidden(f, "field is immutable when `immutable` is set");
+        let forbidden =
+            |f: &str| FieldError::forbidden(f, "field is immutable when `immutable` is set");
         if obj.get("immutable").and_then(Value::as_bool) != Some(true) {
             errors.push(forbidden("immutable"));
         }

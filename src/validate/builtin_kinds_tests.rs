@@ -7,7 +7,8 @@ fn messages(errors: &[FieldError]) -> Vec<String> {
 
 #[test]
 fn config_map_keys_duplicates_and_size() {
-    let cm = json!({"data": {"bad key!": "x", "k": "v"}, "binaryData": {"k": "eA==", "..b": "eA=="}});
+    let cm =
+        json!({"data": {"bad key!": "x", "k": "v"}, "binaryData": {"k": "eA==", "..b": "eA=="}});
     assert_eq!(
         messages(&create_errors("", "ConfigMap", &cm)),
         [
@@ -37,7 +38,10 @@ fn secret_types_need_their_keys_and_never_show_values() {
         (
             "kubernetes.io/tls",
             json!({}),
-            vec!["data[tls.crt]: Required value", "data[tls.key]: Required value"],
+            vec![
+                "data[tls.crt]: Required value",
+                "data[tls.key]: Required value",
+            ],
         ),
         (
             "kubernetes.io/dockerconfigjson",
@@ -66,7 +70,10 @@ fn secret_types_need_their_keys_and_never_show_values() {
         (
             "kubernetes.io/basic-auth",
             json!({}),
-            vec!["data[username]: Required value", "data[password]: Required value"],
+            vec![
+                "data[username]: Required value",
+                "data[password]: Required value",
+            ],
         ),
         ("kubernetes.io/basic-auth", json!({"password": ""}), vec![]),
         (
@@ -94,7 +101,8 @@ fn secret_types_need_their_keys_and_never_show_values() {
 
 #[test]
 fn leases_need_positive_durations() {
-    let lease = json!({"spec": {"leaseDurationSeconds": 0, "leaseTransitions": -1, "holderIdentity": "a"}});
+    let lease =
+        json!({"spec": {"leaseDurationSeconds": 0, "leaseTransitions": -1, "holderIdentity": "a"}});
     assert_eq!(
         messages(&create_errors("coordination.k8s.io", "Lease", &lease)),
         [
@@ -111,12 +119,16 @@ fn finalizers_are_qualified_or_kubes_own() {
     let ns = json!({"spec": {"finalizers": ["kubernetes", "bad", "example.com/x"]}});
     assert_eq!(
         messages(&create_errors("", "Namespace", &ns)),
-        ["spec.finalizers: Invalid value: \"bad\": name is neither a standard finalizer name nor is it fully qualified"]
+        [
+            "spec.finalizers: Invalid value: \"bad\": name is neither a standard finalizer name nor is it fully qualified"
+        ]
     );
     let cm = json!({"metadata": {"finalizers": ["orphan", "bad"]}});
     assert_eq!(
         messages(&create_errors("", "ConfigMap", &cm)),
-        ["metadata.finalizers[1]: Invalid value: \"bad\": name is neither a standard finalizer name nor is it fully qualified"]
+        [
+            "metadata.finalizers[1]: Invalid value: \"bad\": name is neither a standard finalizer name nor is it fully qualified"
+        ]
     );
     // Only the core kinds check kube's own finalizer names.
     assert!(create_errors("coordination.k8s.io", "Lease", &cm).is_empty());
@@ -178,13 +190,23 @@ fn immutable_config_maps_and_secrets_keep_their_data() {
     // A Secret's type never changes; an absent type is Opaque.
     let secret = json!({"type": "Opaque"});
     assert_eq!(
-        messages(&update_errors("", "Secret", &json!({"type": "example.com/other"}), &secret)),
+        messages(&update_errors(
+            "",
+            "Secret",
+            &json!({"type": "example.com/other"}),
+            &secret
+        )),
         ["type: Invalid value: \"example.com/other\": field is immutable"]
     );
     assert!(update_errors("", "Secret", &json!({}), &secret).is_empty());
     let frozen = json!({"immutable": true, "data": {"k": "eA=="}});
     assert_eq!(
-        messages(&update_errors("", "Secret", &json!({"immutable": true}), &frozen)),
+        messages(&update_errors(
+            "",
+            "Secret",
+            &json!({"immutable": true}),
+            &frozen
+        )),
         ["data: Forbidden: field is immutable when `immutable` is set"]
     );
 }
@@ -195,5 +217,8 @@ fn an_update_checks_metadata_again_for_the_kinds_kube_validates_whole() {
     let new = json!({"metadata": {"labels": {"-a": "b"}}});
     // The label's error twice: MetaUpdate, then the ConfigMap whole (shown once in the message).
     assert_eq!(update_errors("", "ConfigMap", &new, &old).len(), 2);
-    assert_eq!(update_errors("coordination.k8s.io", "Lease", &new, &old).len(), 1);
+    assert_eq!(
+        update_errors("coordination.k8s.io", "Lease", &new, &old).len(),
+        1
+    );
 }

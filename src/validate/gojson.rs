@@ -269,13 +269,28 @@ mod tests {
                 "1.x",
                 Some("invalid character 'x' after decimal point in numeric literal"),
             ),
-            (r#""\q""#, Some("invalid character 'q' in string escape code")),
-            ("'a'", Some(r"invalid character '\'' looking for beginning of value")),
-            ("\"a\nb\"", Some(r"invalid character '\n' in string literal")),
+            (
+                r#""\q""#,
+                Some("invalid character 'q' in string escape code"),
+            ),
+            (
+                "'a'",
+                Some(r"invalid character '\'' looking for beginning of value"),
+            ),
+            (
+                "\"a\nb\"",
+                Some(r"invalid character '\n' in string literal"),
+            ),
             ("01", Some("invalid character '1' after top-level value")),
-            ("1e", Some("invalid character ' ' in exponent of numeric literal")),
+            (
+                "1e",
+                Some("invalid character ' ' in exponent of numeric literal"),
+            ),
             ("[", Some("unexpected end of JSON input")),
-            ("nul", Some("invalid character ' ' in literal null (expecting 'l')")),
+            (
+                "nul",
+                Some("invalid character ' ' in literal null (expecting 'l')"),
+            ),
             (
                 r#""\u12g4""#,
                 Some(r"invalid character 'g' in \u hexadecimal character escape"),
@@ -284,7 +299,10 @@ mod tests {
                 r#"{"a":1,}"#,
                 Some("invalid character '}' looking for beginning of object key string"),
             ),
-            ("é", Some("invalid character 'Ã' looking for beginning of value")),
+            (
+                "é",
+                Some("invalid character 'Ã' looking for beginning of value"),
+            ),
         ];
         for (input, expected) in cases {
             assert_eq!(

@@ -11,9 +11,10 @@ use serde_json::{Map, Value};
 /// What a `replace` of a path that does not exist does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MissingReplace {
-    /// An error, as RFC 6902 and the Kubernetes API server say.
+    /// An error, as RFC 6902 says.
     Fail,
-    /// Adds the value, as kustomize's JSON 6902 patches do.
+    /// Adds the value to an object that lacks it, as kube-apiserver and kustomize do (both apply
+    /// JSON patches with json-patch v4).
     Add,
 }
 
@@ -80,9 +81,9 @@ impl Op<'_> {
 
 fn parse_patch(patch: &Value) -> Result<Vec<Op<'_>>, PatchError> {
     let Value::Array(items) = patch else {
-        // Go's words, as kube-apiserver decodes a JSON patch.
+        // Go's words, as kube-apiserver decodes a JSON patch (its default field validation).
         return Err(PatchError::Malformed(format!(
-            "json: cannot unmarshal {} into Go value of type jsonpatch.Patch",
+            "error decoding patch: json: cannot unmarshal {} into Go value of type []handlers.jsonPatchOp",
             crate::validate::gojson::type_name(patch)
         )));
     };
@@ -607,7 +608,7 @@ mod tests {
         assert_eq!(
             e,
             PatchError::Malformed(
-                "json: cannot unmarshal object into Go value of type jsonpatch.Patch".into()
+                "error decoding patch: json: cannot unmarshal object into Go value of type []handlers.jsonPatchOp".into()
             )
         );
         assert_eq!(e.http_status(), 400);
