@@ -411,7 +411,13 @@ fn patch_merge_and_json_including_a_failing_test_op() {
         "a failed test op is an error:\n{}{}",
         r.stdout, r.stderr
     );
-    assert!(r.stderr.contains("test"), "{}", r.stderr);
+    // kube-apiserver's words for any JSON patch it cannot apply (422, no object named).
+    assert!(
+        r.stderr
+            .contains("the server rejected our request due to an error in our request"),
+        "{}",
+        r.stderr
+    );
     let after = k.get_json(&["resourcegroup", "rg"]).unwrap();
     assert_eq!(after["spec"]["location"], "northeurope");
     assert_eq!(

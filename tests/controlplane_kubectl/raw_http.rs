@@ -198,7 +198,7 @@ fn bad_input_is_refused_with_a_status_and_the_store_stays_fine() {
             b"a=b",
         ),
         415,
-        "text/plain",
+        "415: Unsupported Media Type",
     );
     let huge = format!(
         r#"{{"apiVersion":"v1","kind":"Secret","metadata":{{"name":"huge"}},"data":{{"a":"{}"}}}}"#,

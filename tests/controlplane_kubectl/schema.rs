@@ -136,8 +136,10 @@ fn unknown_fields_warn_by_default_are_refused_when_strict_and_pruned_when_ignore
     assert!(r.header_values("warning").is_empty());
     assert!(r.json()["spec"].get("foo").is_none());
 
+    // An unknown directive: kube-apiserver refuses the CreateOptions (422).
     let r = post(&server, "?fieldValidation=Loose", &body("x"));
-    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert_eq!(r.json()["details"]["kind"], "CreateOptions", "{}", r.body);
 
     // A field set twice: the last wins with a warning, or Strict refuses.
     let twice = br#"{"apiVersion": "schema.example.com/v1", "kind": "Widget", "metadata": {"name": "twice"}, "spec": {"size": 1, "size": 2}}"#;
