@@ -1,13 +1,15 @@
 //! Admission: what every write checks and normalises before it is stored — the object's identity
 //! against the request (kind, version, namespace, name rules), an open namespace, and the per-kind
-//! rules of the API server (Secrets' `stringData`, Namespaces' finalizers and phase, CRDs' status).
+//! rules of the API server (what it cannot decode, its validation of the built-in kinds, Secrets'
+//! `stringData`, Namespaces' finalizers and phase, CRDs' status), each refused in kube-apiserver's
+//! words.
 
 use super::error::ApiError;
 use super::objects::Target;
 use super::registry::crd_resource_type;
 use super::state::Txn;
-use crate::validate::builtin;
-use base64::Engine;
+use crate::validate::builtin::{self, decode, kinds};
+use crate::validate::field::FieldError;
 use serde_json::{Map, Value, json};
 
 /// Checks the body names this kind and version, and returns its name (possibly generated).
@@ -36,10 +38,8 @@ pub(super) fn check_identity(
     }
     let (group, version) = crate::object::split_api_version(api_version);
     if kind != target.rt.kind || group != target.rt.group || !target.rt.serves(version) {
-        return Err(ApiError::bad_request(format!(
-            "the API version in the data ({api_version}) and kind ({kind}) do not match the expected {} {}",
-            target.api_version(),
-            target.rt.kind
+        return Err(ApiError::bad_request(kind_mismatch(
+            target, group, version, kind,
         )));
     }
     let meta = map.get("metadata").and_then(Value::as_object);
@@ -50,9 +50,9 @@ pub(super) fn check_identity(
     if let (Some(b), Some(p)) = (body_ns, target.namespace.as_deref())
         && b != p
     {
-        return Err(ApiError::bad_request(format!(
-            "the namespace of the provided object ({b}) does not match the namespace sent on the request ({p})"
-        )));
+        return Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ));
     }
     let mut name = meta
         .and_then(|m| m.get("name"))
@@ -82,16 +82,70 @@ pub(super) fn check_identity(
             .collect();
         name = format!("{prefix}{suffix}");
     }
+    let (group, kind) = (&target.rt.group, &target.rt.kind);
+    let generate_name = meta
+        .and_then(|m| m.get("generateName"))
+        .and_then(Value::as_str)
+        .filter(|g| !g.is_empty() && creating);
+    let mut errors: Vec<FieldError> = generate_name
+        .map(|g| builtin::name_errors(group, kind, "metadata.generateName", g))
+        .unwrap_or_default();
     if name.is_empty() {
-        return Err(target.invalid(
-            "",
-            "metadata.name: Required value: name or generateName is required",
+        errors.push(FieldError::required(
+            "metadata.name",
+            "name or generateName is required",
         ));
+    } else {
+        errors.extend(builtin::name_errors(group, kind, "metadata.name", &name));
     }
-    if let Some(problem) = builtin::name_problem(&target.rt.group, &target.rt.kind, &name) {
-        return Err(target.invalid(&name, &problem));
+    if !errors.is_empty() {
+        return Err(ApiError::invalid_object(kind, group, &name, &errors));
     }
     Ok(name)
+}
+
+/// Why a body of another kind or version is refused, as kube-apiserver's decoder says it: for a
+/// custom resource the versions differ; a built-in kind cannot be converted into another, or is
+/// not registered at all.
+fn kind_mismatch(target: &Target, group: &str, version: &str, kind: &str) -> String {
+    let api_version = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    if target.rt.custom {
+        return if api_version != target.api_version() {
+            format!(
+                "the API version in the data ({api_version}) does not match the expected API version ({})",
+                target.api_version()
+            )
+        } else {
+            format!(
+                "the kind in the data ({kind}) does not match the expected kind ({})",
+                target.rt.kind
+            )
+        };
+    }
+    let built_in_group = !group.contains('.') || group.ends_with(".k8s.io");
+    let why = if built_in_group && builtin::namespaced(group, kind).is_some() {
+        // The Go packages of the versioned and internal types (`v1.Secret`, `core.ConfigMap`).
+        let internal = match target.rt.group.as_str() {
+            "" => "core",
+            g => g.split('.').next().unwrap_or(g),
+        };
+        format!(
+            "converting ({version}.{kind}) to ({internal}.{}): unknown conversion",
+            target.rt.kind
+        )
+    } else {
+        format!(
+            "no kind \"{kind}\" is registered for version \"{api_version}\" in scheme \"pkg/runtime/scheme.go:111\""
+        )
+    };
+    format!(
+        "{kind} in version \"{version}\" cannot be handled as a {}: {why}",
+        target.rt.kind
+    )
 }
 
 /// Creating in a namespace needs the namespace to exist and not be terminating.
@@ -118,34 +172,45 @@ pub(super) fn check_namespace_open(txn: &Txn, target: &Target) -> Result<(), Api
     }
 }
 
-/// Per-kind normalisation the API server does on every write, after the checks of every kind
-/// (labels and annotations).
+/// Per-kind normalisation and validation the API server does on a create: what it cannot decode
+/// (400), Secrets' `stringData` and default type, then kube-apiserver's validation of the kind
+/// (422 naming every field at fault), Namespaces' finalizers and phase, CRDs' status.
 pub(super) fn normalise_kind(target: &Target, name: &str, obj: &mut Value) -> Result<(), ApiError> {
-    refuse(target, name, builtin::metadata_problems(obj, false))?;
-    match (target.rt.group.as_str(), target.rt.kind.as_str()) {
-        ("", "Secret") => {
-            check_data(target, name, obj)?;
-            if let Some(Value::Object(string_data)) =
-                obj.as_object_mut().and_then(|m| m.remove("stringData"))
-            {
-                let mut data = obj["data"]
-                    .as_object_mut()
-                    .map(std::mem::take)
-                    .unwrap_or_default();
-                for (k, v) in string_data {
-                    let s = v.as_str().unwrap_or_default();
-                    data.insert(
-                        k,
-                        json!(base64::engine::general_purpose::STANDARD.encode(s)),
-                    );
-                }
-                obj["data"] = Value::Object(data);
-            }
-            if obj.get("type").is_none() {
-                obj["type"] = json!("Opaque");
-            }
+    normalise(target, name, obj, None)
+}
+
+/// [`normalise_kind`] for an update from `old`, which also checks what may not change.
+pub(super) fn normalise_update(
+    target: &Target,
+    name: &str,
+    old: &Value,
+    obj: &mut Value,
+) -> Result<(), ApiError> {
+    normalise(target, name, obj, Some(old))
+}
+
+fn normalise(
+    target: &Target,
+    name: &str,
+    obj: &mut Value,
+    old: Option<&Value>,
+) -> Result<(), ApiError> {
+    check_decodable(target, obj)?;
+    let (group, kind) = (target.rt.group.as_str(), target.rt.kind.as_str());
+    if (group, kind) == ("", "Secret") {
+        builtin::fold_string_data(obj);
+        if obj.get("type").is_none_or(|t| t.as_str() == Some("")) {
+            obj["type"] = json!("Opaque");
         }
-        ("", "ConfigMap") => check_data(target, name, obj)?,
+    }
+    let errors = match old {
+        None => kinds::create_errors(group, kind, obj),
+        Some(old) => kinds::update_errors(group, kind, obj, old),
+    };
+    if !errors.is_empty() {
+        return Err(ApiError::invalid_object(kind, group, name, &errors));
+    }
+    match (group, kind) {
         ("", "Namespace") => {
             // Defaulted on every write, so owned by the writer; finalizers and phase are set
             // later, by `strategy::prepare_for_create`.
@@ -178,27 +243,19 @@ pub(super) fn normalise_kind(target: &Target, name: &str, obj: &mut Value) -> Re
     Ok(())
 }
 
-/// A ConfigMap's or Secret's data as kube-apiserver accepts it (string maps, base64, valid keys):
-/// 422 Invalid with every field at fault, never a value.
-fn check_data(target: &Target, name: &str, obj: &Value) -> Result<(), ApiError> {
-    refuse(
-        target,
-        name,
-        builtin::data_problems(&target.rt.group, &target.rt.kind, obj),
-    )
-}
-
-/// 422 Invalid naming every problem, when there is one.
-fn refuse(target: &Target, name: &str, problems: Vec<String>) -> Result<(), ApiError> {
-    if problems.is_empty() {
-        return Ok(());
+/// What kube-apiserver's decoder refuses before any validation (400): string maps that hold
+/// other values, binary data that is not base64, numbers that are not numbers. Checked on the
+/// body as sent, in its order, so the first value at fault is the one Go's decoder names.
+pub(super) fn check_decodable(target: &Target, body: &Value) -> Result<(), ApiError> {
+    let kind = &target.rt.kind;
+    match decode::decode_problems(&target.rt.group, kind, body, true).first() {
+        None => Ok(()),
+        Some(p) => Err(ApiError::bad_request(format!(
+            "{kind} in version \"{}\" cannot be handled as a {kind}: {}",
+            target.version,
+            p.go_error()
+        ))),
     }
-    let what = if problems.len() == 1 {
-        problems[0].clone()
-    } else {
-        format!("[{}]", problems.join(", "))
-    };
-    Err(target.invalid(name, &what))
 }
 
 /// Everything but metadata and status: a change here bumps `generation`.

@@ -1,7 +1,7 @@
 //! DELETE of one object: its options (propagation, preconditions), what it does (through
 //! [`gc`]), and what it answers, as upstream.
 
-use super::error::ApiError;
+use super::error::{ApiError, Precondition};
 use super::gc::{self, Propagation};
 use super::objects::{Target, as_version};
 use super::state::Txn;
@@ -106,31 +106,26 @@ pub fn delete(
             .and_then(Value::as_str)
             .map(str::to_string)
     };
-    if let Some(uid) = &opts.precondition_uid
-        && Some(uid) != meta_str("uid").as_ref()
-    {
-        return Err(ApiError::conflict(
-            &target.rt.group,
-            &target.rt.plural,
-            name,
-            &format!(
-                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                meta_str("uid").unwrap_or_default()
-            ),
-        ));
-    }
-    if let Some(rv) = &opts.precondition_rv
-        && Some(rv) != meta_str("resourceVersion").as_ref()
-    {
-        return Err(ApiError::conflict(
-            &target.rt.group,
-            &target.rt.plural,
-            name,
-            &format!(
-                "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                meta_str("resourceVersion").unwrap_or_default()
-            ),
-        ));
+    for (wanted, field, precondition) in [
+        (&opts.precondition_uid, "uid", Precondition::Uid),
+        (
+            &opts.precondition_rv,
+            "resourceVersion",
+            Precondition::ResourceVersion,
+        ),
+    ] {
+        if let Some(wanted) = wanted
+            && Some(wanted) != meta_str(field).as_ref()
+        {
+            return Err(ApiError::precondition_failed(
+                &target.rt.group,
+                &target.rt.kind,
+                name,
+                precondition,
+                wanted,
+                &meta_str(field).unwrap_or_default(),
+            ));
+        }
     }
     let object = gc::delete(txn, &key, opts.propagation, now).unwrap_or(obj);
     Ok(Deleted {

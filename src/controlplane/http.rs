@@ -8,6 +8,7 @@ use super::discovery;
 use super::error::ApiError;
 use super::limits;
 use super::objects::{self, PatchType, Subresource, Target, WriteOptions, as_version};
+use super::params::{WriteParams, WriteVerb, write_params};
 use super::protobuf;
 use super::reads;
 use super::selector::{FieldSelector, LabelSelector};
@@ -31,10 +32,20 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Body>) -> Response {
         Ok(resp) => resp,
         Err(e) => {
             tracing::debug!(%method, %path, code = e.code, reason = e.reason.as_str(), message = %e.message, "request refused");
-            json_response(
-                StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-                &e.to_status(),
-            )
+            let code = StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            if e.plain {
+                // As Go's http.NotFound answers a path no handler serves.
+                return (
+                    code,
+                    [
+                        (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+                        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+                    ],
+                    format!("{}\n", e.message),
+                )
+                    .into_response();
+            }
+            json_response(code, &e.to_status())
         }
     }
 }
@@ -147,7 +158,7 @@ async fn serve(
     req: Request<Body>,
     query: &Query,
 ) -> Result<Response, ApiError> {
-    let route = route(req.uri().path()).ok_or_else(ApiError::unknown_path)?;
+    let route = route(req.uri().path()).ok_or_else(ApiError::page_not_found)?;
     let registry = shared.state.lock().expect("state lock").registry();
     let read_only = |m: &Method| m == Method::GET || m == Method::HEAD;
     match route {
@@ -177,7 +188,16 @@ async fn serve(
             }
             let rt = registry
                 .by_resource(&group, &version, &plural)
-                .ok_or_else(ApiError::unknown_path)?;
+                .ok_or_else(|| {
+                    // A served group and version, or any path of the core group, answer a
+                    // Status; anything else is no API path.
+                    let served = discovery::resource_list(&registry, &group, &version).is_some();
+                    if served || group.is_empty() {
+                        ApiError::unknown_path()
+                    } else {
+                        ApiError::page_not_found()
+                    }
+                })?;
             let subresource = match sub.as_deref() {
                 None => None,
                 Some("status") if rt.status_subresource => Some(Subresource::Status),
@@ -215,10 +235,7 @@ async fn serve(
             }
             answer
         }
-        _ if !read_only(req.method()) => Err(ApiError::method_not_allowed(format!(
-            "{} is not supported on this path",
-            req.method()
-        ))),
+        _ if !read_only(req.method()) => Err(ApiError::method_not_allowed()),
         Route::Version => Ok(json_response(StatusCode::OK, &discovery::version())),
         Route::Health => Ok((StatusCode::OK, "ok").into_response()),
         Route::CoreVersions => Ok(json_response(StatusCode::OK, &discovery::core_versions())),
@@ -228,7 +245,7 @@ async fn serve(
         )),
         Route::Group(g) => discovery::group(&registry, &g)
             .map(|d| json_response(StatusCode::OK, &d))
-            .ok_or_else(ApiError::unknown_path),
+            .ok_or_else(ApiError::page_not_found),
         Route::OpenApiV2 => {
             let accept = req
                 .headers()
@@ -258,7 +275,7 @@ async fn serve(
             .ok_or_else(ApiError::unknown_path),
         Route::Resources(g, v) => discovery::resource_list(&registry, &g, &v)
             .map(|d| json_response(StatusCode::OK, &d))
-            .ok_or_else(ApiError::unknown_path),
+            .ok_or_else(ApiError::page_not_found),
     }
 }
 
@@ -271,16 +288,6 @@ fn wants_table(headers: &HeaderMap) -> bool {
 
 pub(super) fn flag(query: &Query, k: &str) -> bool {
     matches!(query.get(k).map(String::as_str), Some("true" | "1"))
-}
-
-fn dry_run(query: &Query) -> Result<bool, ApiError> {
-    match query.get("dryRun").map(String::as_str) {
-        None | Some("") => Ok(false),
-        Some("All") => Ok(true),
-        Some(other) => Err(ApiError::bad_request(format!(
-            "Invalid dryRun value {other:?}: supported values: \"All\""
-        ))),
-    }
 }
 
 fn now() -> String {
@@ -313,7 +320,7 @@ async fn resource(
                 decode(&body, "application/json")?
             };
             let opts = DeleteOptions::from_body(&body)?;
-            let dry = dry_run(query)?
+            let dry = write_params(query, WriteVerb::Delete)?.dry_run
                 || body
                     .get("dryRun")
                     .and_then(Value::as_array)
@@ -334,9 +341,11 @@ async fn resource(
             limits::check_delete_collection(&target)?;
             let labels =
                 LabelSelector::parse(query.get("labelSelector").map(String::as_str).unwrap_or(""))?;
-            let fields =
-                FieldSelector::parse(query.get("fieldSelector").map(String::as_str).unwrap_or(""))?;
-            let dry = dry_run(query)?;
+            let fields = FieldSelector::parse_for(
+                query.get("fieldSelector").map(String::as_str).unwrap_or(""),
+                &target.rt,
+            )?;
+            let dry = write_params(query, WriteVerb::Delete)?.dry_run;
             let t = target.clone();
             let (read_version, deleted) = run_write_many(&shared, dry, move |txn| {
                 let read_version = txn.read_version();
@@ -367,10 +376,7 @@ async fn resource(
                 &json!({"apiVersion": target.rt.api_version(&target.version), "kind": target.rt.list_kind, "metadata": {"resourceVersion": read_version.to_string()}, "items": items}),
             ))
         }
-        _ => Err(ApiError::method_not_allowed(format!(
-            "{method} is not supported on {}",
-            target.rt.qualified_plural()
-        ))),
+        _ => Err(ApiError::method_not_allowed()),
     }
 }
 
@@ -396,31 +402,7 @@ async fn read_body(shared: &Shared, req: Request<Body>) -> Result<Bytes, ApiErro
     .await
 }
 
-/// Decodes a JSON, YAML or Kubernetes protobuf body by its content type.
-pub(super) fn decode(body: &[u8], content_type: &str) -> Result<Value, ApiError> {
-    if protobuf::is_protobuf(content_type) {
-        return protobuf::decode(body).map_err(|e| {
-            if e.is_unsupported_kind() {
-                ApiError::new(
-                    415,
-                    super::error::Reason::UnsupportedMediaType,
-                    e.to_string(),
-                )
-            } else {
-                ApiError::bad_request(format!("the request body is not valid protobuf: {e}"))
-            }
-        });
-    }
-    let text = std::str::from_utf8(body)
-        .map_err(|_| ApiError::bad_request("the request body is not UTF-8"))?;
-    if content_type.contains("yaml") {
-        crate::yaml::from_str(text)
-            .map_err(|e| ApiError::bad_request(format!("the request body is not valid YAML: {e}")))
-    } else {
-        serde_json::from_str(text)
-            .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))
-    }
-}
+pub(super) use super::body::decode;
 
 /// A create or update body without `kind`/`apiVersion` takes them from the URL, as
 /// kube-apiserver's decoder does; values that are there are left for admission to check.
@@ -441,25 +423,22 @@ fn default_type_meta(body: &mut Value, target: &Target) {
     }
 }
 
-fn field_manager(headers: &HeaderMap, query: &Query) -> Result<String, ApiError> {
-    if let Some(m) = query.get("fieldManager").filter(|m| !m.is_empty()) {
-        if m.len() > 128 {
-            return Err(ApiError::bad_request(
-                "fieldManager: Too long: must have at most 128 bytes",
-            ));
-        }
-        return Ok(m.clone());
+/// The manager a write records: its `fieldManager`, else the client's User-Agent up to the first
+/// `/`, as kube-apiserver names an unnamed manager.
+fn field_manager(headers: &HeaderMap, params: &WriteParams) -> String {
+    if !params.field_manager.is_empty() {
+        return params.field_manager.clone();
     }
     let ua = headers
         .get(header::USER_AGENT)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     let prefix = ua.split('/').next().unwrap_or("").trim();
-    Ok(if prefix.is_empty() {
+    if prefix.is_empty() {
         "unknown".into()
     } else {
         prefix.chars().take(128).collect()
-    })
+    }
 }
 
 async fn write(
@@ -475,42 +454,47 @@ async fn write(
         .and_then(|v| v.to_str().ok())
         .unwrap_or("application/json")
         .to_string();
-    let opts = WriteOptions {
-        field_manager: field_manager(req.headers(), query)?,
-        force: flag(query, "force"),
-        now: now(),
-        field_validation: crate::crdschema::FieldValidation::parse(
-            query.get("fieldValidation").map(String::as_str),
-        )
-        .map_err(ApiError::bad_request)?,
-        warnings: Default::default(),
-    };
-    let warnings = opts.warnings.clone();
-    let dry = dry_run(query)?;
     let patch_type = if method == Method::PATCH {
         Some(
             PatchType::from_content_type(&content_type)
-                .ok_or_else(|| ApiError::unsupported_media_type(&content_type))?,
+                .ok_or_else(ApiError::unsupported_patch_type)?,
         )
     } else {
         if !(content_type.starts_with("application/json")
             || content_type.contains("yaml")
             || protobuf::is_protobuf(&content_type))
         {
-            return Err(ApiError::unsupported_media_type(&content_type));
+            return Err(ApiError::unsupported_media_type(target.rt.custom));
         }
         None
     };
-    if opts.force && patch_type != Some(PatchType::Apply) {
-        return Err(ApiError::bad_request(
-            "force: Forbidden: may not be specified for non-apply patch",
-        ));
-    }
+    let verb = match (method.as_str(), patch_type) {
+        ("POST", _) => WriteVerb::Create,
+        (_, Some(pt)) => WriteVerb::Patch {
+            apply: pt == PatchType::Apply,
+        },
+        _ => WriteVerb::Update,
+    };
+    let params = write_params(query, verb)?;
+    let opts = WriteOptions {
+        field_manager: field_manager(req.headers(), &params),
+        force: params.force,
+        now: now(),
+        field_validation: params.field_validation,
+        warnings: Default::default(),
+    };
+    let warnings = opts.warnings.clone();
+    let dry = params.dry_run;
     let body = read_body(&shared, req).await?;
     super::validation::strict_duplicates(&target, &body, &content_type, patch_type, &opts)?;
-    let mut body = decode(&body, &content_type)?;
+    let mut body = match patch_type {
+        None => super::body::decode_object(&body, &content_type, &target.rt.kind)?,
+        Some(PatchType::Apply) => decode(&body, &content_type)?,
+        Some(_) => super::body::decode_patch(&body, &content_type)?,
+    };
     if patch_type.is_none() {
         default_type_meta(&mut body, &target);
+        super::admission::check_decodable(&target, &body)?;
     }
     let t = target.clone();
     let (obj, created) = run_write_many(&shared, dry, move |txn| {
@@ -522,7 +506,7 @@ async fn write(
             ("POST", _) => objects::create(txn, &t, body, &opts),
             ("PUT", _) => objects::update(txn, &t, body, &opts),
             (_, Some(pt)) => objects::patch(txn, &t, pt, body, &opts),
-            _ => Err(ApiError::method_not_allowed("unsupported write")),
+            _ => Err(ApiError::method_not_allowed()),
         }?;
         Ok((obj, !existed))
     })

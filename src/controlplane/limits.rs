@@ -78,7 +78,7 @@ pub(super) fn check_delete_collection(target: &Target) -> Result<(), ApiError> {
 
 /// What kube-apiserver answers a method it has no route for.
 fn not_routed() -> ApiError {
-    ApiError::method_not_allowed("the server does not allow this method on the requested resource")
+    ApiError::method_not_allowed()
 }
 
 /// A subresource (`status`, a namespace's `finalize`) is written, never deleted: a `DELETE` there

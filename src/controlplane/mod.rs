@@ -10,6 +10,7 @@
 //! ([`ControlPlane::client`]).
 
 mod admission;
+mod body;
 mod commit;
 pub mod crds;
 mod delete;

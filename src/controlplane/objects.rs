@@ -3,7 +3,8 @@
 //! caller commits it (or drops it, for `dryRun=All`).
 
 use super::admission::{
-    SERVER_METADATA, check_identity, check_namespace_open, normalise_kind, spec_part,
+    SERVER_METADATA, check_identity, check_namespace_open, normalise_kind, normalise_update,
+    spec_part,
 };
 use super::error::ApiError;
 use super::events;
@@ -273,7 +274,7 @@ pub fn patch(
     let name = target
         .name
         .clone()
-        .ok_or_else(|| ApiError::method_not_allowed("PATCH needs an object name"))?;
+        .ok_or_else(ApiError::method_not_allowed)?;
     let key = target.key(&name);
     let old = stored(txn, target, &key);
     if patch_type == PatchType::Apply {
@@ -283,7 +284,7 @@ pub fn patch(
     let mut new = (*old).clone();
     let result = match patch_type {
         PatchType::Merge => patch::merge_patch(&mut new, &body),
-        PatchType::Json => patch::json_patch(&mut new, &body),
+        PatchType::Json => patch::json_patch_with(&mut new, &body, patch::MissingReplace::Add),
         PatchType::Strategic => {
             if target.rt.custom {
                 return Err(ApiError::new(
@@ -300,10 +301,7 @@ pub fn patch(
         }
         PatchType::Apply => unreachable!("handled above"),
     };
-    result.map_err(|e| match e.http_status() {
-        422 => target.invalid(&name, &e.to_string()),
-        _ => ApiError::bad_request(e.to_string()),
-    })?;
+    result?;
     // A patch that sets metadata.resourceVersion is a precondition, as upstream.
     if let Some(rv) = body
         .pointer("/metadata/resourceVersion")
@@ -456,9 +454,6 @@ fn apply(
     };
     let mut merged = ssa::apply(&req).map_err(|c| {
         ApiError::apply_conflict(
-            &target.rt.group,
-            &target.rt.plural,
-            name,
             c.to_string(),
             c.causes()
                 .into_iter()
@@ -531,7 +526,7 @@ fn finish_write(
         // spec.finalizers only change through the finalize subresource upstream.
         new["spec"] = old.get("spec").cloned().unwrap_or(json!({}));
     }
-    normalise_kind(target, name, &mut new)?;
+    normalise_update(target, name, &old, &mut new)?;
     if target.rt.has_generation() && spec_part(&new) != spec_part(&old) {
         let generation = old
             .pointer("/metadata/generation")

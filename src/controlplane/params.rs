@@ -1,9 +1,13 @@
-//! Query parameters of LIST and WATCH requests (`limit`, `continue`, `timeoutSeconds`,
-//! `resourceVersion`, `sendInitialEvents`), parsed into values before any state is read, so a bad
-//! value is a 400 naming the parameter.
+//! Query parameters, parsed into values before any state is read: those of LIST and WATCH
+//! requests (`limit`, `continue`, `timeoutSeconds`, `resourceVersion`, `sendInitialEvents`; a bad
+//! value is a 400 naming the parameter) and the options of writes (`dryRun`, `fieldManager`,
+//! `force`, `fieldValidation`; refused as kube-apiserver refuses its `CreateOptions`,
+//! `UpdateOptions`, `PatchOptions` and `DeleteOptions`: 422 naming each field at fault).
 
 use super::error::ApiError;
 use super::http::Query;
+use crate::crdschema::FieldValidation;
+use crate::validate::field::{BadValue, FieldError};
 use base64::Engine;
 use std::time::Duration;
 
@@ -96,9 +100,139 @@ pub(super) fn watch_from(query: &Query) -> Result<WatchFrom, ApiError> {
         .map_err(|_| ApiError::bad_request(format!("resourceVersion: invalid value {rv:?}")))
 }
 
+/// The longest `fieldManager` kube-apiserver accepts, in bytes.
+const MAX_FIELD_MANAGER_BYTES: usize = 128;
+
+/// What a write does, for the options it takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum WriteVerb {
+    Create,
+    Update,
+    Patch { apply: bool },
+    Delete,
+}
+
+impl WriteVerb {
+    /// The kind of its options, as a 422 names it.
+    fn options_kind(self) -> &'static str {
+        match self {
+            WriteVerb::Create => "CreateOptions",
+            WriteVerb::Update => "UpdateOptions",
+            WriteVerb::Patch { .. } => "PatchOptions",
+            WriteVerb::Delete => "DeleteOptions",
+        }
+    }
+}
+
+/// The options of a write, checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct WriteParams {
+    pub dry_run: bool,
+    /// `fieldManager` as the query gives it (empty when unset).
+    pub field_manager: String,
+    pub force: bool,
+    pub field_validation: FieldValidation,
+}
+
+/// Reads and checks the options of a write, in the order kube-apiserver checks them: `force`
+/// (only for apply) or an apply's required `fieldManager`, the `fieldManager`'s length, `dryRun`
+/// (only `All`), `fieldValidation`.
+pub(super) fn write_params(query: &Query, verb: WriteVerb) -> Result<WriteParams, ApiError> {
+    let field_manager = query.get("fieldManager").cloned().unwrap_or_default();
+    let mut errors = Vec::new();
+    match verb {
+        WriteVerb::Patch { apply: true } if field_manager.is_empty() => {
+            errors.push(FieldError::required(
+                "fieldManager",
+                "is required for apply patch",
+            ));
+        }
+        WriteVerb::Patch { apply: false } if query.contains_key("force") => {
+            errors.push(FieldError::forbidden(
+                "force",
+                "may not be specified for non-apply patch",
+            ));
+        }
+        _ => {}
+    }
+    if verb != WriteVerb::Delete && field_manager.len() > MAX_FIELD_MANAGER_BYTES {
+        errors.push(FieldError::too_long(
+            "fieldManager",
+            MAX_FIELD_MANAGER_BYTES,
+        ));
+    }
+    let dry_run = query.get("dryRun");
+    if let Some(d) = dry_run.filter(|d| *d != "All") {
+        let listed = serde_json::to_string(&[d]).expect("strings serialise");
+        errors.push(FieldError::not_supported(
+            "dryRun",
+            BadValue::Raw(listed),
+            &["All"],
+        ));
+    }
+    let validation = query.get("fieldValidation").map(String::as_str);
+    if verb != WriteVerb::Delete
+        && let Some(v) = validation.filter(|v| !["", "Ignore", "Strict", "Warn"].contains(v))
+    {
+        errors.push(FieldError::not_supported(
+            "fieldValidation",
+            BadValue::Str(v.to_string()),
+            &["", "Ignore", "Strict", "Warn"],
+        ));
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::invalid_options(verb.options_kind(), &errors));
+    }
+    Ok(WriteParams {
+        dry_run: dry_run.is_some(),
+        field_manager,
+        force: super::http::flag(query, "force"),
+        field_validation: FieldValidation::parse(validation).map_err(ApiError::bad_request)?,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn write_options_are_refused_as_kube_refuses_them() {
+        let message = |pairs: &[(&str, &str)], verb| {
+            write_params(&q(pairs), verb)
+                .map(|_| ())
+                .unwrap_err()
+                .message
+        };
+        assert_eq!(
+            message(&[("dryRun", "Some")], WriteVerb::Create),
+            "CreateOptions.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: [\"Some\"]: supported values: \"All\""
+        );
+        assert_eq!(
+            message(&[], WriteVerb::Patch { apply: true }),
+            "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch"
+        );
+        assert_eq!(
+            message(&[("force", "false")], WriteVerb::Patch { apply: false }),
+            "PatchOptions.meta.k8s.io \"\" is invalid: force: Forbidden: may not be specified for non-apply patch"
+        );
+        let long = "x".repeat(129);
+        assert_eq!(
+            message(
+                &[("fieldManager", &long), ("fieldValidation", "Foo")],
+                WriteVerb::Update
+            ),
+            "UpdateOptions.meta.k8s.io \"\" is invalid: [fieldManager: Too long: may not be more than 128 bytes, fieldValidation: Unsupported value: \"Foo\": supported values: \"\", \"Ignore\", \"Strict\", \"Warn\"]"
+        );
+        assert!(message(&[("dryRun", "x")], WriteVerb::Delete).starts_with("DeleteOptions"));
+        let ok = write_params(
+            &q(&[("dryRun", "All"), ("fieldManager", "me"), ("force", "true")]),
+            WriteVerb::Patch { apply: true },
+        )
+        .unwrap();
+        assert!(ok.dry_run && ok.force);
+        assert_eq!(ok.field_manager, "me");
+        assert!(!write_params(&q(&[]), WriteVerb::Create).unwrap().dry_run);
+    }
 
     fn q(pairs: &[(&str, &str)]) -> Query {
         pairs

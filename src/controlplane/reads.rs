@@ -49,8 +49,10 @@ pub(super) fn list(
 ) -> Result<Response, ApiError> {
     let labels =
         LabelSelector::parse(query.get("labelSelector").map(String::as_str).unwrap_or(""))?;
-    let fields =
-        FieldSelector::parse(query.get("fieldSelector").map(String::as_str).unwrap_or(""))?;
+    let fields = FieldSelector::parse_for(
+        query.get("fieldSelector").map(String::as_str).unwrap_or(""),
+        &target.rt,
+    )?;
     let limit = params::limit(query)?;
     let token = params::continue_token(query)?;
     let prefix = prefix_of(target);
@@ -164,8 +166,10 @@ pub(super) fn watch(
 ) -> Result<Response, ApiError> {
     let labels =
         LabelSelector::parse(query.get("labelSelector").map(String::as_str).unwrap_or(""))?;
-    let fields =
-        FieldSelector::parse(query.get("fieldSelector").map(String::as_str).unwrap_or(""))?;
+    let fields = FieldSelector::parse_for(
+        query.get("fieldSelector").map(String::as_str).unwrap_or(""),
+        &target.rt,
+    )?;
     let timeout = params::watch_timeout(query)?;
     let bookmarks = flag(query, "allowWatchBookmarks");
     let from = params::watch_from(query)?;

@@ -7,8 +7,14 @@
 //! Each problem is a message in kube-apiserver's shape, starting with the field path
 //! (`metadata.name: ...`, `data[password]: ...`); none quotes a value of a ConfigMap or Secret.
 
+use super::field::{self, FieldError};
 use base64::Engine;
 use serde_json::Value;
+
+#[path = "builtin_decode.rs"]
+pub mod decode;
+#[path = "builtin_kinds.rs"]
+pub mod kinds;
 
 /// The most the annotations of one object hold (keys and values together).
 pub const MAX_ANNOTATIONS_BYTES: usize = 256 * 1024;
@@ -34,7 +40,8 @@ pub enum NameRule {
 pub fn name_rule(group: &str, kind: &str) -> NameRule {
     match (group, kind) {
         ("", "Namespace") => NameRule::Label,
-        ("", "Service") => NameRule::Rfc1035Label,
+        // Service names are RFC 1123 labels since kube-apiserver v1.34 (relaxed from RFC 1035).
+        ("", "Service") => NameRule::Label,
         (
             "rbac.authorization.k8s.io",
             "Role" | "ClusterRole" | "RoleBinding" | "ClusterRoleBinding",
@@ -43,71 +50,267 @@ pub fn name_rule(group: &str, kind: &str) -> NameRule {
     }
 }
 
+/// kube-apiserver's messages for `name` under `rule` (none when it is valid; one per
+/// characteristic at fault).
+pub fn name_messages(rule: NameRule, name: &str) -> Vec<String> {
+    match rule {
+        NameRule::Subdomain => subdomain_messages(name),
+        NameRule::Label => label_messages(name),
+        NameRule::Rfc1035Label => {
+            let mut m = max_len(name, 63);
+            if !dns1035_ok(name) {
+                m.push(regex_error(
+                    DNS1035_MSG,
+                    DNS1035_FMT,
+                    &["my-name", "abc-123"],
+                ));
+            }
+            m
+        }
+        NameRule::PathSegment => {
+            if name == "." || name == ".." {
+                return vec![format!("may not be '{name}'")];
+            }
+            ["/", "%"]
+                .iter()
+                .filter(|c| name.contains(*c))
+                .map(|c| format!("may not contain '{c}'"))
+                .collect()
+        }
+    }
+}
+
+/// The errors of `name` (at `field`: `metadata.name` or `metadata.generateName`) for
+/// `group`/`kind`. A generateName prefix may end in `-`.
+pub fn name_errors(group: &str, kind: &str, field: &str, name: &str) -> Vec<FieldError> {
+    let checked = if field.ends_with("generateName") && name.len() > 1 && name.ends_with('-') {
+        format!("{}a", &name[..name.len() - 1])
+    } else {
+        name.to_string()
+    };
+    name_messages(name_rule(group, kind), &checked)
+        .iter()
+        .map(|m| FieldError::invalid(field, name, m))
+        .collect()
+}
+
 /// `metadata.name: Invalid value: ...` when `name` breaks the rule of `group`/`kind`.
 pub fn name_problem(group: &str, kind: &str, name: &str) -> Option<String> {
-    let rule = name_rule(group, kind);
-    let alnum = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
-    let (ok, what) = match rule {
-        NameRule::Subdomain => (
-            name.len() <= 253
-                && name.split('.').all(|part| {
-                    !part.is_empty()
-                        && part.chars().all(|c| alnum(c) || c == '-')
-                        && part.starts_with(alnum)
-                        && part.ends_with(alnum)
-                }),
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (at most 253 characters)",
-        ),
-        NameRule::Label => (
-            label_ok(name, alnum),
-            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (at most 63 characters)",
-        ),
-        NameRule::Rfc1035Label => (
-            label_ok(name, |c: char| c.is_ascii_lowercase()) && name.ends_with(alnum),
-            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (at most 63 characters)",
-        ),
-        NameRule::PathSegment => (
-            !name.is_empty()
-                && name != "."
-                && name != ".."
-                && !name.contains('/')
-                && !name.contains('%'),
-            "may not be '.' or '..' and may not contain '/' or '%'",
-        ),
+    let errors = name_errors(group, kind, "metadata.name", name);
+    (!errors.is_empty()).then(|| field::aggregate(&errors))
+}
+
+const SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
+const SUBDOMAIN_FMT: &str = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+const LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
+const LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
+const DNS1035_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character";
+const DNS1035_FMT: &str = "[a-z]([-a-z0-9]*[a-z0-9])?";
+const KEY_NAME_MSG: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+const KEY_NAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
+const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
+
+/// kube's wording of a pattern not matched: the rule, examples and the regular expression.
+pub(crate) fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
+    if examples.is_empty() {
+        return format!("{msg} (regex used for validation is '{fmt}')");
+    }
+    let each: Vec<String> = examples.iter().map(|e| format!("'{e}', ")).collect();
+    format!(
+        "{msg} (e.g. {}regex used for validation is '{fmt}')",
+        each.join(" or ")
+    )
+}
+
+fn max_len(value: &str, max: usize) -> Vec<String> {
+    if value.len() > max {
+        vec![format!("must be no more than {max} characters")]
+    } else {
+        Vec::new()
+    }
+}
+
+fn lower_alnum(c: char) -> bool {
+    c.is_ascii_lowercase() || c.is_ascii_digit()
+}
+
+/// `[a-z0-9]([-a-z0-9]*[a-z0-9])?`
+fn label_ok(s: &str) -> bool {
+    !s.is_empty()
+        && s.starts_with(lower_alnum)
+        && s.ends_with(lower_alnum)
+        && s.chars().all(|c| lower_alnum(c) || c == '-')
+}
+
+fn subdomain_ok(s: &str) -> bool {
+    s.split('.').all(label_ok)
+}
+
+fn dns1035_ok(s: &str) -> bool {
+    label_ok(s) && s.starts_with(|c: char| c.is_ascii_lowercase())
+}
+
+/// kube's `IsDNS1123Subdomain`.
+pub(crate) fn subdomain_messages(value: &str) -> Vec<String> {
+    let mut m = max_len(value, 253);
+    if !subdomain_ok(value) {
+        m.push(regex_error(SUBDOMAIN_MSG, SUBDOMAIN_FMT, &["example.com"]));
+    }
+    m
+}
+
+/// kube's `IsDNS1123Label`.
+fn label_messages(value: &str) -> Vec<String> {
+    let mut m = max_len(value, 63);
+    if !label_ok(value) {
+        m.push(if subdomain_ok(value) {
+            "must not contain dots".to_string()
+        } else {
+            regex_error(LABEL_MSG, LABEL_FMT, &["my-name", "123-abc"])
+        });
+    }
+    m
+}
+
+/// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`
+fn key_name_ok(s: &str) -> bool {
+    !s.is_empty()
+        && s.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && s.ends_with(|c: char| c.is_ascii_alphanumeric())
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+/// kube's `IsQualifiedName`: a label, annotation or finalizer key (an optional DNS subdomain
+/// prefix and `/`, then a name of at most 63 characters).
+pub fn label_key_messages(key: &str) -> Vec<String> {
+    let parts: Vec<&str> = key.split('/').collect();
+    let mut m = Vec::new();
+    let name = match parts.as_slice() {
+        [name] => *name,
+        [prefix, name] => {
+            if prefix.is_empty() {
+                m.push("prefix part must be non-empty".to_string());
+            } else {
+                m.extend(
+                    subdomain_messages(prefix)
+                        .into_iter()
+                        .map(|x| format!("prefix part {x}")),
+                );
+            }
+            *name
+        }
+        _ => {
+            return vec![format!(
+                "a valid label key {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+                regex_error(
+                    KEY_NAME_MSG,
+                    KEY_NAME_FMT,
+                    &["MyName", "my.name", "123-abc"]
+                )
+            )];
+        }
     };
-    (!ok).then(|| format!("metadata.name: Invalid value: {name:?}: {what}"))
+    if name.is_empty() {
+        m.push("name part must be non-empty".to_string());
+    } else if name.len() > 63 {
+        m.push("name part must be no more than 63 characters".to_string());
+    }
+    if !key_name_ok(name) {
+        m.push(format!(
+            "name part {}",
+            regex_error(
+                KEY_NAME_MSG,
+                KEY_NAME_FMT,
+                &["MyName", "my.name", "123-abc"]
+            )
+        ));
+    }
+    m
 }
 
-fn label_ok(name: &str, first: impl Fn(char) -> bool) -> bool {
-    let alnum = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
-    name.len() <= 63
-        && name.starts_with(first)
-        && name.ends_with(alnum)
-        && name.chars().all(|c| alnum(c) || c == '-')
+/// kube's `IsValidLabelValue`.
+pub fn label_value_messages(value: &str) -> Vec<String> {
+    let mut m = max_len(value, 63);
+    if !value.is_empty() && !key_name_ok(value) {
+        m.push(regex_error(
+            LABEL_VALUE_MSG,
+            LABEL_VALUE_FMT,
+            &["MyValue", "my_value", "12345"],
+        ));
+    }
+    m
 }
 
-/// A label or annotation key: an optional DNS subdomain prefix and `/`, then a name of at most
-/// 63 alphanumerics, `-`, `_` or `.`, starting and ending with an alphanumeric.
-fn qualified_name_ok(key: &str) -> bool {
-    let (prefix, name) = match key.split_once('/') {
-        Some((p, n)) => (Some(p), n),
-        None => (None, key),
+/// The field errors kube-apiserver finds in `metadata.labels` and `metadata.annotations` (keys,
+/// label values, the annotations' total size) and `metadata.finalizers` (qualified names).
+/// Values that are not strings are left to [`metadata_type_problems`]; annotation values are
+/// never quoted.
+pub fn metadata_errors(obj: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let string_map = |field: &str| {
+        obj.pointer(&format!("/metadata/{field}"))
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, v)| Some((k.as_str(), v.as_str()?)))
     };
-    let prefix_ok =
-        prefix.is_none_or(|p| !p.is_empty() && name_problem("", "ConfigMap", p).is_none());
-    prefix_ok && label_value_ok(name) && !name.is_empty()
+    for (key, value) in string_map("labels") {
+        for m in label_key_messages(key) {
+            errors.push(FieldError::invalid("metadata.labels", key, &m));
+        }
+        for m in label_value_messages(value) {
+            errors.push(FieldError::invalid("metadata.labels", value, &m));
+        }
+    }
+    let mut total = 0;
+    for (key, value) in string_map("annotations") {
+        for m in label_key_messages(&key.to_lowercase()) {
+            errors.push(FieldError::invalid("metadata.annotations", key, &m));
+        }
+        total += key.len() + value.len();
+    }
+    if total > MAX_ANNOTATIONS_BYTES {
+        errors.push(FieldError::too_long(
+            "metadata.annotations",
+            MAX_ANNOTATIONS_BYTES,
+        ));
+    }
+    let finalizers = obj
+        .pointer("/metadata/finalizers")
+        .and_then(Value::as_array);
+    for f in finalizers.into_iter().flatten().filter_map(Value::as_str) {
+        for m in label_key_messages(f) {
+            errors.push(FieldError::invalid("metadata.finalizers", f, &m));
+        }
+    }
+    errors
 }
 
-/// A label value: empty, or at most 63 alphanumerics, `-`, `_` or `.`, starting and ending with
-/// an alphanumeric.
-fn label_value_ok(value: &str) -> bool {
-    value.is_empty()
-        || (value.len() <= 63
-            && value.starts_with(|c: char| c.is_ascii_alphanumeric())
-            && value.ends_with(|c: char| c.is_ascii_alphanumeric())
-            && value
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+/// `metadata.labels` and `metadata.annotations` that are not maps of strings (which
+/// kube-apiserver cannot decode).
+pub fn metadata_type_problems(obj: &Value) -> Vec<String> {
+    let mut problems = Vec::new();
+    for field in ["labels", "annotations"] {
+        let path = format!("metadata.{field}");
+        match obj.pointer(&format!("/metadata/{field}")) {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(m)) => {
+                for (key, value) in m.iter().filter(|(_, v)| !v.is_string()) {
+                    problems.push(format!(
+                        "{path}[{key}]: Invalid value: must be a string, not {} (quote it in YAML)",
+                        value_kind(value)
+                    ));
+                }
+            }
+            Some(other) => problems.push(format!(
+                "{path}: Invalid value: must be a map of strings, not {}",
+                value_kind(other)
+            )),
+        }
+    }
+    problems
 }
 
 /// Problems of `metadata.labels` and `metadata.annotations`: string maps, valid keys, label values
@@ -115,52 +318,17 @@ fn label_value_ok(value: &str) -> bool {
 /// never quoted (one may carry a whole object, a Secret's included). With `typed`, the kind's own
 /// schema already says both are maps of strings, and only keys and label values are checked here.
 pub fn metadata_problems(obj: &Value, typed: bool) -> Vec<String> {
-    let mut problems = Vec::new();
-    for field in ["labels", "annotations"] {
-        let path = format!("metadata.{field}");
-        let map = match obj.pointer(&format!("/metadata/{field}")) {
-            None | Some(Value::Null) => continue,
-            Some(Value::Object(m)) => m,
-            Some(_) if typed => continue,
-            Some(other) => {
-                problems.push(format!(
-                    "{path}: Invalid value: must be a map of strings, not {}",
-                    value_kind(other)
-                ));
-                continue;
-            }
-        };
-        let mut total = 0;
-        for (key, value) in map {
-            if !qualified_name_ok(key) {
-                problems.push(format!(
-                    "{path}: Invalid value: {key:?}: a key must be a name of at most 63 alphanumeric characters, '-', '_' or '.' \
-                     (starting and ending with an alphanumeric), optionally prefixed by a DNS subdomain and '/'"
-                ));
-            }
-            let Some(text) = value.as_str() else {
-                if !typed {
-                    problems.push(format!(
-                        "{path}[{key}]: Invalid value: must be a string, not {} (quote it in YAML)",
-                        value_kind(value)
-                    ));
-                }
-                continue;
-            };
-            total += key.len() + text.len();
-            if field == "labels" && !label_value_ok(text) {
-                problems.push(format!(
-                    "{path}[{key}]: Invalid value: {text:?}: a label value must be empty or at most 63 alphanumeric characters, '-', '_' or '.', starting and ending with an alphanumeric"
-                ));
-            }
-        }
-        if field == "annotations" && total > MAX_ANNOTATIONS_BYTES {
-            problems.push(format!(
-                "{path}: Too long: the annotations hold {} bytes, over the {MAX_ANNOTATIONS_BYTES} an API server accepts",
-                total
-            ));
-        }
-    }
+    let mut problems = if typed {
+        Vec::new()
+    } else {
+        metadata_type_problems(obj)
+    };
+    problems.extend(
+        metadata_errors(obj)
+            .iter()
+            .filter(|e| e.field != "metadata.finalizers")
+            .map(ToString::to_string),
+    );
     problems
 }
 
@@ -299,26 +467,6 @@ fn mib(bytes: usize) -> String {
     format!("{:.2} MiB", bytes as f64 / (1024.0 * 1024.0))
 }
 
-/// A key of a ConfigMap's or Secret's data, as kube-apiserver accepts it.
-fn key_problem(field: &str, key: &str) -> Option<String> {
-    let chars_ok = !key.is_empty()
-        && key
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    let why = if !chars_ok {
-        "a valid config key must consist of alphanumeric characters, '-', '_' or '.'"
-    } else if key.len() > 253 {
-        "must be no more than 253 characters"
-    } else if key == "." || key == ".." {
-        "must not be '.' or '..'"
-    } else if key.starts_with("..") {
-        "must not start with '..'"
-    } else {
-        return None;
-    };
-    Some(format!("{field}[{key}]: Invalid value: the key: {why}"))
-}
-
 fn value_kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
@@ -330,64 +478,50 @@ fn value_kind(v: &Value) -> &'static str {
     }
 }
 
-/// Problems of a ConfigMap's `data`/`binaryData` or a Secret's `data`/`stringData`; empty for
-/// other kinds. Values are never quoted (a Secret's are secret), only what they are.
+/// Problems of a ConfigMap's `data`/`binaryData` or a Secret's `data`/`stringData` (and type);
+/// empty for other kinds: what kube-apiserver cannot decode, else what its validation refuses
+/// (keys, duplicates, total size, the keys a Secret's type needs). Values are never quoted (a
+/// Secret's are secret), only what they are.
 pub fn data_problems(group: &str, kind: &str, obj: &Value) -> Vec<String> {
-    // (field, values are base64)
-    let fields: &[(&str, bool)] = match (group, kind) {
-        ("", "ConfigMap") => &[("data", false), ("binaryData", true)],
-        ("", "Secret") => &[("data", true), ("stringData", false)],
-        _ => return Vec::new(),
+    if !matches!((group, kind), ("", "ConfigMap" | "Secret")) {
+        return Vec::new();
+    }
+    let undecodable = decode::decode_problems(group, kind, obj, false);
+    if !undecodable.is_empty() {
+        return undecodable.iter().map(ToString::to_string).collect();
+    }
+    let mut stored = obj.clone();
+    fold_string_data(&mut stored);
+    kinds::create_errors(group, kind, &stored)
+        .iter()
+        .filter(|e| !e.field.starts_with("metadata."))
+        // kube names a ConfigMap's whole data with an empty path; the agent says `data`.
+        .map(|e| match e.field.as_str() {
+            "" => format!("data{e}"),
+            _ => e.to_string(),
+        })
+        .collect()
+}
+
+/// A Secret's `stringData` folded into `data` (base64), as kube-apiserver stores it.
+pub fn fold_string_data(obj: &mut Value) {
+    let Some(Value::Object(string_data)) = obj.as_object_mut().and_then(|m| m.remove("stringData"))
+    else {
+        return;
     };
-    let mut problems = Vec::new();
-    let mut total = 0usize;
-    let mut seen = std::collections::BTreeSet::new();
-    for &(field, base64) in fields {
-        let map = match obj.get(field) {
-            None | Some(Value::Null) => continue,
-            Some(Value::Object(m)) => m,
-            Some(other) => {
-                problems.push(format!(
-                    "{field}: Invalid value: must be a map of strings, not {}",
-                    value_kind(other)
-                ));
-                continue;
-            }
-        };
-        for (key, value) in map {
-            problems.extend(key_problem(field, key));
-            if kind == "ConfigMap" && !seen.insert(key.as_str()) {
-                problems.push(format!(
-                    "{field}[{key}]: Invalid value: duplicate of key present in data"
-                ));
-            }
-            let Some(text) = value.as_str() else {
-                problems.push(format!(
-                    "{field}[{key}]: Invalid value: must be a string, not {}",
-                    value_kind(value)
-                ));
-                continue;
-            };
-            if base64 {
-                match base64::engine::general_purpose::STANDARD.decode(text) {
-                    Ok(bytes) => total += bytes.len(),
-                    Err(_) => problems.push(format!(
-                        "{field}[{key}]: Invalid value: not valid base64 (the value is not shown)"
-                    )),
-                }
-            } else {
-                total += text.len();
-            }
-        }
+    let mut data = obj
+        .get_mut("data")
+        .and_then(Value::as_object_mut)
+        .map(std::mem::take)
+        .unwrap_or_default();
+    for (k, v) in string_data {
+        let s = v.as_str().unwrap_or_default();
+        data.insert(
+            k,
+            Value::String(base64::engine::general_purpose::STANDARD.encode(s)),
+        );
     }
-    if total > MAX_DATA_BYTES {
-        problems.push(format!(
-            "data: Too long: {kind} data is {}, over the {} an API server accepts",
-            mib(total),
-            mib(MAX_DATA_BYTES)
-        ));
-    }
-    problems
+    obj["data"] = Value::Object(data);
 }
 
 /// Every problem of one object kube-apiserver would refuse, as far as it is known without a
@@ -413,10 +547,11 @@ pub fn object_problems(obj: &Value, namespaced: Option<bool>, typed_metadata: bo
     if !name.is_empty() {
         problems.extend(name_problem(group, kind, name));
     }
-    if let Some(ns) = namespace.filter(|ns| !ns.is_empty())
-        && let Some(p) = name_problem("", "Namespace", ns)
-    {
-        problems.push(p.replacen("metadata.name", "metadata.namespace", 1));
+    if let Some(ns) = namespace.filter(|ns| !ns.is_empty()) {
+        let errors = name_errors("", "Namespace", "metadata.namespace", ns);
+        if !errors.is_empty() {
+            problems.push(field::aggregate(&errors));
+        }
     }
     problems.extend(namespace_problem(kind, namespace, namespaced));
     problems.extend(metadata_problems(obj, typed_metadata));

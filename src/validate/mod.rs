@@ -24,7 +24,9 @@
 mod azure_names;
 pub mod builtin;
 pub mod crd;
+pub mod field;
 pub mod filled;
+pub mod gojson;
 pub mod reserved;
 mod rules;
 mod schema;

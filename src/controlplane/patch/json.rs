@@ -11,9 +11,10 @@ use serde_json::{Map, Value};
 /// What a `replace` of a path that does not exist does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MissingReplace {
-    /// An error, as RFC 6902 and the Kubernetes API server say.
+    /// An error, as RFC 6902 says.
     Fail,
-    /// Adds the value, as kustomize's JSON 6902 patches do.
+    /// Adds the value to an object that lacks it, as kube-apiserver and kustomize do (both apply
+    /// JSON patches with json-patch v4).
     Add,
 }
 
@@ -80,16 +81,18 @@ impl Op<'_> {
 
 fn parse_patch(patch: &Value) -> Result<Vec<Op<'_>>, PatchError> {
     let Value::Array(items) = patch else {
+        // Go's words, as kube-apiserver decodes a JSON patch (its default field validation).
         return Err(PatchError::Malformed(format!(
-            "a JSON patch must be an array of operations, got {}",
-            kind_of(patch)
+            "error decoding patch: json: cannot unmarshal {} into Go value of type []handlers.jsonPatchOp",
+            crate::validate::gojson::type_name(patch)
         )));
     };
     items
         .iter()
         .enumerate()
         .map(|(index, item)| {
-            parse_op(item).map_err(|why| PatchError::Malformed(format!("operation {index}: {why}")))
+            parse_op(item)
+                .map_err(|why| PatchError::MalformedOp(format!("operation {index}: {why}")))
         })
         .collect()
 }
@@ -600,9 +603,16 @@ mod tests {
     }
 
     #[test]
-    fn malformed_documents_are_400() {
+    fn a_document_that_is_no_list_is_400_a_malformed_operation_422() {
+        let e = err(json!({"a": 1}), json!({"op": "add"}));
+        assert_eq!(
+            e,
+            PatchError::Malformed(
+                "error decoding patch: json: cannot unmarshal object into Go value of type []handlers.jsonPatchOp".into()
+            )
+        );
+        assert_eq!(e.http_status(), 400);
         for patch in [
-            json!({"op": "add"}),
             json!([1]),
             json!([{"path": "/a"}]),
             json!([{"op": "add", "value": 1}]),
@@ -618,8 +628,8 @@ mod tests {
             json!([{"op": "add", "path": 5, "value": 1}]),
         ] {
             let e = err(json!({"a": 1}), patch.clone());
-            assert!(matches!(e, PatchError::Malformed(_)), "{patch}: {e}");
-            assert_eq!(e.http_status(), 400);
+            assert!(matches!(e, PatchError::MalformedOp(_)), "{patch}: {e}");
+            assert_eq!(e.http_status(), 422);
         }
     }
 

@@ -12,9 +12,10 @@ use serde_json::{Map, Value};
 /// Kubernetes object): anything else is [`PatchError::Malformed`] and leaves `target` unchanged.
 pub fn merge_patch(target: &mut Value, patch: &Value) -> Result<(), PatchError> {
     let Value::Object(patch) = patch else {
+        // Go's words, as kube-apiserver decodes a merge patch (its default field validation).
         return Err(PatchError::Malformed(format!(
-            "a JSON merge patch for an object must be a JSON object, got {}",
-            kind_of(patch)
+            "error decoding patch: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+            crate::validate::gojson::type_name(patch)
         )));
     };
     merge_object(target, patch);

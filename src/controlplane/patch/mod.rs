@@ -29,6 +29,10 @@ pub enum PatchError {
     /// The patch document itself is malformed (HTTP 400 BadRequest).
     #[error("malformed patch: {0}")]
     Malformed(String),
+    /// One operation of a JSON patch is malformed (an unknown `op`, a missing `path`): found only
+    /// when kube-apiserver applies it (HTTP 422 Invalid).
+    #[error("malformed patch: {0}")]
+    MalformedOp(String),
     /// The patch is well formed but cannot be applied to this object: a JSON-patch `test` failed or a
     /// path does not exist (HTTP 422 Invalid). The message says which operation and path.
     #[error("patch cannot be applied: {0}")]
@@ -37,11 +41,11 @@ pub enum PatchError {
 
 impl PatchError {
     /// The HTTP status the API server answers with: 400 for [`PatchError::Malformed`], 422 for
-    /// [`PatchError::Unprocessable`].
+    /// the others.
     pub fn http_status(&self) -> u16 {
         match self {
             PatchError::Malformed(_) => 400,
-            PatchError::Unprocessable(_) => 422,
+            PatchError::MalformedOp(_) | PatchError::Unprocessable(_) => 422,
         }
     }
 }
@@ -80,6 +84,7 @@ mod tests {
     fn http_status_maps_400_and_422() {
         assert_eq!(PatchError::Malformed("x".into()).http_status(), 400);
         assert_eq!(PatchError::Unprocessable("x".into()).http_status(), 422);
+        assert_eq!(PatchError::MalformedOp("x".into()).http_status(), 422);
     }
 
     #[test]

@@ -1,0 +1,159 @@
+//! Request bodies: decoded by content type (JSON, YAML or Kubernetes protobuf), and refused in
+//! kube-apiserver's words when they cannot be: a create or update body that is not JSON names the
+//! kind it should have been and Go's parse error; a patch that is not JSON is an `invalid JSON
+//! patch`.
+
+use super::error::{ApiError, Reason};
+use super::protobuf;
+use crate::validate::gojson;
+use serde_json::Value;
+
+/// Decodes a JSON, YAML or Kubernetes protobuf body by its content type.
+pub(super) fn decode(body: &[u8], content_type: &str) -> Result<Value, ApiError> {
+    if protobuf::is_protobuf(content_type) {
+        return protobuf::decode(body).map_err(|e| {
+            if e.is_unsupported_kind() {
+                ApiError::new(415, Reason::UnsupportedMediaType, e.to_string())
+            } else {
+                ApiError::bad_request(format!("the request body is not valid protobuf: {e}"))
+            }
+        });
+    }
+    let text = std::str::from_utf8(body)
+        .map_err(|_| ApiError::bad_request("the request body is not UTF-8"))?;
+    if content_type.contains("yaml") {
+        crate::yaml::from_str(text)
+            .map_err(|e| ApiError::bad_request(format!("the request body is not valid YAML: {e}")))
+    } else {
+        serde_json::from_str(text)
+            .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))
+    }
+}
+
+/// Decodes the body of a create or update of `kind`. A JSON body kube-apiserver cannot read
+/// for its `apiVersion` and `kind` is refused as it refuses it.
+pub(super) fn decode_object(
+    body: &[u8],
+    content_type: &str,
+    kind: &str,
+) -> Result<Value, ApiError> {
+    if is_json(content_type)
+        && let Some(why) = unreadable_type_meta(body)
+    {
+        return Err(ApiError::bad_request(format!(
+            "the object provided is unrecognized (must be of type {kind}): couldn't get version/kind; json parse error: {why} ({})",
+            summary(body)
+        )));
+    }
+    decode(body, content_type)
+}
+
+/// Decodes the body of a JSON, merge or strategic merge patch: it must be JSON.
+pub(super) fn decode_patch(body: &[u8], content_type: &str) -> Result<Value, ApiError> {
+    if gojson::syntax_error(body).is_some() {
+        return Err(ApiError::bad_request("invalid JSON patch"));
+    }
+    decode(body, content_type)
+}
+
+fn is_json(content_type: &str) -> bool {
+    content_type.starts_with("application/json")
+}
+
+/// Why Go cannot read `apiVersion` and `kind` from a JSON body: a syntax error, a body that is no
+/// object, or either field not a string.
+fn unreadable_type_meta(body: &[u8]) -> Option<String> {
+    if let Some(e) = gojson::syntax_error(body) {
+        return Some(e);
+    }
+    let v: Value = serde_json::from_slice(body).ok()?;
+    let Value::Object(map) = &v else {
+        return (!v.is_null()).then(|| {
+            format!(
+                "json: cannot unmarshal {} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}",
+                gojson::type_name(&v)
+            )
+        });
+    };
+    ["apiVersion", "kind"].iter().find_map(|field| {
+        let value = map.get(*field)?;
+        (!value.is_string() && !value.is_null()).then(|| {
+            format!(
+                "json: cannot unmarshal {} into Go struct field .{field} of type string",
+                gojson::type_name(value)
+            )
+        })
+    })
+}
+
+/// The start of a body as kube-apiserver quotes it: `<empty>`, up to 30 bytes of an object, or
+/// the hex of up to 30 bytes of anything else.
+fn summary(body: &[u8]) -> String {
+    const MAX: usize = 30;
+    let cut = &body[..body.len().min(MAX)];
+    let more = if body.len() > MAX { " ..." } else { "" };
+    match body.first() {
+        None => "<empty>".to_string(),
+        Some(b'{') => format!("{}{more}", String::from_utf8_lossy(cut)),
+        Some(_) => {
+            let hex: String = cut.iter().map(|b| format!("{b:02x}")).collect();
+            format!("{hex}{more}")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(body: &str) -> String {
+        decode_object(body.as_bytes(), "application/json", "ConfigMap")
+            .unwrap_err()
+            .message
+    }
+
+    #[test]
+    fn bodies_that_are_not_json_objects_are_refused_as_kube_refuses_them() {
+        let prefix = "the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse error: ";
+        assert_eq!(
+            message("{not json"),
+            format!(
+                "{prefix}invalid character 'n' looking for beginning of object key string ({{not json)"
+            )
+        );
+        assert_eq!(
+            message(""),
+            format!("{prefix}unexpected end of JSON input (<empty>)")
+        );
+        assert_eq!(
+            message(r#"{"apiVersion": "v1", "kind": "ConfigMap""#),
+            format!(
+                "{prefix}unexpected end of JSON input ({{\"apiVersion\": \"v1\", \"kind\": \" ...)"
+            )
+        );
+        assert!(message("[1]").ends_with(
+            "json: cannot unmarshal array into Go value of type struct { APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" } (5b315d)"
+        ));
+        assert_eq!(
+            message(r#"{"kind": 1}"#),
+            format!(
+                "{prefix}json: cannot unmarshal number into Go struct field .kind of type string ({{\"kind\": 1}})"
+            )
+        );
+        let ok = decode_object(br#"{"kind": "ConfigMap"}"#, "application/json", "ConfigMap");
+        assert!(ok.is_ok());
+        // YAML keeps its own decoder.
+        assert!(decode_object(b"kind: ConfigMap", "application/yaml", "ConfigMap").is_ok());
+    }
+
+    #[test]
+    fn a_patch_must_be_json() {
+        assert_eq!(
+            decode_patch(b"{x", "application/merge-patch+json")
+                .unwrap_err()
+                .message,
+            "invalid JSON patch"
+        );
+        assert!(decode_patch(b"[]", "application/json-patch+json").is_ok());
+    }
+}
