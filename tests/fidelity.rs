@@ -2,8 +2,8 @@
 //! measured against kube-apiserver v1.37.2, request by request.
 //!
 //! Every sequence of `tests/fidelity/corpus/` runs three times: twice on kube-apiserver (in two
-//! namespaces) and once on the local control plane; each step's status, Content-Type and body
-//! are compared after normalisation (see `fidelity/harness.rs`). The test asserts that
+//! namespaces) and once on the local control plane; each step's status, Content-Type, `Warning`
+//! headers and body are compared after normalisation (see `fidelity/normalise.rs`). The test asserts that
 //! - the harness is sound: kube-apiserver's two runs are identical for every sequence;
 //! - `tests/fidelity/known-differences.yaml` is exactly the set of sequences where the local
 //!   control plane differs (a new difference fails, and so does a fixed one still listed).
@@ -17,6 +17,10 @@ mod common;
 mod compare;
 #[path = "fidelity/harness.rs"]
 mod harness;
+#[path = "fidelity/normalise.rs"]
+mod normalise;
+#[path = "fidelity/request.rs"]
+mod request;
 
 use common::kubectl::Server;
 use common::real_cluster::{RealCluster, client_for};
