@@ -14,6 +14,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+/// How long a step with `until` repeats its request.
+const UNTIL_DEADLINE: Duration = Duration::from_secs(10);
+
 /// One sequence of the corpus: a file `tests/fidelity/corpus/NAME.yaml`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -61,9 +64,18 @@ pub struct Step {
     /// what the step shows (discovery, OpenAPI).
     #[serde(default)]
     pub only: Option<Vec<String>>,
+    /// Repeat the request (every 50 ms, for at most 10 s) until it answers this status: for what
+    /// a server learns through its own caches (kube-apiserver's RBAC authorizer sees a new
+    /// RoleBinding a moment after it is stored). The last answer is the step's.
+    #[serde(default)]
+    pub until: Option<u16>,
     /// A watch: collect this many events (timer BOOKMARKs aside), or what came within the window.
     #[serde(default)]
     pub watch: Option<usize>,
+    /// Keep only the watch events of these types (`[DELETED]`): the intermediate states a
+    /// controller passes through on its own time are not predictable.
+    #[serde(default)]
+    pub event_types: Vec<String>,
     /// The watch window in seconds (3 when not given), for what a controller does in its own time
     /// (garbage collection, namespace deletion).
     #[serde(default)]
@@ -142,29 +154,36 @@ pub async fn run_sequence(client: &kube::Client, seq: &Sequence, run: &str) -> V
                 format!("system:serviceaccount:{}:{sa}", state.ns),
             ));
         }
-        let answer = send(
-            client,
-            Outgoing {
-                method: &step.method,
-                uri: &uri,
-                content_type: content_type.as_deref(),
-                accept: step.accept.as_deref(),
-                headers,
-                body: body.unwrap_or_default(),
-                watch: step.watch,
-                window: step.wait.map(Duration::from_secs),
-            },
-        )
-        .await;
+        let outgoing = || Outgoing {
+            method: &step.method,
+            uri: &uri,
+            content_type: content_type.as_deref(),
+            accept: step.accept.as_deref(),
+            headers: headers.clone(),
+            body: body.clone().unwrap_or_default(),
+            watch: step.watch,
+            window: step.wait.map(Duration::from_secs),
+            event_types: &step.event_types,
+        };
+        let mut answer = send(client, outgoing()).await;
+        let deadline = Instant::now() + UNTIL_DEADLINE;
+        while let Some(want) = step.until
+            && answer.status != want
+            && Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            answer = send(client, outgoing()).await;
+        }
         state.learn_generated(&answer.body);
+        let normalised = state.normalise(&answer.body);
         let shown = match &step.only {
-            Some(pointers) => project(&answer.body, pointers),
-            None => answer.body.clone(),
+            Some(pointers) => project(&normalised, pointers),
+            None => normalised,
         };
         let mut record = json!({
             "status": answer.status,
             "contentType": answer.content_type,
-            "body": state.normalise(&shown),
+            "body": shown,
         });
         if !answer.warnings.is_empty() {
             let warnings: Vec<String> = answer

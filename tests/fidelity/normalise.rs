@@ -4,7 +4,9 @@
 //!
 //! Normalisation replaces only what a server generates and a client cannot predict: uids (and
 //! any UUID in a message), resourceVersions (also quoted in a message), continue tokens,
-//! creation and deletion timestamps, managedFields times, generated names, allocated cluster IPs,
+//! creation and deletion timestamps (also in a message), managedFields times (and so the order they give the
+//! entries), conditions'
+//! lastTransitionTime (a controller's clock), generated names, allocated cluster IPs,
 //! and the run's namespace name.
 
 use regex::Regex;
@@ -24,6 +26,13 @@ static PLACEHOLDER: LazyLock<Regex> =
 /// old resource version: 1 (412)".
 static RV_IN_TEXT: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)(resource ?version[^()]{0,40}\()\d+\)").unwrap());
+/// A timestamp in a message (an object quoted whole in an error message).
+static TIME_IN_TEXT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})").unwrap()
+});
+/// A resourceVersion in JSON quoted in a message (`\"resourceVersion\":\"123\"`).
+static RV_IN_JSON_TEXT: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r#"(resourceVersion\\?":\\?")\d+"#).unwrap());
 static UUID: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}").unwrap()
 });
@@ -99,9 +108,11 @@ impl Run {
                         ("uid", Value::String(_)) => Some("<uid>"),
                         ("resourceVersion", Value::String(s)) if !s.is_empty() => Some("<rv>"),
                         ("continue", Value::String(s)) if !s.is_empty() => Some("<continue>"),
-                        ("creationTimestamp" | "deletionTimestamp" | "time", Value::String(_)) => {
-                            Some("<time>")
-                        }
+                        (
+                            "creationTimestamp" | "deletionTimestamp" | "time"
+                            | "lastTransitionTime",
+                            Value::String(_),
+                        ) => Some("<time>"),
                         ("clusterIP", Value::String(s)) if IPV4.is_match(s) => Some("<ip>"),
                         _ => None,
                     };
@@ -115,6 +126,11 @@ impl Run {
                                 })
                                 .collect(),
                         ),
+                        (None, "managedFields", Value::Array(entries)) => {
+                            Value::Array(sorted_managed_fields(
+                                entries.iter().map(|e| self.normalise(e)).collect(),
+                            ))
+                        }
                         _ => self.normalise(x),
                     };
                     out.insert(k.clone(), x);
@@ -134,8 +150,23 @@ impl Run {
         }
         s = s.replace(&self.ns, "{ns}");
         let s = RV_IN_TEXT.replace_all(&s, "${1}<rv>)");
+        let s = RV_IN_JSON_TEXT.replace_all(&s, "${1}<rv>");
+        let s = TIME_IN_TEXT.replace_all(&s, "<time>");
         UUID.replace_all(&s, "<uuid>").into_owned()
     }
+}
+
+/// managedFields in kube-apiserver's order without its time component. kube-apiserver sorts the
+/// entries by operation, then by the second of their time, then by manager, apiVersion and
+/// subresource: two writes in one second or in two give different orders, which a client cannot
+/// predict, so the order compared is the one without the time.
+fn sorted_managed_fields(mut entries: Vec<Value>) -> Vec<Value> {
+    let key = |e: &Value| {
+        ["operation", "manager", "apiVersion", "subresource"]
+            .map(|k| e[k].as_str().unwrap_or("").to_string())
+    };
+    entries.sort_by_key(key);
+    entries
 }
 
 /// The projection of `body` on `pointers`: each pointer to what it points at (null when
@@ -203,9 +234,23 @@ mod tests {
             run.normalise_text("too old resource version: 1 (412)"),
             "too old resource version: 1 (<rv>)"
         );
+        assert_eq!(
+            run.normalise_text(r#"{\"resourceVersion\":\"77\",\"creationTimestamp\":\"2026-11-29T01:39:10Z\"}"#),
+            r#"{\"resourceVersion\":\"<rv>\",\"creationTimestamp\":\"<time>\"}"#
+        );
         let v = run.normalise(&json!({"spec": {"clusterIP": "10.0.0.7", "clusterIPs": ["10.0.0.7"]}}));
         assert_eq!(v, json!({"spec": {"clusterIP": "<ip>", "clusterIPs": ["<ip>"]}}));
         let none = run.normalise(&json!({"spec": {"clusterIP": "None"}}));
+        let fields = run.normalise(&json!({"managedFields": [
+            {"manager": "b", "operation": "Update"}, {"manager": "z", "operation": "Apply"},
+            {"manager": "a", "operation": "Update", "subresource": "status"}]}));
+        let managers: Vec<&str> = fields["managedFields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["manager"].as_str().unwrap())
+            .collect();
+        assert_eq!(managers, ["z", "a", "b"]);
         assert_eq!(none, json!({"spec": {"clusterIP": "None"}}));
     }
 }

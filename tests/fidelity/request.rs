@@ -27,6 +27,8 @@ pub struct Outgoing<'a> {
     /// A watch: collect this many events, or what comes within `window`.
     pub watch: Option<usize>,
     pub window: Option<Duration>,
+    /// Keep only watch events of these types (all when empty).
+    pub event_types: &'a [String],
 }
 
 /// What came back.
@@ -88,7 +90,8 @@ pub async fn send(client: &kube::Client, out: Outgoing<'_>) -> Answer {
     let mut body = resp.into_body();
     let body = match out.watch.filter(|_| status == 200) {
         Some(want) => {
-            collect_events(&mut body, want, out.window.unwrap_or(WATCH_WINDOW)).await
+            let window = out.window.unwrap_or(WATCH_WINDOW);
+            collect_events(&mut body, want, window, out.event_types).await
         }
         None => match tokio::time::timeout(REQUEST_TIMEOUT, body.collect()).await {
             Ok(Ok(b)) => parse_body(&b.to_bytes()),
@@ -120,8 +123,18 @@ pub fn kept_event(event: &Value) -> bool {
             || event["object"]["metadata"]["annotations"][INITIAL_EVENTS_END] == "true")
 }
 
-/// Reads watch events until `want` arrived, the stream ended or the window closed.
-async fn collect_events(body: &mut kube::client::Body, want: usize, window: Duration) -> Value {
+/// What a watch's events end with when the server closed the stream before `want` events came
+/// (a `timeoutSeconds`, an ERROR): a pseudo-event, so that closing is compared too.
+pub const STREAM_ENDED: &str = "(the server closed the stream)";
+
+/// Reads watch events (of `types`, when given) until `want` arrived, the stream ended or the
+/// window closed.
+async fn collect_events(
+    body: &mut kube::client::Body,
+    want: usize,
+    window: Duration,
+    types: &[String],
+) -> Value {
     let deadline = Instant::now() + window;
     let mut buf: Vec<u8> = Vec::new();
     let mut events = Vec::new();
@@ -129,6 +142,10 @@ async fn collect_events(body: &mut kube::client::Body, want: usize, window: Dura
         let left = deadline.saturating_duration_since(Instant::now());
         let frame = match tokio::time::timeout(left, body.frame()).await {
             Ok(Some(Ok(f))) => f,
+            Ok(None) => {
+                events.push(json!({"type": STREAM_ENDED}));
+                break;
+            }
             _ => break,
         };
         let Ok(data) = frame.into_data() else {
@@ -138,7 +155,8 @@ async fn collect_events(body: &mut kube::client::Body, want: usize, window: Dura
         while let Some(i) = buf.iter().position(|&b| b == b'\n') {
             let line: Vec<u8> = buf.drain(..=i).collect();
             let event = parse_body(&line);
-            if kept_event(&event) {
+            let typed = types.is_empty() || types.iter().any(|t| event["type"] == *t.as_str());
+            if kept_event(&event) && typed {
                 events.push(event);
             }
         }
