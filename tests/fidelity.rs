@@ -23,8 +23,8 @@ mod normalise;
 mod request;
 
 use common::kubectl::Server;
-use futures::StreamExt;
 use common::real_cluster::{RealCluster, client_for};
+use futures::StreamExt;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -35,6 +35,10 @@ use std::time::Instant;
 const SLOW_SECONDS: f64 = 3.0;
 /// How many sequences run at once.
 const PARALLEL: usize = 6;
+
+/// One sequence's normalised answers: kube-apiserver's two runs, local's run, and the seconds the
+/// three took together.
+type Runs = (Vec<Value>, Vec<Value>, Vec<Value>, f64);
 
 fn fidelity_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fidelity")
@@ -82,7 +86,7 @@ async fn the_local_control_plane_answers_as_kube_apiserver_does() {
     // Sequences run a few at a time, and each one's three runs at once: every run has its own
     // namespace, and no sequence reads what another writes (cluster-scoped names carry the
     // run's namespace).
-    let runs: Vec<(Vec<Value>, Vec<Value>, Vec<Value>, f64)> = futures::stream::iter(&corpus)
+    let runs: Vec<Runs> = futures::stream::iter(&corpus)
         .map(|seq| async {
             let began = Instant::now();
             let (a, b, l) = tokio::join!(

@@ -122,7 +122,11 @@ pub async fn run_sequence(client: &kube::Client, seq: &Sequence, run: &str) -> V
         },
     )
     .await;
-    assert_eq!(created.status, 201, "create namespace {ns}: {:?}", created.body);
+    assert_eq!(
+        created.status, 201,
+        "create namespace {ns}: {:?}",
+        created.body
+    );
     let mut state = Run::new(ns);
     let mut out = Vec::new();
     for step in &seq.steps {

@@ -189,7 +189,9 @@ fn pick<'a>(body: &'a Value, pointer: &str) -> Option<&'a Value> {
             Some(cond) => {
                 let (key, want) = cond.split_once('=')?;
                 at.as_array()?.iter().find(|x| {
-                    key.split('.').try_fold(*x, |v, k| v.get(k)).and_then(Value::as_str)
+                    key.split('.')
+                        .try_fold(*x, |v, k| v.get(k))
+                        .and_then(Value::as_str)
                         == Some(want)
                 })?
             }
@@ -235,11 +237,17 @@ mod tests {
             "too old resource version: 1 (<rv>)"
         );
         assert_eq!(
-            run.normalise_text(r#"{\"resourceVersion\":\"77\",\"creationTimestamp\":\"2026-11-29T01:39:10Z\"}"#),
+            run.normalise_text(
+                r#"{\"resourceVersion\":\"77\",\"creationTimestamp\":\"2026-11-29T01:39:10Z\"}"#
+            ),
             r#"{\"resourceVersion\":\"<rv>\",\"creationTimestamp\":\"<time>\"}"#
         );
-        let v = run.normalise(&json!({"spec": {"clusterIP": "10.0.0.7", "clusterIPs": ["10.0.0.7"]}}));
-        assert_eq!(v, json!({"spec": {"clusterIP": "<ip>", "clusterIPs": ["<ip>"]}}));
+        let v =
+            run.normalise(&json!({"spec": {"clusterIP": "10.0.0.7", "clusterIPs": ["10.0.0.7"]}}));
+        assert_eq!(
+            v,
+            json!({"spec": {"clusterIP": "<ip>", "clusterIPs": ["<ip>"]}})
+        );
         let none = run.normalise(&json!({"spec": {"clusterIP": "None"}}));
         let fields = run.normalise(&json!({"managedFields": [
             {"manager": "b", "operation": "Update"}, {"manager": "z", "operation": "Apply"},
