@@ -148,8 +148,8 @@ fn kind_mismatch(target: &Target, group: &str, version: &str, kind: &str) -> Str
     )
 }
 
-/// Creating in a namespace needs the namespace to exist and not be terminating.
-pub(super) fn check_namespace_open(txn: &Txn, target: &Target) -> Result<(), ApiError> {
+/// Creating `name` in a namespace needs the namespace to exist and not be terminating.
+pub(super) fn check_namespace_open(txn: &Txn, target: &Target, name: &str) -> Result<(), ApiError> {
     if !target.rt.namespaced {
         return Ok(());
     }
@@ -162,11 +162,22 @@ pub(super) fn check_namespace_open(txn: &Txn, target: &Target) -> Result<(), Api
     match txn.get(&format!("/Namespace//{ns}")) {
         None => Err(ApiError::not_found("", "namespaces", ns)),
         Some(n) if n.pointer("/metadata/deletionTimestamp").is_some() => {
-            Err(ApiError::forbidden(format!(
-                "{} \"{}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
-                target.rt.qualified_plural(),
-                target.name.as_deref().unwrap_or("")
-            )))
+            let mut e = ApiError::forbidden_object(
+                &target.rt.group,
+                &target.rt.plural,
+                name,
+                &format!(
+                    "unable to create new content in namespace {ns} because it is being terminated"
+                ),
+            );
+            if let Some(d) = e.details.as_mut() {
+                d.causes = vec![(
+                    "NamespaceTerminating".into(),
+                    format!("namespace {ns} is being terminated"),
+                    "metadata.namespace".into(),
+                )];
+            }
+            Err(e)
         }
         Some(_) => Ok(()),
     }
@@ -212,9 +223,17 @@ fn normalise(
     }
     match (group, kind) {
         ("", "Namespace") => {
-            // Defaulted on every write, so owned by the writer; finalizers and phase are set
-            // later, by `strategy::prepare_for_create`.
-            obj["metadata"]["labels"]["kubernetes.io/metadata.name"] = json!(name);
+            // Defaulted on every write whose name is known when defaulting runs, so owned by the
+            // writer; a generated name is only known later, when `strategy::prepare_for_create`
+            // sets the label (and the finalizers and phase, which no writer owns).
+            let generated = old.is_none() && obj.pointer("/metadata/generateName").is_some();
+            if !generated {
+                obj["metadata"]["labels"]["kubernetes.io/metadata.name"] = json!(name);
+            }
+            if old.is_none() {
+                // A new Namespace's status is the server's (a reset field): never the writer's.
+                obj.as_object_mut().map(|m| m.remove("status"));
+            }
         }
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
             let rt = crd_resource_type(obj).map_err(|e| target.invalid(name, &e.0))?;

@@ -52,7 +52,7 @@ pub fn list_request(raw: &str) -> Result<ListRequest, ApiError> {
     let selector = |k: &str| query.get(k).map(String::as_str).unwrap_or("").to_string();
     Ok(ListRequest {
         limit: params::limit(&query)?,
-        continue_after: params::continue_token(&query)?.map(|t| (t.rv, t.after)),
+        continue_after: params::continue_token(&query)?.map(|t| (t.rv, t.start)),
         timeout: params::watch_timeout(&query)?,
         since: match params::watch_from(&query)? {
             WatchFrom::Current { .. } => None,

@@ -74,6 +74,15 @@ pub fn delete(txn: &mut Txn, key: &str, propagation: Propagation, now: &str) -> 
         held = true; // until emptied, below
     }
     if held {
+        // Marking a held object deleted changes its desired state: a kind that counts
+        // generations counts this one too, as upstream.
+        if !already
+            && let Some(g) = obj_now
+                .pointer("/metadata/generation")
+                .and_then(Value::as_i64)
+        {
+            obj_now["metadata"]["generation"] = json!(g + 1);
+        }
         let staged = if *obj != obj_now {
             txn.put(key, obj_now)
         } else {

@@ -161,7 +161,7 @@ pub fn create(
             &name,
         ));
     }
-    check_namespace_open(txn, target)?;
+    check_namespace_open(txn, target, &name)?;
     if target.rt.status_subresource && !is_builtin_with_server_status(target) {
         body.as_object_mut().map(|m| m.remove("status"));
     }
@@ -438,7 +438,7 @@ fn apply(
         if target.subresource.is_some() {
             return Err(target.not_found(name));
         }
-        check_namespace_open(txn, target)?;
+        check_namespace_open(txn, target, name)?;
     }
     validation::prune_applied(target, &mut applied, opts.field_validation, &opts.warnings)?;
     let api_version = target.api_version();

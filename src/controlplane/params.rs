@@ -18,14 +18,33 @@ const DEFAULT_WATCH_TIMEOUT: Duration = Duration::from_secs(1800);
 /// the deadline always fits in a clock reading.
 const MAX_WATCH_TIMEOUT_SECS: u64 = 10 * 365 * 24 * 3600;
 
-/// Where a LIST resumes: the list's resourceVersion and the last key already returned.
+/// Where a LIST resumes, in upstream's own token format (so a client sees the same kind of
+/// token from either server): the list's resourceVersion, and the key to start from relative
+/// to the list's key prefix (the last key returned and a NUL).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(super) struct ContinueToken {
+    /// Always `meta.k8s.io/v1`.
+    pub v: String,
     pub rv: u64,
-    pub after: String,
+    pub start: String,
 }
 
 impl ContinueToken {
+    /// The token resuming a list of the keys under `prefix` after `last_key`, at `rv`.
+    pub fn after(prefix: &str, last_key: &str, rv: u64) -> Self {
+        let relative = last_key.strip_prefix(prefix).unwrap_or(last_key);
+        ContinueToken {
+            v: "meta.k8s.io/v1".into(),
+            rv,
+            start: format!("{relative}\0"),
+        }
+    }
+
+    /// The storage key the list resumes after.
+    pub fn last_key(&self, prefix: &str) -> String {
+        format!("{prefix}{}", self.start.trim_end_matches('\0'))
+    }
+
     /// The opaque `continue` value handed to the client.
     pub fn encode(&self) -> String {
         let raw = serde_json::to_vec(self).expect("token serialises");
@@ -37,8 +56,14 @@ impl ContinueToken {
 pub(super) fn limit(query: &Query) -> Result<Option<usize>, ApiError> {
     match query.get("limit").filter(|l| !l.is_empty()) {
         Some(l) => Ok(Some(
-            l.parse::<usize>()
-                .map_err(|_| ApiError::bad_request(format!("limit: invalid value {l:?}")))?,
+            l.parse::<i64>()
+                .map_err(|_| {
+                    ApiError::bad_request(format!(
+                        "strconv.ParseInt: parsing {l:?}: invalid syntax"
+                    ))
+                })?
+                .try_into()
+                .unwrap_or(0),
         )
         .filter(|l| *l > 0)),
         None => Ok(None),
@@ -50,13 +75,13 @@ pub(super) fn continue_token(query: &Query) -> Result<Option<ContinueToken>, Api
     let Some(c) = query.get("continue").filter(|c| !c.is_empty()) else {
         return Ok(None);
     };
-    let invalid = |_| ApiError::bad_request("continue: invalid token");
+    let invalid = |why: String| ApiError::bad_request(format!("invalid continue token: {why}"));
     let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(c)
-        .map_err(invalid)?;
+        .map_err(|e| invalid(e.to_string()))?;
     serde_json::from_slice::<ContinueToken>(&raw)
         .map(Some)
-        .map_err(|_| ApiError::bad_request("continue: invalid token"))
+        .map_err(|e| invalid(format!("continue key is not valid: {e}")))
 }
 
 /// `timeoutSeconds` of a watch.
@@ -95,9 +120,118 @@ pub(super) fn watch_from(query: &Query) -> Result<WatchFrom, ApiError> {
                 && super::http::flag(query, "allowWatchBookmarks"),
         });
     }
-    rv.parse()
-        .map(WatchFrom::Since)
-        .map_err(|_| ApiError::bad_request(format!("resourceVersion: invalid value {rv:?}")))
+    rv.parse().map(WatchFrom::Since).map_err(|_| {
+        // Upstream's watch cache fails here with an internal error, and says so.
+        ApiError::internal(format!(
+            "resourceVersion: Invalid value: {rv:?}: strconv.ParseUint: parsing {rv:?}: invalid syntax"
+        ))
+    })
+}
+
+/// `resourceVersion` and `resourceVersionMatch` of a LIST: where it must start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ListFrom {
+    /// Unset or `0`, or a version the list may be newer than (`NotOlderThan`, the default).
+    Latest,
+    /// Exactly this version (`resourceVersionMatch=Exact`).
+    Exact(u64),
+}
+
+/// Checks the ListOptions of a LIST (`watch` false) or WATCH as upstream validates them (422
+/// `ListOptions.meta.k8s.io "" is invalid`), and reads where a LIST starts.
+pub(super) fn list_options(query: &Query, watch: bool) -> Result<ListFrom, ApiError> {
+    let get = |k: &str| query.get(k).map(String::as_str).filter(|v| !v.is_empty());
+    let rv = get("resourceVersion");
+    let rv_match = get("resourceVersionMatch");
+    let has_continue = get("continue").is_some();
+    let send_initial = query.contains_key("sendInitialEvents");
+    let continue_forbidden = || {
+        FieldError::forbidden(
+            "resourceVersionMatch",
+            "resourceVersionMatch is forbidden when continue is provided",
+        )
+    };
+    let mut errors = Vec::new();
+    if watch {
+        if send_initial && rv_match != Some("NotOlderThan") {
+            errors.push(FieldError::forbidden(
+                "resourceVersionMatch",
+                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+            ));
+        }
+        if let Some(m) = rv_match {
+            if !send_initial {
+                errors.push(FieldError::forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+                ));
+            }
+            if m != "NotOlderThan" {
+                errors.push(FieldError::not_supported(
+                    "resourceVersionMatch",
+                    BadValue::Str(m.to_string()),
+                    &["NotOlderThan"],
+                ));
+            }
+            if has_continue {
+                errors.push(continue_forbidden());
+            }
+        }
+    } else {
+        if let Some(m) = rv_match {
+            if rv.is_none() {
+                errors.push(FieldError::forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                ));
+            }
+            if has_continue {
+                errors.push(continue_forbidden());
+            }
+            if m != "Exact" && m != "NotOlderThan" {
+                errors.push(FieldError::not_supported(
+                    "resourceVersionMatch",
+                    BadValue::Str(m.to_string()),
+                    &["Exact", "NotOlderThan", ""],
+                ));
+            }
+            if m == "Exact" && rv == Some("0") {
+                errors.push(FieldError::forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+                ));
+            }
+        }
+        if send_initial {
+            errors.push(FieldError::forbidden(
+                "sendInitialEvents",
+                "sendInitialEvents is forbidden for list",
+            ));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::invalid_options("ListOptions", &errors));
+    }
+    if watch {
+        return Ok(ListFrom::Latest);
+    }
+    let Some(rv) = rv else {
+        return Ok(ListFrom::Latest);
+    };
+    let parsed: u64 = rv.parse().map_err(|_| {
+        ApiError::bad_request(format!(
+            "invalid resource version: resourceVersion: Invalid value: {rv:?}: strconv.ParseUint: parsing {rv:?}: invalid syntax"
+        ))
+    })?;
+    if has_continue && rv != "0" {
+        return Err(ApiError::bad_request(
+            "specifying resource version is not allowed when using continue",
+        ));
+    }
+    Ok(match rv_match {
+        Some("Exact") => ListFrom::Exact(parsed),
+        _ => ListFrom::Latest,
+    })
 }
 
 /// The longest `fieldManager` kube-apiserver accepts, in bytes.
@@ -246,16 +380,21 @@ mod tests {
         assert_eq!(limit(&q(&[])).unwrap(), None);
         assert_eq!(limit(&q(&[("limit", "0")])).unwrap(), None);
         assert_eq!(limit(&q(&[("limit", "5")])).unwrap(), Some(5));
+        // A negative limit lists everything, as upstream.
+        assert_eq!(limit(&q(&[("limit", "-1")])).unwrap(), None);
         assert!(
-            limit(&q(&[("limit", "-1")]))
+            limit(&q(&[("limit", "x")]))
                 .unwrap_err()
                 .message
-                .contains("limit")
+                .contains("ParseInt")
         );
-        let token = ContinueToken {
-            rv: 7,
-            after: "/ConfigMap/ns/a".into(),
-        };
+        let token = ContinueToken::after("/ConfigMap/ns/", "/ConfigMap/ns/a", 7);
+        assert_eq!(token.start, "a\0");
+        assert_eq!(token.last_key("/ConfigMap/ns/"), "/ConfigMap/ns/a");
+        // Upstream's own token for the same place decodes to the same.
+        let upstream = "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6Nywic3RhcnQiOiJhXHUwMDAwIn0";
+        let back = continue_token(&q(&[("continue", upstream)])).unwrap();
+        assert_eq!(back, Some(token.clone()));
         let back = continue_token(&q(&[("continue", &token.encode())])).unwrap();
         assert_eq!(back, Some(token));
         assert!(continue_token(&q(&[("continue", "!!")])).is_err());

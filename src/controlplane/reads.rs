@@ -53,10 +53,20 @@ pub(super) fn list(
         query.get("fieldSelector").map(String::as_str).unwrap_or(""),
         &target.rt,
     )?;
+    let from = params::list_options(query, false)?;
     let limit = params::limit(query)?;
     let token = params::continue_token(query)?;
     let prefix = prefix_of(target);
     let state = shared.state.lock().expect("state lock");
+    if let params::ListFrom::Exact(rv) = from
+        && rv < state.resource_version()
+    {
+        // Only the latest state is kept: an older exact version is answered as upstream
+        // answers one compacted away.
+        return Err(ApiError::gone(
+            "The resourceVersion for the provided list is too old.",
+        ));
+    }
     let list_rv = match &token {
         Some(t) if !state.can_resume_from(t.rv) => {
             return Err(ApiError::gone(
@@ -71,7 +81,8 @@ pub(super) fn list(
     let mut selected = Vec::new();
     let mut next = None;
     let mut remaining = None;
-    let mut entries = state.range(&prefix, token.as_ref().map(|t| t.after.as_str()));
+    let resume = token.as_ref().map(|t| t.last_key(&prefix));
+    let mut entries = state.range(&prefix, resume.as_deref());
     while let Some((key, entry)) = entries.next() {
         if filtered {
             let obj = entry.object();
@@ -85,10 +96,11 @@ pub(super) fn list(
             // follows it, matching or not; only an unfiltered list counts what is left.
             let rest = entries.by_ref().count();
             if rest > 0 {
-                next = Some(ContinueToken {
-                    rv: list_rv,
-                    after: selected_last_key(&selected),
-                });
+                next = Some(ContinueToken::after(
+                    &prefix,
+                    &selected_last_key(&selected),
+                    list_rv,
+                ));
                 remaining = (!filtered).then_some(rest);
             }
             break;
@@ -97,8 +109,11 @@ pub(super) fn list(
     drop(entries);
     drop(state);
     let mut metadata = json!({"resourceVersion": list_rv.to_string()});
-    if let Some(n) = next {
-        metadata["continue"] = json!(n.encode());
+    match next {
+        Some(n) => metadata["continue"] = json!(n.encode()),
+        // Upstream's unstructured lists (custom resources) always carry the field.
+        None if target.rt.custom => metadata["continue"] = json!(""),
+        None => {}
     }
     if let Some(n) = remaining {
         metadata["remainingItemCount"] = json!(n);
@@ -170,6 +185,7 @@ pub(super) fn watch(
         query.get("fieldSelector").map(String::as_str).unwrap_or(""),
         &target.rt,
     )?;
+    params::list_options(query, true)?;
     let timeout = params::watch_timeout(query)?;
     let bookmarks = flag(query, "allowWatchBookmarks");
     let from = params::watch_from(query)?;

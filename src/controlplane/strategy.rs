@@ -14,8 +14,11 @@ pub(super) fn prepare_for_create(target: &Target, obj: &mut Value) {
     if target.rt.custom || !target.rt.group.is_empty() || target.rt.kind != "Namespace" {
         return;
     }
-    // A new Namespace is Active, and held by the `kubernetes` finalizer besides any of its own.
+    // A new Namespace is Active, and held by the `kubernetes` finalizer besides any of its own;
+    // its name label is set here when the name was generated.
     obj["status"] = json!({"phase": "Active"});
+    let name = obj.pointer("/metadata/name").cloned().unwrap_or(json!(""));
+    obj["metadata"]["labels"]["kubernetes.io/metadata.name"] = name;
     let spec = &mut obj["spec"];
     if !spec.is_object() {
         *spec = json!({});
@@ -40,6 +43,10 @@ mod tests {
         let mut obj = json!({"metadata": {"name": "a"}, "status": {"phase": "Terminating"}});
         prepare_for_create(&ns, &mut obj);
         assert_eq!(obj["spec"]["finalizers"], json!(["kubernetes"]));
+        assert_eq!(
+            obj["metadata"]["labels"]["kubernetes.io/metadata.name"],
+            "a"
+        );
         assert_eq!(obj["status"], json!({"phase": "Active"}));
         let mut own = json!({"metadata": {"name": "a"}, "spec": {"finalizers": ["mine"]}});
         prepare_for_create(&ns, &mut own);

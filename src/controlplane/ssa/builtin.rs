@@ -250,21 +250,26 @@ fn conditions(extra: &[&str]) -> Schema {
     map_list(&["type"], scalars(&names))
 }
 
-/// A core ObjectReference: an atomic struct upstream (`+structType=atomic`), owned as a whole.
-fn object_reference() -> Schema {
+/// A struct of scalars owned as a whole (`+structType=atomic` upstream).
+fn atomic_scalars(names: &[&str]) -> Schema {
     Schema::Map {
-        fields: scalar_fields(&[
-            "kind",
-            "namespace",
-            "name",
-            "uid",
-            "apiVersion",
-            "resourceVersion",
-            "fieldPath",
-        ]),
+        fields: scalar_fields(names),
         additional: None,
         atomic: true,
     }
+}
+
+/// A core ObjectReference: an atomic struct upstream.
+fn object_reference() -> Schema {
+    atomic_scalars(&[
+        "kind",
+        "namespace",
+        "name",
+        "uid",
+        "apiVersion",
+        "resourceVersion",
+        "fieldPath",
+    ])
 }
 
 fn service_spec() -> Schema {

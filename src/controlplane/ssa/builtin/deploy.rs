@@ -4,14 +4,18 @@
 //! lists atomic).
 
 use super::{Schema, strukt};
-use super::{atomic_list, conditions, map_list, object, object_meta, object_reference, scalars};
+use super::{
+    atomic_list, atomic_scalars, conditions, map_list, object, object_meta, object_reference,
+    scalars,
+};
 
 /// The shape of `group`/`kind` when it is one of these kinds.
 pub(super) fn schema(group: &str, kind: &str) -> Option<Schema> {
     Some(match (group, kind) {
         ("", "ServiceAccount") => object(vec![
             ("secrets", map_list(&["name"], object_reference())),
-            ("imagePullSecrets", map_list(&["name"], scalars(&["name"]))),
+            // An atomic list on a ServiceAccount (unlike a pod's).
+            ("imagePullSecrets", atomic_list()),
             ("automountServiceAccountToken", Schema::Scalar),
         ]),
         ("apps", "Deployment") => object(vec![
@@ -41,7 +45,7 @@ pub(super) fn schema(group: &str, kind: &str) -> Option<Schema> {
         ("rbac.authorization.k8s.io", "Role") => object(vec![("rules", atomic_list())]),
         ("rbac.authorization.k8s.io", "ClusterRoleBinding" | "RoleBinding") => object(vec![
             ("subjects", atomic_list()),
-            ("roleRef", scalars(&["apiGroup", "kind", "name"])),
+            ("roleRef", atomic_scalars(&["apiGroup", "kind", "name"])),
         ]),
         _ => return None,
     })
