@@ -140,10 +140,14 @@ impl DeleteOptions {
     }
 }
 
-/// Serves a stored object in the version the client asked for.
+/// Serves a stored object in the version the client asked for, with that version's schema
+/// defaults filled in (kube-apiserver defaults what it reads from storage).
 pub fn as_version(obj: &Value, rt: &ResourceType, version: &str) -> Value {
     let mut out = obj.clone();
     out["apiVersion"] = json!(rt.api_version(version));
+    if let Some(schema) = rt.validation.get(version) {
+        schema.apply_defaults(&mut out);
+    }
     out
 }
 

@@ -49,7 +49,7 @@ pub(super) fn enforce(
     let Some(schema) = target.rt.validation.get(&target.version) else {
         return Ok(());
     };
-    let outcome = schema.validate(obj, mode);
+    let outcome = schema.validate_update(obj, old, mode);
     // Unknown fields are found while decoding, before validation: a strict refusal comes first.
     if mode == FieldValidation::Strict && !outcome.unknown_fields.is_empty() {
         return Err(strict_refusal(target, via, &outcome));
@@ -57,7 +57,6 @@ pub(super) fn enforce(
     let causes: Vec<(String, String, String)> = outcome
         .errors
         .iter()
-        .filter(|e| old.is_none_or(|old| !unchanged(old, &outcome.pruned, &e.field)))
         .map(|e| (e.reason().to_string(), e.body(), e.field.clone()))
         .collect();
     if !causes.is_empty() {
@@ -114,8 +113,9 @@ pub(super) fn prune_applied(
     Ok(())
 }
 
-/// Fields a JSON body of a custom resource sets twice, as strict decoding reports them: refused
-/// under `fieldValidation=Strict`, a warning under `Warn`.
+/// Fields a JSON or YAML body sets twice, as strict decoding reports them: refused under
+/// `fieldValidation=Strict`, a warning under `Warn`, for built-in kinds and custom resources alike.
+/// A JSON patch is a list of operations, not an object, and is not checked.
 pub(super) fn strict_duplicates(
     target: &Target,
     body: &[u8],
@@ -123,36 +123,67 @@ pub(super) fn strict_duplicates(
     patch_type: Option<PatchType>,
     opts: &WriteOptions,
 ) -> Result<(), ApiError> {
-    let json = !content_type.contains("yaml") && !super::protobuf::is_protobuf(content_type);
-    if !target.rt.custom
-        || !json
+    if super::protobuf::is_protobuf(content_type)
         || patch_type == Some(PatchType::Json)
         || opts.field_validation == FieldValidation::Ignore
     {
         return Ok(());
     }
-    let duplicates: Vec<String> = crate::crdschema::duplicate_fields(body)
-        .iter()
-        .map(|f| format!("duplicate field \"{f}\""))
-        .collect();
-    if duplicates.is_empty() {
+    let yaml = content_type.contains("yaml");
+    let text = String::from_utf8_lossy(body);
+    let found: Vec<String> = if yaml {
+        crate::crdschema::yaml_duplicate_keys(&text)
+    } else {
+        crate::crdschema::duplicate_fields(body)
+            .iter()
+            .map(|f| format!("duplicate field \"{f}\""))
+            .collect()
+    };
+    if found.is_empty() {
         return Ok(());
     }
-    if opts.field_validation == FieldValidation::Strict {
-        let what = duplicates.join(", ");
-        return Err(ApiError::bad_request(match patch_type {
-            None => format!(
+    if opts.field_validation == FieldValidation::Warn {
+        for d in found {
+            opts.warnings.push(d);
+        }
+        return Ok(());
+    }
+    let what = if yaml {
+        format!("yaml: unmarshal errors:\n  {}", found.join("\n  "))
+    } else {
+        found.join(", ")
+    };
+    Err(ApiError::bad_request(match patch_type {
+        None => {
+            let mut what = what;
+            for f in unknown_fields(target, &text, yaml) {
+                what.push_str(&format!(", unknown field \"{f}\""));
+            }
+            format!(
                 "{kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {what}",
                 kind = target.rt.kind,
                 version = target.version
-            ),
-            Some(_) => format!("strict decoding error: {what}"),
-        }));
-    }
-    for d in duplicates {
-        opts.warnings.push(d);
-    }
-    Ok(())
+            )
+        }
+        Some(PatchType::Apply) => {
+            format!("error strict decoding patch: error converting YAML to JSON: {what}")
+        }
+        Some(_) => format!("strict decoding error: {what}"),
+    }))
+}
+
+/// The fields of a custom resource body its schema does not declare (strict decoding reports
+/// them after the duplicates).
+fn unknown_fields(target: &Target, text: &str, yaml: bool) -> Vec<String> {
+    let Some(schema) = target.rt.validation.get(&target.version) else {
+        return Vec::new();
+    };
+    let decoded = if yaml {
+        crate::crdschema::yaml_last_wins(text)
+    } else {
+        serde_json::from_str(text).ok()
+    };
+    decoded.map(|v| schema.prune(&v).1).unwrap_or_default()
 }
 
 /// kube-apiserver's refusal of unknown fields under `fieldValidation=Strict` (400 BadRequest).
@@ -168,46 +199,9 @@ fn strict_refusal(target: &Target, via: Via, outcome: &Outcome) -> ApiError {
     }
 }
 
-/// Whether the value at kube field path `field` (`spec.items[0].name`) is the same in both objects
-/// (both absent counts as the same).
-fn unchanged(old: &Value, new: &Value, field: &str) -> bool {
-    lookup(old, field) == lookup(new, field)
-}
-
-fn lookup<'a>(v: &'a Value, field: &str) -> Option<&'a Value> {
-    let mut current = v;
-    for part in field.split('.') {
-        let (key, indexes) = match part.find('[') {
-            Some(i) => (&part[..i], &part[i..]),
-            None => (part, ""),
-        };
-        if !key.is_empty() {
-            current = current.get(key)?;
-        }
-        for index in indexes.split('[').filter(|s| !s.is_empty()) {
-            let i: usize = index.trim_end_matches(']').parse().ok()?;
-            current = current.get(i)?;
-        }
-    }
-    Some(current)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn field_paths_are_looked_up_and_compared() {
-        let old = json!({"spec": {"items": [{"name": "a"}, {"name": "b"}], "n": 1}});
-        let new = json!({"spec": {"items": [{"name": "a"}, {"name": "c"}], "n": 1}});
-        assert_eq!(lookup(&old, "spec.items[1].name"), Some(&json!("b")));
-        assert_eq!(lookup(&old, "spec.items[5].name"), None);
-        assert!(unchanged(&old, &new, "spec.items[0].name"));
-        assert!(!unchanged(&old, &new, "spec.items[1].name"));
-        assert!(unchanged(&old, &new, "spec.missing"));
-        assert!(unchanged(&old, &new, "spec.n"));
-    }
 
     #[test]
     fn warnings_are_collected_in_order() {

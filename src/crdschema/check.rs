@@ -35,7 +35,7 @@ pub(super) fn prune(
                 match node.child(&k) {
                     Some(child) => {
                         let value = map.get_mut(&k).expect("key listed from the map");
-                        if value.is_null() && !child.nullable {
+                        if value.is_null() && !child.nullable && child.default.is_none() {
                             map.remove(&k);
                         } else {
                             prune(value, child, &here, false, unknown);

@@ -120,6 +120,10 @@ pub(super) struct Node {
     pub any_of: Vec<Node>,
     pub one_of: Vec<Node>,
     pub not: Option<Box<Node>>,
+    /// `default:`, applied by [`super::defaults`].
+    pub default: Option<Value>,
+    /// `x-kubernetes-validations`, compiled.
+    pub rules: Vec<super::cel::Rule>,
 }
 
 impl Node {
@@ -228,7 +232,22 @@ impl Node {
                 None => None,
                 Some(s) => Some(Box::new(Node::parse(s, &format!("{at}.not"))?)),
             },
+            default: m.get("default").cloned(),
+            rules: super::cel::parse_rules(v, at)?,
         })
+    }
+
+    /// Whether this node or one below has CEL rules.
+    pub(super) fn has_rules(&self) -> bool {
+        let additional = match &self.additional {
+            Additional::Schema(s) => s.has_rules(),
+            _ => false,
+        };
+        !self.rules.is_empty()
+            || additional
+            || self.items.as_ref().is_some_and(|i| i.has_rules())
+            || self.properties.values().any(Node::has_rules)
+            || self.all_of.iter().any(Node::has_rules)
     }
 
     /// Whether undeclared keys of an object at this node are kept.
