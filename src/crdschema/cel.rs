@@ -248,7 +248,7 @@ fn run(
         Err(e) => {
             out.errors.push(
                 FieldError::new(
-                    path,
+                    if path.is_empty() { "<nil>" } else { path },
                     ErrorType::Invalid,
                     Some(Value::String(type_name.into())),
                     format!("{} evaluating rule: {}", cel_error(&e), rule.error_string()),
@@ -261,7 +261,11 @@ fn run(
     if passed {
         return;
     }
-    let field = format!("{path}{}", rule.field_path);
+    let field = match (path, rule.field_path.as_str()) {
+        ("", "") => "<nil>".to_string(),
+        ("", below) => below.trim_start_matches('.').to_string(),
+        (path, below) => format!("{path}{below}"),
+    };
     let detail = rule
         .message_expression
         .as_ref()

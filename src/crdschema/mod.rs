@@ -49,7 +49,7 @@ impl FieldValidation {
             Some("Warn") => Ok(FieldValidation::Warn),
             Some("Ignore") => Ok(FieldValidation::Ignore),
             Some(other) => Err(format!(
-                "fieldValidation: Unsupported value: {other:?}: supported values: \"Ignore\", \"Strict\", \"Warn\""
+                "fieldValidation: Unsupported value: {other:?}: supported values: \"\", \"Ignore\", \"Strict\", \"Warn\""
             )),
         }
     }
@@ -222,8 +222,8 @@ pub(crate) fn go_float(f: f64) -> String {
 pub struct Outcome {
     /// Schema violations of the pruned object.
     pub errors: Vec<FieldError>,
-    /// Paths of the fields pruned as unknown (`spec.foo`, `spec.items[0].bar`), in document
-    /// order; empty under [`FieldValidation::Ignore`].
+    /// Paths of the fields pruned as unknown (`spec.foo`, `spec.items[0].bar`), sorted as
+    /// kube-apiserver sorts them; empty under [`FieldValidation::Ignore`].
     pub unknown_fields: Vec<String>,
     /// The object with unknown fields (and `null`s of non-nullable fields) removed: what the API
     /// server stores.
@@ -351,6 +351,7 @@ impl StructuralSchema {
         let mut pruned = obj.clone();
         let mut unknown = Vec::new();
         check::prune(&mut pruned, &self.root, "", true, &mut unknown);
+        unknown.sort();
         defaults::apply(&mut pruned, &self.root);
         let old = old.map(|o| {
             let mut o = o.clone();
@@ -404,6 +405,7 @@ impl StructuralSchema {
         let mut pruned = obj.clone();
         let mut unknown = Vec::new();
         check::prune(&mut pruned, &self.root, "", true, &mut unknown);
+        unknown.sort();
         (pruned, unknown)
     }
 }

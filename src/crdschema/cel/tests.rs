@@ -132,3 +132,17 @@ fn field_paths_become_kube_paths() {
     assert_eq!(kube_field_path(".m['k.x']"), ".m.k.x");
     assert_eq!(kube_field_path(""), "");
 }
+
+#[test]
+fn a_failing_root_rule_is_reported_at_no_field() {
+    let s = StructuralSchema::from_openapi(&json!({"type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.metadata.name.startsWith('s')", "message": "name must start with s"},
+            {"rule": "has(self.spec)", "fieldPath": ".spec", "reason": "FieldValueRequired", "message": "spec please"}],
+        "properties": {"spec": {"type": "object"}}}))
+    .unwrap();
+    assert_eq!(
+        messages(&s, json!({"metadata": {"name": "t", "labels": {"a": "b"}}}), None),
+        vec!["<nil>: Invalid value: name must start with s", "spec: Required value: spec please"]
+    );
+}
