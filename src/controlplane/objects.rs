@@ -151,6 +151,12 @@ pub fn as_version(obj: &Value, rt: &ResourceType, version: &str) -> Value {
     out
 }
 
+/// Whether a stored object is served in `version` as its stored text: the storage version, with no
+/// schema defaults to fill in on read.
+pub fn served_as_stored(rt: &ResourceType, version: &str) -> bool {
+    version == rt.storage_version && rt.validation.get(version).is_none_or(|s| !s.has_defaults())
+}
+
 // ---------------------------------------------------------------------------------------------
 // Writes
 

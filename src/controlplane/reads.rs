@@ -4,7 +4,7 @@
 use super::Shared;
 use super::error::ApiError;
 use super::http::{Query, bytes_response, flag, json_response, prefix_of};
-use super::objects::{Target, as_version};
+use super::objects::{Target, as_version, served_as_stored};
 use super::params::{self, ContinueToken};
 use super::selector::{FieldSelector, LabelSelector};
 use super::state::EventType;
@@ -27,7 +27,7 @@ pub(super) fn get(
         .get(&target.key(name))
         .ok_or_else(|| ApiError::not_found(&target.rt.group, &target.rt.plural, name))?;
     let table_fmt = table_fmt.filter(|_| target.subresource.is_none());
-    if table_fmt.is_none() && target.version == target.rt.storage_version {
+    if table_fmt.is_none() && served_as_stored(&target.rt, &target.version) {
         // The stored text is the answer: no parse, no copy.
         return Ok(bytes_response(StatusCode::OK, entry.json.clone()));
     }
@@ -64,7 +64,7 @@ pub(super) fn list(
         Some(t) => t.rv,
         None => state.resource_version(),
     };
-    let same_version = target.version == target.rt.storage_version;
+    let same_version = served_as_stored(&target.rt, &target.version);
     let mut selected = Vec::new();
     let mut next = None;
     for (key, entry) in state.range(&prefix, token.as_ref().map(|t| t.after.as_str())) {

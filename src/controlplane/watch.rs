@@ -2,7 +2,7 @@
 //! namespace and selectors, with bookmarks and a timeout; newline-delimited JSON as upstream.
 
 use super::error::ApiError;
-use super::objects::as_version;
+use super::objects::{as_version, served_as_stored};
 use super::registry::ResourceType;
 use super::selector::{FieldSelector, LabelSelector};
 use super::state::{Entry, EventType, WatchEvent};
@@ -75,7 +75,7 @@ impl WatchFilter {
     /// case) gets the stored text itself between a fixed head and tail: an event is serialised
     /// once, when written, and every watcher shares that one copy.
     pub fn lines(&self, type_: EventType, entry: &Entry) -> Vec<Bytes> {
-        if self.table.is_none() && self.version == self.rt.storage_version {
+        if self.table.is_none() && served_as_stored(&self.rt, &self.version) {
             let head: &'static [u8] = match type_ {
                 EventType::Added => b"{\"type\":\"ADDED\",\"object\":",
                 EventType::Modified => b"{\"type\":\"MODIFIED\",\"object\":",

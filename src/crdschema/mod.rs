@@ -280,6 +280,8 @@ pub struct StructuralSchema {
     root: node::Node,
     /// Whether any node has `x-kubernetes-validations`.
     has_rules: bool,
+    /// Whether any node has a `default:`.
+    has_defaults: bool,
 }
 
 impl StructuralSchema {
@@ -316,6 +318,7 @@ impl StructuralSchema {
         let root = node::Node::parse(schema, "")?;
         Ok(StructuralSchema {
             has_rules: root.has_rules(),
+            has_defaults: root.has_defaults(),
             root,
         })
     }
@@ -328,6 +331,7 @@ impl StructuralSchema {
         StructuralSchema {
             root,
             has_rules: false,
+            has_defaults: false,
         }
     }
 
@@ -388,6 +392,11 @@ impl StructuralSchema {
             pruned,
             mode,
         }
+    }
+
+    /// Whether the schema has any `default:` (else reading needs no defaulting).
+    pub fn has_defaults(&self) -> bool {
+        self.has_defaults
     }
 
     /// Fills the schema's `default:`s into a stored custom resource, as kube-apiserver does when

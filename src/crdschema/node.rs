@@ -250,6 +250,18 @@ impl Node {
             || self.all_of.iter().any(Node::has_rules)
     }
 
+    /// Whether this node or one below has a `default:`.
+    pub(super) fn has_defaults(&self) -> bool {
+        let additional = match &self.additional {
+            Additional::Schema(s) => s.has_defaults(),
+            _ => false,
+        };
+        self.default.is_some()
+            || additional
+            || self.items.as_ref().is_some_and(|i| i.has_defaults())
+            || self.properties.values().any(Node::has_defaults)
+    }
+
     /// Whether undeclared keys of an object at this node are kept.
     pub(super) fn keeps_unknown(&self) -> bool {
         self.preserve_unknown || matches!(self.additional, Additional::Allow(true))
