@@ -60,6 +60,14 @@ pub(super) fn prune(
     }
 }
 
+/// Every violation of `node` by `v`, a value below the resource root (a schema's default) whose
+/// errors are worded with paths relative to it.
+pub(super) fn validate_value(v: &Value, node: &Node) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    check(v, node, "", false, &mut errors);
+    errors
+}
+
 /// Every violation of `node` by the (pruned) root object `obj`.
 pub(super) fn validate(obj: &Value, node: &Node) -> Vec<FieldError> {
     let mut errors = Vec::new();
@@ -264,7 +272,7 @@ fn check_array(items: &[Value], node: &Node, path: &str, errors: &mut Vec<FieldE
             format!("{path} in body should have at least {min} items"),
         ));
     }
-    if node.unique_items || node.list_type == ListType::Set {
+    if node.list_type == ListType::Set {
         for (i, it) in items.iter().enumerate() {
             if items[..i].iter().any(|earlier| same(earlier, it)) {
                 errors.push(FieldError::new(

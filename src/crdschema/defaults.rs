@@ -8,7 +8,31 @@
 //! items and map values, where a `null` of a non-nullable item or value takes the item's default.
 
 use super::node::{Additional, Node};
+use super::{SchemaError, check};
 use serde_json::Value;
+
+/// Refuses a schema with a default its own node does not accept, as kube-apiserver refuses such
+/// a CRD (`...properties[n].default: Invalid value: ...`); `at` is where `node` sits.
+pub(super) fn check_defaults(node: &Node, at: &str) -> Result<(), SchemaError> {
+    if let Some(default) = &node.default
+        && let Some(e) = check::validate_value(default, node).first()
+    {
+        return Err(SchemaError::Malformed {
+            at: format!("{at}.default"),
+            message: e.body(),
+        });
+    }
+    for (k, p) in &node.properties {
+        check_defaults(p, &format!("{at}.properties[{k}]"))?;
+    }
+    if let Additional::Schema(values) = &node.additional {
+        check_defaults(values, &format!("{at}.additionalProperties"))?;
+    }
+    if let Some(item) = &node.items {
+        check_defaults(item, &format!("{at}.items"))?;
+    }
+    Ok(())
+}
 
 /// Whether `v` is a `null` the schema does not allow (`nullable: false`).
 fn non_nullable_null(v: &Value, node: &Node) -> bool {
@@ -101,6 +125,17 @@ mod tests {
         let mut empty = json!({"metadata": {"name": "x"}});
         schema().apply_defaults(&mut empty);
         assert_eq!(empty, json!({"metadata": {"name": "x"}}));
+    }
+
+    #[test]
+    fn a_default_its_schema_refuses_refuses_the_schema() {
+        let err = StructuralSchema::from_openapi(&json!({"type": "object", "properties": {
+            "spec": {"type": "object", "properties": {"n": {"type": "integer", "default": "x"}}}}}))
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "openAPIV3Schema.properties[spec].properties[n].default: Invalid value: \"string\":  in body must be of type integer: \"string\""
+        );
     }
 
     #[test]

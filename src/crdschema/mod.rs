@@ -316,6 +316,7 @@ impl StructuralSchema {
     /// From an `openAPIV3Schema` value.
     pub fn from_openapi(schema: &Value) -> Result<StructuralSchema, SchemaError> {
         let root = node::Node::parse(schema, "")?;
+        defaults::check_defaults(&root, "")?;
         Ok(StructuralSchema {
             has_rules: root.has_rules(),
             has_defaults: root.has_defaults(),

@@ -113,7 +113,6 @@ pub(super) struct Node {
     pub max_items: Option<u64>,
     pub min_properties: Option<u64>,
     pub max_properties: Option<u64>,
-    pub unique_items: bool,
     pub format: Option<String>,
     pub list_type: ListType,
     pub all_of: Vec<Node>,
@@ -145,6 +144,14 @@ impl Node {
                 })
             })
         };
+        if flag("uniqueItems") {
+            return Err(SchemaError::Malformed {
+                at: format!("{at}.uniqueItems"),
+                message: "Forbidden: uniqueItems cannot be set to true since the runtime \
+                          complexity becomes quadratic"
+                    .into(),
+            });
+        }
         let types = match m.get("type").and_then(Value::as_str) {
             None | Some("") => None,
             Some(t) => Some(JsonType::parse(t).ok_or_else(|| SchemaError::Malformed {
@@ -218,7 +225,6 @@ impl Node {
             max_items: uint("maxItems"),
             min_properties: uint("minProperties"),
             max_properties: uint("maxProperties"),
-            unique_items: flag("uniqueItems"),
             format: m
                 .get("format")
                 .and_then(Value::as_str)

@@ -363,3 +363,15 @@ fn a_string_reports_its_first_failing_check_and_numbers_report_multiple_of_first
         ]
     );
 }
+
+#[test]
+fn unique_items_is_not_structural() {
+    let err = StructuralSchema::from_openapi(&json!({"type": "object", "properties": {
+        "tags": {"type": "array", "uniqueItems": true, "items": {"type": "string"}}}}))
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "openAPIV3Schema.properties[tags].uniqueItems: Forbidden: uniqueItems cannot be set to \
+         true since the runtime complexity becomes quadratic"
+    );
+}
