@@ -116,14 +116,15 @@ async fn a_crd_whose_rule_calls_an_unsupported_function_is_refused() {
         json!({"endpoint": {"type": "string"}}),
         json!([{"rule": "url(self.endpoint).getScheme() == 'https'"}]),
     );
-    let err = crds
-        .create(&PostParams::default(), &bad)
-        .await
-        .unwrap_err();
+    let err = crds.create(&PostParams::default(), &bad).await.unwrap_err();
     match err {
         kube::Error::Api(s) => {
             assert_eq!(s.code, 422);
-            assert!(s.message.contains("x-kubernetes-validations[0].rule"), "{}", s.message);
+            assert!(
+                s.message.contains("x-kubernetes-validations[0].rule"),
+                "{}",
+                s.message
+            );
             assert!(s.message.contains("'url'"), "{}", s.message);
         }
         other => panic!("expected a 422, got {other:?}"),

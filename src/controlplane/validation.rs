@@ -148,28 +148,50 @@ pub(super) fn strict_duplicates(
         }
         return Ok(());
     }
-    let what = if yaml {
-        format!("yaml: unmarshal errors:\n  {}", found.join("\n  "))
-    } else {
-        found.join(", ")
+    let unknown = match patch_type {
+        None => unknown_fields(target, &text, yaml),
+        Some(_) => Vec::new(),
     };
-    Err(ApiError::bad_request(match patch_type {
+    Err(ApiError::bad_request(strict_decoding_message(
+        &target.rt.kind,
+        &target.version,
+        &found,
+        yaml,
+        &unknown,
+        patch_type,
+    )))
+}
+
+/// kube-apiserver's 400 message for a body strict decoding refuses: duplicates (`duplicate field
+/// "a"`, or YAML's `line N: key "a" already set in map` lines), then unknown fields; worded by
+/// how the body came (a create or update body, an apply, another patch).
+fn strict_decoding_message(
+    kind: &str,
+    version: &str,
+    duplicates: &[String],
+    yaml: bool,
+    unknown: &[String],
+    patch_type: Option<PatchType>,
+) -> String {
+    let mut what = if yaml {
+        format!("yaml: unmarshal errors:\n  {}", duplicates.join("\n  "))
+    } else {
+        duplicates.join(", ")
+    };
+    match patch_type {
         None => {
-            let mut what = what;
-            for f in unknown_fields(target, &text, yaml) {
+            for f in unknown {
                 what.push_str(&format!(", unknown field \"{f}\""));
             }
             format!(
-                "{kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {what}",
-                kind = target.rt.kind,
-                version = target.version
+                "{kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {what}"
             )
         }
         Some(PatchType::Apply) => {
             format!("error strict decoding patch: error converting YAML to JSON: {what}")
         }
         Some(_) => format!("strict decoding error: {what}"),
-    }))
+    }
 }
 
 /// The fields of a custom resource body its schema does not declare (strict decoding reports
@@ -202,6 +224,37 @@ fn strict_refusal(target: &Target, via: Via, outcome: &Outcome) -> ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strict_decoding_refusals_are_worded_by_body_kind() {
+        let dup = vec!["duplicate field \"data.a\"".to_string()];
+        assert_eq!(
+            strict_decoding_message("ConfigMap", "v1", &dup, false, &["bogus".into()], None),
+            "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: \
+             duplicate field \"data.a\", unknown field \"bogus\""
+        );
+        let lines = vec![
+            "line 5: key \"name\" already set in map".to_string(),
+            "line 8: key \"a\" already set in map".to_string(),
+        ];
+        assert_eq!(
+            strict_decoding_message("ConfigMap", "v1", &lines, true, &[], None),
+            "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: \
+             yaml: unmarshal errors:\n  line 5: key \"name\" already set in map\n  line 8: key \"a\" already set in map"
+        );
+        assert_eq!(
+            strict_decoding_message(
+                "Gizmo",
+                "v1",
+                &lines[1..],
+                true,
+                &[],
+                Some(PatchType::Apply)
+            ),
+            "error strict decoding patch: error converting YAML to JSON: yaml: unmarshal errors:\n  \
+             line 8: key \"a\" already set in map"
+        );
+    }
 
     #[test]
     fn warnings_are_collected_in_order() {

@@ -179,7 +179,8 @@ pub(super) fn evaluate(
     match new {
         Value::Object(map) => {
             for (k, x) in map {
-                if (root || node.embedded) && matches!(k.as_str(), "apiVersion" | "kind" | "metadata")
+                if (root || node.embedded)
+                    && matches!(k.as_str(), "apiVersion" | "kind" | "metadata")
                 {
                     continue;
                 }
@@ -266,7 +267,7 @@ fn run(
         ("", below) => below.trim_start_matches('.').to_string(),
         (path, below) => format!("{path}{below}"),
     };
-    let detail = rule
+    let expressed = rule
         .message_expression
         .as_ref()
         .and_then(|p| match p.execute(&ctx) {
@@ -275,8 +276,10 @@ fn run(
                 (!s.is_empty() && !s.contains('\n')).then(|| s.to_string())
             }
             _ => None,
-        })
-        .unwrap_or_else(|| rule.message_or_default());
+        });
+    // A messageExpression may quote values: the agent's redacted wording uses the static one.
+    let fixed = rule.message_or_default();
+    let detail = expressed.unwrap_or_else(|| fixed.clone());
     let value = match node.types {
         Some(JsonType::Object | JsonType::Array) => None,
         _ => Some(new.clone()),
@@ -284,9 +287,9 @@ fn run(
     let error = match rule.reason {
         ErrorType::Duplicate => FieldError::new(&field, ErrorType::Duplicate, value, ""),
         ErrorType::Required | ErrorType::Forbidden => {
-            FieldError::new(&field, rule.reason, None, detail)
+            FieldError::new(&field, rule.reason, None, detail).redacted(fixed)
         }
-        _ => FieldError::new(&field, ErrorType::Invalid, value, detail),
+        _ => FieldError::new(&field, ErrorType::Invalid, value, detail).redacted(fixed),
     };
     if !rule.uses_old_self && old == Some(new) {
         out.warnings.push(error.to_string());

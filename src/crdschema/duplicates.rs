@@ -157,7 +157,8 @@ mod tests {
 
     #[test]
     fn yaml_duplicates_are_found_with_their_lines() {
-        let text = "kind: X\nspec:\n  a: 1\n  b: [1, 1]\n  a: 2\n  items:\n  - k: 1\n    k: 2\nkind: Y\n";
+        let text =
+            "kind: X\nspec:\n  a: 1\n  b: [1, 1]\n  a: 2\n  items:\n  - k: 1\n    k: 2\nkind: Y\n";
         assert_eq!(
             yaml_duplicate_keys(text),
             vec![
