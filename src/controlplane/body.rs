@@ -23,6 +23,7 @@ pub(super) fn decode(body: &[u8], content_type: &str) -> Result<Value, ApiError>
         .map_err(|_| ApiError::bad_request("the request body is not UTF-8"))?;
     if content_type.contains("yaml") {
         crate::yaml::from_str(text)
+            .or_else(|e| crate::crdschema::yaml_last_wins(text).ok_or(e))
             .map_err(|e| ApiError::bad_request(format!("the request body is not valid YAML: {e}")))
     } else {
         serde_json::from_str(text)

@@ -113,13 +113,17 @@ impl PatchType {
     }
 }
 
-/// Serves a stored object in the version the client asked for.
+/// Serves a stored object in the version the client asked for, with that version's schema
+/// defaults filled in (kube-apiserver defaults what it reads from storage).
 pub fn as_version(obj: &Value, rt: &ResourceType, version: &str) -> Value {
     if rt.converted() {
         return events::from_core(obj);
     }
     let mut out = obj.clone();
     out["apiVersion"] = json!(rt.api_version(version));
+    if let Some(schema) = rt.validation.get(version) {
+        schema.apply_defaults(&mut out);
+    }
     out
 }
 

@@ -77,9 +77,15 @@ impl ResourceType {
         if self.converted() { "" } else { &self.group }
     }
 
-    /// Whether a read of `version` can answer the stored text as it is.
+    /// Whether a read of `version` can answer the stored text as it is: the storage version of
+    /// a kind stored in its own shape, with no schema defaults to fill in on read.
     pub fn serves_stored_text(&self, version: &str) -> bool {
-        version == self.storage_version && !self.converted()
+        version == self.storage_version
+            && !self.converted()
+            && self
+                .validation
+                .get(version)
+                .is_none_or(|s| !s.has_defaults())
     }
 
     pub fn api_version(&self, version: &str) -> String {

@@ -49,7 +49,7 @@ pub(super) fn enforce(
     let Some(schema) = target.rt.validation.get(&target.version) else {
         return Ok(());
     };
-    let outcome = schema.validate(obj, mode);
+    let outcome = schema.validate_update(obj, old, mode);
     // Unknown fields are found while decoding, before validation: a strict refusal comes first.
     if mode == FieldValidation::Strict && !outcome.unknown_fields.is_empty() {
         return Err(strict_refusal(target, via, &outcome));
@@ -57,7 +57,6 @@ pub(super) fn enforce(
     let causes: Vec<(String, String, String)> = outcome
         .errors
         .iter()
-        .filter(|e| old.is_none_or(|old| !unchanged(old, &outcome.pruned, &e.field)))
         .map(|e| (e.reason().to_string(), e.body(), e.field.clone()))
         .collect();
     if !causes.is_empty() {
@@ -114,8 +113,9 @@ pub(super) fn prune_applied(
     Ok(())
 }
 
-/// Fields a JSON body of a custom resource sets twice, as strict decoding reports them: refused
-/// under `fieldValidation=Strict`, a warning under `Warn`.
+/// Fields a JSON or YAML body sets twice, as strict decoding reports them: refused under
+/// `fieldValidation=Strict`, a warning under `Warn`, for built-in kinds and custom resources alike.
+/// A JSON patch is a list of operations, not an object, and is not checked.
 pub(super) fn strict_duplicates(
     target: &Target,
     body: &[u8],
@@ -123,36 +123,89 @@ pub(super) fn strict_duplicates(
     patch_type: Option<PatchType>,
     opts: &WriteOptions,
 ) -> Result<(), ApiError> {
-    let json = !content_type.contains("yaml") && !super::protobuf::is_protobuf(content_type);
-    if !target.rt.custom
-        || !json
+    if super::protobuf::is_protobuf(content_type)
         || patch_type == Some(PatchType::Json)
         || opts.field_validation == FieldValidation::Ignore
     {
         return Ok(());
     }
-    let duplicates: Vec<String> = crate::crdschema::duplicate_fields(body)
-        .iter()
-        .map(|f| format!("duplicate field \"{f}\""))
-        .collect();
-    if duplicates.is_empty() {
+    let yaml = content_type.contains("yaml");
+    let text = String::from_utf8_lossy(body);
+    let found: Vec<String> = if yaml {
+        crate::crdschema::yaml_duplicate_keys(&text)
+    } else {
+        crate::crdschema::duplicate_fields(body)
+            .iter()
+            .map(|f| format!("duplicate field \"{f}\""))
+            .collect()
+    };
+    if found.is_empty() {
         return Ok(());
     }
-    if opts.field_validation == FieldValidation::Strict {
-        let what = duplicates.join(", ");
-        return Err(ApiError::bad_request(match patch_type {
-            None => format!(
-                "{kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {what}",
-                kind = target.rt.kind,
-                version = target.version
-            ),
-            Some(_) => format!("strict decoding error: {what}"),
-        }));
+    if opts.field_validation == FieldValidation::Warn {
+        for d in found {
+            opts.warnings.push(d);
+        }
+        return Ok(());
     }
-    for d in duplicates {
-        opts.warnings.push(d);
+    let unknown = match patch_type {
+        None => unknown_fields(target, &text, yaml),
+        Some(_) => Vec::new(),
+    };
+    Err(ApiError::bad_request(strict_decoding_message(
+        &target.rt.kind,
+        &target.version,
+        &found,
+        yaml,
+        &unknown,
+        patch_type,
+    )))
+}
+
+/// kube-apiserver's 400 message for a body strict decoding refuses: duplicates (`duplicate field
+/// "a"`, or YAML's `line N: key "a" already set in map` lines), then unknown fields; worded by
+/// how the body came (a create or update body, an apply, another patch).
+fn strict_decoding_message(
+    kind: &str,
+    version: &str,
+    duplicates: &[String],
+    yaml: bool,
+    unknown: &[String],
+    patch_type: Option<PatchType>,
+) -> String {
+    let mut what = if yaml {
+        format!("yaml: unmarshal errors:\n  {}", duplicates.join("\n  "))
+    } else {
+        duplicates.join(", ")
+    };
+    match patch_type {
+        None => {
+            for f in unknown {
+                what.push_str(&format!(", unknown field \"{f}\""));
+            }
+            format!(
+                "{kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {what}"
+            )
+        }
+        Some(PatchType::Apply) => {
+            format!("error strict decoding patch: error converting YAML to JSON: {what}")
+        }
+        Some(_) => format!("strict decoding error: {what}"),
     }
-    Ok(())
+}
+
+/// The fields of a custom resource body its schema does not declare (strict decoding reports
+/// them after the duplicates).
+fn unknown_fields(target: &Target, text: &str, yaml: bool) -> Vec<String> {
+    let Some(schema) = target.rt.validation.get(&target.version) else {
+        return Vec::new();
+    };
+    let decoded = if yaml {
+        crate::crdschema::yaml_last_wins(text)
+    } else {
+        serde_json::from_str(text).ok()
+    };
+    decoded.map(|v| schema.prune(&v).1).unwrap_or_default()
 }
 
 /// kube-apiserver's refusal of unknown fields under `fieldValidation=Strict` (400 BadRequest).
@@ -168,45 +221,39 @@ fn strict_refusal(target: &Target, via: Via, outcome: &Outcome) -> ApiError {
     }
 }
 
-/// Whether the value at kube field path `field` (`spec.items[0].name`) is the same in both objects
-/// (both absent counts as the same).
-fn unchanged(old: &Value, new: &Value, field: &str) -> bool {
-    lookup(old, field) == lookup(new, field)
-}
-
-fn lookup<'a>(v: &'a Value, field: &str) -> Option<&'a Value> {
-    let mut current = v;
-    for part in field.split('.') {
-        let (key, indexes) = match part.find('[') {
-            Some(i) => (&part[..i], &part[i..]),
-            None => (part, ""),
-        };
-        if !key.is_empty() {
-            current = current.get(key)?;
-        }
-        for index in indexes.split('[').filter(|s| !s.is_empty()) {
-            let i: usize = index.trim_end_matches(']').parse().ok()?;
-            current = current.get(i)?;
-        }
-    }
-    Some(current)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
-    fn field_paths_are_looked_up_and_compared() {
-        let old = json!({"spec": {"items": [{"name": "a"}, {"name": "b"}], "n": 1}});
-        let new = json!({"spec": {"items": [{"name": "a"}, {"name": "c"}], "n": 1}});
-        assert_eq!(lookup(&old, "spec.items[1].name"), Some(&json!("b")));
-        assert_eq!(lookup(&old, "spec.items[5].name"), None);
-        assert!(unchanged(&old, &new, "spec.items[0].name"));
-        assert!(!unchanged(&old, &new, "spec.items[1].name"));
-        assert!(unchanged(&old, &new, "spec.missing"));
-        assert!(unchanged(&old, &new, "spec.n"));
+    fn strict_decoding_refusals_are_worded_by_body_kind() {
+        let dup = vec!["duplicate field \"data.a\"".to_string()];
+        assert_eq!(
+            strict_decoding_message("ConfigMap", "v1", &dup, false, &["bogus".into()], None),
+            "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: \
+             duplicate field \"data.a\", unknown field \"bogus\""
+        );
+        let lines = vec![
+            "line 5: key \"name\" already set in map".to_string(),
+            "line 8: key \"a\" already set in map".to_string(),
+        ];
+        assert_eq!(
+            strict_decoding_message("ConfigMap", "v1", &lines, true, &[], None),
+            "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: \
+             yaml: unmarshal errors:\n  line 5: key \"name\" already set in map\n  line 8: key \"a\" already set in map"
+        );
+        assert_eq!(
+            strict_decoding_message(
+                "Gizmo",
+                "v1",
+                &lines[1..],
+                true,
+                &[],
+                Some(PatchType::Apply)
+            ),
+            "error strict decoding patch: error converting YAML to JSON: yaml: unmarshal errors:\n  \
+             line 8: key \"a\" already set in map"
+        );
     }
 
     #[test]

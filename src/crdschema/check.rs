@@ -35,7 +35,7 @@ pub(super) fn prune(
                 match node.child(&k) {
                     Some(child) => {
                         let value = map.get_mut(&k).expect("key listed from the map");
-                        if value.is_null() && !child.nullable {
+                        if value.is_null() && !child.nullable && child.default.is_none() {
                             map.remove(&k);
                         } else {
                             prune(value, child, &here, false, unknown);
@@ -58,6 +58,14 @@ pub(super) fn prune(
         }
         _ => {}
     }
+}
+
+/// Every violation of `node` by `v`, a value below the resource root (a schema's default) whose
+/// errors are worded with paths relative to it.
+pub(super) fn validate_value(v: &Value, node: &Node) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    check(v, node, "", false, &mut errors);
+    errors
 }
 
 /// Every violation of `node` by the (pruned) root object `obj`.
@@ -164,6 +172,7 @@ fn same(a: &Value, b: &Value) -> bool {
     }
 }
 
+/// maxLength, minLength, pattern: only the first that fails is reported, as kube-openapi does.
 fn check_string(s: &str, v: &Value, node: &Node, path: &str, errors: &mut Vec<FieldError>) {
     let len = s.chars().count() as u64;
     if let Some(max) = node.max_length
@@ -178,6 +187,7 @@ fn check_string(s: &str, v: &Value, node: &Node, path: &str, errors: &mut Vec<Fi
                 if max == 1 { "byte" } else { "bytes" }
             ),
         ));
+        return;
     }
     if let Some(min) = node.min_length
         && len < min
@@ -192,6 +202,7 @@ fn check_string(s: &str, v: &Value, node: &Node, path: &str, errors: &mut Vec<Fi
                 "{path} in body should be at least {min} chars long"
             )),
         );
+        return;
     }
     if let Some((text, re)) = &node.pattern
         && !re.is_match(s)
@@ -221,12 +232,6 @@ fn check_number(v: &Value, node: &Node, path: &str, errors: &mut Vec<FieldError>
             (false, true) => format!("{path} in body should be greater than {limit}"),
         })
     };
-    if let Some(detail) = node.maximum.as_ref().and_then(|b| bound(b, true)) {
-        errors.push(invalid(path, v, detail));
-    }
-    if let Some(detail) = node.minimum.as_ref().and_then(|b| bound(b, false)) {
-        errors.push(invalid(path, v, detail));
-    }
     if let Some(m) = node.multiple_of
         && m > 0.0
         && ((n / m) - (n / m).round()).abs() > 1e-9
@@ -236,6 +241,12 @@ fn check_number(v: &Value, node: &Node, path: &str, errors: &mut Vec<FieldError>
             v,
             format!("{path} in body should be a multiple of {}", go_float(m)),
         ));
+    }
+    if let Some(detail) = node.maximum.as_ref().and_then(|b| bound(b, true)) {
+        errors.push(invalid(path, v, detail));
+    }
+    if let Some(detail) = node.minimum.as_ref().and_then(|b| bound(b, false)) {
+        errors.push(invalid(path, v, detail));
     }
 }
 
@@ -261,7 +272,7 @@ fn check_array(items: &[Value], node: &Node, path: &str, errors: &mut Vec<FieldE
             format!("{path} in body should have at least {min} items"),
         ));
     }
-    if node.unique_items || node.list_type == ListType::Set {
+    if node.list_type == ListType::Set {
         for (i, it) in items.iter().enumerate() {
             if items[..i].iter().any(|earlier| same(earlier, it)) {
                 errors.push(FieldError::new(
@@ -372,12 +383,7 @@ fn check_embedded(map: &serde_json::Map<String, Value>, path: &str, errors: &mut
     for k in ["apiVersion", "kind"] {
         let here = child_path(path, k);
         match map.get(k) {
-            None => errors.push(FieldError::new(
-                &here,
-                ErrorType::Required,
-                None,
-                "must not be empty",
-            )),
+            None => errors.push(FieldError::new(&here, ErrorType::Required, None, "")),
             Some(Value::String(s)) if s.is_empty() => errors.push(invalid(
                 &here,
                 &Value::String(String::new()),

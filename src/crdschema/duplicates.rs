@@ -1,5 +1,6 @@
-//! Duplicate fields of a JSON body, which kube-apiserver's strict decoding reports
-//! (`duplicate field "spec.a"`) where a plain decode silently keeps the last.
+//! Duplicate fields of a request body, which kube-apiserver's strict decoding reports where a
+//! plain decode silently keeps the last: in JSON as `duplicate field "spec.a"`, in YAML as
+//! `line 7: key "a" already set in map` (the YAML library's wording, with the key's line).
 
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::cell::RefCell;
@@ -93,9 +94,85 @@ pub fn duplicate_fields(json: &[u8]) -> Vec<String> {
     found.into_inner()
 }
 
+/// The keys a YAML document sets twice in one mapping, as `line N: key "k" already set in map`
+/// (N the 1-based line of the repeated key), in order; empty when it has none or is not YAML.
+pub fn yaml_duplicate_keys(text: &str) -> Vec<String> {
+    use granit_parser::{Event, Parser};
+    /// An open mapping (its keys so far, and whether the next node is a key) or sequence.
+    enum Open {
+        Map(HashSet<String>, bool),
+        Seq,
+    }
+    /// A node just ended inside `stack`'s top: a key or a value of a mapping.
+    fn ended(stack: &mut [Open]) {
+        if let Some(Open::Map(_, expecting_key)) = stack.last_mut() {
+            *expecting_key = !*expecting_key;
+        }
+    }
+    let mut found = Vec::new();
+    let mut stack: Vec<Open> = Vec::new();
+    for event in Parser::new_from_str(text) {
+        let Ok((event, span)) = event else {
+            return Vec::new();
+        };
+        match event {
+            Event::Scalar(value, ..) => {
+                if let Some(Open::Map(keys, true)) = stack.last_mut()
+                    && !keys.insert(value.to_string())
+                {
+                    found.push(format!(
+                        "line {}: key {value:?} already set in map",
+                        span.start.line()
+                    ));
+                }
+                ended(&mut stack);
+            }
+            Event::Alias(_) => ended(&mut stack),
+            Event::MappingStart(..) => stack.push(Open::Map(HashSet::new(), true)),
+            Event::SequenceStart(..) => stack.push(Open::Seq),
+            Event::MappingEnd | Event::SequenceEnd => {
+                stack.pop();
+                ended(&mut stack);
+            }
+            _ => {}
+        }
+    }
+    found
+}
+
+/// A YAML document read with the last of each repeated key winning, as kube-apiserver reads a
+/// body outside strict decoding; `None` when it is not YAML.
+pub fn yaml_last_wins(text: &str) -> Option<serde_json::Value> {
+    let mut options = serde_saphyr::Options::default();
+    options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::LastWins;
+    options.strict_booleans = true;
+    options.legacy_octal_numbers = true;
+    serde_saphyr::from_str_with_options(text, options).ok()
+}
+
 #[cfg(test)]
 mod tests {
-    use super::duplicate_fields;
+    use super::{duplicate_fields, yaml_duplicate_keys, yaml_last_wins};
+    use serde_json::json;
+
+    #[test]
+    fn yaml_duplicates_are_found_with_their_lines() {
+        let text =
+            "kind: X\nspec:\n  a: 1\n  b: [1, 1]\n  a: 2\n  items:\n  - k: 1\n    k: 2\nkind: Y\n";
+        assert_eq!(
+            yaml_duplicate_keys(text),
+            vec![
+                "line 5: key \"a\" already set in map",
+                "line 8: key \"k\" already set in map",
+                "line 9: key \"kind\" already set in map"
+            ]
+        );
+        assert!(yaml_duplicate_keys("a: {a: 1}\nb: [a, a]\n").is_empty());
+        assert_eq!(
+            yaml_last_wins(text).unwrap(),
+            json!({"kind": "Y", "spec": {"a": 2, "b": [1, 1], "items": [{"k": 2}]}})
+        );
+    }
 
     #[test]
     fn duplicates_are_found_with_their_paths() {

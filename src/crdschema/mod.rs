@@ -11,15 +11,18 @@
 //! control plane and the agent's validate step share it. [`SchemaSet`] holds the schemas of many
 //! CRDs, looked up by apiVersion and kind.
 
+mod cel;
 mod check;
+mod defaults;
 mod duplicates;
 mod format;
 mod node;
+mod ratchet;
 
 #[cfg(test)]
 mod tests;
 
-pub use duplicates::duplicate_fields;
+pub use duplicates::{duplicate_fields, yaml_duplicate_keys, yaml_last_wins};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -46,7 +49,7 @@ impl FieldValidation {
             Some("Warn") => Ok(FieldValidation::Warn),
             Some("Ignore") => Ok(FieldValidation::Ignore),
             Some(other) => Err(format!(
-                "fieldValidation: Unsupported value: {other:?}: supported values: \"Ignore\", \"Strict\", \"Warn\""
+                "fieldValidation: Unsupported value: {other:?}: supported values: \"\", \"Ignore\", \"Strict\", \"Warn\""
             )),
         }
     }
@@ -62,6 +65,7 @@ pub enum ErrorType {
     TooLong,
     TooMany,
     Duplicate,
+    Forbidden,
 }
 
 impl ErrorType {
@@ -75,6 +79,7 @@ impl ErrorType {
             ErrorType::TooLong => "FieldValueTooLong",
             ErrorType::TooMany => "FieldValueTooMany",
             ErrorType::Duplicate => "FieldValueDuplicate",
+            ErrorType::Forbidden => "FieldValueForbidden",
         }
     }
 
@@ -86,6 +91,7 @@ impl ErrorType {
             ErrorType::TooLong => "Too long",
             ErrorType::TooMany => "Too many",
             ErrorType::Duplicate => "Duplicate value",
+            ErrorType::Forbidden => "Forbidden",
         }
     }
 }
@@ -133,6 +139,18 @@ impl FieldError {
     fn redacted(mut self, redacted_detail: impl Into<String>) -> FieldError {
         self.redacted_detail = redacted_detail.into();
         self
+    }
+
+    /// Whether kube-apiserver skips the CEL rules of an object with this error.
+    fn blocks_rules(&self) -> bool {
+        matches!(
+            self.error_type,
+            ErrorType::NotSupported
+                | ErrorType::Required
+                | ErrorType::TooLong
+                | ErrorType::TooMany
+                | ErrorType::TypeInvalid
+        )
     }
 
     /// The `reason` of this error as a Status cause.
@@ -204,12 +222,15 @@ pub(crate) fn go_float(f: f64) -> String {
 pub struct Outcome {
     /// Schema violations of the pruned object.
     pub errors: Vec<FieldError>,
-    /// Paths of the fields pruned as unknown (`spec.foo`, `spec.items[0].bar`), in document
-    /// order; empty under [`FieldValidation::Ignore`].
+    /// Paths of the fields pruned as unknown (`spec.foo`, `spec.items[0].bar`), sorted as
+    /// kube-apiserver sorts them; empty under [`FieldValidation::Ignore`].
     pub unknown_fields: Vec<String>,
     /// The object with unknown fields (and `null`s of non-nullable fields) removed: what the API
     /// server stores.
     pub pruned: Value,
+    /// Failures of CEL rules not enforced because their value did not change (ratcheting): kube
+    /// sends each as a `Warning`.
+    pub rule_warnings: Vec<String>,
     /// The mode the check ran in.
     pub mode: FieldValidation,
 }
@@ -231,13 +252,16 @@ impl Outcome {
             .collect()
     }
 
-    /// The `Warning` header texts the API server sends (only under [`FieldValidation::Warn`]).
+    /// The `Warning` header texts the API server sends: unknown fields (only under
+    /// [`FieldValidation::Warn`]), then ratcheted rule failures.
     pub fn warnings(&self) -> Vec<String> {
-        if self.mode == FieldValidation::Warn {
+        let mut out = if self.mode == FieldValidation::Warn {
             self.unknown_field_messages()
         } else {
             Vec::new()
-        }
+        };
+        out.extend(self.rule_warnings.iter().cloned());
+        out
     }
 }
 
@@ -254,6 +278,10 @@ pub enum SchemaError {
 #[derive(Debug, Clone)]
 pub struct StructuralSchema {
     root: node::Node,
+    /// Whether any node has `x-kubernetes-validations`.
+    has_rules: bool,
+    /// Whether any node has a `default:`.
+    has_defaults: bool,
 }
 
 impl StructuralSchema {
@@ -287,8 +315,12 @@ impl StructuralSchema {
 
     /// From an `openAPIV3Schema` value.
     pub fn from_openapi(schema: &Value) -> Result<StructuralSchema, SchemaError> {
+        let root = node::Node::parse(schema, "")?;
+        defaults::check_defaults(&root, "")?;
         Ok(StructuralSchema {
-            root: node::Node::parse(schema, "")?,
+            has_rules: root.has_rules(),
+            has_defaults: root.has_defaults(),
+            root,
         })
     }
 
@@ -297,26 +329,81 @@ impl StructuralSchema {
         let mut root = node::Node::parse(&serde_json::json!({"type": "object"}), "")
             .expect("a literal schema parses");
         root.preserve_unknown = true;
-        StructuralSchema { root }
+        StructuralSchema {
+            root,
+            has_rules: false,
+            has_defaults: false,
+        }
     }
 
-    /// Prunes and checks a whole custom resource (`apiVersion`, `kind`, `metadata`, ...), as the
-    /// API server does on create, update, patch and apply. The root's `metadata` is never
-    /// pruned; only its `name` and `generateName` are checked against the schema.
+    /// Prunes, defaults and checks a whole custom resource (`apiVersion`, `kind`, `metadata`,
+    /// ...), as the API server does on create. The root's `metadata` is never pruned; only its
+    /// `name` and `generateName` are checked against the schema.
     pub fn validate(&self, obj: &Value, mode: FieldValidation) -> Outcome {
+        self.validate_update(obj, None, mode)
+    }
+
+    /// [`StructuralSchema::validate`] for a write that replaces `old` (an update, a patch, an
+    /// apply) when `old` is given: a violation at a field the write leaves unchanged is not
+    /// counted (ratcheting), and transition rules (`oldSelf`) are evaluated. The CEL rules run only
+    /// when the schema checks found nothing that blocks them, as kube-apiserver does.
+    pub fn validate_update(
+        &self,
+        obj: &Value,
+        old: Option<&Value>,
+        mode: FieldValidation,
+    ) -> Outcome {
         let mut pruned = obj.clone();
         let mut unknown = Vec::new();
         check::prune(&mut pruned, &self.root, "", true, &mut unknown);
-        let errors = check::validate(&pruned, &self.root);
+        unknown.sort();
+        defaults::apply(&mut pruned, &self.root);
+        let old = old.map(|o| {
+            let mut o = o.clone();
+            defaults::apply(&mut o, &self.root);
+            o
+        });
+        let mut errors = check::validate(&pruned, &self.root);
+        if let Some(old) = &old {
+            errors.retain(|e| !ratchet::unchanged(old, &pruned, &e.field));
+        }
+        let mut rule_warnings = Vec::new();
+        let blocked = errors.iter().any(FieldError::blocks_rules);
+        if self.has_rules && blocked {
+            errors.push(FieldError::new(
+                "<nil>",
+                ErrorType::Invalid,
+                None,
+                "null: some validation rules were not checked because the object was invalid; \
+                 correct the existing errors to complete validation",
+            ));
+        } else if self.has_rules {
+            let mut found = cel::Findings::default();
+            cel::evaluate(&pruned, old.as_ref(), &self.root, "", true, &mut found);
+            errors.extend(found.errors);
+            rule_warnings = found.warnings;
+        }
         if mode == FieldValidation::Ignore {
             unknown.clear();
         }
         Outcome {
             errors,
             unknown_fields: unknown,
+            rule_warnings,
             pruned,
             mode,
         }
+    }
+
+    /// Whether the schema has any `default:` (else reading needs no defaulting).
+    pub fn has_defaults(&self) -> bool {
+        self.has_defaults
+    }
+
+    /// Fills the schema's `default:`s into a stored custom resource, as kube-apiserver does when
+    /// it reads one from storage (so a default added to the CRD later shows up on read).
+    pub fn apply_defaults(&self, obj: &mut Value) {
+        defaults::apply(obj, &self.root);
     }
 }
 
@@ -328,6 +415,7 @@ impl StructuralSchema {
         let mut pruned = obj.clone();
         let mut unknown = Vec::new();
         check::prune(&mut pruned, &self.root, "", true, &mut unknown);
+        unknown.sort();
         (pruned, unknown)
     }
 }

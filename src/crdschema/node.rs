@@ -113,13 +113,16 @@ pub(super) struct Node {
     pub max_items: Option<u64>,
     pub min_properties: Option<u64>,
     pub max_properties: Option<u64>,
-    pub unique_items: bool,
     pub format: Option<String>,
     pub list_type: ListType,
     pub all_of: Vec<Node>,
     pub any_of: Vec<Node>,
     pub one_of: Vec<Node>,
     pub not: Option<Box<Node>>,
+    /// `default:`, applied by [`super::defaults`].
+    pub default: Option<Value>,
+    /// `x-kubernetes-validations`, compiled.
+    pub rules: Vec<super::cel::Rule>,
 }
 
 impl Node {
@@ -141,6 +144,14 @@ impl Node {
                 })
             })
         };
+        if flag("uniqueItems") {
+            return Err(SchemaError::Malformed {
+                at: format!("{at}.uniqueItems"),
+                message: "Forbidden: uniqueItems cannot be set to true since the runtime \
+                          complexity becomes quadratic"
+                    .into(),
+            });
+        }
         let types = match m.get("type").and_then(Value::as_str) {
             None | Some("") => None,
             Some(t) => Some(JsonType::parse(t).ok_or_else(|| SchemaError::Malformed {
@@ -214,7 +225,6 @@ impl Node {
             max_items: uint("maxItems"),
             min_properties: uint("minProperties"),
             max_properties: uint("maxProperties"),
-            unique_items: flag("uniqueItems"),
             format: m
                 .get("format")
                 .and_then(Value::as_str)
@@ -228,7 +238,34 @@ impl Node {
                 None => None,
                 Some(s) => Some(Box::new(Node::parse(s, &format!("{at}.not"))?)),
             },
+            default: m.get("default").cloned(),
+            rules: super::cel::parse_rules(v, at)?,
         })
+    }
+
+    /// Whether this node or one below has CEL rules.
+    pub(super) fn has_rules(&self) -> bool {
+        let additional = match &self.additional {
+            Additional::Schema(s) => s.has_rules(),
+            _ => false,
+        };
+        !self.rules.is_empty()
+            || additional
+            || self.items.as_ref().is_some_and(|i| i.has_rules())
+            || self.properties.values().any(Node::has_rules)
+            || self.all_of.iter().any(Node::has_rules)
+    }
+
+    /// Whether this node or one below has a `default:`.
+    pub(super) fn has_defaults(&self) -> bool {
+        let additional = match &self.additional {
+            Additional::Schema(s) => s.has_defaults(),
+            _ => false,
+        };
+        self.default.is_some()
+            || additional
+            || self.items.as_ref().is_some_and(|i| i.has_defaults())
+            || self.properties.values().any(Node::has_defaults)
     }
 
     /// Whether undeclared keys of an object at this node are kept.

@@ -158,8 +158,8 @@ fn unknown_fields_are_pruned_everywhere_but_preserved_subtrees_and_metadata() {
         vec![
             "spec.extra",
             "spec.items[0].bogus",
-            "spec.template.spec.z",
             "spec.template.data",
+            "spec.template.spec.z",
             "top",
         ]
     );
@@ -168,8 +168,8 @@ fn unknown_fields_are_pruned_everywhere_but_preserved_subtrees_and_metadata() {
         vec![
             "unknown field \"spec.extra\"",
             "unknown field \"spec.items[0].bogus\"",
-            "unknown field \"spec.template.spec.z\"",
             "unknown field \"spec.template.data\"",
+            "unknown field \"spec.template.spec.z\"",
             "unknown field \"top\"",
         ]
     );
@@ -199,8 +199,8 @@ fn embedded_resources_need_api_version_and_kind() {
     assert_eq!(
         messages(&o),
         vec![
-            "spec.template.apiVersion: Required value: must not be empty",
-            "spec.template.kind: Required value: must not be empty",
+            "spec.template.apiVersion: Required value",
+            "spec.template.kind: Required value",
         ]
     );
 }
@@ -330,5 +330,48 @@ fn field_validation_parses_the_query_parameter() {
         FieldValidation::parse(Some("strict"))
             .unwrap_err()
             .contains("Unsupported value")
+    );
+}
+
+#[test]
+fn a_string_reports_its_first_failing_check_and_numbers_report_multiple_of_first() {
+    let s = StructuralSchema::from_openapi(&json!({"type": "object", "properties": {"spec": {
+        "type": "object", "properties": {
+            "name": {"type": "string", "pattern": "^[a-z]+$", "minLength": 2, "maxLength": 3},
+            "n": {"type": "number", "multipleOf": 0.5, "maximum": 1}}}}}))
+    .unwrap();
+    let errors = |spec: Value| -> Vec<String> {
+        s.validate(&json!({"spec": spec}), FieldValidation::Strict)
+            .errors
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    };
+    assert_eq!(
+        errors(json!({"name": "A"})),
+        vec!["spec.name: Invalid value: \"A\": spec.name in body should be at least 2 chars long"]
+    );
+    assert_eq!(
+        errors(json!({"name": "ABCD"})),
+        vec!["spec.name: Too long: may not be more than 3 bytes"]
+    );
+    assert_eq!(
+        errors(json!({"n": 1.7})),
+        vec![
+            "spec.n: Invalid value: 1.7: spec.n in body should be a multiple of 0.5",
+            "spec.n: Invalid value: 1.7: spec.n in body should be less than or equal to 1"
+        ]
+    );
+}
+
+#[test]
+fn unique_items_is_not_structural() {
+    let err = StructuralSchema::from_openapi(&json!({"type": "object", "properties": {
+        "tags": {"type": "array", "uniqueItems": true, "items": {"type": "string"}}}}))
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "openAPIV3Schema.properties[tags].uniqueItems: Forbidden: uniqueItems cannot be set to \
+         true since the runtime complexity becomes quadratic"
     );
 }
