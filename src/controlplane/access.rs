@@ -38,7 +38,7 @@ pub fn attributes(method: &Method, path: &str, query: &Query) -> Option<Attribut
         {
             (ns, more)
         }
-        ["namespaces", ns, ..] => (ns, &rest[..]),
+        ["namespaces", ns, ..] => (ns, rest),
         _ => ("", rest),
     };
     let (resource, name, subresource) = match parts {
