@@ -158,6 +158,11 @@ async fn serve(
     req: Request<Body>,
     query: &Query,
 ) -> Result<Response, ApiError> {
+    if let Some(user) = super::authz::User::impersonated(req.headers()) {
+        let state = shared.state.lock().expect("state lock");
+        let (method, path) = (req.method(), req.uri().path());
+        super::access::check_request(&state.begin(), &user, method, path, query)?;
+    }
     let route = route(req.uri().path()).ok_or_else(ApiError::page_not_found)?;
     let registry = shared.state.lock().expect("state lock").registry();
     let read_only = |m: &Method| m == Method::GET || m == Method::HEAD;
@@ -485,6 +490,7 @@ async fn write(
     };
     let warnings = opts.warnings.clone();
     let dry = params.dry_run;
+    let user = super::authz::User::impersonated(req.headers());
     let body = read_body(&shared, req).await?;
     super::validation::strict_duplicates(&target, &body, &content_type, patch_type, &opts)?;
     let mut body = match patch_type {
@@ -508,6 +514,9 @@ async fn write(
             (_, Some(pt)) => objects::patch(txn, &t, pt, body, &opts),
             _ => Err(ApiError::method_not_allowed()),
         }?;
+        if let Some(user) = &user {
+            super::access::check_write(txn, user, &t, &method, !existed, &obj)?;
+        }
         Ok((obj, !existed))
     })
     .await?;

@@ -9,13 +9,16 @@
 //! The same router serves a loopback socket ([`ControlPlane::serve`]) and in-process clients
 //! ([`ControlPlane::client`]).
 
+mod access;
 mod admission;
+mod authz;
 mod body;
 mod commit;
 pub mod crds;
 mod delete;
 mod discovery;
 pub mod error;
+mod escalation;
 mod events;
 pub mod faults;
 #[doc(hidden)]
@@ -150,6 +153,7 @@ impl ControlPlane {
             .iter()
             .map(|ns| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
             .collect();
+        objects.extend(authz::default_cluster_roles());
         if self.shared.config.preload_crds {
             objects.extend(crds::preloaded());
         }
