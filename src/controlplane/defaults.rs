@@ -135,7 +135,9 @@ fn container(c: &mut Value) {
     let Some(m) = c.as_object_mut() else {
         return;
     };
-    if m.get("imagePullPolicy").is_none_or(|v| v.is_null() || v == "") {
+    if m.get("imagePullPolicy")
+        .is_none_or(|v| v.is_null() || v == "")
+    {
         let image = m.get("image").and_then(Value::as_str).unwrap_or("");
         let policy = if image_tag(image) == "latest" {
             "Always"
@@ -234,7 +236,8 @@ fn service(obj: &mut Value) {
     {
         let Some(p) = p.as_object_mut() else { continue };
         or_set_str(p, "protocol", "TCP");
-        if p.get("targetPort").is_none_or(|t| t.is_null() || t == 0 || t == "")
+        if p.get("targetPort")
+            .is_none_or(|t| t.is_null() || t == 0 || t == "")
             && let Some(port) = p.get("port").cloned()
         {
             p.insert("targetPort".into(), port);
@@ -249,9 +252,8 @@ fn service(obj: &mut Value) {
         .get("externalIPs")
         .and_then(Value::as_array)
         .is_some_and(|a| !a.is_empty());
-    let externally_accessible = kind == "LoadBalancer"
-        || kind == "NodePort"
-        || (kind == "ClusterIP" && external_ips);
+    let externally_accessible =
+        kind == "LoadBalancer" || kind == "NodePort" || (kind == "ClusterIP" && external_ips);
     if externally_accessible {
         or_set_str(spec, "externalTrafficPolicy", "Cluster");
     }
@@ -340,7 +342,8 @@ mod tests {
 
     #[test]
     fn a_service_gets_its_type_affinity_ports_and_traffic_policy() {
-        let mut s = json!({"spec": {"ports": [{"port": 80}, {"port": 443, "targetPort": "https"}]}});
+        let mut s =
+            json!({"spec": {"ports": [{"port": 80}, {"port": 443, "targetPort": "https"}]}});
         apply_defaults("", "Service", &mut s);
         assert_eq!(s["spec"]["type"], "ClusterIP");
         assert_eq!(s["spec"]["sessionAffinity"], "None");
@@ -361,7 +364,8 @@ mod tests {
 
     #[test]
     fn endpoints_ports_default_to_tcp() {
-        let mut e = json!({"subsets": [{"ports": [{"port": 80}, {"port": 53, "protocol": "UDP"}]}]});
+        let mut e =
+            json!({"subsets": [{"ports": [{"port": 80}, {"port": 53, "protocol": "UDP"}]}]});
         apply_defaults("", "Endpoints", &mut e);
         assert_eq!(e["subsets"][0]["ports"][0]["protocol"], "TCP");
         assert_eq!(e["subsets"][0]["ports"][1]["protocol"], "UDP");

@@ -6,8 +6,8 @@ use super::admission::{
     SERVER_METADATA, check_identity, check_namespace_open, normalise_kind, normalise_update,
     spec_part,
 };
-use super::error::ApiError;
 use super::defaults;
+use super::error::ApiError;
 use super::events;
 use super::gc;
 use super::patch::{self, MergeKeys};

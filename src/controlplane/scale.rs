@@ -126,7 +126,10 @@ pub(super) fn scaled(
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty());
     if let Some(rv) = rv
-        && Some(rv) != old.pointer("/metadata/resourceVersion").and_then(Value::as_str)
+        && Some(rv)
+            != old
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
     {
         return Err(ApiError::conflict(
             &target.rt.group,
