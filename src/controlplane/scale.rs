@@ -192,6 +192,46 @@ mod tests {
         );
     }
 
+    fn deployments() -> Target {
+        let reg = crate::controlplane::registry::Registry::new([]);
+        let mut t = Target::of(&reg, "apps", "deployments", Some("n"));
+        t.subresource = Some(super::super::objects::Subresource::Scale);
+        t
+    }
+
+    #[test]
+    fn a_scale_write_sets_replicas_after_its_precondition_and_validation() {
+        let t = deployments();
+        let old =
+            json!({"metadata": {"name": "d", "resourceVersion": "7"}, "spec": {"replicas": 1}});
+        let put = json!({"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "d"}, "spec": {"replicas": 4}});
+        let new = scaled(&t, "d", &old, None, &put).unwrap();
+        assert_eq!(new["spec"]["replicas"], 4);
+        let patched = scaled(
+            &t,
+            "d",
+            &old,
+            Some(PatchType::Merge),
+            &json!({"spec": {"replicas": 0}}),
+        );
+        assert_eq!(patched.unwrap()["spec"]["replicas"], 0);
+        let stale =
+            json!({"metadata": {"name": "d", "resourceVersion": "6"}, "spec": {"replicas": 4}});
+        let err = scaled(&t, "d", &old, None, &stale).unwrap_err();
+        assert_eq!(err.to_status()["code"], 409);
+        let negative = scaled(
+            &t,
+            "d",
+            &old,
+            Some(PatchType::Merge),
+            &json!({"spec": {"replicas": -1}}),
+        );
+        assert_eq!(
+            negative.unwrap_err().to_status()["message"],
+            "Scale.autoscaling \"d\" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0"
+        );
+    }
+
     #[test]
     fn zero_replicas_are_left_out_of_the_spec() {
         let s = scale_of(&json!({"metadata": {"name": "d"}, "spec": {"replicas": 0}}));
