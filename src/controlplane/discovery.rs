@@ -92,6 +92,9 @@ fn resource_entries(t: &ResourceType) -> Vec<Value> {
         main["categories"] = json!(t.categories);
     }
     let mut out = vec![main];
+    if super::scale::serves_scale(&t.group, &t.kind, t.custom) {
+        out.push(json!({"name": format!("{}/scale", t.plural), "singularName": "", "namespaced": t.namespaced, "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": ["get", "patch", "update"]}));
+    }
     if t.status_subresource {
         out.push(json!({"name": format!("{}/status", t.plural), "singularName": "", "namespaced": t.namespaced, "kind": t.kind, "verbs": ["get", "patch", "update"]}));
     }

@@ -206,7 +206,18 @@ async fn serve(
             let subresource = match sub.as_deref() {
                 None => None,
                 Some("status") if rt.status_subresource => Some(Subresource::Status),
+                Some("scale") if super::scale::serves_scale(&rt.group, &rt.kind, rt.custom) => {
+                    Some(Subresource::Scale)
+                }
                 Some("finalize") if rt.kind == "Namespace" && !rt.custom => None,
+                // A custom resource's handler names the object for a subresource it lacks.
+                Some(_) if rt.custom && name.is_some() => {
+                    return Err(ApiError::not_found(
+                        &rt.group,
+                        &rt.plural,
+                        name.as_deref().unwrap_or(""),
+                    ));
+                }
                 Some(_) => return Err(ApiError::unknown_path()),
             };
             limits::check_subresource_method(req.method(), sub.as_deref())?;
@@ -309,6 +320,9 @@ async fn resource(
     let table = wants_table(req.headers())
         .then(|| IncludeObject::parse(query.get("includeObject").map(String::as_str)));
     match (&method, target.name.is_some()) {
+        (&Method::GET, true) if target.subresource == Some(Subresource::Scale) => {
+            reads::get_scale(&shared, &target)
+        }
         (&Method::GET, true) => reads::get(&shared, &target, table),
         (&Method::GET, false) if flag(query, "watch") => {
             reads::watch(&shared, target, query, table)
@@ -498,7 +512,7 @@ async fn write(
         Some(PatchType::Apply) => decode(&body, &content_type)?,
         Some(_) => super::body::decode_patch(&body, &content_type)?,
     };
-    if patch_type.is_none() {
+    if patch_type.is_none() && target.subresource != Some(Subresource::Scale) {
         default_type_meta(&mut body, &target);
         super::admission::check_decodable(&target, &body)?;
     }
@@ -525,7 +539,10 @@ async fn write(
     } else {
         StatusCode::OK
     };
-    let mut out = as_version(&obj, &target.rt, &target.version);
+    let mut out = match target.subresource {
+        Some(Subresource::Scale) => super::scale::scale_of(&obj),
+        _ => as_version(&obj, &target.rt, &target.version),
+    };
     if dry && let Some(meta) = out.get_mut("metadata").and_then(Value::as_object_mut) {
         // Like upstream, a dry run assigns no resourceVersion: an existing object keeps its own
         // (so `kubectl diff` shows no resourceVersion change), a new one has none.

@@ -6,11 +6,14 @@ use super::admission::{
     SERVER_METADATA, check_identity, check_namespace_open, normalise_kind, normalise_update,
     spec_part,
 };
+use super::defaults;
 use super::error::ApiError;
 use super::events;
 use super::gc;
 use super::patch::{self, MergeKeys};
 use super::registry::ResourceType;
+use super::scale;
+use super::service_ips;
 use super::ssa;
 use super::state::Txn;
 use super::strategy;
@@ -23,11 +26,16 @@ use std::sync::Arc;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Subresource {
     Status,
+    /// A Deployment's `autoscaling/v1` `Scale` view ([`super::scale`]).
+    Scale,
 }
 
 impl Subresource {
     pub fn as_str(self) -> &'static str {
-        "status"
+        match self {
+            Subresource::Status => "status",
+            Subresource::Scale => "scale",
+        }
     }
 }
 
@@ -189,6 +197,7 @@ pub fn create(
         &opts.now,
     );
     strategy::prepare_for_create(target, &mut body);
+    allocate_service(txn, target, &mut body);
     Ok(store(txn, target, &key, body))
 }
 
@@ -224,7 +233,37 @@ fn prepare_new(
         meta.insert("generation".into(), json!(1));
     }
     obj["apiVersion"] = json!(target.rt.api_version(&target.rt.storage_version));
+    default_builtin(target, obj);
     normalise_kind(target, name, obj)
+}
+
+/// kube-apiserver's decoder defaults a built-in kind on every write, before field management.
+fn default_builtin(target: &Target, obj: &mut Value) {
+    if !target.rt.custom {
+        defaults::apply_defaults(&target.rt.group, &target.rt.kind, obj);
+    }
+}
+
+fn is_service(target: &Target) -> bool {
+    !target.rt.custom && target.rt.group.is_empty() && target.rt.kind == "Service"
+}
+
+/// A new Service's cluster IP and IP families, set after field management as upstream's storage
+/// does.
+fn allocate_service(txn: &Txn, target: &Target, obj: &mut Value) {
+    if !is_service(target) {
+        return;
+    }
+    let used = txn
+        .scan(&target.rt.key_prefix())
+        .into_iter()
+        .filter_map(|(_, s)| {
+            s.pointer("/spec/clusterIP")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .collect();
+    service_ips::allocate(obj, &used, uuid::Uuid::new_v4().as_u128() as u32);
 }
 
 /// PUT (of the object or its status).
@@ -234,6 +273,9 @@ pub fn update(
     body: Value,
     opts: &WriteOptions,
 ) -> Result<Arc<Value>, ApiError> {
+    if target.subresource == Some(Subresource::Scale) {
+        return write_scale(txn, target, None, body, opts);
+    }
     let name = check_identity(target, &body, false)?;
     let key = target.key(&name);
     let old = stored(txn, target, &key).ok_or_else(|| target.not_found(&name))?;
@@ -279,6 +321,9 @@ pub fn patch(
         .name
         .clone()
         .ok_or_else(ApiError::method_not_allowed)?;
+    if target.subresource == Some(Subresource::Scale) {
+        return write_scale(txn, target, Some(patch_type), body, opts);
+    }
     let key = target.key(&name);
     let old = stored(txn, target, &key);
     if patch_type == PatchType::Apply {
@@ -333,6 +378,24 @@ pub fn patch(
         Via::Patch,
         &opts.warnings,
     )?;
+    finish_write(txn, target, &key, &name, old, new, opts, false)
+}
+
+/// A PUT or PATCH of a Deployment's `/scale`: its replicas, written into the Deployment.
+fn write_scale(
+    txn: &mut Txn,
+    target: &Target,
+    patch_type: Option<PatchType>,
+    body: Value,
+    opts: &WriteOptions,
+) -> Result<Arc<Value>, ApiError> {
+    let name = target
+        .name
+        .clone()
+        .ok_or_else(ApiError::method_not_allowed)?;
+    let key = target.key(&name);
+    let old = stored(txn, target, &key).ok_or_else(|| target.not_found(&name))?;
+    let new = scale::scaled(target, &name, &old, patch_type, &body)?;
     finish_write(txn, target, &key, &name, old, new, opts, false)
 }
 
@@ -392,7 +455,7 @@ fn scope_to_subresource(target: &Target, old: &Value, mut new: Value) -> Value {
             }
             new
         }
-        None => new,
+        None | Some(Subresource::Scale) => new,
     }
 }
 
@@ -430,7 +493,7 @@ fn apply(
         None if target.rt.status_subresource => {
             applied.as_object_mut().map(|m| m.remove("status"));
         }
-        None => {}
+        None | Some(Subresource::Scale) => {}
     }
     if let Some(meta) = applied.get_mut("metadata").and_then(Value::as_object_mut) {
         for k in SERVER_METADATA {
@@ -483,6 +546,7 @@ fn apply(
                 merged["metadata"]["managedFields"] = m;
             }
             strategy::prepare_for_create(target, &mut merged);
+            allocate_service(txn, target, &mut merged);
             Ok(store(txn, target, key, merged))
         }
         Some(old) => {
@@ -529,6 +593,10 @@ fn finish_write(
     if target.rt.kind == "Namespace" && target.subresource.is_none() {
         // spec.finalizers only change through the finalize subresource upstream.
         new["spec"] = old.get("spec").cloned().unwrap_or(json!({}));
+    }
+    default_builtin(target, &mut new);
+    if is_service(target) {
+        service_ips::keep_allocated(&old, &mut new);
     }
     normalise_update(target, name, &old, &mut new)?;
     if target.rt.has_generation() && spec_part(&new) != spec_part(&old) {

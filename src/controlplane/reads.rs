@@ -41,6 +41,18 @@ pub(super) fn get(
     Ok(json_response(StatusCode::OK, &obj))
 }
 
+/// GET of a Deployment's `/scale`.
+pub(super) fn get_scale(shared: &Shared, target: &Target) -> Result<Response, ApiError> {
+    let name = target.name.as_deref().expect("GET with a name");
+    let state = shared.state.lock().expect("state lock");
+    let entry = state
+        .get(&target.key(name))
+        .ok_or_else(|| ApiError::not_found(&target.rt.group, &target.rt.plural, name))?;
+    let scale = super::scale::scale_of(&entry.object());
+    drop(state);
+    Ok(json_response(StatusCode::OK, &scale))
+}
+
 pub(super) fn list(
     shared: &Shared,
     target: &Target,

@@ -412,5 +412,10 @@ pub(crate) fn zero_object(group: &str, kind: &str) -> Value {
         }
         obj.insert(field.to_string(), Value::Object(m));
     }
+    if (group, kind) == ("apps", "Deployment") {
+        // The pod template's metadata and spec are non-pointer structs too, and its containers
+        // (no `omitempty`) serialize as null.
+        obj["spec"]["template"] = serde_json::json!({"metadata": {}, "spec": {"containers": null}});
+    }
     Value::Object(obj)
 }
