@@ -5,7 +5,9 @@ use super::error::{ApiError, Precondition};
 use super::gc::{self, Propagation};
 use super::objects::{Target, as_version};
 use super::state::Txn;
+use crate::validate::field::{BadValue, FieldError};
 use serde_json::{Value, json};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// The parts of DeleteOptions this server honours.
@@ -20,18 +22,57 @@ pub struct DeleteOptions {
 }
 
 impl DeleteOptions {
+    /// The options of a DELETE: its body (a DeleteOptions), and the query parameters upstream
+    /// also reads them from when the body does not set them.
+    pub fn from_request(body: &Value, query: &HashMap<String, String>) -> Result<Self, ApiError> {
+        let mut body = body.clone();
+        if !body.is_object() {
+            body = json!({});
+        }
+        if body.get("propagationPolicy").is_none()
+            && let Some(p) = query.get("propagationPolicy")
+        {
+            body["propagationPolicy"] = json!(p);
+        }
+        if body.get("orphanDependents").is_none()
+            && let Some(o) = query.get("orphanDependents")
+        {
+            body["orphanDependents"] = json!(o == "true");
+        }
+        Self::from_body(&body)
+    }
+
+    /// The options a DeleteOptions body sets, validated as upstream validates them (422
+    /// `DeleteOptions.meta.k8s.io "" is invalid`).
     pub fn from_body(body: &Value) -> Result<Self, ApiError> {
-        let propagation = match body.get("propagationPolicy").and_then(Value::as_str) {
+        let policy = body.get("propagationPolicy").and_then(Value::as_str);
+        let orphan = body.get("orphanDependents").and_then(Value::as_bool);
+        let propagation = match policy {
             None | Some("Background") => Propagation::Background,
             Some("Foreground") => Propagation::Foreground,
             Some("Orphan") => Propagation::Orphan,
             Some(other) => {
-                return Err(ApiError::bad_request(format!(
-                    "propagationPolicy: Unsupported value: {other:?}"
-                )));
+                return Err(ApiError::invalid_options(
+                    "DeleteOptions",
+                    &[FieldError::not_supported(
+                        "propagationPolicy",
+                        BadValue::Str(other.to_string()),
+                        &["Foreground", "Background", "Orphan", "nil"],
+                    )],
+                ));
             }
         };
-        let propagation = if body.get("orphanDependents").and_then(Value::as_bool) == Some(true) {
+        if let (Some(policy), Some(_)) = (policy, orphan) {
+            return Err(ApiError::invalid_options(
+                "DeleteOptions",
+                &[FieldError::invalid(
+                    "propagationPolicy",
+                    policy,
+                    "orphanDependents and deletionPropagation cannot be both set",
+                )],
+            ));
+        }
+        let propagation = if orphan == Some(true) {
             Propagation::Orphan
         } else {
             propagation

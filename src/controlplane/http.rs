@@ -338,7 +338,7 @@ async fn resource(
             } else {
                 decode(&body, "application/json")?
             };
-            let opts = DeleteOptions::from_body(&body)?;
+            let opts = DeleteOptions::from_request(&body, query)?;
             let dry = write_params(query, WriteVerb::Delete)?.dry_run
                 || body
                     .get("dryRun")

@@ -283,6 +283,19 @@ pub fn update(
         .pointer("/metadata/resourceVersion")
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty());
+    if body_rv.is_none() && target.rt.custom {
+        // Custom resources allow no unconditional update (upstream's strategy).
+        return Err(ApiError::invalid_fields(
+            &target.rt.plural,
+            &target.rt.group,
+            &name,
+            vec![(
+                "FieldValueInvalid".into(),
+                "Invalid value: 0: must be specified for an update".into(),
+                "metadata.resourceVersion".into(),
+            )],
+        ));
+    }
     if let Some(rv) = body_rv
         && Some(rv)
             != old
@@ -473,6 +486,24 @@ fn apply(
     if opts.field_manager.is_empty() || opts.field_manager == "unknown" {
         return Err(ApiError::bad_request(
             "PATCH with application/apply-patch+yaml requires the fieldManager query parameter",
+        ));
+    }
+    // A resourceVersion in the configuration is a precondition, as upstream.
+    if let (Some(live), Some(rv)) = (
+        old.as_deref(),
+        body.pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .filter(|rv| !rv.is_empty()),
+    ) && live
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        != Some(rv)
+    {
+        return Err(ApiError::conflict(
+            &target.rt.group,
+            &target.rt.plural,
+            name,
+            "the object has been modified; please apply your changes to the latest version and try again",
         ));
     }
     let mut applied = body;
