@@ -60,7 +60,10 @@ fn compile(source: &str, at: &str) -> Result<Program, SchemaError> {
         .compile(source)
         .map_err(|e| malformed(at.to_string(), format!("compilation failed: {e}")))?;
     let references = program.references();
-    for f in references.functions() {
+    // In the order the rule calls them (the set's own order is not stable), as cel-go reports.
+    let mut functions: Vec<&str> = references.functions().into_iter().collect();
+    functions.sort_by_key(|f| (source.find(&format!("{f}(")).unwrap_or(usize::MAX), *f));
+    for f in functions {
         if !known_function(f) {
             return Err(malformed(
                 at.to_string(),
