@@ -21,7 +21,32 @@ pub(super) fn apply_defaults(group: &str, kind: &str, obj: &mut Value) {
         }
         ("", "Service") => service(obj),
         ("", "Endpoints") => endpoints(obj),
+        ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => binding(obj),
         _ => {}
+    }
+}
+
+/// A binding's subjects: a User's or Group's `apiGroup` is RBAC's (a ServiceAccount's stays
+/// empty), as `SetDefaults_Subject`.
+fn binding(obj: &mut Value) {
+    for subject in obj
+        .get_mut("subjects")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        let Some(s) = subject.as_object_mut() else {
+            continue;
+        };
+        let kind = s.get("kind").and_then(Value::as_str).unwrap_or("");
+        if matches!(kind, "User" | "Group")
+            && s.get("apiGroup")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .is_empty()
+        {
+            s.insert("apiGroup".into(), json!("rbac.authorization.k8s.io"));
+        }
     }
 }
 
@@ -289,6 +314,17 @@ fn endpoints(obj: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_binding_subject_that_is_a_user_or_group_is_in_the_rbac_group() {
+        let mut rb = json!({"subjects": [
+            {"kind": "User", "name": "u"},
+            {"kind": "ServiceAccount", "name": "sa", "namespace": "n"},
+        ]});
+        apply_defaults("rbac.authorization.k8s.io", "RoleBinding", &mut rb);
+        assert_eq!(rb["subjects"][0]["apiGroup"], "rbac.authorization.k8s.io");
+        assert!(rb["subjects"][1].get("apiGroup").is_none());
+    }
 
     #[test]
     fn a_deployment_gets_its_strategy_limits_and_pod_defaults() {

@@ -22,6 +22,8 @@ pub enum Reason {
     Timeout,
     TooManyRequests,
     InternalError,
+    /// No reason at all (upstream's `StatusReasonUnknown`): the `reason` field is left out.
+    Unknown,
 }
 
 impl Reason {
@@ -42,6 +44,7 @@ impl Reason {
             Reason::Timeout => "Timeout",
             Reason::TooManyRequests => "TooManyRequests",
             Reason::InternalError => "InternalError",
+            Reason::Unknown => "",
         }
     }
 }
@@ -312,6 +315,9 @@ impl ApiError {
             "reason": self.reason.as_str(),
             "code": self.code,
         });
+        if self.reason == Reason::Unknown {
+            status.as_object_mut().map(|m| m.remove("reason"));
+        }
         if let Some(d) = &self.details {
             let mut details = serde_json::Map::new();
             for (k, v) in [("name", &d.name), ("group", &d.group), ("kind", &d.kind)] {

@@ -121,8 +121,8 @@ pub(super) fn watch_from(query: &Query) -> Result<WatchFrom, ApiError> {
         });
     }
     rv.parse().map(WatchFrom::Since).map_err(|_| {
-        // Upstream's watch cache fails here with an internal error, and says so.
-        ApiError::internal(format!(
+        // Upstream's watch cache fails here with a 500 that gives no reason.
+        ApiError::new(500, super::error::Reason::Unknown, format!(
             "resourceVersion: Invalid value: {rv:?}: strconv.ParseUint: parsing {rv:?}: invalid syntax"
         ))
     })

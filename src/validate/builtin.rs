@@ -11,10 +11,14 @@ use super::field::{self, FieldError};
 use base64::Engine;
 use serde_json::Value;
 
+#[path = "builtin_apps.rs"]
+pub mod apps;
 #[path = "builtin_decode.rs"]
 pub mod decode;
 #[path = "builtin_kinds.rs"]
 pub mod kinds;
+#[path = "builtin_refs.rs"]
+pub mod refs;
 
 /// The most the annotations of one object hold (keys and values together).
 pub const MAX_ANNOTATIONS_BYTES: usize = 256 * 1024;

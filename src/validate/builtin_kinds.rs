@@ -7,6 +7,7 @@
 use super::super::field::{self, BadValue, FieldError};
 use super::super::gojson;
 use super::{MAX_DATA_BYTES, label_key_messages, metadata_errors, regex_error};
+use super::{apps, refs};
 use base64::Engine;
 use serde_json::{Map, Value};
 
@@ -14,6 +15,7 @@ use serde_json::{Map, Value};
 /// aside). `obj` is as stored: a Secret's `stringData` already folded into `data`.
 pub fn create_errors(group: &str, kind: &str, obj: &Value) -> Vec<FieldError> {
     let mut errors = meta_errors(group, obj);
+    errors.extend(refs::owner_reference_errors(obj));
     errors.extend(kind_errors(group, kind, obj));
     errors
 }
@@ -24,7 +26,15 @@ pub fn create_errors(group: &str, kind: &str, obj: &Value) -> Vec<FieldError> {
 /// Namespaces nothing more.
 pub fn update_errors(group: &str, kind: &str, obj: &Value, old: &Value) -> Vec<FieldError> {
     let mut errors = meta_errors(group, obj);
+    errors.extend(refs::finalizer_update_errors(obj, old));
     errors.extend(immutable_errors(group, kind, obj, old));
+    if group == "rbac.authorization.k8s.io" && kind.ends_with("RoleBinding") {
+        errors.extend(refs::role_ref_update_errors(obj, old));
+    }
+    if (group, kind) == ("apps", "Deployment") {
+        errors.extend(apps::deployment_errors(obj, Some(old)));
+        return errors;
+    }
     match (group, kind) {
         ("", "ConfigMap" | "Secret" | "ServiceAccount") => {
             errors.extend(create_errors(group, kind, obj));
@@ -72,6 +82,8 @@ fn kind_errors(group: &str, kind: &str, obj: &Value) -> Vec<FieldError> {
         ("", "Namespace") => namespace_errors(obj),
         ("", "Service") => service_errors(obj),
         ("coordination.k8s.io", "Lease") => lease_errors(obj),
+        ("rbac.authorization.k8s.io", "Role" | "ClusterRole") => refs::role_errors(obj),
+        ("apps", "Deployment") => apps::deployment_errors(obj, None),
         _ => Vec::new(),
     }
 }
