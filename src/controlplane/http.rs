@@ -204,19 +204,15 @@ async fn serve(
                 Some(_) => return Err(ApiError::unknown_path()),
             };
             limits::check_subresource_method(req.method(), sub.as_deref())?;
-            if rt.namespaced
-                && namespace.is_none()
-                && (name.is_some() || req.method() == Method::POST)
-            {
-                return Err(ApiError::bad_request(format!(
-                    "{} is namespaced: use /{}/namespaces/{{namespace}}/{plural}",
-                    rt.qualified_plural(),
-                    if group.is_empty() {
-                        format!("api/{version}")
-                    } else {
-                        format!("apis/{group}/{version}")
-                    }
-                )));
+            // A namespaced resource without its namespace: kube-apiserver serves no such object
+            // path, and no create there.
+            if rt.namespaced && namespace.is_none() {
+                if name.is_some() {
+                    return Err(ApiError::unknown_path());
+                }
+                if req.method() == Method::POST {
+                    return Err(ApiError::method_not_allowed());
+                }
             }
             if !rt.namespaced && namespace.is_some() {
                 return Err(ApiError::unknown_path());
@@ -254,7 +250,11 @@ async fn serve(
             .ok_or_else(ApiError::unknown_path),
         Route::Resources(g, v) => discovery::resource_list(&registry, &g, &v)
             .map(|d| json_response(StatusCode::OK, &d))
-            .ok_or_else(ApiError::page_not_found),
+            .ok_or_else(|| match g.as_str() {
+                // The core group answers a Status for any version it does not serve.
+                "" => ApiError::unknown_path(),
+                _ => ApiError::page_not_found(),
+            }),
     }
 }
 
@@ -298,12 +298,8 @@ async fn resource(
             } else {
                 decode(&body, "application/json")?
             };
+            let dry = super::params::delete_dry_run(query, &body)?;
             let opts = DeleteOptions::from_body(&body)?;
-            let dry = write_params(query, WriteVerb::Delete)?.dry_run
-                || body
-                    .get("dryRun")
-                    .and_then(Value::as_array)
-                    .is_some_and(|a| !a.is_empty());
             let name = target.name.clone().expect("matched with a name");
             limits::check_delete(&target, &name, &shared.config.protected_namespaces)?;
             let t = target.clone();
@@ -333,7 +329,7 @@ async fn resource(
                 query.get("fieldSelector").map(String::as_str).unwrap_or(""),
                 &target.rt,
             )?;
-            let dry = write_params(query, WriteVerb::Delete)?.dry_run;
+            let dry = super::params::delete_dry_run(query, &json!({}))?;
             let t = target.clone();
             let deleted = run_write_many(&shared, dry, move |txn| {
                 let prefix = prefix_of(&t);

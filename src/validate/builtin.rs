@@ -131,6 +131,15 @@ fn max_len(value: &str, max: usize) -> Vec<String> {
     }
 }
 
+/// Label keys and values are checked by kube's newer `content` rules, whose length limits are in
+/// bytes.
+fn in_bytes(message: &str) -> String {
+    match message.strip_suffix(" characters") {
+        Some(limit) if limit.starts_with("must be no more than ") => format!("{limit} bytes"),
+        _ => message.to_string(),
+    }
+}
+
 fn lower_alnum(c: char) -> bool {
     c.is_ascii_lowercase() || c.is_ascii_digit()
 }
@@ -196,7 +205,7 @@ pub fn label_key_messages(key: &str) -> Vec<String> {
                 m.extend(
                     subdomain_messages(prefix)
                         .into_iter()
-                        .map(|x| format!("prefix part {x}")),
+                        .map(|x| format!("prefix part {}", in_bytes(&x))),
                 );
             }
             *name
@@ -215,7 +224,7 @@ pub fn label_key_messages(key: &str) -> Vec<String> {
     if name.is_empty() {
         m.push("name part must be non-empty".to_string());
     } else if name.len() > 63 {
-        m.push("name part must be no more than 63 characters".to_string());
+        m.push("name part must be no more than 63 bytes".to_string());
     }
     if !key_name_ok(name) {
         m.push(format!(
@@ -232,7 +241,7 @@ pub fn label_key_messages(key: &str) -> Vec<String> {
 
 /// kube's `IsValidLabelValue`.
 pub fn label_value_messages(value: &str) -> Vec<String> {
-    let mut m = max_len(value, 63);
+    let mut m: Vec<String> = max_len(value, 63).iter().map(|x| in_bytes(x)).collect();
     if !value.is_empty() && !key_name_ok(value) {
         m.push(regex_error(
             LABEL_VALUE_MSG,

@@ -175,10 +175,11 @@ fn bad_input_is_refused_with_a_status_and_the_store_stays_fine() {
         "Bad_Name",
     );
     let gizmo = br#"{"apiVersion":"kubectl.example.com/v1","kind":"Gizmo","metadata":{"name":"nons"},"spec":{"size":1}}"#;
+    // A namespaced resource without its namespace: no create there (405), no object (404).
     assert_refused(
         &post("/apis/kubectl.example.com/v1/gizmos", json_ct, gizmo),
-        400,
-        "namespace",
+        405,
+        "does not allow this method",
     );
     assert_refused(
         &server.http(
@@ -187,8 +188,8 @@ fn bad_input_is_refused_with_a_status_and_the_store_stays_fine() {
             Some("application/apply-patch+yaml"),
             b"{}",
         ),
-        400,
-        "namespace",
+        404,
+        "could not find the requested resource",
     );
     assert_refused(
         &server.http(
