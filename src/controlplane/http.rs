@@ -390,25 +390,6 @@ async fn read_body(shared: &Shared, req: Request<Body>) -> Result<Bytes, ApiErro
 
 pub(super) use super::body::decode;
 
-/// A create or update body without `kind`/`apiVersion` takes them from the URL, as
-/// kube-apiserver's decoder does; values that are there are left for admission to check.
-fn default_type_meta(body: &mut Value, target: &Target) {
-    let Some(map) = body.as_object_mut() else {
-        return;
-    };
-    for (field, value) in [
-        ("kind", target.rt.kind.clone()),
-        ("apiVersion", target.api_version()),
-    ] {
-        match map.get(field) {
-            None | Some(Value::Null) => {}
-            Some(Value::String(s)) if s.is_empty() => {}
-            Some(_) => continue,
-        }
-        map.insert(field.into(), Value::String(value));
-    }
-}
-
 /// The manager a write records: its `fieldManager`, else the client's User-Agent up to the first
 /// `/`, as kube-apiserver names an unnamed manager.
 fn field_manager(headers: &HeaderMap, params: &WriteParams) -> String {
@@ -479,7 +460,7 @@ async fn write(
         Some(_) => super::body::decode_patch(&body, &content_type)?,
     };
     if patch_type.is_none() {
-        default_type_meta(&mut body, &target);
+        super::body::default_type_meta(&mut body, &target);
         super::admission::check_decodable(&target, &body)?;
     }
     let t = target.clone();
@@ -589,41 +570,4 @@ where
     let r = f(&mut txn);
     let changes = txn.into_changes();
     (r, (!changes.is_empty()).then_some(changes))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::controlplane::registry::Registry;
-
-    #[test]
-    fn missing_kind_and_api_version_come_from_the_url() {
-        let reg = Registry::new([]);
-        let target = Target {
-            rt: reg.by_resource("apps", "v1", "deployments").expect("known"),
-            version: "v1".into(),
-            namespace: Some("n".into()),
-            name: None,
-            subresource: None,
-        };
-        let mut body = json!({"metadata": {"name": "web"}});
-        default_type_meta(&mut body, &target);
-        assert_eq!(
-            (body["kind"].as_str(), body["apiVersion"].as_str()),
-            (Some("Deployment"), Some("apps/v1"))
-        );
-        let mut empty = json!({"kind": "", "apiVersion": null});
-        default_type_meta(&mut empty, &target);
-        assert_eq!(
-            (empty["kind"].as_str(), empty["apiVersion"].as_str()),
-            (Some("Deployment"), Some("apps/v1"))
-        );
-        // Values that are there are kept for admission to refuse (400) when they disagree.
-        let mut other = json!({"kind": "Secret", "apiVersion": "v1"});
-        default_type_meta(&mut other, &target);
-        assert_eq!(other, json!({"kind": "Secret", "apiVersion": "v1"}));
-        let mut not_an_object = json!([1]);
-        default_type_meta(&mut not_an_object, &target);
-        assert_eq!(not_an_object, json!([1]));
-    }
 }

@@ -244,7 +244,7 @@ mod tests {
     fn several_errors_are_bracketed_once_each() {
         let a = FieldError::required("a", "");
         let b = FieldError::required("b", "");
-        assert_eq!(aggregate(&[a.clone()]), "a: Required value");
+        assert_eq!(aggregate(std::slice::from_ref(&a)), "a: Required value");
         assert_eq!(
             aggregate(&[a.clone(), b, a]),
             "[a: Required value, b: Required value]"

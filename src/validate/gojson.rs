@@ -14,10 +14,8 @@ pub fn syntax_error(data: &[u8]) -> Option<String> {
         return Some(e.message());
     }
     s.skip_space();
-    match s.peek() {
-        None => None,
-        Some(c) => Some(Problem::Char(c, "after top-level value").message()),
-    }
+    s.peek()
+        .map(|c| Problem::Char(c, "after top-level value").message())
 }
 
 /// The name Go's messages give a JSON value's type (`cannot unmarshal number into ...`).
