@@ -302,6 +302,14 @@ mod tests {
                 Some("invalid character 'Ã' looking for beginning of value"),
             ),
         ];
+        assert_eq!(
+            syntax_error(&[0x81]).as_deref(),
+            Some(r"invalid character '\u0081' looking for beginning of value")
+        );
+        assert_eq!(
+            syntax_error(&[0x01]).as_deref(),
+            Some(r"invalid character '\x01' looking for beginning of value")
+        );
         for (input, expected) in cases {
             assert_eq!(
                 syntax_error(input.as_bytes()).as_deref(),
