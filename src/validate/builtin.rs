@@ -253,7 +253,8 @@ pub fn label_value_messages(value: &str) -> Vec<String> {
 }
 
 /// The field errors kube-apiserver finds in `metadata.labels` and `metadata.annotations` (keys,
-/// label values, the annotations' total size) and `metadata.finalizers` (qualified names).
+/// label values, the annotations' total size), `metadata.ownerReferences` (each owner named
+/// whole) and `metadata.finalizers` (qualified names).
 /// Values that are not strings are left to [`metadata_type_problems`]; annotation values are
 /// never quoted.
 pub fn metadata_errors(obj: &Value) -> Vec<FieldError> {
@@ -286,12 +287,46 @@ pub fn metadata_errors(obj: &Value) -> Vec<FieldError> {
             MAX_ANNOTATIONS_BYTES,
         ));
     }
+    errors.extend(owner_reference_errors(obj));
     let finalizers = obj
         .pointer("/metadata/finalizers")
         .and_then(Value::as_array);
     for f in finalizers.into_iter().flatten().filter_map(Value::as_str) {
         for m in label_key_messages(f) {
             errors.push(FieldError::invalid("metadata.finalizers", f, &m));
+        }
+    }
+    errors
+}
+
+/// Each of `metadata.ownerReferences` names its owner whole: an `apiVersion` of the form
+/// `group/version` or `version`, a `kind`, a `name` and a `uid`.
+fn owner_reference_errors(obj: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let refs = obj
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array);
+    for (i, r) in refs.into_iter().flatten().enumerate() {
+        let at = |f: &str| format!("metadata.ownerReferences[{i}].{f}");
+        let text = |f: &str| r.get(f).and_then(Value::as_str).unwrap_or("");
+        let api_version = text("apiVersion");
+        let version_ok = match api_version.split('/').collect::<Vec<_>>().as_slice() {
+            [version] | [_, version] => !version.is_empty(),
+            _ => false,
+        };
+        if api_version.is_empty() {
+            errors.push(FieldError::required(&at("apiVersion"), "must not be empty"));
+        } else if !version_ok {
+            errors.push(FieldError::invalid(
+                &at("apiVersion"),
+                api_version,
+                "must be <group>/<version> or <version>",
+            ));
+        }
+        for f in ["kind", "name", "uid"] {
+            if text(f).is_empty() {
+                errors.push(FieldError::required(&at(f), "must not be empty"));
+            }
         }
     }
     errors
@@ -335,7 +370,8 @@ pub fn metadata_problems(obj: &Value, typed: bool) -> Vec<String> {
     problems.extend(
         metadata_errors(obj)
             .iter()
-            .filter(|e| e.field != "metadata.finalizers")
+            .filter(|e| !e.field.starts_with("metadata.finalizers"))
+            .filter(|e| !e.field.starts_with("metadata.ownerReferences"))
             .map(ToString::to_string),
     );
     problems

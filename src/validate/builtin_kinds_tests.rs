@@ -244,3 +244,23 @@ fn label_lengths_are_in_bytes_names_in_characters() {
             .ends_with("must be no more than 63 characters")
     );
 }
+
+#[test]
+fn owner_references_name_their_owner_whole() {
+    let refs = json!({"metadata": {"ownerReferences": [
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": "o", "uid": "u"},
+        {"kind": "ConfigMap"},
+        {"apiVersion": "a/b/c", "kind": "K", "name": "n", "uid": "u"},
+        {"apiVersion": "example.com/", "kind": "K", "name": "n", "uid": "u"},
+    ]}});
+    assert_eq!(
+        messages(&create_errors("", "ConfigMap", &refs)),
+        [
+            "metadata.ownerReferences[1].apiVersion: Required value: must not be empty",
+            "metadata.ownerReferences[1].name: Required value: must not be empty",
+            "metadata.ownerReferences[1].uid: Required value: must not be empty",
+            "metadata.ownerReferences[2].apiVersion: Invalid value: \"a/b/c\": must be <group>/<version> or <version>",
+            "metadata.ownerReferences[3].apiVersion: Invalid value: \"example.com/\": must be <group>/<version> or <version>",
+        ]
+    );
+}
