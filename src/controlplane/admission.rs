@@ -37,7 +37,12 @@ pub(super) fn check_identity(
         )));
     }
     let (group, version) = crate::object::split_api_version(api_version);
-    if kind != target.rt.kind || group != target.rt.group || !target.rt.serves(version) {
+    // A custom resource of its own version but another kind is decoded, then refused by
+    // validation (422, naming the kind sent).
+    let other_custom_kind = target.rt.custom && api_version == target.api_version();
+    if (kind != target.rt.kind || group != target.rt.group || !target.rt.serves(version))
+        && !other_custom_kind
+    {
         return Err(ApiError::bad_request(kind_mismatch(
             target, group, version, kind,
         )));
@@ -82,6 +87,15 @@ pub(super) fn check_identity(
             .collect();
         name = format!("{prefix}{suffix}");
     }
+    if kind != target.rt.kind {
+        let must_be = format!("must be {}", target.rt.kind);
+        return Err(ApiError::invalid_object(
+            kind,
+            group,
+            &name,
+            &[FieldError::invalid("kind", kind, &must_be)],
+        ));
+    }
     let (group, kind) = (&target.rt.group, &target.rt.kind);
     let generate_name = meta
         .and_then(|m| m.get("generateName"))
@@ -114,17 +128,10 @@ fn kind_mismatch(target: &Target, group: &str, version: &str, kind: &str) -> Str
         format!("{group}/{version}")
     };
     if target.rt.custom {
-        return if api_version != target.api_version() {
-            format!(
-                "the API version in the data ({api_version}) does not match the expected API version ({})",
-                target.api_version()
-            )
-        } else {
-            format!(
-                "the kind in the data ({kind}) does not match the expected kind ({})",
-                target.rt.kind
-            )
-        };
+        return format!(
+            "the API version in the data ({api_version}) does not match the expected API version ({})",
+            target.api_version()
+        );
     }
     let built_in_group = !group.contains('.') || group.ends_with(".k8s.io");
     let why = if built_in_group && builtin::namespaced(group, kind).is_some() {

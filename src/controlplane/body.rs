@@ -1,9 +1,10 @@
 //! Request bodies: decoded by content type (JSON, YAML or Kubernetes protobuf), and refused in
 //! kube-apiserver's words when they cannot be: a create or update body that is not JSON names the
 //! kind it should have been and Go's parse error; a patch that is not JSON is an `invalid JSON
-//! patch`.
+//! patch`. A body without `kind`/`apiVersion` takes them from the URL.
 
 use super::error::{ApiError, Reason};
+use super::objects::Target;
 use super::protobuf;
 use crate::validate::gojson;
 use serde_json::Value;
@@ -57,6 +58,25 @@ pub(super) fn decode_patch(body: &[u8], content_type: &str) -> Result<Value, Api
     decode(body, content_type)
 }
 
+/// A create or update body without `kind`/`apiVersion` takes them from the URL, as
+/// kube-apiserver's decoder does; values that are there are left for admission to check.
+pub(super) fn default_type_meta(body: &mut Value, target: &Target) {
+    let Some(map) = body.as_object_mut() else {
+        return;
+    };
+    for (field, value) in [
+        ("kind", target.rt.kind.clone()),
+        ("apiVersion", target.api_version()),
+    ] {
+        match map.get(field) {
+            None | Some(Value::Null) => {}
+            Some(Value::String(s)) if s.is_empty() => {}
+            Some(_) => continue,
+        }
+        map.insert(field.into(), Value::String(value));
+    }
+}
+
 fn is_json(content_type: &str) -> bool {
     content_type.starts_with("application/json")
 }
@@ -106,6 +126,39 @@ fn summary(body: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::controlplane::registry::Registry;
+    use serde_json::json;
+
+    #[test]
+    fn missing_kind_and_api_version_come_from_the_url() {
+        let reg = Registry::new([]);
+        let target = Target {
+            rt: reg.by_resource("apps", "v1", "deployments").expect("known"),
+            version: "v1".into(),
+            namespace: Some("n".into()),
+            name: None,
+            subresource: None,
+        };
+        let mut body = json!({"metadata": {"name": "web"}});
+        default_type_meta(&mut body, &target);
+        assert_eq!(
+            (body["kind"].as_str(), body["apiVersion"].as_str()),
+            (Some("Deployment"), Some("apps/v1"))
+        );
+        let mut empty = json!({"kind": "", "apiVersion": null});
+        default_type_meta(&mut empty, &target);
+        assert_eq!(
+            (empty["kind"].as_str(), empty["apiVersion"].as_str()),
+            (Some("Deployment"), Some("apps/v1"))
+        );
+        // Values that are there are kept for admission to refuse (400) when they disagree.
+        let mut other = json!({"kind": "Secret", "apiVersion": "v1"});
+        default_type_meta(&mut other, &target);
+        assert_eq!(other, json!({"kind": "Secret", "apiVersion": "v1"}));
+        let mut not_an_object = json!([1]);
+        default_type_meta(&mut not_an_object, &target);
+        assert_eq!(not_an_object, json!([1]));
+    }
 
     fn message(body: &str) -> String {
         decode_object(body.as_bytes(), "application/json", "ConfigMap")

@@ -22,9 +22,9 @@ pub struct DeleteOptions {
 }
 
 impl DeleteOptions {
-    /// The options of a DELETE: its body (a DeleteOptions), and the query parameters upstream
-    /// also reads them from when the body does not set them.
-    pub fn from_request(body: &Value, query: &HashMap<String, String>) -> Result<Self, ApiError> {
+    /// A DELETE's DeleteOptions: its body, with the query parameters upstream also reads them
+    /// from where the body does not set them.
+    pub fn merged_with_query(body: &Value, query: &HashMap<String, String>) -> Value {
         let mut body = body.clone();
         if !body.is_object() {
             body = json!({});
@@ -39,11 +39,11 @@ impl DeleteOptions {
         {
             body["orphanDependents"] = json!(o == "true");
         }
-        Self::from_body(&body)
+        body
     }
 
-    /// The options a DeleteOptions body sets, validated as upstream validates them (422
-    /// `DeleteOptions.meta.k8s.io "" is invalid`).
+    /// The options a DeleteOptions body sets (checked first by `params::delete_dry_run`; an
+    /// unknown policy is refused here too, as it has no meaning).
     pub fn from_body(body: &Value) -> Result<Self, ApiError> {
         let policy = body.get("propagationPolicy").and_then(Value::as_str);
         let orphan = body.get("orphanDependents").and_then(Value::as_bool);
@@ -62,16 +62,6 @@ impl DeleteOptions {
                 ));
             }
         };
-        if let (Some(policy), Some(_)) = (policy, orphan) {
-            return Err(ApiError::invalid_options(
-                "DeleteOptions",
-                &[FieldError::invalid(
-                    "propagationPolicy",
-                    policy,
-                    "orphanDependents and deletionPropagation cannot be both set",
-                )],
-            ));
-        }
         let propagation = if orphan == Some(true) {
             Propagation::Orphan
         } else {

@@ -221,19 +221,15 @@ async fn serve(
                 Some(_) => return Err(ApiError::unknown_path()),
             };
             limits::check_subresource_method(req.method(), sub.as_deref())?;
-            if rt.namespaced
-                && namespace.is_none()
-                && (name.is_some() || req.method() == Method::POST)
-            {
-                return Err(ApiError::bad_request(format!(
-                    "{} is namespaced: use /{}/namespaces/{{namespace}}/{plural}",
-                    rt.qualified_plural(),
-                    if group.is_empty() {
-                        format!("api/{version}")
-                    } else {
-                        format!("apis/{group}/{version}")
-                    }
-                )));
+            // A namespaced resource without its namespace: kube-apiserver serves no such object
+            // path, and no create there.
+            if rt.namespaced && namespace.is_none() {
+                if name.is_some() {
+                    return Err(ApiError::unknown_path());
+                }
+                if req.method() == Method::POST {
+                    return Err(ApiError::method_not_allowed());
+                }
             }
             if !rt.namespaced && namespace.is_some() {
                 return Err(ApiError::unknown_path());
@@ -291,7 +287,11 @@ async fn serve(
             .ok_or_else(ApiError::unknown_path),
         Route::Resources(g, v) => discovery::resource_list(&registry, &g, &v)
             .map(|d| json_response(StatusCode::OK, &d))
-            .ok_or_else(ApiError::page_not_found),
+            .ok_or_else(|| match g.as_str() {
+                // The core group answers a Status for any version it does not serve.
+                "" => ApiError::unknown_path(),
+                _ => ApiError::page_not_found(),
+            }),
     }
 }
 
@@ -338,12 +338,9 @@ async fn resource(
             } else {
                 decode(&body, "application/json")?
             };
-            let opts = DeleteOptions::from_request(&body, query)?;
-            let dry = write_params(query, WriteVerb::Delete)?.dry_run
-                || body
-                    .get("dryRun")
-                    .and_then(Value::as_array)
-                    .is_some_and(|a| !a.is_empty());
+            let body = DeleteOptions::merged_with_query(&body, query);
+            let dry = super::params::delete_dry_run(query, &body)?;
+            let opts = DeleteOptions::from_body(&body)?;
             let name = target.name.clone().expect("matched with a name");
             limits::check_delete(&target, &name, &shared.config.protected_namespaces)?;
             let t = target.clone();
@@ -364,7 +361,7 @@ async fn resource(
                 query.get("fieldSelector").map(String::as_str).unwrap_or(""),
                 &target.rt,
             )?;
-            let dry = write_params(query, WriteVerb::Delete)?.dry_run;
+            let dry = super::params::delete_dry_run(query, &json!({}))?;
             let t = target.clone();
             let (read_version, deleted) = run_write_many(&shared, dry, move |txn| {
                 let read_version = txn.read_version();
@@ -422,25 +419,6 @@ async fn read_body(shared: &Shared, req: Request<Body>) -> Result<Bytes, ApiErro
 }
 
 pub(super) use super::body::decode;
-
-/// A create or update body without `kind`/`apiVersion` takes them from the URL, as
-/// kube-apiserver's decoder does; values that are there are left for admission to check.
-fn default_type_meta(body: &mut Value, target: &Target) {
-    let Some(map) = body.as_object_mut() else {
-        return;
-    };
-    for (field, value) in [
-        ("kind", target.rt.kind.clone()),
-        ("apiVersion", target.api_version()),
-    ] {
-        match map.get(field) {
-            None | Some(Value::Null) => {}
-            Some(Value::String(s)) if s.is_empty() => {}
-            Some(_) => continue,
-        }
-        map.insert(field.into(), Value::String(value));
-    }
-}
 
 /// The manager a write records: its `fieldManager`, else the client's User-Agent up to the first
 /// `/`, as kube-apiserver names an unnamed manager.
@@ -513,7 +491,7 @@ async fn write(
         Some(_) => super::body::decode_patch(&body, &content_type)?,
     };
     if patch_type.is_none() && target.subresource != Some(Subresource::Scale) {
-        default_type_meta(&mut body, &target);
+        super::body::default_type_meta(&mut body, &target);
         super::admission::check_decodable(&target, &body)?;
     }
     let t = target.clone();
@@ -622,41 +600,4 @@ where
     let r = f(&mut txn);
     let changes = txn.into_changes();
     (r, (!changes.is_empty()).then_some(changes))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::controlplane::registry::Registry;
-
-    #[test]
-    fn missing_kind_and_api_version_come_from_the_url() {
-        let reg = Registry::new([]);
-        let target = Target {
-            rt: reg.by_resource("apps", "v1", "deployments").expect("known"),
-            version: "v1".into(),
-            namespace: Some("n".into()),
-            name: None,
-            subresource: None,
-        };
-        let mut body = json!({"metadata": {"name": "web"}});
-        default_type_meta(&mut body, &target);
-        assert_eq!(
-            (body["kind"].as_str(), body["apiVersion"].as_str()),
-            (Some("Deployment"), Some("apps/v1"))
-        );
-        let mut empty = json!({"kind": "", "apiVersion": null});
-        default_type_meta(&mut empty, &target);
-        assert_eq!(
-            (empty["kind"].as_str(), empty["apiVersion"].as_str()),
-            (Some("Deployment"), Some("apps/v1"))
-        );
-        // Values that are there are kept for admission to refuse (400) when they disagree.
-        let mut other = json!({"kind": "Secret", "apiVersion": "v1"});
-        default_type_meta(&mut other, &target);
-        assert_eq!(other, json!({"kind": "Secret", "apiVersion": "v1"}));
-        let mut not_an_object = json!([1]);
-        default_type_meta(&mut not_an_object, &target);
-        assert_eq!(not_an_object, json!([1]));
-    }
 }

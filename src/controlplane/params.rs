@@ -52,20 +52,26 @@ impl ContinueToken {
     }
 }
 
-/// `limit`: `None` when unset, empty or 0 (everything).
+/// An integer parameter as Go's `strconv.ParseInt` reads it, refused in its words.
+fn parse_int(value: &str) -> Result<i64, ApiError> {
+    value.parse::<i64>().map_err(|e| {
+        let why = match e.kind() {
+            std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => {
+                "value out of range"
+            }
+            _ => "invalid syntax",
+        };
+        ApiError::bad_request(format!(
+            "strconv.ParseInt: parsing {}: {why}",
+            crate::validate::field::go_quote(value)
+        ))
+    })
+}
+
+/// `limit`: `None` when unset, empty, 0 or negative (everything).
 pub(super) fn limit(query: &Query) -> Result<Option<usize>, ApiError> {
     match query.get("limit").filter(|l| !l.is_empty()) {
-        Some(l) => Ok(Some(
-            l.parse::<i64>()
-                .map_err(|_| {
-                    ApiError::bad_request(format!(
-                        "strconv.ParseInt: parsing {l:?}: invalid syntax"
-                    ))
-                })?
-                .try_into()
-                .unwrap_or(0),
-        )
-        .filter(|l| *l > 0)),
+        Some(l) => Ok(usize::try_from(parse_int(l)?).ok().filter(|l| *l > 0)),
         None => Ok(None),
     }
 }
@@ -88,9 +94,7 @@ pub(super) fn continue_token(query: &Query) -> Result<Option<ContinueToken>, Api
 pub(super) fn watch_timeout(query: &Query) -> Result<Duration, ApiError> {
     match query.get("timeoutSeconds").filter(|t| !t.is_empty()) {
         Some(t) => {
-            let secs = t.parse::<u64>().map_err(|_| {
-                ApiError::bad_request(format!("timeoutSeconds: invalid value {t:?}"))
-            })?;
+            let secs = u64::try_from(parse_int(t)?).unwrap_or(0);
             Ok(Duration::from_secs(secs.min(MAX_WATCH_TIMEOUT_SECS)))
         }
         None => Ok(DEFAULT_WATCH_TIMEOUT),
@@ -243,7 +247,6 @@ pub(super) enum WriteVerb {
     Create,
     Update,
     Patch { apply: bool },
-    Delete,
 }
 
 impl WriteVerb {
@@ -253,12 +256,11 @@ impl WriteVerb {
             WriteVerb::Create => "CreateOptions",
             WriteVerb::Update => "UpdateOptions",
             WriteVerb::Patch { .. } => "PatchOptions",
-            WriteVerb::Delete => "DeleteOptions",
         }
     }
 }
 
-/// The options of a write, checked.
+/// The options of a create, update or patch, checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct WriteParams {
     pub dry_run: bool,
@@ -289,7 +291,7 @@ pub(super) fn write_params(query: &Query, verb: WriteVerb) -> Result<WriteParams
         }
         _ => {}
     }
-    if verb != WriteVerb::Delete && field_manager.len() > MAX_FIELD_MANAGER_BYTES {
+    if field_manager.len() > MAX_FIELD_MANAGER_BYTES {
         errors.push(FieldError::too_long(
             "fieldManager",
             MAX_FIELD_MANAGER_BYTES,
@@ -305,9 +307,7 @@ pub(super) fn write_params(query: &Query, verb: WriteVerb) -> Result<WriteParams
         ));
     }
     let validation = query.get("fieldValidation").map(String::as_str);
-    if verb != WriteVerb::Delete
-        && let Some(v) = validation.filter(|v| !["", "Ignore", "Strict", "Warn"].contains(v))
-    {
+    if let Some(v) = validation.filter(|v| !["", "Ignore", "Strict", "Warn"].contains(v)) {
         errors.push(FieldError::not_supported(
             "fieldValidation",
             BadValue::Str(v.to_string()),
@@ -325,9 +325,75 @@ pub(super) fn write_params(query: &Query, verb: WriteVerb) -> Result<WriteParams
     })
 }
 
+/// The `dryRun` of a DELETE (the body's DeleteOptions, else the query's) after kube-apiserver's
+/// checks of its DeleteOptions: a known `propagationPolicy`, not set with `orphanDependents`.
+pub(super) fn delete_dry_run(query: &Query, body: &serde_json::Value) -> Result<bool, ApiError> {
+    let mut errors = Vec::new();
+    let policy = body.get("propagationPolicy").and_then(|p| p.as_str());
+    if let Some(p) = policy {
+        if body.get("orphanDependents").is_some_and(|o| !o.is_null()) {
+            errors.push(FieldError::invalid(
+                "propagationPolicy",
+                p,
+                "orphanDependents and deletionPropagation cannot be both set",
+            ));
+        }
+        if !["Foreground", "Background", "Orphan"].contains(&p) {
+            errors.push(FieldError::not_supported(
+                "propagationPolicy",
+                BadValue::Str(p.to_string()),
+                &["Foreground", "Background", "Orphan", "nil"],
+            ));
+        }
+    }
+    let from_body: Option<Vec<String>> = body.get("dryRun").and_then(|d| d.as_array()).map(|d| {
+        d.iter()
+            .map(|v| v.as_str().unwrap_or_default().to_string())
+            .collect()
+    });
+    let dry_run = from_body.unwrap_or_else(|| query.get("dryRun").cloned().into_iter().collect());
+    if dry_run.iter().any(|d| d != "All") {
+        let listed = serde_json::to_string(&dry_run).expect("strings serialise");
+        errors.push(FieldError::not_supported(
+            "dryRun",
+            BadValue::Raw(listed),
+            &["All"],
+        ));
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::invalid_options("DeleteOptions", &errors));
+    }
+    Ok(!dry_run.is_empty())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn delete_options_are_refused_as_kube_refuses_them() {
+        use serde_json::json;
+        let message =
+            |query: &[(&str, &str)], body| delete_dry_run(&q(query), &body).unwrap_err().message;
+        assert_eq!(
+            message(&[], json!({"propagationPolicy": "x"})),
+            "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Unsupported value: \"x\": supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""
+        );
+        assert_eq!(
+            message(
+                &[],
+                json!({"propagationPolicy": "Foreground", "orphanDependents": true})
+            ),
+            "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Invalid value: \"Foreground\": orphanDependents and deletionPropagation cannot be both set"
+        );
+        assert!(
+            message(&[], json!({"dryRun": ["x"]})).contains("dryRun: Unsupported value: [\"x\"]")
+        );
+        assert!(message(&[("dryRun", "x")], json!({})).contains("[\"x\"]"));
+        assert!(delete_dry_run(&q(&[("dryRun", "All")]), &json!({})).unwrap());
+        assert!(delete_dry_run(&q(&[]), &json!({"dryRun": ["All"]})).unwrap());
+        assert!(!delete_dry_run(&q(&[]), &json!({"propagationPolicy": "Orphan"})).unwrap());
+    }
 
     #[test]
     fn write_options_are_refused_as_kube_refuses_them() {
@@ -357,7 +423,6 @@ mod tests {
             ),
             "UpdateOptions.meta.k8s.io \"\" is invalid: [fieldManager: Too long: may not be more than 128 bytes, fieldValidation: Unsupported value: \"Foo\": supported values: \"\", \"Ignore\", \"Strict\", \"Warn\"]"
         );
-        assert!(message(&[("dryRun", "x")], WriteVerb::Delete).starts_with("DeleteOptions"));
         let ok = write_params(
             &q(&[("dryRun", "All"), ("fieldManager", "me"), ("force", "true")]),
             WriteVerb::Patch { apply: true },
@@ -380,13 +445,17 @@ mod tests {
         assert_eq!(limit(&q(&[])).unwrap(), None);
         assert_eq!(limit(&q(&[("limit", "0")])).unwrap(), None);
         assert_eq!(limit(&q(&[("limit", "5")])).unwrap(), Some(5));
-        // A negative limit lists everything, as upstream.
+        // Negative is everything, as kube-apiserver reads it; not a number is Go's parse error.
         assert_eq!(limit(&q(&[("limit", "-1")])).unwrap(), None);
-        assert!(
-            limit(&q(&[("limit", "x")]))
+        assert_eq!(
+            limit(&q(&[("limit", "x")])).unwrap_err().message,
+            "strconv.ParseInt: parsing \"x\": invalid syntax"
+        );
+        assert_eq!(
+            limit(&q(&[("limit", "99999999999999999999")]))
                 .unwrap_err()
-                .message
-                .contains("ParseInt")
+                .message,
+            "strconv.ParseInt: parsing \"99999999999999999999\": value out of range"
         );
         let token = ContinueToken::after("/ConfigMap/ns/", "/ConfigMap/ns/a", 7);
         assert_eq!(token.start, "a\0");
@@ -404,7 +473,7 @@ mod tests {
     fn watch_parameters() {
         assert_eq!(watch_timeout(&q(&[])).unwrap(), DEFAULT_WATCH_TIMEOUT);
         // A huge timeout is capped so the deadline stays representable (it used to panic).
-        let huge = watch_timeout(&q(&[("timeoutSeconds", "18446744073709551615")])).unwrap();
+        let huge = watch_timeout(&q(&[("timeoutSeconds", "9223372036854775807")])).unwrap();
         assert!(tokio::time::Instant::now().checked_add(huge).is_some());
         assert!(watch_timeout(&q(&[("timeoutSeconds", "x")])).is_err());
         assert_eq!(

@@ -146,7 +146,7 @@ fn as_value(t: &Token) -> Token {
     }
 }
 
-/// A field error of a selector: kube quotes it without a path, as `<nil>`.
+/// A field error of a selector's key: kube quotes it without a path, as `<nil>`.
 fn selector_field_error(value: &str, messages: &[String]) -> String {
     format!(
         "<nil>: {}",
@@ -240,19 +240,28 @@ impl Parser {
                 ));
             }
         };
-        if matches!(op, Token::GreaterThan | Token::LessThan) {
-            return match values[0].parse::<i64>() {
-                Ok(_) => Ok(()),
-                Err(_) => Err(format!(
-                    "values[0]: Invalid value: {:?}: for 'Gt', 'Lt' operators, the value must be an integer",
-                    values[0]
-                )),
-            };
-        }
-        for v in values {
-            let m = label_value_messages(&v);
+        // kube's requirement checks each value, sorted and without repeats, at `values[i]`.
+        let mut values = values;
+        values.sort();
+        values.dedup();
+        for (i, v) in values.iter().enumerate() {
+            if matches!(op, Token::GreaterThan | Token::LessThan) {
+                if v.parse::<i64>().is_err() {
+                    return Err(FieldError::invalid(
+                        &format!("values[{i}]"),
+                        v,
+                        "for 'Gt', 'Lt' operators, the value must be an integer",
+                    )
+                    .to_string());
+                }
+                continue;
+            }
+            let m = label_value_messages(v);
             if !m.is_empty() {
-                return Err(selector_field_error(&v, &m));
+                return Err(
+                    FieldError::invalid(&format!("values[{i}][{key}]"), v, &m.join("; "))
+                        .to_string(),
+                );
             }
         }
         Ok(())
@@ -552,6 +561,18 @@ mod tests {
             ),
             ("a=b,!c,d in (x, y),e notin (),f!=g,h", None),
             ("a>1", None),
+            (
+                "a>x",
+                Some(
+                    "unable to parse requirement: values[0]: Invalid value: \"x\": for 'Gt', 'Lt' operators, the value must be an integer",
+                ),
+            ),
+            (
+                "a in (ok, -bad)",
+                Some(
+                    "unable to parse requirement: values[0][a]: Invalid value: \"-bad\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+                ),
+            ),
             ("", None),
         ];
         for (input, expected) in cases {

@@ -135,6 +135,15 @@ fn max_len(value: &str, max: usize) -> Vec<String> {
     }
 }
 
+/// Label keys and values are checked by kube's newer `content` rules, whose length limits are in
+/// bytes.
+fn in_bytes(message: &str) -> String {
+    match message.strip_suffix(" characters") {
+        Some(limit) if limit.starts_with("must be no more than ") => format!("{limit} bytes"),
+        _ => message.to_string(),
+    }
+}
+
 fn lower_alnum(c: char) -> bool {
     c.is_ascii_lowercase() || c.is_ascii_digit()
 }
@@ -200,7 +209,7 @@ pub fn label_key_messages(key: &str) -> Vec<String> {
                 m.extend(
                     subdomain_messages(prefix)
                         .into_iter()
-                        .map(|x| format!("prefix part {x}")),
+                        .map(|x| format!("prefix part {}", in_bytes(&x))),
                 );
             }
             *name
@@ -219,7 +228,7 @@ pub fn label_key_messages(key: &str) -> Vec<String> {
     if name.is_empty() {
         m.push("name part must be non-empty".to_string());
     } else if name.len() > 63 {
-        m.push("name part must be no more than 63 characters".to_string());
+        m.push("name part must be no more than 63 bytes".to_string());
     }
     if !key_name_ok(name) {
         m.push(format!(
@@ -236,7 +245,7 @@ pub fn label_key_messages(key: &str) -> Vec<String> {
 
 /// kube's `IsValidLabelValue`.
 pub fn label_value_messages(value: &str) -> Vec<String> {
-    let mut m = max_len(value, 63);
+    let mut m: Vec<String> = max_len(value, 63).iter().map(|x| in_bytes(x)).collect();
     if !value.is_empty() && !key_name_ok(value) {
         m.push(regex_error(
             LABEL_VALUE_MSG,
@@ -248,7 +257,8 @@ pub fn label_value_messages(value: &str) -> Vec<String> {
 }
 
 /// The field errors kube-apiserver finds in `metadata.labels` and `metadata.annotations` (keys,
-/// label values, the annotations' total size) and `metadata.finalizers` (qualified names).
+/// label values, the annotations' total size), `metadata.ownerReferences` (each owner named
+/// whole) and `metadata.finalizers` (qualified names).
 /// Values that are not strings are left to [`metadata_type_problems`]; annotation values are
 /// never quoted.
 pub fn metadata_errors(obj: &Value) -> Vec<FieldError> {
@@ -281,12 +291,46 @@ pub fn metadata_errors(obj: &Value) -> Vec<FieldError> {
             MAX_ANNOTATIONS_BYTES,
         ));
     }
+    errors.extend(owner_reference_errors(obj));
     let finalizers = obj
         .pointer("/metadata/finalizers")
         .and_then(Value::as_array);
     for f in finalizers.into_iter().flatten().filter_map(Value::as_str) {
         for m in label_key_messages(f) {
             errors.push(FieldError::invalid("metadata.finalizers", f, &m));
+        }
+    }
+    errors
+}
+
+/// Each of `metadata.ownerReferences` names its owner whole: an `apiVersion` of the form
+/// `group/version` or `version`, a `kind`, a `name` and a `uid`.
+fn owner_reference_errors(obj: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let refs = obj
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array);
+    for (i, r) in refs.into_iter().flatten().enumerate() {
+        let at = |f: &str| format!("metadata.ownerReferences[{i}].{f}");
+        let text = |f: &str| r.get(f).and_then(Value::as_str).unwrap_or("");
+        let api_version = text("apiVersion");
+        let version_ok = match api_version.split('/').collect::<Vec<_>>().as_slice() {
+            [version] | [_, version] => !version.is_empty(),
+            _ => false,
+        };
+        if api_version.is_empty() {
+            errors.push(FieldError::required(&at("apiVersion"), "must not be empty"));
+        } else if !version_ok {
+            errors.push(FieldError::invalid(
+                &at("apiVersion"),
+                api_version,
+                "must be <group>/<version> or <version>",
+            ));
+        }
+        for f in ["kind", "name", "uid"] {
+            if text(f).is_empty() {
+                errors.push(FieldError::required(&at(f), "must not be empty"));
+            }
         }
     }
     errors
@@ -330,7 +374,8 @@ pub fn metadata_problems(obj: &Value, typed: bool) -> Vec<String> {
     problems.extend(
         metadata_errors(obj)
             .iter()
-            .filter(|e| e.field != "metadata.finalizers")
+            .filter(|e| !e.field.starts_with("metadata.finalizers"))
+            .filter(|e| !e.field.starts_with("metadata.ownerReferences"))
             .map(ToString::to_string),
     );
     problems

@@ -17,13 +17,24 @@ pub fn create_errors(group: &str, kind: &str, obj: &Value) -> Vec<FieldError> {
     let mut errors = meta_errors(group, obj);
     errors.extend(refs::owner_reference_errors(obj));
     errors.extend(kind_errors(group, kind, obj));
-    errors
+    once_each(errors)
+}
+
+/// kube-apiserver reports an error its checks find twice (metadata on update) once.
+fn once_each(errors: Vec<FieldError>) -> Vec<FieldError> {
+    let mut out: Vec<FieldError> = Vec::with_capacity(errors.len());
+    for e in errors {
+        if !out.contains(&e) {
+            out.push(e);
+        }
+    }
+    out
 }
 
 /// The errors of an update from `old` to `obj`: kube checks the metadata and what may not
 /// change, then the new object: ConfigMaps, Secrets and ServiceAccounts whole as a create would
-/// (their metadata again: a repeated message is shown once), Leases and Services their spec,
-/// Namespaces nothing more.
+/// (their metadata again: an error found twice is reported once), Leases and Services their
+/// spec, Namespaces nothing more.
 pub fn update_errors(group: &str, kind: &str, obj: &Value, old: &Value) -> Vec<FieldError> {
     let mut errors = meta_errors(group, obj);
     errors.extend(refs::finalizer_update_errors(obj, old));
@@ -42,7 +53,7 @@ pub fn update_errors(group: &str, kind: &str, obj: &Value, old: &Value) -> Vec<F
         ("", "Namespace") => {}
         _ => errors.extend(kind_errors(group, kind, obj)),
     }
-    errors
+    once_each(errors)
 }
 
 /// Metadata: labels, annotations, finalizers; the core kinds also refuse an unqualified

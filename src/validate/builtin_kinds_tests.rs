@@ -212,13 +212,55 @@ fn immutable_config_maps_and_secrets_keep_their_data() {
 }
 
 #[test]
-fn an_update_checks_metadata_again_for_the_kinds_kube_validates_whole() {
+fn an_error_found_twice_is_reported_once() {
     let old = json!({"metadata": {"labels": {}}});
     let new = json!({"metadata": {"labels": {"-a": "b"}}});
-    // The label's error twice: MetaUpdate, then the ConfigMap whole (shown once in the message).
-    assert_eq!(update_errors("", "ConfigMap", &new, &old).len(), 2);
+    // MetaUpdate, then the ConfigMap whole, both find the label key.
+    assert_eq!(update_errors("", "ConfigMap", &new, &old).len(), 1);
     assert_eq!(
         update_errors("coordination.k8s.io", "Lease", &new, &old).len(),
         1
+    );
+}
+
+#[test]
+fn label_lengths_are_in_bytes_names_in_characters() {
+    let long = "a".repeat(64);
+    let labels = json!({"metadata": {"labels": {long.clone(): long.clone()}}});
+    let messages = messages(&create_errors("", "ConfigMap", &labels));
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert!(
+        messages[0].ends_with("name part must be no more than 63 bytes"),
+        "{messages:?}"
+    );
+    assert!(
+        messages[1].ends_with("must be no more than 63 bytes"),
+        "{messages:?}"
+    );
+    let name = super::super::name_errors("", "Namespace", "metadata.name", &long);
+    assert!(
+        name[0]
+            .to_string()
+            .ends_with("must be no more than 63 characters")
+    );
+}
+
+#[test]
+fn owner_references_name_their_owner_whole() {
+    let refs = json!({"metadata": {"ownerReferences": [
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": "o", "uid": "u"},
+        {"kind": "ConfigMap"},
+        {"apiVersion": "a/b/c", "kind": "K", "name": "n", "uid": "u"},
+        {"apiVersion": "example.com/", "kind": "K", "name": "n", "uid": "u"},
+    ]}});
+    assert_eq!(
+        messages(&create_errors("", "ConfigMap", &refs)),
+        [
+            "metadata.ownerReferences[1].apiVersion: Required value: must not be empty",
+            "metadata.ownerReferences[1].name: Required value: must not be empty",
+            "metadata.ownerReferences[1].uid: Required value: must not be empty",
+            "metadata.ownerReferences[2].apiVersion: Invalid value: \"a/b/c\": must be <group>/<version> or <version>",
+            "metadata.ownerReferences[3].apiVersion: Invalid value: \"example.com/\": must be <group>/<version> or <version>",
+        ]
     );
 }

@@ -1,12 +1,13 @@
 //! kube-apiserver's validation of what objects say about others and about their own deletion:
-//! `metadata.ownerReferences` (each complete, at most one controller), no finalizer added to an
+//! `metadata.ownerReferences` (at most one controller), no finalizer added to an
 //! object being deleted, and the RBAC kinds' references (a rule's verbs, a binding's roleRef,
 //! which may not change).
 
 use super::super::field::FieldError;
 use serde_json::{Map, Value, json};
 
-/// `metadata.ownerReferences`: each names its owner completely; one at most is the controller.
+/// `metadata.ownerReferences`: one at most is the controller (each naming its owner whole is
+/// [`super::metadata_errors`]'s).
 pub fn owner_reference_errors(obj: &Value) -> Vec<FieldError> {
     let Some(refs) = obj
         .pointer("/metadata/ownerReferences")
@@ -15,20 +16,6 @@ pub fn owner_reference_errors(obj: &Value) -> Vec<FieldError> {
         return Vec::new();
     };
     let mut errors = Vec::new();
-    for (i, r) in refs.iter().enumerate() {
-        for field in ["apiVersion", "kind", "name", "uid"] {
-            if r.get(field)
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .is_empty()
-            {
-                errors.push(FieldError::required(
-                    &format!("metadata.ownerReferences[{i}].{field}"),
-                    "must not be empty",
-                ));
-            }
-        }
-    }
     let controllers: Vec<&Value> = refs
         .iter()
         .filter(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
@@ -156,7 +143,6 @@ mod tests {
         assert_eq!(
             messages(&owner_reference_errors(&cm)),
             vec![
-                "metadata.ownerReferences[0].uid: Required value: must not be empty".to_string(),
                 "metadata.ownerReferences: Invalid value: [{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"a\",\"controller\":true},{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"b\",\"uid\":\"u\",\"controller\":true}]: Only one reference can have Controller set to true. Found \"true\" in references for ConfigMap/a and ConfigMap/b".to_string(),
             ]
         );

@@ -183,11 +183,10 @@ pub fn go_quote(s: &str) -> String {
             '\u{8}' => out.push_str("\\b"),
             '\u{c}' => out.push_str("\\f"),
             '\u{b}' => out.push_str("\\v"),
+            c if c < ' ' || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", c as u32)),
             c if c.is_control() => {
                 let n = c as u32;
-                if n < 0x100 {
-                    out.push_str(&format!("\\x{n:02x}"));
-                } else if n < 0x10000 {
+                if n < 0x10000 {
                     out.push_str(&format!("\\u{n:04x}"));
                 } else {
                     out.push_str(&format!("\\U{n:08x}"));
@@ -244,7 +243,7 @@ mod tests {
     fn several_errors_are_bracketed_once_each() {
         let a = FieldError::required("a", "");
         let b = FieldError::required("b", "");
-        assert_eq!(aggregate(&[a.clone()]), "a: Required value");
+        assert_eq!(aggregate(std::slice::from_ref(&a)), "a: Required value");
         assert_eq!(
             aggregate(&[a.clone(), b, a]),
             "[a: Required value, b: Required value]"
@@ -256,6 +255,7 @@ mod tests {
         assert_eq!(go_quote("bad key!"), "\"bad key!\"");
         assert_eq!(go_quote("a\"b\\c\n"), "\"a\\\"b\\\\c\\n\"");
         assert_eq!(go_quote("\u{1}"), "\"\\x01\"");
+        assert_eq!(go_quote("\u{81}"), "\"\\u0081\"");
         assert_eq!(go_quote("é"), "\"é\"");
     }
 }

@@ -14,10 +14,8 @@ pub fn syntax_error(data: &[u8]) -> Option<String> {
         return Some(e.message());
     }
     s.skip_space();
-    match s.peek() {
-        None => None,
-        Some(c) => Some(Problem::Char(c, "after top-level value").message()),
-    }
+    s.peek()
+        .map(|c| Problem::Char(c, "after top-level value").message())
 }
 
 /// The name Go's messages give a JSON value's type (`cannot unmarshal number into ...`).
@@ -304,6 +302,14 @@ mod tests {
                 Some("invalid character 'Ã' looking for beginning of value"),
             ),
         ];
+        assert_eq!(
+            syntax_error(&[0x81]).as_deref(),
+            Some(r"invalid character '\u0081' looking for beginning of value")
+        );
+        assert_eq!(
+            syntax_error(&[0x01]).as_deref(),
+            Some(r"invalid character '\x01' looking for beginning of value")
+        );
         for (input, expected) in cases {
             assert_eq!(
                 syntax_error(input.as_bytes()).as_deref(),

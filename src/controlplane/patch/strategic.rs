@@ -39,9 +39,10 @@ pub fn strategic_merge_patch(
     keys: &MergeKeys,
 ) -> Result<(), PatchError> {
     let Value::Object(patch) = patch else {
+        // Go's words, as kube-apiserver decodes a strategic merge patch.
         return Err(malformed(format!(
-            "a strategic merge patch must be a JSON object, got {}",
-            kind_of(patch)
+            "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+            crate::validate::gojson::type_name(patch)
         )));
     };
     let mut doc = target.clone();
