@@ -19,8 +19,11 @@ const RENAMED: &[(&str, &str)] = &[
     ("reportingComponent", "reportingController"),
 ];
 
+/// A field an encoding always writes, and its value when unset.
+type AlwaysWritten = (&'static str, fn() -> Value);
+
 /// Fields the core encoding always writes, with their value when unset.
-const CORE_ALWAYS: &[(&str, fn() -> Value)] = &[
+const CORE_ALWAYS: &[AlwaysWritten] = &[
     ("involvedObject", || json!({})),
     ("source", || json!({})),
     ("firstTimestamp", || Value::Null),
@@ -31,7 +34,7 @@ const CORE_ALWAYS: &[(&str, fn() -> Value)] = &[
 ];
 
 /// Fields the events.k8s.io encoding always writes, with their value when unset.
-const EVENTS_ALWAYS: &[(&str, fn() -> Value)] = &[
+const EVENTS_ALWAYS: &[AlwaysWritten] = &[
     ("eventTime", || Value::Null),
     ("regarding", || json!({})),
     ("deprecatedSource", || json!({})),
@@ -66,7 +69,7 @@ fn rename(obj: &Value, from_core: bool) -> Value {
     Value::Object(out)
 }
 
-fn fill(obj: &mut Value, always: &[(&str, fn() -> Value)]) {
+fn fill(obj: &mut Value, always: &[AlwaysWritten]) {
     if let Some(map) = obj.as_object_mut() {
         for (field, unset) in always {
             if !map.contains_key(*field) {
