@@ -173,9 +173,11 @@ pub fn text_at<'a>(value: &'a Value, pointer: &str) -> Option<&'a str> {
     str_at(value, pointer).filter(|s| !s.is_empty())
 }
 
-/// The object's `metadata.finalizers`, in order.
-pub fn finalizers(obj: &Value) -> Vec<String> {
-    obj.pointer("/metadata/finalizers")
+/// The strings of the array at `pointer`, in order (none when it is absent or not an array;
+/// items that are not strings are skipped).
+pub fn strings_at(value: &Value, pointer: &str) -> Vec<String> {
+    value
+        .pointer(pointer)
         .and_then(Value::as_array)
         .map(|a| {
             a.iter()
@@ -184,6 +186,11 @@ pub fn finalizers(obj: &Value) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The object's `metadata.finalizers`, in order.
+pub fn finalizers(obj: &Value) -> Vec<String> {
+    strings_at(obj, "/metadata/finalizers")
 }
 
 /// `file`, `file:line` or `file:line:column`: a place in a file as people and editors read it.

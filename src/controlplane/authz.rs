@@ -106,19 +106,23 @@ pub struct Rule {
 }
 
 impl Rule {
+    /// A rule of the core group, for tests.
+    #[cfg(test)]
+    pub(super) fn core(resources: &[&str], verbs: &[&str], names: &[&str]) -> Rule {
+        let v = |xs: &[&str]| xs.iter().map(|s| s.to_string()).collect();
+        Rule {
+            api_groups: vec![String::new()],
+            resources: v(resources),
+            verbs: v(verbs),
+            resource_names: v(names),
+            non_resource_urls: Vec::new(),
+        }
+    }
+
     /// The rules of a stored Role or ClusterRole.
     pub fn of_role(role: &Value) -> Vec<Rule> {
-        let strings = |rule: &Value, field: &str| -> Vec<String> {
-            rule.get(field)
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
+        let strings =
+            |rule: &Value, field: &str| crate::object::strings_at(rule, &format!("/{field}"));
         role.get("rules")
             .and_then(Value::as_array)
             .map(|rules| {
@@ -379,14 +383,7 @@ mod tests {
     }
 
     fn rule(resources: &[&str], verbs: &[&str], names: &[&str]) -> Rule {
-        let v = |xs: &[&str]| xs.iter().map(|s| s.to_string()).collect();
-        Rule {
-            api_groups: vec![String::new()],
-            resources: v(resources),
-            verbs: v(verbs),
-            resource_names: v(names),
-            non_resource_urls: Vec::new(),
-        }
+        Rule::core(resources, verbs, names)
     }
 
     #[test]

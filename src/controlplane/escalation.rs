@@ -165,14 +165,7 @@ mod tests {
     use super::*;
 
     fn rule(resources: &[&str], verbs: &[&str], names: &[&str]) -> Rule {
-        let v = |xs: &[&str]| xs.iter().map(|s| s.to_string()).collect();
-        Rule {
-            api_groups: vec![String::new()],
-            resources: v(resources),
-            verbs: v(verbs),
-            resource_names: v(names),
-            non_resource_urls: Vec::new(),
-        }
+        Rule::core(resources, verbs, names)
     }
 
     fn sa_user() -> User {

@@ -154,6 +154,32 @@ fn store(txn: &mut Txn, target: &Target, key: &str, obj: Value) -> Arc<Value> {
     txn.put(key, obj)
 }
 
+/// A resourceVersion the request names (`requested`) is a precondition: it must be the stored
+/// object's, else 409 Conflict, as upstream.
+pub(super) fn check_resource_version(
+    target: &Target,
+    name: &str,
+    requested: Option<&str>,
+    live: &Value,
+) -> Result<(), ApiError> {
+    match requested {
+        Some(rv)
+            if Some(rv)
+                != live
+                    .pointer("/metadata/resourceVersion")
+                    .and_then(Value::as_str) =>
+        {
+            Err(ApiError::conflict(
+                &target.rt.group,
+                &target.rt.plural,
+                name,
+                "the object has been modified; please apply your changes to the latest version and try again",
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Writes
 
@@ -296,19 +322,7 @@ pub fn update(
             )],
         ));
     }
-    if let Some(rv) = body_rv
-        && Some(rv)
-            != old
-                .pointer("/metadata/resourceVersion")
-                .and_then(Value::as_str)
-    {
-        return Err(ApiError::conflict(
-            &target.rt.group,
-            &target.rt.plural,
-            &name,
-            "the object has been modified; please apply your changes to the latest version and try again",
-        ));
-    }
+    check_resource_version(target, &name, body_rv, &old)?;
     let mut new = scope_to_subresource(target, &old, body);
     validation::enforce(
         target,
@@ -365,21 +379,10 @@ pub fn patch(
     };
     result?;
     // A patch that sets metadata.resourceVersion is a precondition, as upstream.
-    if let Some(rv) = body
+    let rv = body
         .pointer("/metadata/resourceVersion")
-        .and_then(Value::as_str)
-        && Some(rv)
-            != old
-                .pointer("/metadata/resourceVersion")
-                .and_then(Value::as_str)
-    {
-        return Err(ApiError::conflict(
-            &target.rt.group,
-            &target.rt.plural,
-            &name,
-            "the object has been modified; please apply your changes to the latest version and try again",
-        ));
-    }
+        .and_then(Value::as_str);
+    check_resource_version(target, &name, rv, &old)?;
     check_patched_identity(target, &name, &old, &new)?;
     let mut new = scope_to_subresource(target, &old, new);
     validation::enforce(
@@ -489,22 +492,12 @@ fn apply(
         ));
     }
     // A resourceVersion in the configuration is a precondition, as upstream.
-    if let (Some(live), Some(rv)) = (
-        old.as_deref(),
-        body.pointer("/metadata/resourceVersion")
+    if let Some(live) = old.as_deref() {
+        let rv = body
+            .pointer("/metadata/resourceVersion")
             .and_then(Value::as_str)
-            .filter(|rv| !rv.is_empty()),
-    ) && live
-        .pointer("/metadata/resourceVersion")
-        .and_then(Value::as_str)
-        != Some(rv)
-    {
-        return Err(ApiError::conflict(
-            &target.rt.group,
-            &target.rt.plural,
-            name,
-            "the object has been modified; please apply your changes to the latest version and try again",
-        ));
+            .filter(|rv| !rv.is_empty());
+        check_resource_version(target, name, rv, live)?;
     }
     let mut applied = body;
     match target.subresource {

@@ -377,18 +377,7 @@ pub fn crd_resource_type(crd: &Value) -> Result<ResourceType, CrdError> {
                 .collect()
         })
         .unwrap_or_default();
-    let strings = |field: &str| -> Vec<String> {
-        names
-            .get(field)
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    let strings = |field: &str| crate::object::strings_at(&names, &format!("/{field}"));
     let list_kind = Some(s(&names, "listKind"))
         .filter(|l| !l.is_empty())
         .unwrap_or_else(|| format!("{kind}List"));

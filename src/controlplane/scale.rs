@@ -2,7 +2,7 @@
 //! from it and written back into its `spec.replicas`, as kube-apiserver serves it.
 
 use super::error::ApiError;
-use super::objects::{PatchType, Target};
+use super::objects::{PatchType, Target, check_resource_version};
 use super::patch::{self, MergeKeys};
 use crate::validate::field::FieldError;
 use serde_json::{Map, Value, json};
@@ -125,19 +125,7 @@ pub(super) fn scaled(
         .pointer("/metadata/resourceVersion")
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty());
-    if let Some(rv) = rv
-        && Some(rv)
-            != old
-                .pointer("/metadata/resourceVersion")
-                .and_then(Value::as_str)
-    {
-        return Err(ApiError::conflict(
-            &target.rt.group,
-            &target.rt.plural,
-            name,
-            "the object has been modified; please apply your changes to the latest version and try again",
-        ));
-    }
+    check_resource_version(target, name, rv, old)?;
     let replicas = match requested.pointer("/spec/replicas") {
         None | Some(Value::Null) => 0,
         Some(v) => v.as_i64().ok_or_else(|| {

@@ -70,16 +70,8 @@ pub fn finalizer_update_errors(obj: &Value, old: &Value) -> Vec<FieldError> {
     if old.pointer("/metadata/deletionTimestamp").is_none() {
         return Vec::new();
     }
-    let list = |o: &Value| -> Vec<String> {
-        o.pointer("/metadata/finalizers")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|f| f.as_str().map(str::to_string))
-            .collect()
-    };
-    let before = list(old);
-    let added: Vec<String> = list(obj)
+    let before = crate::object::finalizers(old);
+    let added: Vec<String> = crate::object::finalizers(obj)
         .into_iter()
         .filter(|f| !before.contains(f))
         .collect();

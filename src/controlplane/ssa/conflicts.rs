@@ -6,7 +6,8 @@
 //! entries, ` using <apiVersion>`.
 
 use super::managed::Operation;
-use super::path::{FieldPath, go_quote};
+use super::path::FieldPath;
+use crate::validate::field::go_quote;
 use std::fmt;
 
 /// The managedFields entry that owns a conflicting field.

@@ -5,6 +5,7 @@
 //! position (`i:0`). Elements sort as structured-merge-diff sorts them (fields, then keys, then
 //! values, then indexes), which fixes the key order of the FieldsV1 encoding.
 
+use crate::validate::field::go_quote;
 use serde_json::Value;
 use std::cmp::Ordering;
 use std::fmt;
@@ -270,26 +271,6 @@ fn value_to_string(v: &Value) -> String {
             s
         }
     }
-}
-
-/// A string quoted like Go's `%q` (`strconv.Quote`).
-pub(crate) fn go_quote(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]
