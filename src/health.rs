@@ -43,18 +43,6 @@ pub enum Role {
     },
 }
 
-/// The role of an instance whose election stands at `standing`.
-pub fn role(standing: &crate::agent::leader::Standing) -> Role {
-    if standing.leading_at(std::time::Instant::now()) {
-        Role::Leading
-    } else {
-        Role::Standby {
-            holder: standing.holder.clone(),
-            healthy: standing.healthy,
-        }
-    }
-}
-
 /// The answer of `/readyz` for `sync` and, with leader election, `role`.
 pub fn readiness_with(sync: &CacheSync, role: Option<&Role>) -> (u16, String) {
     let (code, body) = readiness(sync);

@@ -121,9 +121,7 @@ fn words(name: &str) -> Vec<String> {
 /// The secret values found in `object` (see the module documentation), deduplicated.
 pub fn secret_values(object: &Value) -> BTreeSet<String> {
     let mut found = BTreeSet::new();
-    let is_secret = object.get("kind").and_then(Value::as_str) == Some("Secret")
-        && object.get("apiVersion").and_then(Value::as_str) == Some("v1");
-    if is_secret {
+    if crate::kinds::is_secret(object) {
         if let Some(Value::Object(data)) = object.get("data") {
             for v in data.values().filter_map(Value::as_str) {
                 found.insert(v.to_string());

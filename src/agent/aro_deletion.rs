@@ -13,11 +13,14 @@
 //! This only carries on deletions already started (a `deletionTimestamp` is set by the prune, with
 //! consent, or by a person); it never starts one, so a failed or empty render deletes nothing.
 
-use crate::apply::{ApplyError, Cluster, FINALIZER_MANAGER};
+use crate::apply::{ApplyError, Cluster};
+
+use crate::kinds::{CONTROL_PLANE_GROUP, INFRA_GROUP};
+use crate::marks::FINALIZER_MANAGER;
 use crate::object::ObjectKey;
 use crate::plan::ownership::Fleet;
 use crate::reconcile::aro::deletion::{self, Deletion, Step};
-use crate::reconcile::aro::{self, CONTROL_PLANE_GROUP, INFRA_GROUP};
+use crate::reconcile::aro::{self};
 use crate::report::{ObjectAction, ObjectOutcome, UnitError};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -96,7 +99,7 @@ pub async fn drive(
 ) -> Vec<ObjectOutcome> {
     let mut owners: BTreeMap<Option<String>, BTreeSet<ObjectKey>> = BTreeMap::new();
     for (k, v) in live {
-        if aro::is_aro_kind(&k.group, &k.kind)
+        if crate::kinds::is_aro_kind(&k.group, &k.kind)
             && of_unit(k)
             && deletion::is_deleting(v)
             && deletion::holds_finalizer(v)

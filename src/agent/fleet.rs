@@ -184,7 +184,7 @@ pub fn live_conflict_errors(
 
 /// The kinds a live Azure-identity check lists: the revision's ASO kinds and ARO kinds.
 pub fn identity_kinds(units: &[PreparedUnit]) -> std::collections::BTreeSet<ObjectKey> {
-    use crate::reconcile::aro::{is_aro_kind, is_aso_group};
+    use crate::kinds::{is_aro_kind, is_aso_group};
     units
         .iter()
         .filter_map(|(_, p)| p.as_ref().ok())
@@ -248,7 +248,7 @@ pub async fn live_identities_in(
 
 /// The live ASO and ARO objects of a live index (what [`live_aso_identities`] needs).
 pub fn identity_objects(live: &crate::apply::live::LiveIndex) -> Vec<Value> {
-    use crate::reconcile::aro::{is_aro_kind, is_aso_group};
+    use crate::kinds::{is_aro_kind, is_aso_group};
     live.identities()
         .filter(|id| is_aso_group(&id.group) || is_aro_kind(&id.group, &id.kind))
         .filter_map(|id| live.get(id))

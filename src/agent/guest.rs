@@ -12,9 +12,9 @@
 //! Secret, never what it holds.
 
 use crate::apply::Cluster;
+use crate::kinds::{HCP_CLUSTER, is_aso_group};
 use crate::object::{ObjectKey, str_at};
 use crate::reconcile::aro::apiservices::{self, GuestRead};
-use crate::reconcile::aro::{HCP_CLUSTER, is_aso_group};
 use crate::reconcile::readiness::aso_readiness;
 use crate::report::UnitOutcome;
 use base64::Engine as _;

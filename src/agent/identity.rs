@@ -23,7 +23,6 @@ use crate::azure::credential::CredentialRequest;
 use crate::azure::secret::SecretMaterial;
 use crate::object::ObjectKey;
 use crate::plan::ownership::Fleet;
-use crate::reconcile::aro;
 use crate::reconcile::identity::aso::{self, ClusterIdentityRef, Verdict};
 use crate::reconcile::identity::{
     AzureIdentity, CLIENT_SECRET_KEY, IdentityError, NOT_ALLOWED_MESSAGE, identity_key,
@@ -344,7 +343,7 @@ pub async fn check(
         }
         for o in &prepared.objects {
             let of_cluster = o.embedded_in.is_none()
-                && aro::is_aro_kind(&o.key.group, &o.key.kind)
+                && crate::kinds::is_aro_kind(&o.key.group, &o.key.kind)
                 && o.key.namespace.as_deref() == Some(r.namespace.as_str())
                 && aro_cluster_name(&o.object) == r.cluster;
             if of_cluster {

@@ -15,8 +15,8 @@
 
 pub mod publish;
 
+use crate::kinds::{CONTROL_PLANE_GROUP, INFRA_GROUP};
 use crate::object::ObjectKey;
-use crate::reconcile::aro::{CONTROL_PLANE_GROUP, INFRA_GROUP};
 use crate::report::{self, ObjectAction, Phase, UnitOutcome};
 pub use kube::runtime::events::EventType;
 

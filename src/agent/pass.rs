@@ -18,13 +18,14 @@ use super::prepare::Prepared;
 use super::prune::{self as pruning, Safety};
 use super::status::{Reconcilers, Step};
 use crate::apply::inventory::{self, Inventory, body_digest};
-use crate::apply::{AzureView, Cluster, FIELD_MANAGER};
+use crate::apply::{AzureView, Cluster};
+use crate::marks::FIELD_MANAGER;
 use crate::object::ObjectKey;
 use crate::plan::Action;
 use crate::plan::ownership;
 use crate::plan::policy::{self, Decision, Policy};
 use crate::reconcile::aro::apiservices::AVAILABLE_CONDITION;
-use crate::reconcile::aro::{self, KeyManager, node_policy};
+use crate::reconcile::aro::{KeyManager, node_policy};
 use crate::reconcile::readiness::{Readiness, aso_readiness};
 use crate::report::{AzureMode, ObjectAction, ObjectOutcome, Standing, UnitError, UnitOutcome};
 use serde_json::Value;
@@ -45,7 +46,7 @@ fn state_of(key: &ObjectKey, live: Option<&Value>) -> State {
     let Some(obj) = live else {
         return State::Missing;
     };
-    if aro::is_aso_group(&key.group) {
+    if crate::kinds::is_aso_group(&key.group) {
         return match aso_readiness(obj) {
             Readiness::Ready => State::Ready,
             Readiness::Failed { reason, message } => State::Failed { reason, message },
@@ -56,7 +57,7 @@ fn state_of(key: &ObjectKey, live: Option<&Value>) -> State {
             },
         };
     }
-    if aro::is_aro_kind(&key.group, &key.kind) {
+    if crate::kinds::is_aro_kind(&key.group, &key.kind) {
         let conditions = obj.pointer("/status/conditions").and_then(Value::as_array);
         // A control plane is ready once `Available` too (the aggregated-APIServices gate).
         let available = conditions
@@ -104,7 +105,7 @@ fn state_of(key: &ObjectKey, live: Option<&Value>) -> State {
 fn unblocks(key: &ObjectKey, live: Option<&Value>) -> bool {
     match live {
         None => false,
-        Some(_) if aro::is_aso_group(&key.group) => state_of(key, live) == State::Ready,
+        Some(_) if crate::kinds::is_aso_group(&key.group) => state_of(key, live) == State::Ready,
         Some(_) => true,
     }
 }

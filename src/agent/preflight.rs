@@ -12,7 +12,8 @@
 use super::live::{ListKey, list_key};
 use super::prepare::{PlannedObject, Prepared};
 use crate::apply::inventory::Inventory;
-use crate::apply::{ApplyError, Cluster, FIELD_MANAGER};
+use crate::apply::{ApplyError, Cluster};
+use crate::marks::FIELD_MANAGER;
 use crate::object::ObjectKey;
 use crate::plan::{Action, diff_object};
 use crate::report::{ObjectAction, ObjectOutcome, UnitError};

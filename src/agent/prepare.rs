@@ -1,9 +1,10 @@
 //! Preparing a unit for a pass: render it, validate it, expand the ASO resources its ARO objects
 //! embed, and order everything by the dependency graph. Any error stops this unit only.
 
+use crate::kinds::HCP_CLUSTER;
 use crate::object::{ObjectKey, Origin, SourcedObject};
 use crate::plan::graph::{self, Node};
-use crate::reconcile::aro::{self, HCP_CLUSTER, node_policy};
+use crate::reconcile::aro::{self, node_policy};
 use crate::reconcile::identity::aso;
 use crate::report::UnitError;
 use crate::unit::Unit;
@@ -49,7 +50,7 @@ impl Prepared {
         self.objects
             .iter()
             .filter(|o| {
-                (o.key.kind == "AROMachinePool" && o.key.group == aro::INFRA_GROUP)
+                (o.key.kind == "AROMachinePool" && o.key.group == crate::kinds::INFRA_GROUP)
                     || node_policy::is_policy(&o.object)
             })
             .filter_map(|o| o.key.namespace.clone())
@@ -67,7 +68,7 @@ impl Prepared {
         live_policies: impl FnOnce(&str) -> Vec<Value>,
     ) -> Result<Value, node_policy::NodePolicyError> {
         let o = &self.objects[i];
-        if o.embedded_in.is_none() || o.key.kind != aro::NODE_POOL {
+        if o.embedded_in.is_none() || o.key.kind != crate::kinds::NODE_POOL {
             return Ok(body);
         }
         let ns = o.key.namespace.as_deref().unwrap_or("default");
@@ -193,7 +194,7 @@ fn expand(unit: &Unit, rendered: Vec<SourcedObject>) -> Result<Prepared, Vec<Uni
     for s in rendered {
         let key = ObjectKey::from_object(&s.object).expect("validated objects have an identity");
         let parent = objects.len();
-        let embedded = if aro::is_aro_kind(&key.group, &key.kind) {
+        let embedded = if crate::kinds::is_aro_kind(&key.group, &key.kind) {
             let ns = key.namespace.clone();
             let cluster = aro_cluster_name(&s.object).to_string();
             let in_ns: Vec<&(Option<String>, String, String)> =

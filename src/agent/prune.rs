@@ -4,8 +4,9 @@
 //! object embeds is not deleted here when the ARO object leaves too: the prune deletes the ARO
 //! object and its finalizer takes what it embeds in reverse order (`super::aro_deletion`).
 
+use crate::apply::Cluster;
 use crate::apply::inventory::{Entry, Inventory};
-use crate::apply::{Cluster, OWNERSHIP_MANAGER};
+use crate::marks::OWNERSHIP_MANAGER;
 use crate::object::ObjectKey;
 use crate::plan::graph::{self, Node};
 use crate::plan::ownership::{Fleet, Guard, guard_deletion};
@@ -374,7 +375,7 @@ fn delegated_to_owner(
         .map(|b| {
             let c = controller_uid((*b)?)?;
             (0..keys.len()).find(|&j| {
-                crate::reconcile::aro::is_aro_kind(&keys[j].group, &keys[j].kind)
+                crate::kinds::is_aro_kind(&keys[j].group, &keys[j].kind)
                     && uid(bodies[j]).as_deref() == Some(c)
                     && matches!(verdicts[j], Verdict::Delete { .. })
             })
@@ -470,7 +471,8 @@ pub fn guard(
     bodies: &[Option<&Value>],
     verdicts: Vec<Verdict>,
 ) -> Vec<Verdict> {
-    use crate::reconcile::aro::{controller_uid, is_aro_kind};
+    use crate::kinds::is_aro_kind;
+    use crate::reconcile::aro::controller_uid;
     let uid = |b: &Value| {
         b.pointer("/metadata/uid")
             .and_then(Value::as_str)

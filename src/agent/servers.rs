@@ -45,7 +45,7 @@ pub(super) async fn health(
         ..watched.sync_state()
     });
     let standing = elector.map(|e| e.watch());
-    let role = Arc::new(move || standing.as_ref().map(|s| crate::health::role(&s.borrow())));
+    let role = Arc::new(move || standing.as_ref().map(|s| s.borrow().role()));
     let server = crate::health::serve_with_role(sync, role, addr)
         .await
         .map_err(|source| AgentError::Health { addr, source })?;

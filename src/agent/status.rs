@@ -20,8 +20,9 @@
 
 use super::guest::GuestClients;
 use super::prepare::Prepared;
+use crate::apply::Cluster;
 use crate::apply::inventory::Inventory;
-use crate::apply::{Cluster, OWNERSHIP_MANAGER, RECONCILER_MANAGER};
+use crate::marks::{OWNERSHIP_MANAGER, RECONCILER_MANAGER};
 use crate::object::ObjectKey;
 use crate::plan::policy;
 use crate::reconcile::aro::apiservices::{self, GuestRead};
@@ -41,7 +42,7 @@ fn aro_objects(prepared: &Prepared) -> impl Iterator<Item = &super::prepare::Pla
     prepared
         .objects
         .iter()
-        .filter(|o| aro::is_aro_kind(&o.key.group, &o.key.kind))
+        .filter(|o| crate::kinds::is_aro_kind(&o.key.group, &o.key.kind))
 }
 
 /// List keys (namespace-wide, any name) of the kinds the unit's live ARO owners recorded.
@@ -172,7 +173,7 @@ impl Reconcilers {
                 .object
                 .pointer("/spec/resources")
                 .and_then(Value::as_array)
-                .and_then(|l| l.iter().find(|r| r["kind"] == aro::HCP_CLUSTER));
+                .and_then(|l| l.iter().find(|r| r["kind"] == crate::kinds::HCP_CLUSTER));
             let state = match hcp {
                 Some(h) if h.pointer(aro::KMS_POINTER).is_some() => {
                     let world = world.get_or_insert_with(|| key_world(prepared, live));

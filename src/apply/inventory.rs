@@ -2,25 +2,20 @@
 //! restarts and is shared by replicas. Prune deletes only inventory members that are no longer
 //! rendered.
 //!
-//! One ConfigMap per unit in [`NAMESPACE`], labelled [`INVENTORY_LABEL`], its unit path in
-//! [`UNIT_ANNOTATION`]. `data.revision` holds the last revision applied to the unit, `data.entries`
+//! One ConfigMap per unit in [`AGENT_NAMESPACE`], labelled [`INVENTORY_LABEL`], its unit path in
+//! [`OWNER_ANNOTATION`]. `data.revision` holds the last revision applied to the unit, `data.entries`
 //! one JSON object per line: the object's identity and version, the reconcile decision taken for it,
 //! and a digest of the body last applied (how a changed desired state is told apart from drift).
 //! No object bodies and no Secret values are stored.
 
-use super::{ApplyError, Cluster, FIELD_MANAGER};
+use super::{ApplyError, Cluster};
+
+use crate::marks::{AGENT_NAMESPACE, FIELD_MANAGER, INVENTORY_LABEL, OWNER_ANNOTATION};
 use crate::object::ObjectKey;
 use crate::plan::policy::{Decision, Policy, Provenance};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-
-/// Namespace of the inventories (the agent's own: no unit may declare objects in it).
-pub const NAMESPACE: &str = crate::validate::reserved::AGENT_NAMESPACE;
-/// Label every inventory carries (value `"true"`): one LIST finds them all.
-pub const INVENTORY_LABEL: &str = crate::validate::reserved::INVENTORY_LABEL;
-/// Annotation holding the unit path an inventory belongs to.
-pub const UNIT_ANNOTATION: &str = crate::validate::reserved::OWNER_ANNOTATION;
 
 /// An object's identity across API versions: group, kind, namespace, name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -94,7 +89,7 @@ pub struct Inventory {
 
 /// An inventory that does not decode, or that the agent does not trust (written by someone else).
 #[derive(Debug, thiserror::Error)]
-#[error("ConfigMap/{NAMESPACE}/{name}: {why}")]
+#[error("ConfigMap/{AGENT_NAMESPACE}/{name}: {why}")]
 pub struct InventoryError {
     pub name: String,
     /// The unit the ConfigMap says it belongs to, when it says so.
@@ -104,7 +99,7 @@ pub struct InventoryError {
 
 /// Why the agent does not trust `cm` as an inventory: its data was written by a field manager
 /// other than the agent's ([`FIELD_MANAGER`], the only one that writes inventories; units cannot
-/// write into [`NAMESPACE`], validation refuses it). `None`: trusted. A ConfigMap without
+/// write into [`AGENT_NAMESPACE`], validation refuses it). `None`: trusted. A ConfigMap without
 /// managedFields (a server that does not track them) is judged by its content alone.
 pub fn distrust(cm: &Value) -> Option<String> {
     let managed = cm
@@ -238,9 +233,9 @@ impl Inventory {
             "kind": "ConfigMap",
             "metadata": {
                 "name": name_for(&self.unit),
-                "namespace": NAMESPACE,
+                "namespace": AGENT_NAMESPACE,
                 "labels": {INVENTORY_LABEL: "true", "app.kubernetes.io/managed-by": "aro-gitops"},
-                "annotations": {UNIT_ANNOTATION: self.unit},
+                "annotations": {OWNER_ANNOTATION: self.unit},
             },
             "data": data,
         })
@@ -255,7 +250,7 @@ impl Inventory {
             .to_string();
         let unit = cm
             .pointer("/metadata/annotations")
-            .and_then(|a| a.get(UNIT_ANNOTATION))
+            .and_then(|a| a.get(OWNER_ANNOTATION))
             .and_then(Value::as_str)
             .map(str::to_string);
         let err = |why: String| InventoryError {
@@ -268,7 +263,7 @@ impl Inventory {
         }
         let unit = unit
             .clone()
-            .ok_or_else(|| err(format!("no {UNIT_ANNOTATION} annotation")))?;
+            .ok_or_else(|| err(format!("no {OWNER_ANNOTATION} annotation")))?;
         if name != name_for(&unit) {
             // Not that unit's inventory: reported, and the unit goes on with its own.
             return Err(InventoryError {
@@ -317,7 +312,7 @@ pub fn config_map_key(name: &str) -> ObjectKey {
         group: String::new(),
         version: "v1".into(),
         kind: "ConfigMap".into(),
-        namespace: Some(NAMESPACE.into()),
+        namespace: Some(AGENT_NAMESPACE.into()),
         name: name.into(),
     }
 }
@@ -336,7 +331,7 @@ pub async fn read_all(
     Ok(from_config_maps(items))
 }
 
-/// The inventories among `config_maps` (those in [`NAMESPACE`] labelled [`INVENTORY_LABEL`]),
+/// The inventories among `config_maps` (those in [`AGENT_NAMESPACE`] labelled [`INVENTORY_LABEL`]),
 /// by unit, and the ones that could not be read.
 pub fn from_config_maps(
     config_maps: impl IntoIterator<Item = Value>,
@@ -345,7 +340,7 @@ pub fn from_config_maps(
     let mut errors = Vec::new();
     let label = format!("/metadata/labels/{}", INVENTORY_LABEL.replace('/', "~1"));
     for cm in config_maps {
-        if cm.pointer("/metadata/namespace").and_then(Value::as_str) != Some(NAMESPACE)
+        if cm.pointer("/metadata/namespace").and_then(Value::as_str) != Some(AGENT_NAMESPACE)
             || cm.pointer(&label).and_then(Value::as_str) != Some("true")
         {
             continue;
@@ -367,7 +362,7 @@ pub fn from_config_maps(
                 .filter(|id| {
                     id.group.is_empty()
                         && id.kind == "ConfigMap"
-                        && id.namespace.as_deref() == Some(NAMESPACE)
+                        && id.namespace.as_deref() == Some(AGENT_NAMESPACE)
                 })
                 .map(|id| (id.name.clone(), inv.unit.clone()))
         })
@@ -397,8 +392,7 @@ pub async fn write(cluster: &Cluster, inventory: &Inventory) -> Result<(), Apply
         Ok(_) => Ok(()),
         Err(ApplyError::Api { source, .. }) if matches!(source.as_ref(), kube::Error::Api(s) if s.code == 404) =>
         {
-            let ns =
-                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}});
+            let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": AGENT_NAMESPACE}});
             let ns_key = ObjectKey::from_object(&ns).expect("namespace has an identity");
             cluster.apply(&ns_key, &ns, FIELD_MANAGER).await?;
             cluster.apply(&key, &cm, FIELD_MANAGER).await.map(|_| ())

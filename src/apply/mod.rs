@@ -23,18 +23,6 @@ use serde_json::value::RawValue;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-/// The field manager the agent applies what git says with.
-pub const FIELD_MANAGER: &str = "aro-gitops";
-/// The field manager of what the embedded reconcilers write (status, the mirrored endpoint).
-pub const RECONCILER_MANAGER: &str = "aro-gitops-reconciler";
-/// The field manager of the owned-kinds annotation the shared applier records on ARO objects.
-/// Separate from the others: server-side apply removes what a manager stops applying, and each
-/// of these writes carries only its own fields.
-pub const OWNERSHIP_MANAGER: &str = "aro-gitops-ownership";
-/// The field manager of the finalizers the embedded reconcilers put on ARO objects (their own, so
-/// that the agent's later applies of the object, which do not carry them, never remove them).
-pub const FINALIZER_MANAGER: &str = "aro-gitops-finalizer";
-
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
     #[error(

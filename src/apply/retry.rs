@@ -19,11 +19,10 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 use tower::{BoxError, Layer, Service, ServiceExt};
 
+/// The retry plan of kube requests.
+const PLAN: crate::retry::RetryPlan = crate::retry::KUBE;
 /// How many times one request is sent again at most.
-pub const MAX_RETRIES: u32 = 8;
-
-/// The longest wait before a retry (a longer `Retry-After` is cut to it).
-const MAX_DELAY: Duration = Duration::from_secs(2);
+pub const MAX_RETRIES: u32 = PLAN.max_retries;
 
 /// How long to wait before sending a request again after `status`, or `None` not to. `attempt`:
 /// the retries already made. `forced_apply`: the request is a server-side apply with `force`.
@@ -36,12 +35,14 @@ pub fn retry_delay(
     if attempt >= MAX_RETRIES {
         return None;
     }
-    let backoff = backoff(attempt);
+    let backoff = PLAN.delay(attempt + 1, None, 0.0);
     match status {
         StatusCode::TOO_MANY_REQUESTS => Some(
             retry_after
                 .and_then(|s| s.trim().parse::<u64>().ok())
-                .map_or(backoff, |secs| Duration::from_secs(secs).min(MAX_DELAY)),
+                .map_or(backoff, |secs| {
+                    PLAN.delay(attempt + 1, Some(Duration::from_secs(secs)), 0.0)
+                }),
         ),
         StatusCode::INTERNAL_SERVER_ERROR
         | StatusCode::SERVICE_UNAVAILABLE
@@ -67,7 +68,7 @@ pub fn retry_after_error(
         ConnectionFailure::CutOff if method == Method::POST => return None,
         ConnectionFailure::CutOff => {}
     }
-    Some(backoff(attempt))
+    Some(PLAN.delay(attempt + 1, None, 0.0))
 }
 
 /// A failed connection, as far as sending the request again goes.
@@ -113,10 +114,6 @@ pub fn connection_failure(error: &(dyn StdError + 'static)) -> Option<Connection
         (false, true) => Some(ConnectionFailure::CutOff),
         _ => None,
     }
-}
-
-fn backoff(attempt: u32) -> Duration {
-    (Duration::from_millis(20) * 2u32.pow(attempt)).min(MAX_DELAY)
 }
 
 fn is_forced_apply<B>(req: &Request<B>) -> bool {
@@ -241,10 +238,10 @@ mod tests {
         };
         assert_eq!(d(500, false, None, 0), Some(Duration::from_millis(20)));
         assert_eq!(d(504, false, None, 2), Some(Duration::from_millis(80)));
-        assert_eq!(d(503, false, None, 7), Some(MAX_DELAY));
+        assert_eq!(d(503, false, None, 7), Some(PLAN.max_retry_after));
         assert_eq!(d(500, false, None, MAX_RETRIES), None);
         assert_eq!(d(429, false, Some("1"), 0), Some(Duration::from_secs(1)));
-        assert_eq!(d(429, false, Some("600"), 0), Some(MAX_DELAY));
+        assert_eq!(d(429, false, Some("600"), 0), Some(PLAN.max_retry_after));
         assert_eq!(d(429, false, None, 1), Some(Duration::from_millis(40)));
         assert_eq!(d(409, true, None, 0), Some(Duration::from_millis(20)));
     }

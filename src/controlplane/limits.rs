@@ -13,10 +13,7 @@ use std::time::Duration;
 /// The namespaces kube-apiserver never lets go (its NamespaceLifecycle admission).
 pub const IMMORTAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public"];
 
-/// The agent's own namespace, where every unit's inventory lives. The same name as
-/// `apply::inventory::NAMESPACE`, which the control plane cannot import (apply depends on it
-/// through plan); the safety tests hold the two equal.
-pub const AGENT_NAMESPACE: &str = "aro-gitops-system";
+use crate::marks::AGENT_NAMESPACE;
 
 /// The protected namespaces of a default [`super::Config`]: the immortal ones and the agent's.
 pub fn default_protected_namespaces() -> Vec<String> {

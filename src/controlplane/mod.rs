@@ -49,7 +49,7 @@ mod validation;
 mod watch;
 
 pub use error::{ApiError, ControlPlaneError};
-pub use limits::{AGENT_NAMESPACE, IMMORTAL_NAMESPACES};
+pub use limits::IMMORTAL_NAMESPACES;
 
 use objects::{Target, WriteOptions};
 use serde_json::{Value, json};

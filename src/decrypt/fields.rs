@@ -65,7 +65,7 @@ pub fn stand_in_digests(rendered: &mut Value) -> Result<Vec<String>, String> {
     let mut pointers = Vec::new();
     let mut found = Vec::new();
     collect_ciphertexts(rendered, &mut String::new(), &mut found);
-    let secret = crate::plan::normalize::is_secret(rendered);
+    let secret = crate::kinds::is_secret(rendered);
     for (p, text) in found {
         let mut digest = format!("sha256:{}", sha256_hex(text.as_bytes()));
         if secret && p.starts_with("/data/") {
@@ -160,7 +160,7 @@ fn sha256_hex(data: &[u8]) -> String {
 /// numbers as written, and a Secret's `data` values decoded too.
 pub fn plaintexts(object: &Value, pointers: &[String]) -> Vec<String> {
     let mut out = Vec::new();
-    let secret = crate::plan::normalize::is_secret(object);
+    let secret = crate::kinds::is_secret(object);
     for p in pointers {
         match object.pointer(p) {
             Some(Value::String(s)) => {

@@ -12,7 +12,7 @@
 //!    per vault client).
 //!
 //! 429 (its `Retry-After`), 5xx and timeouts are retried inside the key step by the SDK pipeline
-//! with [`retry::RetryPlan`]: the cluster waits, the other units' passes go on in their workers.
+//! with [`crate::retry::KEY_VAULT`]: the cluster waits, the other units' passes go on in their workers.
 //! A 403 is the unit's error naming the vault and the identity (never a secret). AROControlPlanes
 //! without an `identityRef` are in manual mode ([`ManualKeys`]).
 //!
@@ -21,7 +21,6 @@
 
 pub mod access;
 mod policy;
-pub mod retry;
 
 use crate::apply::Cluster;
 use crate::azure::access::AzureAccess;
@@ -29,12 +28,12 @@ use crate::azure::{AzureEnvironment, Endpoints};
 use crate::object::str_at;
 use crate::reconcile::aro::keyvault::{self as steps, KeyTarget};
 use crate::reconcile::aro::{KeyManager, KeyState, ManualKeys, manual_key_state};
+use crate::retry::RetryPlan;
 use azure_core::credentials::TokenCredential;
 use azure_core::http::{ClientOptions, RetryOptions, StatusCode};
 use azure_security_keyvault_keys::models::{CreateKeyParameters, Key, KeyType};
 use azure_security_keyvault_keys::{KeyClient, KeyClientOptions};
 use futures::future::BoxFuture;
-use retry::RetryPlan;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -121,7 +120,7 @@ impl KeyVaultKeys {
     pub fn new(access: Arc<dyn AccessSource>) -> KeyVaultKeys {
         KeyVaultKeys {
             access,
-            retry: RetryPlan::default(),
+            retry: crate::retry::KEY_VAULT,
             known: Mutex::default(),
             clients: Mutex::default(),
             flights: Mutex::default(),

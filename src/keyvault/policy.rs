@@ -2,7 +2,7 @@
 //! 408/429/500/502/503/504 and on transport errors (a timeout included); the plan says how long
 //! to wait (the server's `Retry-After` first) and when to stop.
 
-use super::retry::{RetryPlan, jitter};
+use crate::retry::{RetryPlan, jitter};
 use azure_core::http::StatusCode;
 use azure_core::http::headers::{HeaderName, RETRY_AFTER};
 use azure_core::http::policies::{RetryHeaders, RetryPolicy};

@@ -2,7 +2,6 @@
 //! keys client) against the simulator's loopback HTTPS endpoint.
 
 use super::*;
-use crate::agent::controller::queue::Backoff;
 use crate::azure::AzureEnvironment;
 use crate::azure::credential::{CredentialCache, CredentialRequest};
 use crate::azure::secret::SecretMaterial;
@@ -10,6 +9,7 @@ use crate::azuresim::https::directory::{SimIdentity, StaticDirectory};
 use crate::azuresim::https::{SimHttps, SimHttpsConfig};
 use crate::azuresim::keyvault::{KeyVaults, VaultPlan};
 use crate::reconcile::identity::AzureIdentity;
+use crate::retry::{Backoff, RetryPlan};
 use serde_json::json;
 use std::time::{Duration, Instant};
 

@@ -91,7 +91,7 @@ pub fn of_unit(objects: &[AsoObject]) -> Vec<Option<AzureIdentity>> {
     (0..objects.len())
         .map(|i| {
             let o = &objects[i];
-            if !crate::reconcile::aro::is_aso_group(&o.key.group) {
+            if !crate::kinds::is_aso_group(&o.key.group) {
                 return None;
             }
             let arm_id = crate::azuresim::inventory::arm_id_in(o.body, &bodies)?;

@@ -4,7 +4,8 @@
 //! Both sides are compared in the form [`comparable`] gives them and rendered as YAML. Secret values
 //! never appear: each `data`/`stringData` value is replaced by a marker saying whether it changed.
 
-use super::normalize::{comparable, is_secret};
+use super::normalize::comparable;
+use crate::kinds::is_secret;
 use crate::object::ObjectKey;
 use serde_json::{Map, Value};
 use std::fmt;

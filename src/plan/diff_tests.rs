@@ -220,7 +220,7 @@ fn served(desired: &Value, applied_fields: Value) -> Value {
     meta.insert(
         "managedFields".into(),
         json!([
-            owned(crate::apply::FIELD_MANAGER, "Apply", applied_fields),
+            owned(crate::marks::FIELD_MANAGER, "Apply", applied_fields),
             owned(
                 "other",
                 "Update",
@@ -326,7 +326,7 @@ mod converge {
         apply(&ApplyRequest {
             live,
             applied: desired,
-            manager: crate::apply::FIELD_MANAGER,
+            manager: crate::marks::FIELD_MANAGER,
             force: true,
             schema: &Schema::builtin("", kind),
             subresource: None,

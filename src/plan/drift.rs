@@ -8,9 +8,10 @@
 //! reported, never values.
 
 use super::diff::{Action, ObjectDiff, diff_object};
-use super::normalize::{Ctx, Owned, Prepared, is_empty_container, is_secret, match_items, project};
-use crate::apply::FIELD_MANAGER;
+use super::normalize::{Ctx, Owned, Prepared, is_empty_container, match_items, project};
 use crate::controlplane::ssa::{FieldSet, PathElement, managed_sets};
+use crate::kinds::is_secret;
+use crate::marks::FIELD_MANAGER;
 use serde_json::Value;
 
 /// One leaf field git sets whose live value differs.

@@ -18,8 +18,8 @@ mod project;
 
 pub(crate) use project::{Ctx, Owned, is_empty_container, match_items, project};
 
-use crate::apply::FIELD_MANAGER;
 use crate::controlplane::ssa::{FieldSet, Operation, managed_sets};
+use crate::marks::FIELD_MANAGER;
 use base64::Engine as _;
 use serde_json::{Map, Value};
 
@@ -88,12 +88,6 @@ impl Prepared {
     pub(crate) fn owned(&self) -> Owned<'_> {
         Owned::root(&self.agent, &self.all)
     }
-}
-
-/// True when `obj` is a core `v1` Secret.
-pub fn is_secret(obj: &Value) -> bool {
-    obj.get("kind").and_then(Value::as_str) == Some("Secret")
-        && obj.get("apiVersion").and_then(Value::as_str) == Some("v1")
 }
 
 /// A copy of `obj` without what the server sets (`status`, server metadata, the last-applied
@@ -168,7 +162,7 @@ fn canonical_numbers(v: &mut Value) {
 
 /// The API server merges `stringData` into `data` (base64, `stringData` wins) and never returns it.
 fn fold_secret_string_data(obj: &mut Value) {
-    if !is_secret(obj) {
+    if !crate::kinds::is_secret(obj) {
         return;
     }
     let Some(map) = obj.as_object_mut() else {

@@ -16,8 +16,8 @@
 //!   ([`guard_deletion`]).
 
 use super::azure_identity::AzureIdentity;
+use crate::marks::{ADOPT_FROM_ANNOTATION, OWNER_ANNOTATION, OWNER_LABEL};
 use crate::object::ObjectKey;
-pub use crate::validate::reserved::{ADOPT_FROM_ANNOTATION, OWNER_ANNOTATION, OWNER_LABEL};
 use serde_json::Value;
 use std::collections::BTreeMap;
 

@@ -161,8 +161,7 @@ fn effective(c: &Candidate) -> Policy {
 /// Deleting it deletes Azure resources: an ASO kind, or an ARO kind (garbage collection takes the
 /// ASO resources it embeds with it).
 fn is_azure(key: &ObjectKey) -> bool {
-    crate::reconcile::aro::is_aso_group(&key.group)
-        || crate::reconcile::aro::is_aro_kind(&key.group, &key.kind)
+    crate::kinds::is_aso_group(&key.group) || crate::kinds::is_aro_kind(&key.group, &key.kind)
 }
 
 /// What one unit's pruning is decided on, in a pass and in a plan alike.

@@ -74,7 +74,7 @@ fn aro_conditions(live: &[serde_json::Value]) -> Vec<ObjectConditions> {
         .iter()
         .filter_map(|obj| {
             let key = ObjectKey::from_object(obj).ok()?;
-            if !crate::reconcile::aro::is_aro_kind(&key.group, &key.kind) {
+            if !crate::kinds::is_aro_kind(&key.group, &key.kind) {
                 return None;
             }
             let rank = match key.kind.as_str() {

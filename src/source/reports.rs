@@ -14,28 +14,7 @@ use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
 /// How many times [`super::Source::publish`] pushes before giving up on a branch that keeps moving.
-pub const MAX_PUSH_ATTEMPTS: u32 = 8;
-
-/// The wait before the first retry of a lost race; doubled for each next one, up to [`MAX_RETRY_DELAY`].
-const FIRST_RETRY_DELAY: std::time::Duration = std::time::Duration::from_millis(25);
-const MAX_RETRY_DELAY: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// How long to wait after losing the race of push `attempt` (from 1): exponential, capped, and
-/// scaled by `jitter` (in `[0, 1)`) to between half and one and a half times that, so that agents
-/// that lost to each other do not fetch and push in step again.
-pub fn retry_delay(attempt: u32, jitter: f64) -> std::time::Duration {
-    let exponential = FIRST_RETRY_DELAY.saturating_mul(1 << attempt.clamp(1, 16).saturating_sub(1));
-    exponential
-        .min(MAX_RETRY_DELAY)
-        .mul_f64(0.5 + jitter.clamp(0.0, 1.0))
-}
-
-/// A random number in `[0, 1)`, for [`retry_delay`].
-fn jitter() -> f64 {
-    // The low 62 bits of a v4 UUID are random (the version and variant bits are above them).
-    let bits = (uuid::Uuid::new_v4().as_u128() as u64) & ((1 << 53) - 1);
-    bits as f64 / (1u64 << 53) as f64
-}
+pub const MAX_PUSH_ATTEMPTS: u32 = crate::retry::REPORT_PUSH.max_retries + 1;
 
 /// A report's path in the repository (components) and its content.
 type ReportFile<'a> = (Vec<String>, &'a [u8]);
@@ -83,7 +62,8 @@ impl Publish<'_> {
                 PushOutcome::Rejected(reason) => {
                     last_rejection = self.remote.redact(&reason);
                     if attempt < MAX_PUSH_ATTEMPTS {
-                        let wait = retry_delay(attempt, jitter());
+                        let wait =
+                            crate::retry::REPORT_PUSH.delay(attempt, None, crate::retry::jitter());
                         tracing::warn!(url = self.remote.shown(), %branch, attempt, reason = %last_rejection,
                             wait_ms = wait.as_millis() as u64, "push lost a race; fetching and retrying");
                         std::thread::sleep(wait);

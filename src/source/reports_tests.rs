@@ -341,24 +341,6 @@ fn shards_publishing_at_once_into_a_local_bare_remote_never_overwrite_each_other
 }
 
 #[test]
-fn retries_back_off_exponentially_with_jitter_and_a_cap() {
-    use std::time::Duration;
-    assert_eq!(retry_delay(1, 0.5), Duration::from_millis(25));
-    assert_eq!(retry_delay(2, 0.5), Duration::from_millis(50));
-    assert_eq!(retry_delay(3, 0.0), Duration::from_millis(50));
-    assert_eq!(retry_delay(3, 1.0), Duration::from_millis(150));
-    assert_eq!(retry_delay(20, 0.5), Duration::from_secs(1), "capped");
-    assert_eq!(retry_delay(u32::MAX, 1.0), Duration::from_millis(1500));
-    for _ in 0..100 {
-        let j = jitter();
-        assert!((0.0..1.0).contains(&j), "{j}");
-    }
-    // Two agents that lost to each other wait different times (almost always).
-    let waits: std::collections::BTreeSet<_> = (0..10).map(|_| retry_delay(2, jitter())).collect();
-    assert!(waits.len() > 1, "{waits:?}");
-}
-
-#[test]
 fn gives_up_after_the_bounded_number_of_lost_races() {
     let tmp = tempfile::tempdir().unwrap();
     let up = Upstream::new(tmp.path());

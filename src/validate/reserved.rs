@@ -8,20 +8,7 @@
 
 use serde_json::Value;
 
-/// The agent's own namespace: the inventories live there, and no unit may write into it.
-pub const AGENT_NAMESPACE: &str = "aro-gitops-system";
-/// Label every inventory carries (value `"true"`).
-pub const INVENTORY_LABEL: &str = "aro-gitops.dev/inventory";
-/// Annotation holding a unit path: on an inventory, the unit it belongs to; on any other object
-/// the agent applied, the unit that owns it.
-pub const OWNER_ANNOTATION: &str = "aro-gitops.dev/unit";
-/// Label with a short digest of the owning unit's path (labels hold at most 63 characters; the
-/// annotation has the path itself): `kubectl get -l aro-gitops.dev/unit-digest=...` lists a unit's
-/// objects.
-pub const OWNER_LABEL: &str = "aro-gitops.dev/unit-digest";
-/// Annotation a unit sets in git on an object to take it over from the unit that owns it live:
-/// its value is that unit's path (see `crate::plan::ownership`).
-pub const ADOPT_FROM_ANNOTATION: &str = "aro-gitops.dev/adopt-from";
+use crate::marks::{AGENT_NAMESPACE, INVENTORY_LABEL, OWNER_ANNOTATION, OWNER_LABEL};
 
 /// Problems with `obj` (a rendered object or an embedded resource; `prefix` is prepended to the
 /// pointers): it lives in the agent's namespace or carries one of the agent's marks.
@@ -62,6 +49,7 @@ pub fn problems(obj: &Value, prefix: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::marks::ADOPT_FROM_ANNOTATION;
     use serde_json::json;
 
     #[test]

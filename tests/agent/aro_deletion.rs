@@ -97,7 +97,7 @@ async fn removing_a_whole_cluster_deletes_it_in_reverse_order_and_releases_final
     assert_eq!(objects.len(), 4 + 14 + 2 + 2, "{objects:#?}");
     assert!(
         objects.iter().all(|o| {
-            o.owner.is_some() || aro_gitops::reconcile::aro::is_aro_kind(&o.key.group, &o.key.kind)
+            o.owner.is_some() || aro_gitops::kinds::is_aro_kind(&o.key.group, &o.key.kind)
         }),
         "every embedded resource is controlled by an ARO object: {objects:#?}"
     );

@@ -290,7 +290,7 @@ fn case_09_empty_render_with_consent_plan_deletions_equal_run_deletions() {
     fleet.with_client(async move |c| {
         let api: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
             c,
-            inventory::NAMESPACE,
+            aro_gitops::marks::AGENT_NAMESPACE,
             &kube::api::ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&()),
         );
         let patch = serde_json::json!({"metadata": {"annotations": {

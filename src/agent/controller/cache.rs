@@ -130,12 +130,12 @@ fn prepare(obj: &mut DynamicObject, resource: &ApiResource) {
 fn is_inventory(obj: &DynamicObject, resource: &ApiResource) -> bool {
     resource.group.is_empty()
         && resource.kind == "ConfigMap"
-        && obj.metadata.namespace.as_deref() == Some(inventory::NAMESPACE)
+        && obj.metadata.namespace.as_deref() == Some(crate::marks::AGENT_NAMESPACE)
         && obj
             .metadata
             .labels
             .as_ref()
-            .and_then(|l| l.get(inventory::INVENTORY_LABEL))
+            .and_then(|l| l.get(crate::marks::INVENTORY_LABEL))
             .is_some_and(|v| v == "true")
 }
 

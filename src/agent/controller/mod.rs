@@ -13,7 +13,7 @@ use super::{Agent, AgentError, Revision, carry_actions, pass};
 use crate::apply::inventory::{self, Identity, Inventory, InventoryError};
 use crate::report::{self, ObjectAction, UnitOutcome};
 use cache::{Change, KindKey};
-use queue::{Backoff, WorkQueue, Workers};
+use queue::{WorkQueue, Workers};
 use scope::{kept_outcome, reads_what_was_rendered};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -237,7 +237,8 @@ impl Agent {
             }
         }
         let mut queue: WorkQueue<Job> =
-            WorkQueue::new(Backoff::default(), rev.units.len() as u64).with_debounce(DEBOUNCE);
+            WorkQueue::new(crate::retry::UNIT_QUEUE, rev.units.len() as u64)
+                .with_debounce(DEBOUNCE);
         for i in (0..rev.units.len()).filter(|&i| !held(i)) {
             queue.add(Job::Unit(i));
         }
@@ -550,7 +551,7 @@ impl Agent {
         let known = || {
             inv.into_iter()
                 .flat_map(|inv| inv.entries.values())
-                .filter(|e| crate::reconcile::aro::is_aro_kind(&e.id.group, &e.id.kind))
+                .filter(|e| crate::kinds::is_aro_kind(&e.id.group, &e.id.kind))
                 .map(inventory::Entry::key)
                 .collect()
         };

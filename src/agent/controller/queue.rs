@@ -4,38 +4,10 @@
 //! waits an exponential backoff with jitter before it runs again. Pure: the caller says what
 //! time it is, so the tests need no clock.
 
+use crate::retry::Backoff;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::hash::Hash;
 use std::time::{Duration, Instant};
-
-/// Exponential backoff with jitter: `base · 2^(failures-1)`, at most `max`, then scaled by a
-/// factor in `[1 - jitter, 1]`.
-#[derive(Debug, Clone, Copy)]
-pub struct Backoff {
-    pub base: Duration,
-    pub max: Duration,
-    /// The share of the delay that is random, in `[0, 1]`.
-    pub jitter: f64,
-}
-
-impl Default for Backoff {
-    fn default() -> Self {
-        Backoff {
-            base: Duration::from_secs(2),
-            max: Duration::from_secs(300),
-            jitter: 0.5,
-        }
-    }
-}
-
-impl Backoff {
-    /// The delay after `failures` failures in a row (at least one), with `random` in `[0, 1)`.
-    pub fn delay(&self, failures: u32, random: f64) -> Duration {
-        let exp = failures.saturating_sub(1).min(30);
-        let full = self.base.saturating_mul(1u32 << exp).min(self.max);
-        full.mul_f64(1.0 - self.jitter.clamp(0.0, 1.0) * random.clamp(0.0, 1.0))
-    }
-}
 
 /// A deduplicating queue of keys with one worker per key and backoff on failure.
 pub struct WorkQueue<K> {
@@ -198,7 +170,7 @@ mod tests {
     use super::*;
 
     fn queue() -> WorkQueue<&'static str> {
-        WorkQueue::new(Backoff::default(), 42)
+        WorkQueue::new(crate::retry::UNIT_QUEUE, 42)
     }
 
     #[test]
@@ -253,17 +225,12 @@ mod tests {
     }
 
     #[test]
-    fn backoff_grows_exponentially_with_jitter_within_bounds() {
+    fn a_failing_key_waits_its_backoff_growing() {
         let b = Backoff {
             base: Duration::from_secs(1),
             max: Duration::from_secs(60),
             jitter: 0.5,
         };
-        assert_eq!(b.delay(1, 0.0), Duration::from_secs(1));
-        assert_eq!(b.delay(2, 0.0), Duration::from_secs(2));
-        assert_eq!(b.delay(4, 0.0), Duration::from_secs(8));
-        assert_eq!(b.delay(30, 0.0), Duration::from_secs(60), "capped");
-        assert_eq!(b.delay(3, 0.999_999).as_millis(), 2000);
         let mut q = WorkQueue::new(b, 7);
         let t0 = Instant::now();
         q.add("a");
@@ -415,7 +382,7 @@ mod workers_tests {
 
     #[tokio::test]
     async fn concurrency_is_bounded_and_a_slow_unit_takes_one_slot() {
-        let mut q: WorkQueue<u32> = WorkQueue::new(Backoff::default(), 1);
+        let mut q: WorkQueue<u32> = WorkQueue::new(crate::retry::UNIT_QUEUE, 1);
         for k in 0..7 {
             q.add(k);
         }

@@ -77,6 +77,18 @@ impl Standing {
     pub fn leading_at(&self, now: Instant) -> bool {
         self.leading_until.is_some_and(|t| now < t)
     }
+
+    /// What `/readyz` says of this instance now.
+    pub fn role(&self) -> crate::health::Role {
+        if self.leading_at(Instant::now()) {
+            crate::health::Role::Leading
+        } else {
+            crate::health::Role::Standby {
+                holder: self.holder.clone(),
+                healthy: self.healthy,
+            }
+        }
+    }
 }
 
 /// The election running in the background for this process.

@@ -57,7 +57,7 @@ pub(super) async fn against_live(
         return Err(read_errors.remove(0).into());
     }
     let (inventories, broken) =
-        inventory::from_config_maps(live.select("", "ConfigMap", inventory::NAMESPACE));
+        inventory::from_config_maps(live.select("", "ConfigMap", crate::marks::AGENT_NAMESPACE));
     // AutoNodePolicies too (node pools are merged with them), whether an inventory names them.
     let recorded_kinds: Vec<ObjectKey> = inventories
         .values()

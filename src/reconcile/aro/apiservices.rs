@@ -7,7 +7,8 @@
 
 use super::conditions::{Condition, finish_status, set_condition};
 use super::embedded::cluster_name;
-use super::{EXTERNAL_AUTH, HCP_CLUSTER, str_at};
+use super::str_at;
+use crate::kinds::{EXTERNAL_AUTH, HCP_CLUSTER};
 use serde_json::Value;
 
 pub const APISERVICES_CONDITION: &str = "AggregatedAPIServicesAvailable";

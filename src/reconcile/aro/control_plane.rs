@@ -15,7 +15,8 @@ use super::world::{
     aro_cluster, capi_cluster, embedded_live, find, hcp_name, node_pool_ready, node_pools_of,
     of_cluster,
 };
-use super::{EXTERNAL_AUTH, HCP_CLUSTER, owner_key, str_at};
+use super::{owner_key, str_at};
+use crate::kinds::{EXTERNAL_AUTH, HCP_CLUSTER};
 use crate::object::ObjectKey;
 use crate::reconcile::readiness::aso_readiness;
 use serde_json::{Value, json};

@@ -22,7 +22,8 @@
 
 use super::applier::controller_uid;
 use super::embedded::{cluster_name, is_paused};
-use super::{EXTERNAL_AUTH, HCP_CLUSTER, NODE_POOL, is_aro_kind, str_at};
+use super::str_at;
+use crate::kinds::{EXTERNAL_AUTH, HCP_CLUSTER, NODE_POOL, is_aro_kind};
 use crate::object::{ObjectKey, finalizers};
 use crate::plan::graph::{self, Node};
 use crate::plan::policy::{Policy, declared};

@@ -3,7 +3,9 @@
 //! key version, pause), with "incompatible value" errors when the user set something else; and
 //! the terminal errors of the ARO reconcilers.
 
-use super::{CONTROL_PLANE_GROUP, EXTERNAL_AUTH, HCP_CLUSTER, INFRA_GROUP, NODE_POOL, str_at};
+use super::str_at;
+
+use crate::kinds::{CONTROL_PLANE_GROUP, EXTERNAL_AUTH, HCP_CLUSTER, INFRA_GROUP, NODE_POOL};
 use crate::object::ObjectKey;
 use serde_json::{Value, json};
 

@@ -127,7 +127,7 @@ pub fn live_version<'a>(
     target: &KeyTarget,
     live: &'a [Value],
 ) -> Option<&'a str> {
-    let hcp = find(live, acp, super::HCP_CLUSTER, hcp_name)?;
+    let hcp = find(live, acp, crate::kinds::HCP_CLUSTER, hcp_name)?;
     let found = kms_target(hcp).ok()?;
     if &found != target {
         return None;
@@ -140,7 +140,7 @@ pub fn live_version<'a>(
 /// version and the live one carries a version for the same vault and key, that version is the one
 /// the agent found or made (and injects on every pass), so it stands; anything else as it is.
 pub fn as_planned(mut desired: Value, live: Option<&Value>) -> Value {
-    if str_at(&desired, "/kind") != Some(super::HCP_CLUSTER) {
+    if str_at(&desired, "/kind") != Some(crate::kinds::HCP_CLUSTER) {
         return desired;
     }
     let Some(live) = live else { return desired };

@@ -17,7 +17,8 @@ use super::world::{
     capi_cluster, capi_machine_pool, condition, condition_true, control_plane, embedded_live,
     hcp_name,
 };
-use super::{NODE_POOL, owner_key, str_at};
+use super::{owner_key, str_at};
+use crate::kinds::NODE_POOL;
 use crate::object::ObjectKey;
 use crate::reconcile::readiness::{Readiness, aso_readiness};
 use serde_json::{Value, json};

@@ -44,28 +44,6 @@ use crate::object::ObjectKey;
 use serde_json::Value;
 use std::collections::HashMap;
 
-pub const INFRA_GROUP: &str = "infrastructure.cluster.x-k8s.io";
-pub const CONTROL_PLANE_GROUP: &str = "controlplane.cluster.x-k8s.io";
-pub const HCP_GROUP: &str = "redhatopenshift.azure.com";
-pub const HCP_CLUSTER: &str = "HcpOpenShiftCluster";
-pub const NODE_POOL: &str = "HcpOpenShiftClustersNodePool";
-pub const EXTERNAL_AUTH: &str = "HcpOpenShiftClustersExternalAuth";
-
-/// The three ARO kinds that embed ASO resources.
-pub fn is_aro_kind(group: &str, kind: &str) -> bool {
-    matches!(
-        (group, kind),
-        (INFRA_GROUP, "AROCluster")
-            | (INFRA_GROUP, "AROMachinePool")
-            | (CONTROL_PLANE_GROUP, "AROControlPlane")
-    )
-}
-
-/// Whether an object's group is an Azure Service Operator group (`*.azure.com`).
-pub fn is_aso_group(group: &str) -> bool {
-    group.ends_with(".azure.com")
-}
-
 use crate::object::str_at;
 
 /// The order decisions are taken in (see [`decide_all`]).
@@ -149,6 +127,7 @@ mod fixtures;
 mod tests {
     use super::fixtures::*;
     use super::*;
+    use crate::kinds::{HCP_CLUSTER, NODE_POOL};
     use serde_json::json;
 
     /// A cluster whose HcpOpenShiftCluster just became ready, its kubeconfig written, while the

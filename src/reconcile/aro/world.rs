@@ -3,7 +3,8 @@
 //! without their data). Matching is by kind and name within the namespace, whatever the version.
 
 use super::embedded::cluster_name;
-use super::{HCP_CLUSTER, NODE_POOL, str_at};
+use super::str_at;
+use crate::kinds::{HCP_CLUSTER, NODE_POOL};
 use crate::reconcile::readiness::aso_readiness;
 use serde_json::Value;
 

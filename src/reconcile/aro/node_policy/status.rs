@@ -16,10 +16,11 @@
 use super::{
     DEFAULT_POLICY_NAME, NODE_POLICY_INVALID, NODE_POLICY_VIOLATION, POLICY_KIND, is_policy, parse,
 };
+use crate::kinds::NODE_POOL;
 use crate::plan::policy::{Policy, declared};
 use crate::reconcile::aro::conditions::{Condition, set_condition};
+use crate::reconcile::aro::str_at;
 use crate::reconcile::aro::world::condition;
-use crate::reconcile::aro::{NODE_POOL, str_at};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 

@@ -3,8 +3,9 @@
 #![allow(clippy::type_complexity)] // tables of tuples
 
 use super::*;
+use crate::kinds::NODE_POOL;
+use crate::reconcile::aro::decide_machine_pool;
 use crate::reconcile::aro::fixtures::*;
-use crate::reconcile::aro::{NODE_POOL, decide_machine_pool};
 
 const SIZE: &str = "node.kubernetes.io/instance-type";
 const ZONE: &str = "topology.kubernetes.io/zone";
