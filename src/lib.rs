@@ -2,6 +2,7 @@
 
 pub mod agent;
 pub mod apply;
+pub mod arm;
 pub mod azure;
 pub mod azuresim;
 pub mod cli;
@@ -9,6 +10,7 @@ pub mod controlplane;
 pub mod crdschema;
 pub mod decrypt;
 pub mod health;
+pub mod identity;
 pub mod keyvault;
 pub mod kinds;
 pub mod marks;

@@ -173,7 +173,7 @@ pub fn unit_drift(
                 fields: vec![],
             },
             Some(l) => {
-                let desired = crate::reconcile::identity::aso::as_planned(desired, Some(l));
+                let desired = crate::reconcile::credentials::as_planned(desired, Some(l));
                 let desired = crate::reconcile::aro::keyvault::as_planned(desired, Some(l));
                 let fields: Vec<FieldDrift> = drifted_fields(&desired, l)
                     .into_iter()

@@ -1,6 +1,6 @@
 //! The identity check of a pass (IO): for each cluster of the unit that names an
 //! AzureClusterIdentity, read the identity, its namespace's labels and, where the type needs one,
-//! the identity's Secret, and give the verdict (`reconcile::identity`): allowed, with the cluster's
+//! the identity's Secret, and give the verdict (`identity`): allowed, with the cluster's
 //! ASO credential Secret to apply; not allowed; or a per-cluster error naming the object. An
 //! identity not live yet that another unit of the revision declares is waited for (nothing of the
 //! cluster applied, no error).
@@ -21,13 +21,13 @@ use crate::azure::AzureEnvironment;
 use crate::azure::access::AzureAccess;
 use crate::azure::credential::CredentialRequest;
 use crate::azure::secret::SecretMaterial;
-use crate::object::ObjectKey;
-use crate::plan::ownership::Fleet;
-use crate::reconcile::identity::aso::{self, ClusterIdentityRef, Verdict};
-use crate::reconcile::identity::{
+use crate::identity::{
     AzureIdentity, CLIENT_SECRET_KEY, IdentityError, NOT_ALLOWED_MESSAGE, identity_key,
     namespace_labels,
 };
+use crate::object::ObjectKey;
+use crate::plan::ownership::Fleet;
+use crate::reconcile::credentials::{self, ClusterIdentityRef, Verdict};
 use crate::report::UnitError;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -64,7 +64,7 @@ pub fn watched(prepared: &Prepared, rendered: &HashMap<ObjectKey, &Value>) -> Ve
         .filter(|o| o.embedded_in.is_none())
         .map(|o| &o.object);
     let mut out = Vec::new();
-    for r in aso::cluster_refs(of_git, aro_cluster_name) {
+    for r in credentials::cluster_refs(of_git, aro_cluster_name) {
         let key = identity_key(&r.identity.0, &r.identity.1);
         let secret = rendered
             .get(&key)
@@ -241,13 +241,13 @@ async fn judge(
     if let Some(s) = &secret {
         crate::redact::learn([s]);
     }
-    let credential = aso::credential_secret(r, &identity, secret.as_ref());
+    let credential = credentials::credential_secret(r, &identity, secret.as_ref());
     if let Some(azure) = azure {
         let live = read_live(cluster, caches, &r.secret_key())
             .await
             .ok()
             .flatten();
-        if aso::material_rotated(&credential, live.as_ref())
+        if credentials::material_rotated(&credential, live.as_ref())
             && let Err(e) = verify_rotated(azure, prepared, r, &identity, secret.as_ref()).await
         {
             return failed(format!(
@@ -304,7 +304,7 @@ pub async fn check(
         .iter()
         .filter(|o| o.embedded_in.is_none())
         .map(|o| &o.object);
-    let refs = aso::cluster_refs(of_git, aro_cluster_name);
+    let refs = credentials::cluster_refs(of_git, aro_cluster_name);
     let mut out = Identities::default();
     let mut read = HashMap::new();
     for r in &refs {

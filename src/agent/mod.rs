@@ -232,10 +232,16 @@ pub async fn run_with(config: RunConfig, lifecycle: Lifecycle) -> Result<RunSumm
     }
     // In force for the whole run: the checkouts under the state directory decrypt with it.
     let _decryption = match &config.decryption {
-        Some(keys) => Some(crate::decrypt::register(
-            &config.state_dir,
-            crate::decrypt::Decryption::load(keys, Some(&env.cluster)).await,
-        )),
+        Some(keys) => {
+            let secret = match keys.secret_key() {
+                Some(key) => env.cluster.get(&key).await.map_err(|e| e.to_string()),
+                None => Ok(None),
+            };
+            Some(crate::decrypt::register(
+                &config.state_dir,
+                crate::decrypt::Decryption::load(keys, secret),
+            ))
+        }
         None => None,
     };
     let mut source = Source::open(SourceConfig {

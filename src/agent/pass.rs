@@ -310,7 +310,7 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
         }
         let mut desired = planned.object.clone();
         if planned.embedded_in.is_some()
-            || crate::reconcile::identity::aso::is_credential_secret(&planned.object)
+            || crate::reconcile::credentials::is_credential_secret(&planned.object)
         {
             match reconcilers.step(prepared, i, &live, &mut errors) {
                 Step::Apply(body) => desired = body,

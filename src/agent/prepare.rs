@@ -5,7 +5,7 @@ use crate::kinds::HCP_CLUSTER;
 use crate::object::{ObjectKey, Origin, SourcedObject};
 use crate::plan::graph::{self, Node};
 use crate::reconcile::aro::{self, node_policy};
-use crate::reconcile::identity::aso;
+use crate::reconcile::credentials;
 use crate::report::UnitError;
 use crate::unit::Unit;
 use serde_json::Value;
@@ -188,7 +188,8 @@ fn expand(unit: &Unit, rendered: Vec<SourcedObject>) -> Result<Prepared, Vec<Uni
         .collect();
     let clusters: Vec<&Value> = cluster_objects.iter().collect();
     // The clusters that name an identity: their ASO resources use its credential Secret.
-    let credentials = aso::cluster_refs(rendered.iter().map(|s| &s.object), aro_cluster_name);
+    let credentials =
+        credentials::cluster_refs(rendered.iter().map(|s| &s.object), aro_cluster_name);
     let mut objects = Vec::new();
     let mut errors = Vec::new();
     for s in rendered {
@@ -220,7 +221,7 @@ fn expand(unit: &Unit, rendered: Vec<SourcedObject>) -> Result<Prepared, Vec<Uni
                 Ok(mut e) => {
                     if let Some(r) = credential {
                         e.iter_mut()
-                            .for_each(|o| aso::annotate(o, &r.secret_name()));
+                            .for_each(|o| credentials::annotate(o, &r.secret_name()));
                     }
                     e
                 }

@@ -29,7 +29,7 @@ use crate::reconcile::aro::apiservices::{self, GuestRead};
 use crate::reconcile::aro::{
     self, Decision, Held, KeyManager, KeyState, OWNED_KINDS_ANNOTATION, node_policy, owned_kinds,
 };
-use crate::reconcile::identity::aso as identity_aso;
+use crate::reconcile::credentials as identity_aso;
 use crate::report::UnitError;
 use serde_json::{Value, json};
 use std::collections::{BTreeSet, HashMap};

@@ -34,7 +34,7 @@ impl AzureView {
         match self {
             AzureView::Unavailable(why) => Err(why.clone()),
             AzureView::Simulated(client) => {
-                let arm_id = inventory::arm_id_in(obj, unit).ok_or_else(|| {
+                let arm_id = crate::arm::arm_id_in(obj, unit).ok_or_else(|| {
                     "its ARM id cannot be worked out: spec.owner does not lead to a resource group of the same unit".to_string()
                 })?;
                 inventory::exists(client, &arm_id)

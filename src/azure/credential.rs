@@ -20,7 +20,7 @@ use super::assertion::{CertificateAssertion, CertificateError, CertificateKey};
 use super::endpoints::Endpoints;
 use super::secret::SecretMaterial;
 use super::transport::HyperTransport;
-use crate::reconcile::identity::{AzureIdentity, IdentityType};
+use crate::identity::{AzureIdentity, IdentityType};
 use azure_core::cloud::{CloudConfiguration, CustomConfiguration};
 use azure_core::credentials::{AccessToken, Secret, TokenCredential};
 use azure_core::http::ClientOptions;

@@ -1,14 +1,12 @@
-//! The Azure facts the simulator makes up: owner kinds, ARM resource ids, and the URLs and version
-//! of a simulated ARO HCP cluster.
+//! The Azure facts the simulator makes up: the URLs and version of a simulated ARO HCP cluster (the
+//! ARM ids it files resources under are `crate::arm`'s).
 //!
 //! Everything here is pure and deterministic. Ids use the all-zero subscription and host names live
 //! under the reserved `.invalid` top-level domain, so nothing the simulator writes can be mistaken for
 //! (or resolve to) a real Azure resource.
 
+use crate::arm::azure_name;
 use serde_json::Value;
-
-/// The subscription every simulated ARM id lives in.
-pub const SUBSCRIPTION_ID: &str = "00000000-0000-0000-0000-000000000000";
 
 /// The DNS suffix of simulated clusters (`.invalid` never resolves, RFC 2606).
 pub const DNS_SUFFIX: &str = "aro-hcp.azuresim.invalid";
@@ -18,165 +16,6 @@ pub const API_PORT: u16 = 443;
 
 /// OpenShift version reported when the spec names none.
 pub const DEFAULT_OPENSHIFT_VERSION: &str = "4.20.0";
-
-pub const RESOURCE_GROUP: &str = "ResourceGroup";
-pub const VIRTUAL_NETWORK: &str = "VirtualNetwork";
-pub const SUBNET: &str = "VirtualNetworksSubnet";
-pub const HCP_CLUSTER: &str = "HcpOpenShiftCluster";
-pub const NODE_POOL: &str = "HcpOpenShiftClustersNodePool";
-pub const EXTERNAL_AUTH: &str = "HcpOpenShiftClustersExternalAuth";
-
-const RESOURCES_GROUP: &str = "resources.azure.com";
-const NETWORK_GROUP: &str = "network.azure.com";
-const REDHAT_GROUP: &str = "redhatopenshift.azure.com";
-
-/// Where `spec.owner` of an ASO object points.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum OwnerRef {
-    /// The kind lives directly in the subscription (ResourceGroup) and has no owner.
-    NotNeeded,
-    /// `spec.owner` names neither an object nor an ARM id.
-    NotSet { implied_kind: &'static str },
-    /// `spec.owner.armId`: an Azure resource outside the control plane, taken as existing.
-    ArmId(String),
-    /// An object in the same namespace. `group` is `None` when given neither explicitly nor implied
-    /// by the kind (the runner then looks the kind up).
-    Named {
-        group: Option<String>,
-        kind: String,
-        name: String,
-    },
-}
-
-/// The owner kind (and its group) a child kind implies when `spec.owner.kind` is not given.
-pub fn implied_owner_kind(kind: &str) -> (&'static str, &'static str) {
-    match kind {
-        SUBNET => (NETWORK_GROUP, VIRTUAL_NETWORK),
-        NODE_POOL | EXTERNAL_AUTH => (REDHAT_GROUP, HCP_CLUSTER),
-        _ => (RESOURCES_GROUP, RESOURCE_GROUP),
-    }
-}
-
-/// The group ASO serves `kind` in, for the kinds the simulator knows by name.
-fn known_group(kind: &str) -> Option<&'static str> {
-    match kind {
-        RESOURCE_GROUP => Some(RESOURCES_GROUP),
-        VIRTUAL_NETWORK | SUBNET | "NetworkSecurityGroup" => Some(NETWORK_GROUP),
-        HCP_CLUSTER | NODE_POOL | EXTERNAL_AUTH => Some(REDHAT_GROUP),
-        "Vault" => Some("keyvault.azure.com"),
-        "UserAssignedIdentity" => Some("managedidentity.azure.com"),
-        "RoleAssignment" => Some("authorization.azure.com"),
-        _ => None,
-    }
-}
-
-/// Reads `spec.owner` of `obj`; an explicit `spec.owner.kind` wins over the kind implied by `obj`'s kind.
-pub fn owner_of(obj: &Value) -> OwnerRef {
-    let kind = text_at(obj, "/kind").unwrap_or_default();
-    if kind == RESOURCE_GROUP {
-        return OwnerRef::NotNeeded;
-    }
-    let owner = obj.pointer("/spec/owner");
-    let field = |f: &str| {
-        owner
-            .and_then(|o| o.get(f))
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-    };
-    if let Some(arm_id) = field("armId") {
-        return OwnerRef::ArmId(arm_id.to_string());
-    }
-    let (implied_group, implied_kind) = implied_owner_kind(kind);
-    let Some(name) = field("name") else {
-        return OwnerRef::NotSet { implied_kind };
-    };
-    let (group, kind) = match (field("group"), field("kind")) {
-        (group, Some(kind)) => (
-            group.or_else(|| known_group(kind)).map(str::to_string),
-            kind.to_string(),
-        ),
-        (group, None) => (
-            Some(group.unwrap_or(implied_group).to_string()),
-            implied_kind.to_string(),
-        ),
-    };
-    OwnerRef::Named {
-        group,
-        kind,
-        name: name.to_string(),
-    }
-}
-
-/// The name of the resource in Azure: `spec.azureName`, else `metadata.name`.
-pub fn azure_name(obj: &Value) -> &str {
-    text_at(obj, "/spec/azureName")
-        .or_else(|| text_at(obj, "/metadata/name"))
-        .unwrap_or_default()
-}
-
-/// How an ARM id of a kind is formed under its parent.
-enum Segment {
-    /// `/subscriptions/{sub}/resourceGroups/{name}`.
-    ResourceGroup,
-    /// `{parent}/providers/{type}/{name}` (resource-group scoped or extension resources).
-    Provider(String),
-    /// `{parent}/{segment}/{name}` (child resources such as subnets and node pools).
-    Child(&'static str),
-}
-
-fn segment(group: &str, kind: &str) -> Segment {
-    let provider = |t: &str| Segment::Provider(t.to_string());
-    match kind {
-        RESOURCE_GROUP => Segment::ResourceGroup,
-        VIRTUAL_NETWORK => provider("Microsoft.Network/virtualNetworks"),
-        "NetworkSecurityGroup" => provider("Microsoft.Network/networkSecurityGroups"),
-        SUBNET => Segment::Child("subnets"),
-        "Vault" => provider("Microsoft.KeyVault/vaults"),
-        "UserAssignedIdentity" => provider("Microsoft.ManagedIdentity/userAssignedIdentities"),
-        "RoleAssignment" => provider("Microsoft.Authorization/roleAssignments"),
-        HCP_CLUSTER => provider("Microsoft.RedHatOpenShift/hcpOpenShiftClusters"),
-        NODE_POOL => Segment::Child("nodePools"),
-        EXTERNAL_AUTH => Segment::Child("externalAuths"),
-        _ => {
-            // An ASO kind the simulator has no table entry for: `Microsoft.<Group>/<kinds>`.
-            let service = group.split('.').next().unwrap_or(group);
-            let mut chars = service.chars();
-            let service = chars
-                .next()
-                .map(|c| c.to_uppercase().chain(chars).collect::<String>())
-                .unwrap_or_default();
-            Segment::Provider(format!("Microsoft.{service}/{}s", lower_first(kind)))
-        }
-    }
-}
-
-/// The ARM resource type (`Microsoft.X/y[/z]`) of a kind, as ASO reports it in `status.type`.
-pub fn arm_type(group: &str, kind: &str) -> String {
-    match segment(group, kind) {
-        Segment::ResourceGroup => "Microsoft.Resources/resourceGroups".to_string(),
-        Segment::Provider(t) => t,
-        Segment::Child(child) => {
-            let (owner_group, owner_kind) = implied_owner_kind(kind);
-            format!("{}/{child}", arm_type(owner_group, owner_kind))
-        }
-    }
-}
-
-/// The ARM id of `obj` under the resource `parent_id` (ignored for resource groups). Without a
-/// parent id the resource is placed directly in the simulated subscription.
-pub fn arm_id(obj: &Value, parent_id: Option<&str>) -> String {
-    let (group, _) =
-        crate::object::split_api_version(text_at(obj, "/apiVersion").unwrap_or_default());
-    let kind = text_at(obj, "/kind").unwrap_or_default();
-    let name = azure_name(obj);
-    let subscription = format!("/subscriptions/{SUBSCRIPTION_ID}");
-    let parent = parent_id.unwrap_or(&subscription).trim_end_matches('/');
-    match segment(group, kind) {
-        Segment::ResourceGroup => format!("{subscription}/resourceGroups/{name}"),
-        Segment::Provider(t) => format!("{parent}/providers/{t}/{name}"),
-        Segment::Child(child) => format!("{parent}/{child}/{name}"),
-    }
-}
 
 /// The DNS base domain of a simulated cluster: `<name>.<location>.aro-hcp.azuresim.invalid`.
 pub fn base_domain(cluster: &Value) -> String {
@@ -222,14 +61,6 @@ pub fn node_pool_replicas(pool: &Value) -> i64 {
 
 use crate::object::text_at;
 
-fn lower_first(s: &str) -> String {
-    let mut chars = s.chars();
-    chars
-        .next()
-        .map(|c| c.to_lowercase().chain(chars).collect())
-        .unwrap_or_default()
-}
-
 /// A DNS label from an arbitrary name: lower case, `[a-z0-9-]`, at most 63 characters.
 fn dns_label(s: &str) -> String {
     let label: String = s
@@ -254,133 +85,11 @@ fn dns_label(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kinds::{HCP_CLUSTER, NODE_POOL};
     use serde_json::json;
 
     fn obj(api_version: &str, kind: &str, spec: Value) -> Value {
         json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": "n1", "namespace": "ns"}, "spec": spec})
-    }
-
-    #[test]
-    fn owner_kind_is_implied_by_the_child_kind_and_explicit_kind_wins() {
-        let cases = [
-            (
-                SUBNET,
-                json!({"owner": {"name": "vnet"}}),
-                Some(("network.azure.com", VIRTUAL_NETWORK, "vnet")),
-            ),
-            (
-                NODE_POOL,
-                json!({"owner": {"name": "c"}}),
-                Some(("redhatopenshift.azure.com", HCP_CLUSTER, "c")),
-            ),
-            (
-                EXTERNAL_AUTH,
-                json!({"owner": {"name": "c"}}),
-                Some(("redhatopenshift.azure.com", HCP_CLUSTER, "c")),
-            ),
-            (
-                VIRTUAL_NETWORK,
-                json!({"owner": {"name": "rg"}}),
-                Some(("resources.azure.com", RESOURCE_GROUP, "rg")),
-            ),
-            (
-                "RoleAssignment",
-                json!({"owner": {"name": "id", "kind": "UserAssignedIdentity"}}),
-                Some(("managedidentity.azure.com", "UserAssignedIdentity", "id")),
-            ),
-            (
-                "RoleAssignment",
-                json!({"owner": {"name": "x", "kind": "Thing", "group": "things.azure.com"}}),
-                Some(("things.azure.com", "Thing", "x")),
-            ),
-        ];
-        for (kind, spec, want) in cases {
-            let got = owner_of(&obj("g/v", kind, spec));
-            let (g, k, n) = want.unwrap();
-            assert_eq!(
-                got,
-                OwnerRef::Named {
-                    group: Some(g.into()),
-                    kind: k.into(),
-                    name: n.into()
-                },
-                "{kind}"
-            );
-        }
-        assert_eq!(
-            owner_of(&obj("g/v", RESOURCE_GROUP, json!({}))),
-            OwnerRef::NotNeeded
-        );
-        assert_eq!(
-            owner_of(&obj("g/v", SUBNET, json!({}))),
-            OwnerRef::NotSet {
-                implied_kind: VIRTUAL_NETWORK
-            }
-        );
-        assert_eq!(
-            owner_of(&obj(
-                "g/v",
-                "Vault",
-                json!({"owner": {"armId": "/subscriptions/x/resourceGroups/y"}})
-            )),
-            OwnerRef::ArmId("/subscriptions/x/resourceGroups/y".into())
-        );
-        assert_eq!(
-            owner_of(&obj(
-                "g/v",
-                "Vault",
-                json!({"owner": {"name": "o", "kind": "Unheard"}})
-            )),
-            OwnerRef::Named {
-                group: None,
-                kind: "Unheard".into(),
-                name: "o".into()
-            }
-        );
-    }
-
-    #[test]
-    fn arm_ids_nest_under_their_parent_in_the_zero_subscription() {
-        let rg = obj(
-            "resources.azure.com/v1api20200601",
-            RESOURCE_GROUP,
-            json!({"azureName": "my-rg"}),
-        );
-        let rg_id = arm_id(&rg, None);
-        assert_eq!(
-            rg_id,
-            "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/my-rg"
-        );
-        let vnet = obj(
-            "network.azure.com/v1api20201101",
-            VIRTUAL_NETWORK,
-            json!({}),
-        );
-        let vnet_id = arm_id(&vnet, Some(&rg_id));
-        assert_eq!(
-            vnet_id,
-            format!("{rg_id}/providers/Microsoft.Network/virtualNetworks/n1")
-        );
-        let subnet = obj("network.azure.com/v1api20201101", SUBNET, json!({}));
-        assert_eq!(
-            arm_id(&subnet, Some(&vnet_id)),
-            format!("{vnet_id}/subnets/n1")
-        );
-        let pool = obj(
-            "redhatopenshift.azure.com/v1api20240610preview",
-            NODE_POOL,
-            json!({}),
-        );
-        assert_eq!(arm_id(&pool, Some("/c")), "/c/nodePools/n1");
-        let other = obj("cache.azure.com/v1", "RedisEnterprise", json!({}));
-        assert_eq!(
-            arm_id(&other, Some("/rg")),
-            "/rg/providers/Microsoft.Cache/redisEnterprises/n1"
-        );
-        assert_eq!(
-            arm_type("redhatopenshift.azure.com", NODE_POOL),
-            "Microsoft.RedHatOpenShift/hcpOpenShiftClusters/nodePools"
-        );
     }
 
     #[test]

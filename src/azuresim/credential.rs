@@ -6,8 +6,8 @@
 //! severity Warning (ASO retries), and nothing provisioned. A resource without the annotation is
 //! managed as before (ASO's namespace or global credential).
 
-use crate::reconcile::identity::aso::REQUIRED_KEYS;
-pub use crate::reconcile::identity::aso::credential_from;
+use crate::reconcile::credentials::REQUIRED_KEYS;
+pub use crate::reconcile::credentials::credential_from;
 use serde_json::{Value, json};
 
 /// ASO's reason for a credential Secret it cannot use.

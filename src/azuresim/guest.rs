@@ -25,7 +25,7 @@ fn hcp_resource() -> ApiResource {
         &GroupVersionKind::gvk(
             "redhatopenshift.azure.com",
             "v1api20240610preview",
-            super::azure::HCP_CLUSTER,
+            crate::kinds::HCP_CLUSTER,
         ),
         "hcpopenshiftclusters",
     )

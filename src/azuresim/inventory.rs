@@ -7,7 +7,6 @@
 //! create records by hand (`kubectl apply`, or [`record_object`]) to set up "already exists in
 //! Azure" for `reconcile-policy-if-exists` and adoption. None of it is real Azure state.
 
-use super::azure::{self, OwnerRef};
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
 
@@ -86,33 +85,6 @@ pub fn record_object(arm_id: &str, arm_type: &str) -> Value {
     })
 }
 
-/// The ARM id `obj` will have in the simulated Azure, following `spec.owner` names through `unit`
-/// (the objects of the same unit). `None` when the owner chain cannot be resolved.
-pub fn arm_id_in(obj: &Value, unit: &[&Value]) -> Option<String> {
-    arm_id_depth(obj, unit, 0)
-}
-
-fn arm_id_depth(obj: &Value, unit: &[&Value], depth: usize) -> Option<String> {
-    if depth > 16 {
-        return None;
-    }
-    match azure::owner_of(obj) {
-        OwnerRef::NotNeeded => Some(azure::arm_id(obj, None)),
-        OwnerRef::ArmId(parent) => Some(azure::arm_id(obj, Some(&parent))),
-        OwnerRef::NotSet { .. } => None,
-        OwnerRef::Named { kind, name, .. } => {
-            let ns = obj.pointer("/metadata/namespace");
-            let owner = unit.iter().find(|o| {
-                o.get("kind").and_then(Value::as_str) == Some(kind.as_str())
-                    && o.pointer("/metadata/name").and_then(Value::as_str) == Some(name.as_str())
-                    && o.pointer("/metadata/namespace") == ns
-            })?;
-            let parent = arm_id_depth(owner, unit, depth + 1)?;
-            Some(azure::arm_id(obj, Some(&parent)))
-        }
-    }
-}
-
 /// Whether the simulated Azure holds `arm_id`. A control plane without the record kind holds none.
 pub async fn exists(client: &kube::Client, arm_id: &str) -> Result<bool, kube::Error> {
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), NAMESPACE, &resource());
@@ -177,26 +149,5 @@ mod tests {
             n.chars()
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
         );
-    }
-
-    #[test]
-    fn arm_ids_follow_owner_names_through_the_unit() {
-        let rg = json!({"apiVersion": "resources.azure.com/v1api20200601", "kind": "ResourceGroup",
-                        "metadata": {"name": "rg", "namespace": "dev"}, "spec": {"azureName": "dev-rg"}});
-        let vnet = json!({"apiVersion": "network.azure.com/v1api20201101", "kind": "VirtualNetwork",
-                          "metadata": {"name": "vnet", "namespace": "dev"}, "spec": {"owner": {"name": "rg"}}});
-        let subnet = json!({"apiVersion": "network.azure.com/v1api20201101", "kind": "VirtualNetworksSubnet",
-                            "metadata": {"name": "sn", "namespace": "dev"}, "spec": {"owner": {"name": "vnet"}}});
-        let unit = [&rg, &vnet, &subnet];
-        assert_eq!(
-            arm_id_in(&subnet, &unit).unwrap(),
-            format!(
-                "/subscriptions/{}/resourceGroups/dev-rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/sn",
-                azure::SUBSCRIPTION_ID
-            )
-        );
-        let orphan = json!({"apiVersion": "network.azure.com/v1api20201101", "kind": "VirtualNetwork",
-                            "metadata": {"name": "v2", "namespace": "dev"}, "spec": {"owner": {"name": "nope"}}});
-        assert_eq!(arm_id_in(&orphan, &unit), None);
     }
 }

@@ -15,13 +15,13 @@
 
 mod deletion;
 
-use super::azure::{self, OwnerRef};
 use super::inventory;
 use super::keyvault::{KEY_VAULT_GROUP, KeyVaults};
 use super::policy::{self, ReconcilePolicy};
 use super::status::{self, Phase};
 use super::watch::{self, Key, Kinds, Seen, to_value};
 use super::{FIELD_MANAGER, SimConfig, credential, guest, secret};
+use crate::arm::OwnerRef;
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Client;
@@ -367,7 +367,7 @@ impl Runner {
             return Ok(());
         }
         let owner = self
-            .owner_object(&key.namespace, &azure::owner_of(&obj))
+            .owner_object(&key.namespace, &crate::arm::owner_of(&obj))
             .await?;
         if ReconcilePolicy::of(&obj) == ReconcilePolicy::Skip {
             // ASO never writes Azure under skip; it only reads the resource. A resource that
@@ -404,11 +404,11 @@ impl Runner {
                 .and_then(Value::as_str)
                 .filter(|id| !self.state().recorded.contains(*id));
             if let Some(arm_id) = unrecorded {
-                let arm_type = azure::arm_type(&key.group, &key.kind);
+                let arm_type = crate::arm::arm_type(&key.group, &key.kind);
                 inventory::ensure(&self.client, arm_id, &arm_type, FIELD_MANAGER).await?;
                 self.state().recorded.insert(arm_id.to_string());
             }
-            if key.kind == azure::HCP_CLUSTER {
+            if key.kind == crate::kinds::HCP_CLUSTER {
                 self.write_secrets(&obj).await?;
             }
         }

@@ -111,7 +111,7 @@ pub fn guest_kubeconfig(cluster: &Value, user: &str, guest: &GuestEndpoint) -> S
 }
 
 fn kubeconfig_with(cluster: &Value, user: &str, server: Value, token: &str) -> String {
-    let cluster_name = azure::azure_name(cluster);
+    let cluster_name = crate::arm::azure_name(cluster);
     let context = format!("{user}@{cluster_name}");
     let doc = json!({
         "apiVersion": "v1",

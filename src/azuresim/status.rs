@@ -20,9 +20,10 @@
 //! is lower than `metadata.generation`, so the readiness rule reads "not ready"; the simulator's
 //! first reaction is `Reconciling` with the new generation, and `Ready=True` comes after the delay.
 
-use super::azure::{self, OwnerRef};
+use super::azure;
 use super::policy;
 use super::{FAIL_ANNOTATION, WARN_ANNOTATION};
+use crate::arm::OwnerRef;
 use crate::reconcile::readiness::ready_condition;
 use serde_json::{Map, Value, json};
 
@@ -80,7 +81,7 @@ pub fn phase(obj: &Value, owner: Option<&Value>, provisioned: bool) -> Phase {
     if policy::is_deleting(obj) {
         return Phase::Deleting;
     }
-    match azure::owner_of(obj) {
+    match crate::arm::owner_of(obj) {
         OwnerRef::NotNeeded | OwnerRef::ArmId(_) => {}
         OwnerRef::NotSet { implied_kind } => {
             return Phase::OwnerNotSet {
@@ -121,9 +122,9 @@ pub fn state_pointer(kind: &str) -> Option<&'static str> {
     match kind {
         "ResourceGroup"
         | "Vault"
-        | azure::HCP_CLUSTER
-        | azure::NODE_POOL
-        | azure::EXTERNAL_AUTH => Some("/status/properties/provisioningState"),
+        | crate::kinds::HCP_CLUSTER
+        | crate::kinds::NODE_POOL
+        | crate::kinds::EXTERNAL_AUTH => Some("/status/properties/provisioningState"),
         "UserAssignedIdentity" | "RoleAssignment" => None,
         _ => Some("/status/provisioningState"),
     }
@@ -267,27 +268,30 @@ fn observed_fields(obj: &Value, owner: Option<&Value>, status: &mut Map<String, 
             .unwrap_or_default(),
     );
     let kind = obj.get("kind").and_then(Value::as_str).unwrap_or_default();
-    let parent_id = match azure::owner_of(obj) {
+    let parent_id = match crate::arm::owner_of(obj) {
         OwnerRef::ArmId(id) => Some(id),
         OwnerRef::Named { .. } => owner.and_then(owner_arm_id).map(str::to_string),
         OwnerRef::NotNeeded | OwnerRef::NotSet { .. } => None,
     };
-    status.insert("id".into(), json!(azure::arm_id(obj, parent_id.as_deref())));
-    status.insert("name".into(), json!(azure::azure_name(obj)));
-    status.insert("type".into(), json!(azure::arm_type(group, kind)));
+    status.insert(
+        "id".into(),
+        json!(crate::arm::arm_id(obj, parent_id.as_deref())),
+    );
+    status.insert("name".into(), json!(crate::arm::azure_name(obj)));
+    status.insert("type".into(), json!(crate::arm::arm_type(group, kind)));
     if let Some(location) = obj.pointer("/spec/location").and_then(Value::as_str) {
         status.insert("location".into(), json!(location));
     }
     let spec_props = obj.pointer("/spec/properties");
     let spec_at = |p: &str| spec_props.and_then(|v| v.pointer(p)).cloned();
     let observed = match kind {
-        azure::HCP_CLUSTER => json!({
+        crate::kinds::HCP_CLUSTER => json!({
             "api": {"url": azure::api_url(obj), "visibility": spec_at("/api/visibility").unwrap_or(json!("Public"))},
             "console": {"url": azure::console_url(obj)},
             "dns": {"baseDomain": azure::base_domain(obj)},
             "version": {"id": azure::openshift_version(obj), "channelGroup": spec_at("/version/channelGroup").unwrap_or(json!("stable"))},
         }),
-        azure::NODE_POOL => json!({"replicas": azure::node_pool_replicas(obj)}),
+        crate::kinds::NODE_POOL => json!({"replicas": azure::node_pool_replicas(obj)}),
         _ => return,
     };
     let properties = status.entry("properties").or_insert_with(|| json!({}));

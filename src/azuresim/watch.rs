@@ -2,8 +2,8 @@
 //! in `.azure.com`) and one watcher per kind that reports which objects changed or went away, and
 //! keeps what it saw in a cache ([`Watched::store`]) the reconciles read instead of the API server.
 
-use super::azure::{self, OwnerRef};
 use super::policy;
+use crate::arm::OwnerRef;
 use futures::StreamExt;
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::discovery::{Discovery, Scope, verbs};
@@ -136,7 +136,7 @@ async fn watch_kind(
         let seen = match event {
             Ok(watcher::Event::Apply(obj) | watcher::Event::InitApply(obj)) => {
                 let key = key_of(&obj, &ar);
-                let owner = azure::owner_of(&to_value(obj, &ar));
+                let owner = crate::arm::owner_of(&to_value(obj, &ar));
                 Seen::Applied { key, owner }
             }
             Ok(watcher::Event::Delete(obj)) => {

@@ -84,19 +84,13 @@ impl KeySource {
         }
     }
 
-    /// Reads the identities: the file, or the Secret through `cluster` (needs a cluster only for
-    /// a Secret).
-    pub async fn load(&self, cluster: Option<&crate::apply::Cluster>) -> Result<Keyring, KeyError> {
+    /// Reads the identities: the file, or the Secret at [`KeySource::secret_key`], which the
+    /// caller read from the cluster (`secret`: what the read found, or why it failed).
+    pub fn load(&self, secret: Result<Option<Value>, String>) -> Result<Keyring, KeyError> {
         let text = match self {
             KeySource::File(path) => return from_file(path),
             KeySource::Secret { .. } => {
-                let key = self.secret_key().expect("a Secret source");
-                let cluster = cluster.ok_or_else(|| {
-                    self.error("no cluster to read it from (give --decryption-key-file)".into())
-                })?;
-                let secret = cluster
-                    .get(&key)
-                    .await
+                let secret = secret
                     .map_err(|e| self.error(format!("cannot read it: {e}")))?
                     .ok_or_else(|| self.error("not found".into()))?;
                 identities_of_secret(&secret).map_err(|m| self.error(m))?

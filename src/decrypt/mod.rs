@@ -50,11 +50,13 @@ impl Decryption {
 
     /// The keys of `source`, or why they are unavailable (logged once here; a unit with SOPS
     /// files then fails with it).
-    pub async fn load(
+    /// `secret`: the Secret at [`keys::KeySource::secret_key`] as the caller read it, when the keys
+    /// live in one.
+    pub fn load(
         source: &keys::KeySource,
-        cluster: Option<&crate::apply::Cluster>,
+        secret: Result<Option<serde_json::Value>, String>,
     ) -> Decryption {
-        match source.load(cluster).await {
+        match source.load(secret) {
             Ok(keyring) => {
                 tracing::info!(identities = keyring.len(), "SOPS decryption keys loaded");
                 Decryption::Keys(keyring)

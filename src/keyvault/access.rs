@@ -9,11 +9,11 @@ use crate::azure::AzureEnvironment;
 use crate::azure::access::AzureAccess;
 use crate::azure::credential::CredentialRequest;
 use crate::azure::secret::SecretMaterial;
-use crate::object::{ObjectKey, str_at};
-use crate::reconcile::identity::{
+use crate::identity::{
     AzureIdentity, CLIENT_SECRET_KEY, IdentityError, NOT_ALLOWED_MESSAGE, identity_key,
     identity_ref_of, namespace_labels,
 };
+use crate::object::{ObjectKey, str_at};
 use futures::future::BoxFuture;
 use serde_json::Value;
 use std::path::Path;

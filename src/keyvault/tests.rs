@@ -8,7 +8,7 @@ use crate::azure::secret::SecretMaterial;
 use crate::azuresim::https::directory::{SimIdentity, StaticDirectory};
 use crate::azuresim::https::{SimHttps, SimHttpsConfig};
 use crate::azuresim::keyvault::{KeyVaults, VaultPlan};
-use crate::reconcile::identity::AzureIdentity;
+use crate::identity::AzureIdentity;
 use crate::retry::{Backoff, RetryPlan};
 use serde_json::json;
 use std::time::{Duration, Instant};

@@ -14,7 +14,7 @@
 //! they read), but never collide with each other or with the object that manages the resource:
 //! [`AzureIdentity::writes`] says whether the object writes to Azure.
 
-use crate::azuresim::azure::{self, OwnerRef};
+use crate::arm::OwnerRef;
 use crate::object::ObjectKey;
 use serde_json::Value;
 
@@ -75,7 +75,7 @@ fn skipped(obj: &Value) -> bool {
 
 /// The owner of `objects[i]` among `objects` (same namespace, kind and name).
 fn owner(objects: &[AsoObject], i: usize) -> Option<usize> {
-    let OwnerRef::Named { kind, name, .. } = azure::owner_of(objects[i].body) else {
+    let OwnerRef::Named { kind, name, .. } = crate::arm::owner_of(objects[i].body) else {
         return None;
     };
     let ns = &objects[i].key.namespace;
@@ -94,7 +94,7 @@ pub fn of_unit(objects: &[AsoObject]) -> Vec<Option<AzureIdentity>> {
             if !crate::kinds::is_aso_group(&o.key.group) {
                 return None;
             }
-            let arm_id = crate::azuresim::inventory::arm_id_in(o.body, &bodies)?;
+            let arm_id = crate::arm::arm_id_in(o.body, &bodies)?;
             // The subscription of the chain's root (an owner given by ARM id carries its own).
             let mut root = i;
             for _ in 0..16 {
@@ -103,7 +103,7 @@ pub fn of_unit(objects: &[AsoObject]) -> Vec<Option<AzureIdentity>> {
                     _ => break,
                 }
             }
-            let default = format!("/subscriptions/{}", azure::SUBSCRIPTION_ID);
+            let default = format!("/subscriptions/{}", crate::arm::SUBSCRIPTION_ID);
             let (subscription, path) = match arm_id.strip_prefix(&default) {
                 Some(rest) => (
                     objects[root].subscription.map(str::to_string),
@@ -119,11 +119,11 @@ pub fn of_unit(objects: &[AsoObject]) -> Vec<Option<AzureIdentity>> {
                 Some(sub) => format!("/subscriptions/{sub}{path}"),
                 None => arm_id,
             };
-            let arm_type = azure::arm_type(&o.key.group, &o.key.kind).to_ascii_lowercase();
+            let arm_type = crate::arm::arm_type(&o.key.group, &o.key.kind).to_ascii_lowercase();
             let id = if GLOBAL_TYPES.contains(&arm_type.as_str()) {
                 format!(
                     "global:{arm_type}/{}",
-                    azure::azure_name(o.body).to_ascii_lowercase()
+                    crate::arm::azure_name(o.body).to_ascii_lowercase()
                 )
             } else {
                 path.to_ascii_lowercase()
@@ -256,7 +256,7 @@ mod tests {
                 .as_ref()
                 .unwrap()
                 .arm_id
-                .contains(azure::SUBSCRIPTION_ID)
+                .contains(crate::arm::SUBSCRIPTION_ID)
         );
     }
 

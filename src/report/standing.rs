@@ -120,7 +120,8 @@ fn aro_conditions(live: &[serde_json::Value]) -> Vec<ObjectConditions> {
 /// AROCluster has none), when its ASO credential Secret is live and no ARO object carries
 /// `NamespaceNotAllowedByIdentity`.
 fn identity_in_use(live: &[Value]) -> Option<IdentityInUse> {
-    use crate::reconcile::identity::{NOT_ALLOWED_REASON, aso, identity_ref_of};
+    use crate::identity::{NOT_ALLOWED_REASON, identity_ref_of};
+    use crate::reconcile::credentials as aso;
     fn kind_of(o: &Value) -> &str {
         o.get("kind").and_then(Value::as_str).unwrap_or_default()
     }

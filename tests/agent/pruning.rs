@@ -43,7 +43,7 @@ async fn exists(f: &Fixture, k: &ObjectKey) -> bool {
 pub fn rg_arm_id(name: &str) -> String {
     format!(
         "/subscriptions/{}/resourceGroups/{name}",
-        aro_gitops::azuresim::azure::SUBSCRIPTION_ID
+        aro_gitops::arm::SUBSCRIPTION_ID
     )
 }
 

@@ -9,7 +9,7 @@ use aro_gitops::azure::secret::SecretMaterial;
 use aro_gitops::azuresim::https::directory::{SimIdentity, StaticDirectory};
 use aro_gitops::azuresim::https::tokens::TOKEN_PREFIX;
 use aro_gitops::azuresim::https::{SimHttps, SimHttpsConfig};
-use aro_gitops::reconcile::identity::{AzureIdentity, IdentityType};
+use aro_gitops::identity::{AzureIdentity, IdentityType};
 use serde_json::json;
 use std::sync::Arc;
 

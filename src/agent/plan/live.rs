@@ -319,7 +319,7 @@ fn plan_unit(
                 continue;
             }
         };
-        let desired = crate::reconcile::identity::aso::as_planned(desired, current);
+        let desired = crate::reconcile::credentials::as_planned(desired, current);
         let desired = crate::reconcile::aro::keyvault::as_planned(desired, current);
         pending_values(&mut c, p, i, &desired);
         add_diff(&mut c, diff_object(Some(&desired), current), false);

@@ -3,7 +3,7 @@
 //! their client secrets and certificates, and its managed identities).
 
 use crate::azure::secret::SecretMaterial;
-use crate::reconcile::identity::{
+use crate::identity::{
     AzureIdentity, CLIENT_SECRET_KEY, IDENTITY_GROUP, IDENTITY_KIND, IDENTITY_VERSION,
 };
 use k8s_openapi::api::core::v1::Secret;

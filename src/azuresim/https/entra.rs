@@ -17,7 +17,7 @@ use super::{SimResponse, SimServices, json_response};
 use crate::azure::assertion::{self, AssertionRejection};
 use crate::azure::cloud::AzureEnvironment;
 use crate::azure::endpoints::Endpoints;
-use crate::reconcile::identity::IdentityType;
+use crate::identity::IdentityType;
 use serde_json::json;
 use std::collections::HashMap;
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -145,7 +145,7 @@ mod tests {
             docs[1]["spec"]["allowedNamespaces"]["list"],
             json!(["aro-c00002", "aro-c00004"])
         );
-        let parsed = aro_gitops::reconcile::identity::AzureIdentity::parse(&docs[0]).unwrap();
+        let parsed = aro_gitops::identity::AzureIdentity::parse(&docs[0]).unwrap();
         assert!(parsed.needs_secret());
         let secrets =
             std::fs::read_to_string(dir.path().join("secrets/identity-secrets.yaml")).unwrap();

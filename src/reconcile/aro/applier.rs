@@ -34,8 +34,8 @@ impl Held {
         [
             super::node_policy::NODE_POLICY_VIOLATION,
             super::node_policy::NODE_POLICY_INVALID,
-            crate::reconcile::identity::NOT_ALLOWED_REASON,
-            crate::reconcile::identity::aso::IDENTITY_ERROR_REASON,
+            crate::identity::NOT_ALLOWED_REASON,
+            crate::reconcile::credentials::IDENTITY_ERROR_REASON,
         ]
         .contains(&self.reason.as_str())
     }

@@ -3,7 +3,7 @@
 //! annotation [`CREDENTIAL_FROM_ANNOTATION`] on every ASO resource of that cluster; and what an
 //! identity's verdict does to the decisions of the cluster's ARO objects (pure).
 
-use super::{
+use crate::identity::{
     AzureIdentity, CLIENT_SECRET_KEY, IdentityType, NOT_ALLOWED_MESSAGE, NOT_ALLOWED_REASON,
 };
 use crate::object::{ObjectKey, str_at, text_at};
@@ -87,7 +87,7 @@ pub fn cluster_refs<'a>(
         .into_iter()
         .filter(|o| str_at(o, "/kind") == Some("AROControlPlane"))
         .filter_map(|o| {
-            let identity = super::identity_ref_of(o)?;
+            let identity = crate::identity::identity_ref_of(o)?;
             let referrer = ObjectKey::from_object(o).ok()?;
             Some(ClusterIdentityRef {
                 namespace: referrer.namespace.clone().unwrap_or_default(),

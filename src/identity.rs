@@ -5,8 +5,6 @@
 //! A cluster names its identity through its AROControlPlane's `spec.identityRef` (CAPZ's AROCluster
 //! and AROMachinePool carry none; see [`identity_ref_of`]); the verdict covers all its ARO objects.
 
-pub mod aso;
-
 use crate::object::{ObjectKey, str_at, text_at};
 use crate::selector::{LabelSelector, SelectorError};
 use serde_json::Value;

@@ -1,5 +1,5 @@
 use super::*;
-use crate::reconcile::identity::AzureIdentity;
+use crate::identity::AzureIdentity;
 use serde_json::json;
 
 fn acp(ns: &str, cluster: &str, identity: Option<Value>) -> Value {
@@ -140,7 +140,7 @@ fn a_cluster_waiting_for_its_identity_is_held_on_it_without_an_error() {
         patches: vec![],
         error: None,
     };
-    let on = crate::reconcile::identity::identity_key("fleet", "id");
+    let on = crate::identity::identity_key("fleet", "id");
     let waiting = Verdict::Waiting {
         on: on.clone(),
         message: "waiting for AzureClusterIdentity fleet/id".into(),
