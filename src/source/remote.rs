@@ -218,16 +218,14 @@ fn push_to_local(
     }
     let commit = repo.find_reference(local_ref)?.peel_to_commit()?;
     copy_objects(repo, target, commit.id())?;
-    let expected = commit.parent_ids().next();
+    // The branch as the commit was built over it; the zero id: the branch did not exist. libgit2
+    // compares under the ref's lock either way (a plain create-if-absent checks before locking,
+    // so two first publishes at once could both win).
+    let expected = commit.parent_ids().next().unwrap_or(git2::Oid::ZERO_SHA1);
     let message = "aro-gitops: publish reports";
-    let moved = match expected {
-        Some(old) => target
-            .reference_matching(remote_ref, commit.id(), true, old, message)
-            .map(|_| ()),
-        None => target
-            .reference(remote_ref, commit.id(), false, message)
-            .map(|_| ()),
-    };
+    let moved = target
+        .reference_matching(remote_ref, commit.id(), true, expected, message)
+        .map(|_| ());
     match moved {
         Ok(()) => Ok(PushOutcome::Pushed),
         // Moved meanwhile, created meanwhile, or being moved right now (its lock file is held).
