@@ -18,6 +18,7 @@ use super::ssa;
 use super::state::Txn;
 use super::strategy;
 use super::validation::{self, Via, Warnings};
+use super::workloads;
 use crate::crdschema::FieldValidation;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
@@ -223,6 +224,7 @@ pub fn create(
         &opts.now,
     );
     strategy::prepare_for_create(target, &mut body);
+    workloads::admit_create(txn, target, &mut body)?;
     allocate_service(txn, target, &mut body);
     Ok(store(txn, target, &key, body))
 }
@@ -570,6 +572,7 @@ fn apply(
                 merged["metadata"]["managedFields"] = m;
             }
             strategy::prepare_for_create(target, &mut merged);
+            workloads::admit_create(txn, target, &mut merged)?;
             allocate_service(txn, target, &mut merged);
             Ok(store(txn, target, key, merged))
         }
