@@ -69,7 +69,7 @@ fn object_at<'a>(map: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<Stri
 }
 
 /// Sets `key` to `value` where it is absent or null (Go's nil pointer).
-fn or_set(map: &mut Map<String, Value>, key: &str, value: Value) {
+pub(super) fn or_set(map: &mut Map<String, Value>, key: &str, value: Value) {
     if map.get(key).is_none_or(Value::is_null) {
         map.insert(key.into(), value);
     }

@@ -214,6 +214,7 @@ pub fn create(
         &opts.warnings,
     )?;
     prepare_new(target, &name, &mut body, opts)?;
+    let unowned_status = workloads::take_unowned_status(target, &mut body);
     ssa::record_update(
         None,
         &mut body,
@@ -223,6 +224,9 @@ pub fn create(
         &target.api_version(),
         &opts.now,
     );
+    if let Some(status) = unowned_status {
+        body["status"] = status;
+    }
     strategy::prepare_for_create(target, &mut body);
     workloads::admit_create(txn, target, &mut body)?;
     allocate_service(txn, target, &mut body);
@@ -231,7 +235,10 @@ pub fn create(
 
 fn is_builtin_with_server_status(target: &Target) -> bool {
     !target.rt.custom
-        && (target.rt.kind == "Namespace" || target.rt.kind == "CustomResourceDefinition")
+        && matches!(
+            target.rt.kind.as_str(),
+            "Namespace" | "CustomResourceDefinition" | "Node"
+        )
 }
 
 /// Server-set metadata and kind rules for an object about to be created.

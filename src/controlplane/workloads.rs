@@ -11,6 +11,7 @@
 //!   service account, token volume, tolerations, priority and status; a Job's generated selector;
 //!   a claim's protection finalizer; a Node's not-ready taint.
 
+use super::defaults::or_set;
 use super::error::ApiError;
 use super::objects::Target;
 use super::state::Txn;
@@ -62,6 +63,16 @@ pub(super) fn admit_create(txn: &Txn, target: &Target, obj: &mut Value) -> Resul
     Ok(())
 }
 
+/// The status a new Node states, taken out of `obj` while field management records the create:
+/// kept, but owned by no manager (upstream resets the status of a kind with a status
+/// subresource out of the main resource's managed fields).
+pub(super) fn take_unowned_status(target: &Target, obj: &mut Value) -> Option<Value> {
+    let is_node = !target.rt.custom && target.rt.group.is_empty() && target.rt.kind == "Node";
+    is_node
+        .then(|| obj.as_object_mut().and_then(|m| m.remove("status")))
+        .flatten()
+}
+
 /// A Pod removed at once, as kube-apiserver answers it: its graceful deletion with no node to
 /// wait for (period 0) marks it deleted (a new generation) just before removing it.
 pub(super) fn as_removed(target: &Target, obj: Arc<Value>, now: &str) -> Arc<Value> {
@@ -91,13 +102,6 @@ fn service_account(txn: &Txn, namespace: &str, name: &str) -> Option<Value> {
     match stored {
         None if name == "default" => Some(json!({"metadata": {"name": "default"}})),
         other => other,
-    }
-}
-
-/// Sets `key` to `value` where it is absent or null (Go's nil pointer).
-fn or_set(map: &mut Map<String, Value>, key: &str, value: Value) {
-    if map.get(key).is_none_or(Value::is_null) {
-        map.insert(key.into(), value);
     }
 }
 
@@ -207,7 +211,8 @@ fn job_create(obj: &mut Value) {
 /// kubelet reports it ready.
 const NOT_READY_TAINT: &str = "node.kubernetes.io/not-ready";
 
-/// A new Node: tainted not-ready, and its status's non-pointer members present (the daemon
+/// A new Node: tainted not-ready; its status (a Node may state it on create, as its kubelet
+/// registers it) allocating its capacity, and its non-pointer members present (the daemon
 /// endpoint's port and the system info, as Go's zero values serialise).
 fn node_create(obj: &mut Value) {
     let spec = &mut obj["spec"];
@@ -228,6 +233,12 @@ fn node_create(obj: &mut Value) {
     let status = &mut obj["status"];
     if !status.is_object() {
         *status = json!({});
+    }
+    // `SetDefaults_NodeStatus`: what can be allocated is the whole capacity unless stated.
+    if let Some(s) = status.as_object_mut()
+        && let Some(capacity) = s.get("capacity").filter(|c| !c.is_null()).cloned()
+    {
+        or_set(s, "allocatable", capacity);
     }
     let endpoint = &mut status["daemonEndpoints"]["kubeletEndpoint"];
     if !endpoint.is_object() {
@@ -327,6 +338,21 @@ mod tests {
             0
         );
         assert_eq!(node["status"]["nodeInfo"]["kubeletVersion"], "");
+    }
+
+    #[test]
+    fn a_removed_pod_is_answered_marked_deleted_and_other_kinds_as_they_were() {
+        let reg = crate::controlplane::registry::Registry::new([]);
+        let pod = json!({"metadata": {"name": "p", "generation": 1}});
+        let pods = Target::of(&reg, "", "pods", Some("n"));
+        let removed = as_removed(&pods, Arc::new(pod.clone()), "2026-01-01T00:00:00Z");
+        assert_eq!(
+            removed["metadata"],
+            json!({"name": "p", "generation": 2, "deletionTimestamp": "2026-01-01T00:00:00Z",
+                "deletionGracePeriodSeconds": 0})
+        );
+        let cms = Target::of(&reg, "", "configmaps", Some("n"));
+        assert_eq!(*as_removed(&cms, Arc::new(pod.clone()), "t"), pod);
     }
 
     #[test]
