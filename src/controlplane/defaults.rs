@@ -1,7 +1,7 @@
 //! kube-apiserver's defaulting of the built-in kinds: what its decoder fills in on every write,
 //! before field management records the request, so the defaults belong to the writer (unlike
 //! [`super::strategy`]'s, which no manager owns). Facts from kube's `SetDefaults_*` functions of
-//! `core/v1` and `apps/v1`; only the kinds and fields this server's clients write are covered.
+//! `core/v1` and `apps/v1` (and, for Pods, claims, Jobs and ReplicaSets, [`super::workloads`]'s); only the kinds and fields this server's clients write are covered.
 
 use serde_json::{Map, Value, json};
 
@@ -13,11 +13,20 @@ pub(super) fn apply_defaults(group: &str, kind: &str, obj: &mut Value) {
             if let Some(t) = obj.pointer_mut("/spec/template/spec") {
                 pod_spec(t);
             }
+            super::workloads::defaults(group, kind, obj);
         }
         ("", "Pod") => {
             if let Some(s) = obj.get_mut("spec") {
                 pod_spec(s);
             }
+            super::workloads::defaults(group, kind, obj);
+        }
+        ("", "PersistentVolumeClaim") => super::workloads::defaults(group, kind, obj),
+        ("batch", "Job") => {
+            if let Some(t) = obj.pointer_mut("/spec/template/spec") {
+                pod_spec(t);
+            }
+            super::workloads::defaults(group, kind, obj);
         }
         ("", "Service") => service(obj),
         ("", "Endpoints") => endpoints(obj),
@@ -60,7 +69,7 @@ fn object_at<'a>(map: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<Stri
 }
 
 /// Sets `key` to `value` where it is absent or null (Go's nil pointer).
-fn or_set(map: &mut Map<String, Value>, key: &str, value: Value) {
+pub(super) fn or_set(map: &mut Map<String, Value>, key: &str, value: Value) {
     if map.get(key).is_none_or(Value::is_null) {
         map.insert(key.into(), value);
     }

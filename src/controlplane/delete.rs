@@ -159,9 +159,13 @@ pub fn delete(
         }
     }
     let object = gc::delete(txn, &key, opts.propagation, now).unwrap_or(obj);
+    let gone = txn.get(&key).is_none();
     Ok(Deleted {
-        object,
-        gone: txn.get(&key).is_none(),
+        object: match gone {
+            true => super::workloads::as_removed(target, object, now),
+            false => object,
+        },
+        gone,
     })
 }
 

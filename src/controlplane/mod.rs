@@ -47,6 +47,7 @@ mod table;
 mod txn;
 mod validation;
 mod watch;
+mod workloads;
 
 pub use error::{ApiError, ControlPlaneError};
 pub use limits::IMMORTAL_NAMESPACES;

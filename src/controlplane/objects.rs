@@ -18,6 +18,7 @@ use super::ssa;
 use super::state::Txn;
 use super::strategy;
 use super::validation::{self, Via, Warnings};
+use super::workloads;
 use crate::crdschema::FieldValidation;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
@@ -213,6 +214,7 @@ pub fn create(
         &opts.warnings,
     )?;
     prepare_new(target, &name, &mut body, opts)?;
+    let unowned_status = workloads::take_unowned_status(target, &mut body);
     ssa::record_update(
         None,
         &mut body,
@@ -222,14 +224,21 @@ pub fn create(
         &target.api_version(),
         &opts.now,
     );
+    if let Some(status) = unowned_status {
+        body["status"] = status;
+    }
     strategy::prepare_for_create(target, &mut body);
+    workloads::admit_create(txn, target, &mut body)?;
     allocate_service(txn, target, &mut body);
     Ok(store(txn, target, &key, body))
 }
 
 fn is_builtin_with_server_status(target: &Target) -> bool {
     !target.rt.custom
-        && (target.rt.kind == "Namespace" || target.rt.kind == "CustomResourceDefinition")
+        && matches!(
+            target.rt.kind.as_str(),
+            "Namespace" | "CustomResourceDefinition" | "Node"
+        )
 }
 
 /// Server-set metadata and kind rules for an object about to be created.
@@ -570,6 +579,7 @@ fn apply(
                 merged["metadata"]["managedFields"] = m;
             }
             strategy::prepare_for_create(target, &mut merged);
+            workloads::admit_create(txn, target, &mut merged)?;
             allocate_service(txn, target, &mut merged);
             Ok(store(txn, target, key, merged))
         }

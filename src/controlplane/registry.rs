@@ -102,7 +102,10 @@ impl ResourceType {
         self.custom
             || matches!(
                 (self.group.as_str(), self.kind.as_str()),
-                ("apps", "Deployment") | ("apiextensions.k8s.io", "CustomResourceDefinition")
+                ("apps", "Deployment" | "ReplicaSet")
+                    | ("batch", "Job")
+                    | ("", "Pod")
+                    | ("apiextensions.k8s.io", "CustomResourceDefinition")
             )
     }
 
@@ -113,7 +116,7 @@ impl ResourceType {
             && self.group.is_empty()
             && matches!(
                 self.kind.as_str(),
-                "Namespace" | "Service" | "ServiceAccount"
+                "Namespace" | "Service" | "ServiceAccount" | "Pod" | "PersistentVolumeClaim"
             )
     }
 }
@@ -126,6 +129,8 @@ struct Builtin {
     short: &'static [&'static str],
     namespaced: bool,
     status: bool,
+    /// The categories kube-apiserver lists the resource in (`all`: `kubectl get all`).
+    categories: &'static [&'static str],
 }
 
 const BUILTINS: &[Builtin] = &[
@@ -136,6 +141,7 @@ const BUILTINS: &[Builtin] = &[
         plural: "namespaces",
         short: &["ns"],
         namespaced: false,
+        categories: &[],
         status: true,
     },
     Builtin {
@@ -145,6 +151,7 @@ const BUILTINS: &[Builtin] = &[
         plural: "secrets",
         short: &[],
         namespaced: true,
+        categories: &[],
         status: false,
     },
     Builtin {
@@ -154,6 +161,7 @@ const BUILTINS: &[Builtin] = &[
         plural: "configmaps",
         short: &["cm"],
         namespaced: true,
+        categories: &[],
         status: false,
     },
     Builtin {
@@ -163,6 +171,7 @@ const BUILTINS: &[Builtin] = &[
         plural: "services",
         short: &["svc"],
         namespaced: true,
+        categories: &["all"],
         status: true,
     },
     // What the agent's own deployment (deploy/base) is made of.
@@ -173,6 +182,7 @@ const BUILTINS: &[Builtin] = &[
         plural: "serviceaccounts",
         short: &["sa"],
         namespaced: true,
+        categories: &[],
         status: false,
     },
     Builtin {
@@ -182,6 +192,7 @@ const BUILTINS: &[Builtin] = &[
         plural: "deployments",
         short: &["deploy"],
         namespaced: true,
+        categories: &["all"],
         status: true,
     },
     Builtin {
@@ -191,6 +202,7 @@ const BUILTINS: &[Builtin] = &[
         plural: "clusterroles",
         short: &[],
         namespaced: false,
+        categories: &[],
         status: false,
     },
     Builtin {
@@ -200,6 +212,7 @@ const BUILTINS: &[Builtin] = &[
         plural: "clusterrolebindings",
         short: &[],
         namespaced: false,
+        categories: &[],
         status: false,
     },
     Builtin {
@@ -209,6 +222,7 @@ const BUILTINS: &[Builtin] = &[
         plural: "roles",
         short: &[],
         namespaced: true,
+        categories: &[],
         status: false,
     },
     Builtin {
@@ -218,6 +232,7 @@ const BUILTINS: &[Builtin] = &[
         plural: "rolebindings",
         short: &[],
         namespaced: true,
+        categories: &[],
         status: false,
     },
     Builtin {
@@ -227,6 +242,7 @@ const BUILTINS: &[Builtin] = &[
         plural: "endpoints",
         short: &["ep"],
         namespaced: true,
+        categories: &[],
         status: false,
     },
     Builtin {
@@ -236,6 +252,7 @@ const BUILTINS: &[Builtin] = &[
         plural: "events",
         short: &["ev"],
         namespaced: true,
+        categories: &[],
         status: false,
     },
     // The same objects as the core v1 Events, converted (see `events.rs`).
@@ -246,6 +263,7 @@ const BUILTINS: &[Builtin] = &[
         plural: "events",
         short: &["ev"],
         namespaced: true,
+        categories: &[],
         status: false,
     },
     Builtin {
@@ -255,6 +273,7 @@ const BUILTINS: &[Builtin] = &[
         plural: "leases",
         short: &[],
         namespaced: true,
+        categories: &[],
         status: false,
     },
     Builtin {
@@ -264,6 +283,7 @@ const BUILTINS: &[Builtin] = &[
         plural: "customresourcedefinitions",
         short: &["crd", "crds"],
         namespaced: false,
+        categories: &[],
         status: true,
     },
     Builtin {
@@ -273,6 +293,59 @@ const BUILTINS: &[Builtin] = &[
         plural: "apiservices",
         short: &[],
         namespaced: false,
+        categories: &[],
+        status: true,
+    },
+    // Kinds of a whole cluster the agent's units may hold: stored and defaulted as
+    // kube-apiserver does, with no controller acting on them (see `workloads.rs`).
+    Builtin {
+        group: "",
+        version: "v1",
+        kind: "Pod",
+        plural: "pods",
+        short: &["po"],
+        namespaced: true,
+        categories: &["all"],
+        status: true,
+    },
+    Builtin {
+        group: "",
+        version: "v1",
+        kind: "Node",
+        plural: "nodes",
+        short: &["no"],
+        namespaced: false,
+        categories: &[],
+        status: true,
+    },
+    Builtin {
+        group: "",
+        version: "v1",
+        kind: "PersistentVolumeClaim",
+        plural: "persistentvolumeclaims",
+        short: &["pvc"],
+        namespaced: true,
+        categories: &[],
+        status: true,
+    },
+    Builtin {
+        group: "apps",
+        version: "v1",
+        kind: "ReplicaSet",
+        plural: "replicasets",
+        short: &["rs"],
+        namespaced: true,
+        categories: &["all"],
+        status: true,
+    },
+    Builtin {
+        group: "batch",
+        version: "v1",
+        kind: "Job",
+        plural: "jobs",
+        short: &[],
+        namespaced: true,
+        categories: &["all"],
         status: true,
     },
 ];
@@ -449,7 +522,7 @@ impl Registry {
                 plural: b.plural.into(),
                 singular: b.kind.to_lowercase(),
                 short_names: b.short.iter().map(|s| s.to_string()).collect(),
-                categories: vec![],
+                categories: b.categories.iter().map(|s| s.to_string()).collect(),
                 namespaced: b.namespaced,
                 status_subresource: b.status,
                 custom: false,

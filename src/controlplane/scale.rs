@@ -1,5 +1,5 @@
-//! The `/scale` subresource of Deployments: an `autoscaling/v1` `Scale` view of the object, read
-//! from it and written back into its `spec.replicas`, as kube-apiserver serves it.
+//! The `/scale` subresource of Deployments and ReplicaSets: an `autoscaling/v1` `Scale` view of
+//! the object, read from it and written back into its `spec.replicas`, as kube-apiserver serves it.
 
 use super::error::ApiError;
 use super::objects::{PatchType, Target, check_resource_version};
@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 /// Whether a kind serves `/scale`.
 pub(super) fn serves_scale(group: &str, kind: &str, custom: bool) -> bool {
-    !custom && matches!((group, kind), ("apps", "Deployment"))
+    !custom && matches!((group, kind), ("apps", "Deployment" | "ReplicaSet"))
 }
 
 /// The `Scale` view of a Deployment.

@@ -19,6 +19,8 @@ pub mod decode;
 pub mod kinds;
 #[path = "builtin_refs.rs"]
 pub mod refs;
+#[path = "builtin_workloads.rs"]
+pub mod workloads;
 
 /// The most the annotations of one object hold (keys and values together).
 pub const MAX_ANNOTATIONS_BYTES: usize = 256 * 1024;

@@ -7,7 +7,7 @@
 use super::super::field::{self, BadValue, FieldError};
 use super::super::gojson;
 use super::{MAX_DATA_BYTES, label_key_messages, metadata_errors, regex_error};
-use super::{apps, refs};
+use super::{apps, refs, workloads};
 use base64::Engine;
 use serde_json::{Map, Value};
 
@@ -42,7 +42,7 @@ pub fn update_errors(group: &str, kind: &str, obj: &Value, old: &Value) -> Vec<F
     if group == "rbac.authorization.k8s.io" && kind.ends_with("RoleBinding") {
         errors.extend(refs::role_ref_update_errors(obj, old));
     }
-    if (group, kind) == ("apps", "Deployment") {
+    if let ("apps", "Deployment" | "ReplicaSet") = (group, kind) {
         errors.extend(apps::deployment_errors(obj, Some(old)));
         return errors;
     }
@@ -94,7 +94,10 @@ fn kind_errors(group: &str, kind: &str, obj: &Value) -> Vec<FieldError> {
         ("", "Service") => service_errors(obj),
         ("coordination.k8s.io", "Lease") => lease_errors(obj),
         ("rbac.authorization.k8s.io", "Role" | "ClusterRole") => refs::role_errors(obj),
-        ("apps", "Deployment") => apps::deployment_errors(obj, None),
+        ("apps", "Deployment" | "ReplicaSet") => apps::deployment_errors(obj, None),
+        ("", "Pod") => workloads::pod_errors(obj),
+        ("", "PersistentVolumeClaim") => workloads::claim_errors(obj),
+        ("batch", "Job") => workloads::job_errors(obj),
         _ => Vec::new(),
     }
 }

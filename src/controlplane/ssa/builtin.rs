@@ -9,12 +9,14 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 mod deploy;
+mod workloads;
 
 impl Schema {
     /// The shape of a built-in kind served by the control plane. Unknown kinds get
     /// [`Schema::any_object`].
     pub fn builtin(group: &str, kind: &str) -> Schema {
-        if let Some(schema) = deploy::schema(group, kind) {
+        if let Some(schema) = deploy::schema(group, kind).or_else(|| workloads::schema(group, kind))
+        {
             return schema;
         }
         match (group, kind) {
@@ -389,6 +391,9 @@ fn crd_status() -> Schema {
 /// structs present and empty); what Kubernetes compares a created object against when it records
 /// the creator's fields. Custom resources start from nothing but `metadata`.
 pub(crate) fn zero_object(group: &str, kind: &str) -> Value {
+    if let Some(zero) = workloads::zero_object(group, kind) {
+        return zero;
+    }
     let empty = || Value::Object(serde_json::Map::new());
     let mut obj = serde_json::Map::new();
     obj.insert("metadata".into(), empty());

@@ -54,15 +54,7 @@ pub(super) fn schema(group: &str, kind: &str) -> Option<Schema> {
 fn deployment_spec() -> Schema {
     strukt(vec![
         ("replicas", Schema::Scalar),
-        // A LabelSelector is atomic (`+structType=atomic`).
-        (
-            "selector",
-            Schema::Map {
-                fields: Default::default(),
-                additional: Some(Box::new(Schema::Any)),
-                atomic: true,
-            },
-        ),
+        ("selector", label_selector()),
         (
             "template",
             strukt(vec![("metadata", object_meta()), ("spec", pod_spec())]),
@@ -81,7 +73,16 @@ fn deployment_spec() -> Schema {
     ])
 }
 
-fn pod_spec() -> Schema {
+/// A LabelSelector: atomic (`+structType=atomic`).
+pub(super) fn label_selector() -> Schema {
+    Schema::Map {
+        fields: Default::default(),
+        additional: Some(Box::new(Schema::Any)),
+        atomic: true,
+    }
+}
+
+pub(super) fn pod_spec() -> Schema {
     strukt(vec![
         ("containers", map_list(&["name"], container())),
         ("initContainers", map_list(&["name"], container())),
