@@ -247,6 +247,15 @@ pub(super) fn strict_duplicates(
         None => unknown_fields(target, &text, yaml),
         Some(_) => Vec::new(),
     };
+    // A built-in kind's typed decoding reports both kinds of errors as it meets them.
+    let (found, unknown) = if !yaml && patch_type.is_none() && !target.rt.custom {
+        (
+            crate::crdschema::strict_json_errors(body, &unknown),
+            Vec::new(),
+        )
+    } else {
+        (found, unknown)
+    };
     Err(ApiError::bad_request(strict_decoding_message(
         &target.rt.kind,
         &target.version,

@@ -24,7 +24,7 @@ mod ratchet;
 mod tests;
 
 pub use builtin::unknown_builtin_fields;
-pub use duplicates::{duplicate_fields, yaml_duplicate_keys, yaml_last_wins};
+pub use duplicates::{duplicate_fields, strict_json_errors, yaml_duplicate_keys, yaml_last_wins};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt;
