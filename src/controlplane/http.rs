@@ -438,11 +438,46 @@ fn field_manager(headers: &HeaderMap, params: &WriteParams) -> String {
     }
 }
 
+/// A write, its `Warning`s answered with its refusal too (as kube-apiserver warns about the
+/// unknown fields of an object it refuses).
 async fn write(
     shared: Arc<Shared>,
     target: Target,
     req: Request<Body>,
     query: &Query,
+) -> Result<Response, ApiError> {
+    let warnings = super::validation::Warnings::default();
+    match write_warned(shared, target, req, query, warnings.clone()).await {
+        Err(e) => {
+            let found = warnings.take();
+            if found.is_empty() {
+                return Err(e);
+            }
+            let code = StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let mut resp = json_response(code, &e.to_status());
+            add_warnings(&mut resp, found);
+            Ok(resp)
+        }
+        ok => ok,
+    }
+}
+
+/// Each warning as a `Warning: 299 - "text"` header, the text quoted as kube-apiserver quotes it.
+fn add_warnings(resp: &mut Response, warnings: Vec<String>) {
+    for w in warnings {
+        let value = format!("299 - {}", serde_json::Value::String(w));
+        if let Ok(v) = http::HeaderValue::from_str(&value) {
+            resp.headers_mut().append(header::WARNING, v);
+        }
+    }
+}
+
+async fn write_warned(
+    shared: Arc<Shared>,
+    target: Target,
+    req: Request<Body>,
+    query: &Query,
+    warnings: super::validation::Warnings,
 ) -> Result<Response, ApiError> {
     let method = req.method().clone();
     let content_type = req
@@ -478,9 +513,8 @@ async fn write(
         force: params.force,
         now: now(),
         field_validation: params.field_validation,
-        warnings: Default::default(),
+        warnings: warnings.clone(),
     };
-    let warnings = opts.warnings.clone();
     let dry = params.dry_run;
     let user = super::authz::User::impersonated(req.headers());
     let body = read_body(&shared, req).await?;
@@ -530,13 +564,7 @@ async fn write(
         };
     }
     let mut resp = json_response(code, &out);
-    for w in warnings.take() {
-        // `299 - "text"`, the text quoted as kube-apiserver quotes it.
-        let value = format!("299 - {}", serde_json::Value::String(w));
-        if let Ok(v) = http::HeaderValue::from_str(&value) {
-            resp.headers_mut().append(header::WARNING, v);
-        }
-    }
+    add_warnings(&mut resp, warnings.take());
     Ok(resp)
 }
 

@@ -7,7 +7,7 @@
 
 use super::error::ApiError;
 use super::objects::{PatchType, Target, WriteOptions};
-use crate::crdschema::{FieldValidation, Outcome};
+use crate::crdschema::{FieldValidation, StructuralSchema, unknown_builtin_fields};
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
 
@@ -36,7 +36,8 @@ pub(super) enum Via {
 }
 
 /// Prunes and validates `obj`, the object about to be stored, against the schema of the
-/// request's version. `old` is the stored object on an update (for ratcheting).
+/// request's version. `old` is the stored object on an update (for ratcheting). A built-in kind
+/// loses the fields its type does not declare ([`enforce_builtin`]).
 pub(super) fn enforce(
     target: &Target,
     name: &str,
@@ -46,13 +47,24 @@ pub(super) fn enforce(
     via: Via,
     warnings: &Warnings,
 ) -> Result<(), ApiError> {
+    if !target.rt.custom {
+        return enforce_builtin(target, name, obj, mode, via, warnings);
+    }
     let Some(schema) = target.rt.validation.get(&target.version) else {
         return Ok(());
     };
     let outcome = schema.validate_update(obj, old, mode);
     // Unknown fields are found while decoding, before validation: a strict refusal comes first.
     if mode == FieldValidation::Strict && !outcome.unknown_fields.is_empty() {
-        return Err(strict_refusal(target, via, &outcome));
+        return Err(strict_refusal(
+            target,
+            via,
+            &outcome.unknown_field_messages(),
+        ));
+    }
+    // The warnings are answered with a refusal too.
+    for w in outcome.warnings() {
+        warnings.push(w);
     }
     let causes: Vec<(String, String, String)> = outcome
         .errors
@@ -67,11 +79,94 @@ pub(super) fn enforce(
             causes,
         ));
     }
-    for w in outcome.warnings() {
-        warnings.push(w);
-    }
     *obj = outcome.pruned;
     Ok(())
+}
+
+/// A built-in object as kube-apiserver's typed decoding sees it: the fields its type does not
+/// declare are dropped (warned about under `Warn`, refused under `Strict`); a CRD's schemas must
+/// be ones the server can enforce.
+fn enforce_builtin(
+    target: &Target,
+    name: &str,
+    obj: &mut Value,
+    mode: FieldValidation,
+    via: Via,
+    warnings: &Warnings,
+) -> Result<(), ApiError> {
+    let (group, kind) = (target.rt.group.as_str(), target.rt.kind.as_str());
+    let mut decoded = obj.clone();
+    let unknown = unknown_builtin_fields(group, &target.version, kind, &mut decoded);
+    if let Some(unknown) = unknown {
+        let messages: Vec<String> = unknown
+            .iter()
+            .map(|f| format!("unknown field \"{f}\""))
+            .collect();
+        match mode {
+            FieldValidation::Strict if !messages.is_empty() => {
+                return Err(match via {
+                    Via::Body => strict_refusal(target, via, &messages),
+                    Via::Patch => patched_strict_refusal(&obj.to_string(), &messages),
+                });
+            }
+            FieldValidation::Warn => messages.into_iter().for_each(|m| warnings.push(m)),
+            _ => {}
+        }
+        *obj = decoded;
+    }
+    if (group, kind) == ("apiextensions.k8s.io", "CustomResourceDefinition") {
+        let causes = crd_schema_causes(obj);
+        if !causes.is_empty() {
+            return Err(ApiError::invalid_fields(kind, group, name, causes));
+        }
+    }
+    Ok(())
+}
+
+/// kube-apiserver's refusal of a patch whose result has unknown fields under `Strict`: 422,
+/// the field `patch` invalid, the patched object as the value.
+fn patched_strict_refusal(patched: &str, messages: &[String]) -> ApiError {
+    ApiError::invalid_fields(
+        "",
+        "",
+        "",
+        vec![(
+            "FieldValueInvalid".into(),
+            format!(
+                "Invalid value: {}: strict decoding error: {}",
+                crate::validate::field::go_quote(patched),
+                messages.join(", ")
+            ),
+            "patch".into(),
+        )],
+    )
+}
+
+/// The schemas of a CRD kube-apiserver would refuse, as Status causes. kube-apiserver names a
+/// schema every version shares `spec.validation.openAPIV3Schema` (its internal form keeps one
+/// schema then), else each version's by index; only the first problem of a schema is found.
+fn crd_schema_causes(crd: &Value) -> Vec<(String, String, String)> {
+    let versions = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let shared = versions
+        .windows(2)
+        .all(|w| w[0].get("schema") == w[1].get("schema"));
+    let mut causes = Vec::new();
+    for (i, version) in versions.iter().enumerate() {
+        let Some(schema) = version.pointer("/schema/openAPIV3Schema") else {
+            continue;
+        };
+        if let Err(e) = StructuralSchema::from_openapi(schema) {
+            if shared {
+                return vec![e.cause("spec.validation.openAPIV3Schema")];
+            }
+            causes.push(e.cause(&format!("spec.versions[{i}].schema.openAPIV3Schema")));
+        }
+    }
+    causes
 }
 
 /// Prunes a server-side apply configuration before field ownership is computed, so no manager
@@ -152,6 +247,15 @@ pub(super) fn strict_duplicates(
         None => unknown_fields(target, &text, yaml),
         Some(_) => Vec::new(),
     };
+    // A built-in kind's typed decoding reports both kinds of errors as it meets them.
+    let (found, unknown) = if !yaml && patch_type.is_none() && !target.rt.custom {
+        (
+            crate::crdschema::strict_json_errors(body, &unknown),
+            Vec::new(),
+        )
+    } else {
+        (found, unknown)
+    };
     Err(ApiError::bad_request(strict_decoding_message(
         &target.rt.kind,
         &target.version,
@@ -194,23 +298,32 @@ fn strict_decoding_message(
     }
 }
 
-/// The fields of a custom resource body its schema does not declare (strict decoding reports
-/// them after the duplicates).
+/// The fields of a body its kind does not declare (strict decoding reports them after the
+/// duplicates): a custom resource's schema, or a built-in kind's type.
 fn unknown_fields(target: &Target, text: &str, yaml: bool) -> Vec<String> {
-    let Some(schema) = target.rt.validation.get(&target.version) else {
-        return Vec::new();
-    };
     let decoded = if yaml {
         crate::crdschema::yaml_last_wins(text)
     } else {
         serde_json::from_str(text).ok()
     };
-    decoded.map(|v| schema.prune(&v).1).unwrap_or_default()
+    let Some(mut decoded) = decoded else {
+        return Vec::new();
+    };
+    if !target.rt.custom {
+        let (group, kind) = (&target.rt.group, &target.rt.kind);
+        return unknown_builtin_fields(group, &target.version, kind, &mut decoded)
+            .unwrap_or_default();
+    }
+    match target.rt.validation.get(&target.version) {
+        Some(schema) => schema.prune(&decoded).1,
+        None => Vec::new(),
+    }
 }
 
-/// kube-apiserver's refusal of unknown fields under `fieldValidation=Strict` (400 BadRequest).
-fn strict_refusal(target: &Target, via: Via, outcome: &Outcome) -> ApiError {
-    let fields = outcome.unknown_field_messages().join(", ");
+/// kube-apiserver's refusal of unknown fields under `fieldValidation=Strict` (400 BadRequest);
+/// `messages` are `unknown field "spec.foo"`.
+fn strict_refusal(target: &Target, via: Via, messages: &[String]) -> ApiError {
+    let fields = messages.join(", ");
     match via {
         Via::Body => ApiError::bad_request(format!(
             "{kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {fields}",
@@ -254,6 +367,75 @@ mod tests {
             "error strict decoding patch: error converting YAML to JSON: yaml: unmarshal errors:\n  \
              line 8: key \"a\" already set in map"
         );
+    }
+
+    fn crd(versions: Value) -> Value {
+        serde_json::json!({"spec": {"versions": versions}})
+    }
+
+    fn version(name: &str, spec: Value) -> Value {
+        serde_json::json!({"name": name, "schema": {"openAPIV3Schema": {
+            "type": "object", "properties": {"spec": spec}}}})
+    }
+
+    #[test]
+    fn a_crd_schema_shared_by_every_version_is_named_spec_validation() {
+        let unique =
+            serde_json::json!({"type": "array", "uniqueItems": true, "items": {"type": "string"}});
+        let causes = crd_schema_causes(&crd(serde_json::json!([
+            version("v1", unique.clone()),
+            version("v2", unique.clone())
+        ])));
+        assert_eq!(
+            causes,
+            vec![(
+                "FieldValueForbidden".to_string(),
+                "Forbidden: uniqueItems cannot be set to true since the runtime complexity \
+                 becomes quadratic"
+                    .to_string(),
+                "spec.validation.openAPIV3Schema.properties[spec].uniqueItems".to_string()
+            )]
+        );
+        let causes = crd_schema_causes(&crd(serde_json::json!([
+            version("v1", serde_json::json!({"type": "string"})),
+            version("v2", unique)
+        ])));
+        assert_eq!(causes.len(), 1);
+        assert_eq!(
+            causes[0].2,
+            "spec.versions[1].schema.openAPIV3Schema.properties[spec].uniqueItems"
+        );
+    }
+
+    #[test]
+    fn crd_rule_and_default_refusals_carry_their_reason() {
+        let rule = serde_json::json!({"type": "object",
+            "x-kubernetes-validations": [{"rule": "self.a < ", "reason": "FieldValueForbidden"}]});
+        let causes = crd_schema_causes(&crd(serde_json::json!([version("v1", rule)])));
+        let (reason, message, field) = &causes[0];
+        assert_eq!(reason, "FieldValueInvalid");
+        assert_eq!(
+            field,
+            "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule"
+        );
+        assert!(
+            message.starts_with(
+                "Invalid value: {\"Rule\":\"self.a \\u003c \",\"Message\":\"\",\
+                 \"MessageExpression\":\"\",\"Reason\":\"FieldValueForbidden\",\"FieldPath\":\"\",\
+                 \"OptionalOldSelf\":null}: compilation failed: ERROR: <input>:1:"
+            ),
+            "{message}"
+        );
+        assert!(message.contains("\n | self.a < \n | "), "{message}");
+        let default = serde_json::json!({"type": "integer", "default": "x"});
+        let causes = crd_schema_causes(&crd(serde_json::json!([version("v1", default)])));
+        assert_eq!(causes[0].0, "FieldValueTypeInvalid");
+        assert_eq!(
+            causes[0].2,
+            "spec.validation.openAPIV3Schema.properties[spec].default"
+        );
+        let fine = serde_json::json!({"type": "string"});
+        assert!(crd_schema_causes(&crd(serde_json::json!([version("v1", fine)]))).is_empty());
     }
 
     #[test]

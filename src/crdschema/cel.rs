@@ -50,28 +50,69 @@ pub(super) struct Rule {
     optional_old_self: bool,
 }
 
-fn malformed(at: String, message: String) -> SchemaError {
-    SchemaError::Malformed { at, message }
+fn malformed(at: String, error_type: ErrorType, message: String) -> SchemaError {
+    SchemaError::Malformed {
+        at,
+        error_type,
+        message,
+    }
 }
 
 /// Compiles `source` and refuses it when it calls a function this environment does not have.
-fn compile(source: &str, at: &str) -> Result<Program, SchemaError> {
+/// `value` is the invalid value the refusal shows (the rule, as kube-apiserver prints it), `what`
+/// names what did not compile (`compilation failed`).
+fn compile(source: &str, at: &str, value: &str, what: &str) -> Result<Program, SchemaError> {
+    let refused = |detail: String| {
+        malformed(
+            at.to_string(),
+            ErrorType::Invalid,
+            format!("Invalid value: {value}: {what}: {detail}"),
+        )
+    };
+    // cel-go indents the source lines under an error by one space.
     let program = ENV
         .compile(source)
-        .map_err(|e| malformed(at.to_string(), format!("compilation failed: {e}")))?;
+        .map_err(|e| refused(e.to_string().replace("\n| ", "\n | ")))?;
     let references = program.references();
     // In the order the rule calls them (the set's own order is not stable), as cel-go reports.
     let mut functions: Vec<&str> = references.functions().into_iter().collect();
     functions.sort_by_key(|f| (source.find(&format!("{f}(")).unwrap_or(usize::MAX), *f));
     for f in functions {
         if !known_function(f) {
-            return Err(malformed(
-                at.to_string(),
-                format!("compilation failed: undeclared reference to '{f}'"),
-            ));
+            return Err(refused(format!("undeclared reference to '{f}'")));
         }
     }
     Ok(program)
+}
+
+/// A `x-kubernetes-validations` entry as kube-apiserver prints it in a refusal: its Go type
+/// encoded as JSON (field names capitalised, absent pointers `null`, `<`, `>` and `&` escaped).
+fn rule_as_go_json(r: &Value) -> String {
+    let text = |k: &str| Value::String(r.get(k).and_then(Value::as_str).unwrap_or("").into());
+    let mut m = serde_json::Map::new();
+    m.insert("Rule".into(), text("rule"));
+    m.insert("Message".into(), text("message"));
+    m.insert("MessageExpression".into(), text("messageExpression"));
+    m.insert(
+        "Reason".into(),
+        r.get("reason").cloned().unwrap_or(Value::Null),
+    );
+    m.insert("FieldPath".into(), text("fieldPath"));
+    m.insert(
+        "OptionalOldSelf".into(),
+        r.get("optionalOldSelf").cloned().unwrap_or(Value::Null),
+    );
+    go_json(&Value::Object(m))
+}
+
+/// `v` as Go's `encoding/json` writes it (HTML-sensitive characters escaped).
+fn go_json(v: &Value) -> String {
+    v.to_string()
+        .replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+        .replace('\u{2028}', "\\u2028")
+        .replace('\u{2029}', "\\u2029")
 }
 
 /// Whether the environment (or this module) provides function `name`.
@@ -100,10 +141,20 @@ pub(super) fn parse_rules(schema: &Value, at: &str) -> Result<Vec<Rule>, SchemaE
         let here = format!("{at}.x-kubernetes-validations[{i}]");
         let text = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("").to_string();
         let source = text("rule");
-        let program = compile(&source, &format!("{here}.rule"))?;
+        let program = compile(
+            &source,
+            &format!("{here}.rule"),
+            &rule_as_go_json(r),
+            "compilation failed",
+        )?;
         let message_expression = match text("messageExpression") {
             m if m.is_empty() => None,
-            m => Some(Arc::new(compile(&m, &format!("{here}.messageExpression"))?)),
+            m => Some(Arc::new(compile(
+                &m,
+                &format!("{here}.messageExpression"),
+                &go_json(&Value::String(m.clone())),
+                "messageExpression compilation failed",
+            )?)),
         };
         let reason = match text("reason").as_str() {
             "" | "FieldValueInvalid" => ErrorType::Invalid,
@@ -113,7 +164,11 @@ pub(super) fn parse_rules(schema: &Value, at: &str) -> Result<Vec<Rule>, SchemaE
             other => {
                 return Err(malformed(
                     format!("{here}.reason"),
-                    format!("Unsupported value: {other:?}"),
+                    ErrorType::NotSupported,
+                    format!(
+                        "Unsupported value: {other:?}: supported values: \"FieldValueDuplicate\", \
+                         \"FieldValueForbidden\", \"FieldValueInvalid\", \"FieldValueRequired\""
+                    ),
                 ));
             }
         };

@@ -19,6 +19,7 @@ pub(super) fn check_defaults(node: &Node, at: &str) -> Result<(), SchemaError> {
     {
         return Err(SchemaError::Malformed {
             at: format!("{at}.default"),
+            error_type: e.error_type,
             message: e.body(),
         });
     }

@@ -9,7 +9,10 @@ use std::fmt;
 
 struct Walk<'a> {
     path: String,
+    /// Strict decoding errors so far, in order: `duplicate field "a"`, `unknown field "b"`.
     found: &'a RefCell<Vec<String>>,
+    /// The paths of fields the decoded type does not declare (their values are not walked).
+    unknown: &'a [String],
 }
 
 impl<'de> DeserializeSeed<'de> for Walk<'_> {
@@ -51,6 +54,7 @@ impl<'de> Visitor<'de> for Walk<'_> {
             .next_element_seed(Walk {
                 path: format!("{}[{i}]", self.path),
                 found: self.found,
+                unknown: self.unknown,
             })?
             .is_some()
         {
@@ -67,12 +71,29 @@ impl<'de> Visitor<'de> for Walk<'_> {
             } else {
                 format!("{}.{k}", self.path)
             };
-            if !seen.insert(k) {
-                self.found.borrow_mut().push(path.clone());
+            let repeated = !seen.insert(k);
+            let error = if self.unknown.contains(&path) {
+                Some(format!("unknown field \"{path}\""))
+            } else if repeated {
+                Some(format!("duplicate field \"{path}\""))
+            } else {
+                None
+            };
+            if let Some(e) = error {
+                let mut found = self.found.borrow_mut();
+                // Each error once, as Go's decoder dedupes them.
+                if !found.contains(&e) {
+                    found.push(e);
+                }
+            }
+            if self.unknown.contains(&path) {
+                map.next_value::<serde::de::IgnoredAny>()?;
+                continue;
             }
             map.next_value_seed(Walk {
                 path,
                 found: self.found,
+                unknown: self.unknown,
             })?;
         }
         Ok(())
@@ -82,11 +103,26 @@ impl<'de> Visitor<'de> for Walk<'_> {
 /// The paths of the fields a JSON document sets twice (`spec.a`, `spec.items[0].b`), in order;
 /// empty when it has none or is not JSON (decoding reports that).
 pub fn duplicate_fields(json: &[u8]) -> Vec<String> {
+    strict_json_errors(json, &[])
+        .into_iter()
+        .filter_map(|e| {
+            e.strip_prefix("duplicate field \"")
+                .and_then(|p| p.strip_suffix('"'))
+                .map(str::to_string)
+        })
+        .collect()
+}
+
+/// The errors Go's strict decoding of a JSON document into a typed object reports, in the order
+/// it meets them: `duplicate field "spec.a"` for a key set twice, `unknown field "b"` for a key
+/// at one of the `unknown` paths (whose value it then skips), each error once. Empty when the document is not JSON.
+pub fn strict_json_errors(json: &[u8], unknown: &[String]) -> Vec<String> {
     let found = RefCell::new(Vec::new());
     let mut de = serde_json::Deserializer::from_slice(json);
     let walk = Walk {
         path: String::new(),
         found: &found,
+        unknown,
     };
     if walk.deserialize(&mut de).is_err() {
         return Vec::new();
@@ -152,7 +188,7 @@ pub fn yaml_last_wins(text: &str) -> Option<serde_json::Value> {
 
 #[cfg(test)]
 mod tests {
-    use super::{duplicate_fields, yaml_duplicate_keys, yaml_last_wins};
+    use super::{duplicate_fields, strict_json_errors, yaml_duplicate_keys, yaml_last_wins};
     use serde_json::json;
 
     #[test]
@@ -183,5 +219,19 @@ mod tests {
         );
         assert!(duplicate_fields(br#"{"a": {"a": 1}}"#).is_empty());
         assert!(duplicate_fields(b"not json").is_empty());
+    }
+
+    #[test]
+    fn strict_errors_interleave_duplicates_and_unknown_fields_in_document_order() {
+        let body = br#"{"metadata": {"name": "b", "zz": 1}, "data": {"x": "1", "x": "2"}, "bogus": {"a": 1, "a": 2}, "bogus": 1}"#;
+        let unknown = vec!["metadata.zz".to_string(), "bogus".to_string()];
+        assert_eq!(
+            strict_json_errors(body, &unknown),
+            vec![
+                "unknown field \"metadata.zz\"",
+                "duplicate field \"data.x\"",
+                "unknown field \"bogus\""
+            ]
+        );
     }
 }

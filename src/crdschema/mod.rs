@@ -11,6 +11,7 @@
 //! control plane and the agent's validate step share it. [`SchemaSet`] holds the schemas of many
 //! CRDs, looked up by apiVersion and kind.
 
+mod builtin;
 mod cel;
 mod check;
 mod defaults;
@@ -22,7 +23,8 @@ mod ratchet;
 #[cfg(test)]
 mod tests;
 
-pub use duplicates::{duplicate_fields, yaml_duplicate_keys, yaml_last_wins};
+pub use builtin::unknown_builtin_fields;
+pub use duplicates::{duplicate_fields, strict_json_errors, yaml_duplicate_keys, yaml_last_wins};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -270,8 +272,39 @@ impl Outcome {
 pub enum SchemaError {
     #[error("CustomResourceDefinition {crd} has no version {version:?}")]
     NoVersion { crd: String, version: String },
+    /// A schema kube-apiserver refuses: `at` is the path below `openAPIV3Schema`
+    /// (`.properties[spec].uniqueItems`), `message` the field error's body
+    /// (`Forbidden: uniqueItems cannot be set ...`).
     #[error("openAPIV3Schema{at}: {message}")]
-    Malformed { at: String, message: String },
+    Malformed {
+        at: String,
+        error_type: ErrorType,
+        message: String,
+    },
+}
+
+impl SchemaError {
+    /// The error as a Status cause of a refused CRD, (reason, message, field), its field below
+    /// `schema_path` (`spec.validation.openAPIV3Schema`, as kube-apiserver names a schema every
+    /// version shares, or `spec.versions[0].schema.openAPIV3Schema`).
+    pub fn cause(&self, schema_path: &str) -> (String, String, String) {
+        match self {
+            SchemaError::Malformed {
+                at,
+                error_type,
+                message,
+            } => (
+                error_type.reason().to_string(),
+                message.clone(),
+                format!("{schema_path}{at}"),
+            ),
+            SchemaError::NoVersion { .. } => (
+                ErrorType::Required.reason().to_string(),
+                "Required value".to_string(),
+                schema_path.to_string(),
+            ),
+        }
+    }
 }
 
 /// The structural schema of one CRD version.

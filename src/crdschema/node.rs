@@ -2,7 +2,7 @@
 //! rules, and the extensions that steer pruning (`x-kubernetes-preserve-unknown-fields`,
 //! `x-kubernetes-embedded-resource`, `x-kubernetes-int-or-string`).
 
-use super::SchemaError;
+use super::{ErrorType, SchemaError};
 use regex::Regex;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -131,7 +131,8 @@ impl Node {
         let Some(m) = v.as_object() else {
             return Err(SchemaError::Malformed {
                 at: at.to_string(),
-                message: "a schema must be an object".into(),
+                error_type: ErrorType::Invalid,
+                message: "Invalid value: a schema must be an object".into(),
             });
         };
         let flag = |k: &str| m.get(k).and_then(Value::as_bool).unwrap_or(false);
@@ -147,6 +148,7 @@ impl Node {
         if flag("uniqueItems") {
             return Err(SchemaError::Malformed {
                 at: format!("{at}.uniqueItems"),
+                error_type: ErrorType::Forbidden,
                 message: "Forbidden: uniqueItems cannot be set to true since the runtime \
                           complexity becomes quadratic"
                     .into(),
@@ -156,7 +158,10 @@ impl Node {
             None | Some("") => None,
             Some(t) => Some(JsonType::parse(t).ok_or_else(|| SchemaError::Malformed {
                 at: format!("{at}.type"),
-                message: format!("unsupported type {t:?}"),
+                error_type: ErrorType::NotSupported,
+                message: format!(
+                    "Unsupported value: {t:?}: supported values: \"array\", \"boolean\", \"integer\", \"number\", \"object\", \"string\""
+                ),
             })?),
         };
         let mut properties = BTreeMap::new();
@@ -186,7 +191,10 @@ impl Node {
                 p.to_string(),
                 Regex::new(p).map_err(|e| SchemaError::Malformed {
                     at: format!("{at}.pattern"),
-                    message: format!("pattern {p:?} does not compile: {e}"),
+                    error_type: ErrorType::Invalid,
+                    message: format!(
+                        "Invalid value: {p:?}: must be a valid regular expression, but isn't: {e}"
+                    ),
                 })?,
             )),
         };
