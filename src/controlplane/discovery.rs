@@ -132,7 +132,16 @@ pub(super) fn subresources(t: &ResourceType, version: &str) -> Vec<Subresource> 
 /// kinds, the custom resource handler's own order for custom kinds.
 pub(super) fn verbs(t: &ResourceType) -> Vec<&'static str> {
     let order: &[&str] = if t.custom {
-        &["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"]
+        &[
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "create",
+            "update",
+            "watch",
+        ]
     } else {
         VERBS
     };
@@ -211,6 +220,18 @@ fn resource_entries(t: &ResourceType, version: &str) -> Vec<Value> {
         out.push(entry);
     }
     out
+}
+
+/// Every served (group, version), sorted.
+pub(super) fn group_versions(reg: &Registry) -> Vec<(String, String)> {
+    let mut gvs: Vec<(String, String)> = reg
+        .types()
+        .iter()
+        .flat_map(|t| t.versions.iter().map(|v| (t.group.clone(), v.clone())))
+        .collect();
+    gvs.sort();
+    gvs.dedup();
+    gvs
 }
 
 /// The kinds served at `group/version`.
@@ -312,7 +333,16 @@ mod tests {
         let w = reg.by_kind("example.com", "Widget").unwrap();
         assert_eq!(
             verbs(&w),
-            ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"]
+            [
+                "delete",
+                "deletecollection",
+                "get",
+                "list",
+                "patch",
+                "create",
+                "update",
+                "watch"
+            ]
         );
         assert_eq!(categories(&w), ["things"]);
         assert_eq!(subresources(&w, "v1").len(), 1);

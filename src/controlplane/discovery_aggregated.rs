@@ -7,7 +7,8 @@ use super::registry::{Registry, ResourceType};
 use serde_json::{Value, json};
 
 /// The media type of the JSON form, as `Content-Type`.
-pub const CONTENT_TYPE: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+pub const CONTENT_TYPE: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
 /// Whether an `Accept` asks for the aggregated form: a JSON (or any) media type naming
 /// `apidiscovery.k8s.io` `v2` `APIGroupDiscoveryList` in any of its clauses, whatever their
@@ -126,11 +127,19 @@ mod tests {
     fn every_kind_is_described_with_its_subresources() {
         let reg = Registry::new([]);
         let core = core(&reg);
-        let resources = core["items"][0]["versions"][0]["resources"].as_array().unwrap();
-        let ns = resources.iter().find(|r| r["resource"] == "namespaces").unwrap();
+        let resources = core["items"][0]["versions"][0]["resources"]
+            .as_array()
+            .unwrap();
+        let ns = resources
+            .iter()
+            .find(|r| r["resource"] == "namespaces")
+            .unwrap();
         assert_eq!(ns["scope"], "Cluster");
         assert_eq!(ns["subresources"][0]["subresource"], "finalize");
-        assert_eq!(ns["responseKind"], json!({"group": "", "version": "", "kind": "Namespace"}));
+        assert_eq!(
+            ns["responseKind"],
+            json!({"group": "", "version": "", "kind": "Namespace"})
+        );
         let groups = named_groups(&reg);
         let apps = groups["items"]
             .as_array()
@@ -140,6 +149,9 @@ mod tests {
             .unwrap();
         let deploy = &apps["versions"][0]["resources"][0];
         assert_eq!(deploy["categories"], json!(["all"]));
-        assert_eq!(deploy["subresources"][0]["responseKind"]["group"], "autoscaling");
+        assert_eq!(
+            deploy["subresources"][0]["responseKind"]["group"],
+            "autoscaling"
+        );
     }
 }

@@ -9,7 +9,10 @@ use serde_json::{Map, Value, json};
 
 /// The patch media types a kind accepts: strategic merge patch for built-in kinds only.
 pub(super) fn patch_types(t: &ResourceType) -> Vec<&'static str> {
-    let mut out = vec!["application/json-patch+json", "application/merge-patch+json"];
+    let mut out = vec![
+        "application/json-patch+json",
+        "application/merge-patch+json",
+    ];
     if !t.custom {
         out.push("application/strategic-merge-patch+json");
     }
@@ -32,10 +35,19 @@ pub(super) fn collection_path(t: &ResourceType, version: &str) -> String {
 }
 
 /// The operations of every kind served at `group/version`, by path.
-pub(super) fn paths(reg: &Registry, group: &str, version: &str, flavour: Flavour) -> Map<String, Value> {
+pub(super) fn paths(
+    reg: &Registry,
+    group: &str,
+    version: &str,
+    flavour: Flavour,
+) -> Map<String, Value> {
     let mut out = Map::new();
     for t in kinds_at(reg, group, version) {
-        let op = Op { t, version, flavour };
+        let op = Op {
+            t,
+            version,
+            flavour,
+        };
         let collection = collection_path(t, version);
         let item = format!("{collection}/{{name}}");
         let mut ops = Map::new();
@@ -92,8 +104,12 @@ impl Op<'_> {
     fn build(&self, action: &str, body: Option<Body>) -> Value {
         let t = self.t;
         let param = |name: &str| match self.flavour {
-            Flavour::V2 => json!({"name": name, "in": "query", "type": "string", "uniqueItems": true}),
-            Flavour::V3 => json!({"name": name, "in": "query", "schema": {"type": "string", "uniqueItems": true}}),
+            Flavour::V2 => {
+                json!({"name": name, "in": "query", "type": "string", "uniqueItems": true})
+            }
+            Flavour::V3 => {
+                json!({"name": name, "in": "query", "schema": {"type": "string", "uniqueItems": true}})
+            }
         };
         let mut op = json!({
             "x-kubernetes-action": action,

@@ -256,10 +256,18 @@ pub(super) fn crd_definition(
     let mut def = match schema {
         Some(s) if !(flavour == Flavour::V2 && preserved(&s)) => {
             let mut s = structural(&s, flavour);
-            let prefix = if flavour == Flavour::V2 { V2_PREFIX } else { V3_PREFIX };
+            let prefix = if flavour == Flavour::V2 {
+                V2_PREFIX
+            } else {
+                V3_PREFIX
+            };
             let metadata = match flavour {
-                Flavour::V2 => json!({"description": meta.metadata_description, "$ref": format!("{prefix}{OBJECT_META}")}),
-                Flavour::V3 => json!({"description": meta.metadata_description, "allOf": [{"$ref": format!("{prefix}{OBJECT_META}")}]}),
+                Flavour::V2 => {
+                    json!({"description": meta.metadata_description, "$ref": format!("{prefix}{OBJECT_META}")})
+                }
+                Flavour::V3 => {
+                    json!({"description": meta.metadata_description, "allOf": [{"$ref": format!("{prefix}{OBJECT_META}")}]})
+                }
             };
             let props = s
                 .as_object_mut()
@@ -294,9 +302,10 @@ fn structural(s: &Value, flavour: Flavour) -> Value {
         return s.clone();
     };
     let mut out = m.clone();
-    out.retain(|k, v| {
-        !(FALSE_OMITTED.contains(&k.as_str()) && v == &json!(false))
-            && !(k == "description" && v == &json!(""))
+    out.retain(|k, v| match v {
+        Value::Bool(false) => !FALSE_OMITTED.contains(&k.as_str()),
+        Value::String(text) => k != "description" || !text.is_empty(),
+        _ => true,
     });
     let flag = |k: &str| m.get(k) == Some(&json!(true));
     if flag("x-kubernetes-int-or-string") {
@@ -403,9 +412,18 @@ mod tests {
         let t = reg.by_kind("example.com", "Widget").unwrap();
         let (name, v2) = crd_definition(&t, "v1", Flavour::V2, &type_meta());
         assert_eq!(name, "com.example.v1.Widget");
-        assert_eq!(v2["properties"]["spec"], json!({"x-kubernetes-preserve-unknown-fields": true}));
-        assert_eq!(v2["properties"]["status"], json!({"x-kubernetes-preserve-unknown-fields": true}));
-        assert_eq!(v2["properties"]["size"], json!({"x-kubernetes-int-or-string": true}));
+        assert_eq!(
+            v2["properties"]["spec"],
+            json!({"x-kubernetes-preserve-unknown-fields": true})
+        );
+        assert_eq!(
+            v2["properties"]["status"],
+            json!({"x-kubernetes-preserve-unknown-fields": true})
+        );
+        assert_eq!(
+            v2["properties"]["size"],
+            json!({"x-kubernetes-int-or-string": true})
+        );
         assert_eq!(v2["properties"]["note"], json!({}));
         assert!(v2.get("required").is_none());
         assert_eq!(
@@ -413,9 +431,15 @@ mod tests {
             "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
         );
         let (_, v3) = crd_definition(&t, "v1", Flavour::V3, &type_meta());
-        assert_eq!(v3["properties"]["size"]["anyOf"], json!([{"type": "integer"}, {"type": "string"}]));
+        assert_eq!(
+            v3["properties"]["size"]["anyOf"],
+            json!([{"type": "integer"}, {"type": "string"}])
+        );
         assert_eq!(v3["properties"]["size"]["default"], 1);
-        assert_eq!(v3["properties"]["status"]["properties"]["conditions"]["items"]["required"], json!(["type"]));
+        assert_eq!(
+            v3["properties"]["status"]["properties"]["conditions"]["items"]["required"],
+            json!(["type"])
+        );
         assert_eq!(v3["x-kubernetes-group-version-kind"][0]["kind"], "Widget");
         assert_eq!(v3["required"], json!(["note"]));
     }
@@ -427,11 +451,17 @@ mod tests {
         let v2 = definitions(&[(&cm, "v1")], Flavour::V2);
         let def = &v2["io.k8s.api.core.v1.ConfigMap"];
         assert!(def.get("required").is_none());
-        assert_eq!(def["x-kubernetes-group-version-kind"][0]["kind"], "ConfigMap");
+        assert_eq!(
+            def["x-kubernetes-group-version-kind"][0]["kind"],
+            "ConfigMap"
+        );
         assert!(v2.contains_key(OBJECT_META) && v2.contains_key(PATCH));
         let v3 = definitions(&[(&cm, "v1")], Flavour::V3);
         let meta = &v3["io.k8s.api.core.v1.ConfigMap"]["properties"]["metadata"];
-        assert_eq!(meta["allOf"][0]["$ref"], format!("{V3_PREFIX}{OBJECT_META}"));
+        assert_eq!(
+            meta["allOf"][0]["$ref"],
+            format!("{V3_PREFIX}{OBJECT_META}")
+        );
         assert_eq!(meta["default"], json!({}));
     }
 }

@@ -36,15 +36,8 @@ fn paths(reg: &Registry) -> Vec<String> {
 /// The document as JSON: every group/version's operations, and the definitions of every kind
 /// at each version it is served at.
 pub fn document(reg: &Registry) -> Value {
-    let mut gvs: Vec<(&str, &str)> = reg
-        .types()
-        .iter()
-        .flat_map(|t| t.versions.iter().map(|v| (t.group.as_str(), v.as_str())))
-        .collect();
-    gvs.sort();
-    gvs.dedup();
     let mut paths = serde_json::Map::new();
-    for (g, v) in &gvs {
+    for (g, v) in &super::discovery::group_versions(reg) {
         paths.extend(super::openapi_paths::paths(reg, g, v, Flavour::V2));
     }
     let kinds: Vec<_> = reg
@@ -104,8 +97,12 @@ mod tests {
         let reg = Registry::new([]);
         let doc = document(&reg);
         assert_eq!(doc["swagger"], "2.0");
-        assert!(doc["paths"]["/api/v1/namespaces/{namespace}/configmaps/{name}"]["patch"].is_object());
-        assert!(doc["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments"]["get"].is_object());
+        assert!(
+            doc["paths"]["/api/v1/namespaces/{namespace}/configmaps/{name}"]["patch"].is_object()
+        );
+        assert!(
+            doc["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments"]["get"].is_object()
+        );
         assert!(doc["definitions"]["io.k8s.api.apps.v1.Deployment"].is_object());
     }
 

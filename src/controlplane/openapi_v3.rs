@@ -2,7 +2,7 @@
 //! `/openapi/v3/apis/{group}/{version}` (the document of one group/version). kubectl reads them
 //! to learn that PATCH accepts `fieldValidation` (server-side validation) and for `explain`.
 
-use super::discovery::kinds_at;
+use super::discovery::{group_versions, kinds_at};
 use super::openapi_paths::paths;
 use super::openapi_schemas::{Flavour, definitions};
 use super::registry::Registry;
@@ -42,15 +42,8 @@ fn hash(bytes: &[u8]) -> String {
 
 /// `/openapi/v3`: each served group/version's document path, with the hash of its content.
 pub fn root(reg: &Registry) -> Value {
-    let mut gvs: Vec<(String, String)> = reg
-        .types()
-        .iter()
-        .flat_map(|t| t.versions.iter().map(|v| (t.group.clone(), v.clone())))
-        .collect();
-    gvs.sort();
-    gvs.dedup();
     let mut paths = serde_json::Map::new();
-    for (g, v) in gvs {
+    for (g, v) in group_versions(reg) {
         let p = if g.is_empty() {
             format!("api/{v}")
         } else {
@@ -103,7 +96,10 @@ mod tests {
         let doc = document(&reg, "apps", "v1").unwrap();
         assert_eq!(
             url,
-            format!("/openapi/v3/apis/apps/v1?hash={}", hash(&document_bytes(&doc)))
+            format!(
+                "/openapi/v3/apis/apps/v1?hash={}",
+                hash(&document_bytes(&doc))
+            )
         );
         assert_eq!(hash(b"").len(), 128);
         assert!(document(&reg, "nope.example.com", "v1").is_none());
