@@ -250,6 +250,15 @@ async fn serve(
         _ if !read_only(req.method()) => Err(ApiError::method_not_allowed()),
         Route::Version => Ok(json_response(StatusCode::OK, &discovery::version())),
         Route::Health => Ok((StatusCode::OK, "ok").into_response()),
+        Route::CoreVersions | Route::Groups if aggregated_discovery(req.headers()) => {
+            let doc = match route {
+                Route::CoreVersions => super::discovery_aggregated::core(&registry),
+                _ => super::discovery_aggregated::named_groups(&registry),
+            };
+            let body = serde_json::to_vec(&doc).expect("JSON values serialise");
+            let content_type = super::discovery_aggregated::CONTENT_TYPE;
+            Ok((StatusCode::OK, [(header::CONTENT_TYPE, content_type)], body).into_response())
+        }
         Route::CoreVersions => Ok(json_response(StatusCode::OK, &discovery::core_versions())),
         Route::Groups => Ok(json_response(
             StatusCode::OK,
@@ -278,13 +287,8 @@ async fn serve(
                 json_response(StatusCode::OK, &super::openapi_v2::document(&registry))
             })
         }
-        Route::OpenApiRoot => Ok(json_response(
-            StatusCode::OK,
-            &discovery::openapi_v3_root(&registry),
-        )),
-        Route::OpenApi(g, v) => discovery::openapi_v3_group_version(&registry, &g, &v)
-            .map(|d| json_response(StatusCode::OK, &d))
-            .ok_or_else(ApiError::unknown_path),
+        Route::OpenApiRoot => Ok(super::openapi_v3::root_response(&registry)),
+        Route::OpenApi(g, v) => Ok(super::openapi_v3::document_response(&registry, &g, &v)),
         Route::Resources(g, v) => discovery::resource_list(&registry, &g, &v)
             .map(|d| json_response(StatusCode::OK, &d))
             .ok_or_else(|| match g.as_str() {
@@ -293,6 +297,13 @@ async fn serve(
                 _ => ApiError::page_not_found(),
             }),
     }
+}
+
+fn aggregated_discovery(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::ACCEPT)
+        .and_then(|a| a.to_str().ok())
+        .is_some_and(super::discovery_aggregated::wanted)
 }
 
 fn wants_table(headers: &HeaderMap) -> bool {

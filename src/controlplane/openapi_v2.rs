@@ -1,10 +1,13 @@
-//! `/openapi/v2`: the Swagger 2.0 document kubectl reads to validate what it cannot send for
-//! server-side validation (a `v1 List`'s items). It lists the served paths; it holds no schema
-//! definitions, so kubectl validates nothing client-side and leaves validation to the server
-//! (`fieldValidation`), which knows every kind's schema.
+//! `/openapi/v2`: the Swagger 2.0 document. As JSON it describes every served kind: its
+//! operations ([`super::openapi_paths`]) and definitions ([`super::openapi_schemas`]).
 //!
-//! kubectl asks for it as protobuf (gnostic's `openapi_v2.Document`); other clients as JSON.
+//! kubectl asks for it as protobuf (gnostic's `openapi_v2.Document`) to validate what it cannot
+//! send for server-side validation (a `v1 List`'s items); that form lists the served paths and
+//! holds no definitions, so kubectl validates nothing client-side and leaves validation to the
+//! server (`fieldValidation`), which knows every kind's schema.
 
+use super::openapi_paths::collection_path;
+use super::openapi_schemas::{Flavour, definitions};
 use super::registry::Registry;
 use serde_json::{Value, json};
 
@@ -20,16 +23,7 @@ fn paths(reg: &Registry) -> Vec<String> {
     let mut out = Vec::new();
     for t in reg.types() {
         for v in &t.versions {
-            let base = if t.group.is_empty() {
-                format!("/api/{v}")
-            } else {
-                format!("/apis/{}/{v}", t.group)
-            };
-            let scope = if t.namespaced {
-                format!("{base}/namespaces/{{namespace}}/{}", t.plural)
-            } else {
-                format!("{base}/{}", t.plural)
-            };
+            let scope = collection_path(t, v);
             out.push(format!("{scope}/{{name}}"));
             out.push(scope);
         }
@@ -39,15 +33,23 @@ fn paths(reg: &Registry) -> Vec<String> {
     out
 }
 
-/// The document as JSON.
+/// The document as JSON: every group/version's operations, and the definitions of every kind
+/// at each version it is served at.
 pub fn document(reg: &Registry) -> Value {
-    let paths: serde_json::Map<String, Value> =
-        paths(reg).into_iter().map(|p| (p, json!({}))).collect();
+    let mut paths = serde_json::Map::new();
+    for (g, v) in &super::discovery::group_versions(reg) {
+        paths.extend(super::openapi_paths::paths(reg, g, v, Flavour::V2));
+    }
+    let kinds: Vec<_> = reg
+        .types()
+        .iter()
+        .flat_map(|t| t.versions.iter().map(move |v| (t.as_ref(), v.as_str())))
+        .collect();
     json!({
         "swagger": "2.0",
         "info": {"title": "aro-gitops local control plane", "version": env!("CARGO_PKG_VERSION")},
         "paths": paths,
-        "definitions": {},
+        "definitions": definitions(&kinds, Flavour::V2),
     })
 }
 
@@ -95,8 +97,13 @@ mod tests {
         let reg = Registry::new([]);
         let doc = document(&reg);
         assert_eq!(doc["swagger"], "2.0");
-        assert!(doc["paths"]["/api/v1/namespaces/{namespace}/configmaps/{name}"].is_object());
-        assert!(doc["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments"].is_object());
+        assert!(
+            doc["paths"]["/api/v1/namespaces/{namespace}/configmaps/{name}"]["patch"].is_object()
+        );
+        assert!(
+            doc["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments"]["get"].is_object()
+        );
+        assert!(doc["definitions"]["io.k8s.api.apps.v1.Deployment"].is_object());
     }
 
     #[test]

@@ -38,6 +38,9 @@ pub struct ResourceType {
     /// and validated against; empty for built-in kinds.
     pub validation: Arc<BTreeMap<String, StructuralSchema>>,
     pub printer_columns: Vec<PrinterColumn>,
+    /// The CustomResourceDefinition of a custom kind (each version's schema and subresources,
+    /// for discovery and OpenAPI); `None` for built-in kinds.
+    pub crd: Option<Arc<Value>>,
 }
 
 impl ResourceType {
@@ -473,6 +476,7 @@ pub fn crd_resource_type(crd: &Value) -> Result<ResourceType, CrdError> {
         validation: Arc::new(validation),
         printer_columns,
         kind,
+        crd: Some(Arc::new(crd.clone())),
     })
 }
 
@@ -529,6 +533,7 @@ impl Registry {
                 schema: Arc::new(Schema::builtin(b.group, b.kind)),
                 validation: Arc::default(),
                 printer_columns: vec![],
+                crd: None,
             });
         }
         for crd in crds {

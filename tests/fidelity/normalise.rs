@@ -7,7 +7,8 @@
 //! creation and deletion timestamps (also in a message), managedFields times (and so the order they give the
 //! entries), conditions'
 //! lastTransitionTime (a controller's clock), generated names, allocated cluster IPs,
-//! and the run's namespace name.
+//! the run's namespace name, and the content hashes in `/openapi/v3`'s URLs (a SHA-512 of each
+//! whole document, which describes every kind the server has).
 
 use regex::Regex;
 use serde_json::{Map, Value, json};
@@ -36,6 +37,9 @@ static RV_IN_JSON_TEXT: LazyLock<Regex> =
 static UUID: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}").unwrap()
 });
+/// The content hash of an OpenAPI v3 document in its URL (`?hash=` and 128 hex digits).
+static OPENAPI_HASH: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\?hash=[0-9A-F]{128}$").unwrap());
 /// An IPv4 address: a Service's cluster IP is allocated at random from the service range.
 static IPV4: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}$").unwrap());
@@ -118,6 +122,9 @@ impl Run {
                     };
                     let x = match (placeholder, k.as_str(), x) {
                         (Some(p), _, _) => Value::String(p.into()),
+                        (None, "serverRelativeURL", Value::String(url)) => {
+                            Value::String(OPENAPI_HASH.replace(url, "?hash=<sha512>").into_owned())
+                        }
                         (None, "clusterIPs", Value::Array(ips)) => Value::Array(
                             ips.iter()
                                 .map(|ip| match ip.as_str() {
