@@ -223,7 +223,7 @@ pub fn create(
         &opts.now,
     );
     strategy::prepare_for_create(target, &mut body);
-    allocate_service(txn, target, &mut body);
+    allocate_service(txn, target, &name, &mut body)?;
     warn_of(target, &body, opts);
     Ok(store(txn, target, &key, body))
 }
@@ -284,9 +284,14 @@ fn is_service(target: &Target) -> bool {
 
 /// A new Service's cluster IP and IP families, set after field management as upstream's storage
 /// does.
-fn allocate_service(txn: &Txn, target: &Target, obj: &mut Value) {
+fn allocate_service(
+    txn: &Txn,
+    target: &Target,
+    name: &str,
+    obj: &mut Value,
+) -> Result<(), ApiError> {
     if !is_service(target) {
-        return;
+        return Ok(());
     }
     let used = txn
         .scan(&target.rt.key_prefix())
@@ -297,7 +302,12 @@ fn allocate_service(txn: &Txn, target: &Target, obj: &mut Value) {
                 .map(str::to_string)
         })
         .collect();
-    service_ips::allocate(obj, &used, uuid::Uuid::new_v4().as_u128() as u32);
+    let errors = service_ips::allocate(obj, &used, uuid::Uuid::new_v4().as_u128() as u32);
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::invalid_object("Service", "", name, &errors))
+    }
 }
 
 /// PUT (of the object or its status).
@@ -578,7 +588,7 @@ fn apply(
                 merged["metadata"]["managedFields"] = m;
             }
             strategy::prepare_for_create(target, &mut merged);
-            allocate_service(txn, target, &mut merged);
+            allocate_service(txn, target, name, &mut merged)?;
             warn_of(target, &merged, opts);
             Ok(store(txn, target, key, merged))
         }

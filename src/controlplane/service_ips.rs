@@ -23,47 +23,25 @@ fn is_external_name(obj: &Value) -> bool {
     obj.pointer("/spec/type").and_then(Value::as_str) == Some("ExternalName")
 }
 
-/// Fills in a new Service's cluster IP (one not in `used`, chosen from `seed`) and IP families.
-pub(super) fn allocate(obj: &mut Value, used: &HashSet<String>, seed: u32) {
-    if is_external_name(obj) {
-        return;
+/// Fills in a new Service's IP family policy and families and its cluster IP (one not in `used`,
+/// chosen from `seed`), or refuses families this cluster does not serve, as kube's allocator.
+pub(super) fn allocate(obj: &mut Value, used: &HashSet<String>, seed: u32) -> Vec<FieldError> {
+    if is_external_name(obj) || !obj.get("spec").is_some_and(Value::is_object) {
+        return Vec::new();
     }
-    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
-        return;
-    };
-    let cluster_ip = match spec.get("clusterIP").and_then(Value::as_str) {
-        Some(ip) if !ip.is_empty() => ip.to_string(),
-        _ => {
-            let ip = free_ip(used, seed);
-            spec.insert("clusterIP".into(), json!(ip));
-            ip
-        }
-    };
-    if spec.get("clusterIPs").is_none_or(Value::is_null) {
-        spec.insert("clusterIPs".into(), json!([cluster_ip]));
+    // A client that set only `clusterIP` gets `clusterIPs` from it.
+    let ip = ServiceIps::of(obj).cluster_ip.to_string();
+    if !ip.is_empty() && ServiceIps::of(obj).cluster_ips.is_empty() {
+        obj["spec"]["clusterIPs"] = json!([ip]);
     }
-    let headless_without_selector = cluster_ip == "None"
-        && spec
-            .get("selector")
-            .and_then(Value::as_object)
-            .is_none_or(|m| m.is_empty());
-    if spec.get("ipFamilyPolicy").is_none_or(Value::is_null) {
-        let policy = if headless_without_selector {
-            "RequireDualStack"
-        } else {
-            "SingleStack"
-        };
-        spec.insert("ipFamilyPolicy".into(), json!(policy));
+    let errors = init_ip_families(obj, None);
+    if !errors.is_empty() || !ip.is_empty() {
+        return errors;
     }
-    if spec.get("ipFamilies").is_none_or(Value::is_null) {
-        let dual = spec.get("ipFamilyPolicy") == Some(&json!("RequireDualStack"));
-        let families = if dual {
-            json!(["IPv4", "IPv6"])
-        } else {
-            json!(["IPv4"])
-        };
-        spec.insert("ipFamilies".into(), families);
-    }
+    let ip = free_ip(used, seed);
+    obj["spec"]["clusterIP"] = json!(ip);
+    obj["spec"]["clusterIPs"] = json!([ip]);
+    Vec::new()
 }
 
 /// The first address from `seed` on, in the range, that is not in `used` (never `.0.0` or
@@ -292,7 +270,7 @@ mod tests {
     fn a_cluster_ip_service_gets_a_free_address_and_one_family() {
         let used: HashSet<String> = ["10.96.0.5".to_string()].into();
         let mut s = json!({"spec": {"selector": {"a": "b"}}});
-        allocate(&mut s, &used, 5);
+        assert!(allocate(&mut s, &used, 5).is_empty());
         assert_eq!(s["spec"]["clusterIP"], "10.96.0.6");
         assert_eq!(s["spec"]["clusterIPs"], json!(["10.96.0.6"]));
         assert_eq!(s["spec"]["ipFamilies"], json!(["IPv4"]));
@@ -302,7 +280,7 @@ mod tests {
     #[test]
     fn a_headless_service_without_selector_requires_both_families() {
         let mut s = json!({"spec": {"clusterIP": "None"}});
-        allocate(&mut s, &HashSet::new(), 0);
+        assert!(allocate(&mut s, &HashSet::new(), 0).is_empty());
         assert_eq!(s["spec"]["clusterIPs"], json!(["None"]));
         assert_eq!(s["spec"]["ipFamilyPolicy"], "RequireDualStack");
         assert_eq!(s["spec"]["ipFamilies"], json!(["IPv4", "IPv6"]));
@@ -311,7 +289,7 @@ mod tests {
     #[test]
     fn external_names_get_nothing_and_updates_keep_the_allocation() {
         let mut e = json!({"spec": {"type": "ExternalName", "externalName": "a.b"}});
-        allocate(&mut e, &HashSet::new(), 0);
+        assert!(allocate(&mut e, &HashSet::new(), 0).is_empty());
         assert!(e["spec"].get("clusterIP").is_none());
         let old = json!({"spec": {"clusterIP": "10.96.0.9", "clusterIPs": ["10.96.0.9"], "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack"}});
         let mut new = json!({"spec": {"ports": []}});
