@@ -104,7 +104,12 @@ pub(super) fn sync_cluster_ips(old: &Value, new: &mut Value) {
     let ips: Vec<String> = spec
         .get("clusterIPs")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
         .unwrap_or_default();
     if !was_ips.is_empty() && ips.is_empty() && was_ip == ip {
         spec.insert("clusterIPs".into(), json!(was_ips));
@@ -146,7 +151,8 @@ pub(super) fn init_ip_families(new: &mut Value, old: Option<&Value>) -> Vec<Fiel
     let mut ips = strings(new, "clusterIPs");
     let mut families = strings(new, "ipFamilies");
     let shown = Some(policy.as_str());
-    let invalid = |detail: &str| FieldError::invalid_raw("spec.ipFamilyPolicy", shown_policy(shown), detail);
+    let invalid =
+        |detail: &str| FieldError::invalid_raw("spec.ipFamilyPolicy", shown_policy(shown), detail);
     let mut errors = Vec::new();
     if let Some(old) = old {
         let (was_ips, was_families) = (strings(old, "clusterIPs"), strings(old, "ipFamilies"));
@@ -159,10 +165,14 @@ pub(super) fn init_ip_families(new: &mut Value, old: Option<&Value>) -> Vec<Fiel
             }
         } else {
             if !ips.is_empty() && ips.len() < was_ips.len() {
-                errors.push(invalid("must be 'SingleStack' to release the secondary cluster IP"));
+                errors.push(invalid(
+                    "must be 'SingleStack' to release the secondary cluster IP",
+                ));
             }
             if !families.is_empty() && families.len() < was_families.len() {
-                errors.push(invalid("must be 'SingleStack' to release the secondary IP family"));
+                errors.push(invalid(
+                    "must be 'SingleStack' to release the secondary IP family",
+                ));
             }
         }
     }
@@ -203,12 +213,18 @@ pub(super) fn init_ip_families(new: &mut Value, old: Option<&Value>) -> Vec<Fiel
                 families.push(FAMILY.into());
             }
             if families.len() < 2 && policy != "SingleStack" {
-                let other = if families[0] == "IPv4" { "IPv6" } else { "IPv4" };
+                let other = if families[0] == "IPv4" {
+                    "IPv6"
+                } else {
+                    "IPv4"
+                };
                 families.push(other.into());
             }
         } else {
             if policy == "RequireDualStack" {
-                errors.push(invalid("this cluster is not configured for dual-stack services"));
+                errors.push(invalid(
+                    "this cluster is not configured for dual-stack services",
+                ));
             }
             for (i, family) in families.iter().enumerate() {
                 if family != FAMILY {
@@ -235,7 +251,11 @@ pub(super) fn init_ip_families(new: &mut Value, old: Option<&Value>) -> Vec<Fiel
 
 fn strings(service: &Value, key: &str) -> Vec<String> {
     let s = ServiceIps::of(service);
-    let list = if key == "clusterIPs" { s.cluster_ips } else { s.families };
+    let list = if key == "clusterIPs" {
+        s.cluster_ips
+    } else {
+        s.families
+    };
     list.into_iter().map(str::to_string).collect()
 }
 
@@ -255,7 +275,10 @@ fn matching_prefer_dual_stack(new: &Value, old: Option<&Value>) -> bool {
     let prefer = |p: Option<&str>| p.is_none_or(|p| p == "PreferDualStack");
     n.policy.is_some()
         && kind(new) == kind(old)
-        && matches!(kind(new).as_str(), "ClusterIP" | "NodePort" | "LoadBalancer")
+        && matches!(
+            kind(new).as_str(),
+            "ClusterIP" | "NodePort" | "LoadBalancer"
+        )
         && prefer(n.policy)
         && prefer(o.policy)
         && n.cluster_ips == o.cluster_ips
@@ -327,10 +350,15 @@ mod tests {
         assert_eq!(new["spec"]["ipFamilyPolicy"], "SingleStack");
         assert_eq!(new["spec"]["ipFamilies"], json!(["IPv4"]));
         let mut v6 = json!({"spec": {"clusterIP": "fd00::1", "clusterIPs": ["fd00::1"], "ipFamilyPolicy": "SingleStack"}});
-        let errors: Vec<String> = init_ip_families(&mut v6, None).iter().map(ToString::to_string).collect();
+        let errors: Vec<String> = init_ip_families(&mut v6, None)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         assert_eq!(
             errors,
-            ["spec.clusterIPs[0]: Invalid value: [\"fd00::1\"]: IPv6 is not configured on this cluster"]
+            [
+                "spec.clusterIPs[0]: Invalid value: [\"fd00::1\"]: IPv6 is not configured on this cluster"
+            ]
         );
     }
 

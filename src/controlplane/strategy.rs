@@ -112,7 +112,8 @@ mod tests {
     fn a_lease_loses_the_fields_of_a_disabled_gate_unless_already_in_use() {
         let reg = Registry::new([]);
         let leases = Target::of(&reg, "coordination.k8s.io", "leases", Some("x"));
-        let mut new = json!({"spec": {"holderIdentity": "a", "strategy": "S", "preferredHolder": "b"}});
+        let mut new =
+            json!({"spec": {"holderIdentity": "a", "strategy": "S", "preferredHolder": "b"}});
         prepare_for_create(&leases, &mut new);
         assert_eq!(new["spec"], json!({"holderIdentity": "a"}));
         let old = json!({"spec": {"strategy": "S"}});

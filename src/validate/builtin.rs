@@ -17,10 +17,10 @@ pub mod apps;
 pub mod decode;
 #[path = "builtin_events.rs"]
 pub mod events;
-#[path = "builtin_net.rs"]
-pub mod net;
 #[path = "builtin_kinds.rs"]
 pub mod kinds;
+#[path = "builtin_net.rs"]
+pub mod net;
 #[path = "builtin_refs.rs"]
 pub mod refs;
 

@@ -133,7 +133,12 @@ fn fields(group: &str, kind: &str) -> &'static [(&'static str, &'static str, &'s
                 "LeaseSpec.spec.leaseTransitions",
                 Shape::Int32,
             ),
-            ("/spec", "acquireTime", "LeaseSpec.spec.acquireTime", MICRO_TIME),
+            (
+                "/spec",
+                "acquireTime",
+                "LeaseSpec.spec.acquireTime",
+                MICRO_TIME,
+            ),
             ("/spec", "renewTime", "LeaseSpec.spec.renewTime", MICRO_TIME),
         ],
         ("", "Event") => &[
@@ -151,8 +156,18 @@ fn fields(group: &str, kind: &str) -> &'static [(&'static str, &'static str, &'s
         ],
         ("events.k8s.io", "Event") => &[
             ("", "eventTime", "Event.eventTime", MICRO_TIME),
-            ("", "deprecatedFirstTimestamp", "Event.deprecatedFirstTimestamp", TIME),
-            ("", "deprecatedLastTimestamp", "Event.deprecatedLastTimestamp", TIME),
+            (
+                "",
+                "deprecatedFirstTimestamp",
+                "Event.deprecatedFirstTimestamp",
+                TIME,
+            ),
+            (
+                "",
+                "deprecatedLastTimestamp",
+                "Event.deprecatedLastTimestamp",
+                TIME,
+            ),
             ("", "deprecatedCount", "Event.deprecatedCount", Shape::Int32),
             ("/series", "count", "EventSeries.series.count", Shape::Int32),
             (

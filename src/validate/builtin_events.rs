@@ -214,7 +214,11 @@ fn series_errors(event: &Value) -> Vec<FieldError> {
     };
     let mut errors = Vec::new();
     if series.get("count").and_then(Value::as_i64).unwrap_or(0) < 2 {
-        errors.push(FieldError::invalid("series.count", "", "should be at least 2"));
+        errors.push(FieldError::invalid(
+            "series.count",
+            "",
+            "should be at least 2",
+        ));
     }
     if is_zero_time(series.get("lastObservedTime")) {
         errors.push(FieldError::required("series.lastObservedTime", ""));

@@ -6,8 +6,8 @@
 
 use super::super::field::{self, BadValue, FieldError};
 use super::super::gojson;
-use super::{MAX_DATA_BYTES, label_key_messages, metadata_errors, regex_error};
 use super::events::{self, EventApi};
+use super::{MAX_DATA_BYTES, label_key_messages, metadata_errors, regex_error};
 use super::{apps, net, refs};
 use base64::Engine;
 use serde_json::{Map, Value};

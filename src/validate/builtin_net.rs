@@ -42,9 +42,7 @@ pub fn parse_sloppy(s: &str) -> Option<IpAddr> {
 /// The address as Go's `net.IP` methods see it: an IPv4-mapped IPv6 address is IPv4.
 fn unmapped(ip: IpAddr) -> IpAddr {
     match ip {
-        IpAddr::V6(v6) => v6
-            .to_ipv4_mapped()
-            .map_or(IpAddr::V6(v6), IpAddr::V4),
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
         v4 => v4,
     }
 }
@@ -66,7 +64,11 @@ pub fn legacy_ip_errors(field: &str, value: &str) -> Vec<FieldError> {
     };
     let mut errors = Vec::new();
     if value.parse::<IpAddr>().is_err() {
-        errors.push(FieldError::invalid(field, value, "must not have leading 0s"));
+        errors.push(FieldError::invalid(
+            field,
+            value,
+            "must not have leading 0s",
+        ));
     }
     if matches!(ip, IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some()) {
         errors.push(FieldError::invalid(
@@ -81,7 +83,11 @@ pub fn legacy_ip_errors(field: &str, value: &str) -> Vec<FieldError> {
 /// kube's `ValidateEndpointIP`: an address an endpoint can be reached at.
 fn endpoint_ip_errors(field: &str, value: &str) -> Vec<FieldError> {
     let Some(ip) = parse_sloppy(value).map(unmapped) else {
-        return vec![FieldError::invalid(field, value, "must be a valid IP address")];
+        return vec![FieldError::invalid(
+            field,
+            value,
+            "must be a valid IP address",
+        )];
     };
     let mut errors = Vec::new();
     let mut refuse = |why: &str| errors.push(FieldError::invalid(field, value, why));
@@ -322,7 +328,11 @@ pub fn cluster_ips_errors(service: &Value, old: Option<&Value>) -> Vec<FieldErro
     for (i, family) in s.families.iter().enumerate() {
         let at = format!("spec.ipFamilies[{i}]");
         if !FAMILIES.contains(family) {
-            errors.push(FieldError::not_supported(&at, BadValue::Str((*family).into()), FAMILIES));
+            errors.push(FieldError::not_supported(
+                &at,
+                BadValue::Str((*family).into()),
+                FAMILIES,
+            ));
         }
         if s.families[..i].contains(family) {
             errors.push(FieldError {
@@ -404,6 +414,15 @@ pub fn cluster_ips_errors(service: &Value, old: Option<&Value>) -> Vec<FieldErro
     errors
 }
 
+/// A secondary address or family released under a policy other than SingleStack.
+fn release_needs_single_stack(policy: Option<&str>, what: &str) -> FieldError {
+    FieldError::invalid_raw(
+        "spec.ipFamilyPolicy",
+        shown_policy(policy),
+        &format!("must be set to 'SingleStack' when releasing the secondary {what}"),
+    )
+}
+
 /// What a Service update may not change of its cluster IPs and IP families (kube's
 /// upgrade/downgrade rules: a secondary may come or go, with the policy to match; the primary
 /// stays).
@@ -415,7 +434,8 @@ pub fn service_update_errors(service: &Value, old: &Value) -> Vec<FieldError> {
     let mut errors = Vec::new();
     let ips = shown_list(&new.cluster_ips);
     let single_stack = new.policy == Some("SingleStack");
-    let changed = |at: &str, shown: &str| FieldError::invalid_raw(at, shown, "may not change once set");
+    let changed =
+        |at: &str, shown: &str| FieldError::invalid_raw(at, shown, "may not change once set");
     if !(was.headless() && new.headless()) {
         let (n, o) = (&new.cluster_ips, &was.cluster_ips);
         if o.len() == n.len() {
@@ -435,11 +455,7 @@ pub fn service_update_errors(service: &Value, old: &Value) -> Vec<FieldError> {
                 errors.push(changed("spec.clusterIPs[0]", &ips));
             }
             if n.len() == 1 && !single_stack {
-                errors.push(FieldError::invalid_raw(
-                    "spec.ipFamilyPolicy",
-                    shown_policy(new.policy),
-                    "must be set to 'SingleStack' when releasing the secondary clusterIP",
-                ));
+                errors.push(release_needs_single_stack(new.policy, "clusterIP"));
             }
         } else if !o.is_empty() && n[0] != o[0] {
             errors.push(changed("spec.clusterIPs[0]", &ips));
@@ -467,11 +483,7 @@ pub fn service_update_errors(service: &Value, old: &Value) -> Vec<FieldError> {
             errors.push(changed("spec.ipFamilies[0]", &ips));
         }
         if n.len() == 1 && !single_stack {
-            errors.push(FieldError::invalid_raw(
-                "spec.ipFamilyPolicy",
-                shown_policy(new.policy),
-                "must be set to 'SingleStack' when releasing the secondary ipFamily",
-            ));
+            errors.push(release_needs_single_stack(new.policy, "ipFamily"));
         }
     } else if !o.is_empty() && !n.is_empty() && n[0] != o[0] {
         errors.push(changed("spec.ipFamilies[0]", &ips));

@@ -7,8 +7,14 @@ fn messages(errors: &[FieldError]) -> Vec<String> {
 #[test]
 fn addresses_are_read_as_gos_lenient_parser_reads_them() {
     assert_eq!(parse_sloppy("10.1.2.3"), Some("10.1.2.3".parse().unwrap()));
-    assert_eq!(parse_sloppy("010.001.2.3"), Some("10.1.2.3".parse().unwrap()));
-    assert_eq!(parse_sloppy("::ffff:010.1.2.3"), Some("::ffff:10.1.2.3".parse().unwrap()));
+    assert_eq!(
+        parse_sloppy("010.001.2.3"),
+        Some("10.1.2.3".parse().unwrap())
+    );
+    assert_eq!(
+        parse_sloppy("::ffff:010.1.2.3"),
+        Some("::ffff:10.1.2.3".parse().unwrap())
+    );
     assert_eq!(parse_sloppy("256.1.2.3"), None);
     assert_eq!(parse_sloppy("fe80::1%eth0"), None);
     assert_eq!(parse_sloppy("not-an-ip"), None);
@@ -42,7 +48,8 @@ fn an_endpoints_address_must_be_an_ip_an_endpoint_can_have() {
     );
     // Unchanged subsets are not checked again on update.
     assert!(endpoints_errors(&e, Some(&e)).is_empty());
-    let special = json!({"subsets": [{"notReadyAddresses": [{"ip": "127.0.0.1"}, {"ip": "fe80::1"}]}, {}]});
+    let special =
+        json!({"subsets": [{"notReadyAddresses": [{"ip": "127.0.0.1"}, {"ip": "fe80::1"}]}, {}]});
     assert_eq!(
         messages(&endpoints_errors(&special, None)),
         [
@@ -72,10 +79,13 @@ fn non_canonical_ipv6_addresses_are_warned_about() {
     let e = json!({"subsets": [{"addresses": [{"ip": "2001:DB8::0:1"}, {"ip": "10.0.0.1"}]}]});
     assert_eq!(
         endpoints_warnings(&e),
-        ["subsets[0].addresses[0].ip: IPv6 address \"2001:DB8::0:1\" should be in RFC 5952 canonical format (\"2001:db8::1\")"]
+        [
+            "subsets[0].addresses[0].ip: IPv6 address \"2001:DB8::0:1\" should be in RFC 5952 canonical format (\"2001:db8::1\")"
+        ]
     );
     let mut controller = e.clone();
-    controller["metadata"] = json!({"labels": {"endpoints.kubernetes.io/managed-by": "endpoint-controller"}});
+    controller["metadata"] =
+        json!({"labels": {"endpoints.kubernetes.io/managed-by": "endpoint-controller"}});
     assert!(endpoints_warnings(&controller).is_empty());
 }
 
@@ -85,9 +95,18 @@ fn service(ip: &str, ips: &[&str], families: &[&str], policy: &str) -> Value {
 
 #[test]
 fn cluster_ips_must_agree_with_cluster_ip_and_their_families() {
-    assert!(cluster_ips_errors(&service("10.0.0.1", &["10.0.0.1"], &["IPv4"], "SingleStack"), None).is_empty());
+    assert!(
+        cluster_ips_errors(
+            &service("10.0.0.1", &["10.0.0.1"], &["IPv4"], "SingleStack"),
+            None
+        )
+        .is_empty()
+    );
     assert_eq!(
-        messages(&cluster_ips_errors(&service("10.0.0.1", &["10.0.0.2"], &["IPv6"], "Odd"), None)),
+        messages(&cluster_ips_errors(
+            &service("10.0.0.1", &["10.0.0.2"], &["IPv6"], "Odd"),
+            None
+        )),
         [
             "spec.clusterIPs: Invalid value: [\"10.0.0.2\"]: first value must match `clusterIP`",
             "spec.ipFamilyPolicy: Unsupported value: \"Odd\": supported values: \"PreferDualStack\", \"RequireDualStack\", \"SingleStack\"",
@@ -95,8 +114,18 @@ fn cluster_ips_must_agree_with_cluster_ip_and_their_families() {
         ]
     );
     assert_eq!(
-        messages(&cluster_ips_errors(&service("10.0.0.1", &["10.0.0.1", "10.0.0.2"], &[], "RequireDualStack"), None)),
-        ["spec.clusterIPs: Invalid value: [\"10.0.0.1\",\"10.0.0.2\"]: may specify no more than one IP for each IP family"]
+        messages(&cluster_ips_errors(
+            &service(
+                "10.0.0.1",
+                &["10.0.0.1", "10.0.0.2"],
+                &[],
+                "RequireDualStack"
+            ),
+            None
+        )),
+        [
+            "spec.clusterIPs: Invalid value: [\"10.0.0.1\",\"10.0.0.2\"]: may specify no more than one IP for each IP family"
+        ]
     );
 }
 
@@ -109,7 +138,12 @@ fn an_update_may_not_change_the_primary_cluster_ip_or_family() {
         messages(&service_update_errors(&moved, &old)),
         ["spec.clusterIPs[0]: Invalid value: [\"10.0.0.2\"]: may not change once set"]
     );
-    let dual = service("10.0.0.1", &["10.0.0.1", "fd00::1"], &["IPv4", "IPv6"], "RequireDualStack");
+    let dual = service(
+        "10.0.0.1",
+        &["10.0.0.1", "fd00::1"],
+        &["IPv4", "IPv6"],
+        "RequireDualStack",
+    );
     let released = service("10.0.0.1", &["10.0.0.1"], &["IPv4"], "RequireDualStack");
     assert_eq!(
         messages(&service_update_errors(&released, &dual)),

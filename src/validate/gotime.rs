@@ -86,7 +86,11 @@ enum Failure {
 
 /// One or two digits (`fixed`: exactly two), and what follows.
 fn two_digits(s: &[u8], fixed: bool) -> Option<(u32, &[u8])> {
-    let digit = |i: usize| s.get(i).filter(|c| c.is_ascii_digit()).map(|c| u32::from(c - b'0'));
+    let digit = |i: usize| {
+        s.get(i)
+            .filter(|c| c.is_ascii_digit())
+            .map(|c| u32::from(c - b'0'))
+    };
     let first = digit(0)?;
     match digit(1) {
         Some(second) => Some((first * 10 + second, &s[2..])),
@@ -111,9 +115,7 @@ fn element<'a>(e: Element, value: &'a [u8], date: &mut Date) -> Result<&'a [u8],
             if !digits.iter().all(u8::is_ascii_digit) {
                 return Err(Failure::Bad);
             }
-            date.year = digits
-                .iter()
-                .fold(0, |n, d| n * 10 + i64::from(d - b'0'));
+            date.year = digits.iter().fold(0, |n, d| n * 10 + i64::from(d - b'0'));
             Ok(&value[4..])
         }
         Element::Month => {
@@ -247,7 +249,10 @@ pub fn parse_error(layout: Layout, value: &str) -> Option<String> {
             Ok(rest) => value = rest,
             Err(Failure::Bad) => return Some(cannot(value, e.layout_text())),
             Err(Failure::Range(what)) => {
-                return Some(format!("parsing time {}: {what} out of range", quote(whole)));
+                return Some(format!(
+                    "parsing time {}: {what} out of range",
+                    quote(whole)
+                ));
             }
         }
         if *e == Element::Second && layout == Layout::Rfc3339 {
@@ -310,7 +315,9 @@ mod tests {
     fn an_element_that_does_not_parse_is_named_with_the_rest_of_the_value() {
         assert_eq!(
             micro("yesterday").unwrap(),
-            format!("parsing time \"yesterday\" as {MICRO}: cannot parse \"yesterday\" as \"2006\"")
+            format!(
+                "parsing time \"yesterday\" as {MICRO}: cannot parse \"yesterday\" as \"2006\""
+            )
         );
         assert_eq!(
             micro("").unwrap(),
