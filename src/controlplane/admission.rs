@@ -226,7 +226,9 @@ fn normalise(
         Some(old) => kinds::update_errors(group, kind, obj, old),
     };
     if !errors.is_empty() {
-        return Err(ApiError::invalid_object(kind, group, name, &errors));
+        // Named by the group of the stored kind (an events.k8s.io Event is a core Event).
+        let stored_group = target.rt.storage_group();
+        return Err(ApiError::invalid_object(kind, stored_group, name, &errors));
     }
     match (group, kind) {
         ("", "Namespace") => {

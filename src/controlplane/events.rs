@@ -6,18 +6,8 @@
 //! Both shapes are also written as upstream's typed encoding writes them: some fields are always
 //! present, `null` or empty when unset (e.g. a core Event's `firstTimestamp: null`).
 
+use crate::validate::builtin::events::RENAMED;
 use serde_json::{Map, Value, json};
-
-/// Core field name and events.k8s.io field name, for the fields that are renamed.
-const RENAMED: &[(&str, &str)] = &[
-    ("message", "note"),
-    ("involvedObject", "regarding"),
-    ("source", "deprecatedSource"),
-    ("firstTimestamp", "deprecatedFirstTimestamp"),
-    ("lastTimestamp", "deprecatedLastTimestamp"),
-    ("count", "deprecatedCount"),
-    ("reportingComponent", "reportingController"),
-];
 
 /// A field an encoding always writes, and its value when unset.
 type AlwaysWritten = (&'static str, fn() -> Value);

@@ -28,26 +28,49 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Body>) -> Response {
     let path = req.uri().path().to_string();
     let query = parse_query(req.uri().query().unwrap_or(""));
     let result = serve(shared, req, &query).await;
-    match result {
-        Ok(resp) => resp,
-        Err(e) => {
-            tracing::debug!(%method, %path, code = e.code, reason = e.reason.as_str(), message = %e.message, "request refused");
-            let code = StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            if e.plain {
-                // As Go's http.NotFound answers a path no handler serves.
-                return (
-                    code,
-                    [
-                        (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
-                        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-                    ],
-                    format!("{}\n", e.message),
-                )
-                    .into_response();
-            }
-            json_response(code, &e.to_status())
-        }
+    result.unwrap_or_else(|e| {
+        tracing::debug!(%method, %path, code = e.code, reason = e.reason.as_str(), message = %e.message, "request refused");
+        error_response(&e)
+    })
+}
+
+/// An error as the answer's status and body.
+fn error_response(e: &ApiError) -> Response {
+    let code = StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    if e.plain {
+        // As Go's http.NotFound answers a path no handler serves.
+        return (
+            code,
+            [
+                (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+                (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            ],
+            format!("{}\n", e.message),
+        )
+            .into_response();
     }
+    json_response(code, &e.to_status())
+}
+
+/// Adds `warning` before the answer's other warnings (kube-apiserver warns of a deprecated API
+/// before it serves the request, success or not).
+fn with_first_warning(answer: Result<Response, ApiError>, warning: &str) -> Response {
+    let mut resp = answer.unwrap_or_else(|e| error_response(&e));
+    let headers = resp.headers_mut();
+    let others: Vec<_> = headers.get_all(header::WARNING).iter().cloned().collect();
+    headers.remove(header::WARNING);
+    if let Ok(v) = http::HeaderValue::from_str(&warning_value(warning)) {
+        headers.append(header::WARNING, v);
+    }
+    for v in others {
+        headers.append(header::WARNING, v);
+    }
+    resp
+}
+
+/// A `Warning` header's value: `299 - "text"`, the text quoted as kube-apiserver quotes it.
+fn warning_value(text: &str) -> String {
+    format!("299 - {}", serde_json::Value::String(text.to_string()))
 }
 
 pub(super) type Query = HashMap<String, String>;
@@ -234,6 +257,7 @@ async fn serve(
             if !rt.namespaced && namespace.is_some() {
                 return Err(ApiError::unknown_path());
             }
+            let deprecated = super::strategy::deprecation_warning(&rt, &version);
             let target = Target {
                 rt,
                 version,
@@ -245,7 +269,10 @@ async fn serve(
             if let (Some(served), Ok(resp)) = (&served, &answer) {
                 served.record_answer(asked, resp.status());
             }
-            answer
+            match deprecated {
+                Some(w) => Ok(with_first_warning(answer, &w)),
+                None => answer,
+            }
         }
         _ if !read_only(req.method()) => Err(ApiError::method_not_allowed()),
         Route::Version => Ok(json_response(StatusCode::OK, &discovery::version())),
@@ -476,8 +503,7 @@ async fn write(
 /// Each warning as a `Warning: 299 - "text"` header, the text quoted as kube-apiserver quotes it.
 fn add_warnings(resp: &mut Response, warnings: Vec<String>) {
     for w in warnings {
-        let value = format!("299 - {}", serde_json::Value::String(w));
-        if let Ok(v) = http::HeaderValue::from_str(&value) {
+        if let Ok(v) = http::HeaderValue::from_str(&warning_value(&w)) {
             resp.headers_mut().append(header::WARNING, v);
         }
     }

@@ -229,8 +229,16 @@ pub fn create(
     }
     strategy::prepare_for_create(target, &mut body);
     workloads::admit_create(txn, target, &mut body)?;
-    allocate_service(txn, target, &mut body);
+    allocate_service(txn, target, &name, &mut body)?;
+    warn_of(target, &body, opts);
     Ok(store(txn, target, &key, body))
+}
+
+/// Adds the warnings a valid write of `obj` earns to the request's.
+fn warn_of(target: &Target, obj: &Value, opts: &WriteOptions) {
+    for w in strategy::write_warnings(target, obj) {
+        opts.warnings.push(w);
+    }
 }
 
 fn is_builtin_with_server_status(target: &Target) -> bool {
@@ -285,9 +293,14 @@ fn is_service(target: &Target) -> bool {
 
 /// A new Service's cluster IP and IP families, set after field management as upstream's storage
 /// does.
-fn allocate_service(txn: &Txn, target: &Target, obj: &mut Value) {
+fn allocate_service(
+    txn: &Txn,
+    target: &Target,
+    name: &str,
+    obj: &mut Value,
+) -> Result<(), ApiError> {
     if !is_service(target) {
-        return;
+        return Ok(());
     }
     let used = txn
         .scan(&target.rt.key_prefix())
@@ -298,7 +311,12 @@ fn allocate_service(txn: &Txn, target: &Target, obj: &mut Value) {
                 .map(str::to_string)
         })
         .collect();
-    service_ips::allocate(obj, &used, uuid::Uuid::new_v4().as_u128() as u32);
+    let errors = service_ips::allocate(obj, &used, uuid::Uuid::new_v4().as_u128() as u32);
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::invalid_object("Service", "", name, &errors))
+    }
 }
 
 /// PUT (of the object or its status).
@@ -580,7 +598,8 @@ fn apply(
             }
             strategy::prepare_for_create(target, &mut merged);
             workloads::admit_create(txn, target, &mut merged)?;
-            allocate_service(txn, target, &mut merged);
+            allocate_service(txn, target, name, &mut merged)?;
+            warn_of(target, &merged, opts);
             Ok(store(txn, target, key, merged))
         }
         Some(old) => {
@@ -616,12 +635,8 @@ fn finish_write(
                 None => meta.remove(*k),
             };
         }
-        if !managed_fields_done {
-            match old.pointer("/metadata/managedFields") {
-                Some(v) => meta.insert("managedFields".into(), v.clone()),
-                None => meta.remove("managedFields"),
-            };
-        }
+        // managedFields stay as the write left them: `ssa::record_update` takes a list the write
+        // set (or a reset, `[]` or `[{}]`), else the stored one, as kube's field manager does.
     }
     new["apiVersion"] = old["apiVersion"].clone();
     if target.rt.kind == "Namespace" && target.subresource.is_none() {
@@ -629,10 +644,16 @@ fn finish_write(
         new["spec"] = old.get("spec").cloned().unwrap_or(json!({}));
     }
     default_builtin(target, &mut new);
-    if is_service(target) {
+    if is_service(target) && target.subresource.is_none() {
         service_ips::keep_allocated(&old, &mut new);
+        service_ips::sync_cluster_ips(&old, &mut new);
+        let errors = service_ips::init_ip_families(&mut new, Some(&old));
+        if !errors.is_empty() {
+            return Err(ApiError::invalid_object("Service", "", name, &errors));
+        }
     }
     normalise_update(target, name, &old, &mut new)?;
+    warn_of(target, &new, opts);
     if target.rt.has_generation() && spec_part(&new) != spec_part(&old) {
         let generation = old
             .pointer("/metadata/generation")
@@ -652,6 +673,7 @@ fn finish_write(
             &opts.now,
         );
     }
+    strategy::prepare_for_update(target, &old, &mut new);
     if new == *old {
         return Ok(old);
     }

@@ -1,17 +1,32 @@
-//! What upstream's per-kind strategies set on a new object after field management recorded the
-//! request (`PrepareForCreate`): these fields belong to no manager, so they never show in
-//! `managedFields`. Defaulting, which happens before and so is owned by the writer, is
+//! What upstream's per-kind strategies set on a new or updated object after field management
+//! recorded the request (`PrepareForCreate`, `PrepareForUpdate`): what they set belongs to no
+//! manager, and what they drop stays in the writer's `managedFields`, as upstream. Defaulting,
+//! which happens before and so is owned by the writer, is
 //! [`super::admission::normalise_kind`]'s.
 
 use super::objects::Target;
+use super::registry::ResourceType;
+use crate::validate::builtin::net::endpoints_warnings;
 use serde_json::{Value, json};
 
 /// The finalizer every new Namespace carries until the namespace controller empties it.
 const KUBERNETES_FINALIZER: &str = "kubernetes";
 
+/// The Lease fields of the `CoordinatedLeaderElection` feature gate, off by default in
+/// kube-apiserver v1.37: dropped from what a write sets.
+const LEASE_GATED: &[&str] = &["strategy", "preferredHolder"];
+
+fn is_builtin(target: &Target, group: &str, kind: &str) -> bool {
+    !target.rt.custom && target.rt.group == group && target.rt.kind == kind
+}
+
 /// Sets what a new object of this kind gets from the server.
 pub(super) fn prepare_for_create(target: &Target, obj: &mut Value) {
-    if target.rt.custom || !target.rt.group.is_empty() || target.rt.kind != "Namespace" {
+    if is_builtin(target, "coordination.k8s.io", "Lease") {
+        drop_gated_lease_fields(None, obj);
+        return;
+    }
+    if !is_builtin(target, "", "Namespace") {
         return;
     }
     // A new Namespace is Active, and held by the `kubernetes` finalizer besides any of its own;
@@ -28,6 +43,46 @@ pub(super) fn prepare_for_create(target: &Target, obj: &mut Value) {
         Some(list) if list.iter().any(|f| f == KUBERNETES_FINALIZER) => {}
         Some(list) => list.push(json!(KUBERNETES_FINALIZER)),
         None => *finalizers = json!([KUBERNETES_FINALIZER]),
+    }
+}
+
+/// The warnings a valid write of this object earns (upstream's `WarningsOnCreate` and
+/// `WarningsOnUpdate`): Endpoints' addresses in a non-canonical form.
+pub(super) fn write_warnings(target: &Target, obj: &Value) -> Vec<String> {
+    if is_builtin(target, "", "Endpoints") {
+        return endpoints_warnings(obj);
+    }
+    Vec::new()
+}
+
+/// The warning every request for a deprecated built-in API gets, whatever its answer.
+pub(super) fn deprecation_warning(rt: &ResourceType, version: &str) -> Option<String> {
+    let endpoints = !rt.custom && rt.group.is_empty() && rt.kind == "Endpoints" && version == "v1";
+    endpoints.then(|| {
+        "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice".to_string()
+    })
+}
+
+/// Drops from an updated object what the server does not let this write set.
+pub(super) fn prepare_for_update(target: &Target, old: &Value, obj: &mut Value) {
+    if is_builtin(target, "coordination.k8s.io", "Lease") {
+        drop_gated_lease_fields(Some(old), obj);
+    }
+}
+
+/// A disabled gate's Lease fields are dropped, unless the stored Lease already has them (a field
+/// in use is kept, as upstream's strategy keeps it across a gate turned off).
+fn drop_gated_lease_fields(old: Option<&Value>, obj: &mut Value) {
+    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for field in LEASE_GATED {
+        let in_use = old
+            .and_then(|o| o.pointer(&format!("/spec/{field}")))
+            .is_some_and(|v| !v.is_null());
+        if !in_use {
+            spec.remove(*field);
+        }
     }
 }
 
@@ -51,6 +106,20 @@ mod tests {
         let mut own = json!({"metadata": {"name": "a"}, "spec": {"finalizers": ["mine"]}});
         prepare_for_create(&ns, &mut own);
         assert_eq!(own["spec"]["finalizers"], json!(["mine", "kubernetes"]));
+    }
+
+    #[test]
+    fn a_lease_loses_the_fields_of_a_disabled_gate_unless_already_in_use() {
+        let reg = Registry::new([]);
+        let leases = Target::of(&reg, "coordination.k8s.io", "leases", Some("x"));
+        let mut new =
+            json!({"spec": {"holderIdentity": "a", "strategy": "S", "preferredHolder": "b"}});
+        prepare_for_create(&leases, &mut new);
+        assert_eq!(new["spec"], json!({"holderIdentity": "a"}));
+        let old = json!({"spec": {"strategy": "S"}});
+        let mut updated = json!({"spec": {"strategy": "T", "preferredHolder": "b"}});
+        prepare_for_update(&leases, &old, &mut updated);
+        assert_eq!(updated["spec"], json!({"strategy": "T"}));
     }
 
     #[test]

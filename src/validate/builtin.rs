@@ -15,8 +15,12 @@ use serde_json::Value;
 pub mod apps;
 #[path = "builtin_decode.rs"]
 pub mod decode;
+#[path = "builtin_events.rs"]
+pub mod events;
 #[path = "builtin_kinds.rs"]
 pub mod kinds;
+#[path = "builtin_net.rs"]
+pub mod net;
 #[path = "builtin_refs.rs"]
 pub mod refs;
 #[path = "builtin_workloads.rs"]

@@ -1,11 +1,12 @@
 //! What kube-apiserver cannot even decode into a built-in kind's Go type: a string map that is
-//! not a map of strings, a Secret's or ConfigMap's binary data that is not base64, a Lease's
-//! number that is not a number. kube-apiserver answers these 400 BadRequest before any
+//! not a map of strings, a Secret's or ConfigMap's binary data that is not base64, a Lease's or
+//! Event's number that is not a number, a timestamp that is not a time. kube-apiserver answers these 400 BadRequest before any
 //! validation, naming the Go field (`json: cannot unmarshal number into Go struct field
 //! ConfigMap.data of type string`, `illegal base64 data at input byte 3`); the agent reports them
 //! in its own words. Values are never shown.
 
 use super::super::gojson;
+use super::super::gotime::{self, Layout};
 use serde_json::{Map, Value};
 use std::fmt;
 
@@ -28,6 +29,8 @@ pub enum Undecodable {
     },
     /// Not base64: the byte at which Go's decoder stops.
     Base64 { byte: usize },
+    /// A string that is not a time of the layout: Go's `time.Parse` error.
+    Time { error: String },
 }
 
 impl DecodeProblem {
@@ -42,6 +45,7 @@ impl DecodeProblem {
                 "json: cannot unmarshal {found} into Go struct field {go_field} of type {go_type}"
             ),
             Undecodable::Base64 { byte } => format!("illegal base64 data at input byte {byte}"),
+            Undecodable::Time { error } => error.clone(),
         }
     }
 }
@@ -73,6 +77,7 @@ impl fmt::Display for DecodeProblem {
                 "{}: Invalid value: not valid base64 (the value is not shown)",
                 self.field
             ),
+            Undecodable::Time { error } => write!(f, "{}: Invalid value: {error}", self.field),
         }
     }
 }
@@ -96,7 +101,12 @@ enum Shape {
     Bytes,
     /// `int32`
     Int32,
+    /// A timestamp string (`metav1.Time` or `metav1.MicroTime`).
+    Time(Layout),
 }
+
+const TIME: Shape = Shape::Time(Layout::Rfc3339);
+const MICRO_TIME: Shape = Shape::Time(Layout::Rfc3339Micro);
 
 /// The fields of `group`/`kind` whose decoding is checked, in the object: (path of the JSON
 /// object holding it, key, Go field, shape).
@@ -122,6 +132,49 @@ fn fields(group: &str, kind: &str) -> &'static [(&'static str, &'static str, &'s
                 "leaseTransitions",
                 "LeaseSpec.spec.leaseTransitions",
                 Shape::Int32,
+            ),
+            (
+                "/spec",
+                "acquireTime",
+                "LeaseSpec.spec.acquireTime",
+                MICRO_TIME,
+            ),
+            ("/spec", "renewTime", "LeaseSpec.spec.renewTime", MICRO_TIME),
+        ],
+        ("", "Event") => &[
+            ("", "firstTimestamp", "Event.firstTimestamp", TIME),
+            ("", "lastTimestamp", "Event.lastTimestamp", TIME),
+            ("", "count", "Event.count", Shape::Int32),
+            ("", "eventTime", "Event.eventTime", MICRO_TIME),
+            ("/series", "count", "EventSeries.series.count", Shape::Int32),
+            (
+                "/series",
+                "lastObservedTime",
+                "EventSeries.series.lastObservedTime",
+                MICRO_TIME,
+            ),
+        ],
+        ("events.k8s.io", "Event") => &[
+            ("", "eventTime", "Event.eventTime", MICRO_TIME),
+            (
+                "",
+                "deprecatedFirstTimestamp",
+                "Event.deprecatedFirstTimestamp",
+                TIME,
+            ),
+            (
+                "",
+                "deprecatedLastTimestamp",
+                "Event.deprecatedLastTimestamp",
+                TIME,
+            ),
+            ("", "deprecatedCount", "Event.deprecatedCount", Shape::Int32),
+            ("/series", "count", "EventSeries.series.count", Shape::Int32),
+            (
+                "/series",
+                "lastObservedTime",
+                "EventSeries.series.lastObservedTime",
+                MICRO_TIME,
             ),
         ],
         _ => &[],
@@ -204,6 +257,15 @@ fn check(
         (_, Value::Null) => {}
         (Shape::Int32, Value::Number(_)) => {}
         (Shape::Int32, other) => out.push(type_problem(field.into(), other, "int32")),
+        (Shape::Time(layout), Value::String(t)) => {
+            if let Some(error) = gotime::parse_error(layout, t) {
+                out.push(DecodeProblem {
+                    field: field.into(),
+                    what: Undecodable::Time { error },
+                });
+            }
+        }
+        (Shape::Time(_), other) => out.push(type_problem(field.into(), other, "string")),
         (Shape::Strings, Value::Object(m)) => each(
             m,
             |k, v| {

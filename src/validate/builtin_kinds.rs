@@ -6,18 +6,36 @@
 
 use super::super::field::{self, BadValue, FieldError};
 use super::super::gojson;
+use super::events::{self, EventApi};
 use super::{MAX_DATA_BYTES, label_key_messages, metadata_errors, regex_error};
-use super::{apps, refs, workloads};
+use super::{apps, net, refs, workloads};
 use base64::Engine;
 use serde_json::{Map, Value};
 
 /// The errors kube-apiserver's validation finds in `obj` of `group`/`kind` on create (the name
 /// aside). `obj` is as stored: a Secret's `stringData` already folded into `data`.
 pub fn create_errors(group: &str, kind: &str, obj: &Value) -> Vec<FieldError> {
+    if let Some((api, event)) = as_event(group, kind, obj) {
+        // The kind's rules come first here, the metadata's after (kube's Event strategy does
+        // not check metadata itself).
+        let mut errors = events::create_errors(&event, api);
+        errors.extend(meta_errors(group, obj));
+        errors.extend(refs::owner_reference_errors(obj));
+        return once_each(errors);
+    }
     let mut errors = meta_errors(group, obj);
     errors.extend(refs::owner_reference_errors(obj));
     errors.extend(kind_errors(group, kind, obj));
     once_each(errors)
+}
+
+/// An Event of either API, in the core shape it is validated in, and the API it came through.
+fn as_event(group: &str, kind: &str, obj: &Value) -> Option<(EventApi, Value)> {
+    match (group, kind) {
+        ("", "Event") => Some((EventApi::Core, obj.clone())),
+        ("events.k8s.io", "Event") => Some((EventApi::Events, events::as_core(obj))),
+        _ => None,
+    }
 }
 
 /// kube-apiserver reports an error its checks find twice (metadata on update) once.
@@ -46,11 +64,23 @@ pub fn update_errors(group: &str, kind: &str, obj: &Value, old: &Value) -> Vec<F
         errors.extend(apps::deployment_errors(obj, Some(old)));
         return errors;
     }
+    if let (Some((api, event)), Some((_, old_event))) =
+        (as_event(group, kind, obj), as_event(group, kind, old))
+    {
+        errors.extend(events::update_errors(&event, &old_event, api));
+        return once_each(errors);
+    }
     match (group, kind) {
         ("", "ConfigMap" | "Secret" | "ServiceAccount") => {
             errors.extend(create_errors(group, kind, obj));
         }
         ("", "Namespace") => {}
+        ("", "Service") => {
+            errors.extend(net::service_update_errors(obj, old));
+            errors.extend(service_errors(obj));
+            errors.extend(net::cluster_ips_errors(obj, Some(old)));
+        }
+        ("", "Endpoints") => errors.extend(net::endpoints_errors(obj, Some(old))),
         _ => errors.extend(kind_errors(group, kind, obj)),
     }
     once_each(errors)
@@ -92,6 +122,7 @@ fn kind_errors(group: &str, kind: &str, obj: &Value) -> Vec<FieldError> {
         ("", "Secret") => secret_errors(obj),
         ("", "Namespace") => namespace_errors(obj),
         ("", "Service") => service_errors(obj),
+        ("", "Endpoints") => net::endpoints_errors(obj, None),
         ("coordination.k8s.io", "Lease") => lease_errors(obj),
         ("rbac.authorization.k8s.io", "Role" | "ClusterRole") => refs::role_errors(obj),
         ("apps", "Deployment" | "ReplicaSet") => apps::deployment_errors(obj, None),

@@ -27,6 +27,7 @@ pub mod crd;
 pub mod field;
 pub mod filled;
 pub mod gojson;
+pub mod gotime;
 pub mod reserved;
 mod rules;
 mod schema;

@@ -177,9 +177,14 @@ pub(crate) fn decode_strict(obj: &Value) -> Option<Vec<Entry>> {
     Some(out)
 }
 
-/// Whether the object asks to clear its managedFields (`managedFields: [{}]`).
+/// Whether the object asks to clear its managedFields: an empty list, or a list of one empty
+/// entry (`[{}]`), as kube's field manager reads a reset. An absent or `null` list is no reset.
 pub(crate) fn is_reset(obj: &Value) -> bool {
-    matches!(managed_list(obj).map(Vec::as_slice), Some([Value::Object(m)]) if m.is_empty())
+    match managed_list(obj).map(Vec::as_slice) {
+        Some([]) => true,
+        Some([Value::Object(m)]) => m.is_empty(),
+        _ => false,
+    }
 }
 
 /// Encodes entries in the API server's order. When `previous` (the object's current list) holds
@@ -287,7 +292,9 @@ mod tests {
         assert_eq!(entries[0].manager, "a");
         assert!(decode_strict(&obj).is_none());
         assert!(is_reset(&json!({"metadata": {"managedFields": [{}]}})));
-        assert!(!is_reset(&json!({"metadata": {"managedFields": []}})));
+        assert!(is_reset(&json!({"metadata": {"managedFields": []}})));
+        assert!(!is_reset(&json!({"metadata": {"managedFields": null}})));
+        assert!(!is_reset(&json!({"metadata": {}})));
     }
 
     #[test]
