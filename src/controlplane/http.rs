@@ -162,13 +162,7 @@ async fn serve(
     query: &Query,
 ) -> Result<Response, ApiError> {
     // The deprecated watch paths are served as the watch of their collection.
-    let legacy = match super::watch::legacy_watch_path(req.uri().path()) {
-        Some((path, name)) => Some((
-            path,
-            super::watch::legacy_watch_query(query, name.as_deref())?,
-        )),
-        None => None,
-    };
+    let legacy = super::watch::legacy_watch(req.uri().path(), query)?;
     let (path, query) = match &legacy {
         Some((path, query)) => (path.as_str(), query),
         None => (req.uri().path(), query),

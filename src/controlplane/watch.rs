@@ -155,10 +155,22 @@ pub struct WatchStart {
     pub initial_events_end: bool,
 }
 
+/// A deprecated watch path's collection path and query (see [`legacy_watch_path`]); `None` for
+/// any other path.
+pub fn legacy_watch(
+    path: &str,
+    query: &std::collections::HashMap<String, String>,
+) -> Result<Option<(String, std::collections::HashMap<String, String>)>, ApiError> {
+    let Some((path, name)) = legacy_watch_path(path) else {
+        return Ok(None);
+    };
+    Ok(Some((path, legacy_watch_query(query, name.as_deref())?)))
+}
+
 /// The deprecated `/api/v1/watch/...` and `/apis/G/V/watch/...` paths, which kube-apiserver still
 /// serves as watches: the collection path they watch, and the one object's name when they name
 /// one. `None` for any other path.
-pub fn legacy_watch_path(path: &str) -> Option<(String, Option<String>)> {
+fn legacy_watch_path(path: &str) -> Option<(String, Option<String>)> {
     let segs: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
     let (base, rest) = match segs.as_slice() {
         ["api", v, "watch", rest @ ..] => (format!("/api/{v}"), rest),
@@ -180,7 +192,7 @@ pub fn legacy_watch_path(path: &str) -> Option<(String, Option<String>)> {
 
 /// The query of a legacy watch path: a watch, of the named object only when it names one. A
 /// `fieldSelector` given with a name must select that name, as kube-apiserver requires.
-pub fn legacy_watch_query(
+fn legacy_watch_query(
     query: &std::collections::HashMap<String, String>,
     name: Option<&str>,
 ) -> Result<std::collections::HashMap<String, String>, ApiError> {
