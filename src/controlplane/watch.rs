@@ -155,12 +155,12 @@ pub struct WatchStart {
     pub initial_events_end: bool,
 }
 
+/// A query string's parameters, as the HTTP layer reads them.
+type Params = std::collections::HashMap<String, String>;
+
 /// A deprecated watch path's collection path and query (see [`legacy_watch_path`]); `None` for
 /// any other path.
-pub fn legacy_watch(
-    path: &str,
-    query: &std::collections::HashMap<String, String>,
-) -> Result<Option<(String, std::collections::HashMap<String, String>)>, ApiError> {
+pub fn legacy_watch(path: &str, query: &Params) -> Result<Option<(String, Params)>, ApiError> {
     let Some((path, name)) = legacy_watch_path(path) else {
         return Ok(None);
     };
@@ -192,10 +192,7 @@ fn legacy_watch_path(path: &str) -> Option<(String, Option<String>)> {
 
 /// The query of a legacy watch path: a watch, of the named object only when it names one. A
 /// `fieldSelector` given with a name must select that name, as kube-apiserver requires.
-fn legacy_watch_query(
-    query: &std::collections::HashMap<String, String>,
-    name: Option<&str>,
-) -> Result<std::collections::HashMap<String, String>, ApiError> {
+fn legacy_watch_query(query: &Params, name: Option<&str>) -> Result<Params, ApiError> {
     let mut query = query.clone();
     query.insert("watch".into(), "true".into());
     let Some(name) = name else {
@@ -373,7 +370,7 @@ mod tests {
         assert_eq!(p("/api/v1/namespaces/n/configmaps"), None);
         assert_eq!(p("/api/v1/watch"), None);
 
-        let q = |pairs: &[(&str, &str)]| -> std::collections::HashMap<String, String> {
+        let q = |pairs: &[(&str, &str)]| -> Params {
             pairs
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
