@@ -9,9 +9,10 @@
 
 use super::Shared;
 use super::error::ApiError;
+use super::history::{COMPACTION_INTERVAL, Compactor};
 use super::state::{Staged, State};
 use super::store::Store;
-use std::sync::mpsc::{Receiver, Sender};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::{Mutex, Weak};
 use tokio::sync::oneshot;
 
@@ -39,7 +40,20 @@ pub fn spawn(shared: Weak<Shared>, rx: Receiver<Queued>) -> std::io::Result<()> 
 fn run(shared: Weak<Shared>, rx: Receiver<Queued>) {
     // Writes staged at or below this resourceVersion were built on a batch that failed.
     let mut failed_through = 0;
-    while let Ok(first) = rx.recv() {
+    // The committer also keeps the history's compaction schedule: it is awake anyway.
+    let mut compactor = Compactor::new(std::time::Instant::now(), COMPACTION_INTERVAL);
+    loop {
+        let first = match rx.recv_timeout(compactor.until_due(std::time::Instant::now())) {
+            Ok(first) => first,
+            Err(RecvTimeoutError::Timeout) => {
+                let Some(shared) = shared.upgrade() else {
+                    return;
+                };
+                compact_on_schedule(&shared, &mut compactor);
+                continue;
+            }
+            Err(RecvTimeoutError::Disconnected) => return,
+        };
         let mut group = vec![first];
         group.extend(rx.try_iter());
         let Some(shared) = shared.upgrade() else {
@@ -67,6 +81,16 @@ fn run(shared: Weak<Shared>, rx: Receiver<Queued>) {
         for q in group {
             let _ = q.done.send(result.clone());
         }
+        compact_on_schedule(&shared, &mut compactor);
+    }
+}
+
+/// Compacts the history when the schedule says so (see [`Compactor`]).
+fn compact_on_schedule(shared: &Shared, compactor: &mut Compactor) {
+    let mut state = shared.state.lock().expect("state lock");
+    if let Some(through) = compactor.tick(std::time::Instant::now(), state.resource_version()) {
+        let through = state.compact_history(through);
+        tracing::debug!(through, "history compacted");
     }
 }
 
@@ -160,7 +184,7 @@ mod tests {
         let s = state.lock().unwrap();
         assert_eq!(s.resource_version(), rv0 + 2);
         assert!(!s.has_pending());
-        let events = s.events_since(rv0).unwrap();
+        let events = s.events_since(rv0, 0).unwrap();
         assert_eq!(
             events
                 .iter()
@@ -174,6 +198,55 @@ mod tests {
                 s.get("/ConfigMap/ns/a").unwrap().json.as_ptr()
             ),
             "the index and the watch log share one copy of the JSON"
+        );
+    }
+
+    #[test]
+    fn the_history_answers_at_older_versions_until_compacted_and_after_a_reopen() {
+        use crate::controlplane::history::{TooOld, range_at};
+        let dir = tempfile::tempdir().unwrap();
+        let names = |s: &State, rv: u64| -> Result<Vec<String>, TooOld> {
+            Ok(range_at(s, "/ConfigMap/ns/", None, rv)?
+                .map(|(k, e)| format!("{k}={}", e.object()["data"]["n"].as_str().unwrap()))
+                .collect())
+        };
+        let rv0 = {
+            let (state, store) = open(dir.path());
+            let rv0 = state.lock().unwrap().resource_version();
+            for puts in [
+                &[("/ConfigMap/ns/a", 1)][..],
+                &[("/ConfigMap/ns/b", 1)],
+                &[("/ConfigMap/ns/a", 2)],
+            ] {
+                let staged = stage(&state, puts);
+                commit_group(&state, &store, &[&staged]).unwrap();
+            }
+            let mut s = state.lock().unwrap();
+            assert_eq!(names(&s, rv0 + 1).unwrap(), ["/ConfigMap/ns/a=1"]);
+            assert_eq!(
+                names(&s, rv0 + 2).unwrap(),
+                ["/ConfigMap/ns/a=1", "/ConfigMap/ns/b=1"]
+            );
+            assert_eq!(
+                names(&s, rv0 + 3).unwrap(),
+                ["/ConfigMap/ns/a=2", "/ConfigMap/ns/b=1"]
+            );
+            assert_eq!(s.compact_history(rv0 + 2), rv0 + 2);
+            assert_eq!(names(&s, rv0 + 1), Err(TooOld), "compacted");
+            assert!(names(&s, rv0 + 2).is_ok());
+            assert_eq!(
+                s.events_since(rv0, 0).unwrap().len(),
+                3,
+                "watches are served from the log, not the history"
+            );
+            rv0
+        };
+        // After a reopen, the log's events know the object before them again.
+        let (state, _) = open(dir.path());
+        let s = state.lock().unwrap();
+        assert_eq!(
+            names(&s, rv0 + 2).unwrap(),
+            ["/ConfigMap/ns/a=1", "/ConfigMap/ns/b=1"]
         );
     }
 
@@ -210,7 +283,7 @@ mod tests {
         assert_eq!(s.resource_version(), 4);
         assert_eq!(s.get("/ConfigMap/ns/a").unwrap().object()["data"]["n"], "2");
         assert!(s.get("/ConfigMap/ns/c").is_some());
-        let events = s.events_since(0).unwrap();
+        let events = s.events_since(0, 0).unwrap();
         assert_eq!(events.len(), 4);
         assert!(
             std::ptr::eq(

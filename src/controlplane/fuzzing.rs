@@ -37,8 +37,8 @@ pub fn patch_type(content_type: &str) -> Option<&'static str> {
 #[derive(Debug)]
 pub struct ListRequest {
     pub limit: Option<usize>,
-    /// The continue token's resourceVersion and last key.
-    pub continue_after: Option<(u64, String)>,
+    /// The continue token's resourceVersion (negative: the latest) and last key.
+    pub continue_after: Option<(i64, String)>,
     pub timeout: Duration,
     /// `None` for a watch from the current state.
     pub since: Option<u64>,

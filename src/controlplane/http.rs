@@ -116,6 +116,7 @@ enum Route {
     Group(String),
     Resources(String, String),
     OpenApiRoot,
+    Compact,
     OpenApi(String, String),
     Object {
         group: String,
@@ -132,6 +133,8 @@ fn route(path: &str) -> Option<Route> {
     let (group, version, rest) = match segs.as_slice() {
         ["version"] => return Some(Route::Version),
         ["healthz" | "readyz" | "livez", ..] => return Some(Route::Health),
+        // The store's admin: compact its history now, as an etcd compaction (not a kube path).
+        ["debug", "compact"] => return Some(Route::Compact),
         ["api"] => return Some(Route::CoreVersions),
         ["openapi", "v2"] => return Some(Route::OpenApiV2),
         ["openapi", "v3"] => return Some(Route::OpenApiRoot),
@@ -181,12 +184,17 @@ async fn serve(
     req: Request<Body>,
     query: &Query,
 ) -> Result<Response, ApiError> {
+    // The deprecated watch paths are served as the watch of their collection.
+    let legacy = super::watch::legacy_watch(req.uri().path(), query)?;
+    let (path, query) = match &legacy {
+        Some((path, query)) => (path.as_str(), query),
+        None => (req.uri().path(), query),
+    };
     if let Some(user) = super::authz::User::impersonated(req.headers()) {
         let state = shared.state.lock().expect("state lock");
-        let (method, path) = (req.method(), req.uri().path());
-        super::access::check_request(&state.begin(), &user, method, path, query)?;
+        super::access::check_request(&state.begin(), &user, req.method(), path, query)?;
     }
-    let route = route(req.uri().path()).ok_or_else(ApiError::page_not_found)?;
+    let route = route(path).ok_or_else(ApiError::page_not_found)?;
     let registry = shared.state.lock().expect("state lock").registry();
     let read_only = |m: &Method| m == Method::GET || m == Method::HEAD;
     match route {
@@ -274,7 +282,19 @@ async fn serve(
                 None => answer,
             }
         }
+        Route::Compact if req.method() == Method::POST => {
+            let through = {
+                let mut state = shared.state.lock().expect("state lock");
+                let now = state.resource_version();
+                state.compact_history(now)
+            };
+            Ok(json_response(
+                StatusCode::OK,
+                &json!({"compacted": through.to_string()}),
+            ))
+        }
         _ if !read_only(req.method()) => Err(ApiError::method_not_allowed()),
+        Route::Compact => Err(ApiError::method_not_allowed()),
         Route::Version => Ok(json_response(StatusCode::OK, &discovery::version())),
         Route::Health => Ok((StatusCode::OK, "ok").into_response()),
         Route::CoreVersions | Route::Groups if aggregated_discovery(req.headers()) => {

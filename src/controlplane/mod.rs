@@ -26,6 +26,7 @@ pub mod faults;
 #[doc(hidden)]
 pub mod fuzzing;
 mod gc;
+mod history;
 mod http;
 pub mod kubeconfig;
 mod limits;

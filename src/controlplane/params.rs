@@ -25,13 +25,15 @@ const MAX_WATCH_TIMEOUT_SECS: u64 = 10 * 365 * 24 * 3600;
 pub(super) struct ContinueToken {
     /// Always `meta.k8s.io/v1`.
     pub v: String,
-    pub rv: u64,
+    /// The list's resourceVersion; negative for "the latest" (a token handed out with a 410).
+    pub rv: i64,
     pub start: String,
 }
 
 impl ContinueToken {
     /// The token resuming a list of the keys under `prefix` after `last_key`, at `rv`.
     pub fn after(prefix: &str, last_key: &str, rv: u64) -> Self {
+        let rv = i64::try_from(rv).unwrap_or(i64::MAX);
         let relative = last_key.strip_prefix(prefix).unwrap_or(last_key);
         ContinueToken {
             v: "meta.k8s.io/v1".into(),

@@ -3,6 +3,7 @@
 
 use super::Shared;
 use super::error::ApiError;
+use super::history::{self, TooOld};
 use super::http::{Query, bytes_response, flag, json_response, prefix_of};
 use super::objects::{Target, as_version};
 use super::params::{self, ContinueToken};
@@ -28,8 +29,8 @@ pub(super) fn get(
         .ok_or_else(|| ApiError::not_found(&target.rt.group, &target.rt.plural, name))?;
     let table_fmt = table_fmt.filter(|_| target.subresource.is_none());
     if table_fmt.is_none() && target.rt.serves_stored_text(&target.version) {
-        // The stored text is the answer: no parse, no copy.
-        return Ok(bytes_response(StatusCode::OK, entry.json.clone()));
+        // The stored text is the answer: no parse.
+        return Ok(bytes_response(StatusCode::OK, with_newline(&entry.json)));
     }
     let obj = as_version(&entry.object(), &target.rt, &target.version);
     let rv = state.resource_version().to_string();
@@ -38,7 +39,17 @@ pub(super) fn get(
         Some(include) => table(&target.rt, &[obj], &rv, include, chrono::Utc::now()),
         None => obj,
     };
-    Ok(json_response(StatusCode::OK, &obj))
+    let text = serde_json::to_vec(&obj).expect("JSON values serialise");
+    Ok(bytes_response(StatusCode::OK, with_newline(&text)))
+}
+
+/// An object's JSON as kube-apiserver's encoder writes it: followed by a newline (a client reading
+/// a GET as a stream of lines, e.g. `?watch=true` on an object's path, sees a whole line).
+fn with_newline(json: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(json.len() + 1);
+    out.extend_from_slice(json);
+    out.push(b'\n');
+    out
 }
 
 /// GET of a Deployment's `/scale`.
@@ -70,31 +81,31 @@ pub(super) fn list(
     let token = params::continue_token(query)?;
     let prefix = prefix_of(target);
     let state = shared.state.lock().expect("state lock");
-    if let params::ListFrom::Exact(rv) = from
-        && rv < state.resource_version()
-    {
-        // Only the latest state is kept: an older exact version is answered as upstream
-        // answers one compacted away.
-        return Err(ApiError::gone(
-            "The resourceVersion for the provided list is too old.",
-        ));
-    }
-    let list_rv = match &token {
-        Some(t) if !state.can_resume_from(t.rv) => {
-            return Err(ApiError::gone(
-                "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
-            ));
+    // A continue token lists at its version (a negative one: at the latest); an exact list at
+    // the one asked for; any other list at the latest.
+    let latest = state.resource_version();
+    let list_rv = match (&token, from) {
+        (Some(t), _) => u64::try_from(t.rv).map_or(latest, |rv| rv.min(latest)),
+        (None, params::ListFrom::Exact(rv)) => rv.min(latest),
+        (None, params::ListFrom::Latest) => latest,
+    };
+    let resume = token.as_ref().map(|t| t.last_key(&prefix));
+    let mut entries = match history::range_at(&state, &prefix, resume.as_deref(), list_rv) {
+        Ok(entries) => entries,
+        Err(TooOld) => {
+            return match &token {
+                Some(t) => Ok(expired_continue(t)),
+                None => Err(ApiError::gone(
+                    "The resourceVersion for the provided list is too old.",
+                )),
+            };
         }
-        Some(t) => t.rv,
-        None => state.resource_version(),
     };
     let same_version = target.rt.serves_stored_text(&target.version);
     let filtered = !(labels.is_empty() && fields.is_empty());
     let mut selected = Vec::new();
     let mut next = None;
     let mut remaining = None;
-    let resume = token.as_ref().map(|t| t.last_key(&prefix));
-    let mut entries = state.range(&prefix, resume.as_deref());
     while let Some((key, entry)) = entries.next() {
         if filtered {
             let obj = entry.object();
@@ -181,6 +192,21 @@ pub(super) fn list_item(obj: &Value, target: &Target) -> Value {
     item
 }
 
+/// A continue token from before the last compaction: 410 Expired, with a token that continues
+/// from the same key at the latest version (`rv` -1), as kube-apiserver answers it.
+fn expired_continue(token: &ContinueToken) -> Response {
+    let fresh = ContinueToken {
+        rv: -1,
+        ..token.clone()
+    };
+    let mut status = ApiError::gone(
+        "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
+    )
+    .to_status();
+    status["metadata"]["continue"] = json!(fresh.encode());
+    json_response(StatusCode::GONE, &status)
+}
+
 fn selected_last_key(selected: &[(String, super::state::Entry)]) -> String {
     selected.last().map(|(k, _)| k.clone()).unwrap_or_default()
 }
@@ -232,28 +258,41 @@ pub(super) fn watch(
                 initial_events_end,
             }
         }
-        params::WatchFrom::Since(rv) => match state.events_since(rv) {
-            Ok(replay) => WatchStart {
-                initial: vec![],
-                replay,
-                receiver: state.subscribe(),
-                resource_version: rv,
-                initial_events_end: false,
-            },
-            Err(gone) => {
-                drop(state);
-                let lines = watch::expired_stream(&gone);
-                let stream =
-                    futures::stream::iter(lines.into_iter().map(Ok::<_, std::convert::Infallible>));
-                return Ok(stream_response(Body::from_stream(stream)));
+        params::WatchFrom::Since(rv) => {
+            match state.events_since(rv, watch_start(&state, &target)) {
+                Ok(replay) => WatchStart {
+                    initial: vec![],
+                    replay,
+                    receiver: state.subscribe(),
+                    resource_version: rv,
+                    initial_events_end: false,
+                },
+                Err(gone) => {
+                    drop(state);
+                    let lines = watch::expired_stream(&gone);
+                    let stream = futures::stream::iter(
+                        lines.into_iter().map(Ok::<_, std::convert::Infallible>),
+                    );
+                    return Ok(stream_response(Body::from_stream(stream)));
+                }
             }
-        },
+        }
     };
     drop(state);
     let rx = watch::spawn(filter, start, settings);
     Ok(stream_response(Body::from_stream(
         tokio_stream::wrappers::ReceiverStream::new(rx),
     )))
+}
+
+/// Where a watch of the target's kind may start from: for a custom resource, when its CRD began
+/// to be served (upstream's watch cache of the kind starts then); any version for a built-in kind.
+fn watch_start(state: &super::state::State, target: &Target) -> u64 {
+    if !target.rt.custom {
+        return 0;
+    }
+    let crd = format!("{}.{}", target.rt.plural, target.rt.group);
+    state.served_since(&crd).unwrap_or(0)
 }
 
 fn stream_response(body: Body) -> Response {

@@ -191,6 +191,12 @@ pub struct State {
     event_bytes: usize,
     /// Watches may resume from any resourceVersion at or above this one.
     compacted: u64,
+    /// The history (see [`super::history`]) answers at any resourceVersion at or above this one
+    /// (and [`State::compacted`]), as etcd's at or above its last compaction.
+    history_compacted: u64,
+    /// CRD name → the resourceVersion its kind began to be served at, in this process: where
+    /// kube-apiserver's watch cache of the kind would start.
+    served_since: HashMap<String, u64>,
     registry: Arc<Registry>,
     sender: broadcast::Sender<Arc<WatchEvent>>,
     /// Namespaces nothing deletes, not even garbage collection.
@@ -218,6 +224,8 @@ impl State {
             event_byte_budget: event_byte_budget.max(1),
             event_bytes: 0,
             compacted: loaded.resource_version,
+            history_compacted: 0,
+            served_since: HashMap::new(),
             registry: Arc::new(Registry::new(std::iter::empty())),
             sender: broadcast::channel(16_384).0,
             protected_namespaces: Vec::new(),
@@ -232,6 +240,9 @@ impl State {
             })?;
             state.index(&key, None, Some(&Entry::from_json(bytes)));
         }
+        // The object before each loaded event is the one of the key's previous event in the log,
+        // shared; unknown for the first event of a key that existed before the log begins.
+        let mut last: HashMap<String, Entry> = HashMap::new();
         for (rv, bytes) in loaded.events {
             let Ok(ev) = serde_json::from_slice::<StoredEvent>(&bytes) else {
                 continue;
@@ -245,12 +256,21 @@ impl State {
                 Some(live) if live.json == text => live.clone(),
                 _ => Entry::from_json(text.to_vec()),
             };
+            let key = ev.key.into_owned();
+            let previous = match t {
+                EventType::Added => None,
+                _ => last.get(&key).cloned(),
+            };
+            match t {
+                EventType::Deleted => last.remove(&key),
+                _ => last.insert(key.clone(), object.clone()),
+            };
             let ev = Arc::new(WatchEvent {
                 resource_version: rv,
                 type_: t,
-                key: ev.key.into_owned(),
+                key,
                 object,
-                previous: None,
+                previous,
             });
             state.event_bytes += ev.weight();
             state.events.push_back(ev);
@@ -345,12 +365,17 @@ impl State {
             .take_while(move |(k, _)| k.starts_with(prefix))
     }
 
-    /// Events after `rv`, or 410 when the log no longer reaches back that far.
-    pub fn events_since(&self, rv: u64) -> Result<Vec<Arc<WatchEvent>>, super::ApiError> {
-        if rv < self.compacted {
+    /// Events after `rv`, or 410 when the log no longer reaches back that far, or `rv` is older
+    /// than `start` (where the watched kind's window starts).
+    pub fn events_since(
+        &self,
+        rv: u64,
+        start: u64,
+    ) -> Result<Vec<Arc<WatchEvent>>, super::ApiError> {
+        let oldest = self.compacted.max(start);
+        if rv < oldest {
             return Err(super::ApiError::gone(format!(
-                "too old resource version: {rv} ({})",
-                self.compacted
+                "too old resource version: {rv} ({oldest})"
             )));
         }
         Ok(self
@@ -365,9 +390,30 @@ impl State {
         self.sender.subscribe()
     }
 
-    /// Whether watches and continue tokens can still resume from `rv`.
-    pub fn can_resume_from(&self, rv: u64) -> bool {
-        rv >= self.compacted
+    /// The oldest resourceVersion the history answers at (see [`super::history`]).
+    pub fn history_start(&self) -> u64 {
+        self.compacted.max(self.history_compacted)
+    }
+
+    /// Compacts the history through `rv` (at most the durable resourceVersion), as etcd's
+    /// compaction: exact lists and continue tokens older than it are answered 410 Expired.
+    /// Watches are not affected: they are served from the event log, as upstream's from its
+    /// watch cache. Returns the resourceVersion compacted through.
+    pub fn compact_history(&mut self, rv: u64) -> u64 {
+        self.history_compacted = self.history_compacted.max(rv.min(self.resource_version));
+        self.history_compacted
+    }
+
+    /// The events kept, oldest first.
+    pub(super) fn log(&self) -> &VecDeque<Arc<WatchEvent>> {
+        &self.events
+    }
+
+    /// Where watches of the custom resources of the CRD `crd` (`plural.group`) may start from,
+    /// when its kind began to be served in this process (upstream's watch cache of a kind starts
+    /// then).
+    pub fn served_since(&self, crd: &str) -> Option<u64> {
+        self.served_since.get(crd).copied()
     }
 
     /// Stages a transaction's changes: later transactions see them at once; reads once
@@ -470,7 +516,20 @@ impl State {
         let mut crds_changed = false;
         for staged in group {
             for ev in &staged.events {
-                crds_changed |= ev.key.starts_with(CRD_PREFIX);
+                if ev.key.starts_with(CRD_PREFIX) {
+                    crds_changed = true;
+                    let name = ev.key.rsplit('/').next().unwrap_or_default();
+                    match ev.type_ {
+                        EventType::Added => {
+                            self.served_since
+                                .insert(name.to_string(), ev.resource_version);
+                        }
+                        EventType::Deleted => {
+                            self.served_since.remove(name);
+                        }
+                        EventType::Modified => {}
+                    }
+                }
                 let old = self.objects.get(&ev.key).cloned();
                 let new = (ev.type_ != EventType::Deleted).then_some(&ev.object);
                 self.index(&ev.key, old.as_ref(), new);

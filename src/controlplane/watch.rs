@@ -46,9 +46,20 @@ impl WatchFilter {
         !self.has_selectors() || self.selects_object(&entry.object())
     }
 
-    /// The event type this watcher sees for `ev`, if any: an object that stops matching a selector
-    /// is seen as DELETED, one that starts matching as ADDED.
-    pub fn view(&self, ev: &WatchEvent) -> Option<EventType> {
+    /// What this watcher sees of `ev`, if anything: an object that stops matching a selector is
+    /// seen as DELETED, one that starts matching as ADDED.
+    pub fn view(&self, ev: &WatchEvent) -> Option<(EventType, Entry)> {
+        let type_ = self.view_type(ev)?;
+        // As upstream's watch cache: the DELETED of an object that stopped matching carries its
+        // last matching state, at the event's resourceVersion.
+        let stopped_matching = type_ == EventType::Deleted && ev.type_ == EventType::Modified;
+        match (&ev.previous, stopped_matching) {
+            (Some(previous), true) => Some((type_, at_version(previous, ev.resource_version))),
+            _ => Some((type_, ev.object.clone())),
+        }
+    }
+
+    fn view_type(&self, ev: &WatchEvent) -> Option<EventType> {
         if !self.key_matches(&ev.key) {
             return None;
         }
@@ -123,6 +134,17 @@ impl WatchFilter {
     }
 }
 
+/// The stored object with its `metadata.resourceVersion` set to `rv`.
+fn at_version(entry: &Entry, rv: u64) -> Entry {
+    let mut obj = Arc::unwrap_or_clone(entry.object());
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
+    }
+    Entry {
+        json: Bytes::from(serde_json::to_vec(&obj).expect("JSON values serialise")),
+    }
+}
+
 /// A watch ready to stream: what to send first, then the live feed.
 pub struct WatchStart {
     pub initial: Vec<Bytes>,
@@ -131,6 +153,69 @@ pub struct WatchStart {
     /// The resourceVersion the stream is at once `initial` and `replay` are sent.
     pub resource_version: u64,
     pub initial_events_end: bool,
+}
+
+/// A query string's parameters, as the HTTP layer reads them.
+type Params = std::collections::HashMap<String, String>;
+
+/// A deprecated watch path's collection path and query (see [`legacy_watch_path`]); `None` for
+/// any other path.
+pub fn legacy_watch(path: &str, query: &Params) -> Result<Option<(String, Params)>, ApiError> {
+    let Some((path, name)) = legacy_watch_path(path) else {
+        return Ok(None);
+    };
+    Ok(Some((path, legacy_watch_query(query, name.as_deref())?)))
+}
+
+/// The deprecated `/api/v1/watch/...` and `/apis/G/V/watch/...` paths, which kube-apiserver still
+/// serves as watches: the collection path they watch, and the one object's name when they name
+/// one. `None` for any other path.
+fn legacy_watch_path(path: &str) -> Option<(String, Option<String>)> {
+    let segs: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
+    let (base, rest) = match segs.as_slice() {
+        ["api", v, "watch", rest @ ..] => (format!("/api/{v}"), rest),
+        ["apis", g, v, "watch", rest @ ..] => (format!("/apis/{g}/{v}"), rest),
+        _ => return None,
+    };
+    let (collection, name) = match rest {
+        [plural] => (vec![*plural], None),
+        [plural, name] => (vec![*plural], Some(*name)),
+        ["namespaces", ns, plural] => (vec!["namespaces", ns, plural], None),
+        ["namespaces", ns, plural, name] => (vec!["namespaces", ns, plural], Some(*name)),
+        _ => return None,
+    };
+    Some((
+        format!("{base}/{}", collection.join("/")),
+        name.map(str::to_string),
+    ))
+}
+
+/// The query of a legacy watch path: a watch, of the named object only when it names one. A
+/// `fieldSelector` given with a name must select that name, as kube-apiserver requires.
+fn legacy_watch_query(query: &Params, name: Option<&str>) -> Result<Params, ApiError> {
+    let mut query = query.clone();
+    query.insert("watch".into(), "true".into());
+    let Some(name) = name else {
+        return Ok(query);
+    };
+    match query.get("fieldSelector").filter(|f| !f.is_empty()) {
+        Some(fields) => {
+            let selected = fields.split(',').find_map(|term| {
+                let term = term.trim();
+                term.strip_prefix("metadata.name==")
+                    .or_else(|| term.strip_prefix("metadata.name="))
+            });
+            if selected != Some(name) {
+                return Err(ApiError::bad_request(
+                    "fieldSelector metadata.name doesn't match requested name",
+                ));
+            }
+        }
+        None => {
+            query.insert("fieldSelector".into(), format!("metadata.name={name}"));
+        }
+    }
+    Ok(query)
 }
 
 /// Settings of one stream.
@@ -179,8 +264,8 @@ pub fn spawn(
         }
         for ev in replay {
             resource_version = ev.resource_version;
-            if let Some(t) = filter.view(&ev)
-                && !send_all(&tx, filter.lines(t, &ev.object)).await
+            if let Some((t, entry)) = filter.view(&ev)
+                && !send_all(&tx, filter.lines(t, &entry)).await
             {
                 return;
             }
@@ -212,8 +297,8 @@ pub fn spawn(
                             continue;
                         }
                         resource_version = ev.resource_version;
-                        if let Some(t) = filter.view(&ev)
-                            && !send_all(&tx, filter.lines(t, &ev.object)).await
+                        if let Some((t, entry)) = filter.view(&ev)
+                            && !send_all(&tx, filter.lines(t, &entry)).await
                         {
                             return;
                         }
@@ -259,6 +344,49 @@ async fn send_all(tx: &LineSender, pieces: Vec<Bytes>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn legacy_watch_paths_watch_their_collection_or_one_object() {
+        let p = |path: &str| legacy_watch_path(path);
+        assert_eq!(
+            p("/api/v1/watch/namespaces/n/configmaps"),
+            Some(("/api/v1/namespaces/n/configmaps".into(), None))
+        );
+        assert_eq!(
+            p("/apis/example.com/v1/watch/namespaces/n/widgets/w"),
+            Some((
+                "/apis/example.com/v1/namespaces/n/widgets".into(),
+                Some("w".into())
+            ))
+        );
+        assert_eq!(
+            p("/api/v1/watch/namespaces/n"),
+            Some(("/api/v1/namespaces".into(), Some("n".into())))
+        );
+        assert_eq!(
+            p("/api/v1/watch/configmaps"),
+            Some(("/api/v1/configmaps".into(), None))
+        );
+        assert_eq!(p("/api/v1/namespaces/n/configmaps"), None);
+        assert_eq!(p("/api/v1/watch"), None);
+
+        let q = |pairs: &[(&str, &str)]| -> Params {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let named = legacy_watch_query(&q(&[("resourceVersion", "5")]), Some("w")).unwrap();
+        assert_eq!(named["watch"], "true");
+        assert_eq!(named["fieldSelector"], "metadata.name=w");
+        assert!(
+            legacy_watch_query(&q(&[("fieldSelector", "metadata.name==w")]), Some("w")).is_ok()
+        );
+        let other = legacy_watch_query(&q(&[("fieldSelector", "metadata.name=x")]), Some("w"));
+        assert_eq!(other.unwrap_err().code, 400);
+        let all = legacy_watch_query(&q(&[]), None).unwrap();
+        assert!(!all.contains_key("fieldSelector"));
+    }
 
     #[test]
     fn bookmarks_come_every_interval_and_once_two_seconds_before_the_timeout() {
