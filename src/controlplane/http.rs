@@ -1,25 +1,25 @@
-//! The HTTP face of the control plane: routes Kubernetes API paths to discovery, reads, writes and
-//! watches; decodes bodies (JSON, YAML or protobuf; bounded in size and time by `limits`); answers
-//! errors as `Status` bodies.
+//! The HTTP face of the control plane: routes Kubernetes API paths to discovery, reads, writes
+//! (`writes`) and watches; answers in what the client accepts (`negotiate`), errors as `Status`
+//! bodies.
 
 use super::Shared;
 use super::delete::{self, DeleteOptions};
 use super::discovery;
 use super::error::ApiError;
 use super::limits;
-use super::objects::{self, PatchType, Subresource, Target, WriteOptions, as_version};
-use super::params::{WriteParams, WriteVerb, write_params};
-use super::protobuf;
+use super::negotiate::{self, Endpoint, Output};
+pub(super) use super::negotiate::{bytes_response, json_response};
+use super::objects::{PatchType, Subresource, Target};
+pub(super) use super::params::Query;
 use super::reads;
 use super::selector::{FieldSelector, LabelSelector};
-use super::state::State;
 use super::table::IncludeObject;
+pub(super) use super::writes::decode;
+use super::writes::{content_type_of, now, read_body, run_write_many, write};
 use axum::body::Body;
 use axum::response::{IntoResponse, Response};
-use bytes::Bytes;
 use http::{HeaderMap, Method, Request, StatusCode, header};
 use serde_json::{Value, json};
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Answers one request.
@@ -27,6 +27,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Body>) -> Response {
     let method = req.method().clone();
     let path = req.uri().path().to_string();
     let query = parse_query(req.uri().query().unwrap_or(""));
+    let accept = accept_of(req.headers()).to_string();
     let result = serve(shared, req, &query).await;
     match result {
         Ok(resp) => resp,
@@ -45,12 +46,19 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Body>) -> Response {
                 )
                     .into_response();
             }
-            json_response(code, &e.to_status())
+            // A Status is written in what the client accepts, JSON when that is nothing served.
+            negotiate::encoded(code, &e.to_status(), negotiate::error_format(&accept))
         }
     }
 }
 
-pub(super) type Query = HashMap<String, String>;
+/// The Accept header (the first one), empty when there is none.
+fn accept_of(headers: &HeaderMap) -> &str {
+    headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+}
 
 pub(super) fn parse_query(q: &str) -> Query {
     q.split('&')
@@ -65,22 +73,6 @@ pub(super) fn parse_query(q: &str) -> Query {
             (decode(k), decode(v))
         })
         .collect()
-}
-
-pub(super) fn json_response(code: StatusCode, body: &Value) -> Response {
-    bytes_response(
-        code,
-        serde_json::to_vec(body).expect("JSON values serialise"),
-    )
-}
-
-pub(super) fn bytes_response(code: StatusCode, body: impl Into<Bytes>) -> Response {
-    (
-        code,
-        [(header::CONTENT_TYPE, "application/json")],
-        body.into(),
-    )
-        .into_response()
 }
 
 /// A parsed API path.
@@ -194,10 +186,14 @@ async fn serve(
             let rt = registry
                 .by_resource(&group, &version, &plural)
                 .ok_or_else(|| {
-                    // A served group and version, or any path of the core group, answer a
-                    // Status; anything else is no API path.
-                    let served = discovery::resource_list(&registry, &group, &version).is_some();
-                    if served || group.is_empty() {
+                    // A group and version of built-in kinds, or any path of the core group, answer
+                    // a Status (go-restful serves them); anything else, a group of custom
+                    // resources included, is no API path.
+                    let built_in = registry
+                        .types()
+                        .iter()
+                        .any(|t| !t.custom && t.group == group && t.serves(&version));
+                    if built_in || group.is_empty() {
                         ApiError::unknown_path()
                     } else {
                         ApiError::page_not_found()
@@ -258,13 +254,8 @@ async fn serve(
         Route::Group(g) => discovery::group(&registry, &g)
             .map(|d| json_response(StatusCode::OK, &d))
             .ok_or_else(ApiError::page_not_found),
-        Route::OpenApiV2 => {
-            let accept = req
-                .headers()
-                .get(header::ACCEPT)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("");
-            Ok(if accept.contains(super::openapi_v2::PROTOBUF_ACCEPT) {
+        Route::OpenApiV2 => Ok(
+            if accept_of(req.headers()).contains(super::openapi_v2::PROTOBUF_ACCEPT) {
                 (
                     StatusCode::OK,
                     [(
@@ -276,8 +267,8 @@ async fn serve(
                     .into_response()
             } else {
                 json_response(StatusCode::OK, &super::openapi_v2::document(&registry))
-            })
-        }
+            },
+        ),
         Route::OpenApiRoot => Ok(json_response(
             StatusCode::OK,
             &discovery::openapi_v3_root(&registry),
@@ -295,19 +286,8 @@ async fn serve(
     }
 }
 
-fn wants_table(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::ACCEPT)
-        .and_then(|a| a.to_str().ok())
-        .is_some_and(|a| a.contains("as=Table"))
-}
-
 pub(super) fn flag(query: &Query, k: &str) -> bool {
     matches!(query.get(k).map(String::as_str), Some("true" | "1"))
-}
-
-fn now() -> String {
-    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 async fn resource(
@@ -317,7 +297,43 @@ async fn resource(
     query: &Query,
 ) -> Result<Response, ApiError> {
     let method = req.method().clone();
-    let table = wants_table(req.headers())
+    // A PATCH of no patch type is refused before the Accept header is read (go-restful's route
+    // consumes only patch types; the custom resource handler checks it first too).
+    let patch_type = if method == Method::PATCH {
+        let content_type = content_type_of(req.headers());
+        Some(
+            PatchType::from_content_type(content_type)
+                .ok_or_else(ApiError::unsupported_patch_type)?,
+        )
+    } else {
+        None
+    };
+    let watch = method == Method::GET && target.name.is_none() && flag(query, "watch");
+    let endpoint = Endpoint {
+        custom: target.rt.custom,
+        list: method == Method::GET && target.name.is_none(),
+        watch,
+    };
+    let output = negotiate::output(accept_of(req.headers()), endpoint)?;
+    let rt = target.rt.clone();
+    let answer = answer(shared, target, req, query, &output, patch_type).await?;
+    if watch {
+        return Ok(answer);
+    }
+    negotiate::finish(&output, &rt, answer).await
+}
+
+async fn answer(
+    shared: Arc<Shared>,
+    target: Target,
+    req: Request<Body>,
+    query: &Query,
+    output: &Output,
+    patch_type: Option<PatchType>,
+) -> Result<Response, ApiError> {
+    let method = req.method().clone();
+    let table = output
+        .table()
         .then(|| IncludeObject::parse(query.get("includeObject").map(String::as_str)));
     match (&method, target.name.is_some()) {
         (&Method::GET, true) if target.subresource == Some(Subresource::Scale) => {
@@ -329,7 +345,7 @@ async fn resource(
         }
         (&Method::GET, false) => reads::list(&shared, &target, query, table),
         (&Method::POST, false) | (&Method::PUT, true) | (&Method::PATCH, true) => {
-            write(shared, target, req, query).await
+            write(shared, target, req, query, patch_type).await
         }
         (&Method::DELETE, true) => {
             let body = read_body(&shared, req).await?;
@@ -401,203 +417,4 @@ pub(super) fn prefix_of(target: &Target) -> String {
         Some(ns) => format!("{}{}/", target.rt.key_prefix(), ns),
         None => target.rt.key_prefix(),
     }
-}
-
-async fn read_body(shared: &Shared, req: Request<Body>) -> Result<Bytes, ApiError> {
-    let declared = req
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    limits::read_body(
-        req.into_body(),
-        declared,
-        shared.config.max_body_bytes,
-        shared.config.request_body_timeout,
-    )
-    .await
-}
-
-pub(super) use super::body::decode;
-
-/// The manager a write records: its `fieldManager`, else the client's User-Agent up to the first
-/// `/`, as kube-apiserver names an unnamed manager.
-fn field_manager(headers: &HeaderMap, params: &WriteParams) -> String {
-    if !params.field_manager.is_empty() {
-        return params.field_manager.clone();
-    }
-    let ua = headers
-        .get(header::USER_AGENT)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    let prefix = ua.split('/').next().unwrap_or("").trim();
-    if prefix.is_empty() {
-        "unknown".into()
-    } else {
-        prefix.chars().take(128).collect()
-    }
-}
-
-async fn write(
-    shared: Arc<Shared>,
-    target: Target,
-    req: Request<Body>,
-    query: &Query,
-) -> Result<Response, ApiError> {
-    let method = req.method().clone();
-    let content_type = req
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("application/json")
-        .to_string();
-    let patch_type = if method == Method::PATCH {
-        Some(
-            PatchType::from_content_type(&content_type)
-                .ok_or_else(ApiError::unsupported_patch_type)?,
-        )
-    } else {
-        if !(content_type.starts_with("application/json")
-            || content_type.contains("yaml")
-            || protobuf::is_protobuf(&content_type))
-        {
-            return Err(ApiError::unsupported_media_type(target.rt.custom));
-        }
-        None
-    };
-    let verb = match (method.as_str(), patch_type) {
-        ("POST", _) => WriteVerb::Create,
-        (_, Some(pt)) => WriteVerb::Patch {
-            apply: pt == PatchType::Apply,
-        },
-        _ => WriteVerb::Update,
-    };
-    let params = write_params(query, verb)?;
-    let opts = WriteOptions {
-        field_manager: field_manager(req.headers(), &params),
-        force: params.force,
-        now: now(),
-        field_validation: params.field_validation,
-        warnings: Default::default(),
-    };
-    let warnings = opts.warnings.clone();
-    let dry = params.dry_run;
-    let user = super::authz::User::impersonated(req.headers());
-    let body = read_body(&shared, req).await?;
-    super::validation::strict_duplicates(&target, &body, &content_type, patch_type, &opts)?;
-    let mut body = match patch_type {
-        None => super::body::decode_object(&body, &content_type, &target.rt.kind)?,
-        Some(PatchType::Apply) => decode(&body, &content_type)?,
-        Some(_) => super::body::decode_patch(&body, &content_type)?,
-    };
-    if patch_type.is_none() && target.subresource != Some(Subresource::Scale) {
-        super::body::default_type_meta(&mut body, &target);
-        super::admission::check_decodable(&target, &body)?;
-    }
-    let t = target.clone();
-    let (obj, created) = run_write_many(&shared, dry, move |txn| {
-        let existed = t
-            .name
-            .as_deref()
-            .is_some_and(|n| txn.get(&t.key(n)).is_some());
-        let obj = match (method.as_str(), patch_type) {
-            ("POST", _) => objects::create(txn, &t, body, &opts),
-            ("PUT", _) => objects::update(txn, &t, body, &opts),
-            (_, Some(pt)) => objects::patch(txn, &t, pt, body, &opts),
-            _ => Err(ApiError::method_not_allowed()),
-        }?;
-        if let Some(user) = &user {
-            super::access::check_write(txn, user, &t, &method, !existed, &obj)?;
-        }
-        Ok((obj, !existed))
-    })
-    .await?;
-    let code = if created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    let mut out = match target.subresource {
-        Some(Subresource::Scale) => super::scale::scale_of(&obj),
-        _ => as_version(&obj, &target.rt, &target.version),
-    };
-    if dry && let Some(meta) = out.get_mut("metadata").and_then(Value::as_object_mut) {
-        // Like upstream, a dry run assigns no resourceVersion: an existing object keeps its own
-        // (so `kubectl diff` shows no resourceVersion change), a new one has none.
-        match live_resource_version(&shared, &target, &obj) {
-            Some(rv) => meta.insert("resourceVersion".into(), rv),
-            None => meta.remove("resourceVersion"),
-        };
-    }
-    let mut resp = json_response(code, &out);
-    for w in warnings.take() {
-        // `299 - "text"`, the text quoted as kube-apiserver quotes it.
-        let value = format!("299 - {}", serde_json::Value::String(w));
-        if let Ok(v) = http::HeaderValue::from_str(&value) {
-            resp.headers_mut().append(header::WARNING, v);
-        }
-    }
-    Ok(resp)
-}
-
-fn live_resource_version(shared: &Shared, target: &Target, obj: &Value) -> Option<Value> {
-    let name = obj
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let state = shared.state.lock().expect("state lock");
-    state
-        .get(&target.key(name))
-        .and_then(|e| e.object().pointer("/metadata/resourceVersion").cloned())
-}
-
-/// Runs a write in a transaction on a blocking thread and stages it unless dry-run; answers once
-/// the committer made it durable (see `commit`).
-async fn run_write_many<F, R>(shared: &Arc<Shared>, dry: bool, f: F) -> Result<R, ApiError>
-where
-    F: FnOnce(&mut super::state::Txn) -> Result<R, ApiError> + Send + 'static,
-    R: Send + 'static,
-{
-    let shared = shared.clone();
-    let (result, durable) = tokio::task::spawn_blocking({
-        let shared = shared.clone();
-        move || {
-            let mut state = shared.state.lock().expect("state lock");
-            let (result, changes) = transact(&state, f);
-            let changes = changes.filter(|_| !dry && result.is_ok());
-            // An answer that read staged state (even a refusal or a no-op) waits until that
-            // state is durable, so no client hears of a write a crash could still lose.
-            if changes.is_none() && !state.has_pending() {
-                return Ok::<_, ApiError>((result, None));
-            }
-            let staged = match changes {
-                Some(changes) => state.stage(changes),
-                None => state.barrier(),
-            };
-            let (done, durable) = tokio::sync::oneshot::channel();
-            shared
-                .queue
-                .send(super::commit::Queued { staged, done })
-                .map_err(|_| ApiError::internal("the store's committer has stopped"))?;
-            Ok((result, Some(durable)))
-        }
-    })
-    .await
-    .map_err(|e| ApiError::internal(format!("write task failed: {e}")))??;
-    if let Some(durable) = durable {
-        durable
-            .await
-            .map_err(|_| ApiError::internal("the store's committer has stopped"))??;
-    }
-    result
-}
-
-fn transact<F, R>(state: &State, f: F) -> (Result<R, ApiError>, Option<super::state::TxnChanges>)
-where
-    F: FnOnce(&mut super::state::Txn) -> Result<R, ApiError>,
-{
-    let mut txn = state.begin();
-    let r = f(&mut txn);
-    let changes = txn.into_changes();
-    (r, (!changes.is_empty()).then_some(changes))
 }
