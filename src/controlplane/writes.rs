@@ -72,13 +72,11 @@ pub(super) async fn write(
 ) -> Result<Response, ApiError> {
     let method = req.method().clone();
     let content_type = content_type_of(req.headers()).to_string();
-    if patch_type.is_none() {
-        if !(content_type.starts_with("application/json")
-            || content_type.contains("yaml")
-            || protobuf::is_protobuf(&content_type))
-        {
-            return Err(ApiError::unsupported_media_type(target.rt.custom));
-        }
+    let decodable = content_type.starts_with("application/json")
+        || content_type.contains("yaml")
+        || protobuf::is_protobuf(&content_type);
+    if patch_type.is_none() && !decodable {
+        return Err(ApiError::unsupported_media_type(target.rt.custom));
     }
     let verb = match (method.as_str(), patch_type) {
         ("POST", _) => WriteVerb::Create,
