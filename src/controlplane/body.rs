@@ -58,6 +58,20 @@ pub(super) fn decode_patch(body: &[u8], content_type: &str) -> Result<Value, Api
     decode(body, content_type)
 }
 
+/// An apply body must be of the URL's kind and version: kube-apiserver's field manager refuses
+/// any other before it looks at anything else (`invalid object type: apps/v1, Kind=Deployment`).
+pub(super) fn check_applied_type(body: &Value, target: &Target) -> Result<(), ApiError> {
+    let field = |k: &str| body.get(k).and_then(Value::as_str).unwrap_or("");
+    let (api_version, kind) = (field("apiVersion"), field("kind"));
+    if api_version == target.api_version() && kind == target.rt.kind {
+        return Ok(());
+    }
+    let (group, version) = crate::object::split_api_version(api_version);
+    Err(ApiError::bad_request(format!(
+        "invalid object type: {group}/{version}, Kind={kind}"
+    )))
+}
+
 /// A create or update body without `kind`/`apiVersion` takes them from the URL, as
 /// kube-apiserver's decoder does; values that are there are left for admission to check.
 pub(super) fn default_type_meta(body: &mut Value, target: &Target) {
@@ -198,6 +212,30 @@ mod tests {
         assert!(ok.is_ok());
         // YAML keeps its own decoder.
         assert!(decode_object(b"kind: ConfigMap", "application/yaml", "ConfigMap").is_ok());
+    }
+
+    #[test]
+    fn an_apply_body_names_the_url_kind_and_version() {
+        let reg = Registry::new([]);
+        let target = Target {
+            rt: reg.by_resource("", "v1", "configmaps").expect("known"),
+            version: "v1".into(),
+            namespace: Some("n".into()),
+            name: Some("a".into()),
+            subresource: None,
+        };
+        let refused = |body: Value| check_applied_type(&body, &target).unwrap_err().message;
+        assert_eq!(
+            refused(json!({"apiVersion": "v1"})),
+            "invalid object type: /v1, Kind="
+        );
+        assert_eq!(
+            refused(json!({"apiVersion": "apps/v1", "kind": "Deployment"})),
+            "invalid object type: apps/v1, Kind=Deployment"
+        );
+        assert!(
+            check_applied_type(&json!({"apiVersion": "v1", "kind": "ConfigMap"}), &target).is_ok()
+        );
     }
 
     #[test]

@@ -257,11 +257,12 @@ impl ApiError {
         .with_empty_details()
     }
 
+    /// A request body over the server's limit, in kube-apiserver's words.
     pub fn too_large(limit: usize) -> Self {
         ApiError::new(
             413,
             Reason::RequestEntityTooLarge,
-            format!("the request body is larger than the limit of {limit} bytes"),
+            format!("Request entity too large: limit is {limit}"),
         )
     }
 

@@ -1,25 +1,25 @@
-//! The HTTP face of the control plane: routes Kubernetes API paths to discovery, reads, writes and
-//! watches; decodes bodies (JSON, YAML or protobuf; bounded in size and time by `limits`); answers
-//! errors as `Status` bodies.
+//! The HTTP face of the control plane: routes Kubernetes API paths to discovery, reads, writes
+//! (`writes`) and watches; answers in what the client accepts (`negotiate`), errors as `Status`
+//! bodies.
 
 use super::Shared;
 use super::delete::{self, DeleteOptions};
 use super::discovery;
 use super::error::ApiError;
 use super::limits;
-use super::objects::{self, PatchType, Subresource, Target, WriteOptions, as_version};
-use super::params::{WriteParams, WriteVerb, write_params};
-use super::protobuf;
+use super::negotiate::{self, Endpoint, Output};
+pub(super) use super::negotiate::{bytes_response, json_response};
+use super::objects::{PatchType, Subresource, Target};
+pub(super) use super::params::Query;
 use super::reads;
 use super::selector::{FieldSelector, LabelSelector};
-use super::state::State;
 use super::table::IncludeObject;
+pub(super) use super::writes::decode;
+use super::writes::{content_type_of, now, read_body, run_write_many, write};
 use axum::body::Body;
 use axum::response::{IntoResponse, Response};
-use bytes::Bytes;
 use http::{HeaderMap, Method, Request, StatusCode, header};
 use serde_json::{Value, json};
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Answers one request.
@@ -27,15 +27,17 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Body>) -> Response {
     let method = req.method().clone();
     let path = req.uri().path().to_string();
     let query = parse_query(req.uri().query().unwrap_or(""));
+    let accept = accept_of(req.headers()).to_string();
     let result = serve(shared, req, &query).await;
     result.unwrap_or_else(|e| {
         tracing::debug!(%method, %path, code = e.code, reason = e.reason.as_str(), message = %e.message, "request refused");
-        error_response(&e)
+        error_response(&e, &accept)
     })
 }
 
-/// An error as the answer's status and body.
-fn error_response(e: &ApiError) -> Response {
+/// An error as the answer's status and body, the `Status` written in what the client accepts
+/// (JSON when that is nothing served).
+fn error_response(e: &ApiError, accept: &str) -> Response {
     let code = StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     if e.plain {
         // As Go's http.NotFound answers a path no handler serves.
@@ -49,17 +51,17 @@ fn error_response(e: &ApiError) -> Response {
         )
             .into_response();
     }
-    json_response(code, &e.to_status())
+    negotiate::encoded(code, &e.to_status(), negotiate::error_format(accept))
 }
 
 /// Adds `warning` before the answer's other warnings (kube-apiserver warns of a deprecated API
 /// before it serves the request, success or not).
-fn with_first_warning(answer: Result<Response, ApiError>, warning: &str) -> Response {
-    let mut resp = answer.unwrap_or_else(|e| error_response(&e));
+fn with_first_warning(answer: Result<Response, ApiError>, warning: &str, accept: &str) -> Response {
+    let mut resp = answer.unwrap_or_else(|e| error_response(&e, accept));
     let headers = resp.headers_mut();
     let others: Vec<_> = headers.get_all(header::WARNING).iter().cloned().collect();
     headers.remove(header::WARNING);
-    if let Ok(v) = http::HeaderValue::from_str(&warning_value(warning)) {
+    if let Ok(v) = http::HeaderValue::from_str(&negotiate::warning_value(warning)) {
         headers.append(header::WARNING, v);
     }
     for v in others {
@@ -68,12 +70,13 @@ fn with_first_warning(answer: Result<Response, ApiError>, warning: &str) -> Resp
     resp
 }
 
-/// A `Warning` header's value: `299 - "text"`, the text quoted as kube-apiserver quotes it.
-fn warning_value(text: &str) -> String {
-    format!("299 - {}", serde_json::Value::String(text.to_string()))
+/// The Accept header (the first one), empty when there is none.
+fn accept_of(headers: &HeaderMap) -> &str {
+    headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
 }
-
-pub(super) type Query = HashMap<String, String>;
 
 pub(super) fn parse_query(q: &str) -> Query {
     q.split('&')
@@ -88,22 +91,6 @@ pub(super) fn parse_query(q: &str) -> Query {
             (decode(k), decode(v))
         })
         .collect()
-}
-
-pub(super) fn json_response(code: StatusCode, body: &Value) -> Response {
-    bytes_response(
-        code,
-        serde_json::to_vec(body).expect("JSON values serialise"),
-    )
-}
-
-pub(super) fn bytes_response(code: StatusCode, body: impl Into<Bytes>) -> Response {
-    (
-        code,
-        [(header::CONTENT_TYPE, "application/json")],
-        body.into(),
-    )
-        .into_response()
 }
 
 /// A parsed API path.
@@ -225,10 +212,14 @@ async fn serve(
             let rt = registry
                 .by_resource(&group, &version, &plural)
                 .ok_or_else(|| {
-                    // A served group and version, or any path of the core group, answer a
-                    // Status; anything else is no API path.
-                    let served = discovery::resource_list(&registry, &group, &version).is_some();
-                    if served || group.is_empty() {
+                    // A group and version of built-in kinds, or any path of the core group, answer
+                    // a Status (go-restful serves them); anything else, a group of custom
+                    // resources included, is no API path.
+                    let built_in = registry
+                        .types()
+                        .iter()
+                        .any(|t| !t.custom && t.group == group && t.serves(&version));
+                    if built_in || group.is_empty() {
                         ApiError::unknown_path()
                     } else {
                         ApiError::page_not_found()
@@ -266,6 +257,7 @@ async fn serve(
                 return Err(ApiError::unknown_path());
             }
             let deprecated = super::strategy::deprecation_warning(&rt, &version);
+            let accept = accept_of(req.headers()).to_string();
             let target = Target {
                 rt,
                 version,
@@ -278,7 +270,7 @@ async fn serve(
                 served.record_answer(asked, resp.status());
             }
             match deprecated {
-                Some(w) => Ok(with_first_warning(answer, &w)),
+                Some(w) => Ok(with_first_warning(answer, &w, &accept)),
                 None => answer,
             }
         }
@@ -314,13 +306,8 @@ async fn serve(
         Route::Group(g) => discovery::group(&registry, &g)
             .map(|d| json_response(StatusCode::OK, &d))
             .ok_or_else(ApiError::page_not_found),
-        Route::OpenApiV2 => {
-            let accept = req
-                .headers()
-                .get(header::ACCEPT)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("");
-            Ok(if accept.contains(super::openapi_v2::PROTOBUF_ACCEPT) {
+        Route::OpenApiV2 => Ok(
+            if accept_of(req.headers()).contains(super::openapi_v2::PROTOBUF_ACCEPT) {
                 (
                     StatusCode::OK,
                     [(
@@ -332,8 +319,8 @@ async fn serve(
                     .into_response()
             } else {
                 json_response(StatusCode::OK, &super::openapi_v2::document(&registry))
-            })
-        }
+            },
+        ),
         Route::OpenApiRoot => Ok(super::openapi_v3::root_response(&registry)),
         Route::OpenApi(g, v) => Ok(super::openapi_v3::document_response(&registry, &g, &v)),
         Route::Resources(g, v) => discovery::resource_list(&registry, &g, &v)
@@ -347,25 +334,11 @@ async fn serve(
 }
 
 fn aggregated_discovery(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::ACCEPT)
-        .and_then(|a| a.to_str().ok())
-        .is_some_and(super::discovery_aggregated::wanted)
-}
-
-fn wants_table(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::ACCEPT)
-        .and_then(|a| a.to_str().ok())
-        .is_some_and(|a| a.contains("as=Table"))
+    super::discovery_aggregated::wanted(accept_of(headers))
 }
 
 pub(super) fn flag(query: &Query, k: &str) -> bool {
     matches!(query.get(k).map(String::as_str), Some("true" | "1"))
-}
-
-fn now() -> String {
-    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 async fn resource(
@@ -375,7 +348,43 @@ async fn resource(
     query: &Query,
 ) -> Result<Response, ApiError> {
     let method = req.method().clone();
-    let table = wants_table(req.headers())
+    // A PATCH of no patch type is refused before the Accept header is read (go-restful's route
+    // consumes only patch types; the custom resource handler checks it first too).
+    let patch_type = if method == Method::PATCH {
+        let content_type = content_type_of(req.headers());
+        Some(
+            PatchType::from_content_type(content_type)
+                .ok_or_else(ApiError::unsupported_patch_type)?,
+        )
+    } else {
+        None
+    };
+    let watch = method == Method::GET && target.name.is_none() && flag(query, "watch");
+    let endpoint = Endpoint {
+        custom: target.rt.custom,
+        list: method == Method::GET && target.name.is_none(),
+        watch,
+    };
+    let output = negotiate::output(accept_of(req.headers()), endpoint)?;
+    let rt = target.rt.clone();
+    let answer = answer(shared, target, req, query, &output, patch_type).await?;
+    if watch {
+        return Ok(answer);
+    }
+    negotiate::finish(&output, &rt, answer).await
+}
+
+async fn answer(
+    shared: Arc<Shared>,
+    target: Target,
+    req: Request<Body>,
+    query: &Query,
+    output: &Output,
+    patch_type: Option<PatchType>,
+) -> Result<Response, ApiError> {
+    let method = req.method().clone();
+    let table = output
+        .table()
         .then(|| IncludeObject::parse(query.get("includeObject").map(String::as_str)));
     match (&method, target.name.is_some()) {
         (&Method::GET, true) if target.subresource == Some(Subresource::Scale) => {
@@ -387,7 +396,7 @@ async fn resource(
         }
         (&Method::GET, false) => reads::list(&shared, &target, query, table),
         (&Method::POST, false) | (&Method::PUT, true) | (&Method::PATCH, true) => {
-            write(shared, target, req, query).await
+            write(shared, target, req, query, patch_type).await
         }
         (&Method::DELETE, true) => {
             let body = read_body(&shared, req).await?;
@@ -459,230 +468,4 @@ pub(super) fn prefix_of(target: &Target) -> String {
         Some(ns) => format!("{}{}/", target.rt.key_prefix(), ns),
         None => target.rt.key_prefix(),
     }
-}
-
-async fn read_body(shared: &Shared, req: Request<Body>) -> Result<Bytes, ApiError> {
-    let declared = req
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    limits::read_body(
-        req.into_body(),
-        declared,
-        shared.config.max_body_bytes,
-        shared.config.request_body_timeout,
-    )
-    .await
-}
-
-pub(super) use super::body::decode;
-
-/// The manager a write records: its `fieldManager`, else the client's User-Agent up to the first
-/// `/`, as kube-apiserver names an unnamed manager.
-fn field_manager(headers: &HeaderMap, params: &WriteParams) -> String {
-    if !params.field_manager.is_empty() {
-        return params.field_manager.clone();
-    }
-    let ua = headers
-        .get(header::USER_AGENT)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    let prefix = ua.split('/').next().unwrap_or("").trim();
-    if prefix.is_empty() {
-        "unknown".into()
-    } else {
-        prefix.chars().take(128).collect()
-    }
-}
-
-/// A write, its `Warning`s answered with its refusal too (as kube-apiserver warns about the
-/// unknown fields of an object it refuses).
-async fn write(
-    shared: Arc<Shared>,
-    target: Target,
-    req: Request<Body>,
-    query: &Query,
-) -> Result<Response, ApiError> {
-    let warnings = super::validation::Warnings::default();
-    match write_warned(shared, target, req, query, warnings.clone()).await {
-        Err(e) => {
-            let found = warnings.take();
-            if found.is_empty() {
-                return Err(e);
-            }
-            let code = StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            let mut resp = json_response(code, &e.to_status());
-            add_warnings(&mut resp, found);
-            Ok(resp)
-        }
-        ok => ok,
-    }
-}
-
-/// Each warning as a `Warning: 299 - "text"` header, the text quoted as kube-apiserver quotes it.
-fn add_warnings(resp: &mut Response, warnings: Vec<String>) {
-    for w in warnings {
-        if let Ok(v) = http::HeaderValue::from_str(&warning_value(&w)) {
-            resp.headers_mut().append(header::WARNING, v);
-        }
-    }
-}
-
-async fn write_warned(
-    shared: Arc<Shared>,
-    target: Target,
-    req: Request<Body>,
-    query: &Query,
-    warnings: super::validation::Warnings,
-) -> Result<Response, ApiError> {
-    let method = req.method().clone();
-    let content_type = req
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("application/json")
-        .to_string();
-    let patch_type = if method == Method::PATCH {
-        Some(
-            PatchType::from_content_type(&content_type)
-                .ok_or_else(ApiError::unsupported_patch_type)?,
-        )
-    } else {
-        if !(content_type.starts_with("application/json")
-            || content_type.contains("yaml")
-            || protobuf::is_protobuf(&content_type))
-        {
-            return Err(ApiError::unsupported_media_type(target.rt.custom));
-        }
-        None
-    };
-    let verb = match (method.as_str(), patch_type) {
-        ("POST", _) => WriteVerb::Create,
-        (_, Some(pt)) => WriteVerb::Patch {
-            apply: pt == PatchType::Apply,
-        },
-        _ => WriteVerb::Update,
-    };
-    let params = write_params(query, verb)?;
-    let opts = WriteOptions {
-        field_manager: field_manager(req.headers(), &params),
-        force: params.force,
-        now: now(),
-        field_validation: params.field_validation,
-        warnings: warnings.clone(),
-    };
-    let dry = params.dry_run;
-    let user = super::authz::User::impersonated(req.headers());
-    let body = read_body(&shared, req).await?;
-    super::validation::strict_duplicates(&target, &body, &content_type, patch_type, &opts)?;
-    let mut body = match patch_type {
-        None => super::body::decode_object(&body, &content_type, &target.rt.kind)?,
-        Some(PatchType::Apply) => decode(&body, &content_type)?,
-        Some(_) => super::body::decode_patch(&body, &content_type)?,
-    };
-    if patch_type.is_none() && target.subresource != Some(Subresource::Scale) {
-        super::body::default_type_meta(&mut body, &target);
-        super::admission::check_decodable(&target, &body)?;
-    }
-    let t = target.clone();
-    let (obj, created) = run_write_many(&shared, dry, move |txn| {
-        let existed = t
-            .name
-            .as_deref()
-            .is_some_and(|n| txn.get(&t.key(n)).is_some());
-        let obj = match (method.as_str(), patch_type) {
-            ("POST", _) => objects::create(txn, &t, body, &opts),
-            ("PUT", _) => objects::update(txn, &t, body, &opts),
-            (_, Some(pt)) => objects::patch(txn, &t, pt, body, &opts),
-            _ => Err(ApiError::method_not_allowed()),
-        }?;
-        if let Some(user) = &user {
-            super::access::check_write(txn, user, &t, &method, !existed, &obj)?;
-        }
-        Ok((obj, !existed))
-    })
-    .await?;
-    let code = if created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    let mut out = match target.subresource {
-        Some(Subresource::Scale) => super::scale::scale_of(&obj),
-        _ => as_version(&obj, &target.rt, &target.version),
-    };
-    if dry && let Some(meta) = out.get_mut("metadata").and_then(Value::as_object_mut) {
-        // Like upstream, a dry run assigns no resourceVersion: an existing object keeps its own
-        // (so `kubectl diff` shows no resourceVersion change), a new one has none.
-        match live_resource_version(&shared, &target, &obj) {
-            Some(rv) => meta.insert("resourceVersion".into(), rv),
-            None => meta.remove("resourceVersion"),
-        };
-    }
-    let mut resp = json_response(code, &out);
-    add_warnings(&mut resp, warnings.take());
-    Ok(resp)
-}
-
-fn live_resource_version(shared: &Shared, target: &Target, obj: &Value) -> Option<Value> {
-    let name = obj
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let state = shared.state.lock().expect("state lock");
-    state
-        .get(&target.key(name))
-        .and_then(|e| e.object().pointer("/metadata/resourceVersion").cloned())
-}
-
-/// Runs a write in a transaction on a blocking thread and stages it unless dry-run; answers once
-/// the committer made it durable (see `commit`).
-async fn run_write_many<F, R>(shared: &Arc<Shared>, dry: bool, f: F) -> Result<R, ApiError>
-where
-    F: FnOnce(&mut super::state::Txn) -> Result<R, ApiError> + Send + 'static,
-    R: Send + 'static,
-{
-    let shared = shared.clone();
-    let (result, durable) = tokio::task::spawn_blocking({
-        let shared = shared.clone();
-        move || {
-            let mut state = shared.state.lock().expect("state lock");
-            let (result, changes) = transact(&state, f);
-            let changes = changes.filter(|_| !dry && result.is_ok());
-            // An answer that read staged state (even a refusal or a no-op) waits until that
-            // state is durable, so no client hears of a write a crash could still lose.
-            if changes.is_none() && !state.has_pending() {
-                return Ok::<_, ApiError>((result, None));
-            }
-            let staged = match changes {
-                Some(changes) => state.stage(changes),
-                None => state.barrier(),
-            };
-            let (done, durable) = tokio::sync::oneshot::channel();
-            shared
-                .queue
-                .send(super::commit::Queued { staged, done })
-                .map_err(|_| ApiError::internal("the store's committer has stopped"))?;
-            Ok((result, Some(durable)))
-        }
-    })
-    .await
-    .map_err(|e| ApiError::internal(format!("write task failed: {e}")))??;
-    if let Some(durable) = durable {
-        durable
-            .await
-            .map_err(|_| ApiError::internal("the store's committer has stopped"))??;
-    }
-    result
-}
-
-fn transact<F, R>(state: &State, f: F) -> (Result<R, ApiError>, Option<super::state::TxnChanges>)
-where
-    F: FnOnce(&mut super::state::Txn) -> Result<R, ApiError>,
-{
-    let mut txn = state.begin();
-    let r = f(&mut txn);
-    let changes = txn.into_changes();
-    (r, (!changes.is_empty()).then_some(changes))
 }

@@ -405,6 +405,7 @@ pub fn patch(
         PatchType::Apply => unreachable!("handled above"),
     };
     result?;
+    super::patched::check(target, &name, &old, &mut new, patch_type, &body)?;
     // A patch that sets metadata.resourceVersion is a precondition, as upstream.
     let rv = body
         .pointer("/metadata/resourceVersion")

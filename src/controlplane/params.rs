@@ -5,11 +5,13 @@
 //! `UpdateOptions`, `PatchOptions` and `DeleteOptions`: 422 naming each field at fault).
 
 use super::error::ApiError;
-use super::http::Query;
 use crate::crdschema::FieldValidation;
 use crate::validate::field::{BadValue, FieldError};
 use base64::Engine;
 use std::time::Duration;
+
+/// A request's query parameters, decoded.
+pub(super) type Query = std::collections::HashMap<String, String>;
 
 /// The watch timeout when the request sets none (upstream picks 30 to 60 minutes).
 const DEFAULT_WATCH_TIMEOUT: Duration = Duration::from_secs(1800);
@@ -78,18 +80,18 @@ pub(super) fn limit(query: &Query) -> Result<Option<usize>, ApiError> {
     }
 }
 
-/// `continue`: the token a previous page handed out.
+/// `continue`: the token a previous page handed out; one that is not is refused in
+/// kube-apiserver's words (Go's base64 and JSON errors, then what the token says).
 pub(super) fn continue_token(query: &Query) -> Result<Option<ContinueToken>, ApiError> {
     let Some(c) = query.get("continue").filter(|c| !c.is_empty()) else {
         return Ok(None);
     };
     let invalid = |why: String| ApiError::bad_request(format!("invalid continue token: {why}"));
-    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(c)
-        .map_err(|e| invalid(e.to_string()))?;
-    serde_json::from_slice::<ContinueToken>(&raw)
-        .map(Some)
-        .map_err(|e| invalid(format!("continue key is not valid: {e}")))
+    let (v, rv, start) = super::continuation::decode(c).map_err(invalid)?;
+    let rv = rv
+        .try_into()
+        .map_err(|_| invalid(format!("continue key is not valid: {start}")))?;
+    Ok(Some(ContinueToken { v, rv, start }))
 }
 
 /// `timeoutSeconds` of a watch.

@@ -2,6 +2,8 @@
 //! columns evaluated by a small JSONPath subset (`.a.b`, `.a[0]`, `.a[?(@.k=="v")].b`).
 
 use super::registry::ResourceType;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{Value, json};
 
 /// How much of each object a Table row carries (`includeObject`).
@@ -26,12 +28,16 @@ struct Column {
     name: String,
     type_: String,
     format: String,
+    description: String,
     priority: i64,
+    /// How a cell is computed; `None` is the object's name.
     json_path: Option<String>,
+    /// A date cell, shown as an age.
+    age: bool,
 }
 
 fn columns(rt: &ResourceType) -> Vec<Column> {
-    let col = |name: &str, type_: &str, path: Option<&str>, priority: i64| Column {
+    let col = |name: &str, type_: &str, path: Option<&str>, description: String| Column {
         name: name.into(),
         type_: type_.into(),
         format: if name == "Name" {
@@ -39,36 +45,98 @@ fn columns(rt: &ResourceType) -> Vec<Column> {
         } else {
             String::new()
         },
-        priority,
+        description,
+        priority: 0,
+        age: path == Some(".metadata.creationTimestamp"),
         json_path: path.map(str::to_string),
     };
-    let mut cols = vec![col("Name", "string", None, 0)];
+    let meta = |field: &str| docs::field::<ObjectMeta>(field);
+    let mut cols = vec![col("Name", "string", None, meta("name"))];
     if rt.custom {
-        let mut has_age = false;
         for pc in &rt.printer_columns {
-            has_age |= pc.json_path == ".metadata.creationTimestamp";
-            cols.push(col(&pc.name, &pc.type_, Some(&pc.json_path), pc.priority));
+            let mut c = col(&pc.name, &pc.type_, Some(&pc.json_path), String::new());
+            c.description = format!(
+                "Custom resource definition column (in JSONPath format): {}",
+                pc.json_path
+            );
+            c.priority = pc.priority;
+            c.age = pc.type_ == "date";
+            cols.push(c);
         }
-        if !has_age {
-            cols.push(col("Age", "date", Some(".metadata.creationTimestamp"), 0));
+        // A CRD without printer columns is served one, its objects' age.
+        if rt.printer_columns.is_empty() {
+            let age = ".metadata.creationTimestamp";
+            cols.push(col("Age", "date", Some(age), meta("creationTimestamp")));
         }
         return cols;
     }
+    // Built-in kinds' columns as kube-apiserver prints them: every cell typed `string` in the
+    // definitions (whatever the cell holds), described by the API's field documentation.
     match rt.kind.as_str() {
         "Secret" => {
-            cols.push(col("Type", "string", Some(".type"), 0));
-            cols.push(col("Data", "integer", Some("#data"), 0));
+            cols.push(col(
+                "Type",
+                "string",
+                Some(".type"),
+                docs::field::<Secret>("type"),
+            ));
+            cols.push(col(
+                "Data",
+                "string",
+                Some("#data"),
+                docs::field::<Secret>("data"),
+            ));
         }
-        "ConfigMap" => cols.push(col("Data", "integer", Some("#data"), 0)),
-        "Namespace" => cols.push(col("Status", "string", Some(".status.phase"), 0)),
+        "ConfigMap" => {
+            let data = docs::field::<ConfigMap>("data");
+            cols.push(col("Data", "string", Some("#data"), data));
+        }
+        "Namespace" => cols.push(col(
+            "Status",
+            "string",
+            Some(".status.phase"),
+            String::new(),
+        )),
         "Service" => {
-            cols.push(col("Type", "string", Some(".spec.type"), 0));
-            cols.push(col("Cluster-IP", "string", Some(".spec.clusterIP"), 0));
+            let spec = |f: &str| docs::field::<ServiceSpec>(f);
+            cols.push(col("Type", "string", Some(".spec.type"), spec("type")));
+            cols.push(col(
+                "Cluster-IP",
+                "string",
+                Some(".spec.clusterIP"),
+                spec("clusterIP"),
+            ));
         }
-        _ => {}
+        _ => {
+            cols.push(col(
+                "Age",
+                "date",
+                Some(".metadata.creationTimestamp"),
+                String::new(),
+            ));
+            return cols;
+        }
     }
-    cols.push(col("Age", "date", Some(".metadata.creationTimestamp"), 0));
+    let age = ".metadata.creationTimestamp";
+    cols.push(col("Age", "string", Some(age), meta("creationTimestamp")));
     cols
+}
+
+/// The API's field documentation, as kube-apiserver's column descriptions quote it: read from
+/// the JSON schemas of the `k8s-openapi` types (generated from the same Go comments).
+mod docs {
+    use k8s_openapi::schemars::{JsonSchema, SchemaGenerator};
+
+    /// The description of `field` of `T`, empty when it has none.
+    pub(super) fn field<T: JsonSchema>(field: &str) -> String {
+        let schema = T::json_schema(&mut SchemaGenerator::default());
+        schema
+            .as_value()
+            .pointer(&format!("/properties/{field}/description"))
+            .and_then(|d| d.as_str())
+            .unwrap_or("")
+            .to_string()
+    }
 }
 
 /// Builds a Table of `objects` (already in the requested version).
@@ -82,7 +150,7 @@ pub fn table(
     let cols = columns(rt);
     let defs: Vec<Value> = cols
         .iter()
-        .map(|c| json!({"name": c.name, "type": c.type_, "format": c.format, "description": "", "priority": c.priority}))
+        .map(|c| json!({"name": c.name, "type": c.type_, "format": c.format, "description": c.description, "priority": c.priority}))
         .collect();
     let rows: Vec<Value> = objects
         .iter()
@@ -129,7 +197,7 @@ fn cell(c: &Column, obj: &Value, now: chrono::DateTime<chrono::Utc>) -> Value {
                 .join(",")
         ),
     };
-    if c.type_ == "date" {
+    if c.age {
         return match v
             .as_str()
             .and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok())
@@ -225,6 +293,38 @@ mod tests {
         );
         assert_eq!(json_path(&obj, ".spec.a[1]"), vec![&json!(2)]);
         assert!(json_path(&obj, ".missing.x").is_empty());
+    }
+
+    #[test]
+    fn built_in_columns_are_typed_and_described_as_kube_apiserver_prints_them() {
+        let reg = super::super::registry::Registry::new([]);
+        let rt = reg.by_resource("", "v1", "configmaps").expect("served");
+        let t = table(
+            &rt,
+            &[
+                json!({"metadata": {"name": "a", "creationTimestamp": "2026-01-01T00:00:00Z"}, "data": {"x": "1"}}),
+            ],
+            "7",
+            IncludeObject::None,
+            chrono::DateTime::parse_from_rfc3339("2026-01-01T00:00:30Z")
+                .unwrap()
+                .with_timezone(&chrono::Utc),
+        );
+        let types: Vec<&str> = t["columnDefinitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["type"].as_str().unwrap())
+            .collect();
+        assert_eq!(types, ["string", "string", "string"]);
+        let described = |i: usize, start: &str| {
+            let d = t["columnDefinitions"][i]["description"].as_str().unwrap();
+            assert!(d.starts_with(start), "{d}");
+        };
+        described(0, "Name must be unique within a namespace.");
+        described(1, "Data contains the configuration data.");
+        described(2, "CreationTimestamp is a timestamp");
+        assert_eq!(t["rows"][0]["cells"], json!(["a", 1, "30s"]));
     }
 
     #[test]

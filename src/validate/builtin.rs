@@ -550,9 +550,10 @@ pub fn data_problems(group: &str, kind: &str, obj: &Value) -> Vec<String> {
     kinds::create_errors(group, kind, &stored)
         .iter()
         .filter(|e| !e.field.starts_with("metadata."))
-        // kube names a ConfigMap's whole data with an empty path; the agent says `data`.
+        // kube names a ConfigMap's whole object (`[]`, a path without a name); the agent says
+        // `data`.
         .map(|e| match e.field.as_str() {
-            "" => format!("data{e}"),
+            "[]" => format!("data: {}", e.body()),
             _ => e.to_string(),
         })
         .collect()

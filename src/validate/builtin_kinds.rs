@@ -196,7 +196,8 @@ fn config_map_errors(obj: &Value) -> Vec<FieldError> {
         total += decoded_len(value);
     }
     if total > MAX_DATA_BYTES {
-        errors.push(FieldError::too_long("", MAX_DATA_BYTES));
+        // The whole object, a path without a name, which kube-apiserver writes `[]`.
+        errors.push(FieldError::too_long("[]", MAX_DATA_BYTES));
     }
     errors
 }

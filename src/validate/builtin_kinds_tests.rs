@@ -20,7 +20,7 @@ fn config_map_keys_duplicates_and_size() {
     let big = json!({"data": {"a": "x".repeat(MAX_DATA_BYTES + 1)}});
     assert_eq!(
         messages(&create_errors("", "ConfigMap", &big)),
-        [": Too long: may not be more than 1048576 bytes"]
+        ["[]: Too long: may not be more than 1048576 bytes"]
     );
 }
 

@@ -142,26 +142,7 @@ mod go_json {
     }
 
     pub(super) fn string(out: &mut String, s: &str) {
-        out.push('"');
-        for c in s.chars() {
-            match c {
-                '"' => out.push_str("\\\""),
-                '\\' => out.push_str("\\\\"),
-                '\n' => out.push_str("\\n"),
-                '\r' => out.push_str("\\r"),
-                '\t' => out.push_str("\\t"),
-                '\u{8}' => out.push_str("\\b"),
-                '\u{c}' => out.push_str("\\f"),
-                '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
-                    let _ = write!(out, "\\u{:04x}", c as u32);
-                }
-                c if (c as u32) < 0x20 => {
-                    let _ = write!(out, "\\u{:04x}", c as u32);
-                }
-                c => out.push(c),
-            }
-        }
-        out.push('"');
+        crate::validate::gojson::write_string(out, s);
     }
 }
 
