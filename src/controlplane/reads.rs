@@ -285,14 +285,16 @@ pub(super) fn watch(
     )))
 }
 
-/// Where a watch of the target's kind may start from: for a custom resource, when its CRD began
-/// to be served (upstream's watch cache of the kind starts then); any version for a built-in kind.
+/// Where a watch of the target's kind may start from: after the last event of its kind the log
+/// dropped, and for a custom resource, when its CRD began to be served (upstream's watch cache of
+/// the kind starts then).
 fn watch_start(state: &super::state::State, target: &Target) -> u64 {
+    let trimmed = state.trimmed_for(&target.rt.key_prefix());
     if !target.rt.custom {
-        return 0;
+        return trimmed;
     }
     let crd = format!("{}.{}", target.rt.plural, target.rt.group);
-    state.served_since(&crd).unwrap_or(0)
+    state.served_since(&crd).unwrap_or(0).max(trimmed)
 }
 
 fn stream_response(body: Body) -> Response {

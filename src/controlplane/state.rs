@@ -189,8 +189,15 @@ pub struct State {
     /// Budget and current total of [`WatchEvent::weight`] over `events`.
     event_byte_budget: usize,
     event_bytes: usize,
-    /// Watches may resume from any resourceVersion at or above this one.
+    /// Watches may resume from any resourceVersion at or above this one (where the log loaded at
+    /// open begins).
     compacted: u64,
+    /// The newest resourceVersion the log dropped (over its count or byte budget).
+    trimmed: u64,
+    /// Per kind (its storage key prefix, `group/Kind/`), the newest resourceVersion of that kind
+    /// the log dropped: a watch of the kind from before it is too old, as a kube-apiserver watch
+    /// cache (one per kind) answers, while the other kinds' watches are unaffected.
+    trimmed_by_kind: HashMap<String, u64>,
     /// The history (see [`super::history`]) answers at any resourceVersion at or above this one
     /// (and [`State::compacted`]), as etcd's at or above its last compaction.
     history_compacted: u64,
@@ -224,6 +231,8 @@ impl State {
             event_byte_budget: event_byte_budget.max(1),
             event_bytes: 0,
             compacted: loaded.resource_version,
+            trimmed: 0,
+            trimmed_by_kind: HashMap::new(),
             history_compacted: 0,
             served_since: HashMap::new(),
             registry: Arc::new(Registry::new(std::iter::empty())),
@@ -386,13 +395,19 @@ impl State {
             .collect())
     }
 
+    /// The newest resourceVersion of the kind stored under `prefix` (`group/Kind/`) that the log
+    /// dropped; 0 when none was.
+    pub fn trimmed_for(&self, prefix: &str) -> u64 {
+        self.trimmed_by_kind.get(prefix).copied().unwrap_or(0)
+    }
+
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<WatchEvent>> {
         self.sender.subscribe()
     }
 
     /// The oldest resourceVersion the history answers at (see [`super::history`]).
     pub fn history_start(&self) -> u64 {
-        self.compacted.max(self.history_compacted)
+        self.compacted.max(self.trimmed).max(self.history_compacted)
     }
 
     /// Compacts the history through `rv` (at most the durable resourceVersion), as etcd's
@@ -556,9 +571,17 @@ impl State {
             {
                 if let Some(e) = self.events.pop_front() {
                     self.event_bytes -= e.weight();
+                    let kind = kind_prefix(&e.key);
+                    match self.trimmed_by_kind.get_mut(kind) {
+                        Some(through) => *through = e.resource_version,
+                        None => {
+                            self.trimmed_by_kind
+                                .insert(kind.to_string(), e.resource_version);
+                        }
+                    }
                 }
             }
-            self.compacted = self.compacted.max(rv);
+            self.trimmed = self.trimmed.max(rv);
         }
         if crds_changed {
             self.rebuild_registry();
@@ -571,5 +594,27 @@ impl State {
     pub fn abort(&mut self) -> u64 {
         self.pending.clear();
         self.head
+    }
+}
+
+/// The kind part (`group/Kind/`) of a storage key.
+fn kind_prefix(key: &str) -> &str {
+    let mut slashes = key.match_indices('/').map(|(i, _)| i);
+    match (slashes.next(), slashes.next()) {
+        (Some(_), Some(second)) => &key[..=second],
+        _ => key,
+    }
+}
+
+#[cfg(test)]
+mod kind_prefix_tests {
+    use super::kind_prefix;
+
+    #[test]
+    fn the_kind_part_of_a_storage_key() {
+        assert_eq!(kind_prefix("/ConfigMap/ns/a"), "/ConfigMap/");
+        assert_eq!(kind_prefix("apps/Deployment/ns/d"), "apps/Deployment/");
+        assert_eq!(kind_prefix("/Namespace/default"), "/Namespace/");
+        assert_eq!(kind_prefix("odd"), "odd");
     }
 }
