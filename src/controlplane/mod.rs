@@ -13,6 +13,7 @@ mod access;
 mod admission;
 mod authz;
 mod body;
+mod collector;
 mod commit;
 pub mod crds;
 mod defaults;
@@ -147,6 +148,11 @@ impl ControlPlane {
                 path: cp.shared.config.state_dir.clone(),
                 source,
             }
+        })?;
+        // The garbage collector's thread, like the committer's, is a thread of this process.
+        collector::spawn(&cp.shared).map_err(|source| ControlPlaneError::Committer {
+            path: cp.shared.config.state_dir.clone(),
+            source,
         })?;
         Ok(cp)
     }
