@@ -119,20 +119,31 @@ fn full_scan(state: &State) -> Vec<Work> {
 }
 
 /// Starts the collector, subscribed to changes from now on. It ends with the control plane.
+/// What a look at every object finds (garbage left by an earlier run) is collected here, before
+/// the control plane is handed out, so that the thread takes up the control plane only for changes
+/// its clients make.
 pub fn spawn(shared: &Arc<Shared>) -> std::io::Result<()> {
-    let (events, initial) = {
-        let state = shared.state.lock().expect("state lock");
-        (state.subscribe(), full_scan(&state))
+    let (events, staged) = {
+        let mut state = shared.state.lock().expect("state lock");
+        let events = state.subscribe();
+        let work = full_scan(&state);
+        (events, stage_work(&mut state, &work))
     };
+    if let Some(staged) = staged
+        && let Err(e) = super::commit::commit_group(&shared.state, &shared.store, &[&staged])
+    {
+        shared.state.lock().expect("state lock").abort();
+        tracing::warn!(error = %e.message, "garbage collection at start not stored");
+    }
     let weak = Arc::downgrade(shared);
     std::thread::Builder::new()
         .name("controlplane-gc".into())
-        .spawn(move || run(weak, events, initial))
+        .spawn(move || run(weak, events))
         .map(|_| ())
 }
 
-fn run(shared: Weak<Shared>, mut events: broadcast::Receiver<Arc<WatchEvent>>, initial: Vec<Work>) {
-    let mut queue = initial;
+fn run(shared: Weak<Shared>, mut events: broadcast::Receiver<Arc<WatchEvent>>) {
+    let mut queue = Vec::new();
     loop {
         if !queue.is_empty() {
             let Some(shared) = shared.upgrade() else {
@@ -173,34 +184,38 @@ fn run(shared: Weak<Shared>, mut events: broadcast::Receiver<Arc<WatchEvent>>, i
     }
 }
 
-/// Does `work` in one write, and waits until it is durable.
-fn apply(shared: &Shared, work: Vec<Work>) {
+/// Stages `work` as one write, if it changes anything.
+fn stage_work(state: &mut State, work: &[Work]) -> Option<super::state::Staged> {
     let now = chrono::Utc::now()
         .format("%Y-%m-%dT%H:%M:%SZ")
         .to_string();
-    let durable = {
-        let mut state = shared.state.lock().expect("state lock");
-        let mut txn = state.begin();
-        for w in &work {
-            match w {
-                Work::Key(key) => gc::collect(&mut txn, key, &now),
-                Work::Uid(uid) => {
-                    if let Some(key) = txn.key_of_uid(uid) {
-                        gc::collect(&mut txn, &key, &now);
-                    }
+    let mut txn = state.begin();
+    for w in work {
+        match w {
+            Work::Key(key) => gc::collect(&mut txn, key, &now),
+            Work::Uid(uid) => {
+                if let Some(key) = txn.key_of_uid(uid) {
+                    gc::collect(&mut txn, &key, &now);
                 }
-                Work::DependentsOf(uid) => {
-                    for key in txn.dependents_of(uid) {
-                        gc::collect(&mut txn, &key, &now);
-                    }
+            }
+            Work::DependentsOf(uid) => {
+                for key in txn.dependents_of(uid) {
+                    gc::collect(&mut txn, &key, &now);
                 }
             }
         }
-        let changes = txn.into_changes();
-        if changes.is_empty() {
+    }
+    let changes = txn.into_changes();
+    (!changes.is_empty()).then(|| state.stage(changes))
+}
+
+/// Does `work` in one write, and waits until it is durable.
+fn apply(shared: &Shared, work: Vec<Work>) {
+    let durable = {
+        let mut state = shared.state.lock().expect("state lock");
+        let Some(staged) = stage_work(&mut state, &work) else {
             return;
-        }
-        let staged = state.stage(changes);
+        };
         // Queued in the critical section that staged it, so the queue stays in
         // resourceVersion order (see `commit`).
         let (done, durable) = tokio::sync::oneshot::channel();

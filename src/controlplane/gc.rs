@@ -422,6 +422,84 @@ fn delete_dependents(txn: &mut Txn, key: &str, uid: &str, now: &str) {
 mod tests {
     use super::*;
 
+    use crate::controlplane::state::State;
+
+    fn state() -> (tempfile::TempDir, State) {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, loaded) = crate::controlplane::store::Store::open(dir.path()).unwrap();
+        (dir, State::open(loaded, 1000, 1 << 20).unwrap())
+    }
+
+    fn cm(name: &str, owner: Option<(&str, bool)>, fins: &[&str]) -> Value {
+        let mut o = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "ns", "uid": format!("u-{name}")}});
+        if let Some((owner, block)) = owner {
+            o["metadata"]["ownerReferences"] = json!([{"apiVersion": "v1", "kind": "ConfigMap",
+                "name": owner, "uid": format!("u-{owner}"), "blockOwnerDeletion": block}]);
+        }
+        if !fins.is_empty() {
+            o["metadata"]["finalizers"] = json!(fins);
+        }
+        o
+    }
+
+    fn key(name: &str) -> String {
+        format!("/ConfigMap/ns/{name}")
+    }
+
+    #[test]
+    fn a_foreground_owner_goes_after_its_blocking_dependents() {
+        let (_dir, state) = state();
+        let mut txn = state.begin();
+        txn.put(&key("owner"), cm("owner", None, &[]));
+        txn.put(&key("dep"), cm("dep", Some(("owner", true)), &["x/hold"]));
+        let owner = delete(&mut txn, &key("owner"), Some(Propagation::Foreground), "t").unwrap();
+        assert_eq!(finalizers(&owner), [FOREGROUND], "marked, not removed");
+        collect(&mut txn, &key("owner"), "t");
+        let dep = txn.get(&key("dep")).unwrap();
+        assert!(dep.pointer("/metadata/deletionTimestamp").is_some());
+        assert!(txn.get(&key("owner")).is_some(), "the held dependent blocks it");
+        let mut released = (*dep).clone();
+        set_finalizers(&mut released, &[]);
+        remove_finalized(&mut txn, &key("dep"), released);
+        collect(&mut txn, &key("owner"), "t");
+        assert!(txn.get(&key("owner")).is_none());
+    }
+
+    #[test]
+    fn an_orphaning_owner_frees_its_dependents_then_goes() {
+        let (_dir, state) = state();
+        let mut txn = state.begin();
+        txn.put(&key("owner"), cm("owner", None, &[]));
+        txn.put(&key("dep"), cm("dep", Some(("owner", false)), &[]));
+        delete(&mut txn, &key("owner"), Some(Propagation::Orphan), "t");
+        collect(&mut txn, &key("owner"), "t");
+        assert!(txn.get(&key("owner")).is_none());
+        let dep = txn.get(&key("dep")).unwrap();
+        assert!(dep.pointer("/metadata/ownerReferences").is_none(), "{dep}");
+    }
+
+    #[test]
+    fn a_dependent_without_its_owner_is_deleted() {
+        let (_dir, state) = state();
+        let mut txn = state.begin();
+        txn.put(&key("dep"), cm("dep", Some(("ghost", false)), &[]));
+        txn.put(&key("other"), cm("other", None, &[]));
+        let mut wrong_name = cm("kept", Some(("other", false)), &[]);
+        wrong_name["metadata"]["ownerReferences"][0]["name"] = json!("renamed");
+        txn.put(&key("kept"), cm("kept", Some(("other", false)), &[]));
+        txn.put(&key("misnamed"), wrong_name);
+        for k in ["dep", "kept", "misnamed"] {
+            collect(&mut txn, &key(k), "t");
+        }
+        assert!(txn.get(&key("dep")).is_none());
+        assert!(txn.get(&key("kept")).is_some());
+        assert!(
+            txn.get(&key("misnamed")).is_none(),
+            "an owner is its uid, kind and name"
+        );
+    }
+
     fn strings(l: &[&str]) -> Vec<String> {
         l.iter().map(|s| s.to_string()).collect()
     }

@@ -307,13 +307,22 @@ impl ControlPlane {
     /// Returns whether it was released in time.
     pub async fn close(self, timeout: Duration) -> bool {
         let deadline = tokio::time::Instant::now() + timeout;
-        while Arc::strong_count(&self.shared) > 1 {
+        let mut shared = self.shared;
+        loop {
+            // Taken whole, so no background thread (committer, collector) can take it up again
+            // and hold the store open after this returns.
+            match Arc::try_unwrap(shared) {
+                Ok(inner) => {
+                    drop(inner);
+                    return true;
+                }
+                Err(still_shared) => shared = still_shared,
+            }
             if tokio::time::Instant::now() >= deadline {
                 return false;
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        true
     }
 
     /// The current global resourceVersion.
