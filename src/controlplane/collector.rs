@@ -123,17 +123,24 @@ fn full_scan(state: &State) -> Vec<Work> {
 /// the control plane is handed out, so that the thread takes up the control plane only for changes
 /// its clients make.
 pub fn spawn(shared: &Arc<Shared>) -> std::io::Result<()> {
-    let (events, staged) = {
-        let mut state = shared.state.lock().expect("state lock");
-        let events = state.subscribe();
-        let work = full_scan(&state);
-        (events, stage_work(&mut state, &work))
+    let (mut events, mut work) = {
+        let state = shared.state.lock().expect("state lock");
+        (state.subscribe(), full_scan(&state))
     };
-    if let Some(staged) = staged
-        && let Err(e) = super::commit::commit_group(&shared.state, &shared.store, &[&staged])
-    {
-        shared.state.lock().expect("state lock").abort();
-        tracing::warn!(error = %e.message, "garbage collection at start not stored");
+    // To a fixed point: what this collection changes may leave more to collect (a chain).
+    while !work.is_empty() {
+        let staged = stage_work(&mut shared.state.lock().expect("state lock"), &work);
+        let Some(staged) = staged else { break };
+        if let Err(e) = super::commit::commit_group(&shared.state, &shared.store, &[&staged]) {
+            shared.state.lock().expect("state lock").abort();
+            tracing::warn!(error = %e.message, "garbage collection at start not stored");
+            break;
+        }
+        work.clear();
+        while let Ok(ev) = events.try_recv() {
+            let previous = ev.previous.as_ref().map(|p| p.json.as_ref());
+            add(&mut work, work_of(ev.type_, &ev.key, &ev.object.json, previous));
+        }
     }
     let weak = Arc::downgrade(shared);
     std::thread::Builder::new()
