@@ -598,14 +598,16 @@ async fn finalizers_hold_deletes_and_owners_cascade() {
     .await
     .unwrap();
     assert!(api.get_opt("owner").await.unwrap().is_none());
-    assert!(
+    // The collector deletes the dependents after the owner, as kube-controller-manager does.
+    eventually(T, "owner deletion cascades", || async {
         cms.list(&ListParams::default())
             .await
             .unwrap()
             .items
-            .is_empty(),
-        "owner deletion cascades"
-    );
+            .is_empty()
+            .then_some(())
+    })
+    .await;
 
     // Orphan propagation keeps dependents and drops the reference.
     let o2 = api
@@ -616,6 +618,10 @@ async fn finalizers_hold_deletes_and_owners_cascade() {
         {"apiVersion": "example.com/v1", "kind": "Widget", "name": "o2", "uid": o2.metadata.uid.unwrap()}]}})).unwrap();
     cms.create(&PostParams::default(), &cm).await.unwrap();
     api.delete("o2", &DeleteParams::orphan()).await.unwrap();
+    eventually(T, "the owner orphans its dependent, then goes", || async {
+        api.get_opt("o2").await.unwrap().is_none().then_some(())
+    })
+    .await;
     let kept = cms.get("kept").await.unwrap();
     assert!(
         kept.metadata

@@ -13,7 +13,9 @@ use std::sync::Arc;
 /// The parts of DeleteOptions this server honours.
 #[derive(Debug, Clone, Default)]
 pub struct DeleteOptions {
-    pub propagation: Propagation,
+    /// What the DELETE asks of dependents; `None`: it says nothing (the kind's default, or the
+    /// collection finalizer the object already has).
+    pub propagation: Option<Propagation>,
     pub precondition_uid: Option<String>,
     pub precondition_rv: Option<String>,
     /// `orphanDependents: false` given explicitly: the one case upstream answers 202 Accepted
@@ -48,9 +50,10 @@ impl DeleteOptions {
         let policy = body.get("propagationPolicy").and_then(Value::as_str);
         let orphan = body.get("orphanDependents").and_then(Value::as_bool);
         let propagation = match policy {
-            None | Some("Background") => Propagation::Background,
-            Some("Foreground") => Propagation::Foreground,
-            Some("Orphan") => Propagation::Orphan,
+            None => None,
+            Some("Background") => Some(Propagation::Background),
+            Some("Foreground") => Some(Propagation::Foreground),
+            Some("Orphan") => Some(Propagation::Orphan),
             Some(other) => {
                 return Err(ApiError::invalid_options(
                     "DeleteOptions",
@@ -62,10 +65,11 @@ impl DeleteOptions {
                 ));
             }
         };
-        let propagation = if orphan == Some(true) {
-            Propagation::Orphan
-        } else {
-            propagation
+        // The deprecated orphanDependents, when given, decides alone.
+        let propagation = match orphan {
+            Some(true) => Some(Propagation::Orphan),
+            Some(false) => Some(Propagation::Background),
+            None => propagation,
         };
         let pre = |f: &str| {
             body.pointer(&format!("/preconditions/{f}"))

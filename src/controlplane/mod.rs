@@ -13,6 +13,7 @@ mod access;
 mod admission;
 mod authz;
 mod body;
+mod collector;
 mod commit;
 mod continuation;
 pub mod crds;
@@ -157,6 +158,11 @@ impl ControlPlane {
                 path: cp.shared.config.state_dir.clone(),
                 source,
             }
+        })?;
+        // The garbage collector's thread, like the committer's, is a thread of this process.
+        collector::spawn(&cp.shared).map_err(|source| ControlPlaneError::Committer {
+            path: cp.shared.config.state_dir.clone(),
+            source,
         })?;
         Ok(cp)
     }
@@ -311,13 +317,22 @@ impl ControlPlane {
     /// Returns whether it was released in time.
     pub async fn close(self, timeout: Duration) -> bool {
         let deadline = tokio::time::Instant::now() + timeout;
-        while Arc::strong_count(&self.shared) > 1 {
+        let mut shared = self.shared;
+        loop {
+            // Taken whole, so no background thread (committer, collector) can take it up again
+            // and hold the store open after this returns.
+            match Arc::try_unwrap(shared) {
+                Ok(inner) => {
+                    drop(inner);
+                    return true;
+                }
+                Err(still_shared) => shared = still_shared,
+            }
             if tokio::time::Instant::now() >= deadline {
                 return false;
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        true
     }
 
     /// The current global resourceVersion.

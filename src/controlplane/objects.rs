@@ -684,8 +684,7 @@ fn finish_write(
         .and_then(Value::as_array)
         .is_some_and(|f| !f.is_empty());
     if deleting && !finalizers_left {
-        store(txn, target, key, new);
-        return gc::remove(txn, key).ok_or_else(|| target.not_found(name));
+        return gc::remove_finalized(txn, key, new).ok_or_else(|| target.not_found(name));
     }
     Ok(store(txn, target, key, new))
 }

@@ -9,7 +9,7 @@
 use super::error::ControlPlaneError;
 use super::registry::Registry;
 use super::store::{Batch, Loaded};
-pub use super::txn::{Txn, TxnChanges, owner_uids};
+pub use super::txn::{Txn, TxnChanges};
 use bytes::Bytes;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
