@@ -47,7 +47,7 @@ pub enum StandaloneError {
     },
     #[error(
         "granting agents read access to the simulated Azure inventory ({kind} {}/{}): {error}",
-        crate::marks::AGENT_NAMESPACE,
+        inventory::NAMESPACE,
         inventory::READER_ROLE
     )]
     GrantReader {
@@ -166,7 +166,7 @@ async fn publish(
 ) -> Result<(), StandaloneError> {
     let pp = PatchParams::apply(FIELD_MANAGER).force();
     let publish_err = |kind: &'static str| move |error| StandaloneError::Publish { kind, error };
-    for name in [published::NAMESPACE, crate::marks::AGENT_NAMESPACE] {
+    for name in [published::NAMESPACE, inventory::NAMESPACE] {
         let namespace = serde_json::json!({"apiVersion": "v1", "kind": "Namespace",
             "metadata": {"name": name}});
         Api::<Namespace>::all(client.clone())
@@ -176,14 +176,14 @@ async fn publish(
     }
     // The agents beside it may read the simulated inventory (deploy/base does not grant it).
     let (role, binding) = inventory::reader_rbac(published::NAMESPACE);
-    Api::<Role>::namespaced(client.clone(), crate::marks::AGENT_NAMESPACE)
+    Api::<Role>::namespaced(client.clone(), inventory::NAMESPACE)
         .patch(inventory::READER_ROLE, &pp, &Patch::Apply(&role))
         .await
         .map_err(|error| StandaloneError::GrantReader {
             kind: "Role",
             error,
         })?;
-    Api::<RoleBinding>::namespaced(client.clone(), crate::marks::AGENT_NAMESPACE)
+    Api::<RoleBinding>::namespaced(client.clone(), inventory::NAMESPACE)
         .patch(inventory::READER_ROLE, &pp, &Patch::Apply(&binding))
         .await
         .map_err(|error| StandaloneError::GrantReader {

@@ -139,7 +139,10 @@ pub fn spawn(shared: &Arc<Shared>) -> std::io::Result<()> {
         work.clear();
         while let Ok(ev) = events.try_recv() {
             let previous = ev.previous.as_ref().map(|p| p.json.as_ref());
-            add(&mut work, work_of(ev.type_, &ev.key, &ev.object.json, previous));
+            add(
+                &mut work,
+                work_of(ev.type_, &ev.key, &ev.object.json, previous),
+            );
         }
     }
     let weak = Arc::downgrade(shared);
@@ -193,9 +196,7 @@ fn run(shared: Weak<Shared>, mut events: broadcast::Receiver<Arc<WatchEvent>>) {
 
 /// Stages `work` as one write, if it changes anything.
 fn stage_work(state: &mut State, work: &[Work]) -> Option<super::state::Staged> {
-    let now = chrono::Utc::now()
-        .format("%Y-%m-%dT%H:%M:%SZ")
-        .to_string();
+    let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string();
     let mut txn = state.begin();
     for w in work {
         match w {

@@ -458,7 +458,10 @@ mod tests {
         collect(&mut txn, &key("owner"), "t");
         let dep = txn.get(&key("dep")).unwrap();
         assert!(dep.pointer("/metadata/deletionTimestamp").is_some());
-        assert!(txn.get(&key("owner")).is_some(), "the held dependent blocks it");
+        assert!(
+            txn.get(&key("owner")).is_some(),
+            "the held dependent blocks it"
+        );
         let mut released = (*dep).clone();
         set_finalizers(&mut released, &[]);
         remove_finalized(&mut txn, &key("dep"), released);
@@ -538,7 +541,10 @@ mod tests {
             deletion_finalizers(&[], Some(Propagation::Orphan), default_policy("", "Event")),
             None
         );
-        assert_eq!(default_policy("apps", "Deployment"), DefaultPolicy::Background);
+        assert_eq!(
+            default_policy("apps", "Deployment"),
+            DefaultPolicy::Background
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@ use super::objects::Target;
 use super::registry::ResourceType;
 use axum::body::Body;
 use bytes::Bytes;
-use http_body_util::{BodyExt, LengthLimitError, Limited};
+use http_body_util::BodyExt;
 use std::time::Duration;
 
 /// The namespaces kube-apiserver never lets go (its NamespaceLifecycle admission).
@@ -98,15 +98,45 @@ pub(super) async fn read_body(
     limit: usize,
     timeout: Duration,
 ) -> Result<Bytes, ApiError> {
-    if declared_len.is_some_and(|n| n > limit as u64) {
+    match tokio::time::timeout(timeout, read_limited(body, declared_len, limit)).await {
+        Err(_) => Err(body_timeout(timeout)),
+        Ok(read) => read,
+    }
+}
+
+/// How far past the limit a refused body is still read (and dropped): a client that is still
+/// sending when the server answers would otherwise see its connection reset instead of the 413,
+/// so, as Go's HTTP server drains what is left of a body its handler refused, the rest is read
+/// up to this much.
+const DRAIN_PAST_LIMIT: u64 = 1024 * 1024;
+
+async fn read_limited(
+    mut body: Body,
+    declared_len: Option<u64>,
+    limit: usize,
+) -> Result<Bytes, ApiError> {
+    let mut over = declared_len.is_some_and(|n| n > limit as u64);
+    let mut kept = bytes::BytesMut::new();
+    let mut seen: u64 = 0;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| unreadable_body(&e))?;
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        seen += data.len() as u64;
+        over |= kept.len() + data.len() > limit;
+        if over {
+            if seen > limit as u64 + DRAIN_PAST_LIMIT {
+                break;
+            }
+            continue;
+        }
+        kept.extend_from_slice(&data);
+    }
+    if over {
         return Err(ApiError::too_large(limit));
     }
-    match tokio::time::timeout(timeout, Limited::new(body, limit).collect()).await {
-        Err(_) => Err(body_timeout(timeout)),
-        Ok(Ok(collected)) => Ok(collected.to_bytes()),
-        Ok(Err(e)) if e.is::<LengthLimitError>() => Err(ApiError::too_large(limit)),
-        Ok(Err(e)) => Err(unreadable_body(e.as_ref())),
-    }
+    Ok(kept.freeze())
 }
 
 fn body_timeout(timeout: Duration) -> ApiError {

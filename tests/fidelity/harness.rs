@@ -105,9 +105,44 @@ pub fn namespace(seq: &str, run: &str) -> String {
     ns.trim_end_matches('-').to_string()
 }
 
+/// Waits (at most 30 s) until the namespace `ns` has its `default` ServiceAccount: on
+/// kube-apiserver the service-account controller makes it a moment after the namespace, and a Pod
+/// created before is refused (403). The local control plane has no such controller; its Pod
+/// admission takes `default` as present, so its runs do not wait.
+async fn default_account(client: &kube::Client, ns: &str) {
+    let uri = format!("/api/v1/namespaces/{ns}/serviceaccounts/default");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let got = send(
+            client,
+            Outgoing {
+                method: "GET",
+                uri: &uri,
+                ..Outgoing::default()
+            },
+        )
+        .await;
+        if got.status == 200 {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "namespace {ns}: no default ServiceAccount after 30 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
 /// Runs `seq` on `client` in a fresh namespace; returns each step's normalised answer
 /// (`{"status", "contentType", "body"}`, and `"warnings"` when there were any).
-pub async fn run_sequence(client: &kube::Client, seq: &Sequence, run: &str) -> Vec<Value> {
+/// `wait_for_default_account`: the server makes each namespace's `default` ServiceAccount
+/// later (kube-apiserver's controllers); a sequence that creates Pods waits for it.
+pub async fn run_sequence(
+    client: &kube::Client,
+    seq: &Sequence,
+    run: &str,
+    wait_for_default_account: bool,
+) -> Vec<Value> {
     let ns = namespace(&seq.name, run);
     let created = send(
         client,
@@ -127,6 +162,9 @@ pub async fn run_sequence(client: &kube::Client, seq: &Sequence, run: &str) -> V
         "create namespace {ns}: {:?}",
         created.body
     );
+    if wait_for_default_account && seq.steps.iter().any(|s| s.path.contains("/pods")) {
+        default_account(client, &ns).await;
+    }
     let mut state = Run::new(ns);
     let mut out = Vec::new();
     for step in &seq.steps {
