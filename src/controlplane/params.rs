@@ -88,9 +88,6 @@ pub(super) fn continue_token(query: &Query) -> Result<Option<ContinueToken>, Api
     };
     let invalid = |why: String| ApiError::bad_request(format!("invalid continue token: {why}"));
     let (v, rv, start) = super::continuation::decode(c).map_err(invalid)?;
-    let rv = rv
-        .try_into()
-        .map_err(|_| invalid(format!("continue key is not valid: {start}")))?;
     Ok(Some(ContinueToken { v, rv, start }))
 }
 
