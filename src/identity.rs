@@ -87,13 +87,7 @@ impl AllowedNamespaces {
             return Ok(Self::All);
         }
         let list = list
-            .and_then(Value::as_array)
-            .map(|l| {
-                l.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
+            .map(|l| crate::object::strings_at(l, ""))
             .unwrap_or_default();
         let selector = match selector {
             Some(s) => Some(LabelSelector::from_json(s)?).filter(|s| !s.is_empty()),

@@ -92,13 +92,7 @@ impl LabelSelector {
             let key = label_key(e.get("key").and_then(Value::as_str).unwrap_or("")).map_err(bad)?;
             let values: Vec<String> = e
                 .get("values")
-                .and_then(Value::as_array)
-                .map(|vs| {
-                    vs.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect()
-                })
+                .map(|v| crate::object::strings_at(v, ""))
                 .unwrap_or_default();
             let op = e.get("operator").and_then(Value::as_str).unwrap_or("");
             reqs.push(match op {

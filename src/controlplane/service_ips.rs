@@ -103,13 +103,7 @@ pub(super) fn sync_cluster_ips(old: &Value, new: &mut Value) {
         .to_string();
     let ips: Vec<String> = spec
         .get("clusterIPs")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
+        .map(|v| crate::object::strings_at(v, ""))
         .unwrap_or_default();
     if !was_ips.is_empty() && ips.is_empty() && was_ip == ip {
         spec.insert("clusterIPs".into(), json!(was_ips));

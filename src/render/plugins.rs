@@ -236,13 +236,7 @@ pub fn transform(
             "PatchStrategicMergeTransformer" => {
                 let mut list: Vec<String> = f
                     .get("paths")
-                    .and_then(Value::as_array)
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(Value::as_str)
-                            .map(str::to_string)
-                            .collect()
-                    })
+                    .map(|v| crate::object::strings_at(v, ""))
                     .unwrap_or_default();
                 let inline = string("patches");
                 if !inline.is_empty() {

@@ -155,13 +155,7 @@ fn convert_list(obj: &serde_json::Map<String, Value>) -> Schema {
     let items = obj.get("items").map(convert_openapi).unwrap_or(Schema::Any);
     let keys: Vec<String> = obj
         .get("x-kubernetes-list-map-keys")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
+        .map(|v| crate::object::strings_at(v, ""))
         .unwrap_or_default();
     let list_type = match obj.get("x-kubernetes-list-type").and_then(Value::as_str) {
         Some("set") => ListType::Set,
