@@ -109,6 +109,8 @@ pub(super) async fn read_body(
 /// so, as Go's HTTP server drains what is left of a body its handler refused, the rest is read
 /// up to this much.
 const DRAIN_PAST_LIMIT: u64 = 1024 * 1024;
+/// How long a refused body may pause before the 413 is answered without the rest.
+const DRAIN_IDLE: Duration = Duration::from_millis(200);
 
 async fn read_limited(
     mut body: Body,
@@ -118,8 +120,26 @@ async fn read_limited(
     let mut over = declared_len.is_some_and(|n| n > limit as u64);
     let mut kept = bytes::BytesMut::new();
     let mut seen: u64 = 0;
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| unreadable_body(&e))?;
+    loop {
+        // Once refused, the rest is read only while it keeps coming: a client that declared a
+        // body it does not send (or sends slowly) hears the 413 at once.
+        let next = if over {
+            match tokio::time::timeout(DRAIN_IDLE, body.frame()).await {
+                Ok(next) => next,
+                Err(_) => break,
+            }
+        } else {
+            body.frame().await
+        };
+        let Some(frame) = next else {
+            break;
+        };
+        let frame = match frame {
+            Ok(frame) => frame,
+            // The client gave up on a refused body: the answer is still the 413.
+            Err(_) if over => break,
+            Err(e) => return Err(unreadable_body(&e)),
+        };
         let Ok(data) = frame.into_data() else {
             continue;
         };
