@@ -81,23 +81,15 @@ fn check_identity(target: &Target, name: &str, new: &mut Value) -> Result<(), Ap
 }
 
 /// `ObjectMeta`'s fields in Go's order.
-const OBJECT_META: &[&str] = &[
-    "name",
-    "generateName",
-    "namespace",
-    "selfLink",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "labels",
-    "annotations",
-    "ownerReferences",
-    "finalizers",
-    "managedFields",
-];
+fn object_meta_fields() -> impl Iterator<Item = &'static str> {
+    super::ssa::builtin::OBJECT_META_SCALARS.into_iter().chain([
+        "labels",
+        "annotations",
+        "ownerReferences",
+        "finalizers",
+        "managedFields",
+    ])
+}
 
 /// An object in the order kube-apiserver's encoder writes it: `kind`, `apiVersion`, metadata in
 /// Go's field order with its maps sorted, the data maps sorted, the rest as stored.
@@ -125,10 +117,10 @@ fn go_ordered(obj: &Value) -> Value {
     }
     if let Some(meta) = map.get("metadata").and_then(Value::as_object) {
         let mut ordered = Map::new();
-        let known = OBJECT_META.iter().filter_map(|k| meta.get_key_value(*k));
+        let known = object_meta_fields().filter_map(|k| meta.get_key_value(k));
         let rest = meta
             .iter()
-            .filter(|(k, _)| !OBJECT_META.contains(&k.as_str()));
+            .filter(|(k, _)| !object_meta_fields().any(|f| f == k.as_str()));
         for (k, v) in known.chain(rest) {
             let v = match k.as_str() {
                 "labels" | "annotations" => sorted(v),

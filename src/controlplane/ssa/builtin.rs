@@ -134,20 +134,24 @@ impl Schema {
     }
 }
 
+/// `ObjectMeta`'s scalar fields, in Go's field order (its maps and lists follow them there:
+/// labels, annotations, ownerReferences, finalizers, managedFields).
+pub(crate) const OBJECT_META_SCALARS: [&str; 10] = [
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+];
+
 /// The standard `ObjectMeta` shape.
 pub(crate) fn object_meta() -> Schema {
-    let mut meta = scalar_fields(&[
-        "name",
-        "generateName",
-        "namespace",
-        "selfLink",
-        "uid",
-        "resourceVersion",
-        "generation",
-        "creationTimestamp",
-        "deletionTimestamp",
-        "deletionGracePeriodSeconds",
-    ]);
+    let mut meta = scalar_fields(&OBJECT_META_SCALARS);
     meta.insert("labels".into(), string_map());
     meta.insert("annotations".into(), string_map());
     meta.insert(

@@ -15,7 +15,7 @@
 //! Everything here is a pure function over `serde_json::Value`.
 
 pub mod apply;
-mod builtin;
+pub(super) mod builtin;
 pub mod conflicts;
 pub mod fieldset;
 mod managed;

@@ -43,7 +43,7 @@ impl PathElement {
                     if i > 0 {
                         s.push(',');
                     }
-                    write_json_string(&mut s, name);
+                    crate::validate::gojson::write_string(&mut s, name);
                     s.push(':');
                     write_json(&mut s, value);
                 }
@@ -213,7 +213,7 @@ pub(crate) fn write_json(out: &mut String, v: &Value) {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         Value::Number(n) => out.push_str(&n.to_string()),
-        Value::String(s) => write_json_string(out, s),
+        Value::String(s) => crate::validate::gojson::write_string(out, s),
         Value::Array(a) => {
             out.push('[');
             for (i, item) in a.iter().enumerate() {
@@ -232,32 +232,13 @@ pub(crate) fn write_json(out: &mut String, v: &Value) {
                 if i > 0 {
                     out.push(',');
                 }
-                write_json_string(out, k);
+                crate::validate::gojson::write_string(out, k);
                 out.push(':');
                 write_json(out, item);
             }
             out.push('}');
         }
     }
-}
-
-pub(crate) fn write_json_string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
-                out.push_str(&format!("\\u{:04x}", c as u32))
-            }
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 /// A value as structured-merge-diff prints it inside a path: strings quoted like Go's `%q`,
