@@ -193,6 +193,12 @@ pub fn finalizers(obj: &Value) -> Vec<String> {
     strings_at(obj, "/metadata/finalizers")
 }
 
+/// Hex SHA-256 of `bytes` (digests in names, labels and the inventory).
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let d = ring::digest::digest(&ring::digest::SHA256, bytes);
+    d.as_ref().iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// `file`, `file:line` or `file:line:column`: a place in a file as people and editors read it.
 pub fn file_position(file: &str, line: Option<usize>, column: Option<usize>) -> String {
     match (line, column) {

@@ -39,20 +39,6 @@ pub fn is_deleting(live: Option<&Value>) -> bool {
     live.is_some_and(deletion::is_deleting)
 }
 
-/// The outcome of an embedded resource whose owner is being deleted: it is not applied (its owner's
-/// deletion decides what happens to it).
-pub fn held_by_deleting_owner(key: &ObjectKey, owner: &ObjectKey) -> ObjectOutcome {
-    ObjectOutcome {
-        key: key.clone(),
-        action: ObjectAction::Deleting,
-        ready: false,
-        reason: Some(format!(
-            "{owner} is being deleted: not applied; deleted in reverse order with it"
-        )),
-        message: None,
-    }
-}
-
 /// Puts the finalizer of its kind on the live ARO object `key` (when it has none yet and is not
 /// being deleted), before anything it embeds is applied.
 pub async fn ensure_finalizer(

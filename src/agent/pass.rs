@@ -1,5 +1,6 @@
 //! One pass over a prepared unit: read live state (`live`: from the shared caches),
-//! apply what is unblocked and changed in dependency order, prune what left git (as far as
+//! decide each object in dependency order (`plan::decide`, the decisions a plan shows too) and
+//! carry the decisions out (`object`), prune what left git (as far as
 //! deletion safety allows), then let the embedded reconcilers write the ARO objects' status. A
 //! pass never waits: what is blocked now is retried when a watch fires.
 //!
@@ -13,102 +14,22 @@
 //! Without `self_heal`, an object whose desired state did not change since the agent last applied
 //! it is not re-applied when live state differs: that is drift, and it is reported.
 
+mod object;
+
 use super::failpoint::FAILPOINT_ENV;
 use super::prepare::Prepared;
 use super::prune::{self as pruning, Safety};
-use super::status::{Reconcilers, Step};
-use crate::apply::inventory::{self, Inventory, body_digest};
+use super::status::Reconcilers;
+use crate::apply::inventory::{self, Inventory};
 use crate::apply::{AzureView, Cluster};
-use crate::marks::FIELD_MANAGER;
 use crate::object::ObjectKey;
-use crate::plan::Action;
 use crate::plan::ownership;
-use crate::plan::policy::{self, Decision, Policy};
-use crate::reconcile::aro::apiservices::AVAILABLE_CONDITION;
+use crate::plan::policy;
 use crate::reconcile::aro::{KeyManager, node_policy};
-use crate::reconcile::readiness::{Readiness, aso_readiness};
+use crate::reconcile::readiness::{ObjectState, object_state, unblocks};
 use crate::report::{AzureMode, ObjectAction, ObjectOutcome, Standing, UnitError, UnitOutcome};
 use serde_json::Value;
-use std::collections::HashMap;
-
-/// How far one object has come, as the pass judges it.
-#[derive(Debug, Clone, PartialEq)]
-enum State {
-    Ready,
-    Waiting { reason: String, message: String },
-    Failed { reason: String, message: String },
-    Missing,
-}
-
-/// Readiness of a live object: the ASO rule for ASO kinds, `status.ready` for the ARO kinds,
-/// existence for everything else.
-fn state_of(key: &ObjectKey, live: Option<&Value>) -> State {
-    let Some(obj) = live else {
-        return State::Missing;
-    };
-    if crate::kinds::is_aso_group(&key.group) {
-        return match aso_readiness(obj) {
-            Readiness::Ready => State::Ready,
-            Readiness::Failed { reason, message } => State::Failed { reason, message },
-            Readiness::Progressing { reason, message } => State::Waiting { reason, message },
-            Readiness::Unknown => State::Waiting {
-                reason: "Pending".into(),
-                message: "no Ready condition yet".into(),
-            },
-        };
-    }
-    if crate::kinds::is_aro_kind(&key.group, &key.kind) {
-        let conditions = obj.pointer("/status/conditions").and_then(Value::as_array);
-        // A control plane is ready once `Available` too (the aggregated-APIServices gate).
-        let available = conditions
-            .and_then(|cs| cs.iter().find(|c| c["type"] == AVAILABLE_CONDITION))
-            .filter(|c| c["status"] != "True");
-        if obj.pointer("/status/ready").and_then(Value::as_bool) == Some(true) {
-            return match available {
-                Some(c) if key.kind == "AROControlPlane" => State::Waiting {
-                    reason: format!(
-                        "{AVAILABLE_CONDITION}: {}",
-                        c["reason"].as_str().unwrap_or("")
-                    ),
-                    message: c["message"].as_str().unwrap_or("").to_string(),
-                },
-                _ => State::Ready,
-            };
-        }
-        // `Available` sums the others up: the first other condition not True says more.
-        let first_false = conditions.and_then(|cs| {
-            cs.iter().find(|c| {
-                c.get("status").and_then(Value::as_str) != Some("True")
-                    && c["type"] != AVAILABLE_CONDITION
-            })
-        });
-        return match first_false {
-            Some(c) => State::Waiting {
-                reason: format!(
-                    "{}: {}",
-                    c["type"].as_str().unwrap_or(""),
-                    c["reason"].as_str().unwrap_or("")
-                ),
-                message: c["message"].as_str().unwrap_or("").to_string(),
-            },
-            None => State::Waiting {
-                reason: "NotReady".into(),
-                message: "status.ready is not true yet".into(),
-            },
-        };
-    }
-    State::Ready
-}
-
-/// Whether a dependency lets its dependents go: ASO resources must be Ready (the spec's rule);
-/// anything else must exist.
-fn unblocks(key: &ObjectKey, live: Option<&Value>) -> bool {
-    match live {
-        None => false,
-        Some(_) if crate::kinds::is_aso_group(&key.group) => state_of(key, live) == State::Ready,
-        Some(_) => true,
-    }
-}
+use std::collections::{BTreeSet, HashMap};
 
 /// The dependencies of object `i` that hold it back now. An embedded resource waits here only on
 /// what is not embedded in another ARO object (its owner's other resources, Namespaces, CRDs):
@@ -188,343 +109,179 @@ async fn save(
 
 /// Runs one pass and says how the unit stands.
 pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory) -> UnitOutcome {
-    let cluster = ctx.cluster;
-    let revision = ctx.revision;
-    let azure = ctx.azure;
-    let stale_source = ctx.stale_source.clone();
-    let mut written = inv.clone();
     let mut errors = Vec::new();
-    let super::live::Live {
-        objects: mut live,
+    let super::live::Live { objects, unserved } =
+        super::live::read(ctx.cluster, ctx.caches, prepared, &mut errors).await;
+    let mut pass = Pass {
+        ctx,
+        prepared,
+        unit: prepared.unit.name(),
+        written: inv.clone(),
+        inv,
+        live: objects,
         unserved,
-    } = super::live::read(cluster, ctx.caches, prepared, &mut errors).await;
-    // An object live and owned by another unit is not taken over silently: nothing of the unit
-    // is recorded or applied until that is resolved.
-    let unit = prepared.unit.name();
-    let taken: Vec<UnitError> = prepared
-        .objects
-        .iter()
-        .filter_map(|o| {
-            let message = ownership::take_over(&unit, &o.key, &o.object, live.get(&o.key)?)?;
-            Some(UnitError {
-                object: Some(o.key.clone()),
-                file: Some(o.origin.file.clone()),
-                message,
-                ..Default::default()
-            })
-        })
-        .collect();
-    if !taken.is_empty() {
-        for e in &taken {
-            tracing::error!(unit = %unit, error = %e.message, "not taken over from another unit");
-        }
-        errors.extend(taken);
-        return UnitOutcome {
-            unit,
-            cluster: prepared.cluster.clone(),
-            revision: revision.to_string(),
-            stale_source,
-            azure,
-            objects: vec![],
-            errors,
-            standing: Standing::unknown(prepared.cluster.as_ref()),
-        };
-    }
-    // The whole unit is checked against the cluster before its first write (inventory included).
-    let refused = super::preflight::check(cluster, prepared, &live, &unserved, inv, revision).await;
-    if !refused.is_empty() {
-        return UnitOutcome {
-            unit,
-            cluster: prepared.cluster.clone(),
-            revision: revision.to_string(),
-            stale_source,
-            azure,
-            objects: super::preflight::outcomes(prepared, &refused, |k| {
-                state_of(k, live.get(k)) == State::Ready
-            }),
-            errors: errors.into_iter().chain(refused).collect(),
-            standing: Standing::of(
-                &live.into_values().collect::<Vec<_>>(),
-                prepared.cluster.as_ref(),
-            ),
-        };
+        errors,
+    };
+    if let Some(refused) = pass.refused().await {
+        return refused;
     }
     // The identities of the unit's clusters: a cluster they stop has nothing applied.
     let identities = super::identity::check(
-        cluster,
+        ctx.cluster,
         ctx.caches,
         ctx.azure_sdk,
         prepared,
         ctx.fleet,
-        &mut errors,
+        &mut pass.errors,
     )
     .await;
-    let mut reconcilers = Reconcilers::start(ctx.keys, prepared, &live)
+    let mut reconcilers = Reconcilers::start(ctx.keys, prepared, &pass.live)
         .await
         .with_identities(identities);
     reconcilers
-        .read_guests(ctx.guests, cluster, prepared, &live)
+        .read_guests(ctx.guests, ctx.cluster, prepared, &pass.live)
         .await;
-
-    // Record every object about to be managed before anything is created: a crash after a create
-    // can never leave an object the inventory does not know. Decisions under
-    // reconcile-policy-if-exists are taken just before their create, below.
-    for o in &prepared.objects {
-        if inv.get(&o.key).is_some() {
-            continue;
-        }
-        match live.get(&o.key) {
-            Some(l) => inv.record(&o.key, policy::decide_live(&o.object, l, None), None),
-            None if policy::if_exists(&o.object).is_none() => inv.record(
-                &o.key,
-                policy::decide_create(&o.object, None, Ok(false)).expect("no Azure view needed"),
-                None,
-            ),
-            None => {}
-        }
-    }
-    let inventory_ok = save(cluster, inv, &mut written, &mut errors).await;
-    let unit_objects: Vec<&Value> = prepared.objects.iter().map(|o| &o.object).collect();
-
+    let inventory_ok = pass.record_before_create().await;
     let mut outcomes: Vec<Option<ObjectOutcome>> = vec![None; prepared.objects.len()];
     for &i in &prepared.order {
-        let planned = &prepared.objects[i];
-        let key = &planned.key;
-        if unserved.contains(&super::live::list_key(key)) {
-            errors.push(UnitError {
-                object: Some(key.clone()),
-                file: Some(planned.origin.file.clone()),
-                message: format!("{key} ({}): the cluster serves no kind {} in {} (is its CustomResourceDefinition installed?)", planned.origin, key.kind, key.api_version()),
-                ..Default::default()
-            });
-            outcomes[i] = Some(failed(key, "UnknownKind"));
-            continue;
+        outcomes[i] = Some(pass.object(&mut reconcilers, i, inventory_ok).await);
+    }
+    reconcilers.record_deletions(prepared, &pass.live, pass.inv);
+    let pruned = pass.prune().await;
+    pass.record_revision().await;
+    reconcilers
+        .write(ctx.cluster, prepared, &mut pass.live, &mut pass.errors)
+        .await;
+    pass.finish(outcomes, pruned).await
+}
+
+/// One pass over a unit: what it reads, writes and reports as it goes.
+struct Pass<'a, 'c> {
+    ctx: &'a PassContext<'c>,
+    prepared: &'a Prepared,
+    unit: String,
+    inv: &'a mut Inventory,
+    /// The inventory as last written.
+    written: Inventory,
+    /// Live objects, keyed with the version the unit asked for; kept up to date with the pass's
+    /// own writes.
+    live: HashMap<ObjectKey, Value>,
+    unserved: BTreeSet<super::live::ListKey>,
+    errors: Vec<UnitError>,
+}
+
+impl Pass<'_, '_> {
+    /// The outcome of a unit nothing was applied for.
+    fn outcome(&mut self, objects: Vec<ObjectOutcome>, standing: Standing) -> UnitOutcome {
+        UnitOutcome {
+            unit: self.unit.clone(),
+            cluster: self.prepared.cluster.clone(),
+            revision: self.ctx.revision.to_string(),
+            stale_source: self.ctx.stale_source.clone(),
+            azure: self.ctx.azure,
+            objects,
+            errors: std::mem::take(&mut self.errors),
+            standing,
         }
-        // An ARO object being deleted: nothing it embeds is applied (its deletion decides).
-        if let Some(p) = planned.embedded_in
-            && super::aro_deletion::is_deleting(live.get(&prepared.objects[p].key))
-        {
-            let owner = &prepared.objects[p].key;
-            outcomes[i] = Some(super::aro_deletion::held_by_deleting_owner(key, owner));
-            continue;
-        }
-        let mut desired = planned.object.clone();
-        if planned.embedded_in.is_some()
-            || crate::reconcile::credentials::is_credential_secret(&planned.object)
-        {
-            match reconcilers.step(prepared, i, &live, &mut errors) {
-                Step::Apply(body) => desired = body,
-                Step::Held(h) => {
-                    // A hold only a person lifts (a node pool its AutoNodePolicy refuses) fails.
-                    let action = if h.needs_person() {
-                        ObjectAction::Failed
-                    } else {
-                        ObjectAction::Blocked { on: h.on }
-                    };
-                    outcomes[i] = Some(ObjectOutcome {
-                        key: key.clone(),
-                        action,
-                        ready: state_of(key, live.get(key)) == State::Ready,
-                        reason: Some(h.reason),
-                        message: Some(h.message).filter(|m| !m.is_empty()),
-                    });
-                    continue;
-                }
-                Step::Failed(reason) => {
-                    outcomes[i] = Some(failed(key, reason));
-                    continue;
-                }
-            }
-        }
-        let blockers = blockers_of(prepared, i, &live);
-        if !blockers.is_empty() {
-            let current = live.get(key);
-            let state = state_of(key, current);
-            outcomes[i] = Some(ObjectOutcome {
-                key: key.clone(),
-                action: ObjectAction::Blocked { on: blockers },
-                ready: state == State::Ready && current.is_some(),
-                reason: None,
-                message: None,
-            });
-            continue;
-        }
-        // The owner's finalizer goes on before the first resource it embeds exists.
-        if let Some(p) = planned.embedded_in
-            && let Err(e) =
-                super::aro_deletion::ensure_finalizer(cluster, &prepared.objects[p].key, &mut live)
-                    .await
-        {
-            errors.push(e);
-            outcomes[i] = Some(failed(key, "FinalizerNotAdded"));
-            continue;
-        }
-        if !reconcilers
-            .record_owned_kinds(cluster, prepared, i, &mut live, &mut errors)
-            .await
-        {
-            outcomes[i] = Some(failed(key, "OwnerRecordFailed"));
-            continue;
-        }
-        if !inventory_ok {
-            outcomes[i] = Some(failed(key, "InventoryNotWritten"));
-            continue;
-        }
-        // Reconcile policy and adoption.
-        let current = live.get(key);
-        let decision: Decision = match current {
-            Some(l) => policy::decide_live(&desired, l, inv.get(key).map(|e| e.decision())),
-            None => {
-                let recorded = inv.get(key).map(|e| e.decision());
-                let exists = if recorded.is_none() && policy::if_exists(&desired).is_some() {
-                    ctx.azure_view.exists(&desired, &unit_objects).await
-                } else {
-                    Ok(false)
-                };
-                match policy::decide_create(&desired, recorded, exists) {
-                    Ok(d) => {
-                        if recorded.is_none() {
-                            inv.record(key, d, None);
-                            if !save(cluster, inv, &mut written, &mut errors).await {
-                                outcomes[i] = Some(failed(key, "InventoryNotWritten"));
-                                continue;
-                            }
-                            tracing::info!(object = %key, provenance = d.provenance.as_str(), policy = %d.policy, "adoption decision recorded");
-                            if std::env::var(FAILPOINT_ENV).as_deref()
-                                == Ok("exit-after-adoption-record")
-                            {
-                                tracing::error!(object = %key, "failpoint exit-after-adoption-record: exiting before the create");
-                                std::process::exit(137);
-                            }
-                        }
-                        d
-                    }
-                    Err(e) => {
-                        errors.push(UnitError {
-                            object: Some(key.clone()),
-                            file: Some(planned.origin.file.clone()),
-                            message: format!("{key} ({}): {e}", planned.origin),
-                            ..Default::default()
-                        });
-                        outcomes[i] = Some(failed(key, "AdoptionUndecided"));
-                        continue;
-                    }
-                }
-            }
-        };
-        let desired = ownership::mark(policy::with_decision(desired, &decision), &unit);
-        if decision.policy == Policy::Skip && !policy::skip_needs_write(current, &decision) {
-            inv.record(key, decision, None);
-            outcomes[i] = Some(ObjectOutcome {
-                key: key.clone(),
-                action: ObjectAction::Skipped,
-                ready: false,
-                reason: Some("ReconcilePolicySkip".into()),
-                message: Some(if current.is_some() {
-                    "reconcile-policy skip: read and reported, never written".into()
-                } else {
-                    "reconcile-policy skip: not created".into()
-                }),
-            });
-            continue;
-        }
-        let digest = body_digest(&desired);
-        let adopted = current.is_some()
-            && inv.get(key).and_then(|e| e.applied.as_ref()).is_none()
-            && decision.provenance == crate::plan::policy::Provenance::Adopted;
-        // Unchanged in git since the last apply, yet different live: drift, judged as
-        // `aro-gitops drift` judges it.
-        let unchanged_in_git =
-            inv.get(key).and_then(|e| e.applied.as_deref()) == Some(digest.as_str());
-        let mut judged = crate::plan::drift::judge(&desired, current, unchanged_in_git);
-        // Cached objects come without managedFields (field ownership), and a cache may lag behind
-        // the agent's own writes: an object to be written or reported drifted is read whole first.
-        if current.is_some_and(|c| c.pointer("/metadata/managedFields").is_none())
-            && (!unchanged_in_git || judged.0.action != Action::Unchanged || !judged.1.is_empty())
-        {
-            match cluster.get(key).await {
-                Ok(Some(whole)) => drop(live.insert(key.clone(), whole)),
-                Ok(None) => drop(live.remove(key)),
-                Err(e) => tracing::warn!(object = %key, error = %e, "reading the object failed"),
-            }
-            judged = crate::plan::drift::judge(&desired, live.get(key), unchanged_in_git);
-        }
-        let (diff, fields) = judged;
-        let drifted = !fields.is_empty();
-        if drifted && !ctx.self_heal {
-            let described: Vec<String> = fields
-                .iter()
-                .map(|f| match f.managers.as_slice() {
-                    [] => f.path.clone(),
-                    m => format!("{} (changed by {})", f.path, m.join(", ")),
-                })
-                .collect();
-            tracing::info!(object = %key, fields = %described.join("; "), "drift: live differs from what was applied (self-heal is off)");
-            outcomes[i] = Some(ObjectOutcome {
-                key: key.clone(),
-                action: ObjectAction::Drifted,
-                ready: false,
-                reason: Some("Drifted".into()),
-                message: Some(format!(
-                    "live state differs from what aro-gitops applied: {}; run with --self-heal to correct it",
-                    described.join("; ")
-                )),
-            });
-            continue;
-        }
-        let action = match diff.action {
-            Action::Create | Action::Update => {
-                match cluster.apply(key, &desired, FIELD_MANAGER).await {
-                    Ok(applied) => {
-                        tracing::info!(object = %key, action = %diff.action, drifted, "applied");
-                        live.insert(key.clone(), applied);
-                        inv.record(key, decision, Some(digest));
-                        if adopted {
-                            ObjectAction::Adopted
-                        } else if diff.action == Action::Create {
-                            ObjectAction::Created
-                        } else {
-                            ObjectAction::Updated
-                        }
-                    }
-                    Err(e) => {
-                        errors.push(UnitError {
-                            object: Some(key.clone()),
-                            file: Some(planned.origin.file.clone()),
-                            message: e.to_string(),
-                            ..Default::default()
-                        });
-                        ObjectAction::Failed
-                    }
-                }
-            }
-            _ => {
-                inv.record(key, decision, Some(digest));
-                if adopted {
-                    ObjectAction::Adopted
-                } else {
-                    ObjectAction::Unchanged
-                }
-            }
-        };
-        outcomes[i] = Some(ObjectOutcome {
-            key: key.clone(),
-            action,
-            ready: false,
-            reason: None,
-            message: None,
-        });
     }
 
-    // Prune what left git, unless the render or the source says not to.
-    let desired_keys: Vec<ObjectKey> = prepared.objects.iter().map(|o| o.key.clone()).collect();
-    reconcilers.record_deletions(prepared, &live, inv);
-    let leaving: Vec<inventory::Entry> = pruning::candidates(inv, &desired_keys)
-        .into_iter()
-        .cloned()
-        .collect();
-    let mut pruned = Vec::new();
-    if !leaving.is_empty() {
+    /// The unit refused before its first write: an object live and owned by another unit is not
+    /// taken over silently, and the whole unit is checked against the cluster (its inventory
+    /// included).
+    async fn refused(&mut self) -> Option<UnitOutcome> {
+        let prepared = self.prepared;
+        let taken: Vec<UnitError> = prepared
+            .objects
+            .iter()
+            .filter_map(|o| {
+                let live = self.live.get(&o.key)?;
+                let message = ownership::take_over(&self.unit, &o.key, &o.object, live)?;
+                Some(UnitError {
+                    object: Some(o.key.clone()),
+                    file: Some(o.origin.file.clone()),
+                    message,
+                    ..Default::default()
+                })
+            })
+            .collect();
+        if !taken.is_empty() {
+            for e in &taken {
+                tracing::error!(unit = %self.unit, error = %e.message, "not taken over from another unit");
+            }
+            self.errors.extend(taken);
+            return Some(self.outcome(vec![], Standing::unknown(prepared.cluster.as_ref())));
+        }
+        let refused = super::preflight::check(
+            self.ctx.cluster,
+            prepared,
+            &self.live,
+            &self.unserved,
+            self.inv,
+            self.ctx.revision,
+        )
+        .await;
+        if refused.is_empty() {
+            return None;
+        }
+        let live = &self.live;
+        let objects = super::preflight::outcomes(prepared, &refused, |k| {
+            object_state(k, live.get(k)) == ObjectState::Ready
+        });
+        let standing = Standing::of(
+            &self.live.values().cloned().collect::<Vec<_>>(),
+            prepared.cluster.as_ref(),
+        );
+        self.errors.extend(refused);
+        Some(self.outcome(objects, standing))
+    }
+
+    /// Writes the inventory when it differs from what was written last.
+    async fn save(&mut self) -> bool {
+        save(
+            self.ctx.cluster,
+            self.inv,
+            &mut self.written,
+            &mut self.errors,
+        )
+        .await
+    }
+
+    /// Records every object about to be managed before anything is created: a crash after a
+    /// create can never leave an object the inventory does not know. Decisions under
+    /// reconcile-policy-if-exists are taken just before their create. False when the inventory
+    /// could not be written.
+    async fn record_before_create(&mut self) -> bool {
+        for o in &self.prepared.objects {
+            if self.inv.get(&o.key).is_some() {
+                continue;
+            }
+            match self.live.get(&o.key) {
+                Some(l) => self
+                    .inv
+                    .record(&o.key, policy::decide_live(&o.object, l, None), None),
+                None if policy::if_exists(&o.object).is_none() => self.inv.record(
+                    &o.key,
+                    policy::decide_create(&o.object, None, Ok(false))
+                        .expect("no Azure view needed"),
+                    None,
+                ),
+                None => {}
+            }
+        }
+        self.save().await
+    }
+
+    /// Prunes what left git, unless the render or the source says not to.
+    async fn prune(&mut self) -> Vec<ObjectOutcome> {
+        let prepared = self.prepared;
+        let desired_keys: Vec<ObjectKey> = prepared.objects.iter().map(|o| o.key.clone()).collect();
+        let leaving: Vec<inventory::Entry> = pruning::candidates(self.inv, &desired_keys)
+            .into_iter()
+            .cloned()
+            .collect();
+        if leaving.is_empty() {
+            return vec![];
+        }
         let unit_consent = prepared
             .cluster
             .as_ref()
@@ -532,87 +289,99 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
             .is_some_and(|o| crate::plan::prune::consents(&o.object));
         let how = pruning::UnitPruning {
             rendered: Some(prepared.objects.len()),
-            stale_source: stale_source.as_deref(),
+            stale_source: self.ctx.stale_source.as_deref(),
             unit_consent,
-            safety: ctx.safety,
+            safety: self.ctx.safety,
         };
-        let total = inv.entries.len();
-        (pruned, _) = pruning::prune(
-            cluster,
-            inv,
+        let total = self.inv.entries.len();
+        let (pruned, _) = pruning::prune(
+            self.ctx.cluster,
+            self.inv,
             leaving,
-            &mut live,
+            &mut self.live,
             total,
             how,
-            ctx.fleet,
-            &mut errors,
+            self.ctx.fleet,
+            &mut self.errors,
         )
         .await;
+        pruned
     }
-    if errors.is_empty() && stale_source.is_none() {
-        inv.revision = Some(revision.to_string());
-    }
-    save(cluster, inv, &mut written, &mut errors).await;
 
-    reconcilers
-        .write(cluster, prepared, &mut live, &mut errors)
-        .await;
-    // ARO objects being deleted (left git, or deleted by a person): the next step, in reverse order.
-    let of_unit =
-        |k: &ObjectKey| inv.get(k).is_some() || prepared.objects.iter().any(|o| &o.key == k);
-    let driven =
-        super::aro_deletion::drive(cluster, &live, of_unit, (&unit, ctx.fleet), &mut errors).await;
-
-    let mut objects: Vec<ObjectOutcome> = prepared
-        .order
-        .iter()
-        .filter_map(|&i| {
-            let mut o = outcomes[i].clone()?;
-            let state = state_of(&o.key, live.get(&o.key));
-            o.ready = state == State::Ready;
-            // Skipped and drifted objects keep the reason the pass gave them.
-            let keep = matches!(o.action, ObjectAction::Skipped | ObjectAction::Drifted);
-            match state {
-                State::Failed { reason, message } if o.action != ObjectAction::Skipped => {
-                    if !matches!(o.action, ObjectAction::Blocked { .. }) {
-                        o.action = ObjectAction::Failed;
-                    }
-                    o.reason = Some(reason);
-                    o.message = Some(message);
-                }
-                State::Waiting { reason, message } if !keep => {
-                    o.reason = Some(reason);
-                    o.message = Some(message).filter(|m| !m.is_empty());
-                }
-                State::Missing if o.reason.is_none() => o.reason = Some("NotCreated".into()),
-                _ => {}
-            }
-            if let Some(why) = node_policy::ignored(&prepared.objects[i].object)
-                && o.reason.is_none()
-            {
-                o.reason = Some(node_policy::NOT_DEFAULT.into());
-                o.message = Some(why);
-            }
-            Some(o)
-        })
-        .chain(pruned)
-        .collect();
-    super::aro_deletion::merge(&mut objects, driven);
-    // The unit's own Secrets were read whole to be compared; their values go no further.
-    let live_objects: Vec<Value> = live
-        .into_values()
-        .map(super::live::without_secret_data)
-        .collect();
-    UnitOutcome {
-        unit: prepared.unit.name(),
-        cluster: prepared.cluster.clone(),
-        revision: revision.to_string(),
-        stale_source,
-        azure,
-        objects,
-        errors,
-        standing: Standing::of(&live_objects, prepared.cluster.as_ref()),
+    /// The revision is recorded when the unit converged on it without an error.
+    async fn record_revision(&mut self) {
+        if self.errors.is_empty() && self.ctx.stale_source.is_none() {
+            self.inv.revision = Some(self.ctx.revision.to_string());
+        }
+        self.save().await;
     }
+
+    /// The ARO objects being deleted driven a step, and how each object stands now.
+    async fn finish(
+        mut self,
+        outcomes: Vec<Option<ObjectOutcome>>,
+        pruned: Vec<ObjectOutcome>,
+    ) -> UnitOutcome {
+        let (ctx, prepared) = (self.ctx, self.prepared);
+        // ARO objects being deleted (left git, or deleted by a person): the next step, in
+        // reverse order.
+        let inv = &*self.inv;
+        let of_unit =
+            |k: &ObjectKey| inv.get(k).is_some() || prepared.objects.iter().any(|o| &o.key == k);
+        let fleet = (self.unit.as_str(), ctx.fleet);
+        let driven =
+            super::aro_deletion::drive(ctx.cluster, &self.live, of_unit, fleet, &mut self.errors)
+                .await;
+        let mut objects: Vec<ObjectOutcome> = prepared
+            .order
+            .iter()
+            .filter_map(|&i| Some(standing_of(prepared, i, outcomes[i].clone()?, &self.live)))
+            .chain(pruned)
+            .collect();
+        super::aro_deletion::merge(&mut objects, driven);
+        // The unit's own Secrets were read whole to be compared; their values go no further.
+        let live_objects: Vec<Value> = std::mem::take(&mut self.live)
+            .into_values()
+            .map(super::live::without_secret_data)
+            .collect();
+        let standing = Standing::of(&live_objects, prepared.cluster.as_ref());
+        self.outcome(objects, standing)
+    }
+}
+
+/// An object's outcome as it stands at the end of the pass: ready or not, and the reason its
+/// live state gives (skipped and drifted objects keep the one the pass gave them).
+fn standing_of(
+    prepared: &Prepared,
+    i: usize,
+    mut o: ObjectOutcome,
+    live: &HashMap<ObjectKey, Value>,
+) -> ObjectOutcome {
+    let state = object_state(&o.key, live.get(&o.key));
+    o.ready = state == ObjectState::Ready;
+    let keep = matches!(o.action, ObjectAction::Skipped | ObjectAction::Drifted);
+    match state {
+        ObjectState::Failed { reason, message } if o.action != ObjectAction::Skipped => {
+            if !matches!(o.action, ObjectAction::Blocked { .. }) {
+                o.action = ObjectAction::Failed;
+            }
+            o.reason = Some(reason);
+            o.message = Some(message);
+        }
+        ObjectState::Waiting { reason, message } if !keep => {
+            o.reason = Some(reason);
+            o.message = Some(message).filter(|m| !m.is_empty());
+        }
+        ObjectState::Missing if o.reason.is_none() => o.reason = Some("NotCreated".into()),
+        _ => {}
+    }
+    if let Some(why) = node_policy::ignored(&prepared.objects[i].object)
+        && o.reason.is_none()
+    {
+        o.reason = Some(node_policy::NOT_DEFAULT.into());
+        o.message = Some(why);
+    }
+    o
 }
 
 /// A pass over a unit that left git: prunes its whole inventory as deletion safety allows (every

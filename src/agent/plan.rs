@@ -19,6 +19,7 @@ use crate::apply::inventory::{self, Identity, Inventory};
 use crate::apply::live::LiveIndex;
 use crate::apply::{AzureView, Cluster};
 use crate::object::ObjectKey;
+use crate::plan::decide;
 use crate::plan::policy::{self, Policy, Provenance};
 use crate::plan::preview::{
     Adoption, Against, BlockedDeletion, Change, ChangeAction, ClusterPreview, Counts, ObjectRef,

@@ -168,19 +168,8 @@ pub fn name_for(unit: &str) -> String {
     format!(
         "inventory-{}-{}",
         slug.trim_end_matches('-'),
-        &digest(unit)[..10]
+        &crate::object::sha256_hex(unit.as_bytes())[..10]
     )
-}
-
-/// Hex SHA-256 of `text`.
-pub fn digest(text: &str) -> String {
-    let d = ring::digest::digest(&ring::digest::SHA256, text.as_bytes());
-    d.as_ref().iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// The digest of an object body as applied (its JSON text, key order as given).
-pub fn body_digest(obj: &Value) -> String {
-    digest(&obj.to_string())[..32].to_string()
 }
 
 impl Inventory {

@@ -2,6 +2,7 @@
 //! objects by their dependencies. Pure decisions, no IO: the apply stage acts on what this stage returns.
 
 pub mod azure_identity;
+pub mod decide;
 pub mod diff;
 pub mod drift;
 pub mod graph;

@@ -36,8 +36,7 @@ pub fn id(key: &ObjectKey) -> Id {
 
 /// The label value of a unit: the first 16 hex digits of the SHA-256 of its path.
 pub fn unit_digest(unit: &str) -> String {
-    let d = ring::digest::digest(&ring::digest::SHA256, unit.as_bytes());
-    d.as_ref()[..8].iter().map(|b| format!("{b:02x}")).collect()
+    crate::object::sha256_hex(unit.as_bytes())[..16].to_string()
 }
 
 /// `body` with `unit`'s ownership mark, as the agent applies it.

@@ -8,6 +8,8 @@
 //! - otherwise (`Reconciling`, `WaitingForOwner`, `Deleting`, ...): still progressing;
 //! - no `Ready` condition yet: unknown, which counts as not ready.
 
+use super::aro::apiservices::AVAILABLE_CONDITION;
+use crate::object::ObjectKey;
 use serde_json::Value;
 use std::fmt;
 
@@ -137,6 +139,87 @@ fn as_generation(v: &Value) -> Option<u64> {
             .or_else(|| n.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64)),
         Value::String(s) => s.parse().ok(),
         _ => None,
+    }
+}
+
+/// How far one object of a unit has come, as a pass judges it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ObjectState {
+    Ready,
+    Waiting { reason: String, message: String },
+    Failed { reason: String, message: String },
+    Missing,
+}
+
+/// Readiness of a live object: the ASO rule for ASO kinds, `status.ready` for the ARO kinds,
+/// existence for everything else.
+pub fn object_state(key: &ObjectKey, live: Option<&Value>) -> ObjectState {
+    let Some(obj) = live else {
+        return ObjectState::Missing;
+    };
+    if crate::kinds::is_aso_group(&key.group) {
+        return match aso_readiness(obj) {
+            Readiness::Ready => ObjectState::Ready,
+            Readiness::Failed { reason, message } => ObjectState::Failed { reason, message },
+            Readiness::Progressing { reason, message } => ObjectState::Waiting { reason, message },
+            Readiness::Unknown => ObjectState::Waiting {
+                reason: "Pending".into(),
+                message: "no Ready condition yet".into(),
+            },
+        };
+    }
+    if crate::kinds::is_aro_kind(&key.group, &key.kind) {
+        let conditions = obj.pointer("/status/conditions").and_then(Value::as_array);
+        // A control plane is ready once `Available` too (the aggregated-APIServices gate).
+        let available = conditions
+            .and_then(|cs| cs.iter().find(|c| c["type"] == AVAILABLE_CONDITION))
+            .filter(|c| c["status"] != "True");
+        if obj.pointer("/status/ready").and_then(Value::as_bool) == Some(true) {
+            return match available {
+                Some(c) if key.kind == "AROControlPlane" => ObjectState::Waiting {
+                    reason: format!(
+                        "{AVAILABLE_CONDITION}: {}",
+                        c["reason"].as_str().unwrap_or("")
+                    ),
+                    message: c["message"].as_str().unwrap_or("").to_string(),
+                },
+                _ => ObjectState::Ready,
+            };
+        }
+        // `Available` sums the others up: the first other condition not True says more.
+        let first_false = conditions.and_then(|cs| {
+            cs.iter().find(|c| {
+                c.get("status").and_then(Value::as_str) != Some("True")
+                    && c["type"] != AVAILABLE_CONDITION
+            })
+        });
+        return match first_false {
+            Some(c) => ObjectState::Waiting {
+                reason: format!(
+                    "{}: {}",
+                    c["type"].as_str().unwrap_or(""),
+                    c["reason"].as_str().unwrap_or("")
+                ),
+                message: c["message"].as_str().unwrap_or("").to_string(),
+            },
+            None => ObjectState::Waiting {
+                reason: "NotReady".into(),
+                message: "status.ready is not true yet".into(),
+            },
+        };
+    }
+    ObjectState::Ready
+}
+
+/// Whether a dependency lets its dependents go: ASO resources must be Ready (the spec's rule);
+/// anything else must exist.
+pub fn unblocks(key: &ObjectKey, live: Option<&Value>) -> bool {
+    match live {
+        None => false,
+        Some(_) if crate::kinds::is_aso_group(&key.group) => {
+            object_state(key, live) == ObjectState::Ready
+        }
+        Some(_) => true,
     }
 }
 

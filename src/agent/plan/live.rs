@@ -212,8 +212,126 @@ pub(super) async fn against_live(
     Ok((clusters, global))
 }
 
-/// One unit of head against live state: the same decisions as a pass (policies, adoption,
-/// deletion safety), each object parsed from `live` only while it is compared.
+/// What a plan knows of one unit's objects, for the decider ([`decide::decide_unit`]): live
+/// state as listed (each object parsed once), the inventory, the Azure view's findings, and the
+/// owner's word as the plan can tell it.
+struct PlanView<'a> {
+    name: &'a str,
+    p: &'a prepare::Prepared,
+    inv: &'a Inventory,
+    live: &'a LiveIndex,
+    azure: &'a AzureFindings,
+    /// Each object's live copy, parsed.
+    current: Vec<Option<Value>>,
+    unreadable: Vec<Option<decide::Unreadable>>,
+    gates: HashMap<usize, decide::Gate>,
+    read_whole: BTreeSet<usize>,
+}
+
+impl<'a> PlanView<'a> {
+    fn new(
+        name: &'a str,
+        p: &'a prepare::Prepared,
+        inv: &'a Inventory,
+        live: &'a LiveIndex,
+        azure: &'a AzureFindings,
+    ) -> PlanView<'a> {
+        PlanView {
+            name,
+            p,
+            inv,
+            live,
+            azure,
+            current: p
+                .objects
+                .iter()
+                .map(|o| live.get(&Identity::from(&o.key)))
+                .collect(),
+            unreadable: p
+                .objects
+                .iter()
+                .map(|o| {
+                    live.failure(&o.key)
+                        .map(|why| decide::Unreadable::ReadFailed(why.to_string()))
+                })
+                .collect(),
+            gates: HashMap::new(),
+            read_whole: BTreeSet::new(),
+        }
+    }
+
+    /// The body an owned object is applied with, as the plan can tell it: controlled by its live
+    /// ARO object, a node pool merged with its namespace's AutoNodePolicy, and the values the
+    /// agent fills in at pass time (credentials, the KMS key version) as they stand live.
+    fn gate(&self, i: usize) -> decide::Gate {
+        let o = &self.p.objects[i];
+        let current = self.current[i].as_ref();
+        let mut body = o.object.clone();
+        if let Some(parent) = o.embedded_in.and_then(|pi| self.current[pi].as_ref()) {
+            crate::reconcile::aro::set_controller(&mut body, parent);
+        }
+        let body = match self.p.with_node_policy(i, body, |ns| {
+            self.live
+                .select(node_policy::POLICY_GROUP, node_policy::POLICY_KIND, ns)
+                .collect()
+        }) {
+            Ok(body) => body,
+            Err(e) => {
+                return decide::Gate::Held(decide::Hold {
+                    on: vec![],
+                    reason: node_policy::NODE_POLICY_VIOLATION.into(),
+                    message: format!("not applied: {e}"),
+                    needs_person: true,
+                });
+            }
+        };
+        let body = crate::reconcile::credentials::as_planned(body, current);
+        decide::Gate::Open(crate::reconcile::aro::keyvault::as_planned(body, current))
+    }
+}
+
+impl decide::UnitView for PlanView<'_> {
+    fn facts(&self, i: usize) -> decide::Facts<'_> {
+        let o = &self.p.objects[i];
+        decide::Facts {
+            key: &o.key,
+            unit: self.name,
+            object: &o.object,
+            owned: o.embedded_in.is_some()
+                || crate::reconcile::credentials::is_credential_secret(&o.object),
+            unreadable: self.unreadable[i].as_ref(),
+            // A plan shows where the unit converges: what waits now is applied later.
+            deleting_owner: None,
+            blockers: &[],
+            live: self.current[i].as_ref(),
+            recorded: self.inv.get(&o.key).map(|e| decide::Recorded {
+                decision: e.decision(),
+                applied: e.applied.as_deref(),
+            }),
+            // What differs is shown; whether a run corrects drift is its own setting.
+            self_heal: true,
+            gate: self.gates.get(&i),
+            prerequisites: Some(Ok(())),
+            azure: Some(self.azure.get(&o.key).unwrap_or(&Ok(false))),
+            read_whole: self.read_whole.contains(&i),
+        }
+    }
+
+    fn answer(&mut self, i: usize, question: decide::Question) {
+        match question {
+            decide::Question::Gate => {
+                let gate = self.gate(i);
+                self.gates.insert(i, gate);
+            }
+            // A listed object is whole already.
+            decide::Question::WholeObject => drop(self.read_whole.insert(i)),
+            decide::Question::Prerequisites | decide::Question::AzureExists => {}
+        }
+    }
+}
+
+/// One unit of head against live state: the decisions a pass takes ([`decide::decide_unit`]),
+/// shown as changes, adoptions and policy effects.
 fn plan_unit(
     name: &str,
     p: &prepare::Prepared,
@@ -222,107 +340,9 @@ fn plan_unit(
     azure: &AzureFindings,
 ) -> (ClusterPreview, Leaving) {
     let mut c = empty_cluster(name, cluster_name(p));
-    let mut parents: HashMap<usize, Option<Value>> = HashMap::new();
-    for &i in &p.order {
-        let o = &p.objects[i];
-        if let Some(why) = live.failure(&o.key) {
-            c.errors.push(Problem {
-                file: Some(o.origin.file.display().to_string()),
-                object: Some(ObjectRef::from(&o.key)),
-                message: format!("live state of its kind could not be read: {why}"),
-                ..Default::default()
-            });
-            continue;
-        }
-        let current = live.get(&Identity::from(&o.key));
-        let current = current.as_ref();
-        let recorded = inv.get(&o.key).map(|e| e.decision());
-        let decision = match current {
-            Some(l) => policy::decide_live(&o.object, l, recorded),
-            None => {
-                let exists = azure.get(&o.key).cloned().unwrap_or(Ok(false));
-                match policy::decide_create(&o.object, recorded, exists) {
-                    Ok(d) => d,
-                    Err(e) => {
-                        c.errors.push(Problem {
-                            file: Some(o.origin.file.display().to_string()),
-                            object: Some(ObjectRef::from(&o.key)),
-                            message: e.to_string(),
-                            ..Default::default()
-                        });
-                        continue;
-                    }
-                }
-            }
-        };
-        if decision.policy == Policy::Skip && !policy::skip_needs_write(current, &decision) {
-            policy_effect(
-                &mut c,
-                &o.key,
-                Policy::Skip,
-                if current.is_some() {
-                    "not applied: reconcile-policy skip (read and reported only)"
-                } else {
-                    "not created: reconcile-policy skip"
-                },
-            );
-            continue;
-        }
-        if decision.provenance == Provenance::Adopted
-            && inv.get(&o.key).and_then(|e| e.applied.as_ref()).is_none()
-        {
-            c.counts.adopted += 1;
-            c.adopted.push(Adoption {
-                object: ObjectRef::from(&o.key),
-                reason: if current.is_some() {
-                    "live and not created by aro-gitops: taken over".into()
-                } else {
-                    format!(
-                        "the Azure resource already exists: reconcile-policy-if-exists makes the policy {}",
-                        decision.policy
-                    )
-                },
-            });
-        }
-        if decision.policy == Policy::DetachOnDelete {
-            policy_effect(
-                &mut c,
-                &o.key,
-                Policy::DetachOnDelete,
-                "applied; when it leaves git, the Azure resource is kept",
-            );
-        }
-        let mut desired =
-            crate::plan::ownership::mark(policy::with_decision(o.object.clone(), &decision), name);
-        // As a pass applies it: an embedded resource is controlled by its live ARO object (parsed
-        // once for all it embeds).
-        if let Some(pi) = o.embedded_in
-            && let Some(parent) = parents
-                .entry(pi)
-                .or_insert_with(|| live.get(&Identity::from(&p.objects[pi].key)))
-        {
-            crate::reconcile::aro::set_controller(&mut desired, parent);
-        }
-        // As a pass applies it: a node pool with its namespace's AutoNodePolicy merged in.
-        let desired = match p.with_node_policy(i, desired, |ns| {
-            live.select(node_policy::POLICY_GROUP, node_policy::POLICY_KIND, ns)
-                .collect()
-        }) {
-            Ok(d) => d,
-            Err(e) => {
-                c.errors.push(Problem {
-                    file: Some(o.origin.file.display().to_string()),
-                    object: Some(ObjectRef::from(&o.key)),
-                    message: format!("not applied: {e}"),
-                    ..Default::default()
-                });
-                continue;
-            }
-        };
-        let desired = crate::reconcile::credentials::as_planned(desired, current);
-        let desired = crate::reconcile::aro::keyvault::as_planned(desired, current);
-        pending_values(&mut c, p, i, &desired);
-        add_diff(&mut c, diff_object(Some(&desired), current), false);
+    let mut view = PlanView::new(name, p, inv, live, azure);
+    for (i, step) in decide::decide_unit(&p.order, &mut view) {
+        show_step(&mut c, p, i, view.current[i].as_ref(), inv, step);
     }
     // Deletions: inventory members no longer rendered.
     let desired_keys: Vec<ObjectKey> = p.objects.iter().map(|o| o.key.clone()).collect();
@@ -335,6 +355,67 @@ fn plan_unit(
         unit_consent: unit_consents(p),
     };
     (c, leaving)
+}
+
+/// Adds one decided step of object `i` to the unit's preview.
+fn show_step(
+    c: &mut ClusterPreview,
+    p: &prepare::Prepared,
+    i: usize,
+    current: Option<&Value>,
+    inv: &Inventory,
+    step: decide::Step,
+) {
+    let o = &p.objects[i];
+    let Some(decision) = step.decision else {
+        let message = step.error.or(step.message).or(step.reason);
+        c.errors.push(Problem {
+            file: Some(o.origin.file.display().to_string()),
+            object: Some(ObjectRef::from(&o.key)),
+            message: message.unwrap_or_default(),
+            ..Default::default()
+        });
+        return;
+    };
+    if step.verb == decide::Verb::Skip {
+        let effect = if current.is_some() {
+            "not applied: reconcile-policy skip (read and reported only)"
+        } else {
+            "not created: reconcile-policy skip"
+        };
+        policy_effect(c, &o.key, Policy::Skip, effect);
+        return;
+    }
+    if decision.provenance == Provenance::Adopted
+        && inv.get(&o.key).and_then(|e| e.applied.as_ref()).is_none()
+    {
+        c.counts.adopted += 1;
+        c.adopted.push(Adoption {
+            object: ObjectRef::from(&o.key),
+            reason: if current.is_some() {
+                "live and not created by aro-gitops: taken over".into()
+            } else {
+                format!(
+                    "the Azure resource already exists: reconcile-policy-if-exists makes the policy {}",
+                    decision.policy
+                )
+            },
+        });
+    }
+    if decision.policy == Policy::DetachOnDelete {
+        policy_effect(
+            c,
+            &o.key,
+            Policy::DetachOnDelete,
+            "applied; when it leaves git, the Azure resource is kept",
+        );
+    }
+    if let Some(body) = &step.body {
+        pending_values(c, p, i, body);
+    }
+    if let Some(diff) = step.diff {
+        add_diff(c, diff, false);
+    }
 }
 
 /// Adds the deletions of inventory members that left git, judged against live state as a pass
