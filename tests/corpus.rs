@@ -2,7 +2,8 @@
 //! `examples-repo/` (`case.yaml`: the edits, and what the agent must say). One good run of the
 //! example fleet converges first; every case then starts from a copy of that repository and state,
 //! commits its mutation and runs the real binary: `validate <repo>` and `run --once` on the
-//! embedded control plane. For each case: the exit code, an error naming the file, the object and
+//! embedded control plane (and, for a case that breaks a unit, `plan` first: it must show what the
+//! run then does). For each case: the exit code, an error naming the file, the object and
 //! what is wrong (on the terminal and in the broken unit's report on the status branch), no panic,
 //! nothing of the broken unit applied, the other units converged, nothing deleted. A case marked
 //! `gap:` is a known shortfall: it must still fail its checks (so a fix shows up), and its table
@@ -345,6 +346,10 @@ fn check(base: &Base, dir: &Path, case: &Case) -> Vec<String> {
         }
     }
 
+    if !case.unit.is_empty() && case.args.is_empty() {
+        problems.extend(plan_problems(&fleet, case, &base.units));
+    }
+
     let mut args = vec!["run", "--once", "--sim-delay", "0s", "--timeout", "60s"];
     args.extend(case.args.iter().map(String::as_str));
     let out = fleet.aro_gitops(&args);
@@ -418,6 +423,46 @@ fn check(base: &Base, dir: &Path, case: &Case) -> Vec<String> {
         .filter(|k| !base.live.contains_key(*k) && !own(k))
     {
         problems.push(format!("{key} was created"));
+    }
+    problems
+}
+
+/// A plan shows what the run then does: the broken unit fails (in the plan, with an error) and
+/// nothing else changes. Returns what differs.
+fn plan_problems(fleet: &Fleet, case: &Case, units: &[String]) -> Vec<String> {
+    let out = fleet.aro_gitops(&["plan", "--color", "never", "-o", "json"]);
+    let Ok(plan) = serde_json::from_str::<serde_json::Value>(&out.stdout) else {
+        return vec![format!("plan printed no JSON preview:\n{}", out.all())];
+    };
+    let mut problems = Vec::new();
+    for unit in units {
+        let Some(c) = plan["clusters"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["unit"] == unit.as_str()))
+        else {
+            problems.push(format!("the plan has no {unit}"));
+            continue;
+        };
+        let errors = c["errors"].as_array().map_or(0, Vec::len);
+        let counts = &c["counts"];
+        let writes: u64 = ["create", "update", "delete", "adopted"]
+            .iter()
+            .map(|k| counts[k].as_u64().unwrap_or(0))
+            .sum();
+        let fails = *unit == case.unit || case.also.contains(unit);
+        if fails && errors == 0 {
+            problems.push(format!(
+                "the plan shows no error for {unit}, which the run fails"
+            ));
+        }
+        if !fails && (errors > 0 || writes > 0) {
+            problems.push(format!(
+                "the plan shows {errors} errors and {writes} writes for {unit}, which the run leaves as it is"
+            ));
+        }
+    }
+    if !problems.is_empty() {
+        problems.push(out.all());
     }
     problems
 }

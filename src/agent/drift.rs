@@ -2,13 +2,13 @@
 //! inventory), and lists the fields that drifted and the field managers that changed them. It
 //! changes nothing. Secret fields are named, never shown.
 
+use super::plan::view::{AzureFindings, ListedView};
 use super::prepare::{self, PreparedUnit};
 use super::{AgentError, Environment, LiveTarget};
-use crate::apply::inventory::{self, Identity, Inventory};
+use crate::apply::inventory::{self, Inventory};
 use crate::apply::live::LiveIndex;
-use crate::plan::drift::drifted_fields;
-use crate::plan::policy::{self, Policy};
-use crate::reconcile::aro::node_policy;
+use crate::plan::decide;
+use crate::plan::policy::Policy;
 use crate::source::{GitRef, Source, SourceConfig};
 use serde::Serialize;
 use serde_json::Value;
@@ -139,63 +139,45 @@ impl DriftReport {
 }
 
 /// The drift of one unit: `prepared` is the unit rendered at its last applied revision, `live` the
-/// cluster's objects by identity.
+/// cluster's objects by identity. Each object is decided as a pass would decide it then
+/// ([`crate::plan::decide`]): what it finds drifted, or missing, is the drift.
 pub fn unit_drift(
     inv: &Inventory,
     prepared: &prepare::Prepared,
     live: &LiveIndex,
 ) -> Vec<ObjectDrift> {
+    let name = prepared.unit.name();
+    let no_findings = AzureFindings::new();
+    let mut view = ListedView::new(&name, prepared, inv, live, &no_findings).at_applied_revision();
+    let steps = decide::decide_unit(&prepared.order, &mut view);
     let mut out = Vec::new();
-    for &i in &prepared.order {
+    for (i, step) in steps {
         let o = &prepared.objects[i];
-        let Some(entry) = inv.get(&o.key) else {
-            continue;
-        };
-        if entry.applied.is_none() || entry.policy == Policy::Skip {
+        // Only what the agent applied, and writes, can drift.
+        let applied = inv.get(&o.key).is_some_and(|e| e.applied.is_some());
+        if !applied || step.decision.is_none_or(|d| d.policy == Policy::Skip) {
             continue;
         }
-        let desired = crate::plan::ownership::mark(
-            policy::with_decision(o.object.clone(), &entry.decision()),
-            &prepared.unit.name(),
-        );
-        // A node pool was applied with its AutoNodePolicy merged in (one it refused was not).
-        let Ok(desired) = prepared.with_node_policy(i, desired, |ns| {
-            live.select(node_policy::POLICY_GROUP, node_policy::POLICY_KIND, ns)
-                .collect()
-        }) else {
+        let missing = view.current(i).is_none();
+        let fields: Vec<FieldDrift> = step
+            .drift
+            .into_iter()
+            .map(|f| FieldDrift {
+                path: f.path,
+                applied: f.desired,
+                live: f.live,
+                managers: f.managers,
+            })
+            .collect();
+        if !missing && fields.is_empty() {
             continue;
-        };
-        let drift = match live.get(&Identity::from(&o.key)).as_ref() {
-            None => ObjectDrift {
-                object: o.key.to_string(),
-                api_version: o.key.api_version(),
-                missing: true,
-                fields: vec![],
-            },
-            Some(l) => {
-                let desired = crate::reconcile::credentials::as_planned(desired, Some(l));
-                let desired = crate::reconcile::aro::keyvault::as_planned(desired, Some(l));
-                let fields: Vec<FieldDrift> = drifted_fields(&desired, l)
-                    .into_iter()
-                    .map(|f| FieldDrift {
-                        path: f.path,
-                        applied: f.desired,
-                        live: f.live,
-                        managers: f.managers,
-                    })
-                    .collect();
-                if fields.is_empty() {
-                    continue;
-                }
-                ObjectDrift {
-                    object: o.key.to_string(),
-                    api_version: o.key.api_version(),
-                    missing: false,
-                    fields,
-                }
-            }
-        };
-        out.push(drift);
+        }
+        out.push(ObjectDrift {
+            object: o.key.to_string(),
+            api_version: o.key.api_version(),
+            missing,
+            fields,
+        });
     }
     out
 }

@@ -8,6 +8,7 @@
 
 mod base;
 mod live;
+pub(crate) mod view;
 
 use base::{changed_paths, render};
 use live::against_live;
@@ -32,7 +33,7 @@ use crate::report::UnitError;
 use crate::source::{GitRef, Source, SourceConfig};
 use crate::unit::Unit;
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 /// What to plan.

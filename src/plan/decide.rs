@@ -73,6 +73,9 @@ pub struct Facts<'a> {
     pub blockers: &'a [ObjectKey],
     pub live: Option<&'a Value>,
     pub recorded: Option<Recorded<'a>>,
+    /// The object is rendered at the revision last applied to it (`drift`): unchanged in git by
+    /// construction, whatever its digest says.
+    pub at_applied_revision: bool,
     pub self_heal: bool,
     /// Answers to [`Question::Gate`].
     pub gate: Option<&'a Gate>,
@@ -317,7 +320,7 @@ pub fn decide_object(f: &Facts) -> Verdict {
     let adopted =
         f.live.is_some() && applied.is_none() && decision.provenance == Provenance::Adopted;
     // Unchanged in git since the last apply, yet different live: drift.
-    let unchanged_in_git = applied == Some(digest.as_str());
+    let unchanged_in_git = f.at_applied_revision || applied == Some(digest.as_str());
     let (diff, fields) = drift::judge(&desired, f.live, unchanged_in_git);
     let partial = f
         .live

@@ -30,6 +30,7 @@ fn facts<'a>(key: &'a ObjectKey, object: &'a Value) -> Facts<'a> {
         blockers: &[],
         live: None,
         recorded: None,
+        at_applied_revision: false,
         self_heal: false,
         gate: None,
         prerequisites: Some(Ok(())),

@@ -33,7 +33,7 @@ fn open_store(f: &Fleet) -> ControlPlane {
 
 /// Server-side applies `obj` (a ConfigMap) under the field manager `kubectl`, as
 /// `kubectl apply --server-side` would, then releases the store.
-fn apply_as_kubectl(f: &Fleet, obj: &Value) {
+pub fn apply_as_kubectl(f: &Fleet, obj: &Value) {
     let ns = obj["metadata"]["namespace"].as_str().expect("namespace");
     let name = obj["metadata"]["name"].as_str().expect("name");
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -61,7 +61,7 @@ fn apply_as_kubectl(f: &Fleet, obj: &Value) {
 }
 
 /// The ConfigMap both in git and created live beforehand by someone else.
-fn contacts() -> Value {
+pub fn contacts() -> Value {
     serde_json::json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -70,7 +70,7 @@ fn contacts() -> Value {
     })
 }
 
-const CONTACTS_YAML: &str = "apiVersion: v1
+pub const CONTACTS_YAML: &str = "apiVersion: v1
 kind: ConfigMap
 metadata:
   name: fleet-contacts

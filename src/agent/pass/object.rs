@@ -71,6 +71,7 @@ impl Pass<'_, '_> {
                     decision: e.decision(),
                     applied: e.applied.as_deref(),
                 }),
+                at_applied_revision: false,
                 self_heal: self.ctx.self_heal,
                 gate: answers.gate.as_ref(),
                 prerequisites: answers.prerequisites,

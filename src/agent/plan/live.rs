@@ -2,6 +2,7 @@
 //! judge it (policies, adoption, ownership, deletion safety), each live object kept as JSON text
 //! and parsed only while it is compared.
 
+use super::view::{AzureFindings, ListedView};
 use super::*;
 
 /// A unit of head compared with live state, or kept for a second round: it has objects of a kind
@@ -21,10 +22,6 @@ struct Leaving {
     /// The unit's CAPI Cluster in git allows its deletions.
     unit_consent: bool,
 }
-
-/// What `reconcile-policy-if-exists` found in Azure, for each object that asks (and is neither live
-/// nor decided already).
-type AzureFindings = HashMap<ObjectKey, Result<bool, String>>;
 
 /// The objects of `p` whose decision needs the Azure view.
 fn asks_azure<'a>(
@@ -212,124 +209,6 @@ pub(super) async fn against_live(
     Ok((clusters, global))
 }
 
-/// What a plan knows of one unit's objects, for the decider ([`decide::decide_unit`]): live
-/// state as listed (each object parsed once), the inventory, the Azure view's findings, and the
-/// owner's word as the plan can tell it.
-struct PlanView<'a> {
-    name: &'a str,
-    p: &'a prepare::Prepared,
-    inv: &'a Inventory,
-    live: &'a LiveIndex,
-    azure: &'a AzureFindings,
-    /// Each object's live copy, parsed.
-    current: Vec<Option<Value>>,
-    unreadable: Vec<Option<decide::Unreadable>>,
-    gates: HashMap<usize, decide::Gate>,
-    read_whole: BTreeSet<usize>,
-}
-
-impl<'a> PlanView<'a> {
-    fn new(
-        name: &'a str,
-        p: &'a prepare::Prepared,
-        inv: &'a Inventory,
-        live: &'a LiveIndex,
-        azure: &'a AzureFindings,
-    ) -> PlanView<'a> {
-        PlanView {
-            name,
-            p,
-            inv,
-            live,
-            azure,
-            current: p
-                .objects
-                .iter()
-                .map(|o| live.get(&Identity::from(&o.key)))
-                .collect(),
-            unreadable: p
-                .objects
-                .iter()
-                .map(|o| {
-                    live.failure(&o.key)
-                        .map(|why| decide::Unreadable::ReadFailed(why.to_string()))
-                })
-                .collect(),
-            gates: HashMap::new(),
-            read_whole: BTreeSet::new(),
-        }
-    }
-
-    /// The body an owned object is applied with, as the plan can tell it: controlled by its live
-    /// ARO object, a node pool merged with its namespace's AutoNodePolicy, and the values the
-    /// agent fills in at pass time (credentials, the KMS key version) as they stand live.
-    fn gate(&self, i: usize) -> decide::Gate {
-        let o = &self.p.objects[i];
-        let current = self.current[i].as_ref();
-        let mut body = o.object.clone();
-        if let Some(parent) = o.embedded_in.and_then(|pi| self.current[pi].as_ref()) {
-            crate::reconcile::aro::set_controller(&mut body, parent);
-        }
-        let body = match self.p.with_node_policy(i, body, |ns| {
-            self.live
-                .select(node_policy::POLICY_GROUP, node_policy::POLICY_KIND, ns)
-                .collect()
-        }) {
-            Ok(body) => body,
-            Err(e) => {
-                return decide::Gate::Held(decide::Hold {
-                    on: vec![],
-                    reason: node_policy::NODE_POLICY_VIOLATION.into(),
-                    message: format!("not applied: {e}"),
-                    needs_person: true,
-                });
-            }
-        };
-        let body = crate::reconcile::credentials::as_planned(body, current);
-        decide::Gate::Open(crate::reconcile::aro::keyvault::as_planned(body, current))
-    }
-}
-
-impl decide::UnitView for PlanView<'_> {
-    fn facts(&self, i: usize) -> decide::Facts<'_> {
-        let o = &self.p.objects[i];
-        decide::Facts {
-            key: &o.key,
-            unit: self.name,
-            object: &o.object,
-            owned: o.embedded_in.is_some()
-                || crate::reconcile::credentials::is_credential_secret(&o.object),
-            unreadable: self.unreadable[i].as_ref(),
-            // A plan shows where the unit converges: what waits now is applied later.
-            deleting_owner: None,
-            blockers: &[],
-            live: self.current[i].as_ref(),
-            recorded: self.inv.get(&o.key).map(|e| decide::Recorded {
-                decision: e.decision(),
-                applied: e.applied.as_deref(),
-            }),
-            // What differs is shown; whether a run corrects drift is its own setting.
-            self_heal: true,
-            gate: self.gates.get(&i),
-            prerequisites: Some(Ok(())),
-            azure: Some(self.azure.get(&o.key).unwrap_or(&Ok(false))),
-            read_whole: self.read_whole.contains(&i),
-        }
-    }
-
-    fn answer(&mut self, i: usize, question: decide::Question) {
-        match question {
-            decide::Question::Gate => {
-                let gate = self.gate(i);
-                self.gates.insert(i, gate);
-            }
-            // A listed object is whole already.
-            decide::Question::WholeObject => drop(self.read_whole.insert(i)),
-            decide::Question::Prerequisites | decide::Question::AzureExists => {}
-        }
-    }
-}
-
 /// One unit of head against live state: the decisions a pass takes ([`decide::decide_unit`]),
 /// shown as changes, adoptions and policy effects.
 fn plan_unit(
@@ -340,9 +219,9 @@ fn plan_unit(
     azure: &AzureFindings,
 ) -> (ClusterPreview, Leaving) {
     let mut c = empty_cluster(name, cluster_name(p));
-    let mut view = PlanView::new(name, p, inv, live, azure);
+    let mut view = ListedView::new(name, p, inv, live, azure);
     for (i, step) in decide::decide_unit(&p.order, &mut view) {
-        show_step(&mut c, p, i, view.current[i].as_ref(), inv, step);
+        show_step(&mut c, p, i, view.current(i), inv, step);
     }
     // Deletions: inventory members no longer rendered.
     let desired_keys: Vec<ObjectKey> = p.objects.iter().map(|o| o.key.clone()).collect();
