@@ -13,6 +13,7 @@ pub mod health;
 pub mod identity;
 pub mod keyvault;
 pub mod kinds;
+pub mod machinery;
 pub mod marks;
 pub mod metrics;
 pub mod object;
