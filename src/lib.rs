@@ -7,6 +7,7 @@ pub mod azure;
 pub mod azuresim;
 pub mod cli;
 pub mod controlplane;
+pub mod crds;
 pub mod crdschema;
 pub mod decrypt;
 pub mod health;

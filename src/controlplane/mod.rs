@@ -16,7 +16,6 @@ mod body;
 mod collector;
 mod commit;
 mod continuation;
-pub mod crds;
 mod defaults;
 mod delete;
 mod discovery;
@@ -172,7 +171,7 @@ impl ControlPlane {
             .collect();
         objects.extend(authz::default_cluster_roles());
         if self.shared.config.preload_crds {
-            objects.extend(crds::preloaded());
+            objects.extend(crate::crds::preloaded());
         }
         for obj in objects {
             self.ensure(obj)?;
