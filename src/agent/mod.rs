@@ -186,7 +186,7 @@ pub struct RunSummary {
     /// Why the reports could not be committed, if they could not.
     pub report_error: Option<String>,
     /// The requests the simulated Azure endpoints served (token, Key Vault), when simulated.
-    pub azure_requests: Option<crate::azuresim::https::AzureRequestTotals>,
+    pub azure_requests: Option<crate::metrics::AzureRequestTotals>,
     /// The run ended because a shutdown was asked (a signal), not on its own.
     pub shut_down: bool,
     /// The faults injected into the agent's requests, with `--inject-faults`.
