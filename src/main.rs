@@ -52,7 +52,7 @@ async fn main() -> ExitCode {
         Command::Crds => {
             // Definitions, not user data: printed as they are.
             output::print_verbatim(&aro_gitops::yaml::to_multi_string(
-                &controlplane::crds::preloaded(),
+                &aro_gitops::crds::preloaded(),
             ));
             Ok(ExitCode::SUCCESS)
         }

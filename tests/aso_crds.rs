@@ -2,7 +2,7 @@
 //! embed, as examples-repo and `aro-gitops-fleetgen` render them, and as they are live after a
 //! run, status included) checked, strictly, against ASO's own CRDs as a real management cluster
 //! has them: `../shared/reference/aso-crds/` next to the repository, read at test time (never
-//! copied). And the project's own ASO CRDs (`src/controlplane/crds/*.azure.com.yaml`, preloaded
+//! copied). And the project's own ASO CRDs (`src/crds/*.azure.com.yaml`, preloaded
 //! into the embedded control plane) held to ASO's for every field the project writes or reads.
 //!
 //! Strict is kubectl's `--validate=strict`: an unknown field is an error, and so is every schema
@@ -219,7 +219,7 @@ fn fleetgen_aso_objects(dir: &Path) -> Vec<(String, Vec<Value>)> {
 
 /// The ASO kinds the project's control plane serves: (group, kind, plural, storage version).
 fn project_aso_kinds() -> Vec<(String, String, String, String)> {
-    aro_gitops::controlplane::crds::preloaded()
+    aro_gitops::crds::preloaded()
         .iter()
         .filter(|c| {
             c["spec"]["group"]
@@ -387,7 +387,7 @@ fn what_aso_refuses_is_reported() {
 #[test]
 fn the_project_s_aso_crds_agree_with_aso_s() {
     let Some(reference) = aso_crds() else { return };
-    let project: Vec<Value> = aro_gitops::controlplane::crds::preloaded()
+    let project: Vec<Value> = aro_gitops::crds::preloaded()
         .into_iter()
         .filter(|c| {
             c["spec"]["group"]
@@ -421,7 +421,7 @@ fn the_project_s_aso_crds_agree_with_aso_s() {
 #[test]
 fn the_agreement_check_reports_drift() {
     let Some(reference) = aso_crds() else { return };
-    let mut project: Vec<Value> = aro_gitops::controlplane::crds::preloaded()
+    let mut project: Vec<Value> = aro_gitops::crds::preloaded()
         .into_iter()
         .filter(|c| c["spec"]["names"]["kind"] == "HcpOpenShiftClustersNodePool")
         .collect();

@@ -13,7 +13,7 @@
 //! `strategy: None` once installed (kube-apiserver then converts by rewriting `apiVersion`), so it
 //! measures all but the webhook calls a real ASO would answer.
 //!
-//! With `--real-crds project`, the project's own CRDs (every file of `src/controlplane/crds`,
+//! With `--real-crds project`, the project's own CRDs (every file of `src/crds`,
 //! what `aro-gitops crds` prints: short hand-written ASO schemas, no conversion webhook) are
 //! installed instead: fleets that ASO's real schemas refuse (before issue 25's fixes) run there.
 //!
@@ -187,7 +187,7 @@ fn apiserver_note(cluster: &RealCluster) -> String {
 pub enum Crds {
     /// CAPZ's and ASO's reference CRDs and the project's others (as the real-server tests).
     Reference,
-    /// The project's own (`src/controlplane/crds`).
+    /// The project's own (`src/crds`).
     Project,
 }
 
@@ -207,7 +207,7 @@ impl Crds {
                 without_conversion_webhooks(cluster);
             }
             Crds::Project => {
-                let own = super::real_cluster::repo_root().join("src/controlplane/crds");
+                let own = super::real_cluster::repo_root().join("src/crds");
                 cluster.kubectl(&[
                     "apply",
                     "--server-side",

@@ -1,4 +1,4 @@
-//! Fuzzes server-side apply (`aro_gitops::controlplane::ssa::apply`), the engine behind PATCH
+//! Fuzzes server-side apply (`aro_gitops::machinery::ssa::apply`), the engine behind PATCH
 //! with `application/apply-patch+yaml`. The input is `selector byte, live JSON, NUL, applied
 //! JSON`; the selector picks the schema (built-in Service, ConfigMap, Deployment, or any object),
 //! whether the object exists and whether the apply is forced.
@@ -9,7 +9,7 @@
 
 #![no_main]
 
-use aro_gitops::controlplane::ssa::{ApplyRequest, Schema, apply};
+use aro_gitops::machinery::ssa::{ApplyRequest, Schema, apply};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 

@@ -1,4 +1,4 @@
-//! Fuzzes the patch engines (`aro_gitops::controlplane::patch`) on arbitrary JSON pairs. The input is
+//! Fuzzes the patch engines (`aro_gitops::machinery::patch`) on arbitrary JSON pairs. The input is
 //! `selector byte, target JSON, NUL, patch JSON`; inputs that are not two JSON documents are skipped.
 //!
 //! Properties checked besides "never panics":
@@ -8,7 +8,7 @@
 
 #![no_main]
 
-use aro_gitops::controlplane::patch::{MergeKeys, json_patch, merge_patch, strategic_merge_patch};
+use aro_gitops::machinery::patch::{MergeKeys, json_patch, merge_patch, strategic_merge_patch};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 

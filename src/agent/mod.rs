@@ -186,7 +186,7 @@ pub struct RunSummary {
     /// Why the reports could not be committed, if they could not.
     pub report_error: Option<String>,
     /// The requests the simulated Azure endpoints served (token, Key Vault), when simulated.
-    pub azure_requests: Option<crate::azuresim::https::AzureRequestTotals>,
+    pub azure_requests: Option<crate::metrics::AzureRequestTotals>,
     /// The run ended because a shutdown was asked (a signal), not on its own.
     pub shut_down: bool,
     /// The faults injected into the agent's requests, with `--inject-faults`.
@@ -253,7 +253,7 @@ pub async fn run_with(config: RunConfig, lifecycle: Lifecycle) -> Result<RunSumm
         source.verify_signatures(verification.clone());
     }
     let source = Arc::new(Mutex::new(source));
-    let keys = crate::keyvault::key_manager(&env.cluster, env.azure_sdk.clone());
+    let keys = crate::reconcile::aro::key_manager(&env.cluster, env.azure_sdk.clone());
     let metrics = Arc::new(crate::metrics::Metrics::new(
         env.cluster.counter().clone(),
         env.azure_request_counts(),
@@ -310,7 +310,7 @@ struct Agent {
     progress: Option<progress::Progress>,
     /// Live state, for the agent's whole life (shared with the readiness probe).
     caches: Arc<controller::cache::Caches>,
-    /// Where the etcd encryption keys stand (see [`crate::keyvault::key_manager`]).
+    /// Where the etcd encryption keys stand (see [`crate::reconcile::aro::key_manager`]).
     keys: Arc<dyn crate::reconcile::aro::KeyManager>,
     /// Clients of the guest clusters (the aggregated-APIServices gate).
     guests: guest::GuestClients,

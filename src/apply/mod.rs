@@ -4,7 +4,7 @@
 //! serve fails with a clear error), reads live objects, and writes with server-side apply under
 //! the agent's field managers. Every request is counted.
 
-mod azure_view;
+pub mod azure_view;
 pub mod client;
 mod counting;
 mod echoes;

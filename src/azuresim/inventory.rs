@@ -7,24 +7,13 @@
 //! create records by hand (`kubectl apply`, or [`record_object`]) to set up "already exists in
 //! Azure" for `reconcile-policy-if-exists` and adoption. None of it is real Azure state.
 
-use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
 
-/// Namespace of the records.
-pub const NAMESPACE: &str = "aro-gitops-azure-simulator";
-pub const GROUP: &str = "azuresim.aro-gitops.dev";
-pub const VERSION: &str = "v1alpha1";
-pub const KIND: &str = "SimulatedAzureResource";
-
-fn resource() -> ApiResource {
-    ApiResource {
-        group: GROUP.into(),
-        version: VERSION.into(),
-        api_version: format!("{GROUP}/{VERSION}"),
-        kind: KIND.into(),
-        plural: "simulatedazureresources".into(),
-    }
-}
+// What agents read of the records (their kind, namespace and names) is defined where the agent
+// reads them, so production code does not depend on the simulator.
+use crate::apply::azure_view::resource;
+pub use crate::apply::azure_view::{GROUP, KIND, NAMESPACE, VERSION, exists, record_name};
 
 /// The Role (and RoleBinding) that lets agents read the records: with `--use-azure-simulator`, an
 /// agent asks them whether a resource "exists in Azure" (`reconcile-policy-if-exists`). The
@@ -51,30 +40,6 @@ pub fn reader_rbac(agent_namespace: &str) -> (Value, Value) {
     (role, binding)
 }
 
-/// The record's object name for an ARM id (ARM ids are case-insensitive).
-pub fn record_name(arm_id: &str) -> String {
-    let d = ring::digest::digest(
-        &ring::digest::SHA256,
-        arm_id.to_ascii_lowercase().as_bytes(),
-    );
-    let hex: String = d.as_ref()[..10]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    let last = arm_id
-        .rsplit('/')
-        .next()
-        .unwrap_or_default()
-        .to_ascii_lowercase()
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .take(40)
-        .collect::<String>();
-    format!("{}-{hex}", last.trim_matches('-'))
-        .trim_start_matches('-')
-        .to_string()
-}
-
 /// The record of one simulated Azure resource, for server-side apply.
 pub fn record_object(arm_id: &str, arm_type: &str) -> Value {
     json!({
@@ -83,16 +48,6 @@ pub fn record_object(arm_id: &str, arm_type: &str) -> Value {
         "metadata": {"name": record_name(arm_id), "namespace": NAMESPACE},
         "spec": {"armId": arm_id, "type": arm_type},
     })
-}
-
-/// Whether the simulated Azure holds `arm_id`. A control plane without the record kind holds none.
-pub async fn exists(client: &kube::Client, arm_id: &str) -> Result<bool, kube::Error> {
-    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), NAMESPACE, &resource());
-    match api.get_opt(&record_name(arm_id)).await {
-        Ok(found) => Ok(found.is_some()),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(false),
-        Err(e) => Err(e),
-    }
 }
 
 /// Records `arm_id` as existing (idempotent).
@@ -131,23 +86,5 @@ pub async fn remove(client: &kube::Client, arm_id: &str) -> Result<(), kube::Err
         Ok(_) => Ok(()),
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
         Err(e) => Err(e),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn record_names_are_dns_labels_and_case_insensitive() {
-        let id = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/My_RG";
-        let n = record_name(id);
-        assert!(n.starts_with("my-rg-"), "{n}");
-        assert_eq!(n, record_name(&id.to_uppercase()));
-        assert!(n.len() <= 63);
-        assert!(
-            n.chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        );
     }
 }

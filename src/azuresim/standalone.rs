@@ -106,7 +106,7 @@ impl Standalone {
     }
 
     /// The requests the endpoints have served so far.
-    pub fn requests(&self) -> super::https::AzureRequestTotals {
+    pub fn requests(&self) -> crate::metrics::AzureRequestTotals {
         self.https.counts().totals()
     }
 

@@ -8,8 +8,8 @@ use super::error::ApiError;
 use super::objects::Target;
 use super::registry::crd_resource_type;
 use super::state::Txn;
+use crate::machinery::field::FieldError;
 use crate::validate::builtin::{self, decode, kinds};
-use crate::validate::field::FieldError;
 use serde_json::{Map, Value, json};
 
 /// Checks the body names this kind and version, and returns its name (possibly generated).

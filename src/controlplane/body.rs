@@ -6,7 +6,7 @@
 use super::error::{ApiError, Reason};
 use super::objects::Target;
 use super::protobuf;
-use crate::validate::gojson;
+use crate::machinery::gojson;
 use serde_json::Value;
 
 /// Decodes a JSON, YAML or Kubernetes protobuf body by its content type.

@@ -78,7 +78,7 @@ fn go_raw_url_base64(text: &str) -> Result<Vec<u8>, usize> {
 /// The three fields of a token as Go's `json.Unmarshal` reads them into upstream's struct
 /// (`v`, `rv`, `start`; names matched case-insensitively, others ignored), or Go's error.
 fn token_fields(raw: &[u8]) -> Result<(String, i64, String), String> {
-    if let Some(e) = crate::validate::gojson::syntax_error(raw) {
+    if let Some(e) = crate::machinery::gojson::syntax_error(raw) {
         return Err(e);
     }
     let value: serde_json::Value =
@@ -90,14 +90,14 @@ fn token_fields(raw: &[u8]) -> Result<(String, i64, String), String> {
         other => {
             return Err(format!(
                 "json: cannot unmarshal {} into Go value of type storage.continueToken",
-                crate::validate::gojson::type_name(&other)
+                crate::machinery::gojson::type_name(&other)
             ));
         }
     };
     let wrong = |found: &serde_json::Value, field: &str, go_type: &str| {
         let found = match found {
             serde_json::Value::Number(n) => format!("number {n}"),
-            other => crate::validate::gojson::type_name(other).to_string(),
+            other => crate::machinery::gojson::type_name(other).to_string(),
         };
         format!(
             "json: cannot unmarshal {found} into Go struct field continueToken.{field} of type {go_type}"

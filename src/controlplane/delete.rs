@@ -5,7 +5,7 @@ use super::error::{ApiError, Precondition};
 use super::gc::{self, Propagation};
 use super::objects::{Target, as_version};
 use super::state::Txn;
-use crate::validate::field::{BadValue, FieldError};
+use crate::machinery::field::{BadValue, FieldError};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! Errors of the local control plane: API errors answered as Kubernetes `Status` bodies, and the
 //! errors of starting or running the server.
 
-use crate::validate::field::FieldError;
+use crate::machinery::field::FieldError;
 use serde_json::{Value, json};
 
 /// The `reason` of a Kubernetes `Status` (metav1.StatusReason).
@@ -187,7 +187,7 @@ impl ApiError {
             .iter()
             .map(|(_, message, field)| format!("{field}: {message}"))
             .collect();
-        let what = crate::validate::field::aggregate(&each);
+        let what = crate::machinery::field::aggregate(&each);
         let mut e = ApiError::invalid(kind, group, name, &what).with_details(group, kind, name);
         if let Some(d) = e.details.as_mut() {
             d.causes = causes;
@@ -342,10 +342,10 @@ impl ApiError {
 
 /// A patch that cannot be applied: kube-apiserver answers a malformed document 400 with its
 /// reason, and anything found while applying 422 without naming the object.
-impl From<super::patch::PatchError> for ApiError {
-    fn from(e: super::patch::PatchError) -> Self {
+impl From<crate::machinery::patch::PatchError> for ApiError {
+    fn from(e: crate::machinery::patch::PatchError) -> Self {
         match e {
-            super::patch::PatchError::Malformed(why) => ApiError::bad_request(why),
+            crate::machinery::patch::PatchError::Malformed(why) => ApiError::bad_request(why),
             _ => ApiError::unprocessable(),
         }
     }

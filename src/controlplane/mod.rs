@@ -16,7 +16,6 @@ mod body;
 mod collector;
 mod commit;
 mod continuation;
-pub mod crds;
 mod defaults;
 mod delete;
 mod discovery;
@@ -39,7 +38,6 @@ mod openapi_schemas;
 mod openapi_v2;
 mod openapi_v3;
 mod params;
-pub mod patch;
 mod patched;
 mod protobuf;
 mod reads;
@@ -48,7 +46,6 @@ mod scale;
 mod selector;
 pub mod served;
 mod service_ips;
-pub mod ssa;
 mod state;
 mod store;
 mod strategy;
@@ -174,7 +171,7 @@ impl ControlPlane {
             .collect();
         objects.extend(authz::default_cluster_roles());
         if self.shared.config.preload_crds {
-            objects.extend(crds::preloaded());
+            objects.extend(crate::crds::preloaded());
         }
         for obj in objects {
             self.ensure(obj)?;

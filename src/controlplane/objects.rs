@@ -10,16 +10,16 @@ use super::defaults;
 use super::error::ApiError;
 use super::events;
 use super::gc;
-use super::patch::{self, MergeKeys};
 use super::registry::ResourceType;
 use super::scale;
 use super::service_ips;
-use super::ssa;
 use super::state::Txn;
 use super::strategy;
 use super::validation::{self, Via, Warnings};
 use super::workloads;
 use crate::crdschema::FieldValidation;
+use crate::machinery::patch::{self, MergeKeys};
+use crate::machinery::ssa;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 

@@ -6,7 +6,7 @@
 
 use super::error::ApiError;
 use crate::crdschema::FieldValidation;
-use crate::validate::field::{BadValue, FieldError};
+use crate::machinery::field::{BadValue, FieldError};
 use base64::Engine;
 use std::time::Duration;
 
@@ -67,7 +67,7 @@ fn parse_int(value: &str) -> Result<i64, ApiError> {
         };
         ApiError::bad_request(format!(
             "strconv.ParseInt: parsing {}: {why}",
-            crate::validate::field::go_quote(value)
+            crate::machinery::field::go_quote(value)
         ))
     })
 }

@@ -10,9 +10,9 @@
 
 use super::error::ApiError;
 use super::objects::{PatchType, Target};
+use crate::machinery::field::{BadValue, ErrorType, FieldError};
+use crate::machinery::gojson;
 use crate::validate::builtin::decode;
-use crate::validate::field::{BadValue, ErrorType, FieldError};
-use crate::validate::gojson;
 use serde_json::{Map, Value};
 use std::collections::HashSet;
 
@@ -82,13 +82,15 @@ fn check_identity(target: &Target, name: &str, new: &mut Value) -> Result<(), Ap
 
 /// `ObjectMeta`'s fields in Go's order.
 fn object_meta_fields() -> impl Iterator<Item = &'static str> {
-    super::ssa::builtin::OBJECT_META_SCALARS.into_iter().chain([
-        "labels",
-        "annotations",
-        "ownerReferences",
-        "finalizers",
-        "managedFields",
-    ])
+    crate::machinery::ssa::builtin::OBJECT_META_SCALARS
+        .into_iter()
+        .chain([
+            "labels",
+            "annotations",
+            "ownerReferences",
+            "finalizers",
+            "managedFields",
+        ])
 }
 
 /// An object in the order kube-apiserver's encoder writes it: `kind`, `apiVersion`, metadata in
@@ -283,7 +285,7 @@ mod tests {
             e.message,
             format!(
                 " \"\" is invalid: patch: Invalid value: {}: json: cannot unmarshal string into Go struct field ConfigMap.data of type map[string]string",
-                crate::validate::field::go_quote(quoted)
+                crate::machinery::field::go_quote(quoted)
             )
         );
         let status = e.to_status();

@@ -1,8 +1,8 @@
 //! The kinds the control plane serves: the built-in ones, and every kind a CustomResourceDefinition
 //! defines. Rebuilt whenever a CRD is written or deleted, so discovery follows the CRDs exactly.
 
-use super::ssa::Schema;
 use crate::crdschema::StructuralSchema;
+use crate::machinery::ssa::Schema;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;

@@ -3,8 +3,8 @@
 
 use super::error::ApiError;
 use super::objects::{PatchType, Target, check_resource_version};
-use super::patch::{self, MergeKeys};
-use crate::validate::field::FieldError;
+use crate::machinery::field::FieldError;
+use crate::machinery::patch::{self, MergeKeys};
 use serde_json::{Map, Value, json};
 
 /// Whether a kind serves `/scale`.

@@ -4,8 +4,8 @@
 
 use super::error::ApiError;
 use super::registry::ResourceType;
+use crate::machinery::field::FieldError;
 use crate::validate::builtin::{label_key_messages, label_value_messages};
-use crate::validate::field::FieldError;
 use serde_json::Value;
 
 /// A parsed `labelSelector`.

@@ -4,8 +4,8 @@
 //! step with `clusterIP`, and the IP families checked against what this cluster serves (one
 //! family, IPv4), before the update is validated.
 
+use crate::machinery::field::FieldError;
 use crate::validate::builtin::net::{ServiceIps, cluster_ips_errors, is_ipv6, shown_policy};
-use crate::validate::field::FieldError;
 use serde_json::{Value, json};
 use std::collections::HashSet;
 

@@ -134,7 +134,7 @@ fn patched_strict_refusal(patched: &str, messages: &[String]) -> ApiError {
             "FieldValueInvalid".into(),
             format!(
                 "Invalid value: {}: strict decoding error: {}",
-                crate::validate::field::go_quote(patched),
+                crate::machinery::field::go_quote(patched),
                 messages.join(", ")
             ),
             "patch".into(),

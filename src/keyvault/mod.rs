@@ -1,11 +1,11 @@
 //! The agent-managed etcd encryption key on the real Key Vault SDK (`identity-and-keys.md`, "Key
-//! Vault key for etcd encryption"): [`KeyVaultKeys`] is the agent's [`KeyManager`]. For an
-//! AROControlPlane with an `identityRef` whose HcpOpenShiftCluster configures customer-managed
-//! KMS it
-//! 1. names the vault and key and checks the Vault gate (pure: `reconcile::aro::keyvault`);
-//! 2. takes the version the live HcpOpenShiftCluster already carries, or the one this process
+//! Vault key for etcd encryption"): [`KeyVaultKeys`] finds the version of a [`KeyTarget`] (a vault
+//! and a key) for an AROControlPlane with an `identityRef`. The reconcilers' key manager
+//! (`reconcile::aro`, the agent-managed mode) names the vault and key and checks the Vault gate
+//! (pure), then asks [`KeyVaultKeys::version`], which
+//! 1. takes the version the live HcpOpenShiftCluster already carries, or the one this process
 //!    found before (no request at all on a no-op rerun);
-//! 3. otherwise gets the key with `azure_security_keyvault_keys`' `KeyClient` (vault URL
+//! 2. otherwise gets the key with `azure_security_keyvault_keys`' `KeyClient` (vault URL
 //!    `https://<vault>.<dns suffix>/`, the identity's credential, the agent's transport), creates
 //!    an RSA 2048 key when it is absent (404 `KeyNotFound`), and takes the version from the key
 //!    id: get and create, 2 requests at most per cluster (plus the SDK's bearer challenge, once
@@ -13,8 +13,8 @@
 //!
 //! 429 (its `Retry-After`), 5xx and timeouts are retried inside the key step by the SDK pipeline
 //! with [`crate::retry::KEY_VAULT`]: the cluster waits, the other units' passes go on in their workers.
-//! A 403 is the unit's error naming the vault and the identity (never a secret). AROControlPlanes
-//! without an `identityRef` are in manual mode ([`ManualKeys`]).
+//! A 403 is the unit's error naming the vault and the identity (never a secret). What was found is
+//! a [`KeyLookup`]; the reconcilers turn it into the key's state.
 //!
 //! The identity's credential and the cloud's endpoints come from an [`AccessSource`] (the agent's
 //! identities and credential cache; tests give their own).
@@ -22,12 +22,8 @@
 pub mod access;
 mod policy;
 
-use crate::apply::Cluster;
-use crate::azure::access::AzureAccess;
 use crate::azure::{AzureEnvironment, Endpoints};
 use crate::object::str_at;
-use crate::reconcile::aro::keyvault::{self as steps, KeyTarget};
-use crate::reconcile::aro::{KeyManager, KeyState, ManualKeys, manual_key_state};
 use crate::retry::RetryPlan;
 use azure_core::credentials::TokenCredential;
 use azure_core::http::{ClientOptions, RetryOptions, StatusCode};
@@ -56,19 +52,27 @@ pub trait AccessSource: Send + Sync {
     fn access<'a>(&'a self, acp: &'a Value) -> BoxFuture<'a, Result<VaultAccess, String>>;
 }
 
-/// The agent's key manager: the agent-managed keys when Azure is reachable through the SDK
-/// (`azure`: real, or the simulator's endpoints), each AROControlPlane without an `identityRef`
-/// still in manual mode; only the manual mode otherwise.
-pub fn key_manager(cluster: &Cluster, azure: Option<Arc<AzureAccess>>) -> Arc<dyn KeyManager> {
-    match azure {
-        Some(azure) => {
-            let cluster = Cluster::new(cluster.client().clone(), cluster.counter().clone());
-            Arc::new(KeyVaultKeys::new(Arc::new(access::ClusterAccess::new(
-                cluster, azure,
-            ))))
-        }
-        None => Arc::new(ManualKeys),
-    }
+/// The vault and key of one HcpOpenShiftCluster's customer-managed KMS.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct KeyTarget {
+    /// The vault's Azure name (its host is `<vault>.<dns suffix>`).
+    pub vault: String,
+    /// The key's name in the vault.
+    pub key: String,
+}
+
+/// What [`KeyVaultKeys::version`] found out about a key, for the reconcilers to turn into its
+/// state. Every text is scrubbed of anything that looks like a secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyLookup {
+    /// The key's version.
+    Version(String),
+    /// Key Vault refused `identity` (403); `detail` is the service's message.
+    Denied { identity: String, detail: String },
+    /// Throttled, failing or timing out after the retries.
+    Transient(String),
+    /// Any other failure (no access, no client, an answer that cannot be read).
+    Error(String),
 }
 
 /// What a key step found out, before it becomes a state.
@@ -180,16 +184,10 @@ impl KeyVaultKeys {
             .clone()
     }
 
-    /// The agent-managed state of `hcp` (`acp` has an `identityRef`, `hcp` configures KMS).
-    async fn managed_state(&self, acp: &Value, hcp: &Value, live: &[Value]) -> KeyState {
-        let target = match steps::kms_target(hcp) {
-            Ok(t) => t,
-            Err(state) => return state,
-        };
-        if let Err(state) = steps::vault_gate(acp, &target, live) {
-            return state;
-        }
-        let hcp_name = str_at(hcp, "/metadata/name").unwrap_or("");
+    /// The version of `target` for the AROControlPlane `acp`: `live`, the version the live
+    /// HcpOpenShiftCluster already carries (remembered, no request), else the one this process
+    /// found before, else what Key Vault says (the key is created when absent).
+    pub async fn version(&self, acp: &Value, target: &KeyTarget, live: Option<&str>) -> KeyLookup {
         // Known already: on the live HcpOpenShiftCluster (an earlier run), or in this process.
         let cloud = str_at(acp, "/spec/azureEnvironment")
             .and_then(|e| AzureEnvironment::parse(Some(e)).ok())
@@ -199,60 +197,47 @@ impl KeyVaultKeys {
             target.vault.clone(),
             target.key.clone(),
         );
-        if let Some(v) = steps::live_version(acp, hcp_name, &target, live) {
+        if let Some(v) = live {
             self.remember(&id, v);
-            return steps::key_ready(&target, v);
+            return KeyLookup::Version(v.to_string());
         }
         if let Some(v) = self.recall(&id) {
-            return steps::key_ready(&target, &v);
+            return KeyLookup::Version(v);
         }
         let flight = self.flight(&id);
         let _one = flight.lock().await;
         if let Some(v) = self.recall(&id) {
-            return steps::key_ready(&target, &v);
+            return KeyLookup::Version(v);
         }
         let access = match self.access.access(acp).await {
             Ok(a) => a,
-            Err(e) => return steps::key_error(&target, &scrub(&e)),
+            Err(e) => return KeyLookup::Error(scrub(&e)),
         };
         let url = access.endpoints.vault_url(&target.vault);
         let client = match self.client(&url, &access) {
             Ok(c) => c,
-            Err(e) => return steps::key_error(&target, &e),
+            Err(e) => return KeyLookup::Error(e),
         };
         // A library's or a service's words, scrubbed of anything that looks like a secret.
-        match get_or_create(&client, &target).await.scrubbed() {
+        match get_or_create(&client, target).await.scrubbed() {
             Outcome::Version(v) => {
                 tracing::info!(vault = %target.vault, key = %target.key, version = %v, "encryption key ready");
                 self.remember(&id, &v);
-                steps::key_ready(&target, &v)
+                KeyLookup::Version(v)
             }
             Outcome::Denied(detail) => {
                 tracing::warn!(vault = %target.vault, key = %target.key, identity = %access.identity, "Key Vault refused the identity (403)");
-                steps::access_denied(&target, &access.identity, &detail)
+                KeyLookup::Denied {
+                    identity: access.identity,
+                    detail,
+                }
             }
             Outcome::Transient(detail) => {
                 tracing::warn!(vault = %target.vault, key = %target.key, %detail, "Key Vault still failing after retries");
-                steps::creating_key(&target, &detail)
+                KeyLookup::Transient(detail)
             }
-            Outcome::Error(detail) => steps::key_error(&target, &detail),
+            Outcome::Error(detail) => KeyLookup::Error(detail),
         }
-    }
-}
-
-impl KeyManager for KeyVaultKeys {
-    fn key_state<'a>(
-        &'a self,
-        acp: &'a Value,
-        hcp: &'a Value,
-        live: &'a [Value],
-    ) -> BoxFuture<'a, KeyState> {
-        Box::pin(async move {
-            if !steps::agent_managed(acp, hcp) {
-                return manual_key_state(hcp);
-            }
-            self.managed_state(acp, hcp, live).await
-        })
     }
 }
 
@@ -325,12 +310,23 @@ fn version_of(key: &Key, target: &KeyTarget) -> Outcome {
         .as_ref()
         .and_then(|k| k.kid.as_deref())
         .unwrap_or("");
-    match steps::key_version(kid) {
+    match key_version(kid) {
         Some(v) => Outcome::Version(v.to_string()),
         None => Outcome::Error(format!(
             "Key Vault answered for key '{}' without a versioned key id ({kid:?})",
             target.key
         )),
+    }
+}
+
+/// The version of a key id `https://<vault host>/keys/<name>/<version>`: its last path segment.
+pub fn key_version(key_id: &str) -> Option<&str> {
+    let rest = key_id.split_once("://").map_or(key_id, |(_, r)| r);
+    let path = rest.split(['?', '#']).next().unwrap_or("");
+    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    match segments.as_slice() {
+        [_host, "keys", _name, version] => Some(version),
+        _ => None,
     }
 }
 

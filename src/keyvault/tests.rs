@@ -9,6 +9,7 @@ use crate::azuresim::https::directory::{SimIdentity, StaticDirectory};
 use crate::azuresim::https::{SimHttps, SimHttpsConfig};
 use crate::azuresim::keyvault::{KeyVaults, VaultPlan};
 use crate::identity::AzureIdentity;
+use crate::reconcile::aro::{KeyManager, KeyState};
 use crate::retry::{Backoff, RetryPlan};
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -257,4 +258,25 @@ async fn nothing_is_asked_before_the_vault_is_ready_or_without_an_identity() {
         .await;
     assert_eq!(state.condition().unwrap().reason, "ManualKeyManagement");
     assert_eq!(sim.requests() + sim.vaults.challenges(), 0);
+}
+
+#[test]
+fn the_version_is_the_last_segment_of_the_key_id() {
+    let cases = [
+        (
+            "https://v.vault.azure.net/keys/k/0123456789abcdef0123456789abcdef",
+            Some("0123456789abcdef0123456789abcdef"),
+        ),
+        (
+            "https://v.vault.azure.net/keys/k/abc?api-version=7.6",
+            Some("abc"),
+        ),
+        ("https://v.vault.azure.net/keys/k", None),
+        ("https://v.vault.azure.net/keys/k/", None),
+        ("https://v.vault.azure.net/secrets/k/abc", None),
+        ("", None),
+    ];
+    for (id, want) in cases {
+        assert_eq!(key_version(id), want, "{id}");
+    }
 }

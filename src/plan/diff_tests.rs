@@ -317,7 +317,7 @@ fn secret_keys_removed_from_git_show_as_removed_without_values() {
 
 mod converge {
     use super::super::*;
-    use crate::controlplane::ssa::{ApplyRequest, Schema, apply};
+    use crate::machinery::ssa::{ApplyRequest, Schema, apply};
     use serde_json::json;
 
     /// Applies `desired` over `live` as the agent does (its field manager, forced).

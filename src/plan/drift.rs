@@ -9,8 +9,8 @@
 
 use super::diff::{Action, ObjectDiff, diff_object};
 use super::normalize::{Ctx, Owned, Prepared, is_empty_container, match_items, project};
-use crate::controlplane::ssa::{FieldSet, PathElement, managed_sets};
 use crate::kinds::is_secret;
+use crate::machinery::ssa::{FieldSet, PathElement, managed_sets};
 use crate::marks::FIELD_MANAGER;
 use serde_json::Value;
 
@@ -195,7 +195,7 @@ fn path_string(path: &[PathElement]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controlplane::ssa::{ApplyRequest, Schema, apply, record_update};
+    use crate::machinery::ssa::{ApplyRequest, Schema, apply, record_update};
     use serde_json::json;
 
     const T1: &str = "2026-01-01T10:00:00Z";
@@ -252,7 +252,7 @@ mod tests {
         assert!(owner("kubectl-edit").2.has(&a));
         assert_eq!(
             owner("kubectl-edit").1,
-            crate::controlplane::ssa::Operation::Update
+            crate::machinery::ssa::Operation::Update
         );
 
         assert_eq!(

@@ -18,7 +18,7 @@ mod project;
 
 pub(crate) use project::{Ctx, Owned, is_empty_container, match_items, project};
 
-use crate::controlplane::ssa::{FieldSet, Operation, managed_sets};
+use crate::machinery::ssa::{FieldSet, Operation, managed_sets};
 use crate::marks::FIELD_MANAGER;
 use base64::Engine as _;
 use serde_json::{Map, Value};

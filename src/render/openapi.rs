@@ -15,7 +15,7 @@
 //! - a type its `paths` serve only outside `namespaces/{namespace}` is cluster-scoped, unless kustomize's
 //!   own table of built-in types already knows it (see [`super::namespace`]).
 
-use crate::controlplane::patch::MergeKeys;
+use crate::machinery::patch::MergeKeys;
 use serde_json::{Map, Value};
 use std::rc::Rc;
 

@@ -20,7 +20,7 @@ use super::resources::ResMap;
 use super::selector::Matcher;
 use super::smp::{self, Outcome};
 use super::target::{Target, build_error};
-use crate::controlplane::patch::{MissingReplace, json_patch_with};
+use crate::machinery::patch::{MissingReplace, json_patch_with};
 use serde_json::Value;
 
 /// A strategic merge patch document, with what it may change and the custom schema it merges with.

@@ -1,5 +1,5 @@
 //! Strategic merge patches as kustomize applies them, on the project's one patch engine
-//! ([`crate::controlplane::patch::strategic_merge_patch`]).
+//! ([`crate::machinery::patch::strategic_merge_patch`]).
 //!
 //! kustomize merges with kyaml and the Kubernetes OpenAPI schema, which differs from the API server's
 //! merge in three ways handled here around the engine:
@@ -19,7 +19,7 @@
 //! A patch whose top level says `$patch: delete` deletes the object.
 
 use super::openapi::Schema;
-use crate::controlplane::patch::{MergeKeys, strategic_merge_patch};
+use crate::machinery::patch::{MergeKeys, strategic_merge_patch};
 use crate::object::split_api_version;
 use serde_json::{Map, Value};
 

@@ -7,7 +7,7 @@
 //! Each problem is a message in kube-apiserver's shape, starting with the field path
 //! (`metadata.name: ...`, `data[password]: ...`); none quotes a value of a ConfigMap or Secret.
 
-use super::field::{self, FieldError};
+use crate::machinery::field::{self, FieldError};
 use base64::Engine;
 use serde_json::Value;
 

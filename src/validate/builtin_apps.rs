@@ -2,7 +2,7 @@
 //! a pod template with containers, a selector that selects the template's labels and never
 //! changes, and a strategy whose fields fit its type.
 
-use super::super::field::FieldError;
+use crate::machinery::field::FieldError;
 use serde_json::{Map, Value, json};
 
 /// The errors of a Deployment, and of an update from `old` when there is one.

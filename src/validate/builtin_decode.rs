@@ -5,8 +5,8 @@
 //! ConfigMap.data of type string`, `illegal base64 data at input byte 3`); the agent reports them
 //! in its own words. Values are never shown.
 
-use super::super::gojson;
 use super::super::gotime::{self, Layout};
+use crate::machinery::gojson;
 use serde_json::{Map, Value};
 use std::fmt;
 

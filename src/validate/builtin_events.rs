@@ -5,8 +5,8 @@
 //! `events.k8s.io` is also held to the newer rules: on create the deprecated fields unset and an
 //! `eventTime`, on update almost every field immutable.
 
-use super::super::field::FieldError;
 use super::label_key_messages;
+use crate::machinery::field::FieldError;
 use serde_json::{Value, json};
 
 /// Core field name and events.k8s.io field name, for the fields the two APIs name differently.

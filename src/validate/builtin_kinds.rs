@@ -4,11 +4,11 @@
 //! update adds (immutable ConfigMaps and Secrets, a Secret's type). Names are checked apart (see
 //! [`super::name_errors`]). Secret values are never shown.
 
-use super::super::field::{self, BadValue, FieldError};
-use super::super::gojson;
 use super::events::{self, EventApi};
 use super::{MAX_DATA_BYTES, label_key_messages, metadata_errors, regex_error};
 use super::{apps, net, refs, workloads};
+use crate::machinery::field::{self, BadValue, FieldError};
+use crate::machinery::gojson;
 use base64::Engine;
 use serde_json::{Map, Value};
 

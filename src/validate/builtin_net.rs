@@ -4,8 +4,8 @@
 //! address earns), and a Service's cluster IPs and IP families (how they relate, and what an
 //! update may not change).
 
-use super::super::field::{BadValue, FieldError};
 use super::{NameRule, label_key_messages, name_messages};
+use crate::machinery::field::{BadValue, FieldError};
 use serde_json::{Value, json};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -336,7 +336,7 @@ pub fn cluster_ips_errors(service: &Value, old: Option<&Value>) -> Vec<FieldErro
         }
         if s.families[..i].contains(family) {
             errors.push(FieldError {
-                kind: super::super::field::ErrorType::Duplicate,
+                kind: crate::machinery::field::ErrorType::Duplicate,
                 field: at,
                 value: BadValue::Str((*family).into()),
                 detail: String::new(),

@@ -3,7 +3,7 @@
 //! object being deleted, and the RBAC kinds' references (a rule's verbs, a binding's roleRef,
 //! which may not change).
 
-use super::super::field::FieldError;
+use crate::machinery::field::FieldError;
 use serde_json::{Map, Value, json};
 
 /// `metadata.ownerReferences`: one at most is the controller (each naming its owner whole is

@@ -3,8 +3,8 @@
 //! label, an image), a Job's restart policy, a claim's access modes and storage request.
 //! ReplicaSets are held to the Deployment's rules (see [`super::apps`]).
 
-use super::super::field::FieldError;
 use super::{NameRule, name_messages};
+use crate::machinery::field::FieldError;
 use serde_json::Value;
 
 /// The errors of a Pod.

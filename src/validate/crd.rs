@@ -2,9 +2,9 @@
 //! serves, strictly (unknown fields refused, as `kubectl apply` asks), with the checks the API
 //! server makes ([`crate::crdschema`]): a local run fails where a real cluster would.
 //!
-//! The schemas are the process's *cluster schemas*: the control plane's preloaded CRDs (the
-//! embedded control plane, the default target) unless the edge that connected to a real cluster
-//! read that cluster's CRDs and installed them with [`use_cluster_crds`]. CRDs a unit renders itself
+//! The schemas are the process's *cluster schemas*: the project's reference CRDs ([`crate::crds`],
+//! which the embedded control plane, the default target, preloads) unless the edge that connected
+//! to a real cluster read that cluster's CRDs and installed them with [`use_cluster_crds`]. CRDs a unit renders itself
 //! count too, before the cluster's. Messages start with the field's JSON pointer, never quote a
 //! value, and say which kind and version the schema is of.
 
@@ -18,12 +18,12 @@ fn cluster_slot() -> &'static RwLock<Option<Arc<SchemaSet>>> {
     SLOT.get_or_init(|| RwLock::new(None))
 }
 
-/// The schemas of the control plane's preloaded CRDs.
+/// The schemas of the project's reference CRDs ([`crate::crds`], which the control plane preloads).
 pub fn preloaded_schemas() -> Arc<SchemaSet> {
     static PRELOADED: OnceLock<Arc<SchemaSet>> = OnceLock::new();
     PRELOADED
         .get_or_init(|| {
-            let crds = crate::controlplane::crds::preloaded();
+            let crds = crate::crds::preloaded();
             // The preloaded CRDs are compiled in and served by the control plane, which refuses
             // a CRD whose schema it cannot read: none is left out here.
             Arc::new(SchemaSet::from_crds(&crds).0)

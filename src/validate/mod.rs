@@ -24,9 +24,7 @@
 mod azure_names;
 pub mod builtin;
 pub mod crd;
-pub mod field;
 pub mod filled;
-pub mod gojson;
 pub mod gotime;
 pub mod reserved;
 mod rules;

@@ -132,7 +132,7 @@ impl RealCluster {
     /// AutoNodePolicy, the Azure simulator's inventory); returns when all are Established.
     pub fn install_crds(&self) {
         let shared = shared_dir().join("reference");
-        let own = repo_root().join("src/controlplane/crds");
+        let own = repo_root().join("src/crds");
         let mut files: Vec<PathBuf> = yaml_files(&shared.join("crds"));
         let adjusted = self.dir.path().join("aso-crds");
         std::fs::create_dir_all(&adjusted).expect("create a folder for the adjusted CRDs");

@@ -21,7 +21,7 @@ const CHECK_CRDS: [&str; 2] = [super::GIZMO_CRD, super::schema::WIDGET_CRD];
 
 /// The local control plane's preloaded CRD that the checks use (a ResourceGroup of ASO's).
 fn resource_group_crd() -> PathBuf {
-    repo_root().join("src/controlplane/crds/resourcegroups.resources.azure.com.yaml")
+    repo_root().join("src/crds/resourcegroups.resources.azure.com.yaml")
 }
 
 /// One server, as the checks reach it.

@@ -21,13 +21,13 @@ pub mod tokens;
 use crate::azure::cloud::AzureEnvironment;
 use crate::azure::endpoints::{Endpoints, IMDS_HOST, SimHost, parse_sim_host};
 use crate::azure::transport::{HyperTransport, TransportError};
+use crate::metrics::AzureRequestCounts;
 use bytes::Bytes;
 use directory::IdentityDirectory;
 use http_body_util::{BodyExt, Full};
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 use tls::{CertError, SimCertificates};
@@ -47,58 +47,6 @@ pub fn json_response(status: u16, body: &serde_json::Value) -> SimResponse {
         .header("x-ms-simulated", "aro-gitops")
         .body(Full::new(Bytes::from(body.to_string())))
         .expect("a valid response")
-}
-
-/// How many requests the simulated Azure endpoints have served, for the run's summary and metrics.
-#[derive(Debug, Default)]
-pub struct AzureRequestCounts {
-    token: AtomicU64,
-    key_vault: AtomicU64,
-}
-
-impl AzureRequestCounts {
-    /// Requests to Entra ID's token endpoint and to IMDS, whatever their outcome.
-    pub fn token_requests(&self) -> u64 {
-        self.token.load(Ordering::Relaxed)
-    }
-
-    /// Requests to Key Vault, whatever their outcome (counted by the Key Vault handler).
-    pub fn key_vault_requests(&self) -> u64 {
-        self.key_vault.load(Ordering::Relaxed)
-    }
-
-    pub fn count_token(&self) {
-        self.token.fetch_add(1, Ordering::Relaxed);
-    }
-
-    pub fn count_key_vault(&self) {
-        self.key_vault.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// The counts now.
-    pub fn totals(&self) -> AzureRequestTotals {
-        AzureRequestTotals {
-            token: self.token_requests(),
-            key_vault: self.key_vault_requests(),
-        }
-    }
-}
-
-/// The simulated Azure requests of a run, as its summary reports them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct AzureRequestTotals {
-    pub token: u64,
-    pub key_vault: u64,
-}
-
-impl AzureRequestTotals {
-    /// The line the run's summary prints.
-    pub fn summary_line(&self) -> String {
-        format!(
-            "azure: {} token requests, {} key vault requests (simulated)",
-            self.token, self.key_vault
-        )
-    }
 }
 
 /// What the simulated services share: the issued tokens, the counts, the identities, the port.
@@ -377,22 +325,5 @@ async fn route(
             handler.handle(services, request).await
         }
         _ => not_found(&format!("endpoint at {host}{path}")),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_summary_line_says_simulated() {
-        let counts = AzureRequestCounts::default();
-        counts.count_token();
-        counts.count_key_vault();
-        counts.count_key_vault();
-        assert_eq!(
-            counts.totals().summary_line(),
-            "azure: 1 token requests, 2 key vault requests (simulated)"
-        );
     }
 }

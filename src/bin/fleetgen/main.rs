@@ -537,7 +537,7 @@ mod tests {
         for (a, b) in from.iter().zip(&to) {
             let mut patched = a.clone();
             let ops = Value::Array(objects::json6902_ops(a, b));
-            aro_gitops::controlplane::patch::json_patch(&mut patched, &ops).unwrap();
+            aro_gitops::machinery::patch::json_patch(&mut patched, &ops).unwrap();
             assert_eq!(&patched, b);
         }
     }

@@ -10,9 +10,9 @@
 //! projected the same way, unmatched live items stay only when the agent owns them.
 
 use super::format::adopt_spelling;
-use crate::controlplane::ssa::FieldSet;
-use crate::controlplane::ssa::PathElement;
-use crate::controlplane::ssa::path::values_equal;
+use crate::machinery::ssa::FieldSet;
+use crate::machinery::ssa::PathElement;
+use crate::machinery::ssa::path::values_equal;
 use serde_json::{Map, Value};
 
 /// Fields that identify list items when no managed fields say how the list is keyed, tried in

@@ -12,8 +12,9 @@
 //! Two implementations: [`ManualKeys`], the user gives the version in git (no `identityRef`
 //! on the AROControlPlane; `aro-reconcilers.md`, "Encryption key"), and the agent-managed mode
 //! (`identity-and-keys.md`: get or create the key in the Vault through the AROControlPlane's
-//! `identityRef`), `crate::keyvault::KeyVaultKeys`: its [`KeyManager::key_state`] future does
-//! the Key Vault calls (with their retries and its cache) and returns `Pending`
+//! `identityRef`), `crate::keyvault::KeyVaultKeys` (`managed_keys`): its
+//! [`KeyManager::key_state`] future has the Key Vault edge do the calls (with their retries and
+//! its cache) and returns `Pending`
 //! (`WaitingForVault`), `Failed` (`VaultNameMissing`, `VaultNotDeclared`, `CreatingKey` after
 //! the retries, `KeyVaultAccessDenied`, `KeyVaultError`) or `Known { inject: true }`
 //! (`KeyReady`); the pure steps are in

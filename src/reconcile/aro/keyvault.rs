@@ -1,13 +1,14 @@
 //! The agent-managed etcd encryption key (`identity-and-keys.md`, "Key Vault key for etcd
 //! encryption"): the pure half. Which vault and key an HcpOpenShiftCluster names, whether the
 //! agent manages them, the Vault gate (declared in the AROCluster's `spec.resources` and Ready),
-//! the key version from a key id, and the `EncryptionKeyReady` states of each step. The Key Vault
-//! calls themselves live in `crate::keyvault` (IO at the edge); they only ever produce the states
-//! built here.
+//! and the `EncryptionKeyReady` states of each step. The Key Vault calls themselves live in
+//! `crate::keyvault` (IO at the edge), which answers a [`crate::keyvault::KeyLookup`];
+//! `managed_keys` turns it into one of the states built here.
 
 use super::conditions::Condition;
 use super::keys::{ENCRYPTION_KEY_READY, KMS_POINTER, KeyState};
 use super::world::{aro_cluster, find};
+use crate::keyvault::KeyTarget;
 use crate::object::str_at;
 use crate::reconcile::readiness::aso_readiness;
 use serde_json::Value;
@@ -17,15 +18,6 @@ pub const DEFAULT_KEY_NAME: &str = "etcd-data-kms-encryption-key";
 
 /// The API version whose KMS settings carry the vault name at `kms.vaultName`.
 const VAULT_NAME_AT_KMS: &str = "v1api20251223preview";
-
-/// The vault and key of one HcpOpenShiftCluster's customer-managed KMS.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct KeyTarget {
-    /// The vault's Azure name (its host is `<vault>.<dns suffix>`).
-    pub vault: String,
-    /// The key's name in the vault.
-    pub key: String,
-}
 
 /// Whether the agent manages the key of `hcp`: it configures customer-managed KMS and the
 /// AROControlPlane `acp` names an identity to reach the vault with.
@@ -241,17 +233,6 @@ pub fn unknown_version(acp: &Value, hcp: &Value) -> Option<(String, String)> {
         crate::validate::filled::KEY_VERSION_FIELD.to_string(),
         reason,
     ))
-}
-
-/// The version of a key id `https://<vault host>/keys/<name>/<version>`: its last path segment.
-pub fn key_version(key_id: &str) -> Option<&str> {
-    let rest = key_id.split_once("://").map_or(key_id, |(_, r)| r);
-    let path = rest.split(['?', '#']).next().unwrap_or("");
-    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-    match segments.as_slice() {
-        [_host, "keys", _name, version] => Some(version),
-        _ => None,
-    }
 }
 
 fn pending(reason: &str, message: String) -> KeyState {

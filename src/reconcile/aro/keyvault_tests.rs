@@ -150,27 +150,6 @@ fn the_live_version_counts_only_for_the_same_vault_and_key() {
 }
 
 #[test]
-fn the_version_is_the_last_segment_of_the_key_id() {
-    let cases = [
-        (
-            "https://v.vault.azure.net/keys/k/0123456789abcdef0123456789abcdef",
-            Some("0123456789abcdef0123456789abcdef"),
-        ),
-        (
-            "https://v.vault.azure.net/keys/k/abc?api-version=7.6",
-            Some("abc"),
-        ),
-        ("https://v.vault.azure.net/keys/k", None),
-        ("https://v.vault.azure.net/keys/k/", None),
-        ("https://v.vault.azure.net/secrets/k/abc", None),
-        ("", None),
-    ];
-    for (id, want) in cases {
-        assert_eq!(key_version(id), want, "{id}");
-    }
-}
-
-#[test]
 fn the_states_of_the_key_step() {
     let t = target("dev-kv", "etcd-key");
     let KeyState::Known {

@@ -9,7 +9,8 @@
 //! - `cluster`, `control_plane`, `machine_pool`: one decision per ARO kind, with its gates and
 //!   conditions;
 //! - `embedded`: validation of `spec.resources` and the mutators; `keys`: the encryption-key seam;
-//!   `keyvault`: the agent-managed key's vault gate and states;
+//!   `keyvault`: the agent-managed key's vault gate and states; `managed_keys`: the agent-managed
+//!   key manager, those steps around the Key Vault edge;
 //! - `node_policy`: the AutoNodePolicy merged into node pools, and the policies' status;
 //! - `conditions`: CAPI-style conditions; `world`: lookups in the live objects;
 //! - `apiservices`: the aggregated-APIServices gate and the control plane's `Available`.
@@ -24,6 +25,7 @@ mod embedded;
 mod keys;
 pub mod keyvault;
 mod machine_pool;
+mod managed_keys;
 pub mod node_policy;
 mod world;
 
@@ -39,6 +41,7 @@ pub use keys::{
     ENCRYPTION_KEY_READY, KMS_POINTER, KeyManager, KeyState, ManualKeys, manual_key_state,
 };
 pub use machine_pool::{REPLICAS_MANAGED_BY, decide_machine_pool};
+pub use managed_keys::key_manager;
 
 use crate::object::ObjectKey;
 use serde_json::Value;

@@ -142,7 +142,7 @@ mod go_json {
     }
 
     pub(super) fn string(out: &mut String, s: &str) {
-        crate::validate::gojson::write_string(out, s);
+        crate::machinery::gojson::write_string(out, s);
     }
 }
 

@@ -1,4 +1,4 @@
-//! The PATCH engines of the local control plane, as pure functions over `serde_json::Value`.
+//! The PATCH engines kube-apiserver serves, as pure functions over `serde_json::Value`.
 //!
 //! One engine per PATCH content type the API server accepts:
 //! - [`merge_patch`]: `application/merge-patch+json` (RFC 7386 JSON merge patch);

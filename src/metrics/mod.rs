@@ -1,9 +1,9 @@
 //! The agent's metrics: one [`Registry`] for the process, served as OpenMetrics text on
 //! `/metrics` when `run --metrics-bind-address` is set.
 //!
-//! Request counts are read from the counters the agent already keeps ([`RequestCounter`], the
-//! Azure simulator's [`AzureRequestCounts`]) at scrape time, so nothing is counted twice. No
-//! counter carries a per-cluster label.
+//! Request counts are read from the counters the agent already keeps ([`RequestCounter`], and the
+//! [`AzureRequestCounts`] the Azure simulator increments) at scrape time, so nothing is counted
+//! twice. No counter carries a per-cluster label.
 //!
 //! The controller's own: `aro_gitops_reconcile_total{result}` and
 //! `aro_gitops_reconcile_duration_seconds` count and time every pass of a unit (see
@@ -11,8 +11,9 @@
 //! earlier render stands is not counted), `aro_gitops_queue_depth` the units waiting in the work
 //! queue (0 when idle).
 
+mod azure;
+
 use crate::apply::RequestCounter;
-use crate::azuresim::https::AzureRequestCounts;
 use crate::report::Phase;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
@@ -23,6 +24,9 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 use std::net::SocketAddr;
 use std::sync::Arc;
+
+use azure::AzureRequests;
+pub use azure::{AzureRequestCounts, AzureRequestTotals};
 
 /// The content type of the exposition.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -311,28 +315,6 @@ impl Collector for KubeRequests {
         )?;
         for (verb, n) in self.0.verbs() {
             let labels = [("verb", verb)];
-            ConstCounter::new(n).encode(family.encode_family(&labels)?)?;
-        }
-        Ok(())
-    }
-}
-
-/// `aro_gitops_azure_requests_total{service,simulated="true"}`, read from the Azure simulator.
-#[derive(Debug)]
-struct AzureRequests(Arc<AzureRequestCounts>);
-
-impl Collector for AzureRequests {
-    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let help = "Requests the simulated Azure endpoints served (token: Entra ID and IMDS)";
-        let mut family = encoder.encode_descriptor(
-            "aro_gitops_azure_requests",
-            help,
-            None,
-            prometheus_client::metrics::MetricType::Counter,
-        )?;
-        let totals = self.0.totals();
-        for (service, n) in [("token", totals.token), ("keyvault", totals.key_vault)] {
-            let labels = [("service", service), ("simulated", "true")];
             ConstCounter::new(n).encode(family.encode_family(&labels)?)?;
         }
         Ok(())

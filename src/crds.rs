@@ -1,4 +1,6 @@
-//! The CustomResourceDefinitions the local control plane installs at start, one per kind the agent handles.
+//! The project's reference CustomResourceDefinitions, one per kind the agent handles: the local control
+//! plane installs them at start, and `validate` checks rendered custom resources against them unless
+//! the target cluster's own CRDs were read.
 //!
 //! The definitions live as YAML next to this file (`crds/<plural>.<group>.yaml`) and are compiled into the
 //! binary. They are the project's own, smaller schemas: typed where the agent reads a field (ARO kinds'
@@ -84,14 +86,14 @@ const FILES: &[(&str, &str)] = &[
     ),
 ];
 
-/// The CRDs the control plane installs at start unless preloading is turned off, parsed, in a stable order.
+/// The reference CRDs, parsed, in a stable order (the control plane installs them at start unless
+/// preloading is turned off).
 pub fn preloaded() -> Vec<Value> {
     FILES
         .iter()
         .map(|(file, text)| {
             // The files are compiled in and every one is parsed by the tests below, so this cannot fail at run time.
-            crate::yaml::from_str(text)
-                .unwrap_or_else(|e| panic!("src/controlplane/crds/{file}: {e}"))
+            crate::yaml::from_str(text).unwrap_or_else(|e| panic!("src/crds/{file}: {e}"))
         })
         .collect()
 }

@@ -15,7 +15,7 @@ pub fn merge_patch(target: &mut Value, patch: &Value) -> Result<(), PatchError> 
         // Go's words, as kube-apiserver decodes a merge patch (its default field validation).
         return Err(PatchError::Malformed(format!(
             "error decoding patch: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
-            crate::validate::gojson::type_name(patch)
+            crate::machinery::gojson::type_name(patch)
         )));
     };
     merge_object(target, patch);

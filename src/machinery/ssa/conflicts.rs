@@ -7,7 +7,7 @@
 
 use super::managed::Operation;
 use super::path::FieldPath;
-use crate::validate::field::go_quote;
+use crate::machinery::field::go_quote;
 use std::fmt;
 
 /// The managedFields entry that owns a conflicting field.
@@ -98,7 +98,7 @@ impl ApplyConflicts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controlplane::ssa::path::PathElement;
+    use crate::machinery::ssa::path::PathElement;
 
     fn path(fields: &[&str]) -> FieldPath {
         FieldPath(

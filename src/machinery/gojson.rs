@@ -36,7 +36,7 @@ fn quote_char(c: char) -> String {
         '\'' => r"'\''".to_string(),
         '"' => "'\"'".to_string(),
         c => {
-            let q = crate::validate::field::go_quote(&c.to_string());
+            let q = crate::machinery::field::go_quote(&c.to_string());
             format!("'{}'", &q[1..q.len() - 1])
         }
     }

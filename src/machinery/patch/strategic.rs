@@ -42,7 +42,7 @@ pub fn strategic_merge_patch(
         // Go's words, as kube-apiserver decodes a strategic merge patch.
         return Err(malformed(format!(
             "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
-            crate::validate::gojson::type_name(patch)
+            crate::machinery::gojson::type_name(patch)
         )));
     };
     let mut doc = target.clone();

@@ -84,7 +84,7 @@ fn parse_patch(patch: &Value) -> Result<Vec<Op<'_>>, PatchError> {
         // Go's words, as kube-apiserver decodes a JSON patch (its default field validation).
         return Err(PatchError::Malformed(format!(
             "error decoding patch: json: cannot unmarshal {} into Go value of type []handlers.jsonPatchOp",
-            crate::validate::gojson::type_name(patch)
+            crate::machinery::gojson::type_name(patch)
         )));
     };
     items

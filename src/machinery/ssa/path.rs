@@ -5,7 +5,7 @@
 //! position (`i:0`). Elements sort as structured-merge-diff sorts them (fields, then keys, then
 //! values, then indexes), which fixes the key order of the FieldsV1 encoding.
 
-use crate::validate::field::go_quote;
+use crate::machinery::field::go_quote;
 use serde_json::Value;
 use std::cmp::Ordering;
 use std::fmt;
@@ -43,7 +43,7 @@ impl PathElement {
                     if i > 0 {
                         s.push(',');
                     }
-                    crate::validate::gojson::write_string(&mut s, name);
+                    crate::machinery::gojson::write_string(&mut s, name);
                     s.push(':');
                     write_json(&mut s, value);
                 }
@@ -213,7 +213,7 @@ pub(crate) fn write_json(out: &mut String, v: &Value) {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         Value::Number(n) => out.push_str(&n.to_string()),
-        Value::String(s) => crate::validate::gojson::write_string(out, s),
+        Value::String(s) => crate::machinery::gojson::write_string(out, s),
         Value::Array(a) => {
             out.push('[');
             for (i, item) in a.iter().enumerate() {
@@ -232,7 +232,7 @@ pub(crate) fn write_json(out: &mut String, v: &Value) {
                 if i > 0 {
                     out.push(',');
                 }
-                crate::validate::gojson::write_string(out, k);
+                crate::machinery::gojson::write_string(out, k);
                 out.push(':');
                 write_json(out, item);
             }

@@ -1,4 +1,4 @@
-//! Server-side apply (SSA) for the local control plane, with Kubernetes' field ownership.
+//! Server-side apply (SSA), with Kubernetes' field ownership.
 //!
 //! Kubernetes records in `metadata.managedFields` which field manager owns which fields, as
 //! FieldsV1 sets (`{"f:spec":{"f:ports":{"k:{\"port\":80,\"protocol\":\"TCP\"}":{".":{}}}}}`).
@@ -15,7 +15,7 @@
 //! Everything here is a pure function over `serde_json::Value`.
 
 pub mod apply;
-pub(super) mod builtin;
+pub(crate) mod builtin;
 pub mod conflicts;
 pub mod fieldset;
 mod managed;

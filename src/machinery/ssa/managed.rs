@@ -313,7 +313,7 @@ mod tests {
             names,
             vec![("a", Operation::Apply), ("c", Operation::Update)]
         );
-        let f = |n: &str| crate::controlplane::ssa::PathElement::Field(n.into());
+        let f = |n: &str| crate::machinery::ssa::PathElement::Field(n.into());
         assert!(sets[1].2.has(&[f("data"), f("y")]));
         assert!(managed_sets(&json!({})).is_empty());
     }
