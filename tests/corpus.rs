@@ -185,7 +185,7 @@ struct Base {
 
 fn base() -> Base {
     let (fleet, _) = Fleet::git();
-    fleet.run_once();
+    fleet.run_binary_once();
     let live = snapshot(&fleet);
     Base {
         fleet,

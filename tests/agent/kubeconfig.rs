@@ -8,7 +8,7 @@ use common::kubectl::Server;
 #[tokio::test]
 async fn with_a_kubeconfig_the_agent_uses_that_cluster_and_no_simulator() {
     let server = Server::start();
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     let mut config = f.config();
     config.kubeconfig = Some(server.kubeconfig.clone());
     config.timeout = Duration::from_secs(3);
