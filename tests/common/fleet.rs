@@ -58,19 +58,27 @@ enum Kind {
 impl Fleet {
     /// A plain folder (no git): what `aro-gitops run --repo <folder>` imports.
     pub fn plain() -> Fleet {
+        Fleet::in_tempdir(Kind::Plain, |repo| {
+            git::copy_dir(
+                &Path::new(env!("CARGO_MANIFEST_DIR")).join("examples-repo"),
+                repo,
+            )
+        })
+    }
+
+    /// A fleet in a tempdir of its own: the repository `DIR/repo`, written by `fill`, and the
+    /// state directory `DIR/state`.
+    fn in_tempdir(kind: Kind, fill: impl FnOnce(&Path)) -> Fleet {
         let dir = tempfile::tempdir().expect("tempdir");
         let repo = dir.path().join("repo");
-        git::copy_dir(
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join("examples-repo"),
-            &repo,
-        );
+        fill(&repo);
         let state = dir.path().join("state");
         Fleet {
             dir: Some(dir),
             url: repo.clone(),
             repo,
             state,
-            kind: Kind::Plain,
+            kind,
         }
     }
 
@@ -95,18 +103,10 @@ impl Fleet {
 
     /// A fleet written by `aro-gitops-fleetgen ARGS`, committed on `main` in a git work tree.
     pub fn generated(args: &[&str]) -> Fleet {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let repo = dir.path().join("repo");
-        fleetgen(&repo, args);
-        git::init_and_commit(&repo, "the fleet");
-        let state = dir.path().join("state");
-        Fleet {
-            dir: Some(dir),
-            url: repo.clone(),
-            repo,
-            state,
-            kind: Kind::WorkTree,
-        }
+        Fleet::in_tempdir(Kind::WorkTree, |repo| {
+            fleetgen(repo, args);
+            git::init_and_commit(repo, "the fleet");
+        })
     }
 
     /// A bare git repository (the agent's remote, `url`) with the examples pushed to `main` from
@@ -314,16 +314,23 @@ impl Fleet {
     }
 }
 
-/// The binary run in `cwd` with `args` only, logs at warn, no colours, no user git config.
-pub fn aro_gitops_in(cwd: &Path, args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_aro-gitops"))
-        .args(args)
-        .current_dir(cwd)
-        .env("ARO_GITOPS_LOG", "warn")
+/// The `aro-gitops` binary as the tests run it: logs at warn, no colours, no user git config, no
+/// stdin.
+pub fn aro_gitops_command() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_aro-gitops"));
+    c.env("ARO_GITOPS_LOG", "warn")
         .env("NO_COLOR", "1")
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .env("GIT_CONFIG_NOSYSTEM", "1")
-        .stdin(Stdio::null())
+        .stdin(Stdio::null());
+    c
+}
+
+/// The binary run in `cwd` with `args` only, logs at warn, no colours, no user git config.
+pub fn aro_gitops_in(cwd: &Path, args: &[&str]) -> Output {
+    let out = aro_gitops_command()
+        .args(args)
+        .current_dir(cwd)
         .output()
         .expect("aro-gitops runs");
     Output {
