@@ -349,4 +349,5 @@ pub fn namespace_labels(namespace: &Value) -> BTreeMap<String, String> {
 }
 
 #[cfg(test)]
+#[path = "identity_tests.rs"]
 mod tests;

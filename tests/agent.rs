@@ -2,12 +2,12 @@
 //! the embedded local control plane with the Azure simulator (no provisioning delay), reports on
 //! the status branch of the origin.
 //!
-//! Each test has its own state directory and its own copy of the repository, which it edits. This
-//! file holds the fixture and the helpers; `converge` has the first run of the fleet (creation
-//! order, convergence, reports), `rerun` the runs after it (nothing written, a change to one
-//! cluster), `failures` the units that fail alone (cycles, bad YAML, unknown kinds, duplicates,
-//! schema violations) and `git_source` the git edge cases (a status branch that moved, an
-//! unreachable remote). `aro_chain` has the order of the ARO dependency chain and its gates,
+//! Each test has its own state directory and its own copy of the repository, which it edits (the
+//! fixture is `common::fleet::Fleet`). This file holds the helpers; `converge` has the first run of
+//! the fleet (creation order, convergence, reports), `rerun` the runs after it (nothing written, a
+//! change to one cluster), `failures` the units that fail alone (cycles, bad YAML, unknown kinds,
+//! duplicates, schema violations) and `git_source` the git edge cases (a status branch that moved,
+//! an unreachable remote). `aro_chain` has the order of the ARO dependency chain and its gates,
 //! `aro_deletion` the deletion of a whole cluster in reverse order and a crash while recording owned
 //! kinds; `events` reads the control plane's event log back for them; `apiservices_gate` has the
 //! aggregated-APIServices gate (the guest clusters read through their kubeconfig Secrets).
@@ -86,229 +86,16 @@ mod status_page;
 #[path = "agent/webhook.rs"]
 mod webhook;
 
-use aro_gitops::agent::{self, RunConfig, RunSummary};
-use aro_gitops::apply::{Cluster, RequestCounter};
-use aro_gitops::controlplane::{Config, ControlPlane};
+use aro_gitops::agent::{self, RunSummary};
+use aro_gitops::apply::Cluster;
 use aro_gitops::object::ObjectKey;
 use aro_gitops::report::{self, ObjectAction, Phase, UnitOutcome};
-use aro_gitops::source::{GitRef, ReportTarget};
+use aro_gitops::source::GitRef;
+pub use common::fleet::{DEV, Fleet, PROD, STATUS_BRANCH};
 use common::git;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-/// How long one `--once` run may take to settle (a run takes about two seconds here).
-const RUN_TIMEOUT: Duration = Duration::from_secs(60);
-/// How long to wait for the control plane's store to be released by a finished run.
-const STORE_DEADLINE: Duration = Duration::from_secs(10);
-pub const STATUS_BRANCH: &str = "aro-gitops/status";
-pub const DEV: &str = "clusters/dev";
-pub const PROD: &str = "clusters/prod";
-
-/// A copy of `examples-repo/` and a state directory, in one tempdir.
-pub struct Fixture {
-    pub dir: tempfile::TempDir,
-    /// The copy of the repository that tests edit.
-    pub repo: PathBuf,
-    /// What the agent is pointed at: `repo` itself, or the bare remote `repo` pushes to.
-    pub url: PathBuf,
-    pub state: PathBuf,
-    /// `url` is a bare git repository (used as the remote directly), not a plain folder.
-    is_git: bool,
-}
-
-impl Fixture {
-    /// A plain folder: the agent imports it into a bare origin under the state directory.
-    pub fn plain() -> Fixture {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let repo = dir.path().join("repo");
-        git::copy_dir(
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join("examples-repo"),
-            &repo,
-        );
-        let state = dir.path().join("state");
-        Fixture {
-            dir,
-            url: repo.clone(),
-            repo,
-            state,
-            is_git: false,
-        }
-    }
-
-    /// A bare git repository (the agent's remote) with the examples pushed to `main` from the
-    /// work tree `repo`; edits are committed and pushed.
-    pub fn git_repo() -> Fixture {
-        let mut f = Fixture::plain();
-        git::init_and_commit(&f.repo, "the fleet");
-        let remote = f.dir.path().join("remote.git");
-        git::git(f.dir.path(), &["init", "-q", "--bare", "remote.git"]);
-        git::git(
-            &f.repo,
-            &[
-                "remote",
-                "add",
-                "origin",
-                remote.to_str().expect("UTF-8 path"),
-            ],
-        );
-        git::git(&f.repo, &["push", "-q", "origin", "main"]);
-        f.url = remote;
-        f.is_git = true;
-        f
-    }
-
-    pub fn config(&self) -> RunConfig {
-        RunConfig {
-            repo: self.url.to_string_lossy().into_owned(),
-            reference: GitRef::RemoteHead,
-            state_dir: self.state.clone(),
-            kubeconfig: None,
-            in_cluster: false,
-            once: true,
-            timeout: RUN_TIMEOUT,
-            sim_delay: Duration::ZERO,
-            interval: Duration::from_secs(30),
-            report_target: ReportTarget::default(),
-            progress_bars: false,
-            safety: agent::Safety::default(),
-            self_heal: false,
-            drift_interval: None,
-            concurrency: 4,
-            metrics_bind_address: None,
-            status_bind_address: None,
-            health_probe_bind_address: None,
-            webhook_bind_address: None,
-            webhook_secret: None,
-            shard: agent::Shard::default(),
-            faults: None,
-            verify_signatures: None,
-            decryption: None,
-            use_azure_simulator: false,
-        }
-    }
-
-    /// One `--once` run through the library; the store is free again when it returns.
-    pub async fn run(&self) -> RunSummary {
-        self.wait_store_free().await;
-        let summary = agent::run(self.config()).await.expect("the agent runs");
-        assert!(
-            summary.timed_out.is_empty(),
-            "units did not settle: {:?}",
-            summary.timed_out
-        );
-        summary
-    }
-
-    /// The git repository the reports are pushed to.
-    pub fn origin(&self) -> PathBuf {
-        if self.is_git {
-            self.url.clone()
-        } else {
-            self.state.join("source").join("origin.git")
-        }
-    }
-
-    /// A report file on the status branch of the origin.
-    pub fn report(&self, path: &str) -> Option<String> {
-        git::show(&self.origin(), STATUS_BRANCH, path)
-    }
-
-    pub fn status_commits(&self) -> Vec<String> {
-        git::commits(&self.origin(), STATUS_BRANCH)
-    }
-
-    /// Writes `content` to `rel` in the repository copy (committed when the copy is a git repo).
-    pub fn write(&self, rel: &str, content: &str) {
-        let path = self.repo.join(rel);
-        std::fs::create_dir_all(path.parent().expect("a parent")).expect("create folders");
-        std::fs::write(&path, content).expect("write a file of the repository");
-        self.commit_if_git(&format!("write {rel}"));
-    }
-
-    /// Replaces the single occurrence of `from` with `to` in `rel`.
-    pub fn replace(&self, rel: &str, from: &str, to: &str) {
-        let text = std::fs::read_to_string(self.repo.join(rel)).expect("read a repository file");
-        assert_eq!(text.matches(from).count(), 1, "{from:?} once in {rel}");
-        self.write(rel, &text.replacen(from, to, 1));
-    }
-
-    /// Adds `file` (relative to the unit's folder) to the unit's kustomization resources.
-    pub fn add_resource(&self, unit: &str, file: &str) {
-        self.replace(
-            &format!("{unit}/kustomization.yaml"),
-            "resources:\n",
-            &format!("resources:\n  - {file}\n"),
-        );
-    }
-
-    /// Appends a JSON 6902 patch to the unit's kustomization (the overlay's own patches run after its
-    /// components, so names are the cluster's by then).
-    pub fn add_patch(&self, unit: &str, kind: &str, name: &str, ops: &str) {
-        let rel = format!("{unit}/kustomization.yaml");
-        let text = std::fs::read_to_string(self.repo.join(&rel)).expect("read the kustomization");
-        let ops: String = ops.lines().map(|l| format!("      {l}\n")).collect();
-        let entry = format!("  - target: {{kind: {kind}, name: {name}}}\n    patch: |-\n{ops}");
-        self.write(&rel, &common::fleet::with_patches(&text, &entry));
-    }
-
-    fn commit_if_git(&self, message: &str) {
-        if self.is_git {
-            git::commit_all(&self.repo, message);
-            git::git(&self.repo, &["push", "-q", "origin", "main"]);
-        }
-    }
-
-    fn store_config(&self) -> Config {
-        let mut config = Config::new(self.state.join("control-plane"));
-        config.preload_crds = false;
-        config
-    }
-
-    /// Opens the control plane of the state directory once the last run has released it.
-    pub async fn control_plane(&self) -> ControlPlane {
-        let deadline = Instant::now() + STORE_DEADLINE;
-        loop {
-            match ControlPlane::open(self.store_config()) {
-                Ok(cp) => return cp,
-                Err(e) => assert!(
-                    Instant::now() < deadline,
-                    "the control plane store was not released within {STORE_DEADLINE:?}: {e}"
-                ),
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    /// Waits until nothing holds the store. `agent::run` can return while its aborted tasks (and
-    /// its kube clients' buffer workers) still hold the control plane for a moment; opening it
-    /// again at once then fails with `DatabaseAlreadyOpen`. The same goes for an inspection's
-    /// client.
-    async fn wait_store_free(&self) {
-        if self.state.join("control-plane").exists() {
-            drop(self.control_plane().await);
-        }
-    }
-
-    /// Waits until no earlier run or inspection holds the store (before calling `agent::run`
-    /// directly with a config of the test's own).
-    pub async fn wait_store_free_pub(&self) {
-        self.wait_store_free().await;
-    }
-
-    /// Reads live state through `f`, then releases the store for the next run.
-    pub async fn inspect<T, F, Fut>(&self, f: F) -> T
-    where
-        F: FnOnce(Cluster) -> Fut,
-        Fut: std::future::Future<Output = T>,
-    {
-        let cp = self.control_plane().await;
-        let out = f(Cluster::new(cp.client(), RequestCounter::default())).await;
-        drop(cp);
-        self.wait_store_free().await;
-        out
-    }
-}
 
 /// The outcome of `unit`.
 pub fn outcome<'a>(summary: &'a RunSummary, unit: &str) -> &'a UnitOutcome {

@@ -319,7 +319,7 @@ fn fleetgen_fleets_render_only_what_aso_accepts() {
 fn live_aso_objects_after_a_run_are_aso_s() {
     let Some(aso) = aso() else { return };
     let f = Fleet::plain();
-    f.run_once();
+    f.run_binary_once();
     let live = live_aso_objects(&f);
     assert_eq!(live.len(), 36, "live ASO objects after the run");
     for o in &live {
@@ -404,7 +404,7 @@ fn the_project_s_aso_crds_agree_with_aso_s() {
         objects.iter().for_each(|o| used.add(o));
     }
     let f = Fleet::plain();
-    f.run_once();
+    f.run_binary_once();
     live_aso_objects(&f).iter().for_each(|o| used.add(o));
     let problems = agreement::disagreements(&project, &reference, &used);
     assert!(problems.is_empty(), "{}", problems.join("\n"));

@@ -14,7 +14,6 @@ use common::kubectl::{Kubectl, Server};
 use common::simulator::Simulator;
 use serde_json::Value;
 use std::path::Path;
-use std::process::Command;
 
 const SIM_CRD: &str = "simulatedazureresources.azuresim.aro-gitops.dev";
 const UNITS: [&str; 2] = ["clusters/dev", "clusters/prod"];
@@ -60,16 +59,9 @@ fn writes(out: &Output) -> u64 {
 /// The report of `unit` on the fleet's status branch.
 fn report(fleet: &Fleet, unit: &str) -> String {
     let name = unit.rsplit('/').next().expect("a name");
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(fleet.state.join("source/origin.git"))
-        .args([
-            "show",
-            &format!("aro-gitops/status:reports/aro-{name}/{name}.yaml"),
-        ])
-        .output()
-        .expect("git runs");
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    fleet
+        .report(&format!("reports/aro-{name}/{name}.yaml"))
+        .unwrap_or_default()
 }
 
 fn run(fleet: &Fleet, kubeconfig: &Path, extra: &[&str]) -> Output {

@@ -263,7 +263,7 @@ fn assert_statuses_written(objects: &[Value]) {
 fn the_statuses_the_agent_writes_are_capz_s() {
     let Some(capz) = capz() else { return };
     let f = Fleet::plain();
-    f.run_once();
+    f.run_binary_once();
     let live = live_capz_objects(&f);
     assert_eq!(live.len(), 10, "live CAPZ objects after the run");
     assert_statuses_written(&live);

@@ -186,7 +186,7 @@ struct Base {
 
 fn base() -> Base {
     let (fleet, _) = Fleet::git();
-    fleet.run_once();
+    fleet.run_binary_once();
     let live = snapshot(&fleet);
     Base {
         fleet,
@@ -304,11 +304,7 @@ fn names_it(text: &str, case: &Case, file: Option<&str>, says: &str) -> bool {
 
 /// The report of `unit` on the status branch (`reports/_units/<unit>.md`), if any.
 fn unit_report(fleet: &Fleet, unit: &str) -> Option<String> {
-    git::show(
-        &fleet.repo,
-        "aro-gitops/status",
-        &format!("reports/_units/{}.md", unit.replace('/', "_")),
-    )
+    fleet.report(&format!("reports/_units/{}.md", unit.replace('/', "_")))
 }
 
 /// Runs one case; returns what went wrong (empty when it behaves).

@@ -7,11 +7,8 @@ mod common;
 use aro_gitops::agent::incremental::{self, Earlier, PreparedRevision, Why};
 use aro_gitops::agent::{PlanRequest, RenderedUnits, Safety, plan};
 use aro_gitops::source::{Source, SourceConfig, SyncOutcome};
-use common::fleet::Fleet;
+use common::fleet::{DEV, Fleet, PROD};
 use std::path::PathBuf;
-
-const DEV: &str = "clusters/dev";
-const PROD: &str = "clusters/prod";
 
 /// The agent's source on the fleet's repository, and the revisions it loaded, as the agent loads
 /// them: sync, the paths changed since the last revision, the units prepared incrementally.

@@ -18,11 +18,8 @@ mod day2;
 #[path = "real_server/refusals.rs"]
 mod refusals;
 
-pub use common::fleet::{Fleet, Output};
+pub use common::fleet::{DEV, Fleet, Output, PROD};
 pub use common::real_examples::RealExamples;
-
-pub const DEV: &str = "clusters/dev";
-pub const PROD: &str = "clusters/prod";
 
 /// Runs `fut` to its end on a runtime of its own (the tests are synchronous: they drive
 /// processes, and [`Fleet::with_client`] makes its own runtime).

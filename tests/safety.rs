@@ -24,8 +24,5 @@ mod sops;
 #[path = "safety/unit_validation.rs"]
 mod unit_validation;
 
-pub use common::fleet::{Fleet, Output};
+pub use common::fleet::{DEV, Fleet, Output, PROD};
 pub use common::git;
-
-pub const DEV: &str = "clusters/dev";
-pub const PROD: &str = "clusters/prod";

@@ -390,6 +390,8 @@ fn owner_arm_id(owner: &Value) -> Option<&str> {
 }
 
 #[cfg(test)]
+#[path = "status_lifecycle_tests.rs"]
 mod lifecycle_tests;
 #[cfg(test)]
+#[path = "status_tests.rs"]
 mod tests;

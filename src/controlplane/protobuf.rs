@@ -401,4 +401,5 @@ fn int_or_string(buf: &[u8]) -> Result<Value, ProtobufError> {
 }
 
 #[cfg(test)]
+#[path = "protobuf_tests.rs"]
 mod tests;

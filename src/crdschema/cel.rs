@@ -434,4 +434,5 @@ pub(super) fn to_cel(v: &Value, node: Option<&Node>, root: bool) -> Cel {
 }
 
 #[cfg(test)]
+#[path = "cel_tests.rs"]
 mod tests;

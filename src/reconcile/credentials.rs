@@ -315,4 +315,5 @@ pub fn material_rotated(desired: &Value, live: Option<&Value>) -> bool {
 }
 
 #[cfg(test)]
+#[path = "credentials_tests.rs"]
 mod tests;

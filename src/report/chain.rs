@@ -14,6 +14,7 @@ mod live;
 mod steps;
 
 #[cfg(test)]
+#[path = "chain_tests.rs"]
 mod tests;
 
 use crate::object::ObjectKey;

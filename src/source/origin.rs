@@ -213,7 +213,7 @@ fn tree_from_dir(repo: &Repository, dir: &Path) -> Result<Oid, SourceError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::testutil::{git, read_at};
+    use crate::source::testutil::{git, show};
 
     #[test]
     fn only_plain_directories_are_imported() {
@@ -269,7 +269,7 @@ mod tests {
             .unwrap()
             .expect("first import commits");
         assert_eq!(
-            read_at(&origin, "main", "apps/a.yaml").as_deref(),
+            show(&origin, "main", "apps/a.yaml").as_deref(),
             Some("a: 1\n")
         );
         assert_eq!(import(&dir, &origin).unwrap(), None, "unchanged directory");
@@ -295,11 +295,11 @@ mod tests {
         let second = import(&dir, &origin).unwrap().expect("edit commits");
         assert_ne!(first, second);
         assert_eq!(
-            read_at(&origin, "main", "apps/a.yaml").as_deref(),
+            show(&origin, "main", "apps/a.yaml").as_deref(),
             Some("a: 2\n")
         );
         assert_eq!(
-            read_at(&origin, "main", "reports/status.yaml").as_deref(),
+            show(&origin, "main", "reports/status.yaml").as_deref(),
             Some("ok\n"),
             "pushed file kept"
         );

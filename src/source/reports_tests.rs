@@ -1,7 +1,7 @@
 //! Tests of [`super`]: publishing reports to real repositories.
 
 use super::*;
-use crate::source::testutil::{GitDaemon, Upstream, git, read_at};
+use crate::source::testutil::{GitDaemon, Upstream, git, show};
 use crate::source::{GitRef, Source, SourceConfig, SyncOutcome};
 
 const STATUS: &str = "aro-gitops/status";
@@ -95,12 +95,12 @@ fn status_branch_starts_as_orphan_commits_only_on_change_and_keeps_files() {
         .unwrap();
     assert_eq!(git(&up.bare, &["rev-parse", &format!("{second}^")]), first);
     assert_eq!(
-        read_at(&up.bare, STATUS, "clusters/dev.yaml").as_deref(),
+        show(&up.bare, STATUS, "clusters/dev.yaml").as_deref(),
         Some("ready\n"),
         "earlier file kept"
     );
     assert_eq!(
-        read_at(&up.bare, STATUS, "clusters/prod.yaml").as_deref(),
+        show(&up.bare, STATUS, "clusters/prod.yaml").as_deref(),
         Some("failed\n")
     );
 }
@@ -183,7 +183,7 @@ fn publish_into_a_local_work_tree_repository() {
         "reports\nother\nreports",
         "both changes kept"
     );
-    assert_eq!(read_at(&work, STATUS, "r.yaml").as_deref(), Some("2\n"));
+    assert_eq!(show(&work, STATUS, "r.yaml").as_deref(), Some("2\n"));
     assert_eq!(
         git(&work, &["status", "--porcelain"]),
         "",
@@ -285,11 +285,11 @@ fn two_shards_racing_keep_each_others_reports() {
         .unwrap()
         .unwrap();
     assert_eq!(
-        read_at(&up.bare, STATUS, "clusters/a.yaml").as_deref(),
+        show(&up.bare, STATUS, "clusters/a.yaml").as_deref(),
         Some("a2\n")
     );
     assert_eq!(
-        read_at(&up.bare, STATUS, "clusters/b.yaml").as_deref(),
+        show(&up.bare, STATUS, "clusters/b.yaml").as_deref(),
         Some("b2\n")
     );
     assert_eq!(names(STATUS).lines().count(), 4);
@@ -327,7 +327,7 @@ fn shards_publishing_at_once_into_a_local_bare_remote_never_overwrite_each_other
         for file in ["a", "b"] {
             let path = format!("shard-{shard}/{file}.yaml");
             assert_eq!(
-                read_at(&up.bare, STATUS, &path).as_deref(),
+                show(&up.bare, STATUS, &path).as_deref(),
                 Some(last.as_str()),
                 "{path}"
             );
@@ -395,11 +395,11 @@ fn source_branch_reports_live_under_the_prefix_and_need_no_reconcile() {
         .unwrap()
         .unwrap();
     assert_eq!(
-        read_at(&up.bare, "main", ".aro-gitops/reports/clusters/dev.yaml").as_deref(),
+        show(&up.bare, "main", ".aro-gitops/reports/clusters/dev.yaml").as_deref(),
         Some("ready\n")
     );
     assert_eq!(
-        read_at(&up.bare, "main", "app.yaml").as_deref(),
+        show(&up.bare, "main", "app.yaml").as_deref(),
         Some("a: 1\n")
     );
 

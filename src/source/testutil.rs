@@ -1,44 +1,18 @@
 //! Test fixtures for the source stage: real repositories driven by the `git` CLI (as a developer would
 //! push), and a `git daemon` on loopback for a network remote.
+//!
+//! The `git` CLI is run by the integration tests' helpers (`tests/common/git.rs`), compiled in here
+//! as [`git`](mod@git): one way to run git in every test, and no test code in the library itself.
 
+#[allow(dead_code)] // the integration tests use the rest (SSH keys, signed commits, copies)
+#[path = "../../tests/common/git.rs"]
+pub mod git;
+
+pub use git::{git, show};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// Runs `git args` in `dir` with no user or system config and a fixed identity; panics on failure.
-pub fn git(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new("git")
-        .args(["-c", "init.defaultBranch=main"])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "Dev")
-        .env("GIT_AUTHOR_EMAIL", "dev@example.com")
-        .env("GIT_COMMITTER_NAME", "Dev")
-        .env("GIT_COMMITTER_EMAIL", "dev@example.com")
-        .output()
-        .expect("git runs");
-    assert!(
-        output.status.success(),
-        "git {args:?} in {}: {}",
-        dir.display(),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap().trim().to_string()
-}
-
-/// The content of `path` at `rev` in the repository at `repo`, if it exists.
-pub fn read_at(repo: &Path, rev: &str, path: &str) -> Option<String> {
-    let repo = git2::Repository::open(repo).unwrap();
-    let blob = repo
-        .revparse_single(&format!("{rev}:{path}"))
-        .ok()?
-        .peel_to_blob()
-        .ok()?;
-    Some(String::from_utf8(blob.content().to_vec()).unwrap())
-}
 
 /// A bare remote `remote.git` and a developer's clone `work` of it, under one directory.
 pub struct Upstream {

@@ -38,7 +38,7 @@ fn status_of(c: &Option<ReportCondition>) -> (Option<&str>, Option<&str>) {
 }
 
 /// Annotates dev's HcpOpenShiftCluster (in git) with `annotation: value`.
-fn annotate_dev_cluster(f: &Fixture, annotation: &str, value: &str) {
+fn annotate_dev_cluster(f: &Fleet, annotation: &str, value: &str) {
     f.add_patch(
         DEV,
         "AROControlPlane",
@@ -48,7 +48,7 @@ fn annotate_dev_cluster(f: &Fixture, annotation: &str, value: &str) {
 }
 
 /// Removes the patch [`annotate_dev_cluster`] added.
-fn unannotate_dev_cluster(f: &Fixture) {
+fn unannotate_dev_cluster(f: &Fleet) {
     let rel = format!("{DEV}/kustomization.yaml");
     let text = std::fs::read_to_string(f.repo.join(&rel)).expect("read the kustomization");
     let (kept, _) = text.split_once("\npatches:").expect("the test's patch");
@@ -57,10 +57,10 @@ fn unannotate_dev_cluster(f: &Fixture) {
 
 /// Runs the agent (runs of [`SHORT_RUN`], dev not expected to converge) until `done` holds for
 /// dev's outcome and prod has converged; gives that run.
-async fn run_until(f: &Fixture, what: &str, done: impl Fn(&UnitOutcome) -> bool) -> RunSummary {
+async fn run_until(f: &Fleet, what: &str, done: impl Fn(&UnitOutcome) -> bool) -> RunSummary {
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
-        f.wait_store_free_pub().await;
+        f.wait_store_free().await;
         let mut config = f.config();
         config.timeout = SHORT_RUN;
         let s = agent::run(config).await.expect("the agent runs");
@@ -76,7 +76,7 @@ async fn run_until(f: &Fixture, what: &str, done: impl Fn(&UnitOutcome) -> bool)
     }
 }
 
-async fn live_control_plane(f: &Fixture, ns: &'static str, name: &'static str) -> Value {
+async fn live_control_plane(f: &Fleet, ns: &'static str, name: &'static str) -> Value {
     f.inspect(
         |c| async move { live(&c, &key(CONTROL_PLANE_API, "AROControlPlane", ns, name)).await },
     )
@@ -92,7 +92,7 @@ fn live_condition<'a>(obj: &'a Value, type_: &str) -> &'a Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_apiservice_available_makes_the_control_plane_available() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     let s = f.run().await;
     for (unit, ns, name) in [(DEV, "aro-dev", "dev"), (PROD, "aro-prod", "prod")] {
         let o = outcome(&s, unit);
@@ -136,7 +136,7 @@ async fn every_apiservice_available_makes_the_control_plane_available() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unavailable_apiservice_holds_available_with_its_message_until_it_is_back() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     annotate_dev_cluster(
         &f,
         UNAVAILABLE_ANNOTATION,
@@ -205,7 +205,7 @@ async fn an_unavailable_apiservice_holds_available_with_its_message_until_it_is_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failing_reads_of_the_guest_are_a_reconcile_error() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     annotate_dev_cluster(&f, READ_ERROR_ANNOTATION, "500");
     let s = run_until(&f, "ReconcileError", |o| {
         status_of(&reported(o, "aro-dev", "dev", GATE)).1 == Some("ReconcileError")
@@ -235,7 +235,7 @@ async fn failing_reads_of_the_guest_are_a_reconcile_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn once_available_an_unavailable_apiservice_does_not_take_it_back() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     let s = f.run().await;
     assert_converged(outcome(&s, DEV));
     let before = live_control_plane(&f, "aro-dev", "dev").await;
@@ -312,7 +312,7 @@ spec:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_applier_creates_a_service_then_its_endpoints_then_the_apiservice() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     f.write(&format!("{DEV}/aggregated-api.yaml"), AGGREGATED_API);
     f.add_resource(DEV, "aggregated-api.yaml");
     let s = f.run().await;

@@ -23,7 +23,7 @@ fn condition<'a>(obj: &'a Value, type_: &str) -> &'a Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_hcp_cluster_shows_error_in_hcp_cluster_ready_and_the_report() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     f.add_patch(
         DEV,
         "AROControlPlane",
@@ -52,7 +52,7 @@ async fn a_failing_hcp_cluster_shows_error_in_hcp_cluster_ready_and_the_report()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_endpoint_is_mirrored_into_the_aro_cluster() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     f.run().await;
     let (cp, cluster) = f
         .inspect(|c| async move {
@@ -82,7 +82,7 @@ async fn the_endpoint_is_mirrored_into_the_aro_cluster() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_pool_removed_from_git_is_deleted_with_consent() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     f.run().await;
     let pool = key(
         HCP,
@@ -112,7 +112,7 @@ async fn a_node_pool_removed_from_git_is_deleted_with_consent() {
     // With consent: gone, the node pool before the AROMachinePool that embeds it.
     let mut config = f.config();
     config.safety.allow_deletion = true;
-    f.wait_store_free_pub().await;
+    f.wait_store_free().await;
     let done = agent::run(config).await.expect("runs");
     let o = outcome(&done, DEV);
     let deleted = with_action(o, &ObjectAction::Deleted);

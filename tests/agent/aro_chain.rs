@@ -45,7 +45,7 @@ async fn when(
 
 /// Runs the agent until `unit` has converged: a run stops at a failed unit, and the simulator
 /// takes a moment to provision again what failed before (`--once` runs, with a deadline).
-async fn run_until_converged(f: &Fixture, unit: &str) -> RunSummary {
+async fn run_until_converged(f: &Fleet, unit: &str) -> RunSummary {
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     loop {
         let s = f.run().await;
@@ -93,7 +93,7 @@ async fn infrastructure(c: &Cluster, ns: &str) -> (u64, u64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn examples_repo_provisions_in_chain_order() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     f.run().await;
     let steps = f
         .inspect(|c| async move {
@@ -202,7 +202,7 @@ async fn examples_repo_provisions_in_chain_order() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_pool_is_held_until_hcp_cluster_ready() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     let original = std::fs::read_to_string(f.repo.join(DEV).join("kustomization.yaml")).unwrap();
     f.add_patch(
         DEV,
@@ -264,7 +264,7 @@ async fn a_node_pool_is_held_until_hcp_cluster_ready() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_external_auth_waits_for_a_ready_node_pool_of_its_own_cluster() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     // A second cluster, `other`, in the same namespace (its own unit; the fleet objects come from dev).
     let other = "clusters/other";
     git::copy_dir(&f.repo.join(DEV), &f.repo.join(other));
@@ -367,7 +367,7 @@ async fn the_external_auth_waits_for_a_ready_node_pool_of_its_own_cluster() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_kubeconfig_secret_keeps_the_control_plane_not_ready() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     // The simulated ASO provisions the cluster but never writes `dev-kubeconfig`.
     f.add_patch(
         DEV,
@@ -379,7 +379,7 @@ async fn a_missing_kubeconfig_secret_keeps_the_control_plane_not_ready() {
     // Dev cannot converge without the Secret: the run ends at this deadline, which leaves prod
     // room to converge on a loaded machine.
     config.timeout = Duration::from_secs(40);
-    f.wait_store_free_pub().await;
+    f.wait_store_free().await;
     let s = agent::run(config).await.expect("runs");
     assert_eq!(
         s.timed_out,

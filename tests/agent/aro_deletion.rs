@@ -88,7 +88,7 @@ async fn cluster_objects(c: &Cluster, namespace: &str) -> Vec<Owned> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn removing_a_whole_cluster_deletes_it_in_reverse_order_and_releases_finalizers_last() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     f.run().await;
     let objects = f
         .inspect(|c| async move { cluster_objects(&c, "aro-dev").await })
@@ -106,7 +106,7 @@ async fn removing_a_whole_cluster_deletes_it_in_reverse_order_and_releases_final
     std::fs::remove_dir_all(f.repo.join(DEV)).expect("remove the dev cluster");
     let mut config = f.config();
     config.safety.allow_deletion = true;
-    f.wait_store_free_pub().await;
+    f.wait_store_free().await;
     let s = agent::run(config).await.expect("runs");
     assert!(s.timed_out.is_empty(), "{:?}", s.timed_out);
     let o = outcome(&s, DEV);
@@ -252,10 +252,10 @@ async fn deletions(c: &Cluster, objects: &[Owned]) -> BTreeMap<(String, String),
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kill_between_recording_owned_kinds_and_applying_leaves_nothing_orphaned() {
     use std::os::unix::process::ExitStatusExt;
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     // The binary records the kinds an ARO object owns, then is killed (SIGKILL) before it
     // applies anything of them.
-    f.wait_store_free_pub().await;
+    f.wait_store_free().await;
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_aro-gitops"))
         .args(["run", "--repo"])
         .arg(&f.url)

@@ -51,7 +51,7 @@ async fn creation_versions(cluster: &Cluster, key: &ObjectKey) -> BTreeMap<Strin
 }
 
 /// The ASO resources the AROCluster of `unit` embeds, as keys in `namespace`.
-fn infrastructure(f: &Fixture, unit: &str, namespace: &str) -> Vec<ObjectKey> {
+fn infrastructure(f: &Fleet, unit: &str, namespace: &str) -> Vec<ObjectKey> {
     let rendered = aro_gitops::render::render(&f.repo, Path::new(unit)).expect("the unit renders");
     let cluster = rendered
         .into_iter()
@@ -75,7 +75,7 @@ fn infrastructure(f: &Fixture, unit: &str, namespace: &str) -> Vec<ObjectKey> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn both_clusters_converge_with_the_chain_created_in_order() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     let summary = f.run().await;
     assert!(!summary.failed());
     assert_eq!(summary.outcomes.len(), 2);

@@ -16,7 +16,7 @@ fn rg() -> ObjectKey {
     )
 }
 
-async fn location(f: &Fixture) -> String {
+async fn location(f: &Fleet) -> String {
     let live = f.inspect(|c| async move { live(&c, &rg()).await }).await;
     live.pointer("/spec/location")
         .and_then(Value::as_str)
@@ -24,8 +24,8 @@ async fn location(f: &Fixture) -> String {
         .to_string()
 }
 
-async fn drift(f: &Fixture) -> agent::DriftReport {
-    f.wait_store_free_pub().await;
+async fn drift(f: &Fleet) -> agent::DriftReport {
+    f.wait_store_free().await;
     agent::drift(
         &f.url.to_string_lossy(),
         GitRef::RemoteHead,
@@ -39,16 +39,16 @@ async fn drift(f: &Fixture) -> agent::DriftReport {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kubectl_edit_is_reported_with_its_manager_and_healed_on_request() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     f.run().await;
     let applied = location(&f).await;
     assert_eq!(drift(&f).await.exit_code(), 0, "no drift right after a run");
 
     // Someone edits the resource group's location with the real kubectl edit.
-    f.wait_store_free_pub().await;
+    f.wait_store_free().await;
     {
         // The "editor": changes the first `  location:` line (spec's; status has one too).
-        let editor = f.dir.path().join("editor.sh");
+        let editor = f.dir().join("editor.sh");
         std::fs::write(
             &editor,
             format!(
@@ -131,7 +131,7 @@ async fn a_kubectl_edit_is_reported_with_its_manager_and_healed_on_request() {
     // --self-heal puts git's value back.
     let mut config = f.config();
     config.self_heal = true;
-    f.wait_store_free_pub().await;
+    f.wait_store_free().await;
     let healed = agent::run(config).await.expect("runs");
     let o = outcome(&healed, DEV);
     assert_eq!(

@@ -6,7 +6,7 @@ use aro_gitops::report::UnitError;
 
 /// Runs the fleet after `edit` (to `clusters/dev`): prod converges, dev fails. Returns dev's
 /// outcome, after checking its report on the status branch carries the same errors.
-async fn dev_fails_alone(f: &Fixture) -> UnitOutcome {
+async fn dev_fails_alone(f: &Fleet) -> UnitOutcome {
     let summary = f.run().await;
     assert!(summary.failed());
     assert_converged(outcome(&summary, PROD));
@@ -76,7 +76,7 @@ fn assert_names(e: &UnitError, file: &str, object: Option<&str>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dependency_cycle_fails_its_unit_naming_both_members() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     f.write(
         "clusters/dev/cycle.yaml",
         "# Each needs the other first.\n\
@@ -111,7 +111,7 @@ async fn a_dependency_cycle_fails_its_unit_naming_both_members() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_yaml_fails_its_unit_naming_the_file_and_line() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     f.write(
         "clusters/dev/broken.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: broken\ndata:\n  a: b\n c: d\n",
@@ -126,7 +126,7 @@ async fn malformed_yaml_fails_its_unit_naming_the_file_and_line() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_kind_fails_its_unit_naming_the_object_and_file() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     f.write(
         "clusters/dev/widget.yaml",
         "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: gadget\nspec:\n  size: 3\n",
@@ -145,7 +145,7 @@ async fn an_unknown_kind_fails_its_unit_naming_the_object_and_file() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_duplicate_object_fails_its_unit_naming_both_origins() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     let cluster = std::fs::read_to_string(f.repo.join("base/cluster/cluster.yaml")).unwrap();
     f.write("clusters/dev/cluster-again.yaml", &cluster);
     f.add_resource(DEV, "cluster-again.yaml");
@@ -164,7 +164,7 @@ async fn a_duplicate_object_fails_its_unit_naming_both_origins() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_duplicate_embedded_resource_fails_its_unit_naming_both_owners() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     // The infra pool's embedded node pool takes the workers pool's name, in dev's overlay only.
     f.add_patch(
         DEV,
@@ -186,7 +186,7 @@ async fn a_duplicate_embedded_resource_fails_its_unit_naming_both_owners() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_schema_violation_fails_its_unit_naming_the_object_and_file() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     // dev's overlay drops the HcpOpenShiftCluster (the first embedded resource) from its control plane.
     let file = "base/cluster/arocontrolplane.yaml";
     let base =

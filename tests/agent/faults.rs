@@ -8,80 +8,41 @@
 //! The example fleet and the 50-cluster fleet both run in the suite (the two 50-cluster tests take
 //! about seven minutes together in a debug build on two cores, the suite's longest).
 
-use crate::common::git;
+use crate::common::fleet::{Fleet, aro_gitops_command};
 use aro_gitops::controlplane::faults::splitmix64;
 use aro_gitops::controlplane::{Config, ControlPlane};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A fleet committed to a git repository, and room for state directories.
-struct Repo {
-    dir: tempfile::TempDir,
-    path: PathBuf,
+/// `aro-gitops run --once` on `fleet` with the state directory `state` and `extra` arguments.
+fn command(fleet: &Fleet, state: &Path, timeout: &str, extra: &[&str]) -> Command {
+    let mut c = aro_gitops_command();
+    c.args(["run", "--once", "--sim-delay", "0s", "--timeout", timeout])
+        .args(extra)
+        .arg("--repo")
+        .arg(&fleet.url)
+        .arg("--state")
+        .arg(state);
+    c
 }
 
-impl Repo {
-    /// A copy of `examples-repo/`.
-    fn examples() -> Repo {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("repo");
-        git::copy_dir(
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join("examples-repo"),
-            &path,
-        );
-        git::init_and_commit(&path, "the fleet");
-        Repo { dir, path }
-    }
-
-    /// `aro-gitops-fleetgen --clusters N`.
-    fn generated(clusters: usize) -> Repo {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("repo");
-        crate::common::fleet::fleetgen(&path, &["--clusters", &clusters.to_string()]);
-        git::init_and_commit(&path, "the fleet");
-        Repo { dir, path }
-    }
-
-    fn state(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    /// `aro-gitops run --once` on state `state` with `extra` arguments.
-    fn command(&self, state: &Path, timeout: &str, extra: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_aro-gitops"));
-        c.args(["run", "--once", "--sim-delay", "0s", "--timeout", timeout])
-            .args(extra)
-            .arg("--repo")
-            .arg(&self.path)
-            .arg("--state")
-            .arg(state)
-            .env("ARO_GITOPS_LOG", "warn")
-            .env("NO_COLOR", "1")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .stdin(Stdio::null());
-        c
-    }
-
-    /// A run that must converge; returns its stdout and how long it took.
-    fn converge(&self, state: &Path, timeout: &str, extra: &[&str]) -> (String, Duration) {
-        let start = Instant::now();
-        let out = self
-            .command(state, timeout, extra)
-            .output()
-            .expect("aro-gitops runs");
-        let took = start.elapsed();
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(
-            out.status.success(),
-            "the run {extra:?} did not converge:\n{stdout}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        (stdout, took)
-    }
+/// A run that must converge; returns its stdout and how long it took.
+fn converge(fleet: &Fleet, state: &Path, timeout: &str, extra: &[&str]) -> (String, Duration) {
+    let start = Instant::now();
+    let out = command(fleet, state, timeout, extra)
+        .output()
+        .expect("aro-gitops runs");
+    let took = start.elapsed();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "the run {extra:?} did not converge:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (stdout, took)
 }
 
 /// Every live object of a state's embedded control plane, by `apiVersion kind namespace/name`:
@@ -233,11 +194,11 @@ fn converged_units(stdout: &str) -> usize {
 }
 
 /// A fault-free run and a run with 20% faults from seed 7 end with the same live objects.
-fn faults_change_nothing(repo: &Repo, clusters: usize, timeout: &str) {
-    let (clean, clean_took) = repo.converge(&repo.state("clean"), timeout, &[]);
+fn faults_change_nothing(fleet: &Fleet, clusters: usize, timeout: &str) {
+    let (clean, clean_took) = converge(fleet, &fleet.dir().join("clean"), timeout, &[]);
     assert_eq!(converged_units(&clean), clusters, "{clean}");
     let args = ["--inject-faults", "0.2", "--fault-seed", "7"];
-    let (faulty, faulty_took) = repo.converge(&repo.state("faulty"), timeout, &args);
+    let (faulty, faulty_took) = converge(fleet, &fleet.dir().join("faulty"), timeout, &args);
     assert_eq!(converged_units(&faulty), clusters, "{faulty}");
     let (injected, line) = faults_line(&faulty);
     assert!(injected > 0, "{line}");
@@ -251,23 +212,23 @@ fn faults_change_nothing(repo: &Repo, clusters: usize, timeout: &str) {
         "{clusters} clusters: fault-free {clean_took:?}, with 20% faults {faulty_took:?}; {line}"
     );
     assert_same_objects(
-        &live(&repo.state("clean")),
-        &live(&repo.state("faulty")),
+        &live(&fleet.dir().join("clean")),
+        &live(&fleet.dir().join("faulty")),
         "20% faults",
     );
     // A second run with faults finds nothing to do: faults made nothing half-done.
-    let (again, _) = repo.converge(&repo.state("faulty"), timeout, &args);
+    let (again, _) = converge(fleet, &fleet.dir().join("faulty"), timeout, &args);
     assert_eq!(converged_units(&again), clusters, "{again}");
 }
 
 #[test]
 fn the_example_fleet_converges_to_the_same_objects_with_20_percent_faults() {
-    faults_change_nothing(&Repo::examples(), 2, "120s");
+    faults_change_nothing(&Fleet::git().0, 2, "120s");
 }
 
 #[test]
 fn a_fleet_of_50_converges_to_the_same_objects_with_20_percent_faults() {
-    faults_change_nothing(&Repo::generated(50), 50, "20m");
+    faults_change_nothing(&Fleet::generated(&["--clusters", "50"]), 50, "20m");
 }
 
 /// The same seed gives the same decisions, request number by request number (concurrent requests
@@ -288,10 +249,10 @@ fn fault_decisions_follow_the_seed() {
 /// run takes, restarting each time on the same state; checks after each kill that no object was
 /// created twice (each keeps the uid it was first seen with), then that a last run converges
 /// every unit to exactly the objects of an uninterrupted run.
-fn killed_runs_end_converged(repo: &Repo, clusters: usize, kills: usize, timeout: &str) {
-    let (_, clean_took) = repo.converge(&repo.state("clean"), timeout, &[]);
-    let want = live(&repo.state("clean"));
-    let state = repo.state("killed");
+fn killed_runs_end_converged(fleet: &Fleet, clusters: usize, kills: usize, timeout: &str) {
+    let (_, clean_took) = converge(fleet, &fleet.dir().join("clean"), timeout, &[]);
+    let want = live(&fleet.dir().join("clean"));
+    let state = fleet.dir().join("killed");
     let mut uids: BTreeMap<String, String> = BTreeMap::new();
     let mut seed = 15u64;
     // The moments: gaps whose mean makes the kills cover one uninterrupted run's time.
@@ -301,9 +262,8 @@ fn killed_runs_end_converged(repo: &Repo, clusters: usize, kills: usize, timeout
     for i in 0..kills {
         seed = splitmix64(seed);
         let gap = Duration::from_millis(50 + seed % (2 * mean_gap.max(100)));
-        let log = std::fs::File::create(repo.state(&format!("kill-{i}.log"))).expect("a log");
-        let mut child = repo
-            .command(&state, timeout, &[])
+        let log = std::fs::File::create(fleet.dir().join(format!("kill-{i}.log"))).expect("a log");
+        let mut child = command(fleet, &state, timeout, &[])
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -334,7 +294,7 @@ fn killed_runs_end_converged(repo: &Repo, clusters: usize, kills: usize, timeout
             );
         }
     }
-    let (last, _) = repo.converge(&state, timeout, &[]);
+    let (last, _) = converge(fleet, &state, timeout, &[]);
     assert_eq!(converged_units(&last), clusters, "{last}");
     let got = live(&state);
     assert_same_objects(&want, &got, "after the kills");
@@ -353,32 +313,32 @@ fn killed_runs_end_converged(repo: &Repo, clusters: usize, kills: usize, timeout
 
 #[test]
 fn the_example_fleet_survives_20_sigkills() {
-    killed_runs_end_converged(&Repo::examples(), 2, 20, "120s");
+    killed_runs_end_converged(&Fleet::git().0, 2, 20, "120s");
 }
 
 #[test]
 fn a_fleet_of_50_survives_50_sigkills() {
-    killed_runs_end_converged(&Repo::generated(50), 50, 50, "20m");
+    killed_runs_end_converged(&Fleet::generated(&["--clusters", "50"]), 50, 50, "20m");
 }
 
 /// On a cluster given by a kubeconfig (or in-cluster) the agent injects nothing: it refuses, and
 /// says where faults can be injected.
 #[test]
 fn faults_need_the_embedded_control_plane() {
-    let repo = Repo::examples();
-    let out = repo
-        .command(
-            &repo.state("s"),
-            "10s",
-            &[
-                "--kubeconfig",
-                "/nonexistent/kubeconfig",
-                "--inject-faults",
-                "0.2",
-            ],
-        )
-        .output()
-        .expect("aro-gitops runs");
+    let (fleet, _) = Fleet::git();
+    let out = command(
+        &fleet,
+        &fleet.dir().join("s"),
+        "10s",
+        &[
+            "--kubeconfig",
+            "/nonexistent/kubeconfig",
+            "--inject-faults",
+            "0.2",
+        ],
+    )
+    .output()
+    .expect("aro-gitops runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(

@@ -5,14 +5,14 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reports_are_published_over_a_status_branch_that_moved() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     let first = f.run().await;
     let first_commit = first.report_commit.clone().expect("first reports");
 
     // Someone else pushes to the status branch from their own clone.
     let origin = f.origin();
     git::git(
-        f.dir.path(),
+        f.dir(),
         &[
             "clone",
             "-q",
@@ -22,7 +22,7 @@ async fn reports_are_published_over_a_status_branch_that_moved() {
             "other",
         ],
     );
-    let other = f.dir.path().join("other");
+    let other = f.dir().join("other");
     std::fs::write(other.join("NOTES.md"), "maintenance window on Friday\n").unwrap();
     let competing = git::commit_all(&other, "a note beside the reports");
     git::git(
@@ -60,14 +60,14 @@ async fn reports_are_published_over_a_status_branch_that_moved() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_remote_keeps_the_last_good_revision() {
-    let f = Fixture::git_repo();
+    let f = Fleet::with_remote();
     let first = f.run().await;
     assert!(!first.failed());
     let revision = outcome(&first, DEV).revision.clone();
     let first_reports = f.status_commits();
     assert_eq!(first_reports.len(), 1);
 
-    let moved = f.dir.path().join("moved.git");
+    let moved = f.dir().join("moved.git");
     std::fs::rename(&f.url, &moved).unwrap();
     let second = f.run().await;
     assert!(!second.failed());

@@ -10,7 +10,7 @@ const DEADLINE: Duration = Duration::from_secs(180);
 
 #[test]
 fn readyz_turns_ready_once_the_caches_synced_and_healthz_answers() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     let agent = Running::start_with(&f, &["--health-probe-bind-address", "127.0.0.1:0"]);
     let addr = agent.served_address("health: serving on http://", "", DEADLINE);
 
@@ -52,7 +52,7 @@ fn readyz(addr: &str) -> Option<(u16, String)> {
 fn readyz_shows_a_lost_api_server_and_an_unreachable_source_and_recovers() {
     use common::kubectl::{Server, poll_until};
     let server = Server::start_with_args(&["--simulate-azure", "--sim-delay", "0s"]);
-    let f = Fixture::git_repo();
+    let f = Fleet::with_remote();
     let kubeconfig = server.kubeconfig.to_str().expect("UTF-8").to_string();
     let agent = Running::start_with(
         &f,
@@ -83,7 +83,7 @@ fn readyz_shows_a_lost_api_server_and_an_unreachable_source_and_recovers() {
     answer("ready again", &|code, body| code == 200 && body == "ok\n");
 
     // The source goes away: still ready (the last good revision serves), and degraded.
-    let moved = f.dir.path().join("moved.git");
+    let moved = f.dir().join("moved.git");
     std::fs::rename(&f.url, &moved).expect("move the remote away");
     answer("degraded", &|code, body| {
         code == 200 && body.contains("degraded: the source could not be fetched")

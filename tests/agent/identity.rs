@@ -59,7 +59,7 @@ async fn aso_objects(c: &Cluster, ns: &str) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_allowed_cluster_converges_with_its_credential_and_a_disallowed_one_gets_nothing() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     f.add_patch(
         DEV,
         "AzureClusterIdentity",
@@ -121,7 +121,7 @@ async fn an_allowed_cluster_converges_with_its_credential_and_a_disallowed_one_g
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_missing_identity_is_an_error_of_that_cluster_only() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     f.add_patch(
         DEV,
         "AROControlPlane",
@@ -153,7 +153,7 @@ async fn a_missing_identity_is_an_error_of_that_cluster_only() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_service_principal_without_its_secret_fails_and_with_it_converges_unseen() {
     const PLANTED: &str = "planted-sp-client-secret-2f8e1c";
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     f.add_patch(
         DEV,
         "AzureClusterIdentity",
@@ -203,7 +203,7 @@ async fn a_service_principal_without_its_secret_fails_and_with_it_converges_unse
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_identity_of_another_unit_is_waited_for_and_used_across_namespaces() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     f.write(
         "clusters/shared/kustomization.yaml",
         "resources: [identity.yaml]\n",
@@ -237,7 +237,7 @@ async fn an_identity_of_another_unit_is_waited_for_and_used_across_namespaces() 
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_cluster_its_identity_stops_allowing_keeps_everything_and_changes_nothing() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     let summary = f.run().await;
     assert_converged(outcome(&summary, DEV));
     let generations = |c: Cluster| async move {

@@ -78,7 +78,7 @@ fn next_cycle(agent: &Running, trigger: CycleTrigger) -> CycleLine {
 #[test]
 fn events_on_phase_changes_and_controller_metrics_while_the_agent_runs() {
     let server = Server::start_with_args(&["--simulate-azure", "--sim-delay", "0s"]);
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     let kubeconfig = server.kubeconfig.to_str().expect("UTF-8 path");
     let agent = Running::start_with(
         &f,
@@ -215,7 +215,7 @@ fn events_on_phase_changes_and_controller_metrics_while_the_agent_runs() {
 }
 
 /// The events.k8s.io Events in `namespace` of the embedded control plane `f`'s runs left.
-async fn embedded_events(f: &Fixture, namespace: &str) -> Vec<Value> {
+async fn embedded_events(f: &Fleet, namespace: &str) -> Vec<Value> {
     let ns = namespace.to_string();
     f.inspect(|cluster| async move {
         let api: kube::Api<k8s_openapi::api::events::v1::Event> =
@@ -231,7 +231,7 @@ async fn embedded_events(f: &Fixture, namespace: &str) -> Vec<Value> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_unit_that_fails_warns_on_its_aro_objects_on_the_embedded_control_plane() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     assert!(!f.run().await.failed());
     let first = embedded_events(&f, "aro-dev").await;
     assert!(

@@ -29,7 +29,7 @@ const PROD_KEY: (u64, u64) = (1, 2);
 const CLIENT_ID: &str = "0c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f";
 
 /// JSON 6902 patches of the dev cluster's objects: `(kind, ops)`, in one patch list.
-fn patch_dev(f: &Fixture, patches: &[(&str, &str)]) {
+fn patch_dev(f: &Fleet, patches: &[(&str, &str)]) {
     let rel = format!("{DEV}/kustomization.yaml");
     let text = std::fs::read_to_string(f.repo.join(&rel)).expect("read the kustomization");
     let mut out = format!("{text}\npatches:\n");
@@ -44,13 +44,13 @@ const MANAGED_KEY: &str = "- op: add\n  path: /spec/identityRef\n  value: {kind:
 
 /// The dev cluster with an agent-managed key: its own ServicePrincipal identity (and Secret) and
 /// no key version in git; `vault_annotations`: on its Vault (the simulator's settings).
-fn managed_key_fixture_with(vault_annotations: Option<&str>) -> Fixture {
+fn managed_key_fixture_with(vault_annotations: Option<&str>) -> Fleet {
     managed_key_fixture_in("aro-dev", vault_annotations)
 }
 
 /// As [`managed_key_fixture_with`], the identity allowing only namespace `allowed`.
-fn managed_key_fixture_in(allowed: &str, vault_annotations: Option<&str>) -> Fixture {
-    let f = Fixture::plain();
+fn managed_key_fixture_in(allowed: &str, vault_annotations: Option<&str>) -> Fleet {
+    let f = Fleet::plain();
     f.write(
         &format!("{DEV}/kv-identity.yaml"),
         &format!(
@@ -89,7 +89,7 @@ stringData:
     f
 }
 
-pub(super) fn managed_key_fixture() -> Fixture {
+pub(super) fn managed_key_fixture() -> Fleet {
     managed_key_fixture_with(None)
 }
 

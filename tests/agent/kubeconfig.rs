@@ -8,7 +8,7 @@ use common::kubectl::Server;
 #[tokio::test]
 async fn with_a_kubeconfig_the_agent_uses_that_cluster_and_no_simulator() {
     let server = Server::start();
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     let mut config = f.config();
     config.kubeconfig = Some(server.kubeconfig.clone());
     config.timeout = Duration::from_secs(3);
@@ -59,7 +59,7 @@ fn against_a_served_control_plane_with_simulated_azure_run_once_converges() {
         "the server says Azure is simulated: {}",
         server.log()
     );
-    let fleet = common::fleet::Fleet::plain();
+    let fleet = Fleet::plain();
     let kubeconfig = server.kubeconfig.to_str().expect("UTF-8 path");
     let out = fleet.aro_gitops(&[
         "run",
@@ -71,13 +71,7 @@ fn against_a_served_control_plane_with_simulated_azure_run_once_converges() {
     ]);
     assert_eq!(out.code, 0, "the run did not converge:\n{}", out.all());
     // The served control plane is marked as simulating Azure: the reports never call it real.
-    let report = std::process::Command::new("git")
-        .arg("-C")
-        .arg(fleet.state.join("source/origin.git"))
-        .args(["show", "aro-gitops/status:reports/aro-dev/dev.yaml"])
-        .output()
-        .expect("git runs");
-    let report = String::from_utf8_lossy(&report.stdout);
+    let report = fleet.report("reports/aro-dev/dev.yaml").unwrap_or_default();
     assert!(
         report.contains("azure: simulated"),
         "{report}\n{}",

@@ -44,12 +44,12 @@ impl std::ops::DerefMut for Replica {
 
 impl Replica {
     /// Starts a replica of `f` with its own state directory `state-{name}`.
-    pub(super) fn start(f: &Fixture, name: &str, server: &Server, extra: &[&str]) -> Replica {
+    pub(super) fn start(f: &Fleet, name: &str, server: &Server, extra: &[&str]) -> Replica {
         Replica::start_env(f, name, server, extra, &[])
     }
 
     pub(super) fn start_env(
-        f: &Fixture,
+        f: &Fleet,
         name: &str,
         server: &Server,
         extra: &[&str],
@@ -61,7 +61,7 @@ impl Replica {
                 .arg("--repo")
                 .arg(&f.url)
                 .arg("--state")
-                .arg(f.dir.path().join(format!("state-{name}")))
+                .arg(f.dir().join(format!("state-{name}")))
                 .arg("--kubeconfig")
                 .arg(&server.kubeconfig)
                 .arg("--leader-elect")
@@ -121,7 +121,7 @@ pub(super) fn holder(server: &Server) -> Option<String> {
 }
 
 /// Both units' reports on the status branch say Converged.
-pub(super) fn fleet_converged(f: &Fixture) -> bool {
+pub(super) fn fleet_converged(f: &Fleet) -> bool {
     ["reports/aro-dev/dev.yaml", "reports/aro-prod/prod.yaml"]
         .iter()
         .all(|p| f.report(p).is_some_and(|y| y.contains("phase: Converged")))
@@ -134,7 +134,7 @@ pub(super) fn simulated_server() -> Server {
 #[test]
 fn one_replica_leads_and_the_standby_takes_over_after_a_sigkill() {
     let server = simulated_server();
-    let f = Fixture::git_repo();
+    let f = Fleet::with_remote();
     let mut a = Replica::start(&f, "a", &server, &[]);
     let mut b = Replica::start(&f, "b", &server, &[]);
 
@@ -226,7 +226,7 @@ fn one_replica_leads_and_the_standby_takes_over_after_a_sigkill() {
 #[test]
 fn a_leader_that_cannot_renew_stops_before_its_lease_expires_and_leads_again_later() {
     let server = simulated_server();
-    let f = Fixture::git_repo();
+    let f = Fleet::with_remote();
     let mut a = Replica::start(&f, "a", &server, &[]);
     a.wait_for("leader election: leading", Duration::from_secs(30));
     poll_until(CONVERGE_DEADLINE, "the fleet converged", || {
@@ -262,8 +262,8 @@ fn a_leader_that_cannot_renew_stops_before_its_lease_expires_and_leads_again_lat
 #[test]
 fn a_push_to_the_standby_is_passed_to_the_leader() {
     let server = simulated_server();
-    let f = Fixture::git_repo();
-    let secret = f.dir.path().join("webhook-secret");
+    let f = Fleet::with_remote();
+    let secret = f.dir().join("webhook-secret");
     std::fs::write(&secret, super::webhook::SECRET).expect("write the secret");
     let secret = secret.to_str().expect("UTF-8");
     // No polling: only a push fetches.

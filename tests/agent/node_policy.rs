@@ -31,7 +31,7 @@ fn cond(obj: &Value, type_: &str) -> (String, String, String) {
 }
 
 /// The live objects `keys`, in order.
-async fn read(f: &Fixture, keys: Vec<ObjectKey>) -> Vec<Value> {
+async fn read(f: &Fleet, keys: Vec<ObjectKey>) -> Vec<Value> {
     f.inspect(|c| async move {
         let mut out = Vec::new();
         for k in &keys {
@@ -49,7 +49,7 @@ const POOLS: [(&str, &str); 4] = [
     ("aro-prod", "aro-prod-infra"),
 ];
 
-async fn os_disks(f: &Fixture) -> Vec<Value> {
+async fn os_disks(f: &Fleet) -> Vec<Value> {
     let keys = POOLS.iter().map(|(ns, n)| node_pool(ns, n)).collect();
     read(f, keys)
         .await
@@ -60,7 +60,7 @@ async fn os_disks(f: &Fixture) -> Vec<Value> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_policy_replaces_every_os_disk_is_ready_and_a_change_reapplies_the_node_pools() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     // The node pools write 128 GiB Premium_LRS; the policy says otherwise.
     f.replace(
         POLICY_FILE,
@@ -115,7 +115,7 @@ async fn the_policy_replaces_every_os_disk_is_ready_and_a_change_reapplies_the_n
     // Nothing to do right after: a rerun writes nothing, a plan shows nothing.
     let again = f.run().await;
     assert_eq!(again.writes, 0, "{}", describe(outcome(&again, DEV)));
-    f.wait_store_free_pub().await;
+    f.wait_store_free().await;
     let plan = aro_gitops::agent::plan(PlanRequest {
         repo: f.url.to_string_lossy().into_owned(),
         head: GitRef::RemoteHead,
@@ -161,7 +161,7 @@ async fn the_policy_replaces_every_os_disk_is_ready_and_a_change_reapplies_the_n
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_pool_the_policy_refuses_is_not_applied_while_the_other_cluster_converges() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     f.replace(
         "components/dev/kustomization.yaml",
         "value: Standard_D4s_v3",

@@ -18,14 +18,14 @@ fn annotation(obj: &Value, key: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-async fn get(f: &Fixture, k: &ObjectKey) -> Option<Value> {
+async fn get(f: &Fleet, k: &ObjectKey) -> Option<Value> {
     let k = k.clone();
     f.inspect(|c| async move { c.get(&k).await.expect("get") })
         .await
 }
 
 /// Records `arm_id` in the simulated Azure, as if the resource had been made outside aro-gitops.
-async fn exists_in_azure(f: &Fixture, arm_id: &str) {
+async fn exists_in_azure(f: &Fleet, arm_id: &str) {
     let id = arm_id.to_string();
     f.inspect(|c| async move {
         azure::ensure(
@@ -42,7 +42,7 @@ async fn exists_in_azure(f: &Fixture, arm_id: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn skip_is_read_and_reported_never_written() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     f.write(
         &format!("{DEV}/skipped.yaml"),
         &resource_group("skipped-rg", &format!("{POLICY}: skip")),
@@ -65,7 +65,7 @@ async fn skip_is_read_and_reported_never_written() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn if_exists_adopts_an_existing_azure_resource_and_creates_a_missing_one() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     f.run().await; // installs the kinds, the simulator's record kind among them
     for name in ["existing-rg", "new-rg"] {
         f.write(
@@ -103,14 +103,14 @@ async fn if_exists_adopts_an_existing_azure_resource_and_creates_a_missing_one()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_between_the_decision_and_the_create_does_not_turn_created_into_adopted() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     f.write(
         &format!("{DEV}/crash.yaml"),
         &resource_group("crash-rg", &format!("{IF_EXISTS}: skip")),
     );
     f.add_resource(DEV, "crash.yaml");
     // The binary records "created" (the resource does not exist yet) and dies before the create.
-    f.wait_store_free_pub().await;
+    f.wait_store_free().await;
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_aro-gitops"))
         .args(["run", "--repo"])
         .arg(&f.url)
@@ -144,13 +144,13 @@ async fn a_crash_between_the_decision_and_the_create_does_not_turn_created_into_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn both_policy_annotations_on_one_object_stop_the_unit_before_anything_is_applied() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     f.write(
         &format!("{DEV}/both.yaml"),
         &resource_group("both-rg", &format!("{POLICY}: manage, {IF_EXISTS}: skip")),
     );
     f.add_resource(DEV, "both.yaml");
-    f.wait_store_free_pub().await;
+    f.wait_store_free().await;
     let s = agent::run(f.config()).await.expect("runs");
     let o = outcome(&s, DEV);
     assert_eq!(report::phase(o), Phase::Failed);
@@ -168,7 +168,7 @@ async fn both_policy_annotations_on_one_object_stop_the_unit_before_anything_is_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_object_already_live_is_adopted_and_reported_so() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     f.run().await;
     // Someone created the ConfigMap before it was added to git.
     let cm = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
@@ -199,13 +199,13 @@ async fn an_object_already_live_is_adopted_and_reported_so() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_policy_value_is_a_validation_error_naming_the_object() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     f.write(
         &format!("{DEV}/odd.yaml"),
         &resource_group("odd-rg", &format!("{POLICY}: sometimes")),
     );
     f.add_resource(DEV, "odd.yaml");
-    f.wait_store_free_pub().await;
+    f.wait_store_free().await;
     let s = agent::run(f.config()).await.expect("runs");
     let o = outcome(&s, DEV);
     assert_eq!(report::phase(o), Phase::Failed);

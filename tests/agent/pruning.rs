@@ -33,7 +33,7 @@ pub fn rg_key(name: &str) -> ObjectKey {
 }
 
 /// Whether `key` is live.
-async fn exists(f: &Fixture, k: &ObjectKey) -> bool {
+async fn exists(f: &Fleet, k: &ObjectKey) -> bool {
     let k = k.clone();
     f.inspect(|c| async move { c.get(&k).await.expect("get").is_some() })
         .await
@@ -47,14 +47,14 @@ pub fn rg_arm_id(name: &str) -> String {
     )
 }
 
-async fn in_simulated_azure(f: &Fixture, arm_id: &str) -> bool {
+async fn in_simulated_azure(f: &Fleet, arm_id: &str) -> bool {
     let id = arm_id.to_string();
     f.inspect(|c| async move { azure::exists(c.client(), &id).await.expect("read") })
         .await
 }
 
 /// The kinds/names the unit's inventory holds.
-async fn inventory_names(f: &Fixture, unit: &str) -> Vec<String> {
+async fn inventory_names(f: &Fleet, unit: &str) -> Vec<String> {
     let unit = unit.to_string();
     f.inspect(|c| async move {
         let (all, broken) = inventory::read_all(&c).await.expect("inventories");
@@ -71,13 +71,13 @@ async fn inventory_names(f: &Fixture, unit: &str) -> Vec<String> {
     .await
 }
 
-fn kustomization(f: &Fixture) -> String {
+fn kustomization(f: &Fleet) -> String {
     std::fs::read_to_string(f.repo.join(DEV).join("kustomization.yaml")).expect("read")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_object_that_leaves_git_is_deleted_and_forgotten() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     let original = kustomization(&f);
     f.write(&format!("{DEV}/extra.yaml"), &config_map("extra"));
     f.add_resource(DEV, "extra.yaml");
@@ -116,7 +116,7 @@ fn assert_converged_but_deleted(o: &UnitOutcome) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn azure_deletions_wait_for_consent_and_detach_keeps_the_azure_resource() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     let original = kustomization(&f);
     f.write(
         &format!("{DEV}/managed.yaml"),
@@ -168,7 +168,7 @@ async fn azure_deletions_wait_for_consent_and_detach_keeps_the_azure_resource() 
     // With consent it goes, and so does its (simulated) Azure resource.
     let mut config = f.config();
     config.safety.allow_deletion = true;
-    f.wait_store_free_pub().await;
+    f.wait_store_free().await;
     let third = agent::run(config).await.expect("runs");
     let o = outcome(&third, DEV);
     assert_eq!(
@@ -193,7 +193,7 @@ async fn azure_deletions_wait_for_consent_and_detach_keeps_the_azure_resource() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failed_and_empty_renders_delete_nothing() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     let original = kustomization(&f);
     f.write(&format!("{DEV}/extra.yaml"), &config_map("extra"));
     f.add_resource(DEV, "extra.yaml");
@@ -208,7 +208,7 @@ async fn failed_and_empty_renders_delete_nothing() {
             "  - cluster-params.yaml\n  - missing.yaml",
         ),
     );
-    f.wait_store_free_pub().await;
+    f.wait_store_free().await;
     let failed = agent::run(f.config()).await.expect("runs");
     assert_eq!(report::phase(outcome(&failed, DEV)), Phase::Failed);
     assert!(exists(&f, &cm_key("extra")).await);
@@ -220,7 +220,7 @@ async fn failed_and_empty_renders_delete_nothing() {
         &format!("{DEV}/kustomization.yaml"),
         "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n",
     );
-    f.wait_store_free_pub().await;
+    f.wait_store_free().await;
     let empty = agent::run(f.config()).await.expect("runs");
     let o = outcome(&empty, DEV);
     assert!(
@@ -240,14 +240,14 @@ async fn failed_and_empty_renders_delete_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nothing_is_deleted_while_the_source_is_unreachable() {
-    let f = Fixture::git_repo();
+    let f = Fleet::with_remote();
     f.write(&format!("{DEV}/extra.yaml"), &config_map("extra"));
     f.add_resource(DEV, "extra.yaml");
     f.run().await;
     // The remote goes away, then the state's copy of the source too (a new pod without its
     // volume): the agent has nothing it can trust and must not prune from the inventory.
-    std::fs::rename(&f.url, f.dir.path().join("moved.git")).expect("move the remote");
-    f.wait_store_free_pub().await;
+    std::fs::rename(&f.url, f.dir().join("moved.git")).expect("move the remote");
+    f.wait_store_free().await;
     let stale = agent::run(f.config())
         .await
         .expect("runs on the last good revision");
@@ -255,7 +255,7 @@ async fn nothing_is_deleted_while_the_source_is_unreachable() {
     assert!(o.stale_source.is_some(), "{}", describe(o));
     assert!(with_action(o, &ObjectAction::Deleting).is_empty());
     std::fs::remove_dir_all(f.state.join("source")).expect("drop the source state");
-    f.wait_store_free_pub().await;
+    f.wait_store_free().await;
     assert!(
         agent::run(f.config()).await.is_err(),
         "no source at all is an error"
@@ -270,7 +270,7 @@ async fn nothing_is_deleted_while_the_source_is_unreachable() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_share_guard_holds_large_deletions_until_allowed() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     let original = kustomization(&f);
     for n in ["one", "two", "three", "four"] {
         f.write(&format!("{DEV}/{n}.yaml"), &config_map(n));
@@ -281,7 +281,7 @@ async fn the_share_guard_holds_large_deletions_until_allowed() {
     // Four of the cluster's ~30 objects: over a 10% guard.
     let mut config = f.config();
     config.safety.max_delete_share = 0.1;
-    f.wait_store_free_pub().await;
+    f.wait_store_free().await;
     let held = agent::run(config.clone()).await.expect("runs");
     let o = outcome(&held, DEV);
     let blocked = with_action(o, &ObjectAction::DeletionBlocked);
@@ -301,7 +301,7 @@ async fn the_share_guard_holds_large_deletions_until_allowed() {
     assert!(exists(&f, &cm_key("one")).await);
 
     config.safety.allow_deletion = true;
-    f.wait_store_free_pub().await;
+    f.wait_store_free().await;
     let allowed = agent::run(config).await.expect("runs");
     assert_eq!(
         with_action(outcome(&allowed, DEV), &ObjectAction::Deleted).len(),

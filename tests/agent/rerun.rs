@@ -23,7 +23,7 @@ fn request_counts(stdout: &str) -> (u64, u64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rerunning_on_the_same_state_writes_nothing() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     let first = f.run().await;
     assert!(!first.failed());
     let first_commit = first.report_commit.clone().expect("first reports");
@@ -100,7 +100,7 @@ async fn rerunning_on_the_same_state_writes_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_change_to_one_cluster_updates_only_that_cluster() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     let first = f.run().await;
     assert!(!first.failed());
     let prod_keys: Vec<ObjectKey> = outcome(&first, PROD)

@@ -12,12 +12,12 @@ const CYCLE_DEADLINE: Duration = Duration::from_secs(180);
 pub(super) use common::running::Running;
 
 impl Running {
-    fn start_default(f: &Fixture) -> Running {
+    fn start_default(f: &Fleet) -> Running {
         Running::start_with(f, &["--drift-interval", "1s"])
     }
 
     /// `aro-gitops run` on `f` ([`Running::start`]), its standard output as lines.
-    pub(super) fn start_with(f: &Fixture, extra: &[&str]) -> Running {
+    pub(super) fn start_with(f: &Fleet, extra: &[&str]) -> Running {
         Running::start(&f.url, &f.state, extra, false)
     }
 
@@ -50,7 +50,7 @@ pub(super) use common::http::get as http_get;
 
 #[test]
 fn a_drift_cycle_over_a_converged_fleet_sends_no_request() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     let agent = Running::start_default(&f);
 
     // The initial sync: every unit converges (the progress lines say so), then its cycle line.
@@ -90,7 +90,7 @@ fn a_drift_cycle_over_a_converged_fleet_sends_no_request() {
 
 #[test]
 fn a_new_revision_passes_over_the_units_it_changed_only() {
-    let f = Fixture::git_repo();
+    let f = Fleet::with_remote();
     let agent = Running::start_with(&f, &["--interval", "1s"]);
     let (_, initial) = agent.next_cycle();
     assert_eq!(initial.units, 2, "{initial}");

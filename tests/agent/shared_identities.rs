@@ -11,33 +11,19 @@ const CLUSTERS: usize = 4;
 const IDENTITIES: u64 = 2;
 
 /// The generated fleet, committed (its `.gitignore` keeps `secrets/` out), as a fixture.
-fn fleet() -> Fixture {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let repo = dir.path().join("repo");
+fn fleet() -> Fleet {
     let (clusters, identities) = (CLUSTERS.to_string(), IDENTITIES.to_string());
-    common::fleet::fleetgen(
-        &repo,
-        &[
-            "--clusters",
-            &clusters,
-            "--identities",
-            &identities,
-            "--kms",
-        ],
-    );
-    git::init_and_commit(&repo, "the fleet");
-    let state = dir.path().join("state");
-    Fixture {
-        dir,
-        url: repo.clone(),
-        repo,
-        state,
-        is_git: false,
-    }
+    Fleet::generated(&[
+        "--clusters",
+        &clusters,
+        "--identities",
+        &identities,
+        "--kms",
+    ])
 }
 
 /// Applies every object of the YAML file `path` to the control plane, as a person would.
-async fn apply_file(f: &Fixture, path: &Path) {
+async fn apply_file(f: &Fleet, path: &Path) {
     let text = std::fs::read_to_string(path).expect("read the YAML");
     let docs = aro_gitops::yaml::from_multi_str(&text).expect("YAML");
     f.inspect(|c| async move {
@@ -96,7 +82,7 @@ async fn shared_identities_cost_one_token_each_keys_once_and_a_rotation_one_more
 
     // One identity's Secret rotated live: its clusters' credential Secrets follow, after one
     // token request tried the new secret; the keys are not asked for again.
-    let rotated = f.dir.path().join("rotated.yaml");
+    let rotated = f.dir().join("rotated.yaml");
     std::fs::write(
         &rotated,
         format!(

@@ -11,7 +11,7 @@ use std::os::unix::process::ExitStatusExt;
 #[test]
 fn sigterm_lets_passes_end_publishes_releases_the_lease_and_exits_zero() {
     let server = simulated_server();
-    let f = Fixture::git_repo();
+    let f = Fleet::with_remote();
     let mut agent = Replica::start(&f, "a", &server, &[]);
     agent.wait_for("leader election: leading", Duration::from_secs(30));
     // Passes are in flight (the simulator takes 200 ms per resource: nothing is converged yet).
@@ -38,7 +38,7 @@ fn sigterm_lets_passes_end_publishes_releases_the_lease_and_exits_zero() {
 }
 
 /// A replica (with `extra` arguments) whose every pass waits a minute, once they are in flight.
-fn in_slow_passes(f: &Fixture, server: &Server, extra: &[&str]) -> Replica {
+fn in_slow_passes(f: &Fleet, server: &Server, extra: &[&str]) -> Replica {
     let mut agent = Replica::start_env(
         f,
         "a",
@@ -56,7 +56,7 @@ fn in_slow_passes(f: &Fixture, server: &Server, extra: &[&str]) -> Replica {
 #[test]
 fn a_pass_cut_short_by_the_shutdown_timeout_is_reported_interrupted() {
     let server = simulated_server();
-    let f = Fixture::git_repo();
+    let f = Fleet::with_remote();
     // `--once` this time: a run that would end on its own stops the same way.
     let mut agent = in_slow_passes(&f, &server, &["--once", "--shutdown-timeout", "1s"]);
     agent.signal("TERM");
@@ -75,7 +75,7 @@ fn a_pass_cut_short_by_the_shutdown_timeout_is_reported_interrupted() {
 #[test]
 fn a_second_signal_exits_at_once() {
     let server = simulated_server();
-    let f = Fixture::git_repo();
+    let f = Fleet::with_remote();
     let mut agent = in_slow_passes(&f, &server, &["--shutdown-timeout", "60s"]);
     agent.signal("TERM");
     agent.wait_for("shutting down", Duration::from_secs(10));

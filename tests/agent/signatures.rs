@@ -21,7 +21,7 @@ enum Signer<'a> {
 
 /// Commits every change of the work tree (or an empty commit) signed as asked, and pushes
 /// (unsigned commits are the fixture's own).
-fn commit(f: &Fixture, signer: &Signer, message: &str) -> String {
+fn commit(f: &Fleet, signer: &Signer, message: &str) -> String {
     git::git(&f.repo, &["add", "-A"]);
     let (config, env): (Vec<String>, Vec<(&str, &Path)>) = match signer {
         Signer::Ssh(key) => (
@@ -47,12 +47,12 @@ fn commit(f: &Fixture, signer: &Signer, message: &str) -> String {
 
 /// A new SSH key of `kind` in the fixture's tempdir: its private key file, its public line and
 /// its SHA256 fingerprint.
-fn ssh_key(f: &Fixture, name: &str, kind: &str) -> (PathBuf, String, String) {
-    git::ssh_key(f.dir.path(), name, kind)
+fn ssh_key(f: &Fleet, name: &str, kind: &str) -> (PathBuf, String, String) {
+    git::ssh_key(f.dir(), name, kind)
 }
 
-fn trust(f: &Fixture, text: &str, mode: Mode) -> Arc<Verification> {
-    let file = f.dir.path().join("trusted-keys");
+fn trust(f: &Fleet, text: &str, mode: Mode) -> Arc<Verification> {
+    let file = f.dir().join("trusted-keys");
     std::fs::write(&file, text).unwrap();
     Arc::new(Verification {
         mode,
@@ -61,10 +61,10 @@ fn trust(f: &Fixture, text: &str, mode: Mode) -> Arc<Verification> {
 }
 
 async fn run_verified(
-    f: &Fixture,
+    f: &Fleet,
     verification: &Arc<Verification>,
 ) -> Result<RunSummary, agent::AgentError> {
-    f.wait_store_free_pub().await;
+    f.wait_store_free().await;
     let mut config = f.config();
     config.verify_signatures = Some(verification.clone());
     agent::run(config).await
@@ -89,7 +89,7 @@ const PROBE: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: probe\n
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ssh_signed_revisions_apply_and_unsigned_or_untrusted_ones_are_refused() {
-    let f = Fixture::git_repo();
+    let f = Fleet::with_remote();
     let (alice, alice_pub, _) = ssh_key(&f, "alice", "ed25519");
     let (mallory, _, mallory_fpr) = ssh_key(&f, "mallory", "ecdsa");
     let (ops, ops_pub, _) = ssh_key(&f, "ops", "rsa");
@@ -166,7 +166,7 @@ async fn ssh_signed_revisions_apply_and_unsigned_or_untrusted_ones_are_refused()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn all_refuses_an_unsigned_commit_in_the_middle_that_tip_lets_through() {
-    let f = Fixture::git_repo();
+    let f = Fleet::with_remote();
     let (alice, alice_pub, _) = ssh_key(&f, "alice", "ed25519");
     let all = trust(&f, &format!("alice@example.com {alice_pub}\n"), Mode::All);
     let base = commit(&f, &Signer::Ssh(&alice), "signed base");
@@ -197,15 +197,15 @@ async fn all_refuses_an_unsigned_commit_in_the_middle_that_tip_lets_through() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tampered_signature_is_invalid_and_with_nothing_verified_the_run_stops() {
-    let f = Fixture::git_repo();
+    let f = Fleet::with_remote();
     let (alice, alice_pub, _) = ssh_key(&f, "alice", "ed25519");
     let verification = trust(&f, &format!("alice@example.com {alice_pub}\n"), Mode::Tip);
     commit(&f, &Signer::Ssh(&alice), "the real message");
     // The same commit with another message and alice's signature: what a forger could push.
     let raw = git::git(&f.repo, &["cat-file", "commit", "HEAD"]);
     let forged = raw.replace("the real message", "a forged message") + "\n";
-    std::fs::write(f.dir.path().join("forged"), forged).unwrap();
-    let forged_path = f.dir.path().join("forged");
+    std::fs::write(f.dir().join("forged"), forged).unwrap();
+    let forged_path = f.dir().join("forged");
     let id = git::git(
         &f.repo,
         &[
@@ -234,8 +234,8 @@ async fn a_tampered_signature_is_invalid_and_with_nothing_verified_the_run_stops
 }
 
 /// A gpg home with one new ed25519 key for `uid`: (home, fingerprint, armored public key).
-fn gpg_key(f: &Fixture, name: &str, uid: &str) -> (PathBuf, String, String) {
-    let home = f.dir.path().join(name);
+fn gpg_key(f: &Fleet, name: &str, uid: &str) -> (PathBuf, String, String) {
+    let home = f.dir().join(name);
     std::fs::create_dir_all(&home).unwrap();
     #[cfg(unix)]
     {
@@ -281,7 +281,7 @@ async fn gpg_signed_revisions_verify_against_openpgp_keys() {
         eprintln!("gpg is not installed: skipped");
         return;
     }
-    let f = Fixture::git_repo();
+    let f = Fleet::with_remote();
     let (dev_home, dev_fpr, dev_key) = gpg_key(&f, "gpg-dev", "Dev <dev@example.com>");
     let (eve_home, eve_fpr, _) = gpg_key(&f, "gpg-eve", "Eve <eve@example.com>");
     let (_, ssh_pub, _) = ssh_key(&f, "alice", "ed25519");
@@ -310,9 +310,9 @@ async fn gpg_signed_revisions_verify_against_openpgp_keys() {
 
 #[test]
 fn the_binary_refuses_an_unsigned_revision_and_says_why() {
-    let f = Fixture::git_repo();
+    let f = Fleet::with_remote();
     let (_, alice_pub, _) = ssh_key(&f, "alice", "ed25519");
-    let file = f.dir.path().join("trusted-keys");
+    let file = f.dir().join("trusted-keys");
     std::fs::write(&file, format!("alice@example.com {alice_pub}\n")).unwrap();
     let head = git::git(&f.repo, &["rev-parse", "HEAD"]);
     let out = Command::new(env!("CARGO_BIN_EXE_aro-gitops"))
@@ -374,9 +374,9 @@ fn metric_reaches(addr: &str, series: &str, value: f64, wait: Duration) -> Strin
 #[test]
 fn the_running_controller_keeps_the_verified_revision_and_says_why_until_a_signed_one_comes() {
     let wait = Duration::from_secs(180);
-    let f = Fixture::git_repo();
+    let f = Fleet::with_remote();
     let (alice, alice_pub, _) = ssh_key(&f, "alice", "ed25519");
-    let file = f.dir.path().join("trusted-keys");
+    let file = f.dir().join("trusted-keys");
     std::fs::write(&file, format!("alice@example.com {alice_pub}\n")).unwrap();
     let signed = commit(&f, &Signer::Ssh(&alice), "signed by alice");
     let agent = super::resync::Running::start_with(

@@ -14,7 +14,7 @@ const DEADLINE: Duration = Duration::from_secs(180);
 const CSP: &str = "content-security-policy: default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:";
 
 /// The description annotation of `clusters/dev`'s Cluster, set through a patch of the overlay.
-fn describe_dev(f: &Fixture, description: &str) {
+fn describe_dev(f: &Fleet, description: &str) {
     f.add_patch(
         DEV,
         "Cluster",
@@ -64,7 +64,7 @@ fn next_update(lines: &mut impl BufRead) -> u64 {
 
 #[test]
 fn the_status_page_shows_the_fleet_escapes_annotations_and_streams_changes() {
-    let f = Fixture::plain();
+    let f = Fleet::plain();
     let hostile = "<script>document.title='pwned'</script> dev & co";
     describe_dev(&f, hostile);
     let agent = Running::start_with(

@@ -21,7 +21,7 @@ const DEV_POOL: &str = "components/dev/kustomization.yaml";
 /// these tests are about the webhook alone), an agent following it with the webhook on, and the
 /// addresses it serves.
 struct Hooked {
-    f: Fixture,
+    f: Fleet,
     agent: Running,
     webhook: String,
     metrics: String,
@@ -29,9 +29,9 @@ struct Hooked {
 
 impl Hooked {
     fn start() -> Hooked {
-        let mut f = Fixture::git_repo();
+        let mut f = Fleet::with_remote();
         f.url = PathBuf::from(format!("file://{}", f.url.display()));
-        let secret = f.dir.path().join("webhook-secret");
+        let secret = f.dir().join("webhook-secret");
         std::fs::write(&secret, format!("{SECRET}\n")).expect("write the secret file");
         let agent = Running::start_with(
             &f,
@@ -172,8 +172,8 @@ fn a_signed_github_push_applies_the_change_and_bad_requests_fetch_nothing() {
     // The remote gone: a push fetches, finds it unreachable, keeps the last good revision and says
     // so in the counters; back, the next push fetches again.
     let stale = r#"aro_gitops_source_fetches_total{result="stale"}"#;
-    let remote = h.f.dir.path().join("remote.git");
-    let away = h.f.dir.path().join("remote-away.git");
+    let remote = h.f.dir().join("remote.git");
+    let away = h.f.dir().join("remote-away.git");
     std::fs::rename(&remote, &away).expect("move the remote away");
     assert_eq!(h.github(&sign(&ours), &ours).0, 202);
     let cycle = h.fetch_cycle(2);
@@ -270,7 +270,7 @@ fn gitlab_tokens_are_checked_and_a_flood_coalesces() {
 
 /// `--repo` a local directory, `--interval 1h`: a change there is applied within seconds, and the
 /// cycle that applies it starts soon after the change.
-fn local_change_is_applied(f: Fixture) {
+fn local_change_is_applied(f: Fleet) {
     let agent = Running::start_with(&f, &[]);
     let (_, initial) = agent.next_cycle();
     assert_eq!(initial.trigger, CycleTrigger::Initial, "{initial}");
@@ -292,7 +292,7 @@ fn local_change_is_applied(f: Fixture) {
 
 #[test]
 fn a_commit_in_a_local_work_tree_is_applied_through_the_watcher() {
-    let mut f = Fixture::git_repo();
+    let mut f = Fleet::with_remote();
     // The work tree itself, not its remote; its reports go to its own status branch.
     f.url = f.repo.clone();
     local_change_is_applied(f);
@@ -300,5 +300,5 @@ fn a_commit_in_a_local_work_tree_is_applied_through_the_watcher() {
 
 #[test]
 fn an_edit_in_a_plain_folder_is_applied_through_the_watcher() {
-    local_change_is_applied(Fixture::plain());
+    local_change_is_applied(Fleet::plain());
 }

@@ -1,45 +1,95 @@
-//! A copy of `examples-repo/` in a tempdir (a git repository on `main`, or a plain folder) with its
-//! own state directory, and the `aro-gitops` binary run on it: the fixture of the tests that drive
-//! the binary (`plan`, `safety`).
+//! The fixture of the tests that run the agent on a fleet: a copy of `examples-repo/` (or of a
+//! generated fleet) in a tempdir with its own state directory. The agent runs on it through the
+//! library ([`Fleet::run`], an async `agent::run` with `--once`) or as the `aro-gitops` binary
+//! ([`Fleet::run_binary_once`], [`Fleet::plan`]); between runs the tests edit the repository and read
+//! the embedded control plane's store ([`Fleet::inspect`] in async tests, [`Fleet::with_client`] and
+//! [`Fleet::get`] in the others) and the reports on the status branch ([`Fleet::report`]).
+//!
+//! Three kinds of repository, as the agent meets them: a plain folder ([`Fleet::plain`], imported
+//! into a bare origin under the state directory), a git work tree the agent reads directly
+//! ([`Fleet::git`], whose changes are committed by [`Fleet::commit`]) and a work tree pushing to
+//! a bare remote the agent follows ([`Fleet::with_remote`], where every edit is committed and
+//! pushed at once).
 
 use super::git;
+use aro_gitops::agent::{self, RunConfig, RunSummary};
+use aro_gitops::apply::{Cluster, RequestCounter};
+use aro_gitops::controlplane::{Config, ControlPlane};
+use aro_gitops::source::{GitRef, ReportTarget};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
-/// A copy of `examples-repo/` and a state directory, in one tempdir.
+/// The branch the agent pushes its reports to.
+pub const STATUS_BRANCH: &str = "aro-gitops/status";
+/// The two units of `examples-repo/`.
+pub const DEV: &str = "clusters/dev";
+pub const PROD: &str = "clusters/prod";
+
+/// How long one `--once` run may take to settle (a run takes about two seconds here).
+const RUN_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long to wait for a finished run (or an inspection) to release the embedded control plane's
+/// store.
+const STORE_DEADLINE: Duration = Duration::from_secs(10);
+
+/// A fleet's repository and state directory, in one tempdir.
 pub struct Fleet {
-    _dir: Option<tempfile::TempDir>,
+    dir: Option<tempfile::TempDir>,
+    /// The copy of the repository that tests edit.
     pub repo: PathBuf,
+    /// What the agent is pointed at (`--repo`): `repo` itself, or the bare remote `repo` pushes to.
+    pub url: PathBuf,
     pub state: PathBuf,
-    is_git: bool,
+    kind: Kind,
+}
+
+/// How the agent meets the fleet's repository.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// A plain folder: the agent imports it into a bare origin under the state directory.
+    Plain,
+    /// A git work tree on `main`, read by the agent directly; [`Fleet::commit`] commits.
+    WorkTree,
+    /// A work tree pushing to the bare remote `url`; every edit is committed and pushed.
+    Remote,
 }
 
 impl Fleet {
     /// A plain folder (no git): what `aro-gitops run --repo <folder>` imports.
     pub fn plain() -> Fleet {
+        Fleet::in_tempdir(Kind::Plain, |repo| {
+            git::copy_dir(
+                &Path::new(env!("CARGO_MANIFEST_DIR")).join("examples-repo"),
+                repo,
+            )
+        })
+    }
+
+    /// A fleet in a tempdir of its own: the repository `DIR/repo`, written by `fill`, and the
+    /// state directory `DIR/state`.
+    fn in_tempdir(kind: Kind, fill: impl FnOnce(&Path)) -> Fleet {
         let dir = tempfile::tempdir().expect("tempdir");
         let repo = dir.path().join("repo");
-        git::copy_dir(
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join("examples-repo"),
-            &repo,
-        );
+        fill(&repo);
         let state = dir.path().join("state");
         Fleet {
-            _dir: Some(dir),
+            dir: Some(dir),
+            url: repo.clone(),
             repo,
             state,
-            is_git: false,
+            kind,
         }
     }
 
-    /// The git repository `repo` and the state directory `state`, owned by the caller.
+    /// The git work tree `repo` and the state directory `state`, owned by the caller.
     pub fn at(repo: PathBuf, state: PathBuf) -> Fleet {
         Fleet {
-            _dir: None,
+            dir: None,
+            url: repo.clone(),
             repo,
             state,
-            is_git: true,
+            kind: Kind::WorkTree,
         }
     }
 
@@ -47,16 +97,58 @@ impl Fleet {
     pub fn git() -> (Fleet, String) {
         let mut f = Fleet::plain();
         let first = git::init_and_commit(&f.repo, "the fleet");
-        f.is_git = true;
+        f.kind = Kind::WorkTree;
         (f, first)
     }
 
-    /// Commits every change of the work tree; returns the commit (a full 40-character SHA).
+    /// A fleet written by `aro-gitops-fleetgen ARGS`, committed on `main` in a git work tree.
+    pub fn generated(args: &[&str]) -> Fleet {
+        Fleet::in_tempdir(Kind::WorkTree, |repo| {
+            fleetgen(repo, args);
+            git::init_and_commit(repo, "the fleet");
+        })
+    }
+
+    /// A bare git repository (the agent's remote, `url`) with the examples pushed to `main` from
+    /// the work tree `repo`; every edit is committed and pushed.
+    pub fn with_remote() -> Fleet {
+        let (mut f, _) = Fleet::git();
+        let remote = f.dir().join("remote.git");
+        git::git(f.dir(), &["init", "-q", "--bare", "remote.git"]);
+        let url = remote.to_str().expect("UTF-8 path");
+        git::git(&f.repo, &["remote", "add", "origin", url]);
+        git::git(&f.repo, &["push", "-q", "origin", "main"]);
+        f.url = remote;
+        f.kind = Kind::Remote;
+        f
+    }
+
+    /// The tempdir holding the repository and the state directory (for files of a test's own).
+    pub fn dir(&self) -> &Path {
+        self.dir
+            .as_ref()
+            .expect("a fleet in a tempdir of its own")
+            .path()
+    }
+
+    /// Commits every change of the work tree (and pushes it to the remote, if any); returns the
+    /// commit (a full 40-character SHA).
     pub fn commit(&self, message: &str) -> String {
-        assert!(self.is_git, "only a git fleet has commits");
+        assert!(self.kind != Kind::Plain, "only a git fleet has commits");
         let sha = git::commit_all(&self.repo, message);
         assert_eq!(sha.len(), 40, "{sha}");
+        if self.kind == Kind::Remote {
+            git::git(&self.repo, &["push", "-q", "origin", "main"]);
+        }
         sha
+    }
+
+    /// After an edit: a fleet with a remote commits and pushes it at once, the others keep it in
+    /// the work tree.
+    fn edited(&self, message: &str) {
+        if self.kind == Kind::Remote {
+            self.commit(message);
+        }
     }
 
     /// Puts `path` back as it was at commit `rev` (uncommitted).
@@ -68,10 +160,12 @@ impl Fleet {
         std::fs::read_to_string(self.repo.join(rel)).expect("read a repository file")
     }
 
+    /// Writes `content` to `rel` in the repository.
     pub fn write(&self, rel: &str, content: &str) {
         let path = self.repo.join(rel);
         std::fs::create_dir_all(path.parent().expect("a parent")).expect("create folders");
         std::fs::write(&path, content).expect("write a repository file");
+        self.edited(&format!("write {rel}"));
     }
 
     /// Removes a file or a folder of the repository.
@@ -82,6 +176,7 @@ impl Fleet {
         } else {
             std::fs::remove_file(&path).expect("remove a file");
         }
+        self.edited(&format!("remove {rel}"));
     }
 
     /// Replaces the single occurrence of `from` with `to` in `rel`.
@@ -108,6 +203,75 @@ impl Fleet {
         self.write(&rel, &with_patches(&text, items));
     }
 
+    /// Adds the JSON 6902 patch `ops` (YAML lines) on `kind` `name` to the unit's own `patches:`.
+    pub fn add_patch(&self, unit: &str, kind: &str, name: &str, ops: &str) {
+        let ops: String = ops.lines().map(|l| format!("      {l}\n")).collect();
+        let entry = format!("  - target: {{kind: {kind}, name: {name}}}\n    patch: |-\n{ops}");
+        self.add_patches(unit, &entry);
+    }
+
+    /// The git repository the reports are pushed to.
+    pub fn origin(&self) -> PathBuf {
+        match self.kind {
+            Kind::Plain => self.state.join("source").join("origin.git"),
+            Kind::WorkTree | Kind::Remote => self.url.clone(),
+        }
+    }
+
+    /// A report file on the status branch of the origin.
+    pub fn report(&self, path: &str) -> Option<String> {
+        git::show(&self.origin(), STATUS_BRANCH, path)
+    }
+
+    /// The commits of the status branch, newest first.
+    pub fn status_commits(&self) -> Vec<String> {
+        git::commits(&self.origin(), STATUS_BRANCH)
+    }
+
+    /// The library's configuration of one `--once` run on this fleet, without provisioning delay.
+    pub fn config(&self) -> RunConfig {
+        RunConfig {
+            repo: self.url.to_string_lossy().into_owned(),
+            reference: GitRef::RemoteHead,
+            state_dir: self.state.clone(),
+            kubeconfig: None,
+            in_cluster: false,
+            once: true,
+            timeout: RUN_TIMEOUT,
+            sim_delay: Duration::ZERO,
+            interval: Duration::from_secs(30),
+            report_target: ReportTarget::default(),
+            progress_bars: false,
+            safety: agent::Safety::default(),
+            self_heal: false,
+            drift_interval: None,
+            concurrency: 4,
+            metrics_bind_address: None,
+            status_bind_address: None,
+            health_probe_bind_address: None,
+            webhook_bind_address: None,
+            webhook_secret: None,
+            shard: agent::Shard::default(),
+            faults: None,
+            verify_signatures: None,
+            decryption: None,
+            use_azure_simulator: false,
+        }
+    }
+
+    /// One `--once` run through the library; every unit settles, and the store is free again when
+    /// it returns.
+    pub async fn run(&self) -> RunSummary {
+        self.wait_store_free().await;
+        let summary = agent::run(self.config()).await.expect("the agent runs");
+        assert!(
+            summary.timed_out.is_empty(),
+            "units did not settle: {:?}",
+            summary.timed_out
+        );
+        summary
+    }
+
     /// `aro-gitops plan --repo R --state S ARGS`.
     pub fn plan(&self, args: &[&str]) -> Output {
         let mut all = vec!["plan", "--color", "never"];
@@ -130,10 +294,11 @@ impl Fleet {
         (out.code, out.json())
     }
 
-    /// One `aro-gitops run --once` on the embedded control plane, without provisioning delay; it
-    /// must converge.
-    pub fn run_once(&self) {
-        let out = self.aro_gitops(&["run", "--once", "--sim-delay", "0s", "--timeout", "60s"]);
+    /// One `aro-gitops run --once` of the binary on the embedded control plane, without
+    /// provisioning delay; it must converge.
+    pub fn run_binary_once(&self) {
+        let timeout = format!("{}s", RUN_TIMEOUT.as_secs());
+        let out = self.aro_gitops(&["run", "--once", "--sim-delay", "0s", "--timeout", &timeout]);
         assert_eq!(out.code, 0, "the run did not converge:\n{}", out.all());
     }
 
@@ -141,7 +306,7 @@ impl Fleet {
     /// config.
     pub fn aro_gitops(&self, args: &[&str]) -> Output {
         let mut all: Vec<&str> = args.to_vec();
-        let (repo, state) = (self.repo.to_str().unwrap(), self.state.to_str().unwrap());
+        let (repo, state) = (self.url.to_str().unwrap(), self.state.to_str().unwrap());
         all.extend(["--repo", repo, "--state", state]);
         let mut out = aro_gitops_in(Path::new("."), &all);
         out.args.truncate(args.len());
@@ -149,16 +314,23 @@ impl Fleet {
     }
 }
 
-/// The binary run in `cwd` with `args` only, logs at warn, no colours, no user git config.
-pub fn aro_gitops_in(cwd: &Path, args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_aro-gitops"))
-        .args(args)
-        .current_dir(cwd)
-        .env("ARO_GITOPS_LOG", "warn")
+/// The `aro-gitops` binary as the tests run it: logs at warn, no colours, no user git config, no
+/// stdin.
+pub fn aro_gitops_command() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_aro-gitops"));
+    c.env("ARO_GITOPS_LOG", "warn")
         .env("NO_COLOR", "1")
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .env("GIT_CONFIG_NOSYSTEM", "1")
-        .stdin(Stdio::null())
+        .stdin(Stdio::null());
+    c
+}
+
+/// The binary run in `cwd` with `args` only, logs at warn, no colours, no user git config.
+pub fn aro_gitops_in(cwd: &Path, args: &[&str]) -> Output {
+    let out = aro_gitops_command()
+        .args(args)
+        .current_dir(cwd)
         .output()
         .expect("aro-gitops runs");
     Output {
@@ -232,27 +404,70 @@ pub fn assert_valid(preview: &Value) {
     );
 }
 
-/// How long to wait for a finished run to release the embedded control plane's store.
-const STORE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
-
 impl Fleet {
-    /// Opens the embedded control plane of this fleet (`STATE/control-plane`), polling until no
-    /// run holds its store any more.
-    pub fn open_store(&self) -> aro_gitops::controlplane::ControlPlane {
-        use aro_gitops::controlplane::{Config, ControlPlane};
-        let deadline = std::time::Instant::now() + STORE_DEADLINE;
-        loop {
-            let mut config = Config::new(self.state.join("control-plane"));
-            config.preload_crds = false;
-            match ControlPlane::open(config) {
-                Ok(cp) => return cp,
-                Err(e) => assert!(
-                    std::time::Instant::now() < deadline,
+    /// The embedded control plane of this fleet (`STATE/control-plane`), if nothing holds its
+    /// store; fails the test once `deadline` has passed.
+    fn try_open_store(&self, deadline: Instant) -> Option<ControlPlane> {
+        let mut config = Config::new(self.state.join("control-plane"));
+        config.preload_crds = false;
+        match ControlPlane::open(config) {
+            Ok(cp) => Some(cp),
+            Err(e) => {
+                assert!(
+                    Instant::now() < deadline,
                     "the control plane store was not released within {STORE_DEADLINE:?}: {e}"
-                ),
+                );
+                None
             }
-            std::thread::sleep(std::time::Duration::from_millis(20));
         }
+    }
+
+    /// Opens the embedded control plane of this fleet, polling until no run holds its store any
+    /// more (outside an async runtime).
+    pub fn open_store(&self) -> ControlPlane {
+        let deadline = Instant::now() + STORE_DEADLINE;
+        loop {
+            if let Some(cp) = self.try_open_store(deadline) {
+                return cp;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// [`Fleet::open_store`] in an async test: the runtime keeps running while it polls, so the
+    /// aborted tasks of a finished `agent::run` (and its kube clients' buffer workers) can end and
+    /// release the store.
+    async fn open_store_async(&self) -> ControlPlane {
+        let deadline = Instant::now() + STORE_DEADLINE;
+        loop {
+            if let Some(cp) = self.try_open_store(deadline) {
+                return cp;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Waits until no earlier run or inspection holds the store (before calling `agent::run`
+    /// directly with a config of the test's own). `agent::run` can return while its aborted tasks
+    /// still hold the control plane for a moment; opening it again at once would then fail with
+    /// `DatabaseAlreadyOpen`.
+    pub async fn wait_store_free(&self) {
+        if self.state.join("control-plane").exists() {
+            drop(self.open_store_async().await);
+        }
+    }
+
+    /// Reads live state through `f` in an async test, then releases the store for the next run.
+    pub async fn inspect<T, F, Fut>(&self, f: F) -> T
+    where
+        F: FnOnce(Cluster) -> Fut,
+        Fut: std::future::Future<Output = T>,
+    {
+        let cp = self.open_store_async().await;
+        let out = f(Cluster::new(cp.client(), RequestCounter::default())).await;
+        drop(cp);
+        self.wait_store_free().await;
+        out
     }
 
     /// Runs `f` with a `kube::Client` on this fleet's embedded control plane (between runs of the

@@ -1,21 +1,19 @@
-//! Git fixtures for the integration tests: the `git` CLI run as a developer would (no user or
-//! system config, a fixed identity), and folder copies to edit a repository in a tempdir.
+//! Git in tests: the `git` CLI run as a developer would (no user or system config, a fixed
+//! identity, `main` as the first branch), and folder copies to edit a repository in a tempdir.
+//!
+//! This is the one way tests run git: the integration tests have it as `common::git`, and the
+//! library's unit tests compile this same file as `source::testutil::git` (it uses nothing but
+//! `std`, so it builds in both places).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Runs `git args` in `dir`; panics with git's stderr on failure. Returns stdout, trimmed.
-pub fn git(dir: &Path, args: &[&str]) -> String {
-    git_with(dir, &["init.defaultBranch=main".to_string()], &[], args)
-}
-
-/// [`git`] with `config` (`-c` pairs) and `env` added (a signing key, a `GNUPGHOME`).
-pub fn git_with(dir: &Path, config: &[String], env: &[(&str, &Path)], args: &[&str]) -> String {
+/// `git` in `dir`, as every helper here runs it: no user or system config, a fixed identity,
+/// `main` as the first branch. For what the helpers below do not cover (raw bytes, an exit
+/// status only).
+pub fn command(dir: &Path) -> Command {
     let mut cmd = Command::new("git");
-    for c in config {
-        cmd.args(["-c", c]);
-    }
-    cmd.args(args)
+    cmd.args(["-c", "init.defaultBranch=main"])
         .current_dir(dir)
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .env("GIT_CONFIG_NOSYSTEM", "1")
@@ -23,6 +21,21 @@ pub fn git_with(dir: &Path, config: &[String], env: &[(&str, &Path)], args: &[&s
         .env("GIT_AUTHOR_EMAIL", "dev@example.com")
         .env("GIT_COMMITTER_NAME", "Dev")
         .env("GIT_COMMITTER_EMAIL", "dev@example.com");
+    cmd
+}
+
+/// Runs `git args` in `dir`; panics with git's stderr on failure. Returns stdout, trimmed.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    git_with(dir, &[], &[], args)
+}
+
+/// [`git`] with `config` (`-c` pairs) and `env` added (a signing key, a `GNUPGHOME`).
+pub fn git_with(dir: &Path, config: &[String], env: &[(&str, &Path)], args: &[&str]) -> String {
+    let mut cmd = command(dir);
+    for c in config {
+        cmd.args(["-c", c]);
+    }
+    cmd.args(args);
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -39,37 +52,27 @@ pub fn git_with(dir: &Path, config: &[String], env: &[(&str, &Path)], args: &[&s
         .to_string()
 }
 
-/// `git show rev:path` in the repository at `repo`; `None` when the file (or rev) does not exist.
-pub fn show(repo: &Path, rev: &str, path: &str) -> Option<String> {
-    let output = Command::new("git")
-        .args(["show", &format!("{rev}:{path}")])
-        .current_dir(repo)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .expect("git runs");
+/// Runs `git args` in `dir`; its stdout as it is, or `None` when git fails (a missing revision,
+/// path or object).
+pub fn try_git(dir: &Path, args: &[&str]) -> Option<String> {
+    let output = command(dir).args(args).output().expect("git runs");
     output
         .status
         .success()
-        .then(|| String::from_utf8(output.stdout).expect("report files are UTF-8"))
+        .then(|| String::from_utf8(output.stdout).expect("git output is UTF-8"))
+}
+
+/// The file `path` at `rev` in the repository at `repo`; `None` when the file (or rev) does not
+/// exist.
+pub fn show(repo: &Path, rev: &str, path: &str) -> Option<String> {
+    try_git(repo, &["show", &format!("{rev}:{path}")])
 }
 
 /// The commits reachable from `rev` in `repo`, newest first; empty when `rev` does not exist.
 pub fn commits(repo: &Path, rev: &str) -> Vec<String> {
-    let output = Command::new("git")
-        .args(["rev-list", rev, "--"])
-        .current_dir(repo)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .expect("git runs");
-    if !output.status.success() {
-        return Vec::new();
-    }
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(str::to_string)
-        .collect()
+    try_git(repo, &["rev-list", rev, "--"])
+        .map(|out| out.lines().map(str::to_string).collect())
+        .unwrap_or_default()
 }
 
 /// Copies the folder `from` to `to` (created), recursively; `.git` folders are skipped.

@@ -6,7 +6,7 @@
 
 use super::common::fleet::Fleet;
 use super::common::fleet::aro_gitops_in;
-use super::common::git::{copy_dir, git};
+use super::common::git::{copy_dir, git, try_git};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -105,13 +105,8 @@ impl PullRequest {
             &["checkout", "-q", "--detach", "refs/remotes/pull/1/merge"],
         );
         assert_eq!(git(&dir, &["rev-parse", "--is-shallow-repository"]), "true");
-        let has_head = std::process::Command::new("git")
-            .args(["cat-file", "-e", &self.head])
-            .current_dir(&dir)
-            .status()
-            .expect("git runs");
         assert!(
-            !has_head.success(),
+            try_git(&dir, &["cat-file", "-e", &self.head]).is_none(),
             "the pull request's head is not in the clone"
         );
         dir

@@ -82,7 +82,7 @@ data:
 #[test]
 fn a_plan_right_after_a_run_shows_nothing() {
     let f = Fleet::plain();
-    f.run_once();
+    f.run_binary_once();
 
     let text = f.plan(&[]);
     text.expect_code(0);
@@ -124,7 +124,7 @@ fn a_plan_right_after_a_run_shows_nothing() {
 #[test]
 fn an_object_created_by_someone_else_is_adopted() {
     let f = Fleet::plain();
-    f.run_once();
+    f.run_binary_once();
     apply_as_kubectl(&f, &contacts());
     f.write("clusters/dev/contacts.yaml", CONTACTS_YAML);
     f.add_resource(DEV, "contacts.yaml");
@@ -217,7 +217,7 @@ fn an_object_created_by_someone_else_is_adopted() {
 #[test]
 fn a_large_plan_as_markdown_stays_under_the_comment_limit() {
     let f = Fleet::plain();
-    f.run_once();
+    f.run_binary_once();
     // 300 new ConfigMaps with a kilobyte each: the whole comment would be well over 300 KB.
     let filler = "x".repeat(1_000);
     let docs: Vec<String> = (0..300)
@@ -279,7 +279,7 @@ fn resize_prod_workers(f: &Fleet) {
 #[test]
 fn a_plan_reads_live_state_with_one_list_per_kind_and_no_object_gets() {
     let f = Fleet::plain();
-    f.run_once();
+    f.run_binary_once();
     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
     let run = runtime
         .block_on(aro_gitops::agent::plan(aro_gitops::agent::PlanRequest {

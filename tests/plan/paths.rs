@@ -88,7 +88,7 @@ fn plan_and_run_leave_the_repository_clean_and_a_rerun_commits_nothing() {
         "{}",
         first.all()
     );
-    let published = commits(&fleet.repo, "aro-gitops/status");
+    let published = fleet.status_commits();
     assert_eq!(published.len(), 1, "{}", first.all());
     assert_eq!(status(&fleet.repo), "", "run leaves the work tree clean");
 
@@ -102,7 +102,7 @@ fn plan_and_run_leave_the_repository_clean_and_a_rerun_commits_nothing() {
         second.all()
     );
     assert_eq!(
-        commits(&fleet.repo, "aro-gitops/status"),
+        fleet.status_commits(),
         published,
         "a rerun with nothing changed adds no commit"
     );

@@ -6,7 +6,7 @@ use crate::ownership::{live_names, run, simulated_azure};
 #[test]
 fn case_02_two_clusters_sharing_azure_names_fail_and_removing_one_keeps_the_other() {
     let (fleet, _) = Fleet::git();
-    fleet.run_once();
+    fleet.run_binary_once();
     let azure_before = simulated_azure(&fleet);
     assert!(
         azure_before
@@ -74,7 +74,7 @@ fn case_02_two_clusters_sharing_azure_names_fail_and_removing_one_keeps_the_othe
 #[test]
 fn case_02_a_live_object_no_unit_declares_holds_the_unit_naming_the_same_resource() {
     let (fleet, _) = Fleet::git();
-    fleet.run_once();
+    fleet.run_binary_once();
     // Someone creates a resource group object outside git, for dev's resource group.
     crate::ownership::apply_as(
         &fleet,
@@ -115,7 +115,7 @@ fn case_02_a_live_object_no_unit_declares_holds_the_unit_naming_the_same_resourc
 #[test]
 fn case_02_removing_a_cluster_keeps_an_azure_resource_a_live_object_stands_for() {
     let (fleet, _) = Fleet::git();
-    fleet.run_once();
+    fleet.run_binary_once();
     let rg = simulated_azure(&fleet)
         .into_iter()
         .find(|id| id.ends_with("/resourceGroups/aro-dev-rg"))

@@ -321,7 +321,7 @@ fn case_11_system_namespaces_are_protected() {
 #[test]
 fn case_11_the_agents_inventories_survive_deleting_every_namespace() {
     let (fleet, _) = Fleet::git();
-    fleet.run_once();
+    fleet.run_binary_once();
     let server = Server::start_with_state(&fleet.state.join("control-plane"));
     let k = server.kubectl();
     let inventories = config_maps(&k, AGENT_NAMESPACE);

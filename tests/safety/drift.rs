@@ -236,7 +236,7 @@ fn run(fleet: &Fleet, more: &[&str]) -> Output {
 /// held, and the commits before and after.
 fn converged_then_dev_emptied() -> (Fleet, Vec<ObjectKey>, String, String) {
     let (fleet, base) = Fleet::git();
-    fleet.run_once();
+    fleet.run_binary_once();
     let recorded = inventory_keys(&fleet, DEV);
     assert!(recorded.len() >= 28, "{recorded:?}");
     fleet.write(&format!("{DEV}/kustomization.yaml"), EMPTY_KUSTOMIZATION);
@@ -319,7 +319,7 @@ fn case_09_empty_render_with_consent_plan_deletions_equal_run_deletions() {
 #[test]
 fn case_09_a_removed_node_pool_plan_deletions_equal_run_deletions() {
     let (fleet, _) = Fleet::git();
-    fleet.run_once();
+    fleet.run_binary_once();
     let recorded = inventory_keys(&fleet, DEV);
     let before: BTreeSet<String> = recorded.iter().map(shown).collect();
     fleet.add_patches(

@@ -117,12 +117,9 @@ fn case_04_secret_value_never_copied_into_plans_reports_logs_or_history() {
     assert!(!out.all().contains(SECRET), "run --once:\n{}", out.all());
     assert!(out.stdout.contains(said), "{}", out.all());
 
-    let report = git::show(
-        &fleet.repo,
-        "aro-gitops/status",
-        "reports/_units/clusters_dev.md",
-    )
-    .expect("the failed unit's report is committed");
+    let report = fleet
+        .report("reports/_units/clusters_dev.md")
+        .expect("the failed unit's report is committed");
     assert!(report.contains(said), "{report}");
     let history = agent_history(&fleet.repo);
     assert!(history.contains(said), "the reports are in the history");
@@ -174,12 +171,9 @@ fn case_07_errors_where_the_user_looks() {
         out.all()
     );
     // The same text in the report.
-    let report = git::show(
-        &fleet.repo,
-        "aro-gitops/status",
-        "reports/_units/clusters_dev.md",
-    )
-    .expect("report");
+    let report = fleet
+        .report("reports/_units/clusters_dev.md")
+        .expect("report");
     let message = detail.trim_start().split_once(": ").unwrap().1;
     assert!(report.contains(message), "{message:?} in\n{report}");
 

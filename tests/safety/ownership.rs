@@ -102,7 +102,7 @@ fn namespaces(fleet: &Fleet) -> BTreeSet<String> {
 #[test]
 fn case_01_two_units_declaring_one_cluster_then_one_removed() {
     let (fleet, _) = Fleet::git();
-    fleet.run_once();
+    fleet.run_binary_once();
     let azure_before = simulated_azure(&fleet);
     let dev_objects = live_names(&fleet, "v1", "ConfigMap", Some("aro-dev"));
     assert!(
@@ -223,7 +223,7 @@ fn case_01_an_object_owned_by_another_unit_needs_consent_to_move() {
     );
     extra("clusters/shared-a", None);
     fleet.commit("shared-a");
-    fleet.run_once();
+    fleet.run_binary_once();
     // It moves to shared-b without consent: refused, nothing deleted.
     fleet.remove("clusters/shared-a/shared.yaml");
     fleet.write(
@@ -268,7 +268,7 @@ fn case_01_an_object_owned_by_another_unit_needs_consent_to_move() {
 #[test]
 fn case_03_forged_inventory_in_the_agents_namespace() {
     let (fleet, _) = Fleet::git();
-    fleet.run_once();
+    fleet.run_binary_once();
     // A namespace created outside git.
     apply_as(
         &fleet,
@@ -335,7 +335,7 @@ fn case_03_forged_inventory_in_the_agents_namespace() {
 #[test]
 fn case_03_forged_inventory_edited_by_another_field_manager() {
     let (fleet, _) = Fleet::git();
-    fleet.run_once();
+    fleet.run_binary_once();
     apply_as(
         &fleet,
         "kubectl",

@@ -347,9 +347,8 @@ fn no_planted_secret_reaches_any_output_git_object_state_file_event_or_condition
     }
     let mut reports = false;
     for dir in git_dirs(&f) {
-        let out = Command::new("git")
+        let out = git::command(&dir)
             .args(["cat-file", "--batch-all-objects", "--batch"])
-            .current_dir(&dir)
             .env(
                 "GIT_DIR",
                 if dir == f.repo {

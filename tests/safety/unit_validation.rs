@@ -321,7 +321,7 @@ fn case_08_unit_without_namespace_fails_fast_naming_the_objects() {
 #[test]
 fn case_06_no_partial_applies_a_refused_revision_of_a_converged_unit_changes_nothing() {
     let (fleet, _) = Fleet::git();
-    fleet.run_once();
+    fleet.run_binary_once();
     add_to_dev(
         &fleet,
         "fine.yaml",

@@ -299,7 +299,9 @@ pub fn decide_control_plane(
 
 #[cfg(test)]
 #[allow(clippy::type_complexity)] // tables of tuples
+#[path = "control_plane_condition_tests.rs"]
 mod condition_tests;
 #[cfg(test)]
 #[allow(clippy::type_complexity)] // tables of tuples
+#[path = "control_plane_tests.rs"]
 mod tests;

@@ -230,4 +230,5 @@ pub fn decide(owner: &Value, live: &[Value]) -> Deletion {
 }
 
 #[cfg(test)]
+#[path = "deletion_tests.rs"]
 mod tests;

@@ -158,4 +158,5 @@ pub fn policy_status_patches(
 }
 
 #[cfg(test)]
+#[path = "status_tests.rs"]
 mod tests;

@@ -1,6 +1,6 @@
 //! Tables for the AROControlPlane decision: its gates (infrastructure, key, ExternalAuth),
 //! `EncryptionKeyReady` and `ExternalAuthReady`, terminal errors and pause; the other conditions
-//! and the mutators are in `condition_tests`.
+//! and the mutators are in `control_plane_condition_tests.rs`.
 
 use super::super::fixtures::*;
 use super::super::keys::manual_key_state;
