@@ -6,51 +6,29 @@
 //! between, and commits the reports back to git. With `once` it stops when every unit has
 //! settled or the deadline passes; otherwise it keeps following the repository.
 
-mod aro_deletion;
-mod carry;
-mod client_cert;
+mod commands;
 pub(crate) mod controller;
-mod cycles;
-mod drift;
 mod env;
 mod failpoint;
 mod fleet;
-mod guest;
-mod identity;
-pub mod incremental;
-mod k8s_events;
-pub mod leader;
-mod lifecycle;
-mod live;
 mod pass;
 mod plan;
-mod preflight;
-pub mod prepare;
-mod progress;
-pub mod prune;
-mod publish;
-mod servers;
-pub mod shard;
-mod status;
-mod status_page;
-mod target;
-mod triggers;
-mod verify;
 
-pub use controller::cycle::{CycleLine, Trigger as CycleTrigger};
-pub use drift::{DriftReport, drift};
+pub use commands::drift::{DriftReport, drift};
+pub use controller::cycle_line::{CycleLine, Trigger as CycleTrigger};
+pub use controller::lifecycle::{Lifecycle, SHUTDOWN_TIMEOUT, Shutdown, ShutdownTrigger};
+pub use controller::shard::{Shard, ShardError};
+pub use controller::{incremental, leader, shard};
+pub use env::target::LiveTarget;
 pub use env::{Environment, mark_simulated, simulate_azure, simulate_azure_endpoints};
 pub use failpoint::FAILPOINT_ENV;
-pub use lifecycle::{Lifecycle, SHUTDOWN_TIMEOUT, Shutdown, ShutdownTrigger};
+pub use pass::prune::Safety;
+pub use pass::{prepare, prune};
 pub use plan::{PlanRequest, PlanRun, RenderedNames, RenderedUnits, plan};
-pub use prune::Safety;
-pub use shard::{Shard, ShardError};
-pub use target::LiveTarget;
 
 use crate::report::{self, UnitOutcome};
 use crate::source::{GitRef, ReportTarget, Source, SourceConfig, SyncOutcome};
 use crate::unit::Unit;
-use carry::carry_actions;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -258,20 +236,21 @@ pub async fn run_with(config: RunConfig, lifecycle: Lifecycle) -> Result<RunSumm
         env.cluster.counter().clone(),
         env.azure_request_counts(),
     ));
-    let metrics_server = servers::metrics(&config, &metrics).await?;
+    let metrics_server = controller::servers::metrics(&config, &metrics).await?;
     let caches = Arc::new(controller::cache::Caches::default());
-    let events = k8s_events::publish::Events::start(env.cluster.client().clone());
+    let events = controller::k8s_events::publish::Events::start(env.cluster.client().clone());
     let fetches = crate::trigger::FetchSignal::default();
     let source_error: Arc<std::sync::RwLock<Option<String>>> = Arc::default();
-    let elector = lifecycle::elect(
+    let elector = controller::lifecycle::elect(
         lifecycle.leader_election.clone(),
         env.cluster.client(),
         &metrics,
         &fetches,
     );
-    let health_server = servers::health(&config, &caches, &source_error, elector.as_ref()).await?;
-    let status_page = status_page::start(&config).await?;
-    let triggers = triggers::start(&config, &fetches, &metrics).await?;
+    let health_server =
+        controller::servers::health(&config, &caches, &source_error, elector.as_ref()).await?;
+    let status_page = controller::status_page::start(&config).await?;
+    let triggers = controller::triggers::start(&config, &fetches, &metrics).await?;
     let mut agent = Agent {
         env,
         source,
@@ -279,7 +258,7 @@ pub async fn run_with(config: RunConfig, lifecycle: Lifecycle) -> Result<RunSumm
         progress: None,
         caches,
         keys,
-        guests: guest::GuestClients::default(),
+        guests: pass::guest::GuestClients::default(),
         passes: 0,
         live_identities: None,
         source_error,
@@ -307,13 +286,13 @@ struct Agent {
     env: Environment,
     source: Arc<Mutex<Source>>,
     config: RunConfig,
-    progress: Option<progress::Progress>,
+    progress: Option<controller::progress::Progress>,
     /// Live state, for the agent's whole life (shared with the readiness probe).
     caches: Arc<controller::cache::Caches>,
     /// Where the etcd encryption keys stand (see [`crate::keyvault::key_manager`]).
     keys: Arc<dyn crate::reconcile::aro::KeyManager>,
     /// Clients of the guest clusters (the aggregated-APIServices gate).
-    guests: guest::GuestClients,
+    guests: pass::guest::GuestClients,
     /// The passes the last `converge` ran (its cycle line says how many).
     passes: u64,
     /// The live Azure identities last read from the caches, with the change counts of the kinds
@@ -328,15 +307,15 @@ struct Agent {
     /// Serves `/healthz` and `/readyz` while the agent lives, with `--health-probe-bind-address`.
     _health_server: Option<crate::serving::Server>,
     /// The status page's feed and server, with `--status-bind-address`.
-    status_page: status_page::StatusPage,
+    status_page: controller::status_page::StatusPage,
     /// Raised by a push webhook or a change in a local repository: fetch now.
     fetches: crate::trigger::FetchSignal,
     /// The webhook server and the local watcher raising it, while the agent lives.
-    _triggers: triggers::Triggers,
+    _triggers: controller::triggers::Triggers,
     /// Kubernetes Events on the clusters' ARO objects (see [`k8s_events`]).
-    events: k8s_events::publish::Events,
+    events: controller::k8s_events::publish::Events,
     /// The leader election, with `--leader-elect` (see [`lifecycle`]).
-    elector: Option<leader::Elector>,
+    elector: Option<controller::leader::Elector>,
     shutdown: Shutdown,
     shutdown_timeout: Duration,
     /// The units the last converge stopped before their pass (a shutdown, a lost Lease): nothing
@@ -362,10 +341,10 @@ struct Revision {
     stale: Option<String>,
     /// The units this agent reconciles (its shard's; see [`shard`]), as prepared, those in a
     /// conflict with another unit failed ([`fleet::check`]).
-    units: Arc<Vec<prepare::PreparedUnit>>,
+    units: Arc<Vec<pass::prepare::PreparedUnit>>,
     /// Every unit of the revision, whichever shard it belongs to (the same as `units` without
     /// sharding): what is fleet-wide reads them (units gone from git, identities, live conflicts).
-    fleet_units: Arc<Vec<prepare::PreparedUnit>>,
+    fleet_units: Arc<Vec<pass::prepare::PreparedUnit>>,
     /// The input closure of each unit's render (see [`incremental`]).
     inputs: Arc<BTreeMap<Unit, crate::render::Inputs>>,
     /// The units the fleet check failed: their own preparation is not kept for the next revision
@@ -473,15 +452,16 @@ impl Agent {
         });
         let paths = changed.clone();
         let (prepared, fleet, conflicted) = tokio::task::spawn_blocking(move || {
-            let earlier = earlier
-                .as_ref()
-                .map(|(units, inputs)| incremental::Earlier {
-                    units,
-                    inputs,
-                    changed: paths.as_deref(),
-                });
+            let earlier =
+                earlier
+                    .as_ref()
+                    .map(|(units, inputs)| controller::incremental::Earlier {
+                        units,
+                        inputs,
+                        changed: paths.as_deref(),
+                    });
             let started = Instant::now();
-            let mut prepared = incremental::prepare_revision(&root, earlier)?;
+            let mut prepared = controller::incremental::prepare_revision(&root, earlier)?;
             tracing::debug!(
                 elapsed_ms = started.elapsed().as_millis() as u64,
                 "revision prepared"
@@ -502,7 +482,7 @@ impl Agent {
             commit: revision.commit,
             stale,
             rendered: Arc::new(rendered),
-            units: shard::units_of(self.config.shard, &fleet_units),
+            units: controller::shard::units_of(self.config.shard, &fleet_units),
             fleet_units,
             inputs: Arc::new(prepared.inputs),
             conflicted: Arc::new(conflicted),
@@ -522,7 +502,11 @@ impl Agent {
                 fleet = rev.fleet_units.len(),
                 "sharded revision"
             );
-            crate::output::println(&shard::line(shard, rev.units.len(), rev.fleet_units.len()));
+            crate::output::println(&controller::shard::line(
+                shard,
+                rev.units.len(),
+                rev.fleet_units.len(),
+            ));
         }
     }
 

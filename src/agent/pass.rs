@@ -12,11 +12,23 @@
 //! and a `reconcile-policy-if-exists` decision is recorded in it before its create is sent.
 //! Without `self_heal`, an object whose desired state did not change since the agent last applied
 //! it is not re-applied when live state differs: that is drift, and it is reported.
+//!
+//! Its helpers, one file each, are below: `prepare` (the unit as rendered), `read_live`,
+//! `preflight`, `identity_check`, `guest`, `reconcilers`, `prune` and `aro_deletion`.
 
-use super::failpoint::FAILPOINT_ENV;
-use super::prepare::Prepared;
-use super::prune::{self as pruning, Safety};
-use super::status::{Reconcilers, Step};
+pub(super) mod aro_deletion;
+pub(super) mod guest;
+pub(super) mod identity_check;
+pub(super) mod preflight;
+pub mod prepare;
+pub mod prune;
+pub(super) mod read_live;
+pub(super) mod reconcilers;
+
+use crate::agent::failpoint::FAILPOINT_ENV;
+use crate::agent::pass::prepare::Prepared;
+use crate::agent::pass::prune::{self as pruning, Safety};
+use crate::agent::pass::reconcilers::{Reconcilers, Step};
 use crate::apply::inventory::{self, Inventory, body_digest};
 use crate::apply::{AzureView, Cluster};
 use crate::marks::FIELD_MANAGER;
@@ -150,11 +162,11 @@ pub struct PassContext<'a> {
     /// Where the etcd encryption keys of the AROControlPlanes stand.
     pub keys: &'a dyn KeyManager,
     /// The guest clusters' clients (the aggregated-APIServices gate).
-    pub guests: &'a super::guest::GuestClients,
+    pub guests: &'a crate::agent::pass::guest::GuestClients,
     /// The way to Azure's endpoints (a rotated identity secret is tried there), when there is one.
     pub azure_sdk: Option<&'a crate::azure::access::AzureAccess>,
     /// Live state to read instead of listing it.
-    pub caches: Option<&'a super::controller::cache::Caches>,
+    pub caches: Option<&'a crate::agent::controller::cache::Caches>,
     /// What every unit of the revision declares (ownership's deletion guard).
     pub fleet: &'a crate::plan::ownership::Fleet,
 }
@@ -194,10 +206,10 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
     let stale_source = ctx.stale_source.clone();
     let mut written = inv.clone();
     let mut errors = Vec::new();
-    let super::live::Live {
+    let crate::agent::pass::read_live::Live {
         objects: mut live,
         unserved,
-    } = super::live::read(cluster, ctx.caches, prepared, &mut errors).await;
+    } = crate::agent::pass::read_live::read(cluster, ctx.caches, prepared, &mut errors).await;
     // An object live and owned by another unit is not taken over silently: nothing of the unit
     // is recorded or applied until that is resolved.
     let unit = prepared.unit.name();
@@ -231,7 +243,9 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
         };
     }
     // The whole unit is checked against the cluster before its first write (inventory included).
-    let refused = super::preflight::check(cluster, prepared, &live, &unserved, inv, revision).await;
+    let refused =
+        crate::agent::pass::preflight::check(cluster, prepared, &live, &unserved, inv, revision)
+            .await;
     if !refused.is_empty() {
         return UnitOutcome {
             unit,
@@ -239,7 +253,7 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
             revision: revision.to_string(),
             stale_source,
             azure,
-            objects: super::preflight::outcomes(prepared, &refused, |k| {
+            objects: crate::agent::pass::preflight::outcomes(prepared, &refused, |k| {
                 state_of(k, live.get(k)) == State::Ready
             }),
             errors: errors.into_iter().chain(refused).collect(),
@@ -250,7 +264,7 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
         };
     }
     // The identities of the unit's clusters: a cluster they stop has nothing applied.
-    let identities = super::identity::check(
+    let identities = crate::agent::pass::identity_check::check(
         cluster,
         ctx.caches,
         ctx.azure_sdk,
@@ -290,7 +304,7 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
     for &i in &prepared.order {
         let planned = &prepared.objects[i];
         let key = &planned.key;
-        if unserved.contains(&super::live::list_key(key)) {
+        if unserved.contains(&crate::agent::pass::read_live::list_key(key)) {
             errors.push(UnitError {
                 object: Some(key.clone()),
                 file: Some(planned.origin.file.clone()),
@@ -302,10 +316,12 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
         }
         // An ARO object being deleted: nothing it embeds is applied (its deletion decides).
         if let Some(p) = planned.embedded_in
-            && super::aro_deletion::is_deleting(live.get(&prepared.objects[p].key))
+            && crate::agent::pass::aro_deletion::is_deleting(live.get(&prepared.objects[p].key))
         {
             let owner = &prepared.objects[p].key;
-            outcomes[i] = Some(super::aro_deletion::held_by_deleting_owner(key, owner));
+            outcomes[i] = Some(crate::agent::pass::aro_deletion::held_by_deleting_owner(
+                key, owner,
+            ));
             continue;
         }
         let mut desired = planned.object.clone();
@@ -351,9 +367,12 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
         }
         // The owner's finalizer goes on before the first resource it embeds exists.
         if let Some(p) = planned.embedded_in
-            && let Err(e) =
-                super::aro_deletion::ensure_finalizer(cluster, &prepared.objects[p].key, &mut live)
-                    .await
+            && let Err(e) = crate::agent::pass::aro_deletion::ensure_finalizer(
+                cluster,
+                &prepared.objects[p].key,
+                &mut live,
+            )
+            .await
         {
             errors.push(e);
             outcomes[i] = Some(failed(key, "FinalizerNotAdded"));
@@ -560,8 +579,14 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
     // ARO objects being deleted (left git, or deleted by a person): the next step, in reverse order.
     let of_unit =
         |k: &ObjectKey| inv.get(k).is_some() || prepared.objects.iter().any(|o| &o.key == k);
-    let driven =
-        super::aro_deletion::drive(cluster, &live, of_unit, (&unit, ctx.fleet), &mut errors).await;
+    let driven = crate::agent::pass::aro_deletion::drive(
+        cluster,
+        &live,
+        of_unit,
+        (&unit, ctx.fleet),
+        &mut errors,
+    )
+    .await;
 
     let mut objects: Vec<ObjectOutcome> = prepared
         .order
@@ -597,11 +622,11 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
         })
         .chain(pruned)
         .collect();
-    super::aro_deletion::merge(&mut objects, driven);
+    crate::agent::pass::aro_deletion::merge(&mut objects, driven);
     // The unit's own Secrets were read whole to be compared; their values go no further.
     let live_objects: Vec<Value> = live
         .into_values()
-        .map(super::live::without_secret_data)
+        .map(crate::agent::pass::read_live::without_secret_data)
         .collect();
     UnitOutcome {
         unit: prepared.unit.name(),
@@ -649,9 +674,15 @@ pub async fn remove(ctx: &PassContext<'_>, inv: &mut Inventory) -> UnitOutcome {
     if went_ahead {
         let of_unit = |k: &ObjectKey| inv.get(k).is_some();
         let fleet = (inv.unit.as_str(), ctx.fleet);
-        let driven =
-            super::aro_deletion::drive(ctx.cluster, &live, of_unit, fleet, &mut errors).await;
-        super::aro_deletion::merge(&mut objects, driven);
+        let driven = crate::agent::pass::aro_deletion::drive(
+            ctx.cluster,
+            &live,
+            of_unit,
+            fleet,
+            &mut errors,
+        )
+        .await;
+        crate::agent::pass::aro_deletion::merge(&mut objects, driven);
     }
     if inv.entries.is_empty() {
         if let Err(e) = inventory::remove(ctx.cluster, &inv.unit).await {

@@ -4,15 +4,29 @@
 //! (`wakes`: an index, not a scan of the fleet). The per-unit work is `pass`.
 
 pub mod cache;
-pub mod cycle;
+pub(super) mod carry;
+pub mod cycle_line;
+pub(super) mod cycles;
+pub mod incremental;
+pub(super) mod k8s_events;
+pub mod leader;
+pub mod lifecycle;
+pub(super) mod progress;
+pub(super) mod publish;
 pub mod queue;
 mod scope;
+pub(super) mod servers;
+pub mod shard;
+pub(super) mod status_page;
+pub(super) mod triggers;
+pub(super) mod verify;
 pub mod wakes;
 
-use super::{Agent, AgentError, Revision, carry_actions, pass};
+use crate::agent::{Agent, AgentError, Revision, pass};
 use crate::apply::inventory::{self, Identity, Inventory, InventoryError};
 use crate::report::{self, ObjectAction, UnitOutcome};
 use cache::{Change, KindKey};
+use carry::carry_actions;
 use queue::{WorkQueue, Workers};
 use scope::{kept_outcome, reads_what_was_rendered};
 use std::collections::{BTreeMap, BTreeSet};
@@ -72,7 +86,7 @@ fn kinds_of(rev: &Revision, inventories: &BTreeMap<String, Inventory>) -> BTreeS
     rendered
         .chain(identities)
         .chain(always())
-        .chain(crate::agent::identity::read_kinds())
+        .chain(crate::agent::pass::identity_check::read_kinds())
         .chain(policies)
         .chain(inventoried)
         .collect()
@@ -81,7 +95,7 @@ fn kinds_of(rev: &Revision, inventories: &BTreeMap<String, Inventory>) -> BTreeS
 /// The wake index of `rev`'s prepared units: what each renders and what its inventory holds
 /// (the identities its clusters name may be rendered by a unit of another shard).
 fn wakes_of(rev: &Revision, inventories: &BTreeMap<String, Inventory>) -> Wakes {
-    let identities = crate::agent::identity::rendered_identities(
+    let identities = crate::agent::pass::identity_check::rendered_identities(
         rev.fleet_units.iter().filter_map(|(_, p)| p.as_ref().ok()),
     );
     Wakes::new(rev.units.iter().enumerate().filter_map(|(i, (u, p))| {
@@ -89,7 +103,7 @@ fn wakes_of(rev: &Revision, inventories: &BTreeMap<String, Inventory>) -> Wakes 
         let rendered = p.objects.iter().map(|o| Identity::from(&o.key));
         // The identities its clusters use and their Secrets: a change to one wakes them.
         let rendered = rendered.chain(
-            crate::agent::identity::watched(p, &identities)
+            crate::agent::pass::identity_check::watched(p, &identities)
                 .into_iter()
                 .map(|k| Identity::from(&k)),
         );
@@ -145,11 +159,12 @@ impl Agent {
         // acted on (nothing applied, nothing pruned) until a person restores or deletes it.
         // With shards, a unit (in git or gone from it) is acted on by its own shard only.
         let shard = self.config.shard;
-        let mut refused = super::fleet::refused(&broken);
+        let mut refused = crate::agent::fleet::refused(&broken);
         refused.retain(|u, _| shard.owns(u));
         // (No unit at all is an empty render of the whole repository: never pruned on.)
         let present: BTreeSet<String> = rev.fleet_units.iter().map(|(u, _)| u.name()).collect();
-        let removed = super::shard::gone_units(shard, &present, inventories.keys());
+        let removed =
+            crate::agent::controller::shard::gone_units(shard, &present, inventories.keys());
         self.caches
             .ensure(&self.env.cluster, &kinds_of(rev, &inventories))
             .await;
@@ -161,18 +176,19 @@ impl Agent {
         // Live ASO objects no unit declares that stand for an Azure resource a unit declares.
         // The deletion guard counts them too.
         // Read from the caches again only when one of their kinds changed since the last time.
-        let stamp: Option<Vec<(KindKey, u64)>> = super::fleet::identity_kinds(&rev.fleet_units)
-            .into_iter()
-            .map(|k| {
-                let key = (k.group, k.version, k.kind);
-                self.caches.generation(&key).map(|g| (key, g))
-            })
-            .collect();
+        let stamp: Option<Vec<(KindKey, u64)>> =
+            crate::agent::fleet::identity_kinds(&rev.fleet_units)
+                .into_iter()
+                .map(|k| {
+                    let key = (k.group, k.version, k.kind);
+                    self.caches.generation(&key).map(|g| (key, g))
+                })
+                .collect();
         let live_ids = match (&stamp, &self.live_identities) {
             (Some(now), Some((then, ids))) if now == then => ids.clone(),
             _ => {
                 let ids = Arc::new(
-                    super::fleet::live_identities_in(
+                    crate::agent::fleet::live_identities_in(
                         &self.env.cluster,
                         Some(&*self.caches),
                         &rev.fleet_units,
@@ -184,7 +200,7 @@ impl Agent {
             }
         };
         let mut live_conflicts =
-            super::fleet::live_conflict_errors(&rev.fleet, &live_ids, &inventories);
+            crate::agent::fleet::live_conflict_errors(&rev.fleet, &live_ids, &inventories);
         let fleet = (*rev.fleet).clone().with_live(&live_ids);
         phase("live identities");
         for (i, (u, _)) in rev.units.iter().enumerate() {
@@ -282,7 +298,7 @@ impl Agent {
         let mut quiet_since = Instant::now();
         let mut passes = 0;
         // A shutdown or a lost Lease: no new pass; those in flight may end until the deadline.
-        let mut stopping: Option<(super::lifecycle::Stop, Instant)> = None;
+        let mut stopping: Option<(crate::agent::controller::lifecycle::Stop, Instant)> = None;
         let mut ran = vec![false; outcomes.len()];
         loop {
             let now = Instant::now();
@@ -406,8 +422,8 @@ impl Agent {
                     inventories.insert(name, inv);
                     queue.done(&job, failed, Instant::now());
                     // Nothing here changes when a guest cluster gets better: look again.
-                    if let Job::Unit(i) = job && !done[i] && super::guest::waits_on_guest(&outcomes[i]) {
-                        queue.add_at(job.clone(), Instant::now() + super::guest::RECHECK_AFTER);
+                    if let Job::Unit(i) = job && !done[i] && crate::agent::pass::guest::waits_on_guest(&outcomes[i]) {
+                        queue.add_at(job.clone(), Instant::now() + crate::agent::pass::guest::RECHECK_AFTER);
                     }
                     if let Job::Unit(i) = job && during_pass.release(i, self.env.cluster.echoes()) && !done[i] {
                         queue.wake(job, Instant::now());
@@ -443,10 +459,10 @@ impl Agent {
             for i in (0..outcomes.len()).filter(|&i| !ran[i] && !held[i]) {
                 self.unreconciled.insert(outcomes[i].unit.clone());
                 let why = match stop {
-                    super::lifecycle::Stop::Shutdown => {
+                    crate::agent::controller::lifecycle::Stop::Shutdown => {
                         "not reconciled: the agent shut down before this unit's pass"
                     }
-                    super::lifecycle::Stop::LostLease { .. } => {
+                    crate::agent::controller::lifecycle::Stop::LostLease { .. } => {
                         "not reconciled: this agent lost its leader Lease before this unit's pass"
                     }
                 };
@@ -529,7 +545,7 @@ impl Agent {
     ) -> (Job, UnitOutcome, Inventory) {
         let ctx = self.pass_context(rev, fleet);
         let started = Instant::now();
-        super::failpoint::failpoint_slow_pass().await;
+        crate::agent::failpoint::failpoint_slow_pass().await;
         let outcome = match &job {
             Job::Unit(i) => {
                 let prepared = rev.units[*i].1.as_ref().expect("only prepared units run");
@@ -575,7 +591,7 @@ impl Agent {
         &self,
         rev: &Revision,
         u: &crate::unit::Unit,
-        p: &Result<super::prepare::Prepared, Vec<report::UnitError>>,
+        p: &Result<crate::agent::pass::prepare::Prepared, Vec<report::UnitError>>,
     ) -> UnitOutcome {
         UnitOutcome {
             unit: u.name(),

@@ -2,7 +2,7 @@
 //! deletion-safety decisions of [`crate::plan::prune`] allow, dependents before what they depend on,
 //! one step per pass (a pass never waits: the next one goes on when the watches fire). What an ARO
 //! object embeds is not deleted here when the ARO object leaves too: the prune deletes the ARO
-//! object and its finalizer takes what it embeds in reverse order (`super::aro_deletion`).
+//! object and its finalizer takes what it embeds in reverse order (`crate::agent::pass::aro_deletion`).
 
 use crate::apply::Cluster;
 use crate::apply::inventory::{Entry, Inventory};
@@ -357,7 +357,7 @@ async fn step(
 }
 
 /// For each candidate, the candidate ARO object that controls it, when that one is deleted too:
-/// its finalizer deletes what it embeds in reverse order (`super::aro_deletion`), so the prune
+/// its finalizer deletes what it embeds in reverse order (`crate::agent::pass::aro_deletion`), so the prune
 /// leaves those to it.
 fn delegated_to_owner(
     keys: &[ObjectKey],
@@ -385,7 +385,7 @@ fn delegated_to_owner(
 
 /// Makes sure `detach-on-delete` is on the live object before it is deleted (so ASO keeps the
 /// Azure resource), with a write of its own when it is not there yet.
-pub(super) async fn write_detach(
+pub(in crate::agent) async fn write_detach(
     cluster: &Cluster,
     key: &ObjectKey,
     obj: &Value,
@@ -478,7 +478,7 @@ pub fn guard(
             .and_then(Value::as_str)
             .map(str::to_string)
     };
-    let azure = super::fleet::live_identities(keys, bodies);
+    let azure = crate::agent::fleet::live_identities(keys, bodies);
     let guards: Vec<Guard> = (0..keys.len())
         .map(|i| match bodies[i] {
             // detach-on-delete keeps the Azure resource: the deletion never reaches Azure.

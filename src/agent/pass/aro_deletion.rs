@@ -148,7 +148,7 @@ fn shared_in_azure(
         .collect();
     let ks: Vec<ObjectKey> = present.iter().map(|(k, _)| k.clone()).collect();
     let bodies: Vec<Option<&Value>> = present.iter().map(|(_, o)| Some(*o)).collect();
-    let ids = super::fleet::live_identities(&ks, &bodies);
+    let ids = crate::agent::fleet::live_identities(&ks, &bodies);
     let mut out = HashMap::new();
     for (k, step) in &decided.steps {
         if *step != Step::Delete {
@@ -269,7 +269,7 @@ async fn carry_out(
             && let Some((obj, why)) = shared.get(k)
         {
             tracing::warn!(object = %k, owner = %key, reason = %why, "detached before its deletion");
-            if let Err(e) = super::prune::write_detach(cluster, k, obj).await {
+            if let Err(e) = crate::agent::pass::prune::write_detach(cluster, k, obj).await {
                 errors.push(UnitError {
                     object: Some(k.clone()),
                     file: None,

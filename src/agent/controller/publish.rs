@@ -1,6 +1,6 @@
 //! What a cycle ends with: the reports committed back to git, and the run's summary.
 
-use super::{Agent, AgentError, RunSummary};
+use crate::agent::{Agent, AgentError, RunSummary};
 use crate::report::{self, UnitOutcome};
 use crate::source::Identity;
 use std::collections::BTreeMap;
@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 impl Agent {
     /// Commits the reports whose content changed since the last publish.
-    pub(super) async fn publish(
+    pub(in crate::agent) async fn publish(
         &self,
         outcomes: &[UnitOutcome],
         published: &mut BTreeMap<PathBuf, Vec<u8>>,
@@ -95,7 +95,7 @@ impl Agent {
         Ok(commit)
     }
 
-    pub(super) fn summary(
+    pub(in crate::agent) fn summary(
         &self,
         outcomes: Vec<UnitOutcome>,
         report_commit: Option<String>,
@@ -129,7 +129,11 @@ impl Agent {
     }
 
     /// The summary of a run a shutdown ended.
-    pub(super) fn stopped(&self, outcomes: Vec<UnitOutcome>, commit: Option<String>) -> RunSummary {
+    pub(in crate::agent) fn stopped(
+        &self,
+        outcomes: Vec<UnitOutcome>,
+        commit: Option<String>,
+    ) -> RunSummary {
         let mut summary = self.summary(outcomes, commit);
         summary.shut_down = true;
         // Units left unsettled by a shutdown are reported as such, not as timed out.
@@ -141,7 +145,7 @@ impl Agent {
 /// A pass reports what it did to each object; the report of a revision says what applying it did.
 /// So when `before` (a report published earlier, YAML) is of the same revision, an object this
 /// pass found unchanged keeps the action reported then (created, updated, adopted), and a deletion
-/// reported then stays reported (as [`super::carry::carry_actions`] does between the passes of one
+/// reported then stays reported (as [`crate::agent::controller::carry::carry_actions`] does between the passes of one
 /// process).
 fn carry_from_report(before: &[u8], next: &mut UnitOutcome) {
     use crate::object::ObjectKey;

@@ -3,8 +3,9 @@
 //! leader election, standing by while another instance leads. Each cycle ends with its line (see
 //! [`controller::cycle`]) and the reports published.
 
-use super::controller;
-use super::{Agent, AgentError, RunSummary, progress};
+use crate::agent::controller;
+use crate::agent::controller::progress;
+use crate::agent::{Agent, AgentError, RunSummary};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -16,7 +17,7 @@ const TRIGGER_SPACING: Duration = Duration::from_millis(500);
 
 impl Agent {
     /// Runs the cycles: until every unit settled with `--once`, else until a shutdown.
-    pub(super) async fn run(&mut self) -> Result<RunSummary, AgentError> {
+    pub(in crate::agent) async fn run(&mut self) -> Result<RunSummary, AgentError> {
         let (mut rev, _) = self.load(None).await?;
         tracing::info!(commit = %rev.commit, units = rev.units.len(), "revision loaded");
         self.shard_line(&rev);
@@ -28,7 +29,7 @@ impl Agent {
             return Ok(self.stopped(vec![], None));
         }
         let deadline = Instant::now() + self.config.timeout;
-        let meter = controller::cycle::Meter::start(self.env.cluster.counter());
+        let meter = controller::cycle_line::Meter::start(self.env.cluster.counter());
         let mut outcomes = self.converge(&rev, Some(deadline), None).await?;
         let mut published = BTreeMap::new();
         let (commit, report_error) = match self.publish(&outcomes, &mut published).await {
@@ -48,7 +49,7 @@ impl Agent {
             summary.report_error = report_error;
             return Ok(summary);
         }
-        use controller::cycle::{Meter, Trigger};
+        use controller::cycle_line::{Meter, Trigger};
         let counter = self.env.cluster.counter().clone();
         meter
             .line(&counter, 0, Trigger::Initial, (outcomes.len(), self.passes))
