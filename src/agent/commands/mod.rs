@@ -2,3 +2,4 @@
 //! and hands it to the controller, or reads and reports).
 
 pub mod drift;
+pub mod run;

@@ -4,8 +4,9 @@
 //! [`controller::cycle`]) and the reports published.
 
 use crate::agent::controller;
+use crate::agent::controller::context::Agent;
 use crate::agent::controller::progress;
-use crate::agent::{Agent, AgentError, RunSummary};
+use crate::agent::{AgentError, RunSummary};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -21,15 +22,15 @@ impl Agent {
         let (mut rev, _) = self.load(None).await?;
         tracing::info!(commit = %rev.commit, units = rev.units.len(), "revision loaded");
         self.shard_line(&rev);
-        self.progress = Some(progress::Progress::new(
-            self.config.progress_bars,
+        self.signals.progress = Some(progress::Progress::new(
+            self.schedule.progress_bars,
             rev.units.iter().map(|(u, _)| u.name()),
         ));
         if !self.stand_by(&mut rev).await? {
             return Ok(self.stopped(vec![], None));
         }
-        let deadline = Instant::now() + self.config.timeout;
-        let meter = controller::cycle_line::Meter::start(self.env.cluster.counter());
+        let deadline = Instant::now() + self.schedule.timeout;
+        let meter = controller::cycle_line::Meter::start(self.live.env.cluster.counter());
         let mut outcomes = self.converge(&rev, Some(deadline), None).await?;
         let mut published = BTreeMap::new();
         let (commit, report_error) = match self.publish(&outcomes, &mut published).await {
@@ -39,8 +40,8 @@ impl Agent {
                 (None, Some(e.to_string()))
             }
         };
-        if self.config.once || self.shutting_down() {
-            self.events.flush(Duration::from_secs(10)).await;
+        if self.schedule.once || self.shutting_down() {
+            self.signals.events.flush(Duration::from_secs(10)).await;
             let mut summary = if self.shutting_down() {
                 self.stopped(outcomes, commit)
             } else {
@@ -50,9 +51,14 @@ impl Agent {
             return Ok(summary);
         }
         use controller::cycle_line::{Meter, Trigger};
-        let counter = self.env.cluster.counter().clone();
+        let counter = self.live.env.cluster.counter().clone();
         meter
-            .line(&counter, 0, Trigger::Initial, (outcomes.len(), self.passes))
+            .line(
+                &counter,
+                0,
+                Trigger::Initial,
+                (outcomes.len(), self.memo.passes),
+            )
             .report();
         // Follow the repository: fetch on an interval, re-converge on a new revision. Nothing in
         // here ends the agent (but a shutdown): a failure is logged and tried again next round.
@@ -61,17 +67,17 @@ impl Agent {
         // A push (a webhook, a commit in a local repository) fetches at once: requests coalesce
         // into one (see `crate::trigger`), and a pushed fetch starts TRIGGER_SPACING after the
         // previous fetch at the earliest.
-        let mut next_fetch = Instant::now() + self.config.interval;
+        let mut next_fetch = Instant::now() + self.schedule.interval;
         let mut last_fetch = Instant::now();
         let mut last_commit = commit;
         // After standing by, the outcomes are not those of the revision before: every unit passes.
         let mut outcomes_current = true;
         for cycle in 1.. {
-            let next_drift = self.config.drift_interval.map(|d| Instant::now() + d);
+            let next_drift = self.schedule.drift_interval.map(|d| Instant::now() + d);
             let wake = next_drift.map_or(next_fetch, |d| d.min(next_fetch));
             let pushed = tokio::select! {
                 () = tokio::time::sleep_until(wake.into()) => false,
-                () = self.fetches.wanted() => true,
+                () = self.git.fetches.wanted() => true,
                 _ = self.stop_asked() => false,
             };
             if self.shutting_down() {
@@ -102,19 +108,17 @@ impl Agent {
                 tracing::info!("drift check");
             } else {
                 // This fetch serves every request made until now.
-                self.fetches.take();
+                self.git.fetches.take();
                 last_fetch = Instant::now();
-                next_fetch = last_fetch + self.config.interval;
+                next_fetch = last_fetch + self.schedule.interval;
                 let previous = rev.commit.clone();
                 match self.load(Some(&rev)).await {
                     Ok((next, changed)) => {
                         // Requests made during the fetch for the commit it brought are served
                         // (a flood of deliveries of one push: one fetch).
-                        self.fetches.served_by(&next.commit);
+                        self.git.fetches.served_by(&next.commit);
                         let changed = changed.unwrap_or_default();
-                        if next.commit != previous
-                            && !self.config.report_target.only_reports(&changed)
-                        {
+                        if next.commit != previous && !self.report_target.only_reports(&changed) {
                             tracing::info!(from = %previous, to = %next.commit, rendered = next.rendered.len(), "new revision");
                             rev = next;
                             scoped = outcomes_current;
@@ -140,7 +144,7 @@ impl Agent {
                 // A push that brought no new revision (a flood's late requests, another branch
                 // moved): nothing to pass over; drift is looked for on its own schedule.
                 tracing::info!(commit = %rev.commit, "the push brought no new revision");
-                self.passes = 0;
+                self.memo.passes = 0;
             } else {
                 let earlier = scoped.then_some(outcomes.as_slice());
                 outcomes = self.converge(&rev, None, earlier).await?;
@@ -153,14 +157,14 @@ impl Agent {
                 }
             }
             meter
-                .line(&counter, cycle, trigger, (outcomes.len(), self.passes))
+                .line(&counter, cycle, trigger, (outcomes.len(), self.memo.passes))
                 .report();
             if self.shutting_down() {
                 break;
             }
         }
         // Only a shutdown ends the cycles: what the last converge did is published by now.
-        self.events.flush(Duration::from_secs(10)).await;
+        self.signals.events.flush(Duration::from_secs(10)).await;
         Ok(self.stopped(outcomes, last_commit))
     }
 }

@@ -6,8 +6,10 @@
 //! others), then are cut short and reported as interrupted. A standby loads each revision and
 //! keeps the watch caches of its kinds warm, and runs no pass.
 
+use crate::agent::AgentError;
+use crate::agent::controller::context::Agent;
 use crate::agent::controller::leader::{self, Elector, LeaderElection};
-use crate::agent::{Agent, AgentError, Revision};
+use crate::agent::controller::revision::Revision;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -117,13 +119,14 @@ impl Stop {
 impl Agent {
     /// Whether this instance may write now (always, without election).
     pub(in crate::agent) fn leading(&self) -> bool {
-        self.elector
+        self.stopping
+            .elector
             .as_ref()
             .is_none_or(|e| e.leading_at(Instant::now()))
     }
 
     pub(in crate::agent) fn shutting_down(&self) -> bool {
-        self.shutdown.asked()
+        self.stopping.shutdown.asked()
     }
 
     /// Whether the converge loop has to stop dispatching, and why.
@@ -131,7 +134,7 @@ impl Agent {
         if self.shutting_down() {
             return Some(Stop::Shutdown);
         }
-        let e = self.elector.as_ref()?;
+        let e = self.stopping.elector.as_ref()?;
         let standing = e.standing();
         (!standing.leading_at(Instant::now())).then_some(Stop::LostLease {
             expires: standing.expires,
@@ -141,13 +144,13 @@ impl Agent {
     /// Resolves when a shutdown is asked or the Lease is lost.
     pub(in crate::agent) async fn stop_asked(&self) {
         let lost = async {
-            match &self.elector {
+            match &self.stopping.elector {
                 Some(e) => leader::lost(&mut e.watch()).await,
                 None => std::future::pending().await,
             }
         };
         tokio::select! {
-            _ = self.shutdown.wait() => {}
+            _ = self.stopping.shutdown.wait() => {}
             _ = lost => {}
         }
     }
@@ -158,12 +161,12 @@ impl Agent {
         &mut self,
         rev: &mut Revision,
     ) -> Result<bool, AgentError> {
-        let Some(elector) = &self.elector else {
+        let Some(elector) = &self.stopping.elector else {
             return Ok(!self.shutting_down());
         };
         let mut standing = elector.watch();
         let mut warmed: Option<String> = None;
-        let mut next_fetch = Instant::now() + self.config.interval;
+        let mut next_fetch = Instant::now() + self.schedule.interval;
         loop {
             if self.shutting_down() {
                 return Ok(false);
@@ -177,14 +180,14 @@ impl Agent {
                 warmed = Some(rev.commit.clone());
             }
             // What the caches saw is read fresh by the first pass after taking over.
-            self.caches.drain().await;
+            self.live.caches.drain().await;
             tokio::select! {
                 _ = leader::acquired(&mut standing) => {}
-                _ = self.shutdown.wait() => {}
+                _ = self.stopping.shutdown.wait() => {}
                 _ = tokio::time::sleep(Duration::from_secs(1)) => {}
             }
             if Instant::now() >= next_fetch {
-                next_fetch = Instant::now() + self.config.interval;
+                next_fetch = Instant::now() + self.schedule.interval;
                 match self.load(Some(rev)).await {
                     Ok((next, _)) => *rev = next,
                     Err(e) => {

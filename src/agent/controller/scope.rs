@@ -2,7 +2,7 @@
 //! of them renders; a unit that had converged and neither keeps its outcome (see
 //! [`super::Agent::converge`]'s `earlier`).
 
-use crate::agent::Revision;
+use crate::agent::controller::revision::Revision;
 use crate::report::{self, ObjectAction, UnitOutcome};
 use std::collections::BTreeSet;
 

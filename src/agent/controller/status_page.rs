@@ -2,7 +2,9 @@
 //! outcomes are produced: each revision's cluster annotations, each pass, each converge's end
 //! and each publish. Nothing here reads the cluster or the remote.
 
-use crate::agent::{Agent, AgentError, Revision, RunConfig};
+use crate::agent::controller::context::Agent;
+use crate::agent::controller::revision::Revision;
+use crate::agent::{AgentError, RunConfig};
 use crate::report::UnitOutcome;
 use crate::statuspage::{Feed, History, annotations_of};
 use std::collections::BTreeMap;
@@ -27,7 +29,7 @@ pub(in crate::agent) async fn start(config: &RunConfig) -> Result<StatusPage, Ag
 
 impl Agent {
     fn feed(&self) -> Option<&Feed> {
-        self.status_page.as_ref().map(|(feed, _)| feed)
+        self.signals.status_page.as_ref().map(|(feed, _)| feed)
     }
 
     /// The annotations of each unit's CAPI Cluster in `rev`, as rendered.

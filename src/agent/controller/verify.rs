@@ -1,7 +1,7 @@
 //! What the agent says about `--verify-signatures`: the metrics of each check, and a line on the
 //! terminal when a revision is refused (once per refused revision) or verified again after one.
 
-use crate::agent::Agent;
+use crate::agent::controller::context::Agent;
 use crate::source::Revision;
 use crate::source::signature::{Refusal, Verdict};
 
@@ -17,8 +17,8 @@ impl Agent {
             Ok(verdict) => verdict.result(),
             Err(refusal) => refusal.verdict.result(),
         };
-        self.metrics.count_verification(label);
-        let mut shown = self.shown_refusal.lock().expect("shown refusal lock");
+        self.signals.metrics.count_verification(label);
+        let mut shown = self.git.shown_refusal.lock().expect("shown refusal lock");
         match result {
             Err(refusal) => {
                 let text = refusal.to_string();
