@@ -286,36 +286,9 @@ async fn step(
             Verdict::Delete { detach } => {
                 // Dependents first: wait until every candidate that depends on this one is gone.
                 // What an ARO object embeds goes with its deletion, not before it.
-                let waiting: Vec<&ObjectKey> = g
-                    .dependents(i)
-                    .into_iter()
-                    .filter(|&d| delegated[d] != Some(i))
-                    .map(|d| &keys[d])
-                    .filter(|d| live.contains_key(*d))
-                    .collect();
-                if !waiting.is_empty() {
-                    let blocked = waiting.iter().any(|d| {
-                        let j = keys.iter().position(|k| k == *d).expect("a candidate");
-                        matches!(verdicts[j], Verdict::Blocked { .. })
-                    });
-                    let names = waiting
-                        .iter()
-                        .map(|d| d.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ");
-                    outcomes.push(if blocked {
-                        outcome(
-                            ObjectAction::DeletionBlocked,
-                            Some(format!(
-                                "objects that depend on it are not deleted: {names}"
-                            )),
-                        )
-                    } else {
-                        outcome(
-                            ObjectAction::Deleting,
-                            Some(format!("waiting for {names} to be deleted first")),
-                        )
-                    });
+                let candidates = (&keys[..], &verdicts[..], &delegated[..]);
+                if let Some((action, reason)) = waiting_on_dependents(i, &g, candidates, live) {
+                    outcomes.push(outcome(action, Some(reason)));
                     continue;
                 }
                 let obj = live.get(key).expect("a Delete verdict has a live object");
@@ -354,6 +327,46 @@ async fn step(
         }
     }
     outcomes
+}
+
+/// Why candidate `i` is not deleted yet, when candidates that depend on it are still live (but
+/// those its owner deletes with it): waiting for them, or blocked when one of them is blocked.
+fn waiting_on_dependents(
+    i: usize,
+    g: &graph::Graph,
+    (keys, verdicts, delegated): (&[ObjectKey], &[Verdict], &[Option<usize>]),
+    live: &HashMap<ObjectKey, Value>,
+) -> Option<(ObjectAction, String)> {
+    let waiting: Vec<&ObjectKey> = g
+        .dependents(i)
+        .into_iter()
+        .filter(|&d| delegated[d] != Some(i))
+        .map(|d| &keys[d])
+        .filter(|d| live.contains_key(*d))
+        .collect();
+    if waiting.is_empty() {
+        return None;
+    }
+    let blocked = waiting.iter().any(|d| {
+        let j = keys.iter().position(|k| k == *d).expect("a candidate");
+        matches!(verdicts[j], Verdict::Blocked { .. })
+    });
+    let names = waiting
+        .iter()
+        .map(|d| d.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    Some(if blocked {
+        (
+            ObjectAction::DeletionBlocked,
+            format!("objects that depend on it are not deleted: {names}"),
+        )
+    } else {
+        (
+            ObjectAction::Deleting,
+            format!("waiting for {names} to be deleted first"),
+        )
+    })
 }
 
 /// For each candidate, the candidate ARO object that controls it, when that one is deleted too:
