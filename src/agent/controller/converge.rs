@@ -9,7 +9,9 @@ use super::lifecycle::Stop;
 use super::progress::Progress;
 use super::queue::{WorkQueue, Workers};
 use super::revision::Revision;
-use super::round::{DEBOUNCE, Job, Round, first_outcome, job_name, keep_earlier, removed_outcome};
+use super::round::{
+    DEBOUNCE, Job, Round, first_outcome, job_name, keep_earlier, removed_outcome, wait_for,
+};
 use super::wakes::{DuringPass, Wakes};
 use super::{kinds_of, shard, wakes_of};
 use crate::agent::pass::{self, guest};
@@ -21,37 +23,13 @@ use crate::plan::ownership::Fleet;
 use crate::report::{self, UnitOutcome};
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// What a converge starts from: its round, the fleet the deletion guard asks, and the wake index.
 struct Setup<'r> {
     round: Round<'r>,
     fleet: Fleet,
     index: Wakes,
-}
-
-/// How long the loop may wait for a pass to end, a change, a retry's time or the deadline. A
-/// retry already due waits for a free worker (a pass to end).
-fn wait_for(
-    now: Instant,
-    deadline: Option<Instant>,
-    past_deadline: bool,
-    due: Option<Instant>,
-    interval: Duration,
-    stopping: Option<(Stop, Instant)>,
-) -> Duration {
-    let due = due.filter(|t| *t > now);
-    let wait = match (deadline.filter(|_| !past_deadline), due) {
-        (Some(d), Some(t)) => d.min(t) - now,
-        (Some(d), None) => d - now,
-        (None, Some(t)) => t - now,
-        (None, None) if past_deadline => Duration::from_secs(3600),
-        (None, None) => interval,
-    };
-    match stopping {
-        Some((_, until)) => wait.min(until.saturating_duration_since(now)),
-        None => wait,
-    }
 }
 
 impl Agent {

@@ -260,3 +260,221 @@ pub(super) fn job_name(rev: &Revision, job: &Job) -> String {
         Job::Removed(u) => u.clone(),
     }
 }
+
+/// How long the loop may wait for a pass to end, a change, a retry's time or the deadline. A
+/// retry already due waits for a free worker (a pass to end).
+pub(super) fn wait_for(
+    now: Instant,
+    deadline: Option<Instant>,
+    past_deadline: bool,
+    due: Option<Instant>,
+    interval: Duration,
+    stopping: Option<(Stop, Instant)>,
+) -> Duration {
+    let due = due.filter(|t| *t > now);
+    let wait = match (deadline.filter(|_| !past_deadline), due) {
+        (Some(d), Some(t)) => d.min(t) - now,
+        (Some(d), None) => d - now,
+        (None, Some(t)) => t - now,
+        (None, None) if past_deadline => Duration::from_secs(3600),
+        (None, None) => interval,
+    };
+    match stopping {
+        Some((_, until)) => wait.min(until.saturating_duration_since(now)),
+        None => wait,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::controller::cache::Change;
+    use crate::apply::inventory::Identity;
+    use crate::report::{ObjectOutcome, Standing};
+    use std::sync::Arc;
+
+    fn revision(units: &[&str]) -> Revision {
+        let units: Vec<crate::agent::pass::prepare::PreparedUnit> = units
+            .iter()
+            .map(|u| {
+                let unit = crate::unit::Unit { path: u.into() };
+                (unit, Err(vec![]))
+            })
+            .collect();
+        let units = Arc::new(units);
+        Revision {
+            commit: "0123456789abcdef".into(),
+            stale: None,
+            units: units.clone(),
+            fleet_units: units,
+            inputs: Arc::default(),
+            conflicted: Arc::default(),
+            fleet: Arc::default(),
+            rendered: Arc::default(),
+        }
+    }
+
+    fn round<'r>(rev: &'r Revision, removals: &[&str]) -> Round<'r> {
+        let n = rev.units.len();
+        let mut queue = WorkQueue::new(crate::retry::UNIT_QUEUE, 1);
+        for i in 0..n {
+            queue.add(Job::Unit(i));
+        }
+        Round {
+            rev,
+            azure: AzureMode::Simulated,
+            outcomes: (rev.units.iter())
+                .map(|(u, p)| first_outcome(rev, u, p, AzureMode::Simulated))
+                .collect(),
+            held: vec![false; n],
+            done: vec![false; n],
+            pending: n,
+            ran: vec![false; n],
+            inventories: BTreeMap::new(),
+            removals: removals.iter().map(|u| u.to_string()).collect(),
+            removed_outcomes: BTreeMap::new(),
+            queue,
+            during_pass: DuringPass::default(),
+            passes: 0,
+            quiet_since: Instant::now(),
+        }
+    }
+
+    fn outcome(unit: &str, action: ObjectAction, ready: bool) -> UnitOutcome {
+        UnitOutcome {
+            unit: unit.into(),
+            cluster: None,
+            revision: "0123456789abcdef".into(),
+            stale_source: None,
+            azure: AzureMode::Simulated,
+            objects: vec![ObjectOutcome {
+                key: crate::object::ObjectKey {
+                    group: String::new(),
+                    version: "v1".into(),
+                    kind: "ConfigMap".into(),
+                    namespace: Some("default".into()),
+                    name: "settings".into(),
+                },
+                action,
+                ready,
+                reason: None,
+                message: None,
+            }],
+            errors: vec![],
+            standing: Standing::unknown(None),
+        }
+    }
+
+    #[test]
+    fn the_loop_waits_for_the_nearest_of_the_deadline_and_the_next_retry() {
+        let now = Instant::now();
+        let (s, interval) = (Duration::from_secs(1), Duration::from_secs(30));
+        let wait =
+            |deadline, past, due, stopping| wait_for(now, deadline, past, due, interval, stopping);
+        assert_eq!(
+            wait(Some(now + 5 * s), false, Some(now + 2 * s), None),
+            2 * s
+        );
+        assert_eq!(wait(Some(now + 5 * s), false, None, None), 5 * s);
+        assert_eq!(wait(None, false, Some(now + 3 * s), None), 3 * s);
+        // A retry already due waits for a pass to end: it does not set the wait.
+        assert_eq!(wait(None, false, Some(now), None), interval);
+        // Past the deadline, only the passes in flight are waited for.
+        assert_eq!(wait(Some(now), true, None, None), Duration::from_secs(3600));
+        // A stop bounds every wait by its drain deadline.
+        let stop = Some((Stop::Shutdown, now + s));
+        assert_eq!(wait(None, false, None, stop), s);
+    }
+
+    #[test]
+    fn a_pass_that_settles_a_unit_takes_it_out_of_the_pending_and_one_that_unsettles_it_puts_it_back()
+     {
+        let rev = revision(&["clusters/dev", "clusters/prod"]);
+        let mut round = round(&rev, &[]);
+        let job = round.queue.pop(Instant::now()).expect("a unit queued");
+        assert_eq!(job, Job::Unit(0));
+        let converged = outcome("clusters/dev", ObjectAction::Created, true);
+        assert_eq!(
+            round.pass_ended(&job, converged, Inventory::new("clusters/dev")),
+            Some(0)
+        );
+        assert_eq!(
+            (round.pending, round.done[0], round.ran[0], round.passes),
+            (1, true, true, 1)
+        );
+        assert!(
+            round.inventories.contains_key("clusters/dev"),
+            "the inventory is given back"
+        );
+        assert!(!round.all_settled());
+        round.queue.add(Job::Unit(0));
+        let job = round.queue.pop(Instant::now()).expect("queued again");
+        let progressing = outcome("clusters/dev", ObjectAction::Updated, false);
+        round.pass_ended(&job, progressing, Inventory::new("clusters/dev"));
+        assert_eq!((round.pending, round.done[0]), (2, false));
+    }
+
+    #[test]
+    fn a_change_wakes_the_unit_it_concerns_or_is_held_while_its_pass_runs_and_a_deleting_removal_runs_again()
+     {
+        let rev = revision(&["clusters/dev"]);
+        let mut round = round(&rev, &["clusters/gone"]);
+        let id = Identity {
+            group: String::new(),
+            kind: "ConfigMap".into(),
+            namespace: Some("default".into()),
+            name: "settings".into(),
+        };
+        let index = Wakes::new([(0, vec![id.clone()])]);
+        let changed: BTreeSet<Change> = [Change::Object(id, Some("7".into()))].into();
+        // The unit's pass runs: the change is held for when it ends.
+        let job = round.queue.pop(Instant::now()).expect("a unit queued");
+        round.wake(&changed, &index);
+        assert!(round.queue.is_active(&job));
+        // The removal had no pass yet: any change runs it again.
+        assert!(
+            round
+                .queue
+                .has_ready(Instant::now() + Duration::from_secs(1))
+        );
+        let removal = Job::Removed("clusters/gone".into());
+        let deleting = outcome("clusters/gone", ObjectAction::Deleting, false);
+        round.queue.pop(Instant::now() + Duration::from_secs(1));
+        assert_eq!(
+            round.pass_ended(&removal, deleting, Inventory::new("clusters/gone")),
+            None
+        );
+        assert!(round.removed_outcomes.contains_key("clusters/gone"));
+        assert!(
+            !round.all_settled(),
+            "a removal still deleting is not settled"
+        );
+    }
+
+    #[test]
+    fn a_stop_reports_the_units_that_got_no_pass_and_those_cut_short() {
+        let rev = revision(&["clusters/dev", "clusters/prod", "clusters/test"]);
+        let mut round = round(&rev, &[]);
+        round.held[2] = true;
+        let mut progress = Progress::new(false, rev.units.iter().map(|(u, _)| u.name()));
+        let first = round.queue.pop(Instant::now()).expect("a unit queued");
+        assert_eq!(first, Job::Unit(0));
+        round.interrupt(Stop::Shutdown, &mut progress);
+        assert!(
+            round.outcomes[0].errors[0]
+                .message
+                .starts_with("interrupted: ")
+        );
+        let unreconciled = round.not_reconciled(Stop::Shutdown);
+        assert_eq!(unreconciled, ["clusters/prod".to_string()].into());
+        assert!(
+            round.outcomes[1].errors[0]
+                .message
+                .starts_with("not reconciled: ")
+        );
+        assert!(
+            round.outcomes[2].errors.is_empty(),
+            "a held unit keeps its outcome"
+        );
+    }
+}
