@@ -1,10 +1,10 @@
-//! One pass over a prepared unit: read live state (`live`: from the shared caches),
+//! One pass over a prepared unit: read live state (`read_live`: from the shared caches),
 //! apply what is unblocked and changed in dependency order, prune what left git (as far as
 //! deletion safety allows), then let the embedded reconcilers write the ARO objects' status. A
 //! pass never waits: what is blocked now is retried when a watch fires.
 //!
 //! The resources embedded in ARO objects are applied as their owner's decision says
-//! (`status::Reconcilers`, on `reconcile::aro`): the body to apply, or held by a gate (the
+//! (`reconcilers::Reconcilers`, on `reconcile::aro`): the body to apply, or held by a gate (the
 //! infrastructure, control-plane, ExternalAuth and key gates), with the owned kinds recorded on
 //! the owner before its first apply.
 //!

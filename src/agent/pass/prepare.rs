@@ -140,7 +140,7 @@ fn field_position(root: &Path, p: &crate::validate::ValidationError) -> Option<(
 }
 
 /// The HcpOpenShiftCluster name of each AROControlPlane, by (namespace, cluster name).
-fn hcp_names(rendered: &[SourcedObject]) -> Vec<(Option<String>, String, String)> {
+fn hcp_names(rendered: &[SourcedObject]) -> Vec<HcpName> {
     rendered
         .iter()
         .filter(|s| s.object.get("kind").and_then(Value::as_str) == Some("AROControlPlane"))
@@ -172,22 +172,20 @@ pub fn aro_cluster_name(obj: &Value) -> &str {
         .unwrap_or("")
 }
 
+/// An AROControlPlane's HcpOpenShiftCluster: (namespace, cluster name, HcpOpenShiftCluster name).
+type HcpName = (Option<String>, String, String);
+
 /// The resources the ARO object `object` (`key`) embeds, given the unit's HcpOpenShiftClusters
 /// (`hcp_names`), CAPI Clusters and identity references: each annotated with its cluster's
 /// credential Secret when the cluster names an identity.
 fn embedded_of(
     object: &Value,
     key: &ObjectKey,
-    (hcps, clusters, credentials): (
-        &[(Option<String>, String, String)],
-        &[&Value],
-        &[credentials::ClusterIdentityRef],
-    ),
+    (hcps, clusters, credentials): (&[HcpName], &[&Value], &[credentials::ClusterIdentityRef]),
 ) -> Result<Vec<Value>, String> {
     let ns = key.namespace.clone();
     let cluster = aro_cluster_name(object).to_string();
-    let in_ns: Vec<&(Option<String>, String, String)> =
-        hcps.iter().filter(|(n, _, _)| *n == ns).collect();
+    let in_ns: Vec<&HcpName> = hcps.iter().filter(|(n, _, _)| *n == ns).collect();
     let hcp = in_ns
         .iter()
         .find(|(_, c, _)| *c == cluster)
