@@ -220,7 +220,7 @@ fn the_running_agent_renders_again_only_the_changed_unit() {
         .arg(&f.state)
         .env(
             "ARO_GITOPS_LOG",
-            "warn,aro_gitops::agent=info,aro_gitops::agent::incremental=debug",
+            "warn,aro_gitops::agent=info,aro_gitops::agent::controller::incremental=debug",
         )
         .env("NO_COLOR", "1")
         .env("GIT_CONFIG_GLOBAL", "/dev/null")

@@ -2,7 +2,7 @@
 //! declares (a small summary per unit), the conflicts between units (one object declared twice, two
 //! objects for one Azure resource) turned into failed units, and the fleet the deletion guard asks.
 
-use super::prepare::{Prepared, PreparedUnit, aro_cluster_name};
+use crate::agent::pass::prepare::{Prepared, PreparedUnit, aro_cluster_name};
 use crate::object::ObjectKey;
 use crate::plan::azure_identity::{self, AsoObject, AzureIdentity};
 use crate::plan::ownership::{self, Claim, Fleet, UnitClaims};

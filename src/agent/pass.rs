@@ -1,11 +1,11 @@
-//! One pass over a prepared unit: read live state (`live`: from the shared caches),
+//! One pass over a prepared unit: read live state (`read_live`: from the shared caches),
 //! decide each object in dependency order (`plan::decide`, the decisions a plan shows too) and
 //! carry the decisions out (`object`), prune what left git (as far as
 //! deletion safety allows), then let the embedded reconcilers write the ARO objects' status. A
 //! pass never waits: what is blocked now is retried when a watch fires.
 //!
 //! The resources embedded in ARO objects are applied as their owner's decision says
-//! (`status::Reconcilers`, on `reconcile::aro`): the body to apply, or held by a gate (the
+//! (`reconcilers::Reconcilers`, on `reconcile::aro`): the body to apply, or held by a gate (the
 //! infrastructure, control-plane, ExternalAuth and key gates), with the owned kinds recorded on
 //! the owner before its first apply.
 //!
@@ -13,13 +13,25 @@
 //! and a `reconcile-policy-if-exists` decision is recorded in it before its create is sent.
 //! Without `self_heal`, an object whose desired state did not change since the agent last applied
 //! it is not re-applied when live state differs: that is drift, and it is reported.
+//!
+//! Its helpers, one file each, are below: `prepare` (the unit as rendered), `read_live`,
+//! `preflight`, `identity_check`, `guest`, `reconcilers`, `object` (one object's step carried
+//! out), `prune` and `aro_deletion`.
 
+pub(super) mod aro_deletion;
+pub(super) mod guest;
+pub(super) mod identity_check;
 mod object;
+pub(super) mod preflight;
+pub mod prepare;
+pub mod prune;
+pub(super) mod read_live;
+pub(super) mod reconcilers;
 
-use super::failpoint::FAILPOINT_ENV;
-use super::prepare::Prepared;
-use super::prune::{self as pruning, Safety};
-use super::status::Reconcilers;
+use crate::agent::failpoint::FAILPOINT_ENV;
+use prepare::Prepared;
+use prune::{self as pruning, Safety};
+use reconcilers::Reconcilers;
 use crate::apply::inventory::{self, Inventory};
 use crate::apply::{AzureView, Cluster};
 use crate::object::ObjectKey;
@@ -71,11 +83,11 @@ pub struct PassContext<'a> {
     /// Where the etcd encryption keys of the AROControlPlanes stand.
     pub keys: &'a dyn KeyManager,
     /// The guest clusters' clients (the aggregated-APIServices gate).
-    pub guests: &'a super::guest::GuestClients,
+    pub guests: &'a guest::GuestClients,
     /// The way to Azure's endpoints (a rotated identity secret is tried there), when there is one.
     pub azure_sdk: Option<&'a crate::azure::access::AzureAccess>,
     /// Live state to read instead of listing it.
-    pub caches: Option<&'a super::controller::cache::Caches>,
+    pub caches: Option<&'a crate::agent::controller::cache::Caches>,
     /// What every unit of the revision declares (ownership's deletion guard).
     pub fleet: &'a crate::plan::ownership::Fleet,
 }
@@ -110,8 +122,8 @@ async fn save(
 /// Runs one pass and says how the unit stands.
 pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory) -> UnitOutcome {
     let mut errors = Vec::new();
-    let super::live::Live { objects, unserved } =
-        super::live::read(ctx.cluster, ctx.caches, prepared, &mut errors).await;
+    let read_live::Live { objects, unserved } =
+        read_live::read(ctx.cluster, ctx.caches, prepared, &mut errors).await;
     let mut pass = Pass {
         ctx,
         prepared,
@@ -126,7 +138,7 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
         return refused;
     }
     // The identities of the unit's clusters: a cluster they stop has nothing applied.
-    let identities = super::identity::check(
+    let identities = identity_check::check(
         ctx.cluster,
         ctx.caches,
         ctx.azure_sdk,
@@ -166,7 +178,7 @@ struct Pass<'a, 'c> {
     /// Live objects, keyed with the version the unit asked for; kept up to date with the pass's
     /// own writes.
     live: HashMap<ObjectKey, Value>,
-    unserved: BTreeSet<super::live::ListKey>,
+    unserved: BTreeSet<read_live::ListKey>,
     errors: Vec<UnitError>,
 }
 
@@ -211,7 +223,7 @@ impl Pass<'_, '_> {
             self.errors.extend(taken);
             return Some(self.outcome(vec![], Standing::unknown(prepared.cluster.as_ref())));
         }
-        let refused = super::preflight::check(
+        let refused = preflight::check(
             self.ctx.cluster,
             prepared,
             &self.live,
@@ -224,7 +236,7 @@ impl Pass<'_, '_> {
             return None;
         }
         let live = &self.live;
-        let objects = super::preflight::outcomes(prepared, &refused, |k| {
+        let objects = preflight::outcomes(prepared, &refused, |k| {
             object_state(k, live.get(k)) == ObjectState::Ready
         });
         let standing = Standing::of(
@@ -330,7 +342,7 @@ impl Pass<'_, '_> {
             |k: &ObjectKey| inv.get(k).is_some() || prepared.objects.iter().any(|o| &o.key == k);
         let fleet = (self.unit.as_str(), ctx.fleet);
         let driven =
-            super::aro_deletion::drive(ctx.cluster, &self.live, of_unit, fleet, &mut self.errors)
+            aro_deletion::drive(ctx.cluster, &self.live, of_unit, fleet, &mut self.errors)
                 .await;
         let mut objects: Vec<ObjectOutcome> = prepared
             .order
@@ -338,11 +350,11 @@ impl Pass<'_, '_> {
             .filter_map(|&i| Some(standing_of(prepared, i, outcomes[i].clone()?, &self.live)))
             .chain(pruned)
             .collect();
-        super::aro_deletion::merge(&mut objects, driven);
+        aro_deletion::merge(&mut objects, driven);
         // The unit's own Secrets were read whole to be compared; their values go no further.
         let live_objects: Vec<Value> = std::mem::take(&mut self.live)
             .into_values()
-            .map(super::live::without_secret_data)
+            .map(read_live::without_secret_data)
             .collect();
         let standing = Standing::of(&live_objects, prepared.cluster.as_ref());
         self.outcome(objects, standing)
@@ -419,8 +431,8 @@ pub async fn remove(ctx: &PassContext<'_>, inv: &mut Inventory) -> UnitOutcome {
         let of_unit = |k: &ObjectKey| inv.get(k).is_some();
         let fleet = (inv.unit.as_str(), ctx.fleet);
         let driven =
-            super::aro_deletion::drive(ctx.cluster, &live, of_unit, fleet, &mut errors).await;
-        super::aro_deletion::merge(&mut objects, driven);
+            aro_deletion::drive(ctx.cluster, &live, of_unit, fleet, &mut errors).await;
+        aro_deletion::merge(&mut objects, driven);
     }
     if inv.entries.is_empty() {
         if let Err(e) = inventory::remove(ctx.cluster, &inv.unit).await {

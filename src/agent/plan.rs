@@ -13,9 +13,9 @@ pub(crate) mod view;
 use base::{changed_paths, render};
 use live::against_live;
 
-use super::prepare::{self, PreparedUnit};
-use super::prune::UnitPruning;
-use super::{AgentError, Environment, LiveTarget, Safety};
+use crate::agent::pass::prepare::{self, PreparedUnit};
+use crate::agent::pass::prune::UnitPruning;
+use crate::agent::{AgentError, Environment, LiveTarget, Safety};
 use crate::apply::inventory::{self, Identity, Inventory};
 use crate::apply::live::LiveIndex;
 use crate::apply::{AzureView, Cluster};
@@ -152,7 +152,7 @@ pub struct RenderedUnits {
 
 /// Plans `req`.
 pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
-    super::env::prepare_state_dir(&req.state_dir)?;
+    crate::agent::env::prepare_state_dir(&req.state_dir)?;
     let plan_state = req.state_dir.join("plan");
     let head = checkout_revision(&req.repo, &req.head, plan_state.join("head")).await?;
     // Live state when a cluster is reachable; the base revision otherwise.
@@ -345,7 +345,9 @@ fn add_deletions(
     against: &str,
 ) {
     // Listed in the order pruning deletes them: dependents first.
-    let order = super::prune::dependents_first(&super::prune::deletion_graph(keys, old));
+    let order = crate::agent::pass::prune::dependents_first(
+        &crate::agent::pass::prune::deletion_graph(keys, old),
+    );
     let mut verdicts: Vec<Option<Verdict>> = verdicts.into_iter().map(Some).collect();
     for i in order {
         let (key, obj) = (&keys[i], &old[i]);

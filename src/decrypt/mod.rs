@@ -1,5 +1,5 @@
 //! Decrypting SOPS files in the pipeline: after rendering, before validation (see
-//! [`crate::agent::prepare`]).
+//! [`crate::agent::pass::prepare`]).
 //!
 //! SOPS's MAC covers a document as written in its file, while kustomize may change the object it
 //! makes of it (namespace, labels, name prefixes). So each rendered object that still carries a

@@ -2,7 +2,7 @@
 //! when the agent manages the key (an AROControlPlane with an `identityRef` whose
 //! HcpOpenShiftCluster configures customer-managed KMS). The agent finds or creates the key in Key
 //! Vault during a pass and writes the version into the HcpOpenShiftCluster before it checks that
-//! object against the cluster's schema and applies it (`crate::agent::status`); until then, a
+//! object against the cluster's schema and applies it (`crate::agent::pass::reconcilers`); until then, a
 //! schema that requires the field (ASO's does) must not fail the render for leaving it out.
 
 use serde_json::Value;

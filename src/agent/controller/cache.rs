@@ -103,6 +103,134 @@ impl Default for Caches {
         }
     }
 }
+/// What a kind's watch task keeps as the events come: the cache it fills, and what a re-list is
+/// building.
+struct Follower {
+    store: Arc<RwLock<Objects>>,
+    /// Why the watch fails, since when (cleared once it resumes).
+    failed: Arc<RwLock<Option<(String, Instant)>>>,
+    /// Moved by every change of the store.
+    changed: Arc<std::sync::atomic::AtomicU64>,
+    /// Raised once the first list is in.
+    ready: watch::Sender<bool>,
+    echoes: Echoes,
+    group: String,
+    kind: String,
+    /// The objects of a re-list in progress.
+    building: Option<Objects>,
+    /// The objects a re-list found at the agent's own last write of them.
+    echoed: BTreeSet<Place>,
+}
+
+impl Follower {
+    fn identity(&self, (namespace, name): Place) -> Identity {
+        Identity {
+            group: self.group.clone(),
+            kind: self.kind.clone(),
+            namespace,
+            name,
+        }
+    }
+
+    fn what(&self) -> String {
+        format!("{}.{}", self.kind, self.group)
+    }
+
+    fn bump(&self) {
+        self.changed
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Takes one event of the watch into the cache; the changes it makes to wake for.
+    fn on(&mut self, ev: Result<watcher::Event<DynamicObject>, watcher::Error>) -> Vec<Change> {
+        if ev.is_ok() && self.failed.read().expect("cache lock").is_some() {
+            *self.failed.write().expect("cache lock") = None;
+            tracing::info!(kind = %self.what(), "the watch resumed");
+        }
+        match ev {
+            Ok(watcher::Event::Init) => {
+                self.building = Some(Objects::new());
+                self.echoed.clear();
+                vec![]
+            }
+            Ok(watcher::Event::InitApply(o)) => {
+                let (ns, name) = place(&o);
+                // A re-list may be the first sight of the agent's own last write.
+                if let Some(rv) = &o.metadata.resource_version
+                    && self
+                        .echoes
+                        .take(&self.identity((ns.clone(), name.clone())), rv)
+                {
+                    self.echoed.insert((ns.clone(), name.clone()));
+                }
+                self.building
+                    .get_or_insert_default()
+                    .entry(ns)
+                    .or_default()
+                    .insert(name, to_text(o));
+                vec![]
+            }
+            Ok(watcher::Event::InitDone) => self.relist_done(),
+            Ok(watcher::Event::Apply(o)) => {
+                let (ns, name) = place(&o);
+                let id = self.identity((ns.clone(), name.clone()));
+                let rv = o.metadata.resource_version.clone();
+                let echo = rv.as_deref().is_some_and(|rv| self.echoes.take(&id, rv));
+                self.store
+                    .write()
+                    .expect("cache lock")
+                    .entry(ns.clone())
+                    .or_default()
+                    .insert(name.clone(), to_text(o));
+                self.bump();
+                if echo {
+                    return vec![]; // the agent's own write: nothing to wake for
+                }
+                vec![Change::Object(id, rv)]
+            }
+            Ok(watcher::Event::Delete(o)) => {
+                let (ns, name) = place(&o);
+                if let Some(m) = self.store.write().expect("cache lock").get_mut(&ns) {
+                    m.remove(&name);
+                }
+                self.bump();
+                vec![Change::Object(self.identity((ns, name)), None)]
+            }
+            Err(e) => {
+                let message = e.to_string();
+                let mut failing = self.failed.write().expect("cache lock");
+                if failing.is_none() {
+                    tracing::warn!(kind = %self.what(), error = %message,
+                        "a watch failed; it retries with backoff (readiness says so until it resumes)");
+                } else {
+                    tracing::debug!(kind = %self.what(), error = %message, "the watch failed again");
+                }
+                *failing = Some((message, Instant::now()));
+                vec![]
+            }
+        }
+    }
+
+    /// A (re-)list is in: it becomes the cache; after the first, what it found changed (but the
+    /// agent's own writes) is to wake for.
+    fn relist_done(&mut self) -> Vec<Change> {
+        let new = self.building.take().unwrap_or_default();
+        let first = !*self.ready.borrow();
+        let found = if first {
+            Vec::new()
+        } else {
+            relisted(&self.store.read().expect("cache lock"), &new)
+        };
+        *self.store.write().expect("cache lock") = new;
+        self.bump();
+        self.ready.send_replace(true);
+        found
+            .into_iter()
+            .filter(|(place, _)| !self.echoed.contains(place))
+            .map(|(place, rv)| Change::Object(self.identity(place), rv))
+            .collect()
+    }
+}
 
 /// The object as cached: `managedFields` dropped (of an inventory, all but what its trust check
 /// reads: [`inventory::trust_facts`]), `apiVersion` and `kind` filled in.
@@ -215,116 +343,30 @@ impl Caches {
         let objects: Arc<RwLock<Objects>> = Arc::default();
         let (ready_tx, ready) = watch::channel(false);
         let failing: Arc<RwLock<Option<(String, Instant)>>> = Arc::default();
-        let failed = failing.clone();
         let generation: Arc<std::sync::atomic::AtomicU64> = Arc::default();
-        let changed = generation.clone();
-        let (store, tx) = (objects.clone(), self.tx.clone());
-        let echoes = cluster.echoes().clone();
-        let (group, kind) = (resource.group.clone(), resource.kind.clone());
-        let identity = move |(namespace, name): (Option<String>, String)| Identity {
-            group: group.clone(),
-            kind: kind.clone(),
-            namespace,
-            name,
+        let mut follower = Follower {
+            store: objects.clone(),
+            failed: failing.clone(),
+            changed: generation.clone(),
+            ready: ready_tx,
+            echoes: cluster.echoes().clone(),
+            group: resource.group.clone(),
+            kind: resource.kind.clone(),
+            building: None,
+            echoed: BTreeSet::new(),
         };
+        let tx = self.tx.clone();
         let config = watcher::Config::default().page_size(LIST_PAGE_SIZE);
-        let what = format!("{}.{}", resource.kind, resource.group);
         let task = tokio::spawn(async move {
             let mut events = watcher(api, config)
                 .default_backoff()
                 .modify(move |o| prepare(o, &resource))
                 .boxed();
-            let mut building: Option<Objects> = None;
-            // The objects a re-list found at the agent's own last write of them.
-            let mut echoed: BTreeSet<Place> = BTreeSet::new();
             while let Some(ev) = events.next().await {
-                if ev.is_ok() && failed.read().expect("cache lock").is_some() {
-                    *failed.write().expect("cache lock") = None;
-                    tracing::info!(kind = %what, "the watch resumed");
-                }
-                let change = match ev {
-                    Ok(watcher::Event::Init) => {
-                        building = Some(Objects::new());
-                        echoed.clear();
-                        continue;
+                for change in follower.on(ev) {
+                    if tx.send(change).is_err() {
+                        return;
                     }
-                    Ok(watcher::Event::InitApply(o)) => {
-                        let (ns, name) = place(&o);
-                        // A re-list may be the first sight of the agent's own last write.
-                        if let Some(rv) = &o.metadata.resource_version
-                            && echoes.take(&identity((ns.clone(), name.clone())), rv)
-                        {
-                            echoed.insert((ns.clone(), name.clone()));
-                        }
-                        building
-                            .get_or_insert_default()
-                            .entry(ns)
-                            .or_default()
-                            .insert(name, to_text(o));
-                        continue;
-                    }
-                    Ok(watcher::Event::InitDone) => {
-                        let new = building.take().unwrap_or_default();
-                        let first = !*ready_tx.borrow();
-                        let found = if first {
-                            Vec::new()
-                        } else {
-                            relisted(&store.read().expect("cache lock"), &new)
-                        };
-                        *store.write().expect("cache lock") = new;
-                        changed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        ready_tx.send_replace(true);
-                        let changes = found
-                            .into_iter()
-                            .filter(|(place, _)| !echoed.contains(place))
-                            .map(|(place, rv)| Change::Object(identity(place), rv));
-                        for change in changes {
-                            if tx.send(change).is_err() {
-                                return;
-                            }
-                        }
-                        continue;
-                    }
-                    Ok(watcher::Event::Apply(o)) => {
-                        let (ns, name) = place(&o);
-                        let id = identity((ns.clone(), name.clone()));
-                        let rv = o.metadata.resource_version.clone();
-                        let echo = rv.as_deref().is_some_and(|rv| echoes.take(&id, rv));
-                        store
-                            .write()
-                            .expect("cache lock")
-                            .entry(ns.clone())
-                            .or_default()
-                            .insert(name.clone(), to_text(o));
-                        changed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        if echo {
-                            continue; // the agent's own write: nothing to wake for
-                        }
-                        Change::Object(id, rv)
-                    }
-                    Ok(watcher::Event::Delete(o)) => {
-                        let (ns, name) = place(&o);
-                        if let Some(m) = store.write().expect("cache lock").get_mut(&ns) {
-                            m.remove(&name);
-                        }
-                        changed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        Change::Object(identity((ns, name)), None)
-                    }
-                    Err(e) => {
-                        let message = e.to_string();
-                        let mut failing = failed.write().expect("cache lock");
-                        if failing.is_none() {
-                            tracing::warn!(kind = %what, error = %message,
-                                "a watch failed; it retries with backoff (readiness says so until it resumes)");
-                        } else {
-                            tracing::debug!(kind = %what, error = %message, "the watch failed again");
-                        }
-                        *failing = Some((message, Instant::now()));
-                        continue;
-                    }
-                };
-                if tx.send(change).is_err() {
-                    return;
                 }
             }
         });

@@ -2,7 +2,7 @@
 //! of them renders; a unit that had converged and neither keeps its outcome (see
 //! [`super::Agent::converge`]'s `earlier`).
 
-use crate::agent::Revision;
+use crate::agent::controller::revision::Revision;
 use crate::report::{self, ObjectAction, UnitOutcome};
 use std::collections::BTreeSet;
 
@@ -11,8 +11,8 @@ use std::collections::BTreeSet;
 /// even when its own preparation did not change.
 pub(super) fn reads_what_was_rendered(
     rev: &Revision,
-) -> impl Fn(&crate::agent::prepare::Prepared) -> bool + '_ {
-    let rendered: Vec<&crate::agent::prepare::Prepared> = rev
+) -> impl Fn(&crate::agent::pass::prepare::Prepared) -> bool + '_ {
+    let rendered: Vec<&crate::agent::pass::prepare::Prepared> = rev
         .fleet_units
         .iter()
         .filter(|(u, _)| rev.rendered.contains(&u.name()))
@@ -28,14 +28,14 @@ pub(super) fn reads_what_was_rendered(
         .filter(|o| crate::reconcile::aro::node_policy::is_policy(&o.object))
         .filter_map(|o| o.key.namespace.clone())
         .collect();
-    let identities = crate::agent::identity::rendered_identities(
+    let identities = crate::agent::pass::identity_check::rendered_identities(
         rev.fleet_units.iter().filter_map(|(_, p)| p.as_ref().ok()),
     );
     move |p| {
         if keys.is_empty() {
             return false;
         }
-        crate::agent::identity::watched(p, &identities)
+        crate::agent::pass::identity_check::watched(p, &identities)
             .iter()
             .any(|k| keys.contains(k))
             || p.node_policy_namespaces()

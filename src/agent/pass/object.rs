@@ -3,7 +3,7 @@
 //! and records it (inventory, outcome, the unit's errors).
 
 use super::{FAILPOINT_ENV, Pass, blockers_of, failed};
-use crate::agent::status::{Reconcilers, Step as OwnerStep};
+use super::reconcilers::{Reconcilers, Step as OwnerStep};
 use crate::marks::FIELD_MANAGER;
 use crate::plan::decide::{
     self, Facts, Gate, Hold, Question, Recorded, Step, Unreadable, Verb, Verdict,
@@ -48,11 +48,11 @@ impl Pass<'_, '_> {
         let key = &planned.key;
         let unreadable = self
             .unserved
-            .contains(&crate::agent::live::list_key(key))
+            .contains(&super::read_live::list_key(key))
             .then_some(Unreadable::NotServed);
         let owner = planned.embedded_in.map(|p| &prepared.objects[p].key);
         let deleting_owner =
-            owner.filter(|o| crate::agent::aro_deletion::is_deleting(self.live.get(*o)));
+            owner.filter(|o| super::aro_deletion::is_deleting(self.live.get(*o)));
         let owned = planned.embedded_in.is_some()
             || crate::reconcile::credentials::is_credential_secret(&planned.object);
         let blockers = blockers_of(prepared, i, &self.live);
@@ -118,7 +118,7 @@ impl Pass<'_, '_> {
         let prepared = self.prepared;
         // The owner's finalizer goes on before the first resource it embeds exists.
         if let Some(p) = prepared.objects[i].embedded_in
-            && let Err(e) = crate::agent::aro_deletion::ensure_finalizer(
+            && let Err(e) = super::aro_deletion::ensure_finalizer(
                 self.ctx.cluster,
                 &prepared.objects[p].key,
                 &mut self.live,

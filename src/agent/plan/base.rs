@@ -1,7 +1,7 @@
 //! A plan without a cluster: head against the base revision's render (a pull request's preview in
 //! CI). The same policy and deletion-safety decisions as against live state, on rendered objects.
 //! Base renders every unit; head only the units whose base input closure a changed path touches
-//! (see [`crate::agent::incremental`]), the others take base's preparation (moved, not copied) and
+//! (see [`crate::agent::controller::incremental`]), the others take base's preparation (moved, not copied) and
 //! show no change: they are compared with themselves, which costs no diff.
 
 use super::{
@@ -55,7 +55,7 @@ pub(super) async fn render(
             .enumerate()
             .map(|(i, (u, _))| (u.clone(), i))
             .collect();
-        let mut prepared = crate::agent::incremental::prepare_units_taking(
+        let mut prepared = crate::agent::controller::incremental::prepare_units_taking(
             &checkout.root,
             checkout.units,
             inputs.as_ref().map(|i| (i, changed.as_deref())),

@@ -226,7 +226,7 @@ fn plan_unit(
     // Deletions: inventory members no longer rendered.
     let desired_keys: Vec<ObjectKey> = p.objects.iter().map(|o| o.key.clone()).collect();
     let leaving = Leaving {
-        entries: crate::agent::prune::candidates(inv, &desired_keys)
+        entries: crate::agent::pass::prune::candidates(inv, &desired_keys)
             .into_iter()
             .cloned()
             .collect(),
@@ -298,7 +298,7 @@ fn show_step(
 }
 
 /// Adds the deletions of inventory members that left git, judged against live state as a pass
-/// judges them (one decision: [`crate::agent::prune::decide`]); `total` is the share guard's
+/// judges them (one decision: [`crate::agent::pass::prune::decide`]); `total` is the share guard's
 /// denominator. An empty render without consent is the unit's error, as in a run.
 fn leaving_inventory(
     c: &mut ClusterPreview,
@@ -309,11 +309,11 @@ fn leaving_inventory(
     total: usize,
     fleet: &crate::plan::ownership::Fleet,
 ) {
-    let crate::agent::prune::Decided {
+    let crate::agent::pass::prune::Decided {
         keys,
         bodies,
         verdicts,
-    } = crate::agent::prune::decide(
+    } = crate::agent::pass::prune::decide(
         how,
         inv,
         leaving,

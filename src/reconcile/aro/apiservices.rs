@@ -2,7 +2,7 @@
 //! APIServices a hosted cluster must serve, the condition `AggregatedAPIServicesAvailable` from
 //! what the guest cluster's APIServices say (or why they could not be read), and the control
 //! plane's `Available` condition, which waits for it and, once True, keeps True through a
-//! transient False (the latch). The agent reads the guest cluster (`agent::guest`) and hands the
+//! transient False (the latch). The agent reads the guest cluster (`agent::pass::guest`) and hands the
 //! result in as a [`GuestRead`].
 
 use super::conditions::{Condition, finish_status, set_condition};

@@ -3,7 +3,7 @@
 //! and the live objects of its namespace (the world it sees), and returns a [`Decision`]: the
 //! owned kinds to record, the embedded resources to apply, those a gate holds and why, the owned
 //! objects to delete, the status to write, other patches, or a terminal error. The agent does the
-//! IO (`agent::pass`, `agent::status`).
+//! IO (`agent::pass`, `agent::pass::reconcilers`).
 //!
 //! - `applier`: the shared applier and the [`Decision`] type;
 //! - `cluster`, `control_plane`, `machine_pool`: one decision per ARO kind, with its gates and

@@ -1,15 +1,15 @@
 //! The agent's own HTTP servers that only read its state: metrics (`--metrics-bind-address`) and
 //! health probes (`--health-probe-bind-address`), each started when asked and announced on stdout
 //! (`metrics: serving on http://ADDR/metrics`, `health: serving on http://ADDR`). The status
-//! page is [`super::status_page`]'s, the webhook [`super::triggers`]'.
+//! page is [`crate::agent::controller::status_page`]'s, the webhook [`crate::agent::controller::triggers`]'.
 
-use super::controller::cache::Caches;
-use super::leader::Elector;
-use super::{AgentError, RunConfig};
+use crate::agent::controller::cache::Caches;
+use crate::agent::controller::leader::Elector;
+use crate::agent::{AgentError, RunConfig};
 use std::sync::{Arc, RwLock};
 
 /// Serves `metrics` while the agent lives, when `--metrics-bind-address` is given.
-pub(super) async fn metrics(
+pub(in crate::agent) async fn metrics(
     config: &RunConfig,
     metrics: &Arc<crate::metrics::Metrics>,
 ) -> Result<Option<crate::metrics::Server>, AgentError> {
@@ -29,7 +29,7 @@ pub(super) async fn metrics(
 /// Serves `/healthz` and `/readyz` while the agent lives, when `--health-probe-bind-address` is
 /// given: ready once the `caches` are synced and the source fetched (`source_error`), and, with
 /// leader election, saying the instance's role.
-pub(super) async fn health(
+pub(in crate::agent) async fn health(
     config: &RunConfig,
     caches: &Arc<Caches>,
     source_error: &Arc<RwLock<Option<String>>>,

@@ -4,8 +4,8 @@
 //! `aro-gitops drift` compares them), the AutoNodePolicies of the namespaces of its node pools,
 //! and the kinds its ARO objects recorded as owned but no longer render.
 
-use super::controller::cache::Caches;
-use super::prepare::Prepared;
+use crate::agent::controller::cache::Caches;
+use crate::agent::pass::prepare::Prepared;
 use crate::apply::Cluster;
 use crate::object::ObjectKey;
 use crate::reconcile::aro::node_policy;
@@ -150,7 +150,7 @@ pub async fn read(
     }
     // The kinds the ARO objects recorded and the unit no longer renders: their owned objects are
     // still to be seen (and pruned).
-    for key in super::status::recorded_kind_keys(prepared, &live) {
+    for key in crate::agent::pass::reconcilers::recorded_kind_keys(prepared, &live) {
         let seen = listed
             .iter()
             .any(|((g, _, k, ns), _)| (g, k, ns) == (&key.group, &key.kind, &key.namespace));

@@ -1,18 +1,20 @@
 //! How a run stops and when it may write: the shutdown a signal asks for (the process's edge,
-//! `main.rs`, feeds a [`Shutdown`]) and the leader election ([`super::leader`]).
+//! `main.rs`, feeds a [`Shutdown`]) and the leader election ([`crate::agent::controller::leader`]).
 //!
 //! Either one stops the converge loop from dispatching new passes; the passes in flight get a
 //! bounded time to end (`--shutdown-timeout`; after a lost Lease, until it expires for the
 //! others), then are cut short and reported as interrupted. A standby loads each revision and
 //! keeps the watch caches of its kinds warm, and runs no pass.
 
-use super::leader::{self, Elector, LeaderElection};
-use super::{Agent, AgentError, Revision};
+use crate::agent::AgentError;
+use crate::agent::controller::context::Agent;
+use crate::agent::controller::leader::{self, Elector, LeaderElection};
+use crate::agent::controller::revision::Revision;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
-/// What a run is given besides its [`super::RunConfig`]: how it is told to stop and whether it
+/// What a run is given besides its [`crate::agent::RunConfig`]: how it is told to stop and whether it
 /// elects a leader.
 #[derive(Debug, Clone)]
 pub struct Lifecycle {
@@ -84,7 +86,7 @@ impl Shutdown {
 
 /// Why the converge loop stops dispatching.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Stop {
+pub(in crate::agent) enum Stop {
     Shutdown,
     /// The Lease was lost: the passes in flight may end until it expires for the others.
     LostLease {
@@ -94,7 +96,11 @@ pub(super) enum Stop {
 
 impl Stop {
     /// Until when the passes in flight may run, from `now` when the stop is first seen.
-    pub(super) fn drain_deadline(&self, now: Instant, shutdown_timeout: Duration) -> Instant {
+    pub(in crate::agent) fn drain_deadline(
+        &self,
+        now: Instant,
+        shutdown_timeout: Duration,
+    ) -> Instant {
         match self {
             Stop::Shutdown => now + shutdown_timeout,
             Stop::LostLease { expires } => expires.map_or(now, |e| e.max(now)),
@@ -102,7 +108,7 @@ impl Stop {
     }
 
     /// What an interrupted unit's report says.
-    pub(super) fn interruption(&self) -> String {
+    pub(in crate::agent) fn interruption(&self) -> String {
         match self {
             Stop::Shutdown => "interrupted: the agent shut down before this unit's pass ended (--shutdown-timeout); it is reconciled again when an agent next runs".to_string(),
             Stop::LostLease { .. } => "interrupted: this agent lost its leader Lease before this unit's pass ended; the new leader reconciles it".to_string(),
@@ -112,22 +118,23 @@ impl Stop {
 
 impl Agent {
     /// Whether this instance may write now (always, without election).
-    pub(super) fn leading(&self) -> bool {
-        self.elector
+    pub(in crate::agent) fn leading(&self) -> bool {
+        self.stopping
+            .elector
             .as_ref()
             .is_none_or(|e| e.leading_at(Instant::now()))
     }
 
-    pub(super) fn shutting_down(&self) -> bool {
-        self.shutdown.asked()
+    pub(in crate::agent) fn shutting_down(&self) -> bool {
+        self.stopping.shutdown.asked()
     }
 
     /// Whether the converge loop has to stop dispatching, and why.
-    pub(super) fn stop(&self) -> Option<Stop> {
+    pub(in crate::agent) fn stop(&self) -> Option<Stop> {
         if self.shutting_down() {
             return Some(Stop::Shutdown);
         }
-        let e = self.elector.as_ref()?;
+        let e = self.stopping.elector.as_ref()?;
         let standing = e.standing();
         (!standing.leading_at(Instant::now())).then_some(Stop::LostLease {
             expires: standing.expires,
@@ -135,28 +142,31 @@ impl Agent {
     }
 
     /// Resolves when a shutdown is asked or the Lease is lost.
-    pub(super) async fn stop_asked(&self) {
+    pub(in crate::agent) async fn stop_asked(&self) {
         let lost = async {
-            match &self.elector {
+            match &self.stopping.elector {
                 Some(e) => leader::lost(&mut e.watch()).await,
                 None => std::future::pending().await,
             }
         };
         tokio::select! {
-            _ = self.shutdown.wait() => {}
+            _ = self.stopping.shutdown.wait() => {}
             _ = lost => {}
         }
     }
 
     /// Stands by until this instance leads: loads each revision as it comes and keeps the
     /// watch caches of its kinds warm, writes nothing. `false`: a shutdown was asked first.
-    pub(super) async fn stand_by(&mut self, rev: &mut Revision) -> Result<bool, AgentError> {
-        let Some(elector) = &self.elector else {
+    pub(in crate::agent) async fn stand_by(
+        &mut self,
+        rev: &mut Revision,
+    ) -> Result<bool, AgentError> {
+        let Some(elector) = &self.stopping.elector else {
             return Ok(!self.shutting_down());
         };
         let mut standing = elector.watch();
         let mut warmed: Option<String> = None;
-        let mut next_fetch = Instant::now() + self.config.interval;
+        let mut next_fetch = Instant::now() + self.schedule.interval;
         loop {
             if self.shutting_down() {
                 return Ok(false);
@@ -170,14 +180,14 @@ impl Agent {
                 warmed = Some(rev.commit.clone());
             }
             // What the caches saw is read fresh by the first pass after taking over.
-            self.caches.drain().await;
+            self.live.caches.drain().await;
             tokio::select! {
                 _ = leader::acquired(&mut standing) => {}
-                _ = self.shutdown.wait() => {}
+                _ = self.stopping.shutdown.wait() => {}
                 _ = tokio::time::sleep(Duration::from_secs(1)) => {}
             }
             if Instant::now() >= next_fetch {
-                next_fetch = Instant::now() + self.config.interval;
+                next_fetch = Instant::now() + self.schedule.interval;
                 match self.load(Some(rev)).await {
                     Ok((next, _)) => *rev = next,
                     Err(e) => {
@@ -190,7 +200,7 @@ impl Agent {
 }
 
 /// Starts the election when asked to.
-pub(super) fn elect(
+pub(in crate::agent) fn elect(
     config: Option<LeaderElection>,
     client: &kube::Client,
     metrics: &Arc<crate::metrics::Metrics>,

@@ -2,7 +2,7 @@
 //! deletion-safety decisions of [`crate::plan::prune`] allow, dependents before what they depend on,
 //! one step per pass (a pass never waits: the next one goes on when the watches fire). What an ARO
 //! object embeds is not deleted here when the ARO object leaves too: the prune deletes the ARO
-//! object and its finalizer takes what it embeds in reverse order (`super::aro_deletion`).
+//! object and its finalizer takes what it embeds in reverse order (`crate::agent::pass::aro_deletion`).
 
 use crate::apply::Cluster;
 use crate::apply::inventory::{Entry, Inventory};
@@ -286,36 +286,9 @@ async fn step(
             Verdict::Delete { detach } => {
                 // Dependents first: wait until every candidate that depends on this one is gone.
                 // What an ARO object embeds goes with its deletion, not before it.
-                let waiting: Vec<&ObjectKey> = g
-                    .dependents(i)
-                    .into_iter()
-                    .filter(|&d| delegated[d] != Some(i))
-                    .map(|d| &keys[d])
-                    .filter(|d| live.contains_key(*d))
-                    .collect();
-                if !waiting.is_empty() {
-                    let blocked = waiting.iter().any(|d| {
-                        let j = keys.iter().position(|k| k == *d).expect("a candidate");
-                        matches!(verdicts[j], Verdict::Blocked { .. })
-                    });
-                    let names = waiting
-                        .iter()
-                        .map(|d| d.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ");
-                    outcomes.push(if blocked {
-                        outcome(
-                            ObjectAction::DeletionBlocked,
-                            Some(format!(
-                                "objects that depend on it are not deleted: {names}"
-                            )),
-                        )
-                    } else {
-                        outcome(
-                            ObjectAction::Deleting,
-                            Some(format!("waiting for {names} to be deleted first")),
-                        )
-                    });
+                let candidates = (&keys[..], &verdicts[..], &delegated[..]);
+                if let Some((action, reason)) = waiting_on_dependents(i, &g, candidates, live) {
+                    outcomes.push(outcome(action, Some(reason)));
                     continue;
                 }
                 let obj = live.get(key).expect("a Delete verdict has a live object");
@@ -356,8 +329,48 @@ async fn step(
     outcomes
 }
 
+/// Why candidate `i` is not deleted yet, when candidates that depend on it are still live (but
+/// those its owner deletes with it): waiting for them, or blocked when one of them is blocked.
+fn waiting_on_dependents(
+    i: usize,
+    g: &graph::Graph,
+    (keys, verdicts, delegated): (&[ObjectKey], &[Verdict], &[Option<usize>]),
+    live: &HashMap<ObjectKey, Value>,
+) -> Option<(ObjectAction, String)> {
+    let waiting: Vec<&ObjectKey> = g
+        .dependents(i)
+        .into_iter()
+        .filter(|&d| delegated[d] != Some(i))
+        .map(|d| &keys[d])
+        .filter(|d| live.contains_key(*d))
+        .collect();
+    if waiting.is_empty() {
+        return None;
+    }
+    let blocked = waiting.iter().any(|d| {
+        let j = keys.iter().position(|k| k == *d).expect("a candidate");
+        matches!(verdicts[j], Verdict::Blocked { .. })
+    });
+    let names = waiting
+        .iter()
+        .map(|d| d.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    Some(if blocked {
+        (
+            ObjectAction::DeletionBlocked,
+            format!("objects that depend on it are not deleted: {names}"),
+        )
+    } else {
+        (
+            ObjectAction::Deleting,
+            format!("waiting for {names} to be deleted first"),
+        )
+    })
+}
+
 /// For each candidate, the candidate ARO object that controls it, when that one is deleted too:
-/// its finalizer deletes what it embeds in reverse order (`super::aro_deletion`), so the prune
+/// its finalizer deletes what it embeds in reverse order (`crate::agent::pass::aro_deletion`), so the prune
 /// leaves those to it.
 fn delegated_to_owner(
     keys: &[ObjectKey],
@@ -385,7 +398,7 @@ fn delegated_to_owner(
 
 /// Makes sure `detach-on-delete` is on the live object before it is deleted (so ASO keeps the
 /// Azure resource), with a write of its own when it is not there yet.
-pub(super) async fn write_detach(
+pub(in crate::agent) async fn write_detach(
     cluster: &Cluster,
     key: &ObjectKey,
     obj: &Value,
@@ -478,7 +491,7 @@ pub fn guard(
             .and_then(Value::as_str)
             .map(str::to_string)
     };
-    let azure = super::fleet::live_identities(keys, bodies);
+    let azure = crate::agent::fleet::live_identities(keys, bodies);
     let guards: Vec<Guard> = (0..keys.len())
         .map(|i| match bodies[i] {
             // detach-on-delete keeps the Azure resource: the deletion never reaches Azure.

@@ -2,7 +2,7 @@
 //! [`crate::trigger`]): the webhook server on `--webhook-bind-address`, and a watcher of `--repo`
 //! when it is a local directory.
 
-use super::{AgentError, RunConfig};
+use crate::agent::{AgentError, RunConfig};
 use crate::metrics::Metrics;
 use crate::source::ReportTarget;
 use crate::trigger::{FetchSignal, watch, webhook};
@@ -10,13 +10,13 @@ use std::sync::Arc;
 
 /// The triggers running; they stop when dropped.
 #[derive(Debug, Default)]
-pub(super) struct Triggers {
+pub(in crate::agent) struct Triggers {
     _webhook: Option<crate::serving::Server>,
     _watcher: Option<watch::LocalWatcher>,
 }
 
 /// Starts the triggers `config` asks for (none with `once`); each raises `fetches`.
-pub(super) async fn start(
+pub(in crate::agent) async fn start(
     config: &RunConfig,
     fetches: &FetchSignal,
     metrics: &Arc<Metrics>,

@@ -24,7 +24,7 @@
 //! and takes base's preparation for the others ([`prepare_units_taking`] moves it rather than copy
 //! it; their diff is then empty by construction, and the plan skips it).
 
-use super::prepare::{self, PreparedUnit};
+use crate::agent::pass::prepare::{self, PreparedUnit};
 use crate::render::Inputs;
 use crate::unit::{self, Unit, UnitError};
 use std::collections::{BTreeMap, HashMap};

@@ -1,11 +1,16 @@
 //! The cycles of a long-running `run` (and the one of `--once`): the initial sync, then a fetch
 //! on each `--interval` or push, a drift check on each `--drift-interval`, until a shutdown; with
 //! leader election, standing by while another instance leads. Each cycle ends with its line (see
-//! [`controller::cycle`]) and the reports published.
+//! [`super::cycle_line`]) and the reports published.
 
-use super::controller;
-use super::{Agent, AgentError, RunSummary, progress};
+use crate::agent::controller::context::Agent;
+use crate::agent::controller::cycle_line::{Meter, Trigger};
+use crate::agent::controller::progress;
+use crate::agent::controller::revision::Revision;
+use crate::agent::{AgentError, RunSummary};
+use crate::report::UnitOutcome;
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// The least time between the start of a fetch and that of a fetch a push triggers after it: a
@@ -16,20 +21,20 @@ const TRIGGER_SPACING: Duration = Duration::from_millis(500);
 
 impl Agent {
     /// Runs the cycles: until every unit settled with `--once`, else until a shutdown.
-    pub(super) async fn run(&mut self) -> Result<RunSummary, AgentError> {
+    pub(in crate::agent) async fn run(&mut self) -> Result<RunSummary, AgentError> {
         let (mut rev, _) = self.load(None).await?;
         tracing::info!(commit = %rev.commit, units = rev.units.len(), "revision loaded");
         self.shard_line(&rev);
-        self.progress = Some(progress::Progress::new(
-            self.config.progress_bars,
+        self.signals.progress = Some(progress::Progress::new(
+            self.schedule.progress_bars,
             rev.units.iter().map(|(u, _)| u.name()),
         ));
         if !self.stand_by(&mut rev).await? {
             return Ok(self.stopped(vec![], None));
         }
-        let deadline = Instant::now() + self.config.timeout;
-        let meter = controller::cycle::Meter::start(self.env.cluster.counter());
-        let mut outcomes = self.converge(&rev, Some(deadline), None).await?;
+        let deadline = Instant::now() + self.schedule.timeout;
+        let meter = Meter::start(self.live.env.cluster.counter());
+        let outcomes = self.converge(&rev, Some(deadline), None).await?;
         let mut published = BTreeMap::new();
         let (commit, report_error) = match self.publish(&outcomes, &mut published).await {
             Ok(c) => (c, None),
@@ -38,8 +43,8 @@ impl Agent {
                 (None, Some(e.to_string()))
             }
         };
-        if self.config.once || self.shutting_down() {
-            self.events.flush(Duration::from_secs(10)).await;
+        if self.schedule.once || self.shutting_down() {
+            self.signals.events.flush(Duration::from_secs(10)).await;
             let mut summary = if self.shutting_down() {
                 self.stopped(outcomes, commit)
             } else {
@@ -48,29 +53,36 @@ impl Agent {
             summary.report_error = report_error;
             return Ok(summary);
         }
-        use controller::cycle::{Meter, Trigger};
-        let counter = self.env.cluster.counter().clone();
-        meter
-            .line(&counter, 0, Trigger::Initial, (outcomes.len(), self.passes))
-            .report();
-        // Follow the repository: fetch on an interval, re-converge on a new revision. Nothing in
-        // here ends the agent (but a shutdown): a failure is logged and tried again next round.
-        // A pass over every unit also looks for drift; --drift-interval makes that happen on its
-        // own schedule, between fetches.
-        // A push (a webhook, a commit in a local repository) fetches at once: requests coalesce
-        // into one (see `crate::trigger`), and a pushed fetch starts TRIGGER_SPACING after the
-        // previous fetch at the earliest.
-        let mut next_fetch = Instant::now() + self.config.interval;
+        let counter = self.live.env.cluster.counter().clone();
+        let cycle = (outcomes.len(), self.memo.passes);
+        meter.line(&counter, 0, Trigger::Initial, cycle).report();
+        self.follow(rev, outcomes, published, commit).await
+    }
+
+    /// Follows the repository: fetches on an interval, converges again on a new revision.
+    /// Nothing in here ends the agent (but a shutdown): a failure is logged and tried again next
+    /// round. A pass over every unit also looks for drift; --drift-interval makes that happen on
+    /// its own schedule, between fetches. A push (a webhook, a commit in a local repository)
+    /// fetches at once: requests coalesce into one (see `crate::trigger`), and a pushed fetch
+    /// starts TRIGGER_SPACING after the previous fetch at the earliest.
+    async fn follow(
+        &mut self,
+        mut rev: Revision,
+        mut outcomes: Vec<UnitOutcome>,
+        mut published: BTreeMap<PathBuf, Vec<u8>>,
+        mut last_commit: Option<String>,
+    ) -> Result<RunSummary, AgentError> {
+        let counter = self.live.env.cluster.counter().clone();
+        let mut next_fetch = Instant::now() + self.schedule.interval;
         let mut last_fetch = Instant::now();
-        let mut last_commit = commit;
         // After standing by, the outcomes are not those of the revision before: every unit passes.
         let mut outcomes_current = true;
         for cycle in 1.. {
-            let next_drift = self.config.drift_interval.map(|d| Instant::now() + d);
+            let next_drift = self.schedule.drift_interval.map(|d| Instant::now() + d);
             let wake = next_drift.map_or(next_fetch, |d| d.min(next_fetch));
             let pushed = tokio::select! {
                 () = tokio::time::sleep_until(wake.into()) => false,
-                () = self.fetches.wanted() => true,
+                () = self.git.fetches.wanted() => true,
                 _ = self.stop_asked() => false,
             };
             if self.shutting_down() {
@@ -101,45 +113,16 @@ impl Agent {
                 tracing::info!("drift check");
             } else {
                 // This fetch serves every request made until now.
-                self.fetches.take();
+                self.git.fetches.take();
                 last_fetch = Instant::now();
-                next_fetch = last_fetch + self.config.interval;
-                let previous = rev.commit.clone();
-                match self.load(Some(&rev)).await {
-                    Ok((next, changed)) => {
-                        // Requests made during the fetch for the commit it brought are served
-                        // (a flood of deliveries of one push: one fetch).
-                        self.fetches.served_by(&next.commit);
-                        let changed = changed.unwrap_or_default();
-                        if next.commit != previous
-                            && !self.config.report_target.only_reports(&changed)
-                        {
-                            tracing::info!(from = %previous, to = %next.commit, rendered = next.rendered.len(), "new revision");
-                            rev = next;
-                            scoped = outcomes_current;
-                            self.shard_line(&rev);
-                        } else if next.commit == previous
-                            && next.stale != rev.stale
-                            && [&next.stale, &rev.stale]
-                                .into_iter()
-                                .flatten()
-                                .any(|s| s.contains(crate::source::signature::REFUSED))
-                        {
-                            // A refused revision (or the end of a refusal) on the revision in
-                            // force: the reports say so from this pass on.
-                            rev.stale = next.stale;
-                        }
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, commit = %previous, "loading the source failed; keeping the current revision")
-                    }
-                }
+                next_fetch = last_fetch + self.schedule.interval;
+                scoped = self.fetch(&mut rev).await && outcomes_current;
             }
             if pushed && !scoped && outcomes_current {
                 // A push that brought no new revision (a flood's late requests, another branch
                 // moved): nothing to pass over; drift is looked for on its own schedule.
                 tracing::info!(commit = %rev.commit, "the push brought no new revision");
-                self.passes = 0;
+                self.memo.passes = 0;
             } else {
                 let earlier = scoped.then_some(outcomes.as_slice());
                 outcomes = self.converge(&rev, None, earlier).await?;
@@ -151,15 +134,49 @@ impl Agent {
                     }
                 }
             }
-            meter
-                .line(&counter, cycle, trigger, (outcomes.len(), self.passes))
-                .report();
+            let cycle_units = (outcomes.len(), self.memo.passes);
+            meter.line(&counter, cycle, trigger, cycle_units).report();
             if self.shutting_down() {
                 break;
             }
         }
         // Only a shutdown ends the cycles: what the last converge did is published by now.
-        self.events.flush(Duration::from_secs(10)).await;
+        self.signals.events.flush(Duration::from_secs(10)).await;
         Ok(self.stopped(outcomes, last_commit))
+    }
+
+    /// Fetches the source and takes the revision it gives into `rev`: `true` when it is a new
+    /// revision to pass over (one that changed more than the reports).
+    async fn fetch(&mut self, rev: &mut Revision) -> bool {
+        let previous = rev.commit.clone();
+        match self.load(Some(rev)).await {
+            Ok((next, changed)) => {
+                // Requests made during the fetch for the commit it brought are served
+                // (a flood of deliveries of one push: one fetch).
+                self.git.fetches.served_by(&next.commit);
+                let changed = changed.unwrap_or_default();
+                if next.commit != previous && !self.report_target.only_reports(&changed) {
+                    tracing::info!(from = %previous, to = %next.commit, rendered = next.rendered.len(), "new revision");
+                    *rev = next;
+                    self.shard_line(rev);
+                    return true;
+                }
+                if next.commit == previous
+                    && next.stale != rev.stale
+                    && [&next.stale, &rev.stale]
+                        .into_iter()
+                        .flatten()
+                        .any(|s| s.contains(crate::source::signature::REFUSED))
+                {
+                    // A refused revision (or the end of a refusal) on the revision in
+                    // force: the reports say so from this pass on.
+                    rev.stale = next.stale;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, commit = %previous, "loading the source failed; keeping the current revision")
+            }
+        }
+        false
     }
 }

@@ -1,6 +1,7 @@
 //! What a cycle ends with: the reports committed back to git, and the run's summary.
 
-use super::{Agent, AgentError, RunSummary};
+use crate::agent::controller::context::Agent;
+use crate::agent::{AgentError, RunSummary};
 use crate::report::{self, UnitOutcome};
 use crate::source::Identity;
 use std::collections::BTreeMap;
@@ -8,7 +9,7 @@ use std::path::PathBuf;
 
 impl Agent {
     /// Commits the reports whose content changed since the last publish.
-    pub(super) async fn publish(
+    pub(in crate::agent) async fn publish(
         &self,
         outcomes: &[UnitOutcome],
         published: &mut BTreeMap<PathBuf, Vec<u8>>,
@@ -19,14 +20,14 @@ impl Agent {
         }
         let reported: Vec<&UnitOutcome> = outcomes
             .iter()
-            .filter(|o| !self.unreconciled.contains(&o.unit))
+            .filter(|o| !self.memo.unreconciled.contains(&o.unit))
             .collect();
         // What was published before: this process's last reports, else those an earlier run left
         // on the branch. A pass over the same revision keeps what applying it did (see
         // [`carry_from_report`]), so a rerun with nothing changed commits nothing.
         let fetched;
         let earlier = if published.is_empty() {
-            let target = self.config.report_target.clone();
+            let target = self.report_target.clone();
             let paths: Vec<PathBuf> = reported
                 .iter()
                 .map(|o| report::outcome_paths(o).1)
@@ -62,12 +63,12 @@ impl Agent {
         if files.iter().all(|(p, b)| published.get(p) == Some(b)) {
             return Ok(None);
         }
-        let target = self.config.report_target.clone();
+        let target = self.report_target.clone();
         let short: String = outcomes
             .first()
             .map(|o| o.revision.chars().take(12).collect())
             .unwrap_or_default();
-        let shard = self.config.shard;
+        let shard = self.shard;
         let message = if shard.is_partial() {
             format!("aro-gitops: status of {short} ({shard})")
         } else {
@@ -95,12 +96,12 @@ impl Agent {
         Ok(commit)
     }
 
-    pub(super) fn summary(
+    pub(in crate::agent) fn summary(
         &self,
         outcomes: Vec<UnitOutcome>,
         report_commit: Option<String>,
     ) -> RunSummary {
-        let counter = self.env.cluster.counter();
+        let counter = self.live.env.cluster.counter();
         let timed_out = outcomes
             .iter()
             .filter(|o| {
@@ -118,9 +119,10 @@ impl Agent {
             report_commit,
             timed_out,
             report_error: None,
-            azure_requests: self.env.azure_requests(),
+            azure_requests: self.live.env.azure_requests(),
             shut_down: false,
             faults: self
+                .live
                 .env
                 .control_plane
                 .as_ref()
@@ -129,7 +131,11 @@ impl Agent {
     }
 
     /// The summary of a run a shutdown ended.
-    pub(super) fn stopped(&self, outcomes: Vec<UnitOutcome>, commit: Option<String>) -> RunSummary {
+    pub(in crate::agent) fn stopped(
+        &self,
+        outcomes: Vec<UnitOutcome>,
+        commit: Option<String>,
+    ) -> RunSummary {
         let mut summary = self.summary(outcomes, commit);
         summary.shut_down = true;
         // Units left unsettled by a shutdown are reported as such, not as timed out.
@@ -141,7 +147,7 @@ impl Agent {
 /// A pass reports what it did to each object; the report of a revision says what applying it did.
 /// So when `before` (a report published earlier, YAML) is of the same revision, an object this
 /// pass found unchanged keeps the action reported then (created, updated, adopted), and a deletion
-/// reported then stays reported (as [`super::carry::carry_actions`] does between the passes of one
+/// reported then stays reported (as [`crate::agent::controller::carry::carry_actions`] does between the passes of one
 /// process).
 fn carry_from_report(before: &[u8], next: &mut UnitOutcome) {
     use crate::object::ObjectKey;

@@ -2,17 +2,19 @@
 //! outcomes are produced: each revision's cluster annotations, each pass, each converge's end
 //! and each publish. Nothing here reads the cluster or the remote.
 
-use super::{Agent, AgentError, Revision, RunConfig};
+use crate::agent::controller::context::Agent;
+use crate::agent::controller::revision::Revision;
+use crate::agent::{AgentError, RunConfig};
 use crate::report::UnitOutcome;
 use crate::statuspage::{Feed, History, annotations_of};
 use std::collections::BTreeMap;
 
 /// The status page's feed and server, when `--status-bind-address` is given.
-pub(super) type StatusPage = Option<(Feed, crate::serving::Server)>;
+pub(in crate::agent) type StatusPage = Option<(Feed, crate::serving::Server)>;
 
 /// Starts the status page of `config`, when asked, reading the history of reports from the
 /// source's local mirror.
-pub(super) async fn start(config: &RunConfig) -> Result<StatusPage, AgentError> {
+pub(in crate::agent) async fn start(config: &RunConfig) -> Result<StatusPage, AgentError> {
     let Some(addr) = config.status_bind_address else {
         return Ok(None);
     };
@@ -27,11 +29,11 @@ pub(super) async fn start(config: &RunConfig) -> Result<StatusPage, AgentError> 
 
 impl Agent {
     fn feed(&self) -> Option<&Feed> {
-        self.status_page.as_ref().map(|(feed, _)| feed)
+        self.signals.status_page.as_ref().map(|(feed, _)| feed)
     }
 
     /// The annotations of each unit's CAPI Cluster in `rev`, as rendered.
-    pub(super) fn feed_revision(&self, rev: &Revision) {
+    pub(in crate::agent) fn feed_revision(&self, rev: &Revision) {
         let Some(feed) = self.feed() else { return };
         let annotations: BTreeMap<String, BTreeMap<String, String>> = rev
             .units
@@ -47,21 +49,21 @@ impl Agent {
     }
 
     /// A unit's pass ended (or its outcome stands as it was).
-    pub(super) fn feed_unit(&self, outcome: &UnitOutcome) {
+    pub(in crate::agent) fn feed_unit(&self, outcome: &UnitOutcome) {
         if let Some(feed) = self.feed() {
             feed.unit(outcome);
         }
     }
 
     /// A converge ended with `outcomes`: every unit the agent reports.
-    pub(super) fn feed_units(&self, outcomes: &[UnitOutcome]) {
+    pub(in crate::agent) fn feed_units(&self, outcomes: &[UnitOutcome]) {
         if let Some(feed) = self.feed() {
             feed.units(outcomes);
         }
     }
 
     /// The reports were committed as `commit`.
-    pub(super) fn feed_published(&self, commit: &str) {
+    pub(in crate::agent) fn feed_published(&self, commit: &str) {
         if let Some(feed) = self.feed() {
             feed.published(commit);
         }

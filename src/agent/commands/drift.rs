@@ -2,9 +2,9 @@
 //! inventory), and lists the fields that drifted and the field managers that changed them. It
 //! changes nothing. Secret fields are named, never shown.
 
-use super::plan::view::{AzureFindings, ListedView};
-use super::prepare::{self, PreparedUnit};
-use super::{AgentError, Environment, LiveTarget};
+use crate::agent::pass::prepare::{self, PreparedUnit};
+use crate::agent::plan::view::{AzureFindings, ListedView};
+use crate::agent::{AgentError, Environment, LiveTarget};
 use crate::apply::inventory::{self, Inventory};
 use crate::apply::live::LiveIndex;
 use crate::plan::decide;
@@ -201,7 +201,7 @@ async fn render_commit(
         let checkout = source.materialize_commit(&commit, &into)?;
         let units = crate::unit::discover(&checkout)?;
         let mut units = prepare::prepare_all(&checkout, units);
-        super::fleet::check(&mut units);
+        crate::agent::fleet::check(&mut units);
         Ok(units)
     })
     .await
@@ -220,7 +220,7 @@ pub async fn drift(
     target: &LiveTarget,
     use_azure_simulator: bool,
 ) -> Result<DriftReport, AgentError> {
-    super::env::prepare_state_dir(state_dir)?;
+    crate::agent::env::prepare_state_dir(state_dir)?;
     let _ = std::fs::remove_dir_all(state_dir.join("drift"));
     let mut env = Environment::start(state_dir, target, None).await?;
     if use_azure_simulator {

@@ -3,7 +3,7 @@
 //! given, the embedded local control plane. The choice and the line saying which are pure; the
 //! connection uses kube's own config loading.
 
-use super::AgentError;
+use crate::agent::AgentError;
 use crate::apply::{ApplyError, Cluster, RequestCounter};
 use std::path::{Path, PathBuf};
 
@@ -118,7 +118,7 @@ pub async fn connect(target: &LiveTarget) -> Result<Option<Cluster>, ApplyError>
             };
             let kc = kube::config::Kubeconfig::read_from(path).map_err(|e| fail(&e))?;
             let context = kc.current_context.clone();
-            let user = super::client_cert::current_user(&kc);
+            let user = crate::agent::env::client_cert::current_user(&kc);
             let config = kube::Config::from_custom_kubeconfig(
                 kc,
                 &kube::config::KubeConfigOptions::default(),
@@ -129,10 +129,10 @@ pub async fn connect(target: &LiveTarget) -> Result<Option<Cluster>, ApplyError>
                 "{}",
                 describe_kubeconfig(path, context.as_deref(), &config.cluster_url.to_string())
             );
-            if let Some(source) = super::client_cert::CertSource::of(&config.auth_info)
+            if let Some(source) = crate::agent::env::client_cert::CertSource::of(&config.auth_info)
                 && let Some(pem) = source.read()
             {
-                super::client_cert::check(path, user.as_deref(), &source, &pem)
+                crate::agent::env::client_cert::check(path, user.as_deref(), &source, &pem)
                     .map_err(ApplyError::Connect)?;
             }
             config

@@ -9,8 +9,8 @@
 //! a server error is left to the apply itself. The resources embedded in ARO objects are not sent
 //! (their owner is, and their body is decided by the owner's gates later).
 
-use super::live::{ListKey, list_key};
-use super::prepare::{PlannedObject, Prepared};
+use crate::agent::pass::prepare::{PlannedObject, Prepared};
+use crate::agent::pass::read_live::{ListKey, list_key};
 use crate::apply::inventory::Inventory;
 use crate::apply::{ApplyError, Cluster};
 use crate::marks::FIELD_MANAGER;

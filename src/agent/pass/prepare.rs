@@ -140,7 +140,7 @@ fn field_position(root: &Path, p: &crate::validate::ValidationError) -> Option<(
 }
 
 /// The HcpOpenShiftCluster name of each AROControlPlane, by (namespace, cluster name).
-fn hcp_names(rendered: &[SourcedObject]) -> Vec<(Option<String>, String, String)> {
+fn hcp_names(rendered: &[SourcedObject]) -> Vec<HcpName> {
     rendered
         .iter()
         .filter(|s| s.object.get("kind").and_then(Value::as_str) == Some("AROControlPlane"))
@@ -172,6 +172,64 @@ pub fn aro_cluster_name(obj: &Value) -> &str {
         .unwrap_or("")
 }
 
+/// An AROControlPlane's HcpOpenShiftCluster: (namespace, cluster name, HcpOpenShiftCluster name).
+type HcpName = (Option<String>, String, String);
+
+/// The resources the ARO object `object` (`key`) embeds, given the unit's HcpOpenShiftClusters
+/// (`hcp_names`), CAPI Clusters and identity references: each annotated with its cluster's
+/// credential Secret when the cluster names an identity.
+fn embedded_of(
+    object: &Value,
+    key: &ObjectKey,
+    (hcps, clusters, credentials): (&[HcpName], &[&Value], &[credentials::ClusterIdentityRef]),
+) -> Result<Vec<Value>, String> {
+    let ns = key.namespace.clone();
+    let cluster = aro_cluster_name(object).to_string();
+    let in_ns: Vec<&HcpName> = hcps.iter().filter(|(n, _, _)| *n == ns).collect();
+    let hcp = in_ns
+        .iter()
+        .find(|(_, c, _)| *c == cluster)
+        .or(if in_ns.len() == 1 {
+            in_ns.first()
+        } else {
+            None
+        })
+        .map(|(_, _, h)| h.as_str());
+    let capi_cluster = clusters.iter().find(|c| {
+        c.pointer("/metadata/namespace").and_then(Value::as_str) == ns.as_deref()
+            && c.pointer("/metadata/name").and_then(Value::as_str) == Some(cluster.as_str())
+    });
+    let paused = aro::is_paused(object, capi_cluster.copied());
+    let credential = credentials
+        .iter()
+        .find(|r| Some(&r.namespace) == ns.as_ref() && r.cluster == cluster);
+    let mut e = aro::embedded_resources(object, hcp, paused).map_err(|e| e.to_string())?;
+    if let Some(r) = credential {
+        e.iter_mut()
+            .for_each(|o| credentials::annotate(o, &r.secret_name()));
+    }
+    Ok(e)
+}
+
+/// An error for each object whose key an earlier object of the unit already has.
+fn defined_twice(objects: &[PlannedObject]) -> Vec<UnitError> {
+    let mut errors = Vec::new();
+    let mut seen = std::collections::HashMap::new();
+    for (i, o) in objects.iter().enumerate() {
+        if let Some(first) = seen.insert(o.key.clone(), i) {
+            errors.push(error(
+                Some(&o.origin),
+                Some(o.key.clone()),
+                format!(
+                    "{} is defined twice in the unit (also in {})",
+                    o.key, objects[first].origin
+                ),
+            ));
+        }
+    }
+    errors
+}
+
 fn expand(unit: &Unit, rendered: Vec<SourcedObject>) -> Result<Prepared, Vec<UnitError>> {
     let hcps = hcp_names(&rendered);
     // The CAPI Clusters of the unit (owned copies: `rendered` is consumed below).
@@ -196,40 +254,11 @@ fn expand(unit: &Unit, rendered: Vec<SourcedObject>) -> Result<Prepared, Vec<Uni
         let key = ObjectKey::from_object(&s.object).expect("validated objects have an identity");
         let parent = objects.len();
         let embedded = if crate::kinds::is_aro_kind(&key.group, &key.kind) {
-            let ns = key.namespace.clone();
-            let cluster = aro_cluster_name(&s.object).to_string();
-            let in_ns: Vec<&(Option<String>, String, String)> =
-                hcps.iter().filter(|(n, _, _)| *n == ns).collect();
-            let hcp = in_ns
-                .iter()
-                .find(|(_, c, _)| *c == cluster)
-                .or(if in_ns.len() == 1 {
-                    in_ns.first()
-                } else {
-                    None
-                })
-                .map(|(_, _, h)| h.as_str());
-            let capi_cluster = clusters.iter().find(|c| {
-                c.pointer("/metadata/namespace").and_then(Value::as_str) == ns.as_deref()
-                    && c.pointer("/metadata/name").and_then(Value::as_str) == Some(cluster.as_str())
-            });
-            let paused = aro::is_paused(&s.object, capi_cluster.copied());
-            let credential = credentials
-                .iter()
-                .find(|r| Some(&r.namespace) == ns.as_ref() && r.cluster == cluster);
-            match aro::embedded_resources(&s.object, hcp, paused) {
-                Ok(mut e) => {
-                    if let Some(r) = credential {
-                        e.iter_mut()
-                            .for_each(|o| credentials::annotate(o, &r.secret_name()));
-                    }
-                    e
-                }
-                Err(e) => {
-                    errors.push(error(Some(&s.origin), Some(key.clone()), e.to_string()));
-                    vec![]
-                }
-            }
+            let found = (&hcps[..], &clusters[..], &credentials[..]);
+            embedded_of(&s.object, &key, found).unwrap_or_else(|e| {
+                errors.push(error(Some(&s.origin), Some(key.clone()), e));
+                vec![]
+            })
         } else {
             vec![]
         };
@@ -270,19 +299,7 @@ fn expand(unit: &Unit, rendered: Vec<SourcedObject>) -> Result<Prepared, Vec<Uni
             });
         }
     }
-    let mut seen = std::collections::HashMap::new();
-    for (i, o) in objects.iter().enumerate() {
-        if let Some(first) = seen.insert(o.key.clone(), i) {
-            errors.push(error(
-                Some(&o.origin),
-                Some(o.key.clone()),
-                format!(
-                    "{} is defined twice in the unit (also in {})",
-                    o.key, objects[first].origin
-                ),
-            ));
-        }
-    }
+    errors.extend(defined_twice(&objects));
     if !errors.is_empty() {
         return Err(errors);
     }

@@ -4,7 +4,7 @@ use crate::report::UnitOutcome;
 
 /// A run reports what it did to each object: a create or update in an earlier pass of this run
 /// is not forgotten when a later pass finds the object unchanged.
-pub(super) fn carry_actions(previous: &UnitOutcome, next: &mut UnitOutcome) {
+pub(in crate::agent) fn carry_actions(previous: &UnitOutcome, next: &mut UnitOutcome) {
     use crate::report::ObjectAction;
     // A unit being removed forgets its CAPI Cluster once that is deleted: the report keeps it.
     if next.cluster.is_none() {

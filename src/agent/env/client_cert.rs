@@ -244,8 +244,8 @@ mod tests {
             ),
         )
         .unwrap();
-        let target = super::super::target::LiveTarget::Kubeconfig(kubeconfig.clone());
-        let Err(e) = super::super::target::connect(&target).await else {
+        let target = crate::agent::env::target::LiveTarget::Kubeconfig(kubeconfig.clone());
+        let Err(e) = crate::agent::env::target::connect(&target).await else {
             panic!("a v1 client certificate was taken");
         };
         let e = e.to_string();

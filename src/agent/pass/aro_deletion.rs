@@ -134,7 +134,7 @@ fn shared_in_azure(
         .collect();
     let ks: Vec<ObjectKey> = present.iter().map(|(k, _)| k.clone()).collect();
     let bodies: Vec<Option<&Value>> = present.iter().map(|(_, o)| Some(*o)).collect();
-    let ids = super::fleet::live_identities(&ks, &bodies);
+    let ids = crate::agent::fleet::live_identities(&ks, &bodies);
     let mut out = HashMap::new();
     for (k, step) in &decided.steps {
         if *step != Step::Delete {
@@ -248,14 +248,13 @@ async fn carry_out(
     shared: &HashMap<ObjectKey, (Value, String)>,
     errors: &mut Vec<UnitError>,
 ) -> Vec<ObjectOutcome> {
-    let finalizer = deletion::finalizer_for(&key.kind).unwrap_or_default();
     let mut out = Vec::new();
     for (k, step) in &decided.steps {
         if *step == Step::Delete
             && let Some((obj, why)) = shared.get(k)
         {
             tracing::warn!(object = %k, owner = %key, reason = %why, "detached before its deletion");
-            if let Err(e) = super::prune::write_detach(cluster, k, obj).await {
+            if let Err(e) = crate::agent::pass::prune::write_detach(cluster, k, obj).await {
                 errors.push(UnitError {
                     object: Some(k.clone()),
                     file: None,
@@ -271,55 +270,87 @@ async fn carry_out(
                 continue;
             }
         }
-        out.push(match step {
-            Step::Delete => match cluster.delete(k).await {
-                Ok(_) => {
-                    tracing::info!(object = %k, owner = %key, "deleted (reverse order)");
-                    deleting(k, format!("deleted with {key}, in reverse order"))
-                }
-                Err(e) => {
-                    errors.push(UnitError {
-                        object: Some(k.clone()),
-                        file: None,
-                        message: format!("deleting {k} for {key}: {e}"),
-                        ..Default::default()
-                    });
-                    ObjectOutcome {
-                        action: ObjectAction::Failed,
-                        ..deleting(k, "DeleteFailed".into())
-                    }
-                }
-            },
-            Step::Going => deleting(k, format!("being deleted with {key}")),
-            Step::Wait { on, stuck: false } => {
-                deleting(k, format!("waiting for {} to be deleted first", listed(on)))
-            }
-            Step::Wait { on, stuck: true } => ObjectOutcome {
-                action: ObjectAction::DeletionBlocked,
-                ..deleting(
-                    k,
-                    format!(
-                        "waiting for {} to be deleted first, and nothing deletes them: delete them (or the objects that own them)",
-                        listed(on)
-                    ),
-                )
-            },
-            Step::Left => ObjectOutcome {
-                action: ObjectAction::Kept,
-                ..deleting(
-                    k,
-                    "reconcile-policy skip: not deleted by aro-gitops; garbage collection removes it after its owner, and the Azure resource is kept".into(),
-                )
-            },
-            Step::Paused => ObjectOutcome {
-                action: ObjectAction::DeletionBlocked,
-                ..deleting(
-                    k,
-                    format!("{key} is paused: its deletion goes on once it is resumed"),
-                )
-            },
+        out.push(match step_outcome(k, key, step) {
+            Some(o) => o,
+            None => delete(cluster, k, key, errors).await,
         });
     }
+    out.push(owner_outcome(cluster, key, owner, decided, errors).await);
+    out
+}
+
+/// What a step other than a delete says of `k` (owned by `key`); `None` for a delete (sent by
+/// [`delete`]).
+fn step_outcome(k: &ObjectKey, key: &ObjectKey, step: &Step) -> Option<ObjectOutcome> {
+    Some(match step {
+        Step::Delete => return None,
+        Step::Going => deleting(k, format!("being deleted with {key}")),
+        Step::Wait { on, stuck: false } => {
+            deleting(k, format!("waiting for {} to be deleted first", listed(on)))
+        }
+        Step::Wait { on, stuck: true } => ObjectOutcome {
+            action: ObjectAction::DeletionBlocked,
+            ..deleting(
+                k,
+                format!(
+                    "waiting for {} to be deleted first, and nothing deletes them: delete them (or the objects that own them)",
+                    listed(on)
+                ),
+            )
+        },
+        Step::Left => ObjectOutcome {
+            action: ObjectAction::Kept,
+            ..deleting(
+                k,
+                "reconcile-policy skip: not deleted by aro-gitops; garbage collection removes it after its owner, and the Azure resource is kept".into(),
+            )
+        },
+        Step::Paused => ObjectOutcome {
+            action: ObjectAction::DeletionBlocked,
+            ..deleting(
+                k,
+                format!("{key} is paused: its deletion goes on once it is resumed"),
+            )
+        },
+    })
+}
+
+/// Deletes `k` (owned by `key`), in its turn.
+async fn delete(
+    cluster: &Cluster,
+    k: &ObjectKey,
+    key: &ObjectKey,
+    errors: &mut Vec<UnitError>,
+) -> ObjectOutcome {
+    match cluster.delete(k).await {
+        Ok(_) => {
+            tracing::info!(object = %k, owner = %key, "deleted (reverse order)");
+            deleting(k, format!("deleted with {key}, in reverse order"))
+        }
+        Err(e) => {
+            errors.push(UnitError {
+                object: Some(k.clone()),
+                file: None,
+                message: format!("deleting {k} for {key}: {e}"),
+                ..Default::default()
+            });
+            ObjectOutcome {
+                action: ObjectAction::Failed,
+                ..deleting(k, "DeleteFailed".into())
+            }
+        }
+    }
+}
+
+/// The owner's outcome: its finalizer released once nothing it owns is left, else what holds it.
+async fn owner_outcome(
+    cluster: &Cluster,
+    key: &ObjectKey,
+    owner: &Value,
+    decided: &Deletion,
+    errors: &mut Vec<UnitError>,
+) -> ObjectOutcome {
+    let finalizer = deletion::finalizer_for(&key.kind).unwrap_or_default();
     let left: Vec<ObjectKey> = decided
         .steps
         .iter()
@@ -327,7 +358,7 @@ async fn carry_out(
         .map(|(k, _)| k.clone())
         .collect();
     let paused = decided.steps.iter().any(|(_, s)| *s == Step::Paused);
-    let owner_outcome = if decided.release {
+    if decided.release {
         match release(cluster, key, owner).await {
             Ok(()) => deleting(
                 key,
@@ -366,9 +397,7 @@ async fn carry_out(
                 listed(&left)
             ),
         )
-    };
-    out.push(owner_outcome);
-    out
+    }
 }
 
 /// Removes the owner's finalizer (a merge patch of the list, under the resourceVersion read).

@@ -1,8 +1,11 @@
 //! Where the agent's live state is: a real cluster (in-cluster or from a kubeconfig), or the
 //! embedded local control plane with the Azure simulator playing ASO beside it.
 
-use super::AgentError;
-use super::target::LiveTarget;
+mod client_cert;
+pub(super) mod target;
+
+use crate::agent::AgentError;
+use crate::agent::env::target::LiveTarget;
 use crate::apply::{AzureView, Cluster, RequestCounter};
 use crate::azure::AzureAccess;
 use crate::azure::published;
@@ -75,7 +78,7 @@ impl Environment {
         sim_delay: Option<Duration>,
         faults: Option<controlplane::faults::FaultConfig>,
     ) -> Result<Environment, AgentError> {
-        if let Some(cluster) = super::target::connect(target).await? {
+        if let Some(cluster) = crate::agent::env::target::connect(target).await? {
             use_cluster_crds(cluster.client()).await;
             let azure_sdk = match AzureAccess::production() {
                 Ok(a) => Some(Arc::new(a)),
@@ -96,7 +99,7 @@ impl Environment {
         }
         tracing::info!(
             "{}",
-            super::target::describe_embedded(&state_dir.join("control-plane"))
+            crate::agent::env::target::describe_embedded(&state_dir.join("control-plane"))
         );
         let mut config = controlplane::Config::new(state_dir.join("control-plane"));
         config.faults = faults;

@@ -18,8 +18,8 @@
 //! [`recorded_kind_keys`] tells the pass which recorded kinds to list beyond the unit's own, so
 //! the decisions see owned objects of a kind no longer rendered.
 
-use super::guest::GuestClients;
-use super::prepare::Prepared;
+use crate::agent::pass::guest::GuestClients;
+use crate::agent::pass::prepare::Prepared;
 use crate::apply::Cluster;
 use crate::apply::inventory::Inventory;
 use crate::marks::{OWNERSHIP_MANAGER, RECONCILER_MANAGER};
@@ -38,7 +38,9 @@ fn now() -> String {
     chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
-fn aro_objects(prepared: &Prepared) -> impl Iterator<Item = &super::prepare::PlannedObject> {
+fn aro_objects(
+    prepared: &Prepared,
+) -> impl Iterator<Item = &crate::agent::pass::prepare::PlannedObject> {
     prepared
         .objects
         .iter()
@@ -144,7 +146,7 @@ pub struct Reconcilers {
     /// The last decisions taken, and the fingerprint of the live state they were taken on.
     last: Option<(u64, Vec<Decision>)>,
     /// What the identities of the unit's clusters say (`agent::identity`).
-    identities: super::identity::Identities,
+    identities: crate::agent::pass::identity_check::Identities,
 }
 
 /// What identifies a live state for the decisions: each object's key and resourceVersion (a
@@ -204,7 +206,10 @@ impl Reconcilers {
     }
 
     /// The identity verdicts the decisions and the credential Secrets follow.
-    pub fn with_identities(mut self, identities: super::identity::Identities) -> Reconcilers {
+    pub fn with_identities(
+        mut self,
+        identities: crate::agent::pass::identity_check::Identities,
+    ) -> Reconcilers {
         self.identities = identities;
         self
     }
@@ -356,7 +361,7 @@ impl Reconcilers {
 
     /// A cluster's ASO credential Secret is applied as its identity's verdict says; any other
     /// object of git as it is.
-    fn credential_step(&self, planned: &super::prepare::PlannedObject) -> Step {
+    fn credential_step(&self, planned: &crate::agent::pass::prepare::PlannedObject) -> Step {
         if !identity_aso::is_credential_secret(&planned.object) {
             return Step::Apply(planned.object.clone());
         }
@@ -408,7 +413,7 @@ impl Reconcilers {
             Ok(updated) => {
                 live.insert(owner.clone(), updated);
                 self.recorded.insert(p);
-                super::failpoint::failpoint_kill(
+                crate::agent::failpoint::failpoint_kill(
                     "exit-after-owned-kinds-record",
                     &prepared.objects[i].key,
                 );

@@ -14,8 +14,8 @@
 //! tried with one token request for the identity before the clusters get it; refused, those
 //! clusters fail with the identity named and keep their previous credential.
 
-use super::controller::cache::Caches;
-use super::prepare::{Prepared, aro_cluster_name};
+use crate::agent::controller::cache::Caches;
+use crate::agent::pass::prepare::{Prepared, aro_cluster_name};
 use crate::apply::Cluster;
 use crate::azure::AzureEnvironment;
 use crate::azure::access::AzureAccess;

@@ -10,7 +10,7 @@
 //! ownership check ("nothing is deleted that any unit still declares") and the conflicts between
 //! units are fleet-wide.
 
-use super::prepare::PreparedUnit;
+use crate::agent::pass::prepare::PreparedUnit;
 use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;

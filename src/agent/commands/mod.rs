@@ -1,0 +1,5 @@
+//! The CLI glue of the agent's commands: `run` and `drift` (each builds what its command needs
+//! and hands it to the controller, or reads and reports).
+
+pub mod drift;
+pub mod run;

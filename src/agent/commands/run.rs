@@ -1,0 +1,123 @@
+//! `aro-gitops run`: builds the agent's contexts from a [`RunConfig`] (the environment, the
+//! source, the servers its flags ask for, the leader election) and hands them to the controller.
+
+use crate::agent::controller::context::{
+    Agent, LiveContext, Memo, PassPolicy, Schedule, Servers, Signals, SourceContext, Stopping,
+};
+use crate::agent::controller::{self, lifecycle::Lifecycle};
+use crate::agent::env::{Environment, target::LiveTarget};
+use crate::agent::pass::guest::GuestClients;
+use crate::agent::{AgentError, RunConfig, RunSummary};
+use crate::source::{Source, SourceConfig};
+use std::sync::{Arc, Mutex};
+
+/// Runs the agent.
+pub async fn run(config: RunConfig) -> Result<RunSummary, AgentError> {
+    run_with(config, Lifecycle::default()).await
+}
+
+/// Runs the agent until it ends on its own or `lifecycle` stops it; with leader election, it
+/// writes only while it leads and releases the Lease when it ends.
+pub async fn run_with(config: RunConfig, lifecycle: Lifecycle) -> Result<RunSummary, AgentError> {
+    crate::agent::env::prepare_state_dir(&config.state_dir)?;
+    let target = LiveTarget::select(config.kubeconfig.as_deref(), config.in_cluster)?;
+    if config.faults.is_some() && target.is_cluster() {
+        return Err(AgentError::FaultsNeedEmbedded);
+    }
+    let mut env = Environment::start_with_faults(
+        &config.state_dir,
+        &target,
+        Some(config.sim_delay),
+        config.faults.clone(),
+    )
+    .await?;
+    if config.use_azure_simulator {
+        env.use_azure_simulator(&config.state_dir).await?;
+    } else {
+        env.detect_simulated_azure(&config.state_dir).await;
+    }
+    // In force for the whole run: the checkouts under the state directory decrypt with it.
+    let _decryption = register_decryption(&config, &env).await;
+    let mut source = Source::open(SourceConfig {
+        url: config.repo.clone(),
+        reference: config.reference.clone(),
+        state_dir: config.state_dir.join("source"),
+    })?;
+    if let Some(verification) = &config.verify_signatures {
+        source.verify_signatures(verification.clone());
+    }
+    let source = Arc::new(Mutex::new(source));
+    let keys = crate::reconcile::aro::key_manager(&env.cluster, env.azure_sdk.clone());
+    let metrics = Arc::new(crate::metrics::Metrics::new(
+        env.cluster.counter().clone(),
+        env.azure_request_counts(),
+    ));
+    let metrics_server = controller::servers::metrics(&config, &metrics).await?;
+    let caches = Arc::new(controller::cache::Caches::default());
+    let events = controller::k8s_events::publish::Events::start(env.cluster.client().clone());
+    let fetches = crate::trigger::FetchSignal::default();
+    let source_error: Arc<std::sync::RwLock<Option<String>>> = Arc::default();
+    let elector = controller::lifecycle::elect(
+        lifecycle.leader_election.clone(),
+        env.cluster.client(),
+        &metrics,
+        &fetches,
+    );
+    let health_server =
+        controller::servers::health(&config, &caches, &source_error, elector.as_ref()).await?;
+    let status_page = controller::status_page::start(&config).await?;
+    let triggers = controller::triggers::start(&config, &fetches, &metrics).await?;
+    let agent = Agent {
+        live: LiveContext {
+            env,
+            caches,
+            keys,
+            guests: GuestClients::default(),
+        },
+        git: SourceContext {
+            source,
+            error: source_error,
+            shown_refusal: Mutex::new(None),
+            fetches,
+        },
+        signals: Signals {
+            metrics,
+            events,
+            status_page,
+            progress: None,
+        },
+        stopping: Stopping {
+            elector,
+            shutdown: lifecycle.shutdown,
+            timeout: lifecycle.shutdown_timeout,
+        },
+        schedule: Schedule::of(&config),
+        pass_policy: PassPolicy::of(&config),
+        shard: config.shard,
+        report_target: config.report_target.clone(),
+        memo: Memo::default(),
+        _servers: Servers {
+            _metrics: metrics_server,
+            _health: health_server,
+            _triggers: triggers,
+        },
+    };
+    agent.run_and_release().await
+}
+
+/// Registers the SOPS decryption for the run's checkouts, when keys are given (the registration
+/// holds while the returned guard lives).
+async fn register_decryption(
+    config: &RunConfig,
+    env: &Environment,
+) -> Option<crate::decrypt::Registration> {
+    let keys = config.decryption.as_ref()?;
+    let secret = match keys.secret_key() {
+        Some(key) => env.cluster.get(&key).await.map_err(|e| e.to_string()),
+        None => Ok(None),
+    };
+    Some(crate::decrypt::register(
+        &config.state_dir,
+        crate::decrypt::Decryption::load(keys, secret),
+    ))
+}

@@ -1,0 +1,184 @@
+//! A revision of the source, prepared: fetched, rendered where its inputs changed (see
+//! [`crate::agent::controller::incremental`]), checked fleet-wide, and cut to this agent's shard.
+
+use crate::agent::controller::context::Agent;
+use crate::agent::controller::{incremental, shard};
+use crate::agent::pass::prepare;
+use crate::agent::{AgentError, fleet};
+use crate::source::{Source, SyncOutcome};
+use crate::unit::Unit;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// One revision, prepared.
+pub(in crate::agent) struct Revision {
+    pub(in crate::agent) commit: String,
+    pub(in crate::agent) stale: Option<String>,
+    /// The units this agent reconciles (its shard's; see [`shard`]), as prepared, those in a
+    /// conflict with another unit failed ([`fleet::check`]).
+    pub(in crate::agent) units: Arc<Vec<prepare::PreparedUnit>>,
+    /// Every unit of the revision, whichever shard it belongs to (the same as `units` without
+    /// sharding): what is fleet-wide reads them (units gone from git, identities, live conflicts).
+    pub(in crate::agent) fleet_units: Arc<Vec<prepare::PreparedUnit>>,
+    /// The input closure of each unit's render (see [`incremental`]).
+    pub(in crate::agent) inputs: Arc<BTreeMap<Unit, crate::render::Inputs>>,
+    /// The units the fleet check failed: their own preparation is not kept for the next revision
+    /// (the conflict may be gone then, with none of their inputs changed).
+    pub(in crate::agent) conflicted: Arc<BTreeSet<String>>,
+    /// What every unit declares (ownership's deletion guard).
+    pub(in crate::agent) fleet: Arc<crate::plan::ownership::Fleet>,
+    /// The units rendered for this revision (every unit the first time); the others kept their
+    /// preparation from the revision before, so a unit of theirs that had converged needs no pass.
+    pub(in crate::agent) rendered: Arc<BTreeSet<String>>,
+}
+
+impl Agent {
+    pub(in crate::agent) async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Source) -> T + Send + 'static,
+    ) -> Result<T, AgentError> {
+        let source = self.git.source.clone();
+        tokio::task::spawn_blocking(move || f(&mut source.lock().expect("source lock")))
+            .await
+            .map_err(|e| AgentError::Task(e.to_string()))
+    }
+
+    /// Fetches the source and prepares the revision it gives: every unit the first time; after
+    /// `previous`, only the units whose input closure changed since (see [`incremental`]). Also
+    /// returns the paths changed since `previous` (`None`: the first revision, or not known).
+    pub(in crate::agent) async fn load(
+        &self,
+        previous: Option<&Revision>,
+    ) -> Result<(Revision, Option<Vec<PathBuf>>), AgentError> {
+        let started = Instant::now();
+        let (outcome, verification) = self
+            .blocking(|s| {
+                let outcome = s.sync();
+                (outcome, s.verification_result().cloned())
+            })
+            .await?;
+        tracing::debug!(
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "source synced"
+        );
+        if let Some(result) = verification {
+            self.verified(result, outcome.as_ref().ok().map(|o| o.revision()));
+        }
+        self.signals.metrics.count_fetch(match &outcome {
+            Ok(SyncOutcome::Stale { .. }) => "stale",
+            Ok(_) => "success",
+            Err(_) => "failure",
+        });
+        *self.git.error.write().expect("source error lock") = match &outcome {
+            Ok(SyncOutcome::Stale { error, .. }) => Some(error.to_string()),
+            Ok(_) => None,
+            Err(e) => Some(e.to_string()),
+        };
+        let outcome = outcome?;
+        let (revision, stale) = match &outcome {
+            SyncOutcome::Fresh(r) | SyncOutcome::Unchanged(r) => (r.clone(), None),
+            SyncOutcome::Stale { last_good, error } if error.refusal().is_some() => {
+                (last_good.clone(), Some(error.to_string()))
+            }
+            SyncOutcome::Stale { last_good, error } => {
+                tracing::warn!(error = %error, commit = %last_good.commit, "source unreachable: using the last good revision");
+                (last_good.clone(), Some(error.to_string()))
+            }
+        };
+        let changed = match previous {
+            Some(p) if p.commit == revision.commit => Some(vec![]),
+            Some(p) => {
+                let (from, to) = (p.commit.clone(), revision.commit.clone());
+                match self.blocking(move |s| s.changed_paths(&from, &to)).await? {
+                    Ok(c) => Some(c),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "the changes between revisions are unknown: every unit renders");
+                        None
+                    }
+                }
+            }
+            None => None,
+        };
+        if let Some(p) = previous
+            && p.commit == revision.commit
+        {
+            let rev = Revision {
+                commit: revision.commit,
+                stale,
+                units: p.units.clone(),
+                fleet_units: p.fleet_units.clone(),
+                inputs: p.inputs.clone(),
+                conflicted: p.conflicted.clone(),
+                fleet: p.fleet.clone(),
+                rendered: Arc::new(BTreeSet::new()),
+            };
+            return Ok((rev, changed));
+        }
+        let root = revision.checkout.clone();
+        let earlier = previous.map(|p| {
+            let inputs = if p.conflicted.is_empty() {
+                p.inputs.clone()
+            } else {
+                let mut inputs = (*p.inputs).clone();
+                inputs.retain(|u, _| !p.conflicted.contains(&u.name()));
+                Arc::new(inputs)
+            };
+            (p.fleet_units.clone(), inputs)
+        });
+        let paths = changed.clone();
+        let (prepared, fleet, conflicted) = tokio::task::spawn_blocking(move || {
+            let earlier = earlier
+                .as_ref()
+                .map(|(units, inputs)| incremental::Earlier {
+                    units,
+                    inputs,
+                    changed: paths.as_deref(),
+                });
+            let started = Instant::now();
+            let mut prepared = incremental::prepare_revision(&root, earlier)?;
+            tracing::debug!(
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "revision prepared"
+            );
+            let (fleet, conflicted) = fleet::check(&mut prepared.units);
+            tracing::debug!(
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "fleet checked"
+            );
+            Ok::<_, AgentError>((prepared, fleet, conflicted))
+        })
+        .await
+        .map_err(|e| AgentError::Task(e.to_string()))??;
+        let rendered = prepared.rendered.iter().map(|(u, _)| u.name()).collect();
+        self.signals.metrics.rendered(prepared.rendered.len());
+        let fleet_units = Arc::new(prepared.units);
+        let rev = Revision {
+            commit: revision.commit,
+            stale,
+            rendered: Arc::new(rendered),
+            units: shard::units_of(self.shard, &fleet_units),
+            fleet_units,
+            inputs: Arc::new(prepared.inputs),
+            conflicted: Arc::new(conflicted),
+            fleet: Arc::new(fleet),
+        };
+        Ok((rev, changed))
+    }
+
+    /// With several shards, says which units of `rev` are this agent's.
+    pub(in crate::agent) fn shard_line(&self, rev: &Revision) {
+        let shard = self.shard;
+        if shard.is_partial() {
+            tracing::info!(
+                shard = shard.index(),
+                shards = shard.count(),
+                units = rev.units.len(),
+                fleet = rev.fleet_units.len(),
+                "sharded revision"
+            );
+            crate::output::println(&shard::line(shard, rev.units.len(), rev.fleet_units.len()));
+        }
+    }
+}

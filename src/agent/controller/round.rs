@@ -1,0 +1,478 @@
+//! A converge's moving state ([`Round`]): the outcomes, what is settled, the work queue and the
+//! inventories between passes, and what a pass's end, a change or a stop does to them. No IO.
+
+use super::cache::Change;
+use super::carry::carry_actions;
+use super::lifecycle::Stop;
+use super::progress::Progress;
+use super::queue::WorkQueue;
+use super::revision::Revision;
+use super::scope::{kept_outcome, reads_what_was_rendered};
+use super::wakes::{DuringPass, Wakes};
+use crate::agent::pass::prepare::Prepared;
+use crate::apply::inventory::Inventory;
+use crate::report::{self, AzureMode, ObjectAction, UnitOutcome};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+/// How long a woken unit waits before its pass, so that the changes that follow (an Azure
+/// resource's status, then the next) share one pass.
+pub(super) const DEBOUNCE: Duration = Duration::from_millis(100);
+
+/// A piece of work: a unit of the revision (by index), or a unit that left git (by name).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) enum Job {
+    Unit(usize),
+    Removed(String),
+}
+
+pub(super) fn settled(o: &UnitOutcome) -> bool {
+    matches!(
+        report::phase(o),
+        report::Phase::Converged | report::Phase::Failed
+    )
+}
+
+pub(super) fn deleting(o: &UnitOutcome) -> bool {
+    o.objects.iter().any(|x| x.action == ObjectAction::Deleting)
+}
+
+/// The outcome of a unit that left git, before anything is known of it.
+pub(super) fn removed_outcome(unit: &str, rev: &Revision, azure: AzureMode) -> UnitOutcome {
+    UnitOutcome {
+        unit: unit.to_string(),
+        cluster: None,
+        revision: rev.commit.clone(),
+        stale_source: rev.stale.clone(),
+        azure,
+        objects: vec![],
+        errors: vec![],
+        standing: report::Standing::unknown(None),
+    }
+}
+
+/// A unit's outcome before its first pass (its errors, when it could not be prepared).
+pub(super) fn first_outcome(
+    rev: &Revision,
+    u: &crate::unit::Unit,
+    p: &Result<Prepared, Vec<report::UnitError>>,
+    azure: AzureMode,
+) -> UnitOutcome {
+    UnitOutcome {
+        unit: u.name(),
+        cluster: p.as_ref().ok().and_then(|p| p.cluster.clone()),
+        revision: rev.commit.clone(),
+        stale_source: rev.stale.clone(),
+        azure,
+        objects: vec![],
+        errors: p.as_ref().err().cloned().unwrap_or_default(),
+        standing: report::Standing::unknown(p.as_ref().ok().and_then(|p| p.cluster.as_ref())),
+    }
+}
+
+/// Marks settled, before any pass, the converged units `rev` did not render again whose outcome
+/// from the revision before (`earlier`) still holds, and takes that outcome.
+pub(super) fn keep_earlier(
+    rev: &Revision,
+    earlier: Option<&[UnitOutcome]>,
+    outcomes: &mut [UnitOutcome],
+    held: &mut [bool],
+) {
+    let earlier: BTreeMap<&str, &UnitOutcome> = earlier
+        .unwrap_or_default()
+        .iter()
+        .map(|o| (o.unit.as_str(), o))
+        .collect();
+    if earlier.is_empty() {
+        return;
+    }
+    let reads_rendered = reads_what_was_rendered(rev);
+    for (i, (u, p)) in rev.units.iter().enumerate() {
+        let name = u.name();
+        if held[i] || rev.rendered.contains(&name) {
+            continue;
+        }
+        let Some(mut o) = earlier
+            .get(name.as_str())
+            .and_then(|o| kept_outcome(o, &rev.commit))
+        else {
+            continue;
+        };
+        if p.as_ref().is_ok_and(&reads_rendered) {
+            continue;
+        }
+        o.stale_source = rev.stale.clone();
+        outcomes[i] = o;
+        held[i] = true;
+    }
+}
+
+/// A converge's moving state.
+pub(super) struct Round<'r> {
+    pub(super) rev: &'r Revision,
+    pub(super) azure: AzureMode,
+    pub(super) outcomes: Vec<UnitOutcome>,
+    /// Settled before any pass (not prepared, held by a check, or kept from the revision before).
+    pub(super) held: Vec<bool>,
+    /// Settled by now: held, or settled by a pass in this converge. Before its first pass a unit
+    /// is not settled, whatever its first outcome says. Kept up to date as passes end, so the
+    /// loop never re-judges the fleet.
+    pub(super) done: Vec<bool>,
+    /// Prepared units not settled yet.
+    pub(super) pending: usize,
+    /// The units a pass ran over (or was cut short on).
+    pub(super) ran: Vec<bool>,
+    /// Every unit's inventory, but those of the passes in flight (each pass holds its own).
+    pub(super) inventories: BTreeMap<String, Inventory>,
+    /// Units that left git with an inventory to prune.
+    pub(super) removals: Vec<String>,
+    /// Their outcomes, and those of units gone from git whose inventory is not acted on.
+    pub(super) removed_outcomes: BTreeMap<String, UnitOutcome>,
+    pub(super) queue: WorkQueue<Job>,
+    pub(super) during_pass: DuringPass,
+    pub(super) passes: u64,
+    pub(super) quiet_since: Instant,
+}
+
+impl Round<'_> {
+    /// Every unit settled and no removal still deleting.
+    pub(super) fn all_settled(&self) -> bool {
+        self.pending == 0 && !self.removed_outcomes.values().any(deleting)
+    }
+
+    /// The passes in flight were cut short (`stop`'s drain deadline passed): what they did is not
+    /// known; their reports say so.
+    pub(super) fn interrupt(&mut self, stop: Stop, progress: &mut Progress) {
+        let why = stop.interruption();
+        for i in (0..self.rev.units.len()).filter(|&i| self.queue.is_active(&Job::Unit(i))) {
+            tracing::warn!(unit = %self.outcomes[i].unit, "pass interrupted");
+            self.outcomes[i]
+                .errors
+                .push(report::UnitError::new(None, None, why.clone()));
+            self.ran[i] = true;
+            progress.update(i, &self.outcomes[i]);
+        }
+        let interrupted: Vec<String> = (self.removals.iter())
+            .filter(|u| self.queue.is_active(&Job::Removed((*u).clone())))
+            .cloned()
+            .collect();
+        for u in interrupted {
+            tracing::warn!(unit = %u, "removal interrupted");
+            let (rev, azure) = (self.rev, self.azure);
+            let o = (self.removed_outcomes.entry(u.clone()))
+                .or_insert_with(|| removed_outcome(&u, rev, azure));
+            o.errors
+                .push(report::UnitError::new(None, None, why.clone()));
+        }
+    }
+
+    /// Takes what a pass of `job` ended with; the unit's index when it is one of the revision's.
+    pub(super) fn pass_ended(
+        &mut self,
+        job: &Job,
+        outcome: UnitOutcome,
+        inv: Inventory,
+    ) -> Option<usize> {
+        self.passes += 1;
+        let failed = report::phase(&outcome) == report::Phase::Failed;
+        let (name, shown) = match job {
+            Job::Unit(i) => {
+                let i = *i;
+                let mut next = outcome;
+                carry_actions(&self.outcomes[i], &mut next);
+                self.outcomes[i] = next;
+                self.ran[i] = true;
+                let now_done = settled(&self.outcomes[i]);
+                if now_done != self.done[i] {
+                    if now_done {
+                        self.pending -= 1
+                    } else {
+                        self.pending += 1
+                    }
+                    self.done[i] = now_done;
+                }
+                (self.rev.units[i].0.name(), Some(i))
+            }
+            Job::Removed(u) => {
+                let mut next = outcome;
+                if let Some(previous) = self.removed_outcomes.get(u) {
+                    carry_actions(previous, &mut next);
+                }
+                self.removed_outcomes.insert(u.clone(), next);
+                (u.clone(), None)
+            }
+        };
+        self.inventories.insert(name, inv);
+        self.queue.done(job, failed, Instant::now());
+        shown
+    }
+
+    /// Queues the unsettled units the changes in `changed` concern (see `wakes`; a unit whose
+    /// pass runs holds them until it ends), and the removals still deleting.
+    pub(super) fn wake(&mut self, changed: &BTreeSet<Change>, index: &Wakes) {
+        let now = Instant::now();
+        for change in changed {
+            // Only prepared units are in the index.
+            for i in index.units(change).into_iter().filter(|&i| !self.done[i]) {
+                if self.queue.is_active(&Job::Unit(i)) {
+                    self.during_pass.hold(i, change);
+                } else {
+                    self.queue.wake(Job::Unit(i), now);
+                }
+            }
+        }
+        for (u, o) in &self.removed_outcomes {
+            if deleting(o) {
+                self.queue.wake(Job::Removed(u.clone()), now);
+            }
+        }
+        // A removal before the end of its first pass has no outcome to say it is still
+        // deleting: what changes meanwhile (its own deletes) runs it again.
+        for u in (self.removals.iter()).filter(|u| !self.removed_outcomes.contains_key(*u)) {
+            self.queue.wake(Job::Removed(u.clone()), Instant::now());
+        }
+    }
+
+    /// The units `stop` kept from their pass: nothing was done to them (their last reports
+    /// stand); their names, and their outcomes say why.
+    pub(super) fn not_reconciled(&mut self, stop: Stop) -> BTreeSet<String> {
+        let mut unreconciled = BTreeSet::new();
+        for i in (0..self.outcomes.len()).filter(|&i| !self.ran[i] && !self.held[i]) {
+            unreconciled.insert(self.outcomes[i].unit.clone());
+            let why = match stop {
+                Stop::Shutdown => "not reconciled: the agent shut down before this unit's pass",
+                Stop::LostLease { .. } => {
+                    "not reconciled: this agent lost its leader Lease before this unit's pass"
+                }
+            };
+            self.outcomes[i]
+                .errors
+                .push(report::UnitError::new(None, None, why.to_string()));
+        }
+        unreconciled
+    }
+}
+
+/// The unit a job is about (by name: its inventory's).
+pub(super) fn job_name(rev: &Revision, job: &Job) -> String {
+    match job {
+        Job::Unit(i) => rev.units[*i].0.name(),
+        Job::Removed(u) => u.clone(),
+    }
+}
+
+/// How long the loop may wait for a pass to end, a change, a retry's time or the deadline. A
+/// retry already due waits for a free worker (a pass to end).
+pub(super) fn wait_for(
+    now: Instant,
+    deadline: Option<Instant>,
+    past_deadline: bool,
+    due: Option<Instant>,
+    interval: Duration,
+    stopping: Option<(Stop, Instant)>,
+) -> Duration {
+    let due = due.filter(|t| *t > now);
+    let wait = match (deadline.filter(|_| !past_deadline), due) {
+        (Some(d), Some(t)) => d.min(t) - now,
+        (Some(d), None) => d - now,
+        (None, Some(t)) => t - now,
+        (None, None) if past_deadline => Duration::from_secs(3600),
+        (None, None) => interval,
+    };
+    match stopping {
+        Some((_, until)) => wait.min(until.saturating_duration_since(now)),
+        None => wait,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::controller::cache::Change;
+    use crate::apply::inventory::Identity;
+    use crate::report::{ObjectOutcome, Standing};
+    use std::sync::Arc;
+
+    fn revision(units: &[&str]) -> Revision {
+        let units: Vec<crate::agent::pass::prepare::PreparedUnit> = units
+            .iter()
+            .map(|u| {
+                let unit = crate::unit::Unit { path: u.into() };
+                (unit, Err(vec![]))
+            })
+            .collect();
+        let units = Arc::new(units);
+        Revision {
+            commit: "0123456789abcdef".into(),
+            stale: None,
+            units: units.clone(),
+            fleet_units: units,
+            inputs: Arc::default(),
+            conflicted: Arc::default(),
+            fleet: Arc::default(),
+            rendered: Arc::default(),
+        }
+    }
+
+    fn round<'r>(rev: &'r Revision, removals: &[&str]) -> Round<'r> {
+        let n = rev.units.len();
+        let mut queue = WorkQueue::new(crate::retry::UNIT_QUEUE, 1);
+        for i in 0..n {
+            queue.add(Job::Unit(i));
+        }
+        Round {
+            rev,
+            azure: AzureMode::Simulated,
+            outcomes: (rev.units.iter())
+                .map(|(u, p)| first_outcome(rev, u, p, AzureMode::Simulated))
+                .collect(),
+            held: vec![false; n],
+            done: vec![false; n],
+            pending: n,
+            ran: vec![false; n],
+            inventories: BTreeMap::new(),
+            removals: removals.iter().map(|u| u.to_string()).collect(),
+            removed_outcomes: BTreeMap::new(),
+            queue,
+            during_pass: DuringPass::default(),
+            passes: 0,
+            quiet_since: Instant::now(),
+        }
+    }
+
+    fn outcome(unit: &str, action: ObjectAction, ready: bool) -> UnitOutcome {
+        UnitOutcome {
+            unit: unit.into(),
+            cluster: None,
+            revision: "0123456789abcdef".into(),
+            stale_source: None,
+            azure: AzureMode::Simulated,
+            objects: vec![ObjectOutcome {
+                key: crate::object::ObjectKey {
+                    group: String::new(),
+                    version: "v1".into(),
+                    kind: "ConfigMap".into(),
+                    namespace: Some("default".into()),
+                    name: "settings".into(),
+                },
+                action,
+                ready,
+                reason: None,
+                message: None,
+            }],
+            errors: vec![],
+            standing: Standing::unknown(None),
+        }
+    }
+
+    #[test]
+    fn the_loop_waits_for_the_nearest_of_the_deadline_and_the_next_retry() {
+        let now = Instant::now();
+        let (s, interval) = (Duration::from_secs(1), Duration::from_secs(30));
+        let wait =
+            |deadline, past, due, stopping| wait_for(now, deadline, past, due, interval, stopping);
+        assert_eq!(
+            wait(Some(now + 5 * s), false, Some(now + 2 * s), None),
+            2 * s
+        );
+        assert_eq!(wait(Some(now + 5 * s), false, None, None), 5 * s);
+        assert_eq!(wait(None, false, Some(now + 3 * s), None), 3 * s);
+        // A retry already due waits for a pass to end: it does not set the wait.
+        assert_eq!(wait(None, false, Some(now), None), interval);
+        // Past the deadline, only the passes in flight are waited for.
+        assert_eq!(wait(Some(now), true, None, None), Duration::from_secs(3600));
+        // A stop bounds every wait by its drain deadline.
+        let stop = Some((Stop::Shutdown, now + s));
+        assert_eq!(wait(None, false, None, stop), s);
+    }
+
+    #[test]
+    fn a_pass_that_settles_a_unit_takes_it_out_of_the_pending_and_one_that_unsettles_it_puts_it_back()
+     {
+        let rev = revision(&["clusters/dev"]);
+        let mut round = round(&rev, &[]);
+        let job = round.queue.pop(Instant::now()).expect("a unit queued");
+        assert_eq!(job, Job::Unit(0));
+        let converged = outcome("clusters/dev", ObjectAction::Created, true);
+        let inv = Inventory::new("clusters/dev");
+        assert_eq!(round.pass_ended(&job, converged, inv), Some(0));
+        assert_eq!(
+            (round.pending, round.done[0], round.ran[0], round.passes),
+            (0, true, true, 1)
+        );
+        assert!(
+            round.inventories.contains_key("clusters/dev"),
+            "the inventory is given back"
+        );
+        assert!(round.all_settled());
+        let progressing = outcome("clusters/dev", ObjectAction::Updated, false);
+        let inv = Inventory::new("clusters/dev");
+        round.pass_ended(&job, progressing, inv);
+        assert_eq!((round.pending, round.done[0], round.passes), (1, false, 2));
+        assert!(!round.all_settled());
+    }
+
+    #[test]
+    fn a_change_wakes_the_unit_it_concerns_or_is_held_while_its_pass_runs_and_a_deleting_removal_runs_again()
+     {
+        let rev = revision(&["clusters/dev"]);
+        let mut round = round(&rev, &["clusters/gone"]);
+        let id = Identity {
+            group: String::new(),
+            kind: "ConfigMap".into(),
+            namespace: Some("default".into()),
+            name: "settings".into(),
+        };
+        let index = Wakes::new([(0, vec![id.clone()])]);
+        let changed: BTreeSet<Change> = [Change::Object(id, Some("7".into()))].into();
+        // The unit's pass runs: the change is held for when it ends.
+        let job = round.queue.pop(Instant::now()).expect("a unit queued");
+        round.wake(&changed, &index);
+        assert!(round.queue.is_active(&job));
+        // The removal had no pass yet: any change runs it again.
+        assert!(
+            round
+                .queue
+                .has_ready(Instant::now() + Duration::from_secs(1))
+        );
+        let removal = Job::Removed("clusters/gone".into());
+        let deleting = outcome("clusters/gone", ObjectAction::Deleting, false);
+        round.queue.pop(Instant::now() + Duration::from_secs(1));
+        assert_eq!(
+            round.pass_ended(&removal, deleting, Inventory::new("clusters/gone")),
+            None
+        );
+        assert!(round.removed_outcomes.contains_key("clusters/gone"));
+        assert!(
+            !round.all_settled(),
+            "a removal still deleting is not settled"
+        );
+    }
+
+    #[test]
+    fn a_stop_reports_the_units_that_got_no_pass_and_those_cut_short() {
+        let rev = revision(&["clusters/dev", "clusters/prod", "clusters/test"]);
+        let mut round = round(&rev, &[]);
+        round.held[2] = true;
+        let mut progress = Progress::new(false, rev.units.iter().map(|(u, _)| u.name()));
+        let first = round.queue.pop(Instant::now()).expect("a unit queued");
+        assert_eq!(first, Job::Unit(0));
+        round.interrupt(Stop::Shutdown, &mut progress);
+        assert!(
+            round.outcomes[0].errors[0]
+                .message
+                .starts_with("interrupted: ")
+        );
+        let unreconciled = round.not_reconciled(Stop::Shutdown);
+        assert_eq!(unreconciled, ["clusters/prod".to_string()].into());
+        assert!(
+            round.outcomes[1].errors[0]
+                .message
+                .starts_with("not reconciled: ")
+        );
+        assert!(
+            round.outcomes[2].errors.is_empty(),
+            "a held unit keeps its outcome"
+        );
+    }
+}
