@@ -29,9 +29,6 @@ pub(super) mod read_live;
 pub(super) mod reconcilers;
 
 use crate::agent::failpoint::FAILPOINT_ENV;
-use prepare::Prepared;
-use prune::{self as pruning, Safety};
-use reconcilers::Reconcilers;
 use crate::apply::inventory::{self, Inventory};
 use crate::apply::{AzureView, Cluster};
 use crate::object::ObjectKey;
@@ -40,6 +37,9 @@ use crate::plan::policy;
 use crate::reconcile::aro::{KeyManager, node_policy};
 use crate::reconcile::readiness::{ObjectState, object_state, unblocks};
 use crate::report::{AzureMode, ObjectAction, ObjectOutcome, Standing, UnitError, UnitOutcome};
+use prepare::Prepared;
+use prune::{self as pruning, Safety};
+use reconcilers::Reconcilers;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
 
@@ -342,8 +342,7 @@ impl Pass<'_, '_> {
             |k: &ObjectKey| inv.get(k).is_some() || prepared.objects.iter().any(|o| &o.key == k);
         let fleet = (self.unit.as_str(), ctx.fleet);
         let driven =
-            aro_deletion::drive(ctx.cluster, &self.live, of_unit, fleet, &mut self.errors)
-                .await;
+            aro_deletion::drive(ctx.cluster, &self.live, of_unit, fleet, &mut self.errors).await;
         let mut objects: Vec<ObjectOutcome> = prepared
             .order
             .iter()
@@ -430,8 +429,7 @@ pub async fn remove(ctx: &PassContext<'_>, inv: &mut Inventory) -> UnitOutcome {
     if went_ahead {
         let of_unit = |k: &ObjectKey| inv.get(k).is_some();
         let fleet = (inv.unit.as_str(), ctx.fleet);
-        let driven =
-            aro_deletion::drive(ctx.cluster, &live, of_unit, fleet, &mut errors).await;
+        let driven = aro_deletion::drive(ctx.cluster, &live, of_unit, fleet, &mut errors).await;
         aro_deletion::merge(&mut objects, driven);
     }
     if inv.entries.is_empty() {

@@ -2,8 +2,8 @@
 //! answers the decider's questions by reading and writing the cluster, then carries the step out
 //! and records it (inventory, outcome, the unit's errors).
 
-use super::{FAILPOINT_ENV, Pass, blockers_of, failed};
 use super::reconcilers::{Reconcilers, Step as OwnerStep};
+use super::{FAILPOINT_ENV, Pass, blockers_of, failed};
 use crate::marks::FIELD_MANAGER;
 use crate::plan::decide::{
     self, Facts, Gate, Hold, Question, Recorded, Step, Unreadable, Verb, Verdict,
@@ -51,8 +51,7 @@ impl Pass<'_, '_> {
             .contains(&super::read_live::list_key(key))
             .then_some(Unreadable::NotServed);
         let owner = planned.embedded_in.map(|p| &prepared.objects[p].key);
-        let deleting_owner =
-            owner.filter(|o| super::aro_deletion::is_deleting(self.live.get(*o)));
+        let deleting_owner = owner.filter(|o| super::aro_deletion::is_deleting(self.live.get(*o)));
         let owned = planned.embedded_in.is_some()
             || crate::reconcile::credentials::is_credential_secret(&planned.object);
         let blockers = blockers_of(prepared, i, &self.live);
