@@ -247,7 +247,7 @@ pub async fn live_identities_in(
 }
 
 /// The live ASO and ARO objects of a live index (what [`live_aso_identities`] needs).
-pub fn identity_objects(live: &crate::apply::live::LiveIndex) -> Vec<Value> {
+pub fn identity_objects(live: &crate::apply::live_index::LiveIndex) -> Vec<Value> {
     use crate::kinds::{is_aro_kind, is_aso_group};
     live.identities()
         .filter(|id| is_aso_group(&id.group) || is_aro_kind(&id.group, &id.kind))

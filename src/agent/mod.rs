@@ -21,9 +21,9 @@ mod env;
 mod failpoint;
 mod fleet;
 mod pass;
-mod plan;
 
 pub use commands::drift::{DriftReport, drift};
+pub use commands::plan::{PlanRequest, PlanRun, RenderedNames, RenderedUnits, plan};
 pub use controller::cycle_line::{CycleLine, Trigger as CycleTrigger};
 pub use controller::lifecycle::{Lifecycle, SHUTDOWN_TIMEOUT, Shutdown, ShutdownTrigger};
 pub use controller::shard::{Shard, ShardError};
@@ -33,7 +33,6 @@ pub use env::{Environment, mark_simulated, simulate_azure, simulate_azure_endpoi
 pub use failpoint::FAILPOINT_ENV;
 pub use pass::prune::Safety;
 pub use pass::{prepare, prune};
-pub use plan::{PlanRequest, PlanRun, RenderedNames, RenderedUnits, plan};
 
 pub use commands::run::{run, run_with};
 

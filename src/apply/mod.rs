@@ -9,7 +9,7 @@ pub mod client;
 mod counting;
 mod echoes;
 pub mod inventory;
-pub mod live;
+pub mod live_index;
 pub mod retry;
 
 pub use azure_view::AzureView;

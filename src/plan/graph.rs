@@ -567,4 +567,5 @@ impl fmt::Display for Graph {
 }
 
 #[cfg(test)]
+#[path = "graph_tests.rs"]
 mod tests;

@@ -9,6 +9,7 @@ mod markdown;
 mod text;
 
 #[cfg(test)]
+#[path = "preview_tests.rs"]
 mod tests;
 
 pub use json::json;

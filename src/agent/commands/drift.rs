@@ -2,11 +2,11 @@
 //! inventory), and lists the fields that drifted and the field managers that changed them. It
 //! changes nothing. Secret fields are named, never shown.
 
+use crate::agent::commands::plan::view::{AzureFindings, ListedView};
 use crate::agent::pass::prepare::{self, PreparedUnit};
-use crate::agent::plan::view::{AzureFindings, ListedView};
 use crate::agent::{AgentError, Environment, LiveTarget};
 use crate::apply::inventory::{self, Inventory};
-use crate::apply::live::LiveIndex;
+use crate::apply::live_index::LiveIndex;
 use crate::plan::decide;
 use crate::plan::policy::Policy;
 use crate::source::{GitRef, Source, SourceConfig};

@@ -6,18 +6,18 @@
 //! Either way the same decisions as a run are shown: reconcile policies, adoption, and deletions
 //! blocked by deletion safety. Reading live state costs one LIST per kind and no per-object GET.
 
+mod against_live;
 mod base;
-mod live;
 pub(crate) mod view;
 
+use against_live::against_live;
 use base::{changed_paths, render};
-use live::against_live;
 
 use crate::agent::pass::prepare::{self, PreparedUnit};
 use crate::agent::pass::prune::UnitPruning;
 use crate::agent::{AgentError, Environment, LiveTarget, Safety};
 use crate::apply::inventory::{self, Identity, Inventory};
-use crate::apply::live::LiveIndex;
+use crate::apply::live_index::LiveIndex;
 use crate::apply::{AzureView, Cluster};
 use crate::object::ObjectKey;
 use crate::plan::decide;

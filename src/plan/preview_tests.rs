@@ -7,6 +7,7 @@ use super::*;
 use serde_json::Value;
 use std::path::PathBuf;
 
+#[path = "preview_limit_tests.rs"]
 mod limit;
 
 const BASE_COMMIT: &str = "3f9c2d7e1a4b5c6d7e8f90a1b2c3d4e5f6a7b8c9";
@@ -519,7 +520,7 @@ fn exit_codes_follow_terraform_detailed_exitcode() {
 
 fn plan_schema() -> jsonschema::Validator {
     let schema: Value =
-        serde_json::from_str(include_str!("../../../schemas/plan.schema.json")).unwrap();
+        serde_json::from_str(include_str!("../../schemas/plan.schema.json")).unwrap();
     assert_eq!(
         schema["$schema"],
         "https://json-schema.org/draft/2020-12/schema"

@@ -3,7 +3,7 @@
 
 use crate::agent::prepare;
 use crate::apply::inventory::{Identity, Inventory};
-use crate::apply::live::LiveIndex;
+use crate::apply::live_index::LiveIndex;
 use crate::object::ObjectKey;
 use crate::plan::decide;
 use crate::reconcile::aro::node_policy;
