@@ -150,6 +150,44 @@ pub struct RenderedUnits {
     pub head: usize,
 }
 
+/// The cluster a plan compares with, when one is reachable: the embedded control plane unless a
+/// base revision is given, else the cluster of `target` (a base revision stands in when it cannot
+/// be reached).
+async fn live_environment(
+    req: &PlanRequest,
+    target: &LiveTarget,
+) -> Result<Option<Environment>, AgentError> {
+    let unreachable = |e: &dyn std::fmt::Display| {
+        tracing::warn!(error = %e, "the cluster is not reachable: planning against the base revision");
+    };
+    match (target, &req.base) {
+        (LiveTarget::Embedded, Some(_)) => Ok(None),
+        (LiveTarget::Embedded, None) => Ok(Some(
+            Environment::start(&req.state_dir, target, None).await?,
+        )),
+        (_, base) => match Environment::start(&req.state_dir, target, None).await {
+            Ok(mut env) => match env.cluster.kind("", "v1", "Namespace").await {
+                Ok(_) => {
+                    if req.use_azure_simulator {
+                        env.use_azure_simulator(&req.state_dir).await?;
+                    }
+                    Ok(Some(env))
+                }
+                Err(e) if base.is_some() => {
+                    unreachable(&e);
+                    Ok(None)
+                }
+                Err(e) => Err(e.into()),
+            },
+            Err(e) if base.is_some() => {
+                unreachable(&e);
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        },
+    }
+}
+
 /// Plans `req`.
 pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
     crate::agent::env::prepare_state_dir(&req.state_dir)?;
@@ -157,32 +195,7 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
     let head = checkout_revision(&req.repo, &req.head, plan_state.join("head")).await?;
     // Live state when a cluster is reachable; the base revision otherwise.
     let target = LiveTarget::select(req.kubeconfig.as_deref(), req.in_cluster)?;
-    let env = match (&target, &req.base) {
-        (LiveTarget::Embedded, Some(_)) => None,
-        (LiveTarget::Embedded, None) => {
-            Some(Environment::start(&req.state_dir, &target, None).await?)
-        }
-        (_, base) => match Environment::start(&req.state_dir, &target, None).await {
-            Ok(mut env) => match env.cluster.kind("", "v1", "Namespace").await {
-                Ok(_) => {
-                    if req.use_azure_simulator {
-                        env.use_azure_simulator(&req.state_dir).await?;
-                    }
-                    Some(env)
-                }
-                Err(e) if base.is_some() => {
-                    tracing::warn!(error = %e, "the cluster is not reachable: planning against the base revision");
-                    None
-                }
-                Err(e) => return Err(e.into()),
-            },
-            Err(e) if base.is_some() => {
-                tracing::warn!(error = %e, "the cluster is not reachable: planning against the base revision");
-                None
-            }
-            Err(e) => return Err(e),
-        },
-    };
+    let env = live_environment(&req, &target).await?;
     // Compared with base and no key: the ciphertexts' digests stand in for encrypted values.
     let digests = (env.is_none() && !crate::decrypt::has_keys(&plan_state))
         .then(|| crate::decrypt::register(&plan_state, crate::decrypt::Decryption::digests()));

@@ -36,16 +36,16 @@ fn asks_azure<'a>(
     })
 }
 
-/// Head against live state. Live state is read first (ConfigMaps across namespaces, which hold the
-/// inventories, then every kind an inventory names: one LIST each), kept as JSON text; then every
-/// unit is rendered and compared on every core, and dropped once compared, so a plan's memory
-/// does not grow with the fleet's rendered objects.
-pub(super) async fn against_live(
-    cluster: &Cluster,
-    azure_view: &AzureView,
-    head: Checkout,
-    safety: Safety,
-) -> Result<(Vec<ClusterPreview>, Vec<Problem>), AgentError> {
+/// Live state as a plan first lists it: ConfigMaps across namespaces (the inventories are among
+/// them), then every kind an inventory records, and the AutoNodePolicies.
+struct Listed {
+    live: LiveIndex,
+    inventories: BTreeMap<String, Inventory>,
+    broken: Vec<inventory::InventoryError>,
+    read_errors: Vec<crate::apply::ApplyError>,
+}
+
+async fn list_live(cluster: &Cluster) -> Result<Listed, AgentError> {
     tracing::info!(rss_mb = resident_mb(), "reading live state");
     let mut live = LiveIndex::default();
     let config_maps = inventory::config_map_key("");
@@ -67,6 +67,56 @@ pub(super) async fn against_live(
         rss_mb = resident_mb(),
         "live state listed"
     );
+    Ok(Listed {
+        live,
+        inventories,
+        broken,
+        read_errors,
+    })
+}
+
+/// The preview of a unit that left git: its fleet conflicts, or everything in its inventory
+/// deleted as deletion safety allows (it needs the unit's consent).
+fn left_git(
+    name: &str,
+    inv: &Inventory,
+    conflicts: Option<Vec<UnitError>>,
+    safety: Safety,
+    live: &LiveIndex,
+    fleet: &crate::plan::ownership::Fleet,
+) -> ClusterPreview {
+    let mut c = empty_cluster(name, None);
+    if let Some(errors) = conflicts {
+        c.errors = errors.iter().map(problem).collect();
+        return c;
+    }
+    let leaving: Vec<&inventory::Entry> = inv.entries.values().collect();
+    let how = UnitPruning {
+        rendered: None,
+        stale_source: None,
+        unit_consent: false,
+        safety,
+    };
+    leaving_inventory(&mut c, how, inv, &leaving, live, leaving.len(), fleet);
+    c
+}
+
+/// Head against live state. Live state is read first (ConfigMaps across namespaces, which hold the
+/// inventories, then every kind an inventory names: one LIST each), kept as JSON text; then every
+/// unit is rendered and compared on every core, and dropped once compared, so a plan's memory
+/// does not grow with the fleet's rendered objects.
+pub(super) async fn against_live(
+    cluster: &Cluster,
+    azure_view: &AzureView,
+    head: Checkout,
+    safety: Safety,
+) -> Result<(Vec<ClusterPreview>, Vec<Problem>), AgentError> {
+    let Listed {
+        live,
+        inventories,
+        broken,
+        mut read_errors,
+    } = list_live(cluster).await?;
 
     let Checkout {
         revision: _,
@@ -177,22 +227,10 @@ pub(super) async fn against_live(
     }
     // Units that left git: everything in their inventory goes (with the unit's consent).
     if !units.is_empty() {
-        for (name, inv) in inventories.iter().filter(|(n, _)| !present.contains(*n)) {
-            let mut c = empty_cluster(name, None);
-            if let Some(errors) = conflicts.remove(name) {
-                c.errors = errors.iter().map(problem).collect();
-                clusters.push(c);
-                continue;
-            }
-            let leaving: Vec<&inventory::Entry> = inv.entries.values().collect();
-            let how = UnitPruning {
-                rendered: None,
-                stale_source: None,
-                unit_consent: false,
-                safety,
-            };
-            leaving_inventory(&mut c, how, inv, &leaving, &live, leaving.len(), &fleet);
-            clusters.push(c);
+        let gone = inventories.iter().filter(|(n, _)| !present.contains(*n));
+        for (name, inv) in gone {
+            let errors = conflicts.remove(name);
+            clusters.push(left_git(name, inv, errors, safety, &live, &fleet));
         }
     }
     let global = broken
