@@ -101,6 +101,55 @@ fn left_git(
     c
 }
 
+/// A unit in the first round: rendered and compared now, or kept for the second round (a kind
+/// not listed yet, or a question for the Azure view); with what it declares (the fleet check).
+fn first_round(
+    root: &std::path::Path,
+    u: &Unit,
+    inv: &Inventory,
+    live: &LiveIndex,
+) -> (UnitPlan, Option<crate::plan::ownership::UnitClaims>) {
+    let name = u.name();
+    let p = match prepare::prepare(root, u) {
+        Ok(p) => p,
+        Err(errors) => {
+            let failed = (failed_unit(&name, &errors), Leaving::default());
+            return (UnitPlan::Done(Box::new(failed)), None);
+        }
+    };
+    let claims = crate::agent::fleet::claims(&p);
+    let unlisted = p.objects.iter().any(|o| !live.has_kind(&o.key));
+    let planned = if unlisted || asks_azure(&p, inv, live).next().is_some() {
+        UnitPlan::Later(Box::new(p))
+    } else {
+        UnitPlan::Done(Box::new(plan_unit(
+            &name,
+            &p,
+            inv,
+            live,
+            &AzureFindings::new(),
+        )))
+    };
+    (planned, Some(claims))
+}
+
+/// A unit of the second round: the Azure view asked what its objects need, then compared.
+async fn second_round(
+    name: &str,
+    p: &prepare::Prepared,
+    inv: &Inventory,
+    live: &LiveIndex,
+    azure_view: &AzureView,
+) -> (ClusterPreview, Leaving) {
+    let unit_objects: Vec<&Value> = p.objects.iter().map(|o| &o.object).collect();
+    let mut findings = AzureFindings::new();
+    for o in asks_azure(p, inv, live) {
+        let found = azure_view.exists(&o.object, &unit_objects).await;
+        findings.insert(o.key.clone(), found);
+    }
+    plan_unit(name, p, inv, live, &findings)
+}
+
 /// Head against live state. Live state is read first (ConfigMaps across namespaces, which hold the
 /// inventories, then every kind an inventory names: one LIST each), kept as JSON text; then every
 /// unit is rendered and compared on every core, and dropped once compared, so a plan's memory
@@ -124,29 +173,12 @@ pub(super) async fn against_live(
         units,
     } = head;
     let present: BTreeSet<String> = units.iter().map(Unit::name).collect();
-    let no_findings = AzureFindings::new();
     // spawn_blocking needs 'static data: live state and the inventories move in and back out.
     let (first, live, units, inventories) = tokio::task::spawn_blocking(move || {
         let empty = Inventory::default();
         let first = prepare::on_every_core(&units, |u| {
-            let name = u.name();
-            match prepare::prepare(&root, u) {
-                Err(errors) => (
-                    UnitPlan::Done(Box::new((failed_unit(&name, &errors), Leaving::default()))),
-                    None,
-                ),
-                Ok(p) => {
-                    let claims = crate::agent::fleet::claims(&p);
-                    let inv = inventories.get(&name).unwrap_or(&empty);
-                    let unlisted = p.objects.iter().any(|o| !live.has_kind(&o.key));
-                    let planned = if unlisted || asks_azure(&p, inv, &live).next().is_some() {
-                        UnitPlan::Later(Box::new(p))
-                    } else {
-                        UnitPlan::Done(Box::new(plan_unit(&name, &p, inv, &live, &no_findings)))
-                    };
-                    (planned, Some(claims))
-                }
-            }
+            let inv = inventories.get(&u.name()).unwrap_or(&empty);
+            first_round(&root, u, inv, &live)
         });
         (first, live, units, inventories)
     })
@@ -200,17 +232,7 @@ pub(super) async fn against_live(
         let inv = inventories.get(&name).unwrap_or(&empty);
         let (mut c, leaving) = match planned {
             UnitPlan::Done(c) => *c,
-            UnitPlan::Later(p) => {
-                let unit_objects: Vec<&Value> = p.objects.iter().map(|o| &o.object).collect();
-                let mut findings = AzureFindings::new();
-                for o in asks_azure(&p, inv, &live) {
-                    findings.insert(
-                        o.key.clone(),
-                        azure_view.exists(&o.object, &unit_objects).await,
-                    );
-                }
-                plan_unit(&name, &p, inv, &live, &findings)
-            }
+            UnitPlan::Later(p) => second_round(&name, &p, inv, &live, azure_view).await,
         };
         if !leaving.entries.is_empty() {
             let how = UnitPruning {
