@@ -213,7 +213,7 @@ fn removing_a_cluster_trips_the_share_guard() {
 }
 
 /// `changes` are "in the order they would be applied"; pruning deletes dependents before what they
-/// depend on (src/agent/prune.rs reverses the dependency order), so the Namespace goes last.
+/// depend on (src/agent/pass/prune.rs reverses the dependency order), so the Namespace goes last.
 #[test]
 fn planned_deletions_are_listed_dependents_first() {
     let (f, base) = Fleet::git();
