@@ -9,6 +9,11 @@
 //! QUIC state machine). A pass answers by reading and writing the cluster, a plan from what it
 //! listed, so a plan shows exactly the decisions a run takes: [`decide_unit`] is that walk for a
 //! caller whose answers are at hand.
+//!
+//! What left git is the other half of the core, [`super::prune::deletions`]: delete, detach
+//! (delete and keep the Azure resource), keep (`skip`) or blocked by deletion safety, for every
+//! member of the unit's inventory git no longer renders; it is pure too, and run and plan call it
+//! alike.
 
 use super::drift::{self, DriftedField};
 use super::policy::{self, Decision, Policy, Provenance};

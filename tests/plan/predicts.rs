@@ -1,10 +1,10 @@
 //! A plan shows what the run then does (issue 27: both decide through `plan::decide`). A fleet is
 //! planned against the embedded control plane, then run once to convergence; every object the
 //! run's report lists must have done what the plan said: created, updated, adopted, skipped or
-//! left unchanged, and an object the plan failed must fail in the run. Three fleets: the examples
-//! on an empty cluster, the examples again after changes in git and live (an update of an ARO
-//! object and what it embeds, a new object adopted from someone else, a `skip`), and a fleetgen
-//! fleet.
+//! left unchanged, deleted, and an object the plan failed must fail in the run. The examples on an
+//! empty cluster, then after changes in git and live (an update of an ARO object and what it
+//! embeds, a new object adopted from someone else, a `skip`), then after that object left git; and
+//! a fleetgen fleet.
 
 use super::live::{CONTACTS_YAML, apply_as_kubectl, contacts};
 use super::*;
@@ -92,7 +92,7 @@ fn reported(f: &Fleet) -> BTreeMap<String, Actions> {
 
 /// Plans `f` against its embedded control plane, runs it once, and holds the two together for
 /// every unit of `units`.
-fn plan_then_run(f: &Fleet, units: &[&str]) {
+fn plan_then_run(f: &Fleet, units: &[&str]) -> BTreeMap<String, Actions> {
     let out = f.plan(&["-o", "json"]);
     assert!(out.code == 0 || out.code == 2, "{}", out.all());
     let plan = out.json();
@@ -121,12 +121,14 @@ fn plan_then_run(f: &Fleet, units: &[&str]) {
         );
         assert_eq!(left_unchanged, unchanged, "{unit}: unchanged objects");
     }
+    reports
 }
 
 #[test]
 fn a_plan_shows_what_the_run_then_does() {
     let f = Fleet::plain();
-    plan_then_run(&f, &[DEV, PROD]);
+    let reports = plan_then_run(&f, &[DEV, PROD]);
+    assert_eq!(reports[DEV]["AROCluster/dev"], "created");
 
     // Changed in git: an ARO object and the ResourceGroup it embeds, a VirtualNetwork put under
     // `skip`, and a new ConfigMap someone created live first.
@@ -137,7 +139,18 @@ fn a_plan_shows_what_the_run_then_does() {
     f.write("clusters/dev/contacts.yaml", CONTACTS_YAML);
     f.add_resource(DEV, "contacts.yaml");
     apply_as_kubectl(&f, &contacts());
-    plan_then_run(&f, &[DEV, PROD]);
+    let reports = plan_then_run(&f, &[DEV, PROD]);
+    assert_eq!(reports[DEV]["ConfigMap/fleet-contacts"], "adopted");
+    assert_eq!(reports[DEV]["AROCluster/dev"], "updated");
+
+    // Left git: the ConfigMap is deleted (`plan::prune::deletions`, the same for both).
+    f.replace(
+        &format!("{DEV}/kustomization.yaml"),
+        "  - contacts.yaml\n",
+        "",
+    );
+    let reports = plan_then_run(&f, &[DEV, PROD]);
+    assert_eq!(reports[DEV]["ConfigMap/fleet-contacts"], "deleted");
 }
 
 #[test]
@@ -157,5 +170,9 @@ fn a_plan_of_a_generated_fleet_shows_what_the_run_then_does() {
         .collect();
     let units: Vec<&str> = units.iter().map(String::as_str).collect();
     assert_eq!(units.len(), 2, "{units:?}");
-    plan_then_run(&f, &units);
+    let reports = plan_then_run(&f, &units);
+    assert!(
+        reports[units[0]].values().all(|a| a == "created"),
+        "{reports:?}"
+    );
 }
