@@ -209,12 +209,14 @@ pub fn describe(fields: &[DriftedField]) -> String {
         .join("; ")
 }
 
-/// Decides what happens to one object (see the module header).
-pub fn decide_object(f: &Facts) -> Verdict {
+/// The gates before an object's policy is decided: its kind read, its owner not being deleted,
+/// the owner's word, its dependencies ready and its owner's prerequisites done. The body to go on
+/// with, or the verdict that ends here.
+fn past_gates<'a>(f: &Facts<'a>) -> Result<&'a Value, Verdict> {
     let key = f.key;
     match f.unreadable {
         Some(Unreadable::NotServed) => {
-            return Step {
+            return Err(Step {
                 error: Some(format!(
                     "the cluster serves no kind {} in {} (is its CustomResourceDefinition installed?)",
                     key.kind,
@@ -222,19 +224,19 @@ pub fn decide_object(f: &Facts) -> Verdict {
                 )),
                 ..Step::failed("UnknownKind")
             }
-            .act();
+            .act());
         }
         Some(Unreadable::ReadFailed(why)) => {
-            return Step {
+            return Err(Step {
                 error: Some(format!("live state of its kind could not be read: {why}")),
                 ..Step::failed("LiveUnreadable")
             }
-            .act();
+            .act());
         }
         None => {}
     }
     if let Some(owner) = f.deleting_owner {
-        return Step {
+        return Err(Step {
             reason: Some(format!(
                 "{owner} is being deleted: not applied; deleted in reverse order with it"
             )),
@@ -242,11 +244,11 @@ pub fn decide_object(f: &Facts) -> Verdict {
                 owner: owner.clone(),
             })
         }
-        .act();
+        .act());
     }
     let body = if f.owned {
         match f.gate {
-            None => return Verdict::Ask(Question::Gate),
+            None => return Err(Verdict::Ask(Question::Gate)),
             Some(Gate::Open(body)) => body,
             Some(Gate::Held(h)) => {
                 let verb = if h.needs_person {
@@ -254,53 +256,68 @@ pub fn decide_object(f: &Facts) -> Verdict {
                 } else {
                     Verb::Hold { on: h.on.clone() }
                 };
-                return Step {
+                return Err(Step {
                     reason: Some(h.reason.clone()),
                     message: Some(h.message.clone()).filter(|m| !m.is_empty()),
                     ..Step::new(verb)
                 }
-                .act();
+                .act());
             }
-            Some(Gate::Failed(reason)) => return Step::failed(reason).act(),
+            Some(Gate::Failed(reason)) => return Err(Step::failed(reason).act()),
         }
     } else {
         f.object
     };
     if !f.blockers.is_empty() {
-        return Step::new(Verb::Hold {
+        return Err(Step::new(Verb::Hold {
             on: f.blockers.to_vec(),
         })
-        .act();
+        .act());
     }
     match f.prerequisites {
-        None => return Verdict::Ask(Question::Prerequisites),
-        Some(Err(reason)) => return Step::failed(reason).act(),
+        None => return Err(Verdict::Ask(Question::Prerequisites)),
+        Some(Err(reason)) => return Err(Step::failed(reason).act()),
         Some(Ok(())) => {}
     }
-    // Reconcile policy and adoption.
+    Ok(body)
+}
+
+/// The reconcile policy and adoption of an object past its gates: the decision, and whether it is
+/// new (nothing recorded it yet).
+fn policy_of(f: &Facts, body: &Value) -> Result<(Decision, bool), Verdict> {
     let recorded = f.recorded.map(|r| r.decision);
-    let (decision, new) = match f.live {
-        Some(l) => (policy::decide_live(body, l, recorded), false),
+    match f.live {
+        Some(l) => Ok((policy::decide_live(body, l, recorded), false)),
         None => {
             let exists = if recorded.is_none() && policy::if_exists(body).is_some() {
                 match f.azure {
-                    None => return Verdict::Ask(Question::AzureExists),
+                    None => return Err(Verdict::Ask(Question::AzureExists)),
                     Some(found) => found.clone(),
                 }
             } else {
                 Ok(false)
             };
             match policy::decide_create(body, recorded, exists) {
-                Ok(d) => (d, recorded.is_none()),
-                Err(e) => {
-                    return Step {
-                        error: Some(e.to_string()),
-                        ..Step::failed("AdoptionUndecided")
-                    }
-                    .act();
+                Ok(d) => Ok((d, recorded.is_none())),
+                Err(e) => Err(Step {
+                    error: Some(e.to_string()),
+                    ..Step::failed("AdoptionUndecided")
                 }
+                .act()),
             }
         }
+    }
+}
+
+/// Decides what happens to one object (see the module header).
+pub fn decide_object(f: &Facts) -> Verdict {
+    let body = match past_gates(f) {
+        Ok(body) => body,
+        Err(verdict) => return verdict,
+    };
+    let (decision, new) = match policy_of(f, body) {
+        Ok(decided) => decided,
+        Err(verdict) => return verdict,
     };
     let decided = |verb| Step {
         decision: Some(decision),
