@@ -4,7 +4,7 @@
 //! then only dispatches passes, waits, and hands what happened to the round.
 
 use super::cache::KindKey;
-use super::context::{Agent, LiveIdentities};
+use super::context::{Agent, LiveContext, LiveIdentities};
 use super::lifecycle::Stop;
 use super::progress::Progress;
 use super::queue::{WorkQueue, Workers};
@@ -52,7 +52,8 @@ impl Agent {
         for (i, o) in round.outcomes.iter().enumerate() {
             if round.held[i] {
                 progress.update(i, o);
-                self.record_events(o, round.inventories.get(&rev.units[i].0.name()));
+                let inv = round.inventories.get(&rev.units[i].0.name());
+                self.signals.record_events(&self.live, o, inv);
             }
         }
         let mut workers = Workers::new(self.schedule.concurrency);
@@ -62,7 +63,7 @@ impl Agent {
             let now = Instant::now();
             let past_deadline = deadline.is_some_and(|d| now >= d);
             if stopping.is_none()
-                && let Some(stop) = self.stop()
+                && let Some(stop) = self.stopping.stop()
             {
                 tracing::info!(?stop, "no new passes: waiting for the passes in flight");
                 stopping = Some((stop, stop.drain_deadline(now, self.stopping.timeout)));
@@ -96,7 +97,7 @@ impl Agent {
             let wait = (round.queue.next_due(), self.schedule.interval);
             let wait = wait_for(now, deadline, past_deadline, wait.0, wait.1, stopping);
             tokio::select! {
-                _ = self.stop_asked(), if stopping.is_none() => {}
+                _ = self.stopping.stop_asked(), if stopping.is_none() => {}
                 (job, outcome, inv) = workers.next() => {
                     self.after_pass(&mut round, job, outcome, inv, &mut progress);
                 }
@@ -136,7 +137,8 @@ impl Agent {
         if let Some(i) = round.pass_ended(&job, outcome, inv) {
             progress.update(i, &round.outcomes[i]);
             let inv = round.inventories.get(&round.rev.units[i].0.name());
-            self.record_events(&round.outcomes[i], inv);
+            self.signals
+                .record_events(&self.live, &round.outcomes[i], inv);
         }
         // Nothing here changes when a guest cluster gets better: look again.
         if let Job::Unit(i) = job
@@ -177,7 +179,7 @@ impl Agent {
         self.signals
             .metrics
             .set_units(outcomes.iter().map(report::phase));
-        self.feed_units(&outcomes);
+        self.signals.feed_units(&outcomes);
         outcomes
     }
 
@@ -193,7 +195,7 @@ impl Agent {
         let mut outcomes: Vec<UnitOutcome> = (rev.units.iter())
             .map(|(u, p)| first_outcome(rev, u, p, azure))
             .collect();
-        self.feed_revision(rev);
+        self.signals.feed_revision(rev);
         let started = Instant::now();
         let phase = |what: &str| {
             tracing::debug!(
@@ -202,7 +204,7 @@ impl Agent {
                 "converge setup"
             );
         };
-        let (inventories, broken) = self.inventories().await;
+        let (inventories, broken) = self.live.inventories().await;
         phase("inventories");
         // An inventory that does not decode or that the agent does not trust: its unit is not
         // acted on (nothing applied, nothing pruned) until a person restores or deletes it.
@@ -224,7 +226,9 @@ impl Agent {
         phase("wakes");
         // Live ASO objects no unit declares that stand for an Azure resource a unit declares.
         // The deletion guard counts them too.
-        let live_ids = self.live_identities(rev).await;
+        let live_ids = (self.live)
+            .live_identities(rev, &mut self.memo.live_identities)
+            .await;
         let mut live_conflicts = fleet::live_conflict_errors(&rev.fleet, &live_ids, &inventories);
         let fleet = (*rev.fleet).clone().with_live(&live_ids);
         phase("live identities");
@@ -289,27 +293,6 @@ impl Agent {
         }
     }
 
-    /// The live Azure identities of the fleet's kinds: read from the caches again only when one
-    /// of their kinds changed since the last time.
-    async fn live_identities(&mut self, rev: &Revision) -> Arc<Vec<(ObjectKey, AzureIdentity)>> {
-        let stamp: Option<Vec<(KindKey, u64)>> = fleet::identity_kinds(&rev.fleet_units)
-            .into_iter()
-            .map(|k| {
-                let key = (k.group, k.version, k.kind);
-                self.live.caches.generation(&key).map(|g| (key, g))
-            })
-            .collect();
-        if let (Some(now), Some((then, ids))) = (&stamp, &self.memo.live_identities)
-            && now == then
-        {
-            return ids.clone();
-        }
-        let (cluster, caches) = (&self.live.env.cluster, Some(&*self.live.caches));
-        let ids = Arc::new(fleet::live_identities_in(cluster, caches, &rev.fleet_units).await);
-        self.memo.live_identities = stamp.map(|s| (s, ids.clone()) as LiveIdentities);
-        ids
-    }
-
     /// One pass of `job`, with its inventory; gives the inventory back.
     async fn run_job(
         &self,
@@ -333,5 +316,33 @@ impl Agent {
         tracing::debug!(unit = %outcome.unit, ?phase,
             elapsed_ms = started.elapsed().as_millis() as u64, "pass done");
         (job, outcome, inv)
+    }
+}
+
+impl LiveContext {
+    /// The live Azure identities of the fleet's kinds: read from the caches again only when one
+    /// of their kinds changed since the last time.
+    /// `memo`: the identities last read, with the change counts of their kinds then.
+    async fn live_identities(
+        &self,
+        rev: &Revision,
+        memo: &mut Option<LiveIdentities>,
+    ) -> Arc<Vec<(ObjectKey, AzureIdentity)>> {
+        let stamp: Option<Vec<(KindKey, u64)>> = fleet::identity_kinds(&rev.fleet_units)
+            .into_iter()
+            .map(|k| {
+                let key = (k.group, k.version, k.kind);
+                self.caches.generation(&key).map(|g| (key, g))
+            })
+            .collect();
+        if let (Some(now), Some((then, ids))) = (&stamp, &*memo)
+            && now == then
+        {
+            return ids.clone();
+        }
+        let (cluster, caches) = (&self.env.cluster, Some(&*self.caches));
+        let ids = Arc::new(fleet::live_identities_in(cluster, caches, &rev.fleet_units).await);
+        *memo = stamp.map(|s| (s, ids.clone()) as LiveIdentities);
+        ids
     }
 }

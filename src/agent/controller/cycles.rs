@@ -22,15 +22,17 @@ const TRIGGER_SPACING: Duration = Duration::from_millis(500);
 impl Agent {
     /// Runs the cycles: until every unit settled with `--once`, else until a shutdown.
     pub(in crate::agent) async fn run(&mut self) -> Result<RunSummary, AgentError> {
-        let (mut rev, _) = self.load(None).await?;
+        let (mut rev, _) = (self.git)
+            .load(None, self.shard, &self.signals.metrics)
+            .await?;
         tracing::info!(commit = %rev.commit, units = rev.units.len(), "revision loaded");
-        self.shard_line(&rev);
+        rev.say_shard(self.shard);
         self.signals.progress = Some(progress::Progress::new(
             self.schedule.progress_bars,
             rev.units.iter().map(|(u, _)| u.name()),
         ));
         if !self.stand_by(&mut rev).await? {
-            return Ok(self.stopped(vec![], None));
+            return Ok(self.live.stopped(vec![], None));
         }
         let deadline = Instant::now() + self.schedule.timeout;
         let meter = Meter::start(self.live.env.cluster.counter());
@@ -43,12 +45,12 @@ impl Agent {
                 (None, Some(e.to_string()))
             }
         };
-        if self.schedule.once || self.shutting_down() {
+        if self.schedule.once || self.stopping.shutting_down() {
             self.signals.events.flush(Duration::from_secs(10)).await;
-            let mut summary = if self.shutting_down() {
-                self.stopped(outcomes, commit)
+            let mut summary = if self.stopping.shutting_down() {
+                self.live.stopped(outcomes, commit)
             } else {
-                self.summary(outcomes, commit)
+                self.live.summary(outcomes, commit)
             };
             summary.report_error = report_error;
             return Ok(summary);
@@ -83,12 +85,12 @@ impl Agent {
             let pushed = tokio::select! {
                 () = tokio::time::sleep_until(wake.into()) => false,
                 () = self.git.fetches.wanted() => true,
-                _ = self.stop_asked() => false,
+                _ = self.stopping.stop_asked() => false,
             };
-            if self.shutting_down() {
+            if self.stopping.shutting_down() {
                 break;
             }
-            if !self.leading() {
+            if !self.stopping.leading() {
                 tracing::warn!("not leading: standing by");
                 if !self.stand_by(&mut rev).await? {
                     break;
@@ -136,20 +138,23 @@ impl Agent {
             }
             let cycle_units = (outcomes.len(), self.memo.passes);
             meter.line(&counter, cycle, trigger, cycle_units).report();
-            if self.shutting_down() {
+            if self.stopping.shutting_down() {
                 break;
             }
         }
         // Only a shutdown ends the cycles: what the last converge did is published by now.
         self.signals.events.flush(Duration::from_secs(10)).await;
-        Ok(self.stopped(outcomes, last_commit))
+        Ok(self.live.stopped(outcomes, last_commit))
     }
 
     /// Fetches the source and takes the revision it gives into `rev`: `true` when it is a new
     /// revision to pass over (one that changed more than the reports).
     async fn fetch(&mut self, rev: &mut Revision) -> bool {
         let previous = rev.commit.clone();
-        match self.load(Some(rev)).await {
+        let loaded = (self.git)
+            .load(Some(rev), self.shard, &self.signals.metrics)
+            .await;
+        match loaded {
             Ok((next, changed)) => {
                 // Requests made during the fetch for the commit it brought are served
                 // (a flood of deliveries of one push: one fetch).
@@ -158,7 +163,7 @@ impl Agent {
                 if next.commit != previous && !self.report_target.only_reports(&changed) {
                     tracing::info!(from = %previous, to = %next.commit, rendered = next.rendered.len(), "new revision");
                     *rev = next;
-                    self.shard_line(rev);
+                    rev.say_shard(self.shard);
                     return true;
                 }
                 if next.commit == previous
@@ -178,5 +183,29 @@ impl Agent {
             }
         }
         false
+    }
+
+    /// Publishes the reports of `outcomes` when this instance leads, but those of the units the
+    /// converge stopped before their pass (their last reports stand); tells the status page.
+    async fn publish(
+        &self,
+        outcomes: &[UnitOutcome],
+        published: &mut BTreeMap<PathBuf, Vec<u8>>,
+    ) -> Result<Option<String>, AgentError> {
+        if !self.stopping.leading() {
+            tracing::warn!("not leading: reports not published (the leader publishes its own)");
+            return Ok(None);
+        }
+        let reported = (outcomes.iter())
+            .filter(|o| !self.memo.unreconciled.contains(&o.unit))
+            .collect();
+        let target = &self.report_target;
+        let commit = (self.git)
+            .publish(target, self.shard, outcomes, reported, published)
+            .await?;
+        if let Some(c) = &commit {
+            self.signals.feed_published(c);
+        }
+        Ok(commit)
     }
 }

@@ -7,7 +7,7 @@
 //! keeps the watch caches of its kinds warm, and runs no pass.
 
 use crate::agent::AgentError;
-use crate::agent::controller::context::Agent;
+use crate::agent::controller::context::{Agent, Stopping};
 use crate::agent::controller::leader::{self, Elector, LeaderElection};
 use crate::agent::controller::revision::Revision;
 use std::sync::Arc;
@@ -116,17 +116,16 @@ impl Stop {
     }
 }
 
-impl Agent {
+impl Stopping {
     /// Whether this instance may write now (always, without election).
     pub(in crate::agent) fn leading(&self) -> bool {
-        self.stopping
-            .elector
+        self.elector
             .as_ref()
             .is_none_or(|e| e.leading_at(Instant::now()))
     }
 
     pub(in crate::agent) fn shutting_down(&self) -> bool {
-        self.stopping.shutdown.asked()
+        self.shutdown.asked()
     }
 
     /// Whether the converge loop has to stop dispatching, and why.
@@ -134,7 +133,7 @@ impl Agent {
         if self.shutting_down() {
             return Some(Stop::Shutdown);
         }
-        let e = self.stopping.elector.as_ref()?;
+        let e = self.elector.as_ref()?;
         let standing = e.standing();
         (!standing.leading_at(Instant::now())).then_some(Stop::LostLease {
             expires: standing.expires,
@@ -144,17 +143,19 @@ impl Agent {
     /// Resolves when a shutdown is asked or the Lease is lost.
     pub(in crate::agent) async fn stop_asked(&self) {
         let lost = async {
-            match &self.stopping.elector {
+            match &self.elector {
                 Some(e) => leader::lost(&mut e.watch()).await,
                 None => std::future::pending().await,
             }
         };
         tokio::select! {
-            _ = self.stopping.shutdown.wait() => {}
+            _ = self.shutdown.wait() => {}
             _ = lost => {}
         }
     }
+}
 
+impl Agent {
     /// Stands by until this instance leads: loads each revision as it comes and keeps the
     /// watch caches of its kinds warm, writes nothing. `false`: a shutdown was asked first.
     pub(in crate::agent) async fn stand_by(
@@ -162,20 +163,20 @@ impl Agent {
         rev: &mut Revision,
     ) -> Result<bool, AgentError> {
         let Some(elector) = &self.stopping.elector else {
-            return Ok(!self.shutting_down());
+            return Ok(!self.stopping.shutting_down());
         };
         let mut standing = elector.watch();
         let mut warmed: Option<String> = None;
         let mut next_fetch = Instant::now() + self.schedule.interval;
         loop {
-            if self.shutting_down() {
+            if self.stopping.shutting_down() {
                 return Ok(false);
             }
-            if self.leading() {
+            if self.stopping.leading() {
                 return Ok(true);
             }
             if warmed.as_deref() != Some(rev.commit.as_str()) {
-                self.warm_caches(rev).await;
+                self.live.warm_caches(rev).await;
                 tracing::info!(commit = %rev.commit, "standing by: revision loaded, caches warm");
                 warmed = Some(rev.commit.clone());
             }
@@ -188,7 +189,10 @@ impl Agent {
             }
             if Instant::now() >= next_fetch {
                 next_fetch = Instant::now() + self.schedule.interval;
-                match self.load(Some(rev)).await {
+                match (self.git)
+                    .load(Some(rev), self.shard, &self.signals.metrics)
+                    .await
+                {
                     Ok((next, _)) => *rev = next,
                     Err(e) => {
                         tracing::warn!(error = %e, "standing by: loading the source failed; keeping the current revision")

@@ -29,7 +29,7 @@ pub mod wakes;
 use crate::apply::inventory::{self, Identity, Inventory, InventoryError};
 use crate::report::UnitOutcome;
 use cache::KindKey;
-use context::Agent;
+use context::{LiveContext, Signals};
 use revision::Revision;
 use std::collections::{BTreeMap, BTreeSet};
 use wakes::Wakes;
@@ -104,25 +104,24 @@ fn wakes_of(rev: &Revision, inventories: &BTreeMap<String, Inventory>) -> Wakes 
     }))
 }
 
-impl Agent {
+impl LiveContext {
     /// Sets up the watch caches of every kind `rev` and the inventories read, and runs no pass
     /// (a standby keeping them warm).
     pub(super) async fn warm_caches(&self, rev: &Revision) {
         let (inventories, _) = self.inventories().await;
-        self.live
-            .caches
-            .ensure(&self.live.env.cluster, &kinds_of(rev, &inventories))
+        self.caches
+            .ensure(&self.env.cluster, &kinds_of(rev, &inventories))
             .await;
-        self.live.caches.revision_watched();
+        self.caches.revision_watched();
     }
 
     /// Every unit's inventory, and those not acted on: from the ConfigMaps' cache once it is
     /// synced and has seen the agent's own last writes, else with one LIST. When they cannot be
     /// read at all, none (nothing is pruned this round).
     async fn inventories(&self) -> (BTreeMap<String, Inventory>, Vec<InventoryError>) {
-        let cluster = &self.live.env.cluster;
-        self.live.caches.ensure(cluster, &always().into()).await;
-        if let Some(config_maps) = self.live.caches.inventories(cluster).await {
+        let cluster = &self.env.cluster;
+        self.caches.ensure(cluster, &always().into()).await;
+        if let Some(config_maps) = self.caches.inventories(cluster).await {
             return inventory::from_config_maps(config_maps);
         }
         match inventory::read_all(cluster).await {
@@ -133,11 +132,14 @@ impl Agent {
             }
         }
     }
+}
 
-    /// Kubernetes Events on the unit's ARO objects, when its phase (or its failure) changed;
-    /// `inv`: the unit's inventory (its objects, when the pass did not render them).
-    fn record_events(&self, outcome: &UnitOutcome, inv: Option<&Inventory>) {
-        let cluster = &self.live.env.cluster;
+impl Signals {
+    /// Kubernetes Events on the unit's ARO objects, when its phase (or its failure) changed, and
+    /// the status page told; `inv`: the unit's inventory (its objects, when the pass did not
+    /// render them); `live`: where the objects' uids are read.
+    fn record_events(&self, live: &LiveContext, outcome: &UnitOutcome, inv: Option<&Inventory>) {
+        let cluster = &live.env.cluster;
         let known = || {
             inv.into_iter()
                 .flat_map(|inv| inv.entries.values())
@@ -146,7 +148,7 @@ impl Agent {
                 .collect()
         };
         let uid = |key: &crate::object::ObjectKey| {
-            let live = self.live.caches.read(cluster, key)?;
+            let live = live.caches.read(cluster, key)?;
             live.iter()
                 .find(|o| {
                     o.pointer("/metadata/name")
@@ -155,8 +157,7 @@ impl Agent {
                 })
                 .and_then(|o| o.pointer("/metadata/uid")?.as_str().map(str::to_string))
         };
-        self.signals
-            .events
+        self.events
             .pass_ended(outcome, known, cluster.client().default_namespace(), uid);
         self.feed_unit(outcome);
     }

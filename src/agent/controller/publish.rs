@@ -1,33 +1,32 @@
 //! What a cycle ends with: the reports committed back to git, and the run's summary.
 
-use crate::agent::controller::context::Agent;
+use crate::agent::controller::context::{LiveContext, SourceContext};
+use crate::agent::controller::shard::Shard;
 use crate::agent::{AgentError, RunSummary};
 use crate::report::{self, UnitOutcome};
 use crate::source::Identity;
+use crate::source::ReportTarget;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-impl Agent {
-    /// Commits the reports whose content changed since the last publish.
+impl SourceContext {
+    /// Commits to `target` the reports of `reported` whose content changed since the last
+    /// publish (`published`, this process's last reports); `outcomes`: every outcome of the
+    /// converge (its revision names the commit, and a stale one waits for the remote).
     pub(in crate::agent) async fn publish(
         &self,
+        target: &ReportTarget,
+        shard: Shard,
         outcomes: &[UnitOutcome],
+        reported: Vec<&UnitOutcome>,
         published: &mut BTreeMap<PathBuf, Vec<u8>>,
     ) -> Result<Option<String>, AgentError> {
-        if !self.leading() {
-            tracing::warn!("not leading: reports not published (the leader publishes its own)");
-            return Ok(None);
-        }
-        let reported: Vec<&UnitOutcome> = outcomes
-            .iter()
-            .filter(|o| !self.memo.unreconciled.contains(&o.unit))
-            .collect();
         // What was published before: this process's last reports, else those an earlier run left
         // on the branch. A pass over the same revision keeps what applying it did (see
         // [`carry_from_report`]), so a rerun with nothing changed commits nothing.
         let fetched;
         let earlier = if published.is_empty() {
-            let target = self.report_target.clone();
+            let target = target.clone();
             let paths: Vec<PathBuf> = reported
                 .iter()
                 .map(|o| report::outcome_paths(o).1)
@@ -63,12 +62,11 @@ impl Agent {
         if files.iter().all(|(p, b)| published.get(p) == Some(b)) {
             return Ok(None);
         }
-        let target = self.report_target.clone();
+        let target = target.clone();
         let short: String = outcomes
             .first()
             .map(|o| o.revision.chars().take(12).collect())
             .unwrap_or_default();
-        let shard = self.shard;
         let message = if shard.is_partial() {
             format!("aro-gitops: status of {short} ({shard})")
         } else {
@@ -91,17 +89,18 @@ impl Agent {
         *published = files;
         if let Some(c) = &commit {
             tracing::info!(commit = %c, "reports committed");
-            self.feed_published(c);
         }
         Ok(commit)
     }
+}
 
+impl LiveContext {
     pub(in crate::agent) fn summary(
         &self,
         outcomes: Vec<UnitOutcome>,
         report_commit: Option<String>,
     ) -> RunSummary {
-        let counter = self.live.env.cluster.counter();
+        let counter = self.env.cluster.counter();
         let timed_out = outcomes
             .iter()
             .filter(|o| {
@@ -119,10 +118,9 @@ impl Agent {
             report_commit,
             timed_out,
             report_error: None,
-            azure_requests: self.live.env.azure_requests(),
+            azure_requests: self.env.azure_requests(),
             shut_down: false,
             faults: self
-                .live
                 .env
                 .control_plane
                 .as_ref()

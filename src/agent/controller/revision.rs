@@ -1,7 +1,7 @@
 //! A revision of the source, prepared: fetched, rendered where its inputs changed (see
 //! [`crate::agent::controller::incremental`]), checked fleet-wide, and cut to this agent's shard.
 
-use crate::agent::controller::context::Agent;
+use crate::agent::controller::context::SourceContext;
 use crate::agent::controller::{incremental, shard};
 use crate::agent::pass::prepare;
 use crate::agent::{AgentError, fleet};
@@ -34,12 +34,13 @@ pub(in crate::agent) struct Revision {
     pub(in crate::agent) rendered: Arc<BTreeSet<String>>,
 }
 
-impl Agent {
+impl SourceContext {
+    /// Runs `f` on the source, off the async workers.
     pub(in crate::agent) async fn blocking<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Source) -> T + Send + 'static,
     ) -> Result<T, AgentError> {
-        let source = self.git.source.clone();
+        let source = self.source.clone();
         tokio::task::spawn_blocking(move || f(&mut source.lock().expect("source lock")))
             .await
             .map_err(|e| AgentError::Task(e.to_string()))
@@ -48,9 +49,13 @@ impl Agent {
     /// Fetches the source and prepares the revision it gives: every unit the first time; after
     /// `previous`, only the units whose input closure changed since (see [`incremental`]). Also
     /// returns the paths changed since `previous` (`None`: the first revision, or not known).
+    /// The revision's units are cut to `shard`'s; the fetch and the render are counted in
+    /// `metrics`.
     pub(in crate::agent) async fn load(
         &self,
         previous: Option<&Revision>,
+        shard: shard::Shard,
+        metrics: &crate::metrics::Metrics,
     ) -> Result<(Revision, Option<Vec<PathBuf>>), AgentError> {
         let started = Instant::now();
         let (outcome, verification) = self
@@ -64,14 +69,14 @@ impl Agent {
             "source synced"
         );
         if let Some(result) = verification {
-            self.verified(result, outcome.as_ref().ok().map(|o| o.revision()));
+            self.verified(metrics, result, outcome.as_ref().ok().map(|o| o.revision()));
         }
-        self.signals.metrics.count_fetch(match &outcome {
+        metrics.count_fetch(match &outcome {
             Ok(SyncOutcome::Stale { .. }) => "stale",
             Ok(_) => "success",
             Err(_) => "failure",
         });
-        *self.git.error.write().expect("source error lock") = match &outcome {
+        *self.error.write().expect("source error lock") = match &outcome {
             Ok(SyncOutcome::Stale { error, .. }) => Some(error.to_string()),
             Ok(_) => None,
             Err(e) => Some(e.to_string()),
@@ -152,13 +157,13 @@ impl Agent {
         .await
         .map_err(|e| AgentError::Task(e.to_string()))??;
         let rendered = prepared.rendered.iter().map(|(u, _)| u.name()).collect();
-        self.signals.metrics.rendered(prepared.rendered.len());
+        metrics.rendered(prepared.rendered.len());
         let fleet_units = Arc::new(prepared.units);
         let rev = Revision {
             commit: revision.commit,
             stale,
             rendered: Arc::new(rendered),
-            units: shard::units_of(self.shard, &fleet_units),
+            units: shard::units_of(shard, &fleet_units),
             fleet_units,
             inputs: Arc::new(prepared.inputs),
             conflicted: Arc::new(conflicted),
@@ -166,19 +171,21 @@ impl Agent {
         };
         Ok((rev, changed))
     }
+}
 
-    /// With several shards, says which units of `rev` are this agent's.
-    pub(in crate::agent) fn shard_line(&self, rev: &Revision) {
-        let shard = self.shard;
+impl Revision {
+    /// With several shards, says which of its units are `shard`'s.
+    pub(in crate::agent) fn say_shard(&self, shard: shard::Shard) {
         if shard.is_partial() {
             tracing::info!(
                 shard = shard.index(),
                 shards = shard.count(),
-                units = rev.units.len(),
-                fleet = rev.fleet_units.len(),
+                units = self.units.len(),
+                fleet = self.fleet_units.len(),
                 "sharded revision"
             );
-            crate::output::println(&shard::line(shard, rev.units.len(), rev.fleet_units.len()));
+            let line = shard::line(shard, self.units.len(), self.fleet_units.len());
+            crate::output::println(&line);
         }
     }
 }

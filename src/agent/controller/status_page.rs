@@ -2,7 +2,7 @@
 //! outcomes are produced: each revision's cluster annotations, each pass, each converge's end
 //! and each publish. Nothing here reads the cluster or the remote.
 
-use crate::agent::controller::context::Agent;
+use crate::agent::controller::context::Signals;
 use crate::agent::controller::revision::Revision;
 use crate::agent::{AgentError, RunConfig};
 use crate::report::UnitOutcome;
@@ -27,9 +27,9 @@ pub(in crate::agent) async fn start(config: &RunConfig) -> Result<StatusPage, Ag
     Ok(Some((feed, server)))
 }
 
-impl Agent {
+impl Signals {
     fn feed(&self) -> Option<&Feed> {
-        self.signals.status_page.as_ref().map(|(feed, _)| feed)
+        self.status_page.as_ref().map(|(feed, _)| feed)
     }
 
     /// The annotations of each unit's CAPI Cluster in `rev`, as rendered.

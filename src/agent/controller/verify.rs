@@ -1,15 +1,17 @@
 //! What the agent says about `--verify-signatures`: the metrics of each check, and a line on the
 //! terminal when a revision is refused (once per refused revision) or verified again after one.
 
-use crate::agent::controller::context::Agent;
+use crate::agent::controller::context::SourceContext;
+use crate::metrics::Metrics;
 use crate::source::Revision;
 use crate::source::signature::{Refusal, Verdict};
 
-impl Agent {
+impl SourceContext {
     /// Records the verification of the revision the last sync fetched; `serving` is the revision
     /// the agent goes on with (the last verified one after a refusal), if any.
     pub(in crate::agent) fn verified(
         &self,
+        metrics: &Metrics,
         result: Result<Verdict, Refusal>,
         serving: Option<&Revision>,
     ) {
@@ -17,8 +19,8 @@ impl Agent {
             Ok(verdict) => verdict.result(),
             Err(refusal) => refusal.verdict.result(),
         };
-        self.signals.metrics.count_verification(label);
-        let mut shown = self.git.shown_refusal.lock().expect("shown refusal lock");
+        metrics.count_verification(label);
+        let mut shown = self.shown_refusal.lock().expect("shown refusal lock");
         match result {
             Err(refusal) => {
                 let text = refusal.to_string();
