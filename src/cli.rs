@@ -116,6 +116,25 @@ pub struct SourceArgs {
     /// simulator endpoint is used. With the embedded control plane it changes nothing.
     #[arg(long)]
     pub use_azure_simulator: bool,
+    /// This repository's fleet: the name written on every inventory and object the agent applies.
+    /// An agent acts only on its own fleet's; others sharing the cluster are left alone. Default:
+    /// the `fleet` of the repository's aro-gitops.yaml, else the repository's URL.
+    #[arg(long, value_name = "NAME")]
+    pub fleet: Option<String>,
+    /// Take the units of the fleet NAME over: its inventories and objects become this fleet's
+    /// (pruned, adopted and updated as its own). `plan` shows what it takes over.
+    #[arg(long, value_name = "NAME")]
+    pub take_over_fleet: Option<String>,
+}
+
+impl SourceArgs {
+    /// What the flags say of fleets.
+    pub fn fleet_naming(&self) -> crate::plan::ownership::scope::FleetNaming {
+        crate::plan::ownership::scope::FleetNaming {
+            flag: self.fleet.clone(),
+            take_over: self.take_over_fleet.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Args)]

@@ -97,6 +97,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         },
     };
     let config = RunConfig {
+        fleet: args.source.fleet_naming(),
         repo: args.source.repo,
         reference,
         state_dir: args.source.state,
@@ -252,6 +253,7 @@ async fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
     };
     let _decryption = decryption_key_file(&args.source)?;
     let request = agent::PlanRequest {
+        fleet: args.source.fleet_naming(),
         repo: args.source.repo,
         head,
         base,
@@ -293,6 +295,7 @@ async fn drift(args: DriftArgs) -> anyhow::Result<ExitCode> {
     let report = match agent::drift(
         &args.source.repo,
         reference,
+        &args.source.fleet_naming(),
         &args.source.state,
         &target,
         args.source.use_azure_simulator,

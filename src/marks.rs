@@ -28,3 +28,6 @@ pub const OWNER_LABEL: &str = "aro-gitops.dev/unit-digest";
 /// Annotation a unit sets in git on an object to take it over from the unit that owns it live:
 /// its value is that unit's path (see `crate::plan::ownership`).
 pub const ADOPT_FROM_ANNOTATION: &str = "aro-gitops.dev/adopt-from";
+/// Annotation naming the fleet (see `crate::plan::ownership::scope`) that wrote an inventory or
+/// applied an object: an agent acts only on its own fleet's.
+pub const FLEET_ANNOTATION: &str = "aro-gitops.dev/fleet";

@@ -67,11 +67,49 @@ pub fn repository_root(path: &Path) -> std::io::Result<PathBuf> {
     Ok(fleet.unwrap_or(&folder).to_path_buf())
 }
 
-/// Finds the units of the repository checked out at `root`.
+/// The fleet name the settings file of the repository checked out at `root` gives (its `fleet`),
+/// if it has one (see [`crate::plan::ownership::scope`]).
+pub fn fleet_setting(root: &Path) -> Result<Option<String>, UnitError> {
+    let Some(doc) = settings(root)? else {
+        return Ok(None);
+    };
+    match doc.get("fleet") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(name)) if !name.trim().is_empty() => Ok(Some(name.trim().to_string())),
+        Some(_) => Err(UnitError::Settings {
+            file: PathBuf::from(SETTINGS_FILE),
+            message:
+                "`fleet` must be a non-empty name (the fleet this repository's units belong to)"
+                    .into(),
+        }),
+    }
+}
+
+/// The settings file of the repository checked out at `root`, parsed, if it has one.
+fn settings(root: &Path) -> Result<Option<Value>, UnitError> {
+    let file = root.join(SETTINGS_FILE);
+    if !file.is_file() {
+        return Ok(None);
+    }
+    let rel = PathBuf::from(SETTINGS_FILE);
+    let text = std::fs::read_to_string(&file).map_err(|source| UnitError::Io {
+        path: rel.clone(),
+        source,
+    })?;
+    let doc = crate::yaml::from_str(&text).map_err(|e| UnitError::Settings {
+        file: rel,
+        message: e.to_string(),
+    })?;
+    Ok(Some(doc))
+}
+
+/// Finds the units of the repository checked out at `root`: those its settings file lists, else
+/// the unit folders under `clusters/`.
 pub fn discover(root: &Path) -> Result<Vec<Unit>, UnitError> {
-    let settings = root.join(SETTINGS_FILE);
-    if settings.is_file() {
-        return from_settings(root, &settings);
+    if let Some(doc) = settings(root)?
+        && doc.get("units").is_some()
+    {
+        return from_settings(root, &doc);
     }
     let clusters = root.join("clusters");
     let entries = match std::fs::read_dir(&clusters) {
@@ -104,17 +142,11 @@ pub fn discover(root: &Path) -> Result<Vec<Unit>, UnitError> {
     Ok(units)
 }
 
-fn from_settings(root: &Path, file: &Path) -> Result<Vec<Unit>, UnitError> {
-    let rel = PathBuf::from(SETTINGS_FILE);
+fn from_settings(root: &Path, doc: &Value) -> Result<Vec<Unit>, UnitError> {
     let bad = |message: String| UnitError::Settings {
-        file: rel.clone(),
+        file: PathBuf::from(SETTINGS_FILE),
         message,
     };
-    let text = std::fs::read_to_string(file).map_err(|source| UnitError::Io {
-        path: rel.clone(),
-        source,
-    })?;
-    let doc = crate::yaml::from_str(&text).map_err(|e| bad(e.to_string()))?;
     let list = doc
         .get("units")
         .and_then(Value::as_array)

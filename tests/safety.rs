@@ -13,6 +13,8 @@ mod common;
 mod control_plane;
 #[path = "safety/drift.rs"]
 mod drift;
+#[path = "safety/fleets.rs"]
+mod fleets;
 #[path = "safety/output.rs"]
 mod output;
 #[path = "safety/ownership.rs"]

@@ -3,9 +3,10 @@
 //! objects for one Azure resource) turned into failed units, and the fleet the deletion guard asks.
 
 use crate::agent::pass::prepare::{Prepared, PreparedUnit, aro_cluster_name};
+use crate::apply::inventory::Inventory;
 use crate::object::ObjectKey;
 use crate::plan::azure_identity::{self, AsoObject, AzureIdentity};
-use crate::plan::ownership::{self, Claim, Fleet, UnitClaims};
+use crate::plan::ownership::{self, Claim, Fleet, LiveOwners, UnitClaims};
 use crate::report::UnitError;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -83,9 +84,25 @@ pub fn claims(p: &Prepared) -> UnitClaims {
     }
 }
 
-/// The errors of each unit in a conflict with another, by unit.
-pub fn conflict_errors(claims: &[UnitClaims]) -> BTreeMap<String, Vec<UnitError>> {
-    by_unit(ownership::conflicts(claims))
+/// The errors of each unit in a conflict with another, by unit; `owners`: who owns each object
+/// live ([`live_owners`]): of units declaring an object one of them owns, only the others fail.
+pub fn conflict_errors(
+    claims: &[UnitClaims],
+    owners: &LiveOwners,
+) -> BTreeMap<String, Vec<UnitError>> {
+    by_unit(ownership::conflicts(claims, owners))
+}
+
+/// Who owns each object live, by the inventories.
+pub fn live_owners(inventories: &BTreeMap<String, Inventory>) -> LiveOwners {
+    inventories
+        .iter()
+        .flat_map(|(unit, inv)| {
+            inv.entries
+                .values()
+                .map(move |e| (ownership::id(&e.key()), unit.clone()))
+        })
+        .collect()
 }
 
 /// Conflicts as the errors of the units they fail, by unit.
@@ -104,24 +121,47 @@ fn by_unit(
     out
 }
 
-/// Fails every unit in a conflict with another (nothing of it is applied), and returns the fleet
-/// of every unit that prepared, conflicting or not (they all still declare their objects), and the
-/// names of the units it failed.
-pub fn check(units: &mut [PreparedUnit]) -> (Fleet, BTreeSet<String>) {
+/// Who owns each object as a revision declares it (a preview against a base revision, whose
+/// units are taken to own what they declare): the unit declaring it, when only one does.
+pub fn declared_owners<'a>(claims: impl Iterator<Item = &'a UnitClaims>) -> LiveOwners {
+    let mut by: BTreeMap<ownership::Id, Option<String>> = BTreeMap::new();
+    for u in claims {
+        for c in &u.claims {
+            by.entry(ownership::id(&c.key))
+                .and_modify(|o| {
+                    if o.as_deref() != Some(u.unit.as_str()) {
+                        *o = None;
+                    }
+                })
+                .or_insert_with(|| Some(u.unit.clone()));
+        }
+    }
+    by.into_iter().filter_map(|(k, o)| Some((k, o?))).collect()
+}
+
+/// Fails every unit in a conflict with another (nothing of it is applied; see
+/// [`conflict_errors`] for `owners`), and returns the fleet of every unit that prepared,
+/// conflicting or not (they all still declare their objects), and the names of the units it
+/// failed.
+pub fn check(units: &mut [PreparedUnit], owners: &LiveOwners) -> (Fleet, BTreeSet<String>) {
     let claims: Vec<UnitClaims> = units
         .iter()
         .filter_map(|(_, p)| p.as_ref().ok())
         .map(claims)
         .collect();
-    let failed = fail_conflicts(units, &claims);
+    let failed = fail_conflicts(units, &claims, owners);
     (Fleet::new(&claims), failed)
 }
 
 /// [`check`] without the fleet, given what each unit that prepared declares (`claims`, in the
 /// units' order, computed before or kept from an identical preparation): fails every unit in a
 /// conflict with another and returns their names.
-pub fn fail_conflicts(units: &mut [PreparedUnit], claims: &[UnitClaims]) -> BTreeSet<String> {
-    let mut errors = conflict_errors(claims);
+pub fn fail_conflicts(
+    units: &mut [PreparedUnit],
+    claims: &[UnitClaims],
+    owners: &LiveOwners,
+) -> BTreeSet<String> {
+    let mut errors = conflict_errors(claims, owners);
     let mut failed = BTreeSet::new();
     for (u, p) in units.iter_mut() {
         if let Some(e) = errors.remove(&u.name()) {
@@ -165,17 +205,10 @@ pub fn live_aso_identities(objects: Vec<Value>) -> Vec<(ObjectKey, AzureIdentity
 pub fn live_conflict_errors(
     fleet: &Fleet,
     live: &[(ObjectKey, AzureIdentity)],
-    inventories: &BTreeMap<String, crate::apply::inventory::Inventory>,
+    owners: &LiveOwners,
 ) -> BTreeMap<String, Vec<UnitError>> {
-    let held: BTreeMap<ownership::Id, &str> = inventories
-        .iter()
-        .flat_map(|(unit, inv)| {
-            inv.entries
-                .values()
-                .map(move |e| (ownership::id(&e.key()), unit.as_str()))
-        })
-        .collect();
-    let conflicts = fleet.live_conflicts(live, |k| held.get(&ownership::id(k)).copied());
+    let conflicts =
+        fleet.live_conflicts(live, |k| owners.get(&ownership::id(k)).map(String::as_str));
     for c in &conflicts {
         tracing::error!(unit = %c.unit, error = %c.message, "conflict with a live object");
     }

@@ -46,6 +46,8 @@ use std::time::Duration;
 #[derive(Debug, Clone)]
 pub struct RunConfig {
     pub repo: String,
+    /// `--fleet` and `--take-over-fleet` (see [`crate::plan::ownership::scope`]).
+    pub fleet: crate::plan::ownership::scope::FleetNaming,
     pub reference: GitRef,
     pub state_dir: PathBuf,
     pub kubeconfig: Option<PathBuf>,

@@ -92,18 +92,21 @@ pub struct PassContext<'a> {
     pub fleet: &'a crate::plan::ownership::Fleet,
 }
 
-/// Writes `inventory` when it differs from `written`, and remembers what was written.
+/// Writes `inventory` as the fleet `fleet`'s when it differs from `written` or was read from
+/// another name (see [`inventory::write`]), and remembers what was written.
 async fn save(
     cluster: &Cluster,
-    inventory: &Inventory,
+    fleet: &str,
+    inventory: &mut Inventory,
     written: &mut Inventory,
     errors: &mut Vec<UnitError>,
 ) -> bool {
-    if inventory == written {
+    if inventory == written && inventory.read_from.is_none() {
         return true;
     }
-    match inventory::write(cluster, inventory).await {
+    match inventory::write(cluster, inventory, fleet).await {
         Ok(()) => {
+            inventory.read_from = None;
             *written = inventory.clone();
             true
         }
@@ -207,7 +210,13 @@ impl Pass<'_, '_> {
             .iter()
             .filter_map(|o| {
                 let live = self.live.get(&o.key)?;
-                let message = ownership::take_over(&self.unit, &o.key, &o.object, live)?;
+                let message = ownership::take_over(
+                    &self.ctx.fleet.scope,
+                    &self.unit,
+                    &o.key,
+                    &o.object,
+                    live,
+                )?;
                 Some(UnitError {
                     object: Some(o.key.clone()),
                     file: Some(o.origin.file.clone()),
@@ -251,6 +260,7 @@ impl Pass<'_, '_> {
     async fn save(&mut self) -> bool {
         save(
             self.ctx.cluster,
+            &self.ctx.fleet.scope.name,
             self.inv,
             &mut self.written,
             &mut self.errors,
@@ -433,7 +443,7 @@ pub async fn remove(ctx: &PassContext<'_>, inv: &mut Inventory) -> UnitOutcome {
         aro_deletion::merge(&mut objects, driven);
     }
     if inv.entries.is_empty() {
-        if let Err(e) = inventory::remove(ctx.cluster, &inv.unit).await {
+        if let Err(e) = inventory::remove(ctx.cluster, inv, &ctx.fleet.scope.name).await {
             errors.push(UnitError {
                 object: None,
                 file: None,
@@ -442,7 +452,8 @@ pub async fn remove(ctx: &PassContext<'_>, inv: &mut Inventory) -> UnitOutcome {
             });
         }
     } else {
-        save(ctx.cluster, inv, &mut written, &mut errors).await;
+        let fleet = &ctx.fleet.scope.name;
+        save(ctx.cluster, fleet, inv, &mut written, &mut errors).await;
     }
     UnitOutcome {
         unit: inv.unit.clone(),

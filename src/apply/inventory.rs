@@ -3,15 +3,19 @@
 //! rendered.
 //!
 //! One ConfigMap per unit in [`AGENT_NAMESPACE`], labelled [`INVENTORY_LABEL`], its unit path in
-//! [`OWNER_ANNOTATION`]. `data.revision` holds the last revision applied to the unit, `data.entries`
+//! [`OWNER_ANNOTATION`] and its fleet in [`FLEET_ANNOTATION`] (see
+//! [`crate::plan::ownership::scope`]: an agent acts only on its own fleet's inventories). `data.revision` holds the last revision applied to the unit, `data.entries`
 //! one JSON object per line: the object's identity and version, the reconcile decision taken for it,
 //! and a digest of the body last applied (how a changed desired state is told apart from drift).
 //! No object bodies and no Secret values are stored.
 
 use super::{ApplyError, Cluster};
 
-use crate::marks::{AGENT_NAMESPACE, FIELD_MANAGER, INVENTORY_LABEL, OWNER_ANNOTATION};
+use crate::marks::{
+    AGENT_NAMESPACE, FIELD_MANAGER, FLEET_ANNOTATION, INVENTORY_LABEL, OWNER_ANNOTATION,
+};
 use crate::object::ObjectKey;
+use crate::plan::ownership::scope::{self, FleetScope, Whose};
 use crate::plan::policy::{Decision, Policy, Provenance};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -85,7 +89,14 @@ pub struct Inventory {
     pub consent: bool,
     /// The live ConfigMap carries [`crate::plan::prune::ALLOW_EMPTY_RENDER_ANNOTATION`]`=true`.
     pub allow_empty_render: bool,
+    /// The name of the ConfigMap it was read from, when that is not the name this fleet writes
+    /// (written before fleets were named, or by the fleet taken over): removed once written anew.
+    pub read_from: Option<String>,
 }
+
+/// The inventories of other fleets on the cluster, by fleet name (empty: written before fleets
+/// were named, and of no unit the revision declares), each with its units: left alone.
+pub type Foreign = BTreeMap<String, Vec<String>>;
 
 /// An inventory that does not decode, or that the agent does not trust (written by someone else).
 #[derive(Debug, thiserror::Error)]
@@ -152,8 +163,10 @@ pub fn trust_facts(managed: &Value) -> Value {
     Value::Array(facts)
 }
 
-/// The ConfigMap name of a unit's inventory: a readable slug and a digest of the exact path.
-pub fn name_for(unit: &str) -> String {
+/// The ConfigMap name of the inventory of `unit` of the fleet `fleet`: a readable slug and a
+/// digest of the exact path and fleet name (of the path alone when the fleet is unnamed, as
+/// before fleets were named).
+pub fn name_for(fleet: &str, unit: &str) -> String {
     let slug: String = unit
         .chars()
         .map(|c| {
@@ -168,8 +181,16 @@ pub fn name_for(unit: &str) -> String {
     format!(
         "inventory-{}-{}",
         slug.trim_end_matches('-'),
-        &crate::object::sha256_hex(unit.as_bytes())[..10]
+        &crate::object::sha256_hex(owner_text(fleet, unit).as_bytes())[..10]
     )
+}
+
+fn owner_text(fleet: &str, unit: &str) -> String {
+    if fleet.is_empty() {
+        unit.to_string()
+    } else {
+        format!("{fleet}\n{unit}")
+    }
 }
 
 impl Inventory {
@@ -205,8 +226,9 @@ impl Inventory {
         self.entries.remove(&Identity::from(key));
     }
 
-    /// The ConfigMap that stores this inventory (for server-side apply).
-    pub fn to_config_map(&self) -> Value {
+    /// The ConfigMap that stores this inventory (for server-side apply), as the fleet `fleet`
+    /// writes it.
+    pub fn to_config_map(&self, fleet: &str) -> Value {
         let entries: Vec<String> = self
             .entries
             .values()
@@ -217,14 +239,18 @@ impl Inventory {
             data.insert("revision".into(), Value::String(r.clone()));
         }
         data.insert("entries".into(), Value::String(entries.join("\n")));
+        let mut annotations = json!({OWNER_ANNOTATION: self.unit});
+        if !fleet.is_empty() {
+            annotations[FLEET_ANNOTATION] = json!(fleet);
+        }
         json!({
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": {
-                "name": name_for(&self.unit),
+                "name": name_for(fleet, &self.unit),
                 "namespace": AGENT_NAMESPACE,
                 "labels": {INVENTORY_LABEL: "true", "app.kubernetes.io/managed-by": "aro-gitops"},
-                "annotations": {OWNER_ANNOTATION: self.unit},
+                "annotations": annotations,
             },
             "data": data,
         })
@@ -253,13 +279,14 @@ impl Inventory {
         let unit = unit
             .clone()
             .ok_or_else(|| err(format!("no {OWNER_ANNOTATION} annotation")))?;
-        if name != name_for(&unit) {
+        let fleet = scope::fleet_of(cm).unwrap_or_default();
+        if name != name_for(fleet, &unit) {
             // Not that unit's inventory: reported, and the unit goes on with its own.
             return Err(InventoryError {
                 unit: None,
                 ..err(format!(
                     "it says it is the inventory of unit {unit}, whose inventory is {}: the agent does not act on it",
-                    name_for(&unit)
+                    name_for(fleet, &unit)
                 ))
             });
         }
@@ -291,6 +318,7 @@ impl Inventory {
             entries,
             consent: crate::plan::prune::consents(cm),
             allow_empty_render: crate::plan::prune::allows_empty_render(cm),
+            read_from: Some(name),
         })
     }
 }
@@ -306,26 +334,33 @@ pub fn config_map_key(name: &str) -> ObjectKey {
     }
 }
 
-/// Every inventory in the cluster, by unit path (one LIST). Inventories that do not decode are
-/// returned as errors: their units prune nothing.
+/// This fleet's inventories in the cluster, by unit path (one LIST; see [`from_config_maps`]).
 pub async fn read_all(
     cluster: &Cluster,
-) -> Result<(BTreeMap<String, Inventory>, Vec<InventoryError>), ApplyError> {
+    fleet: &FleetScope,
+    declared: impl Fn(&str) -> bool,
+) -> Result<(BTreeMap<String, Inventory>, Vec<InventoryError>, Foreign), ApplyError> {
     let items = cluster
         .list(
             &config_map_key(""),
             Some(&format!("{INVENTORY_LABEL}=true")),
         )
         .await?;
-    Ok(from_config_maps(items))
+    Ok(from_config_maps(items, fleet, declared))
 }
 
-/// The inventories among `config_maps` (those in [`AGENT_NAMESPACE`] labelled [`INVENTORY_LABEL`]),
-/// by unit, and the ones that could not be read.
+/// This fleet's inventories among `config_maps` (those in [`AGENT_NAMESPACE`] labelled
+/// [`INVENTORY_LABEL`]), by unit; the ones that could not be read (their units prune nothing);
+/// and the other fleets' (left alone). An inventory that names no fleet is this fleet's when
+/// `declared` (the revision declares its unit), else left alone as well. Of two inventories of
+/// one unit, the one this fleet wrote counts.
 pub fn from_config_maps(
     config_maps: impl IntoIterator<Item = Value>,
-) -> (BTreeMap<String, Inventory>, Vec<InventoryError>) {
-    let mut found = BTreeMap::new();
+    fleet: &FleetScope,
+    declared: impl Fn(&str) -> bool,
+) -> (BTreeMap<String, Inventory>, Vec<InventoryError>, Foreign) {
+    let mut found: BTreeMap<String, Inventory> = BTreeMap::new();
+    let mut foreign = Foreign::new();
     let mut errors = Vec::new();
     let label = format!("/metadata/labels/{}", INVENTORY_LABEL.replace('/', "~1"));
     for cm in config_maps {
@@ -334,9 +369,28 @@ pub fn from_config_maps(
         {
             continue;
         }
+        let whose = fleet.whose(scope::fleet_of(&cm));
         match Inventory::from_config_map(&cm) {
-            Ok(inv) => {
-                found.insert(inv.unit.clone(), inv);
+            Ok(inv) => match whose {
+                Whose::Fleet(other) => foreign.entry(other).or_default().push(inv.unit),
+                Whose::Unnamed if !declared(&inv.unit) => {
+                    foreign.entry(String::new()).or_default().push(inv.unit)
+                }
+                Whose::Ours | Whose::Unnamed => {
+                    let mut inv = inv;
+                    let ours = name_for(&fleet.name, &inv.unit);
+                    inv.read_from = inv.read_from.filter(|n| *n != ours);
+                    let written_by_us = inv.read_from.is_none();
+                    match found.get(&inv.unit) {
+                        Some(kept) if kept.read_from.is_none() || !written_by_us => {}
+                        _ => {
+                            found.insert(inv.unit.clone(), inv);
+                        }
+                    }
+                }
+            },
+            Err(e) if matches!(whose, Whose::Fleet(_)) => {
+                tracing::debug!(error = %e, "another fleet's inventory does not read");
             }
             Err(e) => errors.push(e),
         }
@@ -357,7 +411,10 @@ pub fn from_config_maps(
         })
         .collect();
     found.retain(|unit, inv| {
-        let name = name_for(&inv.unit);
+        let name = inv
+            .read_from
+            .clone()
+            .unwrap_or_else(|| name_for(&fleet.name, &inv.unit));
         let Some(by) = applied_from_git.get(&name) else {
             return true;
         };
@@ -370,12 +427,32 @@ pub fn from_config_maps(
         });
         false
     });
-    (found, errors)
+    (found, errors, foreign)
 }
 
-/// Writes `inventory` (server-side apply), creating its namespace on first use.
-pub async fn write(cluster: &Cluster, inventory: &Inventory) -> Result<(), ApplyError> {
-    let cm = inventory.to_config_map();
+/// Writes `inventory` as the fleet `fleet`'s (server-side apply), creating its namespace on first
+/// use; then removes the ConfigMap it was read from when that had another name (it named no
+/// fleet, or the fleet taken over).
+pub async fn write(
+    cluster: &Cluster,
+    inventory: &Inventory,
+    fleet: &str,
+) -> Result<(), ApplyError> {
+    write_config_map(cluster, inventory, fleet).await?;
+    if let Some(old) = &inventory.read_from
+        && *old != name_for(fleet, &inventory.unit)
+    {
+        cluster.delete(&config_map_key(old)).await?;
+    }
+    Ok(())
+}
+
+async fn write_config_map(
+    cluster: &Cluster,
+    inventory: &Inventory,
+    fleet: &str,
+) -> Result<(), ApplyError> {
+    let cm = inventory.to_config_map(fleet);
     let key = ObjectKey::from_object(&cm).expect("inventory has an identity");
     match cluster.apply(&key, &cm, FIELD_MANAGER).await {
         Ok(_) => Ok(()),
@@ -390,12 +467,15 @@ pub async fn write(cluster: &Cluster, inventory: &Inventory) -> Result<(), Apply
     }
 }
 
-/// Deletes a unit's inventory once it holds nothing.
-pub async fn remove(cluster: &Cluster, unit: &str) -> Result<(), ApplyError> {
-    cluster
-        .delete(&config_map_key(&name_for(unit)))
-        .await
-        .map(|_| ())
+/// Deletes a unit's inventory once it holds nothing (under the name it was read from, else the
+/// name the fleet `fleet` writes).
+pub async fn remove(
+    cluster: &Cluster,
+    inventory: &Inventory,
+    fleet: &str,
+) -> Result<(), ApplyError> {
+    let name = (inventory.read_from.clone()).unwrap_or_else(|| name_for(fleet, &inventory.unit));
+    cluster.delete(&config_map_key(&name)).await.map(|_| ())
 }
 
 #[cfg(test)]
@@ -414,8 +494,8 @@ mod tests {
 
     #[test]
     fn names_are_valid_and_distinct_for_similar_paths() {
-        let a = name_for("clusters/dev");
-        let b = name_for("clusters-dev");
+        let a = name_for("", "clusters/dev");
+        let b = name_for("", "clusters-dev");
         assert!(a.starts_with("inventory-clusters-dev-"), "{a}");
         assert_ne!(a, b);
         assert!(a.len() <= 253);
@@ -423,7 +503,10 @@ mod tests {
             a.chars()
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
         );
-        assert!(name_for(&"x/".repeat(300)).len() <= 253);
+        assert!(name_for("f", &"x/".repeat(300)).len() <= 253);
+        // One unit path in two fleets: two inventories.
+        assert_ne!(name_for("a", "clusters/dev"), name_for("b", "clusters/dev"));
+        assert_ne!(name_for("a", "clusters/dev"), a);
     }
 
     #[test]
@@ -449,8 +532,17 @@ mod tests {
             },
             None,
         );
-        let cm = inv.to_config_map();
-        assert_eq!(Inventory::from_config_map(&cm).unwrap(), inv);
+        let cm = inv.to_config_map("fleet");
+        assert_eq!(cm["metadata"]["annotations"][FLEET_ANNOTATION], "fleet");
+        let read = Inventory::from_config_map(&cm).unwrap();
+        assert_eq!(read.read_from, Some(name_for("fleet", "clusters/dev")));
+        assert_eq!(
+            Inventory {
+                read_from: None,
+                ..read
+            },
+            inv
+        );
     }
 
     #[test]
@@ -476,7 +568,7 @@ mod tests {
 
     #[test]
     fn an_inventory_written_by_another_manager_is_not_trusted() {
-        let mut cm = Inventory::new("clusters/dev").to_config_map();
+        let mut cm = Inventory::new("clusters/dev").to_config_map("");
         cm["data"]["entries"] = Value::String(
             r#"{"group":"","kind":"Namespace","name":"victim-ns","version":"v1","provenance":"created","policy":"manage"}"#.into(),
         );
@@ -500,7 +592,7 @@ mod tests {
 
     #[test]
     fn trust_is_judged_alike_on_the_facts_the_caches_keep() {
-        let mut cm = Inventory::new("clusters/dev").to_config_map();
+        let mut cm = Inventory::new("clusters/dev").to_config_map("");
         cm["data"]["entries"] = Value::String(
             r#"{"group":"","kind":"Namespace","name":"n","version":"v1","provenance":"created","policy":"manage"}"#.into(),
         );
@@ -526,7 +618,7 @@ mod tests {
 
     #[test]
     fn a_config_map_named_for_another_unit_is_no_inventory_of_it() {
-        let mut cm = Inventory::new("clusters/dev").to_config_map();
+        let mut cm = Inventory::new("clusters/dev").to_config_map("");
         cm["metadata"]["name"] = Value::String("inventory-forged".into());
         let e = Inventory::from_config_map(&cm).unwrap_err();
         assert!(
@@ -545,7 +637,7 @@ mod tests {
         let victim = Inventory::new("clusters/prod");
         let mut forger = Inventory::new("clusters/evil");
         forger.record(
-            &config_map_key(&name_for("clusters/prod")),
+            &config_map_key(&name_for("", "clusters/prod")),
             Decision {
                 provenance: Provenance::Created,
                 policy: Policy::Manage,
@@ -553,7 +645,8 @@ mod tests {
             },
             Some("d".into()),
         );
-        let (found, errors) = from_config_maps([victim.to_config_map(), forger.to_config_map()]);
+        let cms = [victim.to_config_map(""), forger.to_config_map("")];
+        let (found, errors, _) = from_config_maps(cms, &FleetScope::default(), |_| true);
         assert_eq!(found.keys().collect::<Vec<_>>(), vec!["clusters/evil"]);
         assert!(
             errors[0]
@@ -564,7 +657,7 @@ mod tests {
 
     #[test]
     fn a_broken_inventory_names_its_config_map() {
-        let mut cm = Inventory::new("u").to_config_map();
+        let mut cm = Inventory::new("u").to_config_map("");
         cm["data"]["entries"] = Value::String("{not json".into());
         let e = Inventory::from_config_map(&cm).unwrap_err();
         assert!(
@@ -573,5 +666,55 @@ mod tests {
             "{e}"
         );
         assert!(e.to_string().contains("line 1"), "{e}");
+    }
+
+    fn config_map(fleet: &str, unit: &str) -> Value {
+        let mut inv = Inventory::new(unit);
+        inv.record(
+            &key("ResourceGroup", unit, "v1"),
+            Decision {
+                provenance: Provenance::Created,
+                policy: Policy::Manage,
+                if_exists: false,
+            },
+            Some("d".into()),
+        );
+        inv.to_config_map(fleet)
+    }
+
+    #[test]
+    fn an_agent_reads_its_fleets_inventories_and_leaves_the_others_alone() {
+        let scope = FleetScope::new("a", None);
+        let cms = vec![
+            config_map("a", "clusters/mine"),
+            config_map("b", "clusters/theirs"),
+            config_map("b", "clusters/mine"),
+            config_map("", "clusters/old-declared"),
+            config_map("", "clusters/old-undeclared"),
+        ];
+        let declared = |u: &str| u != "clusters/old-undeclared";
+        let (own, broken, foreign) = from_config_maps(cms.clone(), &scope, declared);
+        assert!(broken.is_empty(), "{broken:?}");
+        assert_eq!(
+            own.keys().collect::<Vec<_>>(),
+            ["clusters/mine", "clusters/old-declared"]
+        );
+        assert_eq!(own["clusters/mine"].read_from, None, "written as fleet a's");
+        assert_eq!(
+            own["clusters/old-declared"].read_from,
+            Some(name_for("", "clusters/old-declared")),
+            "named anew when written"
+        );
+        assert_eq!(foreign["b"], ["clusters/theirs", "clusters/mine"]);
+        assert_eq!(foreign[""], ["clusters/old-undeclared"]);
+        // Taking fleet b over: its inventories are read as this fleet's, ours first.
+        let taking = FleetScope::new("a", Some("b".into()));
+        let (own, _, foreign) = from_config_maps(cms, &taking, declared);
+        assert!(!foreign.contains_key("b"));
+        assert_eq!(own["clusters/mine"].read_from, None);
+        assert_eq!(
+            own["clusters/theirs"].read_from,
+            Some(name_for("b", "clusters/theirs"))
+        );
     }
 }

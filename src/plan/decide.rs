@@ -67,6 +67,8 @@ pub struct Facts<'a> {
     pub key: &'a ObjectKey,
     /// The unit's name (its ownership mark).
     pub unit: &'a str,
+    /// The unit's fleet's name (its ownership mark too; empty: unnamed).
+    pub fleet: &'a str,
     /// The object as git renders it.
     pub object: &'a Value,
     /// Embedded in an ARO object, or a cluster's credential Secret: its owner decides its body.
@@ -336,7 +338,11 @@ pub fn decide_object(f: &Facts) -> Verdict {
         }
         .act();
     }
-    let desired = ownership::mark(policy::with_decision(body.clone(), &decision), f.unit);
+    let desired = ownership::mark(
+        policy::with_decision(body.clone(), &decision),
+        f.unit,
+        f.fleet,
+    );
     let digest = body_digest(&desired);
     let applied = f.recorded.and_then(|r| r.applied);
     let adopted =

@@ -23,6 +23,7 @@ fn facts<'a>(key: &'a ObjectKey, object: &'a Value) -> Facts<'a> {
     Facts {
         key,
         unit: "clusters/a",
+        fleet: "",
         object,
         owned: false,
         unreadable: None,
@@ -48,7 +49,7 @@ fn step(f: &Facts) -> Step {
 
 /// `live` as the agent left it: its body marked, with field ownership, as applied.
 fn applied(desired: &Value, unit: &str) -> (Value, String) {
-    let body = ownership::mark(desired.clone(), unit);
+    let body = ownership::mark(desired.clone(), unit, "");
     let digest = body_digest(&body);
     let mut live = body.clone();
     live["metadata"]["managedFields"] = json!([{"manager": crate::marks::FIELD_MANAGER,

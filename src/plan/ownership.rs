@@ -16,10 +16,15 @@
 //!   ([`guard_deletion`]).
 
 use super::azure_identity::AzureIdentity;
-use crate::marks::{ADOPT_FROM_ANNOTATION, OWNER_ANNOTATION, OWNER_LABEL};
+use crate::marks::{ADOPT_FROM_ANNOTATION, FLEET_ANNOTATION, OWNER_ANNOTATION, OWNER_LABEL};
 use crate::object::ObjectKey;
 use serde_json::Value;
 use std::collections::BTreeMap;
+
+mod conflicts;
+pub mod scope;
+pub use conflicts::{LiveOwners, conflicts};
+pub use scope::FleetScope;
 
 /// An object's identity across API versions.
 pub type Id = (String, String, Option<String>, String);
@@ -39,15 +44,20 @@ pub fn unit_digest(unit: &str) -> String {
     crate::object::sha256_hex(unit.as_bytes())[..16].to_string()
 }
 
-/// `body` with `unit`'s ownership mark, as the agent applies it.
-pub fn mark(mut body: Value, unit: &str) -> Value {
+/// `body` with the ownership mark of `unit` of the fleet `fleet` (none when unnamed), as the
+/// agent applies it.
+pub fn mark(mut body: Value, unit: &str, fleet: &str) -> Value {
     let Some(meta) = body.get_mut("metadata").and_then(Value::as_object_mut) else {
         return body;
     };
+    let fleet = (!fleet.is_empty()).then(|| ("annotations", FLEET_ANNOTATION, fleet.to_string()));
     for (field, key, value) in [
         ("annotations", OWNER_ANNOTATION, unit.to_string()),
         ("labels", OWNER_LABEL, unit_digest(unit)),
-    ] {
+    ]
+    .into_iter()
+    .chain(fleet)
+    {
         let map = meta
             .entry(field)
             .or_insert_with(|| Value::Object(Default::default()));
@@ -76,8 +86,21 @@ pub fn adopts_from(desired: &Value) -> Option<&str> {
         .and_then(Value::as_str)
 }
 
-/// Why `unit` may not apply `desired` over `live` (owned by another unit, without consent).
-pub fn take_over(unit: &str, key: &ObjectKey, desired: &Value, live: &Value) -> Option<String> {
+/// Why `unit` of the fleet `scope` may not apply `desired` over `live`: it is another fleet's, or
+/// owned by another unit without consent.
+pub fn take_over(
+    scope: &FleetScope,
+    unit: &str,
+    key: &ObjectKey,
+    desired: &Value,
+    live: &Value,
+) -> Option<String> {
+    if let Some(fleet) = scope.foreign_object(live) {
+        return Some(format!(
+            "{key} is live and belongs to fleet {fleet:?} (annotation {FLEET_ANNOTATION}), not to this agent's fleet {:?}: it is left alone; remove it from unit {unit}, or take that fleet's units over with --take-over-fleet {fleet:?}",
+            scope.name
+        ));
+    }
     let other = owner(live)?;
     if other == unit || adopts_from(desired) == Some(other) {
         return None;
@@ -112,129 +135,6 @@ pub struct Conflict {
     pub message: String,
 }
 
-/// The conflicts of a revision's units: objects declared by two units, and Azure resources two
-/// objects stand for (both writing). Every unit involved gets its own [`Conflict`].
-pub fn conflicts(units: &[UnitClaims]) -> Vec<Conflict> {
-    let mut out = Vec::new();
-    let mut objects: BTreeMap<Id, Vec<(&str, &Claim)>> = BTreeMap::new();
-    let mut azure: BTreeMap<&str, Vec<(&str, &Claim)>> = BTreeMap::new();
-    for u in units {
-        for c in &u.claims {
-            objects
-                .entry(id(&c.key))
-                .or_default()
-                .push((u.unit.as_str(), c));
-            if let Some(a) = c.azure.as_ref().filter(|a| a.writes) {
-                azure.entry(a.id.as_str()).or_default().push((&u.unit, c));
-            }
-        }
-    }
-    // One conflict per unit and other unit: the first object in full, the others listed.
-    type Pair = (String, String);
-    let mut twice: BTreeMap<Pair, Vec<(&Claim, &Claim)>> = BTreeMap::new();
-    for claims in objects.values().filter(|c| c.len() > 1) {
-        for (unit, c) in claims {
-            for (other, oc) in claims.iter().filter(|(o, _)| o != unit) {
-                let list = twice
-                    .entry((unit.to_string(), other.to_string()))
-                    .or_default();
-                if !list.iter().any(|(x, _)| id(&x.key) == id(&c.key)) {
-                    list.push((c, oc));
-                }
-            }
-        }
-    }
-    for ((unit, other), list) in twice {
-        let (c, oc) = list[0];
-        out.push(Conflict {
-            unit: unit.clone(),
-            key: c.key.clone(),
-            file: c.file.clone(),
-            message: format!(
-                "{} is declared by two units: {unit} ({}) and {other} ({}){}; an object belongs to one unit: remove it from one of them (nothing of either unit is applied until then)",
-                c.key,
-                c.file,
-                oc.file,
-                more(list[1..].iter().map(|(c, _)| c.key.to_string()), "both units also declare")
-            ),
-        });
-    }
-    let mut shared: BTreeMap<Pair, Vec<(&Claim, &Claim)>> = BTreeMap::new();
-    for claims in azure.values().filter(|c| c.len() > 1) {
-        for (unit, c) in claims {
-            for (other, oc) in claims.iter() {
-                if id(&oc.key) == id(&c.key) {
-                    continue; // the same object twice: reported above
-                }
-                let (Some(a), Some(b)) = (&c.azure, &oc.azure) else {
-                    continue;
-                };
-                if !a.same(b) {
-                    continue; // the same names in two subscriptions
-                }
-                shared
-                    .entry((unit.to_string(), other.to_string()))
-                    .or_default()
-                    .push((c, oc));
-            }
-        }
-    }
-    for ((unit, other), list) in shared {
-        let (c, oc) = list[0];
-        let arm = c.azure.as_ref().map(|a| a.arm_id.as_str()).unwrap_or("");
-        let global = if c
-            .azure
-            .as_ref()
-            .is_some_and(|a| a.id.starts_with("global:"))
-        {
-            " (its name is global in Azure)"
-        } else {
-            ""
-        };
-        let others = list[1..].iter().map(|(c, oc)| {
-            let global = if c
-                .azure
-                .as_ref()
-                .is_some_and(|a| a.id.starts_with("global:"))
-            {
-                ", its name is global in Azure"
-            } else {
-                ""
-            };
-            format!("{} and {}{global}", c.key, oc.key)
-        });
-        out.push(Conflict {
-            unit: unit.clone(),
-            key: c.key.clone(),
-            file: c.file.clone(),
-            message: format!(
-                "{} ({}, unit {unit}) and {} ({}, unit {other}) are the same Azure resource {arm}{global}{}; one Azure resource is managed by one object: give one of them other Azure names (nothing of either unit is applied until then)",
-                c.key,
-                c.file,
-                oc.key,
-                oc.file,
-                more(others, "so are")
-            ),
-        });
-    }
-    out
-}
-
-/// `; {what}: a, b, c` (at most 30, then how many more), or nothing.
-fn more(items: impl Iterator<Item = String>, what: &str) -> String {
-    let items: Vec<String> = items.collect();
-    if items.is_empty() {
-        return String::new();
-    }
-    let shown = items.len().min(30);
-    let rest = if items.len() > shown {
-        format!(" and {} more", items.len() - shown)
-    } else {
-        String::new()
-    };
-    format!("; {what}: {}{rest}", items[..shown].join(", "))
-}
-
 /// What a revision's units declare, for the deletion guard: every object's unit, every Azure
 /// resource's object, and the namespaces each unit puts objects in.
 #[derive(Debug, Clone, Default)]
@@ -246,6 +146,8 @@ pub struct Fleet {
     /// Live ASO objects no unit declares, by identity ([`Fleet::with_live`]).
     live: BTreeMap<String, Vec<(ObjectKey, AzureIdentity)>>,
     namespaces: BTreeMap<String, Vec<(String, ObjectKey)>>,
+    /// Whose inventories and objects the units act on.
+    pub scope: FleetScope,
 }
 
 impl Fleet {
@@ -297,6 +199,12 @@ impl Fleet {
                 .find(|(object, a)| id(object) != id(key) && a.same(azure))
                 .map(|(object, _)| format!("the live object {object}"))
         })
+    }
+
+    /// This fleet, named (see [`scope`]).
+    pub fn named(mut self, scope: FleetScope) -> Fleet {
+        self.scope = scope;
+        self
     }
 
     /// This fleet with the live ASO objects no unit declares, for the deletion guard.
@@ -382,6 +290,11 @@ pub fn guard_deletion(
     azure: Option<&AzureIdentity>,
     fleet: &Fleet,
 ) -> Guard {
+    if let Some(other) = fleet.scope.foreign_object(live) {
+        return Guard::NotOurs(format!(
+            "it belongs to fleet {other:?} now (annotation {FLEET_ANNOTATION}): it is not deleted, and {unit} no longer tracks it"
+        ));
+    }
     match owner(live) {
         Some(o) if o == unit => {}
         Some(other) => {
@@ -456,6 +369,7 @@ mod tests {
         let m = mark(
             json!({"metadata": {"name": "x", "labels": {"a": "b"}}}),
             "clusters/dev",
+            "",
         );
         assert_eq!(owner(&m), Some("clusters/dev"));
         assert_eq!(m["metadata"]["labels"]["a"], "b");
@@ -466,75 +380,20 @@ mod tests {
     }
 
     #[test]
-    fn an_object_of_two_units_fails_both_naming_both() {
-        let ns = key("Namespace", None, "aro-dev");
-        let units = vec![
-            UnitClaims {
-                unit: "clusters/dev".into(),
-                claims: vec![claim(ns.clone(), "base/cluster/namespace.yaml", None)],
-            },
-            UnitClaims {
-                unit: "clusters/dev-copy".into(),
-                claims: vec![claim(ns.clone(), "base/cluster/namespace.yaml", None)],
-            },
-            UnitClaims {
-                unit: "clusters/prod".into(),
-                claims: vec![claim(key("Namespace", None, "aro-prod"), "x.yaml", None)],
-            },
-        ];
-        let c = conflicts(&units);
-        assert_eq!(c.len(), 2, "{c:?}");
-        assert_eq!(c[0].unit, "clusters/dev");
-        assert!(c[0].message.contains("clusters/dev ("), "{}", c[0].message);
-        assert!(c[0].message.contains("clusters/dev-copy ("));
-        assert_eq!(c[1].unit, "clusters/dev-copy");
-    }
-
-    #[test]
-    fn two_objects_for_one_azure_resource_fail_both() {
-        let a = key("ResourceGroup", Some("aro-dev"), "rg");
-        let b = key("ResourceGroup", Some("aro-dev2"), "rg");
-        let units = vec![
-            UnitClaims {
-                unit: "clusters/dev".into(),
-                claims: vec![claim(
-                    a,
-                    "a.yaml",
-                    Some("/subscriptions/s/resourceGroups/RG"),
-                )],
-            },
-            UnitClaims {
-                unit: "clusters/dev2".into(),
-                claims: vec![claim(
-                    b,
-                    "b.yaml",
-                    Some("/subscriptions/s/resourceGroups/rg"),
-                )],
-            },
-        ];
-        let c = conflicts(&units);
-        assert_eq!(c.len(), 2, "{c:?}");
-        assert!(
-            c[1].message.contains("unit clusters/dev2")
-                && c[1].message.contains("unit clusters/dev)")
-        );
-        assert!(c[0].message.contains("same Azure resource"));
-    }
-
-    #[test]
     fn a_take_over_needs_consent() {
+        let none = FleetScope::default();
         let k = key("ConfigMap", Some("ns"), "x");
-        let live = mark(json!({"metadata": {"name": "x"}}), "clusters/old");
+        let live = mark(json!({"metadata": {"name": "x"}}), "clusters/old", "");
         let plain = json!({"metadata": {"name": "x"}});
         assert!(
-            take_over("clusters/new", &k, &plain, &live)
+            take_over(&none, "clusters/new", &k, &plain, &live)
                 .unwrap()
                 .contains("owned by unit clusters/old")
         );
-        assert_eq!(take_over("clusters/old", &k, &plain, &live), None);
+        assert_eq!(take_over(&none, "clusters/old", &k, &plain, &live), None);
         let consent = json!({"metadata": {"name": "x", "annotations": {ADOPT_FROM_ANNOTATION: "clusters/old"}}});
-        assert_eq!(take_over("clusters/new", &k, &consent, &live), None);
-        assert_eq!(take_over("clusters/new", &k, &plain, &plain), None);
+        assert_eq!(take_over(&none, "clusters/new", &k, &consent, &live), None);
+        assert_eq!(take_over(&none, "clusters/new", &k, &plain, &plain), None);
     }
 
     #[test]
@@ -545,7 +404,11 @@ mod tests {
             unit: "clusters/dev".into(),
             claims: vec![claim(cm.clone(), "cm.yaml", None)],
         }]);
-        let ours = mark(json!({"metadata": {"name": "aro-dev"}}), "clusters/copy");
+        let ours = mark(
+            json!({"metadata": {"name": "aro-dev"}}),
+            "clusters/copy",
+            "",
+        );
         // Another unit declares objects in the namespace.
         assert!(
             matches!(guard_deletion("clusters/copy", &ns, &ours, None, &fleet), Guard::Hold(r) if r.contains("clusters/dev declares objects"))
@@ -557,7 +420,7 @@ mod tests {
         ));
         // Not marked as ours.
         let other = key("ConfigMap", Some("elsewhere"), "y");
-        let theirs = mark(json!({"metadata": {}}), "clusters/dev");
+        let theirs = mark(json!({"metadata": {}}), "clusters/dev", "");
         assert!(matches!(
             guard_deletion("clusters/copy", &other, &theirs, None, &fleet),
             Guard::NotOurs(_)
@@ -614,7 +477,7 @@ mod tests {
             writes: true,
         };
         let fleet = Fleet::default().with_live(&[(mine.clone(), a.clone()), (stray, a.clone())]);
-        let live = mark(json!({"metadata": {}}), "clusters/dev");
+        let live = mark(json!({"metadata": {}}), "clusters/dev", "");
         assert!(
             matches!(guard_deletion("clusters/dev", &mine, &live, Some(&a), &fleet),
             Guard::Hold(r) if r.starts_with("the live object ResourceGroup/scratch/stray stands for"))
@@ -634,7 +497,7 @@ mod tests {
             unit: "clusters/dev".into(),
             claims: vec![claim(theirs, "rg.yaml", Some("/s/rg"))],
         }]);
-        let live = mark(json!({"metadata": {}}), "clusters/dev2");
+        let live = mark(json!({"metadata": {}}), "clusters/dev2", "");
         let a = AzureIdentity {
             id: "/s/rg".into(),
             arm_id: "/s/rg".into(),
@@ -643,6 +506,38 @@ mod tests {
         };
         assert!(
             matches!(guard_deletion("clusters/dev2", &mine, &live, Some(&a), &fleet), Guard::Hold(r) if r.contains("of unit clusters/dev stands for the same Azure resource"))
+        );
+    }
+
+    #[test]
+    fn another_fleets_object_is_neither_taken_over_nor_deleted() {
+        let k = key("ConfigMap", Some("ns"), "x");
+        let theirs = mark(json!({"metadata": {"name": "x"}}), "clusters/dev", "b");
+        let plain = json!({"metadata": {"name": "x"}});
+        let a = FleetScope::new("a", None);
+        let why = take_over(&a, "clusters/dev", &k, &plain, &theirs).unwrap();
+        assert!(
+            why.contains("belongs to fleet \"b\"") && why.contains("--take-over-fleet \"b\""),
+            "{why}"
+        );
+        let taking = FleetScope::new("a", Some("b".into()));
+        assert_eq!(
+            take_over(&taking, "clusters/dev", &k, &plain, &theirs),
+            None
+        );
+        // Written before fleets were named: judged by its unit alone.
+        let unnamed = mark(json!({"metadata": {"name": "x"}}), "clusters/dev", "");
+        assert_eq!(take_over(&a, "clusters/dev", &k, &plain, &unnamed), None);
+        let fleet = Fleet::default().named(a);
+        assert!(matches!(
+            guard_deletion("clusters/dev", &k, &theirs, None, &fleet),
+            Guard::NotOurs(r) if r.contains("fleet \"b\"")
+        ));
+        let ours = mark(json!({"metadata": {"name": "x"}}), "clusters/dev", "a");
+        assert_eq!(ours["metadata"]["annotations"][FLEET_ANNOTATION], "a");
+        assert_eq!(
+            guard_deletion("clusters/dev", &k, &ours, None, &fleet),
+            Guard::Allow
         );
     }
 }

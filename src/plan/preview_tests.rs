@@ -39,6 +39,7 @@ fn preview(against: Against, clusters: Vec<ClusterPreview>) -> Preview {
         },
         against,
         against_description: against_description.into(),
+        notices: vec![],
         clusters,
         errors: Vec::new(),
     }

@@ -299,15 +299,17 @@ async fn a_kill_between_recording_owned_kinds_and_applying_leaves_nothing_orphan
     let s = f.run().await;
     assert_converged(outcome(&s, DEV));
     assert_converged(outcome(&s, PROD));
+    let scope = f.scope();
     let (objects, inventories) = f
         .inspect(|c| async move {
             let mut objects = Vec::new();
             for ns in ["aro-dev", "aro-prod"] {
                 objects.extend(cluster_objects(&c, ns).await);
             }
-            let (inventories, broken) = aro_gitops::apply::inventory::read_all(&c)
-                .await
-                .expect("inventories");
+            let (inventories, broken, _) =
+                aro_gitops::apply::inventory::read_all(&c, &scope, |_| true)
+                    .await
+                    .expect("inventories");
             assert!(broken.is_empty());
             (objects, inventories)
         })

@@ -29,6 +29,7 @@ async fn drift(f: &Fleet) -> agent::DriftReport {
     agent::drift(
         &f.url.to_string_lossy(),
         GitRef::RemoteHead,
+        &Default::default(),
         &f.state,
         &agent::LiveTarget::Embedded,
         false,

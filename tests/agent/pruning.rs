@@ -56,8 +56,10 @@ async fn in_simulated_azure(f: &Fleet, arm_id: &str) -> bool {
 /// The kinds/names the unit's inventory holds.
 async fn inventory_names(f: &Fleet, unit: &str) -> Vec<String> {
     let unit = unit.to_string();
+    let scope = f.scope();
     f.inspect(|c| async move {
-        let (all, broken) = inventory::read_all(&c).await.expect("inventories");
+        let (all, broken, _) =
+            (inventory::read_all(&c, &scope, |_| true).await).expect("inventories");
         assert!(broken.is_empty());
         all.get(&unit)
             .map(|i| {

@@ -223,6 +223,17 @@ impl Fleet {
         git::show(&self.origin(), STATUS_BRANCH, path)
     }
 
+    /// The fleet the agent runs as on this fixture: named by its repository's URL.
+    pub fn scope(&self) -> aro_gitops::plan::ownership::FleetScope {
+        let naming = aro_gitops::plan::ownership::scope::FleetNaming::default();
+        naming.at(None, &self.url.to_string_lossy())
+    }
+
+    /// The name of `unit`'s inventory ConfigMap.
+    pub fn inventory_name(&self, unit: &str) -> String {
+        aro_gitops::apply::inventory::name_for(&self.scope().name, unit)
+    }
+
     /// The commits of the status branch, newest first.
     pub fn status_commits(&self) -> Vec<String> {
         git::commits(&self.origin(), STATUS_BRANCH)
@@ -232,6 +243,7 @@ impl Fleet {
     pub fn config(&self) -> RunConfig {
         RunConfig {
             repo: self.url.to_string_lossy().into_owned(),
+            fleet: Default::default(),
             reference: GitRef::RemoteHead,
             state_dir: self.state.clone(),
             kubeconfig: None,

@@ -169,9 +169,11 @@ fn shown(key: &ObjectKey) -> String {
 /// What `unit`'s inventory holds.
 fn inventory_keys(fleet: &Fleet, unit: &str) -> Vec<ObjectKey> {
     let unit = unit.to_string();
+    let scope = fleet.scope();
     fleet.with_client(async move |c| {
         let cluster = Cluster::new(c, RequestCounter::default());
-        let (all, broken) = inventory::read_all(&cluster).await.expect("inventories");
+        let (all, broken, _) =
+            (inventory::read_all(&cluster, &scope, |_| true).await).expect("inventories");
         assert!(broken.is_empty(), "{broken:?}");
         all.get(&unit)
             .map(|i| i.entries.values().map(|e| e.key()).collect())
@@ -286,7 +288,7 @@ fn case_09_empty_render_with_consent_plan_deletions_equal_run_deletions() {
     assert_eq!(code, 2, "{by_flag:#}");
     let planned = planned_deletions(&by_flag, DEV);
     assert_eq!(planned, all, "the plan deletes what dev has");
-    let name = inventory::name_for(DEV);
+    let name = fleet.inventory_name(DEV);
     fleet.with_client(async move |c| {
         let api: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
             c,

@@ -80,7 +80,7 @@ pub fn apply_as(fleet: &Fleet, manager: &str, obj: Value) {
 
 /// The inventory ConfigMap of `unit`.
 fn inventory_of(fleet: &Fleet, unit: &str) -> Value {
-    let name = aro_gitops::apply::inventory::name_for(unit);
+    let name = fleet.inventory_name(unit);
     fleet
         .get("v1", "ConfigMap", Some("aro-gitops-system"), &name)
         .unwrap_or_else(|| panic!("the inventory of {unit}"))
@@ -119,13 +119,15 @@ fn case_01_two_units_declaring_one_cluster_then_one_removed() {
     common::git::copy_dir(&fleet.repo.join(DEV), &fleet.repo.join("clusters/dev-copy"));
     fleet.commit("copy clusters/dev");
 
-    // plan shows the conflict on both units, naming both files.
+    // plan shows the conflict on the newcomer only, naming both units and both files: dev owns
+    // the objects live (its inventory holds them) and goes on.
     let plan = fleet.plan(&[]);
     assert_eq!(plan.code, 1, "{}", plan.all());
     for needle in [
-        "clusters/dev (",
-        "clusters/dev-copy (",
-        "is declared by two units",
+        "owned by unit clusters/dev (",
+        "unit clusters/dev-copy (",
+        "declares it too",
+        "remove it from clusters/dev-copy",
         "Namespace/aro-dev",
         "base/cluster/namespace.yaml",
     ] {
@@ -143,20 +145,24 @@ fn case_01_two_units_declaring_one_cluster_then_one_removed() {
         .filter(|c| c["errors"].as_array().is_some_and(|e| !e.is_empty()))
         .map(|c| c["unit"].as_str().expect("unit"))
         .collect();
-    assert_eq!(
-        failing,
-        BTreeSet::from(["clusters/dev", "clusters/dev-copy"])
-    );
+    assert_eq!(failing, BTreeSet::from(["clusters/dev-copy"]));
 
-    // run: both units fail, nothing is written for either (prod is unchanged).
+    // run: the copy fails and nothing is written for it; dev goes on converged, untouched.
     let out = run(&fleet, &["--allow-deletion"]);
     assert_eq!(out.code, 1, "{}", out.all());
+    assert!(out.all().contains("declares it too"), "{}", out.all());
     assert!(
-        out.all().contains("is declared by two units"),
+        out.all().contains("clusters/dev-copy: Failed"),
         "{}",
         out.all()
     );
-    assert!(out.all().contains("clusters/dev-copy"), "{}", out.all());
+    assert!(
+        out.stdout
+            .lines()
+            .any(|l| l.starts_with("clusters/dev ") && l.contains("Converged")),
+        "{}",
+        out.all()
+    );
     assert_eq!(simulated_azure(&fleet), azure_before);
     assert_eq!(
         fleet
@@ -166,7 +172,7 @@ fn case_01_two_units_declaring_one_cluster_then_one_removed() {
             .cloned(),
         rv_before
     );
-    let copy_inventory = aro_gitops::apply::inventory::name_for("clusters/dev-copy");
+    let copy_inventory = fleet.inventory_name("clusters/dev-copy");
     assert!(
         !live_names(&fleet, "v1", "ConfigMap", Some("aro-gitops-system")).contains(&copy_inventory),
         "the conflicting unit recorded nothing"

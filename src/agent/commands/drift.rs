@@ -8,6 +8,8 @@ use crate::agent::{AgentError, Environment, LiveTarget};
 use crate::apply::inventory::{self, Inventory};
 use crate::apply::live_index::LiveIndex;
 use crate::plan::decide;
+use crate::plan::ownership::scope::{FleetNaming, foreign_line};
+use crate::plan::ownership::{FleetScope, LiveOwners};
 use crate::plan::policy::Policy;
 use crate::source::{GitRef, Source, SourceConfig};
 use serde::Serialize;
@@ -15,6 +17,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
+use std::sync::Arc;
 
 /// Drift of every unit the agent has applied.
 #[derive(Debug, Clone, Serialize)]
@@ -23,6 +26,9 @@ pub struct DriftReport {
     /// What live state was read from.
     pub against: String,
     pub units: Vec<UnitDrift>,
+    /// Other fleets' inventories found and left alone (see [`crate::plan::ownership::scope`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// Drift of one unit.
@@ -89,6 +95,9 @@ impl DriftReport {
     /// The report for a terminal.
     pub fn text(&self) -> String {
         let mut out = format!("Drift against {}\n", self.against);
+        for w in &self.warnings {
+            let _ = writeln!(out, "{w}");
+        }
         for u in &self.units {
             let rev = u
                 .revision
@@ -145,10 +154,12 @@ pub fn unit_drift(
     inv: &Inventory,
     prepared: &prepare::Prepared,
     live: &LiveIndex,
+    fleet: &str,
 ) -> Vec<ObjectDrift> {
     let name = prepared.unit.name();
     let no_findings = AzureFindings::new();
-    let mut view = ListedView::new(&name, prepared, inv, live, &no_findings).at_applied_revision();
+    let view = ListedView::new(&name, prepared, inv, live, &no_findings);
+    let mut view = view.of_fleet(fleet).at_applied_revision();
     let steps = decide::decide_unit(&prepared.order, &mut view);
     let mut out = Vec::new();
     for (i, step) in steps {
@@ -188,6 +199,7 @@ async fn render_commit(
     repo: &str,
     commit: &str,
     state_dir: &Path,
+    owners: Arc<LiveOwners>,
 ) -> Result<Vec<PreparedUnit>, AgentError> {
     let config = SourceConfig {
         url: repo.to_string(),
@@ -201,21 +213,45 @@ async fn render_commit(
         let checkout = source.materialize_commit(&commit, &into)?;
         let units = crate::unit::discover(&checkout)?;
         let mut units = prepare::prepare_all(&checkout, units);
-        crate::agent::fleet::check(&mut units);
+        crate::agent::fleet::check(&mut units, &owners);
         Ok(units)
     })
     .await
     .map_err(|e| AgentError::Task(e.to_string()))?
 }
 
+/// The fleet the branch `reference` names (its aro-gitops.yaml), with the flags.
+async fn fleet_at_head(
+    repo: &str,
+    reference: GitRef,
+    naming: &FleetNaming,
+    state_dir: &Path,
+) -> Result<FleetScope, AgentError> {
+    let config = SourceConfig {
+        url: repo.to_string(),
+        reference,
+        state_dir: state_dir.join("source"),
+    };
+    let setting = tokio::task::spawn_blocking(move || -> Result<_, AgentError> {
+        let mut source = Source::open(config)?;
+        let revision = source.sync()?.revision().clone();
+        Ok(crate::unit::fleet_setting(&revision.checkout)?)
+    })
+    .await
+    .map_err(|e| AgentError::Task(e.to_string()))??;
+    Ok(naming.at(setting.as_deref(), repo))
+}
+
 /// Runs `aro-gitops drift`: every unit with an inventory, against the revision last applied to it.
 /// `use_azure_simulator` (`--use-azure-simulator`) only checks that the simulator runs: drift reads
 /// no Azure.
-/// `_reference` is accepted for symmetry with the other commands; drift is judged against what was
-/// applied, whatever the branch says now.
+/// Drift is judged against what was applied, whatever the branch says now.
+/// `naming`: the fleet flags; the fleet's name is read from the branch `reference` names (its
+/// aro-gitops.yaml), as `run` reads it.
 pub async fn drift(
     repo: &str,
-    _reference: GitRef,
+    reference: GitRef,
+    naming: &FleetNaming,
     state_dir: &Path,
     target: &LiveTarget,
     use_azure_simulator: bool,
@@ -234,8 +270,10 @@ pub async fn drift(
             state_dir.join("control-plane").display()
         ),
     };
+    let scope = fleet_at_head(repo, reference, naming, state_dir).await?;
     let result = async {
-        let (inventories, broken) = inventory::read_all(&env.cluster).await?;
+        let (inventories, broken, foreign) =
+            inventory::read_all(&env.cluster, &scope, |_| true).await?;
         let keys = inventories
             .values()
             .flat_map(|i| i.entries.values().map(|e| e.key()));
@@ -243,6 +281,7 @@ pub async fn drift(
         if let Some(e) = live.read(&env.cluster, keys).await.into_iter().next() {
             return Err(e.into());
         }
+        let owners = Arc::new(crate::agent::fleet::live_owners(&inventories));
         let mut by_revision: BTreeMap<String, Vec<PreparedUnit>> = BTreeMap::new();
         let mut units = Vec::new();
         for (name, inv) in &inventories {
@@ -256,13 +295,13 @@ pub async fn drift(
                 continue;
             };
             if !by_revision.contains_key(rev) {
-                let rendered = render_commit(repo, rev, state_dir).await?;
+                let rendered = render_commit(repo, rev, state_dir, owners.clone()).await?;
                 by_revision.insert(rev.clone(), rendered);
             }
             let rendered = &by_revision[rev];
             let found = rendered.iter().find(|(u, _)| &u.name() == name);
             let (objects, errors) = match found {
-                Some((_, Ok(p))) => (unit_drift(inv, p, &live), vec![]),
+                Some((_, Ok(p))) => (unit_drift(inv, p, &live, &scope.name), vec![]),
                 Some((_, Err(errs))) => (vec![], errs.iter().map(|e| e.message.clone()).collect()),
                 None => (vec![], vec![format!("the unit is not in revision {rev}")]),
             };
@@ -281,12 +320,17 @@ pub async fn drift(
                 errors: vec![e.to_string()],
             });
         }
-        Ok::<_, AgentError>(units)
+        let warnings = (foreign.iter())
+            .map(|(fleet, units)| foreign_line(fleet, units))
+            .collect();
+        Ok::<_, AgentError>((units, warnings))
     }
     .await;
     env.shutdown().await;
+    let (units, warnings) = result?;
     Ok(DriftReport {
         against,
-        units: result?,
+        units,
+        warnings,
     })
 }

@@ -51,6 +51,8 @@ pub struct PlanRequest {
     pub safety: Safety,
     /// `--use-azure-simulator`: on a cluster, Azure is the simulator running against it.
     pub use_azure_simulator: bool,
+    /// `--fleet` and `--take-over-fleet`.
+    pub fleet: crate::plan::ownership::scope::FleetNaming,
 }
 
 /// One side of a plan, rendered.
@@ -223,6 +225,7 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
             Against::Base
         },
         against_description: String::new(),
+        notices: vec![],
         clusters: vec![],
         errors: vec![],
     };
@@ -243,7 +246,10 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
             };
             rendered.head = head.units.len();
             rendered_names.head = head.units.iter().map(Unit::name).collect();
-            let result = against_live(&env.cluster, &env.azure_view, head, req.safety).await;
+            let setting = crate::unit::fleet_setting(&head.root)?;
+            let scope = req.fleet.at(setting.as_deref(), &req.repo);
+            let result =
+                against_live(&env.cluster, &env.azure_view, head, req.safety, &scope).await;
             requests = env.cluster.counter().requests();
             tracing::info!(
                 reads = env.cluster.counter().reads(),
@@ -251,9 +257,10 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
                 "live state read"
             );
             env.shutdown().await;
-            let (clusters, errors) = result?;
+            let (clusters, errors, notices) = result?;
             preview.clusters = clusters;
             preview.errors = errors;
+            preview.notices = notices;
         }
         (None, Some(base)) => {
             preview.against_description = format!(

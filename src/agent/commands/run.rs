@@ -73,12 +73,14 @@ pub async fn run_with(config: RunConfig, lifecycle: Lifecycle) -> Result<RunSumm
             caches,
             keys,
             guests: GuestClients::default(),
+            foreign_said: Mutex::default(),
         },
         git: SourceContext {
             source,
             error: source_error,
             shown_refusal: Mutex::new(None),
             fetches,
+            fleet: (config.fleet.clone(), config.repo.clone()),
         },
         signals: Signals {
             metrics,

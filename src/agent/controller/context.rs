@@ -42,6 +42,8 @@ pub(in crate::agent) struct LiveContext {
     pub keys: Arc<dyn crate::reconcile::aro::KeyManager>,
     /// Clients of the guest clusters (the aggregated-APIServices gate).
     pub guests: GuestClients,
+    /// The other fleets whose inventories were reported already (each is, once).
+    pub foreign_said: Mutex<BTreeSet<String>>,
 }
 
 /// The repository followed, and what it last said.
@@ -53,6 +55,8 @@ pub(in crate::agent) struct SourceContext {
     pub shown_refusal: Mutex<Option<String>>,
     /// Raised by a push webhook or a change in a local repository: fetch now.
     pub fetches: crate::trigger::FetchSignal,
+    /// What the flags say of fleets, and the repository's URL (the default fleet name).
+    pub fleet: (crate::plan::ownership::scope::FleetNaming, String),
 }
 
 /// What the run tells the outside as it goes.

@@ -204,7 +204,9 @@ impl Agent {
                 "converge setup"
             );
         };
-        let (inventories, broken) = self.live.inventories().await;
+        let present: BTreeSet<String> = rev.fleet_units.iter().map(|(u, _)| u.name()).collect();
+        let declared = |u: &str| present.contains(u);
+        let (inventories, broken) = self.live.inventories(&rev.fleet.scope, declared).await;
         phase("inventories");
         // An inventory that does not decode or that the agent does not trust: its unit is not
         // acted on (nothing applied, nothing pruned) until a person restores or deletes it.
@@ -213,7 +215,6 @@ impl Agent {
         let mut refused = fleet::refused(&broken);
         refused.retain(|u, _| shard.owns(u));
         // (No unit at all is an empty render of the whole repository: never pruned on.)
-        let present: BTreeSet<String> = rev.fleet_units.iter().map(|(u, _)| u.name()).collect();
         let removed = shard::gone_units(shard, &present, inventories.keys());
         let caches = &self.live.caches;
         caches
@@ -229,7 +230,8 @@ impl Agent {
         let live_ids = (self.live)
             .live_identities(rev, &mut self.memo.live_identities)
             .await;
-        let mut live_conflicts = fleet::live_conflict_errors(&rev.fleet, &live_ids, &inventories);
+        let owners = fleet::live_owners(&inventories);
+        let mut live_conflicts = fleet::live_conflict_errors(&rev.fleet, &live_ids, &owners);
         let fleet = (*rev.fleet).clone().with_live(&live_ids);
         phase("live identities");
         for (i, (u, _)) in rev.units.iter().enumerate() {

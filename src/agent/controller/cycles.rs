@@ -23,7 +23,9 @@ impl Agent {
     /// Runs the cycles: until every unit settled with `--once`, else until a shutdown.
     pub(in crate::agent) async fn run(&mut self) -> Result<RunSummary, AgentError> {
         let (mut rev, _) = (self.git)
-            .load(None, self.shard, &self.signals.metrics)
+            .load(None, self.shard, &self.signals.metrics, async |scope| {
+                self.live.owners(scope).await
+            })
             .await?;
         tracing::info!(commit = %rev.commit, units = rev.units.len(), "revision loaded");
         rev.say_shard(self.shard);
@@ -152,7 +154,12 @@ impl Agent {
     async fn fetch(&mut self, rev: &mut Revision) -> bool {
         let previous = rev.commit.clone();
         let loaded = (self.git)
-            .load(Some(rev), self.shard, &self.signals.metrics)
+            .load(
+                Some(rev),
+                self.shard,
+                &self.signals.metrics,
+                async |scope| self.live.owners(scope).await,
+            )
             .await;
         match loaded {
             Ok((next, changed)) => {

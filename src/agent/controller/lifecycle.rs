@@ -190,7 +190,12 @@ impl Agent {
             if Instant::now() >= next_fetch {
                 next_fetch = Instant::now() + self.schedule.interval;
                 match (self.git)
-                    .load(Some(rev), self.shard, &self.signals.metrics)
+                    .load(
+                        Some(rev),
+                        self.shard,
+                        &self.signals.metrics,
+                        async |scope| self.live.owners(scope).await,
+                    )
                     .await
                 {
                     Ok((next, _)) => *rev = next,

@@ -27,6 +27,7 @@ pub(super) mod verify;
 pub mod wakes;
 
 use crate::apply::inventory::{self, Identity, Inventory, InventoryError};
+use crate::plan::ownership::{FleetScope, scope as fleets};
 use crate::report::UnitOutcome;
 use cache::KindKey;
 use context::{LiveContext, Signals};
@@ -108,27 +109,54 @@ impl LiveContext {
     /// Sets up the watch caches of every kind `rev` and the inventories read, and runs no pass
     /// (a standby keeping them warm).
     pub(super) async fn warm_caches(&self, rev: &Revision) {
-        let (inventories, _) = self.inventories().await;
+        let (inventories, _) = self.inventories(&rev.fleet.scope, |_| true).await;
         self.caches
             .ensure(&self.env.cluster, &kinds_of(rev, &inventories))
             .await;
         self.caches.revision_watched();
     }
 
-    /// Every unit's inventory, and those not acted on: from the ConfigMaps' cache once it is
-    /// synced and has seen the agent's own last writes, else with one LIST. When they cannot be
-    /// read at all, none (nothing is pruned this round).
-    async fn inventories(&self) -> (BTreeMap<String, Inventory>, Vec<InventoryError>) {
+    /// Who owns each object live in the fleet `scope`, by its inventories (see
+    /// [`crate::agent::fleet::check`]).
+    pub(super) async fn owners(&self, scope: &FleetScope) -> crate::plan::ownership::LiveOwners {
+        crate::agent::fleet::live_owners(&self.inventories(scope, |_| true).await.0)
+    }
+
+    /// The fleet `scope`'s inventories (see [`inventory::from_config_maps`] for `declared`), and
+    /// those not acted on: from the ConfigMaps' cache once it is synced and has seen the agent's
+    /// own last writes, else with one LIST. When they cannot be read at all, none (nothing is
+    /// pruned this round). Other fleets' inventories are said once each, then left alone.
+    async fn inventories(
+        &self,
+        scope: &FleetScope,
+        declared: impl Fn(&str) -> bool,
+    ) -> (BTreeMap<String, Inventory>, Vec<InventoryError>) {
         let cluster = &self.env.cluster;
         self.caches.ensure(cluster, &always().into()).await;
-        if let Some(config_maps) = self.caches.inventories(cluster).await {
-            return inventory::from_config_maps(config_maps);
-        }
-        match inventory::read_all(cluster).await {
-            Ok(found) => found,
+        let read = match self.caches.inventories(cluster).await {
+            Some(config_maps) => Ok(inventory::from_config_maps(config_maps, scope, declared)),
+            None => inventory::read_all(cluster, scope, declared).await,
+        };
+        match read {
+            Ok((own, broken, foreign)) => {
+                self.say_foreign(&foreign);
+                (own, broken)
+            }
             Err(e) => {
                 tracing::error!(error = %e, "reading the inventories failed: nothing is pruned this round");
                 (BTreeMap::new(), vec![])
+            }
+        }
+    }
+
+    /// Says each other fleet found on the cluster, the first time it is found.
+    fn say_foreign(&self, foreign: &inventory::Foreign) {
+        let mut said = self.foreign_said.lock().expect("foreign fleets lock");
+        for (fleet, units) in foreign {
+            if said.insert(fleet.clone()) {
+                let line = fleets::foreign_line(fleet, units);
+                tracing::warn!(fleet = %fleet, inventories = units.len(), "{line}");
+                crate::output::println(&line);
             }
         }
     }

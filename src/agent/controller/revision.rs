@@ -5,6 +5,7 @@ use crate::agent::controller::context::SourceContext;
 use crate::agent::controller::{incremental, shard};
 use crate::agent::pass::prepare;
 use crate::agent::{AgentError, fleet};
+use crate::plan::ownership::FleetScope;
 use crate::source::{Source, SyncOutcome};
 use crate::unit::Unit;
 use std::collections::{BTreeMap, BTreeSet};
@@ -50,12 +51,14 @@ impl SourceContext {
     /// `previous`, only the units whose input closure changed since (see [`incremental`]). Also
     /// returns the paths changed since `previous` (`None`: the first revision, or not known).
     /// The revision's units are cut to `shard`'s; the fetch and the render are counted in
-    /// `metrics`.
+    /// `metrics`; `owners` says who owns each object live in the revision's fleet, which decides
+    /// who fails in a conflict between units ([`fleet::check`]).
     pub(in crate::agent) async fn load(
         &self,
         previous: Option<&Revision>,
         shard: shard::Shard,
         metrics: &crate::metrics::Metrics,
+        owners: impl AsyncFnOnce(&FleetScope) -> crate::plan::ownership::LiveOwners,
     ) -> Result<(Revision, Option<Vec<PathBuf>>), AgentError> {
         let started = Instant::now();
         let (outcome, verification) = self
@@ -122,6 +125,9 @@ impl SourceContext {
             return Ok((rev, changed));
         }
         let root = revision.checkout.clone();
+        let (naming, url) = &self.fleet;
+        let scope = naming.at(crate::unit::fleet_setting(&root)?.as_deref(), url);
+        let owners = owners(&scope).await;
         let earlier = previous.map(|p| {
             let inputs = if p.conflicted.is_empty() {
                 p.inputs.clone()
@@ -147,7 +153,8 @@ impl SourceContext {
                 elapsed_ms = started.elapsed().as_millis() as u64,
                 "revision prepared"
             );
-            let (fleet, conflicted) = fleet::check(&mut prepared.units);
+            let (fleet, conflicted) = fleet::check(&mut prepared.units, &owners);
+            let fleet = fleet.named(scope);
             tracing::debug!(
                 elapsed_ms = started.elapsed().as_millis() as u64,
                 "fleet checked"

@@ -60,6 +60,7 @@ impl Pass<'_, '_> {
             let verdict = decide::decide_object(&Facts {
                 key,
                 unit: &self.unit,
+                fleet: &self.ctx.fleet.scope.name,
                 object: &planned.object,
                 owned,
                 unreadable: unreadable.as_ref(),

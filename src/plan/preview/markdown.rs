@@ -232,6 +232,9 @@ fn head(p: &Preview) -> String {
         against_phrase(p.against),
         text(&clip(&p.against_description, TEXT_CAP))
     ));
+    for n in &p.notices {
+        second.push_str(&format!("\n\n> {}", text(&clip(n, TEXT_CAP))));
+    }
     format!("{line}\n\n{second}\n\n")
 }
 

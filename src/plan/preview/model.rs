@@ -26,6 +26,9 @@ pub struct Preview {
     pub against_description: String,
     /// One entry per cluster (unit), in unit order.
     pub clusters: Vec<ClusterPreview>,
+    /// Notes on the fleet: other fleets found on the cluster and left alone, a fleet taken over.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notices: Vec<String>,
     /// Errors not tied to one cluster (e.g. the unit list could not be read).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<Problem>,

@@ -36,6 +36,9 @@ pub fn text(p: &Preview, color: bool) -> String {
         against_phrase(p.against),
         clean(&p.against_description)
     ));
+    for n in &p.notices {
+        out.push_str(&format!("{}\n", clean(n)));
+    }
     if !p.errors.is_empty() {
         out.push_str(&format!(
             "\n{}\n",

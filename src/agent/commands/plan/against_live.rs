@@ -4,6 +4,7 @@
 
 use super::view::{AzureFindings, ListedView};
 use super::*;
+use crate::plan::ownership::{FleetScope, scope};
 
 /// A unit of head compared with live state, or kept for a second round: it has objects of a kind
 /// not listed yet, or a `reconcile-policy-if-exists` decision that needs the Azure view.
@@ -42,10 +43,16 @@ struct Listed {
     live: LiveIndex,
     inventories: BTreeMap<String, Inventory>,
     broken: Vec<inventory::InventoryError>,
+    /// Other fleets' inventories, left alone.
+    foreign: inventory::Foreign,
     read_errors: Vec<crate::apply::ApplyError>,
 }
 
-async fn list_live(cluster: &Cluster) -> Result<Listed, AgentError> {
+async fn list_live(
+    cluster: &Cluster,
+    scope: &FleetScope,
+    present: &BTreeSet<String>,
+) -> Result<Listed, AgentError> {
     tracing::info!(rss_mb = resident_mb(), "reading live state");
     let mut live = LiveIndex::default();
     let config_maps = inventory::config_map_key("");
@@ -53,8 +60,9 @@ async fn list_live(cluster: &Cluster) -> Result<Listed, AgentError> {
     if live.failure(&config_maps).is_some() {
         return Err(read_errors.remove(0).into());
     }
-    let (inventories, broken) =
-        inventory::from_config_maps(live.select("", "ConfigMap", crate::marks::AGENT_NAMESPACE));
+    let config_maps = live.select("", "ConfigMap", crate::marks::AGENT_NAMESPACE);
+    let declared = |u: &str| present.contains(u);
+    let (inventories, broken, foreign) = inventory::from_config_maps(config_maps, scope, declared);
     // AutoNodePolicies too (node pools are merged with them), whether an inventory names them.
     let recorded_kinds: Vec<ObjectKey> = inventories
         .values()
@@ -71,6 +79,7 @@ async fn list_live(cluster: &Cluster) -> Result<Listed, AgentError> {
         live,
         inventories,
         broken,
+        foreign,
         read_errors,
     })
 }
@@ -108,6 +117,7 @@ fn first_round(
     u: &Unit,
     inv: &Inventory,
     live: &LiveIndex,
+    fleet: &str,
 ) -> (UnitPlan, Option<crate::plan::ownership::UnitClaims>) {
     let name = u.name();
     let p = match prepare::prepare(root, u) {
@@ -128,6 +138,7 @@ fn first_round(
             inv,
             live,
             &AzureFindings::new(),
+            fleet,
         )))
     };
     (planned, Some(claims))
@@ -140,6 +151,7 @@ async fn second_round(
     inv: &Inventory,
     live: &LiveIndex,
     azure_view: &AzureView,
+    fleet: &str,
 ) -> (ClusterPreview, Leaving) {
     let unit_objects: Vec<&Value> = p.objects.iter().map(|o| &o.object).collect();
     let mut findings = AzureFindings::new();
@@ -147,38 +159,53 @@ async fn second_round(
         let found = azure_view.exists(&o.object, &unit_objects).await;
         findings.insert(o.key.clone(), found);
     }
-    plan_unit(name, p, inv, live, &findings)
+    plan_unit(name, p, inv, live, &findings, fleet)
 }
 
 /// Head against live state. Live state is read first (ConfigMaps across namespaces, which hold the
 /// inventories, then every kind an inventory names: one LIST each), kept as JSON text; then every
 /// unit is rendered and compared on every core, and dropped once compared, so a plan's memory
 /// does not grow with the fleet's rendered objects.
+/// `scope`: the fleet planned for (another fleet's inventories are left alone, and said in the
+/// notices returned).
 pub(super) async fn against_live(
     cluster: &Cluster,
     azure_view: &AzureView,
     head: Checkout,
     safety: Safety,
-) -> Result<(Vec<ClusterPreview>, Vec<Problem>), AgentError> {
-    let Listed {
-        live,
-        inventories,
-        broken,
-        mut read_errors,
-    } = list_live(cluster).await?;
-
+    scope: &FleetScope,
+) -> Result<(Vec<ClusterPreview>, Vec<Problem>, Vec<String>), AgentError> {
     let Checkout {
         revision: _,
         root,
         units,
     } = head;
     let present: BTreeSet<String> = units.iter().map(Unit::name).collect();
+    let Listed {
+        live,
+        inventories,
+        broken,
+        foreign,
+        mut read_errors,
+    } = list_live(cluster, scope, &present).await?;
+    let taken_over = (inventories.values())
+        .filter(|i| i.read_from.is_some() && scope.take_over.is_some())
+        .count();
+    let notices: Vec<String> = scope::take_over_line(scope, taken_over)
+        .into_iter()
+        .chain(
+            foreign
+                .iter()
+                .map(|(f, units)| scope::foreign_line(f, units)),
+        )
+        .collect();
+    let fleet_name = scope.name.clone();
     // spawn_blocking needs 'static data: live state and the inventories move in and back out.
     let (first, live, units, inventories) = tokio::task::spawn_blocking(move || {
         let empty = Inventory::default();
         let first = prepare::on_every_core(&units, |u| {
             let inv = inventories.get(&u.name()).unwrap_or(&empty);
-            first_round(&root, u, inv, &live)
+            first_round(&root, u, inv, &live, &fleet_name)
         });
         (first, live, units, inventories)
     })
@@ -196,8 +223,9 @@ pub(super) async fn against_live(
         Vec<Option<crate::plan::ownership::UnitClaims>>,
     ) = first.into_iter().unzip();
     let claims: Vec<crate::plan::ownership::UnitClaims> = claims.into_iter().flatten().collect();
-    let mut conflicts = crate::agent::fleet::conflict_errors(&claims);
-    let fleet = crate::plan::ownership::Fleet::new(&claims);
+    let owners = crate::agent::fleet::live_owners(&inventories);
+    let mut conflicts = crate::agent::fleet::conflict_errors(&claims, &owners);
+    let fleet = crate::plan::ownership::Fleet::new(&claims).named(scope.clone());
     drop(claims);
     // Units whose inventory the agent does not act on.
     for (unit, e) in crate::agent::fleet::refused(&broken) {
@@ -216,8 +244,7 @@ pub(super) async fn against_live(
     // Live ASO objects no unit declares that stand for an Azure resource a unit declares.
     let live_ids =
         crate::agent::fleet::live_aso_identities(crate::agent::fleet::identity_objects(&live));
-    for (unit, errors) in crate::agent::fleet::live_conflict_errors(&fleet, &live_ids, &inventories)
-    {
+    for (unit, errors) in crate::agent::fleet::live_conflict_errors(&fleet, &live_ids, &owners) {
         conflicts.entry(unit).or_default().extend(errors);
     }
     let fleet = fleet.with_live(&live_ids);
@@ -232,7 +259,9 @@ pub(super) async fn against_live(
         let inv = inventories.get(&name).unwrap_or(&empty);
         let (mut c, leaving) = match planned {
             UnitPlan::Done(c) => *c,
-            UnitPlan::Later(p) => second_round(&name, &p, inv, &live, azure_view).await,
+            UnitPlan::Later(p) => {
+                second_round(&name, &p, inv, &live, azure_view, &scope.name).await
+            }
         };
         if !leaving.entries.is_empty() {
             let how = UnitPruning {
@@ -266,7 +295,7 @@ pub(super) async fn against_live(
             ..Default::default()
         })
         .collect();
-    Ok((clusters, global))
+    Ok((clusters, global, notices))
 }
 
 /// One unit of head against live state: the decisions a pass takes ([`decide::decide_unit`]),
@@ -277,9 +306,10 @@ fn plan_unit(
     inv: &Inventory,
     live: &LiveIndex,
     azure: &AzureFindings,
+    fleet: &str,
 ) -> (ClusterPreview, Leaving) {
     let mut c = empty_cluster(name, cluster_name(p));
-    let mut view = ListedView::new(name, p, inv, live, azure);
+    let mut view = ListedView::new(name, p, inv, live, azure).of_fleet(fleet);
     for (i, step) in decide::decide_unit(&p.order, &mut view) {
         show_step(&mut c, p, i, view.current(i), inv, step);
     }

@@ -76,6 +76,8 @@ pub(super) async fn render(
             .into_iter()
             .map(|c| (c.unit.clone(), c))
             .collect();
+        // What base's units declare they own (head's newcomers to an object fail, not its owner).
+        let owners = fleet::declared_owners(base_claims.values());
         let claims: Vec<UnitClaims> = prepared
             .units
             .iter()
@@ -85,7 +87,7 @@ pub(super) async fn render(
                 _ => fleet::claims(p),
             })
             .collect();
-        let conflicted = fleet::fail_conflicts(&mut prepared.units, &claims);
+        let conflicted = fleet::fail_conflicts(&mut prepared.units, &claims, &owners);
         let side = Rendered {
             rendered: prepared.rendered.iter().map(|(u, _)| u.name()).collect(),
             kept: prepared

@@ -19,6 +19,8 @@ pub type AzureFindings = HashMap<ObjectKey, Result<bool, String>>;
 /// Azure view's findings, and the owner's word as far as it can be told without a pass.
 pub struct ListedView<'a> {
     name: &'a str,
+    /// The unit's fleet's name (empty: unnamed).
+    fleet: &'a str,
     p: &'a prepare::Prepared,
     inv: &'a Inventory,
     live: &'a LiveIndex,
@@ -43,6 +45,7 @@ impl<'a> ListedView<'a> {
     ) -> ListedView<'a> {
         ListedView {
             name,
+            fleet: "",
             p,
             inv,
             live,
@@ -64,6 +67,11 @@ impl<'a> ListedView<'a> {
             read_whole: BTreeSet::new(),
             at_applied: false,
         }
+    }
+
+    /// The view of a unit of the fleet named `fleet`.
+    pub fn of_fleet(self, fleet: &'a str) -> ListedView<'a> {
+        ListedView { fleet, ..self }
     }
 
     /// The view of a unit rendered at the revision last applied to it.
@@ -115,6 +123,7 @@ impl decide::UnitView for ListedView<'_> {
         decide::Facts {
             key: &o.key,
             unit: self.name,
+            fleet: self.fleet,
             object: &o.object,
             owned: o.embedded_in.is_some()
                 || crate::reconcile::credentials::is_credential_secret(&o.object),
