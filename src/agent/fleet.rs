@@ -67,6 +67,28 @@ pub fn live_identities(
     out
 }
 
+/// The errors of a unit declaring objects live as another fleet's, or as another unit's without
+/// its consent (see [`ownership::take_over`]): nothing of it is applied. `live`: the live copy of
+/// the unit's object at an index.
+pub fn taken_over<'a>(
+    scope: &ownership::FleetScope,
+    p: &Prepared,
+    live: impl Fn(usize) -> Option<&'a Value>,
+) -> Vec<UnitError> {
+    let unit = p.unit.name();
+    (p.objects.iter().enumerate())
+        .filter_map(|(i, o)| {
+            let message = ownership::take_over(scope, &unit, &o.key, &o.object, live(i)?)?;
+            Some(UnitError {
+                object: Some(o.key.clone()),
+                file: Some(o.origin.file.clone()),
+                message,
+                ..Default::default()
+            })
+        })
+        .collect()
+}
+
 /// What a prepared unit declares.
 pub fn claims(p: &Prepared) -> UnitClaims {
     UnitClaims {

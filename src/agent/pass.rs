@@ -32,7 +32,6 @@ use crate::agent::failpoint::FAILPOINT_ENV;
 use crate::apply::inventory::{self, Inventory};
 use crate::apply::{AzureView, Cluster};
 use crate::object::ObjectKey;
-use crate::plan::ownership;
 use crate::plan::policy;
 use crate::reconcile::aro::{KeyManager, node_policy};
 use crate::reconcile::readiness::{ObjectState, object_state, unblocks};
@@ -205,26 +204,8 @@ impl Pass<'_, '_> {
     /// included).
     async fn refused(&mut self) -> Option<UnitOutcome> {
         let prepared = self.prepared;
-        let taken: Vec<UnitError> = prepared
-            .objects
-            .iter()
-            .filter_map(|o| {
-                let live = self.live.get(&o.key)?;
-                let message = ownership::take_over(
-                    &self.ctx.fleet.scope,
-                    &self.unit,
-                    &o.key,
-                    &o.object,
-                    live,
-                )?;
-                Some(UnitError {
-                    object: Some(o.key.clone()),
-                    file: Some(o.origin.file.clone()),
-                    message,
-                    ..Default::default()
-                })
-            })
-            .collect();
+        let live = |i: usize| self.live.get(&prepared.objects[i].key);
+        let taken = crate::agent::fleet::taken_over(&self.ctx.fleet.scope, prepared, live);
         if !taken.is_empty() {
             for e in &taken {
                 tracing::error!(unit = %self.unit, error = %e.message, "not taken over from another unit");

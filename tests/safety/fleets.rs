@@ -34,14 +34,29 @@ fn case_04_another_fleets_clusters_are_left_alone_and_taking_them_over_is_explic
     // plan: fleet a is said, its clusters are not "removed from the fleet", and b's prod, whose
     // objects are a's, is refused by name.
     let plan = b.plan(&["--allow-deletion"]);
+    assert_eq!(plan.code, 1, "{}", plan.all());
     assert!(plan.stdout.contains(&warning), "{}", plan.all());
-    assert!(!plan.stdout.contains("clusters/dev"), "{}", plan.all());
+    assert!(
+        plan.stdout
+            .contains(&format!("belongs to fleet {a_name:?}")),
+        "{}",
+        plan.all()
+    );
+    let json = b.plan(&["--allow-deletion", "-o", "json"]).json();
+    let units: Vec<&str> = (json["clusters"].as_array().expect("clusters").iter())
+        .map(|c| c["unit"].as_str().expect("unit"))
+        .collect();
+    assert_eq!(
+        units,
+        ["clusters/prod"],
+        "fleet a's clusters are not b's to remove"
+    );
 
     // run, with deletion allowed: nothing of fleet a is deleted or changed.
     let out = run(&b, &["--allow-deletion"]);
     assert_eq!(out.code, 1, "{}", out.all());
     assert_eq!(
-        out.all().matches(&warning).count(),
+        out.stdout.matches(&warning).count(),
         1,
         "said once:\n{}",
         out.all()

@@ -117,7 +117,7 @@ fn first_round(
     u: &Unit,
     inv: &Inventory,
     live: &LiveIndex,
-    fleet: &str,
+    fleet: &FleetScope,
 ) -> (UnitPlan, Option<crate::plan::ownership::UnitClaims>) {
     let name = u.name();
     let p = match prepare::prepare(root, u) {
@@ -151,7 +151,7 @@ async fn second_round(
     inv: &Inventory,
     live: &LiveIndex,
     azure_view: &AzureView,
-    fleet: &str,
+    fleet: &FleetScope,
 ) -> (ClusterPreview, Leaving) {
     let unit_objects: Vec<&Value> = p.objects.iter().map(|o| &o.object).collect();
     let mut findings = AzureFindings::new();
@@ -199,13 +199,13 @@ pub(super) async fn against_live(
                 .map(|(f, units)| scope::foreign_line(f, units)),
         )
         .collect();
-    let fleet_name = scope.name.clone();
+    let fleet_scope = scope.clone();
     // spawn_blocking needs 'static data: live state and the inventories move in and back out.
     let (first, live, units, inventories) = tokio::task::spawn_blocking(move || {
         let empty = Inventory::default();
         let first = prepare::on_every_core(&units, |u| {
             let inv = inventories.get(&u.name()).unwrap_or(&empty);
-            first_round(&root, u, inv, &live, &fleet_name)
+            first_round(&root, u, inv, &live, &fleet_scope)
         });
         (first, live, units, inventories)
     })
@@ -259,9 +259,7 @@ pub(super) async fn against_live(
         let inv = inventories.get(&name).unwrap_or(&empty);
         let (mut c, leaving) = match planned {
             UnitPlan::Done(c) => *c,
-            UnitPlan::Later(p) => {
-                second_round(&name, &p, inv, &live, azure_view, &scope.name).await
-            }
+            UnitPlan::Later(p) => second_round(&name, &p, inv, &live, azure_view, scope).await,
         };
         if !leaving.entries.is_empty() {
             let how = UnitPruning {
@@ -306,10 +304,16 @@ fn plan_unit(
     inv: &Inventory,
     live: &LiveIndex,
     azure: &AzureFindings,
-    fleet: &str,
+    fleet: &FleetScope,
 ) -> (ClusterPreview, Leaving) {
+    let mut view = ListedView::new(name, p, inv, live, azure).of_fleet(&fleet.name);
+    // As a pass: an object of another fleet's, or of another unit's without consent, refuses
+    // the unit.
+    let taken = crate::agent::fleet::taken_over(fleet, p, |i| view.current(i));
+    if !taken.is_empty() {
+        return (failed_unit(name, &taken), Leaving::default());
+    }
     let mut c = empty_cluster(name, cluster_name(p));
-    let mut view = ListedView::new(name, p, inv, live, azure).of_fleet(fleet);
     for (i, step) in decide::decide_unit(&p.order, &mut view) {
         show_step(&mut c, p, i, view.current(i), inv, step);
     }
