@@ -347,8 +347,10 @@ pub struct RenderArgs {
     /// The folder (with a kustomization, or of plain YAML files) or file to render.
     pub dir: PathBuf,
     /// The repository root nothing may be read from outside of (default: the git work tree the
-    /// folder is in, else the nearest folder above it holding `clusters/` or `aro-gitops.yaml`,
-    /// else the folder itself; never the working directory).
+    /// folder is in, else the nearest folder above it holding `clusters/` or `aro-gitops.yaml`;
+    /// never the working directory). Outside any, there is none, as for `kustomize build`: bases
+    /// and components may live anywhere, while each kustomization's files (patches, generator
+    /// inputs, resources that are files) must be in or below its own folder.
     #[arg(long)]
     pub root: Option<PathBuf>,
 }
