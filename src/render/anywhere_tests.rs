@@ -106,3 +106,25 @@ fn missing_paths_are_named_from_the_folder_built() {
     let out = render_anywhere(&t.path().join("cm.yaml")).unwrap();
     assert_eq!(out[0].origin.file, Path::new("cm.yaml"));
 }
+
+#[test]
+fn paths_normalize_lexically_keeping_leading_parents() {
+    for (path, normal) in [
+        ("a/./b/../c", "a/c"),
+        ("../../shared/base", "../../shared/base"),
+        ("a/../../b", "../b"),
+        ("/x/../..", "/"),
+        ("/x/y/../z", "/x/z"),
+        ("./", ""),
+    ] {
+        assert_eq!(normalize(Path::new(path)), Path::new(normal), "{path}");
+    }
+    assert_eq!(
+        relative_to(Path::new("../../shared/base/cm.yaml"), Path::new(".")),
+        Path::new("../../shared/base/cm.yaml")
+    );
+    assert_eq!(
+        relative_to(Path::new("/t/shared/cm.yaml"), Path::new("/t/team/overlay")),
+        Path::new("../../shared/cm.yaml")
+    );
+}

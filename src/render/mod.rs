@@ -555,17 +555,20 @@ fn is_remote(entry: &str) -> bool {
         || entry.contains("github.com/")
 }
 
-/// `path` with `.` and `..` resolved lexically (for naming paths that do not exist).
+/// `path` with `.` and `..` resolved lexically (for naming paths that do not exist). Leading `..`
+/// of a relative path are kept (`../../base`); `..` above `/` is `/`.
 fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in path.components() {
         match c {
             Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() {
-                    out.push("..");
+            Component::ParentDir => match out.components().next_back() {
+                Some(Component::Normal(_)) => {
+                    out.pop();
                 }
-            }
+                Some(Component::RootDir | Component::Prefix(_)) => {}
+                Some(Component::ParentDir | Component::CurDir) | None => out.push(".."),
+            },
             other => out.push(other),
         }
     }
