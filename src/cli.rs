@@ -359,7 +359,8 @@ pub struct RenderArgs {
 pub struct ValidateArgs {
     /// A repository (all its units) or one unit's folder.
     pub path: PathBuf,
-    /// The repository root (default: as for `render`, found from the path).
+    /// The repository root (default: found from the path as for `render`; outside any repository,
+    /// the folder itself).
     #[arg(long)]
     pub root: Option<PathBuf>,
     /// An age identity file to decrypt SOPS files with; without it their ciphertext stands in
