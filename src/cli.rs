@@ -366,8 +366,10 @@ pub struct RenderArgs {
     /// The folder (with a kustomization, or of plain YAML files) or file to render.
     pub dir: PathBuf,
     /// The repository root nothing may be read from outside of (default: the git work tree the
-    /// folder is in, else the nearest folder above it holding `clusters/` or `aro-gitops.yaml`,
-    /// else the folder itself; never the working directory).
+    /// folder is in, else the nearest folder above it holding `clusters/` or `aro-gitops.yaml`;
+    /// never the working directory). Outside any, there is none, as for `kustomize build`: bases
+    /// and components may live anywhere, while each kustomization's files (patches, generator
+    /// inputs, resources that are files) must be in or below its own folder.
     #[arg(long)]
     pub root: Option<PathBuf>,
 }
@@ -376,7 +378,8 @@ pub struct RenderArgs {
 pub struct ValidateArgs {
     /// A repository (all its units) or one unit's folder.
     pub path: PathBuf,
-    /// The repository root (default: as for `render`, found from the path).
+    /// The repository root (default: found from the path as for `render`; outside any repository,
+    /// the folder itself).
     #[arg(long)]
     pub root: Option<PathBuf>,
     /// An age identity file to decrypt SOPS files with; without it their ciphertext stands in

@@ -359,14 +359,24 @@ fn secrets_encrypt(args: EncryptArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `render`: inside a repository (or under `--root`) nothing outside it is read, as the agent
+/// renders; a plain folder outside any renders as `kustomize build` does (bases anywhere, each
+/// kustomization's files in its own folder).
 fn render(args: RenderArgs) -> anyhow::Result<ExitCode> {
-    let root = match args.root {
-        Some(r) => r,
-        None => default_root(&args.dir)?,
-    };
     let dir = std::fs::canonicalize(&args.dir)
         .with_context(|| format!("{}: not found", args.dir.display()))?;
-    let objects = aro_gitops::render::render(&root, &dir)?;
+    let root = match args.root {
+        Some(root) => Some(root),
+        None => aro_gitops::unit::enclosing_repository(&dir)
+            .with_context(|| format!("{}: not found", args.dir.display()))?,
+    };
+    let objects = match root {
+        Some(root) => aro_gitops::render::render(&root, &dir)?,
+        None => {
+            tracing::debug!(dir = %dir.display(), "no repository above the folder: rendering as kustomize build (bases anywhere)");
+            aro_gitops::render::render_anywhere(&dir)?
+        }
+    };
     let docs: Vec<serde_json::Value> = objects.into_iter().map(|o| o.object).collect();
     // The user's own objects, as `kustomize build` prints them: not redacted.
     output::print_verbatim(&aro_gitops::yaml::to_multi_string(&docs));

@@ -51,6 +51,18 @@ pub fn is_unit_folder(dir: &Path) -> bool {
 /// `clusters/` folder, else the folder itself. Never the working directory.
 pub fn repository_root(path: &Path) -> std::io::Result<PathBuf> {
     let path = std::fs::canonicalize(path)?;
+    match enclosing_repository(&path)? {
+        Some(root) => Ok(root),
+        None if path.is_dir() => Ok(path),
+        None => Ok(path.parent().map(Path::to_path_buf).unwrap_or(path)),
+    }
+}
+
+/// The repository `path` (a folder or file) is in, canonical, when there is one: its git work
+/// tree's top level, or outside git the nearest folder (from `path` up) holding [`SETTINGS_FILE`]
+/// or a `clusters/` folder. `None` for a plain folder outside any.
+pub fn enclosing_repository(path: &Path) -> std::io::Result<Option<PathBuf>> {
+    let path = std::fs::canonicalize(path)?;
     let folder = if path.is_dir() {
         path.clone()
     } else {
@@ -59,12 +71,12 @@ pub fn repository_root(path: &Path) -> std::io::Result<PathBuf> {
     if let Ok(repo) = git2::Repository::discover(&folder)
         && let Some(top) = repo.workdir()
     {
-        return std::fs::canonicalize(top);
+        return std::fs::canonicalize(top).map(Some);
     }
-    let fleet = folder
+    Ok(folder
         .ancestors()
-        .find(|d| d.join(SETTINGS_FILE).is_file() || d.join("clusters").is_dir());
-    Ok(fleet.unwrap_or(&folder).to_path_buf())
+        .find(|d| d.join(SETTINGS_FILE).is_file() || d.join("clusters").is_dir())
+        .map(Path::to_path_buf))
 }
 
 /// The fleet name the settings file of the repository checked out at `root` gives (its `fleet`),
@@ -194,11 +206,16 @@ mod tests {
             repository_root(&plain.join("clusters/dev/kustomization.yaml")).unwrap(),
             plain
         );
-        // A folder with nothing of a fleet: itself.
+        // A folder with nothing of a fleet: itself, and no enclosing repository.
         std::fs::create_dir_all(top.join("lone/x")).unwrap();
         assert_eq!(
             repository_root(&top.join("lone/x")).unwrap(),
             top.join("lone/x")
+        );
+        assert_eq!(enclosing_repository(&top.join("lone/x")).unwrap(), None);
+        assert_eq!(
+            enclosing_repository(&plain.join("clusters/dev")).unwrap(),
+            Some(plain.clone())
         );
         // Inside a git work tree: its top level, whatever is below.
         let repo = top.join("repo");

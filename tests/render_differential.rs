@@ -4,7 +4,9 @@
 //! does not matter). Cases: the fixtures in `tests/fixtures/render/` (one per kustomize field and per
 //! error the renderer must report; see `cases.rs` for their layout), every case of kustomize's own
 //! suite replayed in `../shared/conformance/kustomize` (skipped when absent), and a small fleet written
-//! by `aro-gitops-fleetgen` (the benchmark's input, in both its layouts).
+//! by `aro-gitops-fleetgen` (the benchmark's input, in both its layouts). The conformance cases run
+//! twice: with `--root` naming the case's tree, and copied to a folder outside any repository and
+//! rendered without `--root`, as `kustomize build` would be run on them (bases may live anywhere).
 //!
 //! Policy, while the native renderer is being written:
 //! - a case **fails the test** when the renderer produced output and it differs from kustomize's (wrong
@@ -21,6 +23,7 @@
 //! unsupported. The table and both rates are also written to `target/render-differential.txt`. Run
 //! with `cargo test --test render_differential -- --nocapture` to see the table.
 
+mod common;
 mod render_differential {
     pub mod cases;
     pub mod run;
@@ -120,6 +123,7 @@ impl Report {
             cases::Suite::Fixture,
             cases::Suite::Conformance,
             cases::Suite::Fleet,
+            cases::Suite::OutsideGit,
         ] {
             let rows: Vec<&Outcome> = self
                 .rows
@@ -147,8 +151,12 @@ fn render_matches_kubectl_kustomize() {
     let mut all = cases::fixtures(&fixtures_dir());
     assert!(!all.is_empty(), "no fixture under tests/fixtures/render");
     let conformance = cases::conformance_dir();
+    let outside = tempfile::tempdir().unwrap();
     if let Some(dir) = &conformance {
-        all.extend(cases::conformance(dir));
+        let suite = cases::conformance(dir);
+        let copies = cases::outside_git(&suite, outside.path());
+        all.extend(suite);
+        all.extend(copies);
     }
     let fleet = tempfile::tempdir().unwrap();
     all.extend(cases::fleet(fleet.path(), FLEET_CLUSTERS));

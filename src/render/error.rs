@@ -76,7 +76,7 @@ pub enum RenderError {
 
     /// A file a kustomization names outside its own folder (kustomize's load restrictor refuses it).
     #[error(
-        "{}: `{entry}` is not in or below {}: a kustomization may only read files in its own folder",
+        "{}: `{entry}` is not in or below the kustomization folder {}: a kustomization may only read files in its own folder (bases and components may be elsewhere)",
         file.display(),
         dir.display()
     )]

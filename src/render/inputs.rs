@@ -57,22 +57,47 @@ impl Inputs {
 /// The renderer's only door to the filesystem: reads and looks up paths, noting each one.
 #[derive(Debug)]
 pub struct Loader {
-    /// The canonical repository root.
+    /// The canonical repository root: what inputs are noted relative to.
     root: PathBuf,
+    /// The canonical folder nothing may be read from outside of: the root, or the filesystem's
+    /// root for a render that may reach anywhere (see [`Loader::anywhere`]).
+    bound: PathBuf,
     inputs: RefCell<Inputs>,
 }
 
 impl Loader {
-    /// A loader for the repository at the canonical `root`.
+    /// A loader for the repository at the canonical `root`: nothing outside it may be read.
     pub fn new(root: PathBuf) -> Self {
         Loader {
+            bound: root.clone(),
             root,
+            inputs: RefCell::new(Inputs::default()),
+        }
+    }
+
+    /// A loader with no containment root, as `kustomize build` outside a repository: a base or a
+    /// component may be anywhere (each kustomization's files are still kept in its own folder by
+    /// the renderer). Inputs are noted relative to the canonical `root` (those outside it are not).
+    pub fn anywhere(root: PathBuf) -> Self {
+        Loader {
+            root,
+            bound: PathBuf::from("/"),
             inputs: RefCell::new(Inputs::default()),
         }
     }
 
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The folder nothing may be read from outside of (the load restrictor's root).
+    pub fn bound(&self) -> &Path {
+        &self.bound
+    }
+
+    /// Whether a render may read outside the root ([`Loader::anywhere`]).
+    pub fn reaches_anywhere(&self) -> bool {
+        self.bound != self.root
     }
 
     /// What was read so far.

@@ -6,7 +6,9 @@
 //! fixes them, kustomize's built-in generator and transformer configurations (`generators`, `transformers`)
 //! and `buildMetadata`. Nothing is fetched and nothing is run: remote bases, other plugins and helm charts
 //! are refused by name, and every path must resolve (after `..` and symlinks) inside the repository root
-//! (files a kustomization reads, inside its own folder, as kustomize requires).
+//! (files a kustomization reads, inside its own folder, as kustomize requires). [`render_anywhere`] has no
+//! repository root, as `kustomize build`: bases and components anywhere, files still in their own
+//! kustomization's folder.
 //!
 //! - A folder with a kustomization file renders as `kubectl kustomize` would.
 //! - A plain folder renders as if it had a kustomization listing its `.yaml`/`.yml` files and subfolders
@@ -70,36 +72,46 @@ pub fn render(root: &Path, dir: &Path) -> Result<Vec<SourcedObject>, RenderError
 /// [`render`], and the render's input closure: every repository path it read or looked for (see
 /// [`Inputs`]), whether it succeeded or not.
 pub fn render_traced(root: &Path, dir: &Path) -> (Result<Vec<SourcedObject>, RenderError>, Inputs) {
-    let root = match std::fs::canonicalize(root) {
-        Ok(root) => root,
-        Err(source) => {
-            let error = match source.kind() {
-                std::io::ErrorKind::NotFound => RenderError::NotFound {
-                    path: root.to_path_buf(),
-                },
-                _ => RenderError::Read {
-                    path: root.to_path_buf(),
-                    source,
-                },
-            };
-            // Nothing was read: any change may matter.
-            let everything = Inputs {
+    match canonical(root) {
+        Ok(root) => Renderer::new(inputs::Loader::new(root)).run(dir),
+        // Nothing was read: any change may matter.
+        Err(error) => (
+            Err(error),
+            Inputs {
                 folders: [PathBuf::new()].into(),
                 ..Inputs::default()
-            };
-            return (Err(error), everything);
-        }
+            },
+        ),
+    }
+}
+
+/// Renders `path` (a folder or a file) as `kustomize build` does outside a repository: there is no
+/// containment root, so a base or a component may live anywhere, while the files a kustomization
+/// reads (resources that are files, patches, generator inputs...) stay in or below its own folder,
+/// as kustomize's default load restrictor (`LoadRestrictionsRootOnly`) rules. Origins and errors
+/// name paths relative to `path`'s folder, with `..` for what lies outside it.
+pub fn render_anywhere(path: &Path) -> Result<Vec<SourcedObject>, RenderError> {
+    let path = canonical(path)?;
+    let base = if path.is_dir() {
+        path.clone()
+    } else {
+        path.parent()
+            .map_or_else(|| path.clone(), Path::to_path_buf)
     };
-    let _scope = namespace::ScopeGuard::new();
-    let mut renderer = Renderer {
-        loader: inputs::Loader::new(root.clone()),
-        root,
-        stack: Vec::new(),
-        openapi: openapi::Choice::Unset,
-        transformations: false,
-    };
-    let rendered = renderer.render(dir);
-    (rendered, renderer.loader.into_inputs())
+    Renderer::new(inputs::Loader::anywhere(base)).run(&path).0
+}
+
+/// `path` canonical, or the error naming it as given.
+fn canonical(path: &Path) -> Result<PathBuf, RenderError> {
+    std::fs::canonicalize(path).map_err(|source| match source.kind() {
+        std::io::ErrorKind::NotFound => RenderError::NotFound {
+            path: path.to_path_buf(),
+        },
+        _ => RenderError::Read {
+            path: path.to_path_buf(),
+            source,
+        },
+    })
 }
 
 /// The documents of the file `file` (repository-relative) as written, before any transformation,
@@ -119,6 +131,24 @@ pub fn source_documents(
 }
 
 impl Renderer {
+    /// A renderer reading through `loader`, rooted where it is.
+    fn new(loader: inputs::Loader) -> Self {
+        Renderer {
+            root: loader.root().to_path_buf(),
+            loader,
+            stack: Vec::new(),
+            openapi: openapi::Choice::Unset,
+            transformations: false,
+        }
+    }
+
+    /// The whole build of `dir`, and what it read.
+    fn run(mut self, dir: &Path) -> (Result<Vec<SourcedObject>, RenderError>, Inputs) {
+        let _scope = namespace::ScopeGuard::new();
+        let rendered = self.render(dir);
+        (rendered, self.loader.into_inputs())
+    }
+
     /// The whole build of `dir`.
     fn render(&mut self, dir: &Path) -> Result<Vec<SourcedObject>, RenderError> {
         let target = self.root.join(dir);
@@ -127,7 +157,7 @@ impl Renderer {
             p => p,
         };
         // Containment first: a path outside says so whether or not it exists.
-        let path = match self.loader.within(&self.root, &target) {
+        let path = match self.loader.within(self.loader.bound(), &target) {
             Ok(Within::Found(path)) => path,
             Ok(Within::Missing(_)) => return Err(RenderError::NotFound { path: shown }),
             Ok(Within::Outside) => {
@@ -239,7 +269,8 @@ fn add_hash_suffixes(resources: &mut ResMap) -> Result<(), RenderError> {
     Ok(())
 }
 
-/// `path` (repository-relative) relative to the folder `base` (repository-relative), with `..` as needed.
+/// `path` relative to the folder `base` (both repository-relative, or both absolute), with `..` as
+/// needed.
 fn relative_to(path: &Path, base: &Path) -> PathBuf {
     let norm = |p: &Path| -> Vec<String> {
         normalize(p)
@@ -312,11 +343,14 @@ impl Renderer {
         self.openapi.custom()
     }
 
-    /// How a canonical path inside the root is named in origins and errors.
+    /// How a canonical path is named in origins and errors: relative to the root.
     fn shown(&self, path: &Path) -> PathBuf {
         match path.strip_prefix(&self.root) {
             Ok(rel) if rel.as_os_str().is_empty() => PathBuf::from("."),
             Ok(rel) => rel.to_path_buf(),
+            // A render that may reach anywhere (the command line's, outside a repository) names
+            // what lies outside its folder as the kustomization would reach it.
+            Err(_) if self.loader.reaches_anywhere() => relative_to(path, &self.root),
             // Never a host path (the agent's checkout or state directory) in a message.
             Err(_) => PathBuf::from("(outside the repository)"),
         }
@@ -440,7 +474,7 @@ impl Renderer {
     /// it must exist and lie inside the root (the load restrictor).
     fn resolve(&self, dir: &Path, at: &Path, entry: &str) -> Result<PathBuf, RenderError> {
         let target = dir.join(entry);
-        match self.loader.within(&self.root, &target) {
+        match self.loader.within(self.loader.bound(), &target) {
             Ok(Within::Found(path)) => Ok(path),
             Ok(Within::Missing(path)) => Err(RenderError::MissingResource {
                 file: at.to_path_buf(),
@@ -521,22 +555,27 @@ fn is_remote(entry: &str) -> bool {
         || entry.contains("github.com/")
 }
 
-/// `path` with `.` and `..` resolved lexically (for naming paths that do not exist).
+/// `path` with `.` and `..` resolved lexically (for naming paths that do not exist). Leading `..`
+/// of a relative path are kept (`../../base`); `..` above `/` is `/`.
 fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in path.components() {
         match c {
             Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() {
-                    out.push("..");
+            Component::ParentDir => match out.components().next_back() {
+                Some(Component::Normal(_)) => {
+                    out.pop();
                 }
-            }
+                Some(Component::RootDir | Component::Prefix(_)) => {}
+                Some(Component::ParentDir | Component::CurDir) | None => out.push(".."),
+            },
             other => out.push(other),
         }
     }
     out
 }
 
+#[cfg(test)]
+mod anywhere_tests;
 #[cfg(test)]
 mod tests;

@@ -21,6 +21,7 @@ use super::resources::{Generated, ResMap, Resource, Transformation};
 use super::target::{Accumulator, Target, build_error};
 use super::{images, labels, names, patches, replacements};
 use serde_json::{Map, Value};
+use std::path::Path;
 
 /// The plugin configurations listed in `entries` (`field` names the list in errors).
 pub fn load_configs(
@@ -191,136 +192,13 @@ pub fn transform(
     configs: Vec<Resource>,
 ) -> Result<(), RenderError> {
     for config in configs {
-        let kind = config.kind().to_string();
-        let what = format!("transformers: {kind} {}", config.name());
-        let err = |p: String| build_error(t.file, format!("{what}: {p}"));
-        let f = fields(&config);
-        let specs = |default: Vec<FieldSpec>| -> Result<Vec<FieldSpec>, RenderError> {
-            match f.get("fieldSpecs") {
-                Some(v) => list_from_value(v).map_err(|e| err(format!("fieldSpecs: {e}"))),
-                None => Ok(default),
-            }
-        };
-        let string = |k: &str| {
-            f.get(k)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string()
-        };
-        let pairs = |k: &str| -> Vec<(String, String)> {
-            let mut v: Vec<(String, String)> = f
-                .get(k)
-                .and_then(Value::as_object)
-                .map(|m| {
-                    m.iter()
-                        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
-                        .collect()
-                })
-                .unwrap_or_default();
-            v.sort();
-            v
-        };
-        match kind.as_str() {
-            "PatchTransformer" => {
-                let entry = patch_entry(&Value::Object(f.clone())).map_err(err)?;
-                patches::apply_patch_entry(r, t, resources, &entry, &what, false)?;
-            }
-            "PatchJson6902Transformer" => {
-                let mut m = f.clone();
-                if let Some(op) = m.shift_remove("jsonOp") {
-                    m.insert("patch".into(), op);
-                }
-                let entry = patch_entry(&Value::Object(m)).map_err(err)?;
-                patches::apply_patch_entry(r, t, resources, &entry, &what, true)?;
-            }
-            "PatchStrategicMergeTransformer" => {
-                let mut list: Vec<String> = f
-                    .get("paths")
-                    .map(|v| crate::object::strings_at(v, ""))
-                    .unwrap_or_default();
-                let inline = string("patches");
-                if !inline.is_empty() {
-                    list.push(inline);
-                }
-                patches::strategic_merge_list(r, t, resources, &list, &what)?;
-            }
-            "NamespaceTransformer" => {
-                let unset_only = match f.get("unsetOnly") {
-                    None | Some(Value::Null) => false,
-                    Some(Value::Bool(b)) => *b,
-                    Some(other) => {
-                        return Err(err(format!("unsetOnly is {other}, not true or false")));
-                    }
-                };
-                let options = NamespaceOptions {
-                    unset_only,
-                    subjects: Subjects::parse(&string("setRoleBindingSubjects")).map_err(err)?,
-                    ..NamespaceOptions::default()
-                };
-                let ns = config.namespace().to_string();
-                if !ns.is_empty() {
-                    let specs = specs(Vec::new())?;
-                    names::set_namespace_with(resources, &ns, &specs, t.file, &options)?;
-                }
-            }
-            // kustomize gives these no default field specs: a configuration without any is refused.
-            "PrefixTransformer" | "SuffixTransformer" | "PrefixSuffixTransformer" => {
-                if f.get("fieldSpecs").is_none_or(Value::is_null) {
-                    return Err(err(
-                        "`fieldSpecs` is required (kustomize has no default for it)".into(),
-                    ));
-                }
-                let specs = specs(Vec::new())?;
-                if kind != "SuffixTransformer" {
-                    names::add_prefix(resources, &string("prefix"), &specs).map_err(err)?;
-                }
-                if kind != "PrefixTransformer" {
-                    names::add_suffix(resources, &string("suffix"), &specs).map_err(err)?;
-                }
-            }
-            // Content-hash suffixes now, on top of the one every build adds at its end.
-            "HashTransformer" => super::add_hash_suffixes(resources)?,
-            "LabelTransformer" => {
-                labels::set_labels(resources, &pairs("labels"), &specs(Vec::new())?)
-                    .map_err(err)?;
-            }
-            "AnnotationsTransformer" => {
-                labels::set_annotations(resources, &pairs("annotations"), &specs(Vec::new())?)
-                    .map_err(err)?;
-            }
-            "ImageTagTransformer" => {
-                let img = image(f.get("imageTag").unwrap_or(&Value::Null)).map_err(err)?;
-                images::set_image(resources, &img, &specs(Vec::new())?).map_err(err)?;
-            }
-            "ReplicaCountTransformer" => {
-                let (name, count) =
-                    replica(f.get("replica").unwrap_or(&Value::Null)).map_err(err)?;
-                images::set_replicas(resources, &name, count, &specs(Vec::new())?).map_err(err)?;
-            }
-            "ReplacementTransformer" => {
-                let list: Vec<Value> = f
-                    .get("replacements")
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default();
-                replacements::apply_entries(r, t, resources, &list, &what)?;
-            }
-            "ConfigMapGenerator" | "SecretGenerator" => {
-                return Err(err(format!(
-                    "{kind} is a generator, not a transformer: list it under `generators`"
-                )));
-            }
-            other => {
-                return Err(err(format!(
-                    "built-in transformer {other} is not supported"
-                )));
-            }
-        }
+        let plugin = Plugin::new(&config, t.file);
+        run_transformer(r, t, resources, &plugin)?;
         if r.transformations {
             let noted = Transformation {
                 configured_in: config.sourced.origin.file.clone(),
                 api_version: "builtin".into(),
-                kind: kind.clone(),
+                kind: plugin.kind.clone(),
                 name: config.name().to_string(),
                 namespace: config.namespace().to_string(),
             };
@@ -328,6 +206,197 @@ pub fn transform(
         }
     }
     Ok(())
+}
+
+/// One transformer configuration as read: its kind, how errors name it, and its own fields.
+struct Plugin<'a> {
+    config: &'a Resource,
+    kind: String,
+    /// `transformers: <kind> <name>`, the start of its errors.
+    what: String,
+    fields: Map<String, Value>,
+    /// The kustomization listing it.
+    file: &'a Path,
+}
+
+impl<'a> Plugin<'a> {
+    fn new(config: &'a Resource, file: &'a Path) -> Self {
+        let kind = config.kind().to_string();
+        Plugin {
+            what: format!("transformers: {kind} {}", config.name()),
+            kind,
+            fields: fields(config),
+            config,
+            file,
+        }
+    }
+
+    fn err(&self, problem: String) -> RenderError {
+        build_error(self.file, format!("{}: {problem}", self.what))
+    }
+
+    /// Its `fieldSpecs` (none when it has none).
+    fn specs(&self) -> Result<Vec<FieldSpec>, RenderError> {
+        match self.fields.get("fieldSpecs") {
+            Some(v) => list_from_value(v).map_err(|e| self.err(format!("fieldSpecs: {e}"))),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// The string field `key` (empty when absent or not a string).
+    fn string(&self, key: &str) -> String {
+        self.fields
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    /// The map field `key` as sorted pairs of strings.
+    fn pairs(&self, key: &str) -> Vec<(String, String)> {
+        let mut v: Vec<(String, String)> = self
+            .fields
+            .get(key)
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    }
+}
+
+/// Runs one transformer configuration over `resources`.
+fn run_transformer(
+    r: &Renderer,
+    t: &Target,
+    resources: &mut ResMap,
+    p: &Plugin<'_>,
+) -> Result<(), RenderError> {
+    match p.kind.as_str() {
+        "PatchTransformer" | "PatchJson6902Transformer" | "PatchStrategicMergeTransformer" => {
+            patch(r, t, resources, p)
+        }
+        "NamespaceTransformer" => namespace(resources, p),
+        "PrefixTransformer" | "SuffixTransformer" | "PrefixSuffixTransformer" => {
+            affix(resources, p)
+        }
+        // Content-hash suffixes now, on top of the one every build adds at its end.
+        "HashTransformer" => super::add_hash_suffixes(resources),
+        "LabelTransformer"
+        | "AnnotationsTransformer"
+        | "ImageTagTransformer"
+        | "ReplicaCountTransformer" => set_values(resources, p),
+        "ReplacementTransformer" => {
+            let list: Vec<Value> = p
+                .fields
+                .get("replacements")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            replacements::apply_entries(r, t, resources, &list, &p.what)
+        }
+        "ConfigMapGenerator" | "SecretGenerator" => Err(p.err(format!(
+            "{} is a generator, not a transformer: list it under `generators`",
+            p.kind
+        ))),
+        other => Err(p.err(format!("built-in transformer {other} is not supported"))),
+    }
+}
+
+/// The patch transformers: a patch entry (strategic merge or JSON 6902), or a list of strategic
+/// merge patches (files and inline).
+fn patch(
+    r: &Renderer,
+    t: &Target,
+    resources: &mut ResMap,
+    p: &Plugin<'_>,
+) -> Result<(), RenderError> {
+    match p.kind.as_str() {
+        "PatchStrategicMergeTransformer" => {
+            let mut list: Vec<String> = p
+                .fields
+                .get("paths")
+                .map(|v| crate::object::strings_at(v, ""))
+                .unwrap_or_default();
+            let inline = p.string("patches");
+            if !inline.is_empty() {
+                list.push(inline);
+            }
+            patches::strategic_merge_list(r, t, resources, &list, &p.what)
+        }
+        kind => {
+            let json6902 = kind == "PatchJson6902Transformer";
+            let mut m = p.fields.clone();
+            if json6902 && let Some(op) = m.shift_remove("jsonOp") {
+                m.insert("patch".into(), op);
+            }
+            let entry = patch_entry(&Value::Object(m)).map_err(|e| p.err(e))?;
+            patches::apply_patch_entry(r, t, resources, &entry, &p.what, json6902)
+        }
+    }
+}
+
+/// `NamespaceTransformer`: the namespace its metadata names, with its options.
+fn namespace(resources: &mut ResMap, p: &Plugin<'_>) -> Result<(), RenderError> {
+    let unset_only = match p.fields.get("unsetOnly") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => {
+            return Err(p.err(format!("unsetOnly is {other}, not true or false")));
+        }
+    };
+    let options = NamespaceOptions {
+        unset_only,
+        subjects: Subjects::parse(&p.string("setRoleBindingSubjects")).map_err(|e| p.err(e))?,
+        ..NamespaceOptions::default()
+    };
+    let ns = p.config.namespace().to_string();
+    if ns.is_empty() {
+        return Ok(());
+    }
+    names::set_namespace_with(resources, &ns, &p.specs()?, p.file, &options)
+}
+
+/// The prefix and suffix transformers. kustomize gives them no default field specs: a
+/// configuration without any is refused.
+fn affix(resources: &mut ResMap, p: &Plugin<'_>) -> Result<(), RenderError> {
+    if p.fields.get("fieldSpecs").is_none_or(Value::is_null) {
+        return Err(p.err("`fieldSpecs` is required (kustomize has no default for it)".into()));
+    }
+    let specs = p.specs()?;
+    if p.kind != "SuffixTransformer" {
+        names::add_prefix(resources, &p.string("prefix"), &specs).map_err(|e| p.err(e))?;
+    }
+    if p.kind != "PrefixTransformer" {
+        names::add_suffix(resources, &p.string("suffix"), &specs).map_err(|e| p.err(e))?;
+    }
+    Ok(())
+}
+
+/// The transformers that set values at their field specs: labels, annotations, an image, a replica
+/// count.
+fn set_values(resources: &mut ResMap, p: &Plugin<'_>) -> Result<(), RenderError> {
+    let field = |key: &str| p.fields.get(key).unwrap_or(&Value::Null);
+    // The value is read before the field specs, so a bad value is the error reported.
+    match p.kind.as_str() {
+        "LabelTransformer" => labels::set_labels(resources, &p.pairs("labels"), &p.specs()?),
+        "AnnotationsTransformer" => {
+            labels::set_annotations(resources, &p.pairs("annotations"), &p.specs()?)
+        }
+        "ImageTagTransformer" => {
+            let img = image(field("imageTag")).map_err(|e| p.err(e))?;
+            images::set_image(resources, &img, &p.specs()?)
+        }
+        _ => {
+            let (name, count) = replica(field("replica")).map_err(|e| p.err(e))?;
+            images::set_replicas(resources, &name, count, &p.specs()?)
+        }
+    }
+    .map_err(|e| p.err(e))
 }
 
 #[cfg(test)]

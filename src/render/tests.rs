@@ -256,7 +256,7 @@ fn the_load_restrictor_refuses_anything_outside_the_root() {
     std::fs::write(root.join("in.yaml"), cm("in")).unwrap();
     assert_eq!(
         err_in(&root, "k"),
-        "k/kustomization.yaml: `../in.yaml` is not in or below k: a kustomization may only read files in its own folder"
+        "k/kustomization.yaml: `../in.yaml` is not in or below the kustomization folder k: a kustomization may only read files in its own folder (bases and components may be elsewhere)"
     );
     std::fs::write(root.join("k/kustomization.yaml"), "resources: [../base]\n").unwrap();
     std::fs::create_dir(root.join("base")).unwrap();

@@ -1,6 +1,7 @@
 //! Where the differential cases come from: the project's own fixture trees under
 //! `tests/fixtures/render/`, and kustomize's replayed conformance cases (`../shared/conformance/kustomize`,
-//! or the folder `ARO_GITOPS_KUSTOMIZE_CONFORMANCE` names).
+//! or the folder `ARO_GITOPS_KUSTOMIZE_CONFORMANCE` names), rendered with `--root` and again as copies
+//! outside any repository, without it (as a user runs `aro-gitops render overlay/` on a plain folder).
 //!
 //! A fixture is a folder holding `tree/` (the files; the render root) and `case.yaml`:
 //!
@@ -24,6 +25,8 @@ pub enum Suite {
     Conformance,
     /// Overlays written by `aro-gitops-fleetgen` (the benchmark's input).
     Fleet,
+    /// The conformance cases copied outside any repository and rendered without `--root`.
+    OutsideGit,
 }
 
 impl Suite {
@@ -32,6 +35,7 @@ impl Suite {
             Suite::Fixture => "fixture",
             Suite::Conformance => "conformance",
             Suite::Fleet => "fleet",
+            Suite::OutsideGit => "conformance outside git",
         }
     }
 }
@@ -60,6 +64,9 @@ pub struct Case {
     pub error_contains: Vec<String>,
     /// Why the renderer refuses on purpose what kustomize renders (a documented difference).
     pub deliberate: Option<String>,
+    /// Whether the binary is told the root (`--root`); without it, the root is what the binary finds
+    /// from the folder (none, outside any repository: bases may live anywhere, as in kustomize).
+    pub with_root: bool,
 }
 
 /// The fixture cases under `dir`, sorted by name. Panics on a malformed fixture: that is a bug in
@@ -123,6 +130,7 @@ pub fn fixtures(dir: &Path) -> Vec<Case> {
             reference,
             error_contains,
             deliberate,
+            with_root: true,
         });
     }
     out
@@ -175,6 +183,7 @@ pub fn conformance(dir: &Path) -> Vec<Case> {
             reference,
             error_contains: Vec::new(),
             deliberate: None,
+            with_root: true,
         });
     }
     out
@@ -210,10 +219,36 @@ pub fn fleet(dir: &Path, clusters: usize) -> Vec<Case> {
                 },
                 error_contains: Vec::new(),
                 deliberate: None,
+                with_root: true,
             });
         }
     }
     out
+}
+
+/// `cases` again, each tree copied under `dir` (which must be outside any git repository and any
+/// fleet folder) and rendered without `--root`.
+pub fn outside_git(cases: &[Case], dir: &Path) -> Vec<Case> {
+    assert!(
+        aro_gitops::unit::enclosing_repository(dir)
+            .expect("the scratch folder exists")
+            .is_none(),
+        "{} is inside a repository or a fleet folder: the cases would not be outside one",
+        dir.display()
+    );
+    cases
+        .iter()
+        .map(|case| {
+            let root = dir.join(&case.name).join("tree");
+            crate::common::git::copy_dir(&case.root, &root);
+            Case {
+                suite: Suite::OutsideGit,
+                root,
+                with_root: false,
+                ..case.clone()
+            }
+        })
+        .collect()
 }
 
 fn sorted_subdirs(dir: &Path) -> Vec<PathBuf> {

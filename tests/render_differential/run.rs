@@ -105,13 +105,16 @@ fn kubectl_kustomize(dir: &Path) -> Result<Rendered, String> {
         .map_err(|e| format!("kubectl's output does not parse: {e}"))
 }
 
-/// `aro-gitops render <root>/<target> --root <root>`.
+/// `aro-gitops render <root>/<target> --root <root>`, or without `--root` (see [`Case::with_root`]).
 fn binary_render(case: &Case) -> Result<Rendered, String> {
-    let out = Command::new(env!("CARGO_BIN_EXE_aro-gitops"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_aro-gitops"));
+    command
         .args(["--log", "error", "render"])
-        .arg(case.root.join(&case.target))
-        .arg("--root")
-        .arg(&case.root)
+        .arg(case.root.join(&case.target));
+    if case.with_root {
+        command.arg("--root").arg(&case.root);
+    }
+    let out = command
         .output()
         .map_err(|e| format!("aro-gitops does not run: {e}"))?;
     if !out.status.success() {
@@ -128,8 +131,19 @@ fn binary_render(case: &Case) -> Result<Rendered, String> {
         .map_err(|e| format!("the binary's output does not parse: {e}"))
 }
 
+/// What the binary rendered, through the library, with the root the binary uses: `--root`, else the
+/// repository the folder is in, else none.
 fn in_process_render(case: &Case) -> Rendered {
-    aro_gitops::render::render(&case.root, Path::new(&case.target))
+    let rendered = if case.with_root {
+        aro_gitops::render::render(&case.root, Path::new(&case.target))
+    } else {
+        let path = case.root.join(&case.target);
+        match aro_gitops::unit::enclosing_repository(&path) {
+            Ok(Some(root)) => aro_gitops::render::render(&root, &path),
+            _ => aro_gitops::render::render_anywhere(&path),
+        }
+    };
+    rendered
         .map(|objects| objects.into_iter().map(|o| o.object).collect())
         .map_err(|e| e.to_string())
 }

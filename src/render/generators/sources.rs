@@ -230,7 +230,7 @@ fn read_restricted(
         .loader
         .within(ctx.dir, &ctx.dir.join(Path::new(written)))
     {
-        Ok(crate::render::Within::Found(path)) if path.starts_with(ctx.loader.root()) => path,
+        Ok(crate::render::Within::Found(path)) if path.starts_with(ctx.loader.bound()) => path,
         Ok(crate::render::Within::Missing(_)) => {
             return Err(GeneratorError::FileNotFound {
                 at: at.clone(),
