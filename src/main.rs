@@ -157,16 +157,8 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         (Some(c), None) => println(&format!("reports committed: {c}")),
         (None, None) => println("reports unchanged: nothing committed"),
     }
-    for o in &summary.outcomes {
-        if let Some(stale) = &o.stale_source {
-            let why = if stale.contains(aro_gitops::source::signature::REFUSED) {
-                "the newest revision was refused, the last applied revision was used"
-            } else {
-                "the source was unreachable, the last good revision was used"
-            };
-            println(&format!("warning: {}: {why}: {stale}", o.unit));
-            break;
-        }
+    if let Some(line) = summary.stale_line() {
+        println(&line);
     }
     for u in &summary.timed_out {
         println(&format!("not settled before the deadline: {u}"));
@@ -260,6 +252,10 @@ async fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
         in_cluster: args.source.in_cluster,
         safety: safety(&args.safety),
         use_azure_simulator: args.source.use_azure_simulator,
+        verify_signatures: verification(
+            args.verify_signatures.as_deref(),
+            args.trusted_keys.as_deref(),
+        )?,
     };
     let preview = match agent::plan(request).await {
         Ok(p) => p.preview,

@@ -156,6 +156,7 @@ fn plan_revs(f: &Fleet, base: &str, head: &str) -> aro_gitops::agent::PlanRun {
             in_cluster: false,
             safety: Safety::default(),
             use_azure_simulator: false,
+            verify_signatures: None,
         }))
         .expect("the plan runs")
 }

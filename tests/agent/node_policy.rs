@@ -125,6 +125,7 @@ async fn the_policy_replaces_every_os_disk_is_ready_and_a_change_reapplies_the_n
         in_cluster: false,
         safety: Safety::default(),
         use_azure_simulator: false,
+        verify_signatures: None,
     })
     .await
     .expect("the plan runs");
