@@ -124,12 +124,13 @@ fn waits_for_a_person(action: &ObjectAction) -> bool {
 }
 
 /// Whether the cluster's dependency chain backs a claim of convergence: when the pass writes ARO
-/// objects, their cluster converged only once the chain's last step holds.
+/// objects of a cluster the chain places, that cluster converged only once the chain's last step
+/// holds (with no cluster known, the chain says nothing).
 fn chain_holds(outcome: &UnitOutcome, chain: &Chain) -> bool {
     let writes_aro = outcome.objects.iter().any(|o| {
         crate::kinds::is_aro_kind(&o.key.group, &o.key.kind) && !waits_for_a_person(&o.action)
     });
-    !writes_aro || chain.is_complete()
+    !writes_aro || chain.current().is_none() || chain.is_complete()
 }
 
 fn report_object(o: &ObjectOutcome) -> ReportObject {
