@@ -58,7 +58,7 @@ pub fn to_markdown(report: &ClusterReport) -> String {
         );
     }
     facts(&mut out, report);
-    chain_section(&mut out, &report.chain);
+    chain_section(&mut out, report);
     objects_section(&mut out, report);
     conditions_section(&mut out, report);
     errors_section(&mut out, &report.errors);
@@ -116,8 +116,13 @@ fn facts(out: &mut String, report: &ClusterReport) {
     let _ = writeln!(out, "- **Azure:** {azure}\n");
 }
 
-fn chain_section(out: &mut String, chain: &Chain) {
+fn chain_section(out: &mut String, report: &ClusterReport) {
+    let chain = &report.chain;
     out.push_str("## Dependency chain\n\n");
+    if report.phase == Phase::NotStarted {
+        out.push_str("Not known: no pass has read the cluster yet.\n\n");
+        return;
+    }
     if chain.current().is_none() {
         out.push_str("No cluster known: the unit failed before its Cluster was read.\n\n");
         return;

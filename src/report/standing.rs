@@ -20,6 +20,9 @@ pub struct Standing {
     pub pass: PassState,
 }
 
+/// The chain's stage of a unit no pass reached.
+pub const NOT_READ: &str = "not started: nothing of the cluster was read";
+
 /// How far the passes over a unit got.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum PassState {
@@ -72,12 +75,13 @@ impl Standing {
         Standing::of(&[], cluster)
     }
 
-    /// A unit no pass has reached yet (`why` says what kept it).
-    pub fn not_started(cluster: Option<&ObjectKey>, why: String) -> Standing {
-        Standing {
-            pass: PassState::NotStarted(why),
-            ..Standing::unknown(cluster)
-        }
+    /// A unit no pass has reached yet (`why` says what kept it): nothing of its cluster was read,
+    /// so the chain places it nowhere.
+    pub fn not_started(why: String) -> Standing {
+        let mut standing = Standing::unknown(None);
+        standing.chain.stage = NOT_READ.to_string();
+        standing.pass = PassState::NotStarted(why);
+        standing
     }
 }
 

@@ -74,7 +74,7 @@ fn a_unit_no_pass_reached_or_cut_short_says_so_and_never_converged() {
     let why = "not started: the run's deadline (--timeout) passed before a pass reached this unit";
     let mut not_started = outcome_at(11);
     not_started.objects.clear();
-    not_started.standing = Standing::not_started(not_started.cluster.as_ref(), why.into());
+    not_started.standing = Standing::not_started(why.into());
     assert_eq!(phase(&not_started), Phase::NotStarted);
     let report = build(&not_started);
     assert_eq!(
@@ -85,6 +85,11 @@ fn a_unit_no_pass_reached_or_cut_short_says_so_and_never_converged() {
     let md = to_markdown(&report);
     assert!(md.contains("NotStarted (no pass yet)"), "{md}");
     assert!(md.contains("**Not started.**"), "{md}");
+    assert!(
+        md.contains("Not known: no pass has read the cluster yet."),
+        "{md}"
+    );
+    assert_eq!(report.chain.stage, standing::NOT_READ);
     let table = summary_table(&[not_started.clone()], None);
     let row = table.lines().nth(1).expect("a row");
     assert!(row.contains("NotStarted") && row.ends_with(" -"), "{table}");

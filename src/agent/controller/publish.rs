@@ -300,7 +300,7 @@ mod tests {
     #[test]
     fn a_unit_no_pass_reached_keeps_the_report_published_before_else_says_not_started() {
         let mut o = outcome("r1", &[]);
-        o.standing = crate::report::Standing::not_started(None, "not started: deadline".into());
+        o.standing = crate::report::Standing::not_started("not started: deadline".into());
         assert!(keeps_earlier_report(&o, true));
         assert!(!keeps_earlier_report(&o, false));
         let ran = outcome("r1", &[("a", ObjectAction::Created)]);

@@ -63,10 +63,9 @@ pub(super) fn first_outcome(
     p: &Result<Prepared, Vec<report::UnitError>>,
     azure: AzureMode,
 ) -> UnitOutcome {
-    let cluster = p.as_ref().ok().and_then(|p| p.cluster.as_ref());
     let standing = match p {
-        Ok(_) => report::Standing::not_started(cluster, NOT_STARTED.to_string()),
-        Err(_) => report::Standing::unknown(cluster),
+        Ok(_) => report::Standing::not_started(NOT_STARTED.to_string()),
+        Err(_) => report::Standing::unknown(None),
     };
     UnitOutcome {
         unit: u.name(),
