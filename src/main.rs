@@ -83,6 +83,7 @@ fn verification(
 }
 
 async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let once = args.once;
     let reference: GitRef = args.source.reference.parse().context("--ref")?;
     let report_target = match args.report_path {
         Some(prefix) => {
@@ -102,7 +103,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         state_dir: args.source.state,
         kubeconfig: args.source.kubeconfig,
         in_cluster: args.source.in_cluster,
-        once: args.once,
+        once,
         timeout: args.timeout,
         sim_delay: args.sim_delay,
         interval: args.interval,
@@ -165,11 +166,15 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     if summary.shut_down {
         tracing::info!("shutdown complete");
-        return Ok(if summary.report_error.is_some() {
-            ExitCode::FAILURE
-        } else {
-            ExitCode::SUCCESS
-        });
+        // A `--once` run stopped before its work was done did not do its job; a long-running
+        // one asked to stop did.
+        return Ok(
+            if summary.report_error.is_some() || (once && summary.cut_short()) {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            },
+        );
     }
     Ok(if summary.failed() {
         ExitCode::FAILURE

@@ -4,7 +4,7 @@
 //! visible note when Azure is simulated or the source is stale, the chain, a table of objects and the
 //! errors. Free text from conditions and errors is escaped so it cannot break a table or open HTML.
 
-use super::chain::{Chain, StepState};
+use super::chain::StepState;
 use super::model::{Action, AzureMode, ClusterReport, Phase, ReportError, ReportObject};
 use std::fmt::Write;
 

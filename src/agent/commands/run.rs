@@ -129,6 +129,16 @@ impl RunSummary {
         self.outcomes.iter().find_map(|o| o.stale_source.as_deref())
     }
 
+    /// Whether a unit was left without a pass or with its pass cut short (a stop came first).
+    pub fn cut_short(&self) -> bool {
+        self.outcomes.iter().any(|o| {
+            matches!(
+                crate::report::phase(o),
+                crate::report::Phase::NotStarted | crate::report::Phase::Interrupted
+            )
+        })
+    }
+
     /// The summary's line about a revision that was not applied (see [`RunSummary::stale_source`]),
     /// when one was not.
     pub fn stale_line(&self) -> Option<String> {
@@ -195,6 +205,13 @@ mod tests {
             line.contains("(0123abcd)") && line.ends_with("is unsigned"),
             "{line}"
         );
+        assert!(!summary(None).cut_short());
+        let mut stopped = summary(None);
+        stopped.outcomes[0].standing.pass =
+            crate::report::PassState::Interrupted("interrupted: shut down".into());
+        assert!(stopped.cut_short());
+        stopped.outcomes[0].standing = Standing::not_started("not started: shut down".into());
+        assert!(stopped.cut_short());
         let s = summary(Some("fetch failed: connection refused"));
         assert!(s.failed());
         let line = s.stale_line().expect("a line");
