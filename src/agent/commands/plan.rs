@@ -224,7 +224,7 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
             }
             let checkout = checkout_revision(&req.repo, b, base_state, None).await?;
             if let Some(v) = &req.verify_signatures
-                && let Err(refusal) = verify::since_base(
+                && let Some(refusal) = verify::since_base(
                     v,
                     &req.repo,
                     &head_state,

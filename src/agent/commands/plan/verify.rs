@@ -44,31 +44,26 @@ pub(super) fn refused_revision(reference: String, refusal: &Refusal) -> PreviewR
 
 /// With `all`: every commit of head since `base` verified (a pull request's commits), read from
 /// head's mirror under `state_dir`, or from the repository itself when it is a local one holding
-/// head. `Ok` when every commit verifies (or head alone was to be checked).
+/// head. The refusal, if one commit is not verified (none when head alone was to be checked).
 pub(super) fn since_base(
     v: &Verification,
     repo: &str,
     state_dir: &Path,
     head: &str,
     base: &str,
-) -> Result<(), Refusal> {
+) -> Option<Refusal> {
     if v.mode != Mode::All {
-        return Ok(());
+        return None;
     }
-    let Ok(tip) = git2::Oid::from_str(head) else {
-        return Ok(());
-    };
+    let tip = git2::Oid::from_str(head).ok()?;
     let mirror = std::path::absolute(crate::source::mirror_path(state_dir))
         .ok()
         .and_then(|p| git2::Repository::open_bare(p).ok());
     let local = git2::Repository::open(repo).ok();
-    let Some(git) = local
+    let git = local
         .into_iter()
         .chain(mirror)
-        .find(|r| r.find_commit(tip).is_ok())
-    else {
-        return Ok(());
-    };
+        .find(|r| r.find_commit(tip).is_ok())?;
     let applied = git2::Oid::from_str(base).ok();
     let commits = signature::commits::to_check(&git, tip, Mode::All, applied)
         .and_then(|oids| {
@@ -77,5 +72,5 @@ pub(super) fn since_base(
                 .collect::<Result<Vec<_>, _>>()
         })
         .unwrap_or_default();
-    signature::judge(head, &commits, &v.trust).1.map(|_| ())
+    signature::judge(head, &commits, &v.trust).1.err()
 }
