@@ -97,6 +97,7 @@ fn child_plan(repo: &str, state: &Path) {
         in_cluster: false,
         safety: aro_gitops::agent::Safety::default(),
         use_azure_simulator: false,
+        verify_signatures: None,
     }));
     let wall = start.elapsed();
     println!("wall_ns={}", wall.as_nanos());

@@ -350,6 +350,14 @@ pub struct PlanArgs {
     pub color: String,
     #[command(flatten)]
     pub safety: SafetyArgs,
+    /// Verify head as `run --verify-signatures` would: a head not signed by a key of
+    /// --trusted-keys previews as refused (exit code 1); `--verify-signatures=all`: every commit
+    /// since --base too, when head is compared with base.
+    #[arg(long, value_name = "all", num_args = 0..=1, require_equals = true, default_missing_value = "tip", requires = "trusted_keys")]
+    pub verify_signatures: Option<String>,
+    /// The trust file: SSH `allowed_signers` lines and ASCII-armored OpenPGP public keys.
+    #[arg(long, requires = "verify_signatures")]
+    pub trusted_keys: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

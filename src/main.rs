@@ -83,6 +83,7 @@ fn verification(
 }
 
 async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let once = args.once;
     let reference: GitRef = args.source.reference.parse().context("--ref")?;
     let report_target = match args.report_path {
         Some(prefix) => {
@@ -103,7 +104,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         state_dir: args.source.state,
         kubeconfig: args.source.kubeconfig,
         in_cluster: args.source.in_cluster,
-        once: args.once,
+        once,
         timeout: args.timeout,
         sim_delay: args.sim_delay,
         interval: args.interval,
@@ -158,27 +159,23 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         (Some(c), None) => println(&format!("reports committed: {c}")),
         (None, None) => println("reports unchanged: nothing committed"),
     }
-    for o in &summary.outcomes {
-        if let Some(stale) = &o.stale_source {
-            let why = if stale.contains(aro_gitops::source::signature::REFUSED) {
-                "the newest revision was refused, the last applied revision was used"
-            } else {
-                "the source was unreachable, the last good revision was used"
-            };
-            println(&format!("warning: {}: {why}: {stale}", o.unit));
-            break;
-        }
+    if let Some(line) = summary.stale_line() {
+        println(&line);
     }
     for u in &summary.timed_out {
         println(&format!("not settled before the deadline: {u}"));
     }
     if summary.shut_down {
         tracing::info!("shutdown complete");
-        return Ok(if summary.report_error.is_some() {
-            ExitCode::FAILURE
-        } else {
-            ExitCode::SUCCESS
-        });
+        // A `--once` run stopped before its work was done did not do its job; a long-running
+        // one asked to stop did.
+        return Ok(
+            if summary.report_error.is_some() || (once && summary.cut_short()) {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            },
+        );
     }
     Ok(if summary.failed() {
         ExitCode::FAILURE
@@ -262,6 +259,10 @@ async fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
         in_cluster: args.source.in_cluster,
         safety: safety(&args.safety),
         use_azure_simulator: args.source.use_azure_simulator,
+        verify_signatures: verification(
+            args.verify_signatures.as_deref(),
+            args.trusted_keys.as_deref(),
+        )?,
     };
     let preview = match agent::plan(request).await {
         Ok(p) => p.preview,

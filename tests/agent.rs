@@ -25,6 +25,8 @@
 //! `leader` has two replicas with `--leader-elect` against a served control plane (one leads, the
 //! standby takes over after a SIGKILL), `shutdown` a SIGTERM during a run.
 //! `signatures` has signed commits (`--verify-signatures`): ssh-keygen and gpg keys, refusals.
+//! `truth` has what a `--once` run did not do: units its deadline never reached, a refused
+//! revision, a source that cannot be fetched (each fails the run).
 
 #[path = "agent/apiservices_gate.rs"]
 mod apiservices_gate;
@@ -83,6 +85,8 @@ mod shutdown;
 mod signatures;
 #[path = "agent/status_page.rs"]
 mod status_page;
+#[path = "agent/truth.rs"]
+mod truth;
 #[path = "agent/webhook.rs"]
 mod webhook;
 

@@ -157,6 +157,7 @@ fn plan_revs(f: &Fleet, base: &str, head: &str) -> aro_gitops::agent::PlanRun {
             safety: Safety::default(),
             use_azure_simulator: false,
             fleet: Default::default(),
+            verify_signatures: None,
         }))
         .expect("the plan runs")
 }

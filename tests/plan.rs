@@ -6,7 +6,8 @@
 //! embedded control plane after a real `aro-gitops run --once`; `exit_codes` the exit codes
 //! (0 no changes, 2 changes, 1 errors) in one table; `ci_checkout` the GitHub Actions example on
 //! shallow and detached pull-request checkouts; `paths` the working directory and the state
-//! directory; `predicts` that a plan shows what the run then does. This file holds the fixture and the helpers
+//! directory; `predicts` that a plan shows what the run then does; `truth` that a plan refuses what
+//! the run refuses (a cluster's identity, an unsigned head). This file holds the fixture and the helpers
 //! that read a plan's output.
 
 #[path = "plan/base.rs"]
@@ -24,6 +25,8 @@ mod live;
 mod paths;
 #[path = "plan/predicts.rs"]
 mod predicts;
+#[path = "plan/truth.rs"]
+mod truth;
 
 pub use common::fleet::{Fleet, Output, assert_valid};
 use serde_json::Value;

@@ -182,10 +182,12 @@ pub struct RunSummary {
 }
 
 impl RunSummary {
-    /// A unit failed (an error or a failed object) or did not settle in time.
+    /// A unit failed (an error or a failed object) or did not settle in time, or the revision
+    /// asked for was not the one applied (refused, or the source could not be fetched).
     pub fn failed(&self) -> bool {
         !self.timed_out.is_empty()
             || self.report_error.is_some()
+            || self.stale_source().is_some()
             || self
                 .outcomes
                 .iter()

@@ -140,15 +140,12 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
         return refused;
     }
     // The identities of the unit's clusters: a cluster they stop has nothing applied.
-    let identities = identity_check::check(
-        ctx.cluster,
-        ctx.caches,
-        ctx.azure_sdk,
-        prepared,
-        ctx.fleet,
-        &mut pass.errors,
-    )
-    .await;
+    let reads = identity_check::Reads::Live {
+        cluster: ctx.cluster,
+        caches: ctx.caches,
+    };
+    let identities =
+        identity_check::check(reads, ctx.azure_sdk, prepared, ctx.fleet, &mut pass.errors).await;
     let mut reconcilers = Reconcilers::start(ctx.keys, prepared, &pass.live)
         .await
         .with_identities(identities);

@@ -32,11 +32,13 @@ pub use azure::{AzureRequestCounts, AzureRequestTotals};
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// Every phase a unit can be in, so each `aro_gitops_units{phase}` series is present (0 too).
-const PHASES: [Phase; 4] = [
+const PHASES: [Phase; 6] = [
     Phase::Converged,
     Phase::Progressing,
     Phase::Blocked,
     Phase::Failed,
+    Phase::NotStarted,
+    Phase::Interrupted,
 ];
 
 type PhaseLabel = [(&'static str, &'static str); 1];
@@ -111,7 +113,11 @@ impl PassResult {
     pub fn of(phase: Phase) -> PassResult {
         match phase {
             Phase::Converged => PassResult::Success,
-            Phase::Progressing | Phase::Blocked => PassResult::Requeue,
+            // A pass never ends NotStarted or Interrupted (a converge says so of the units it
+            // did not reach or cut short): the unit runs again.
+            Phase::Progressing | Phase::Blocked | Phase::NotStarted | Phase::Interrupted => {
+                PassResult::Requeue
+            }
             Phase::Failed => PassResult::Error,
         }
     }

@@ -6,6 +6,7 @@ use super::model::{
     Action, ClusterRef, ClusterReport, ObjectAction, ObjectOutcome, Phase, REPORT_API_VERSION,
     REPORT_KIND, ReportError, ReportObject, UnitOutcome,
 };
+use super::standing::PassState;
 use crate::object::ObjectKey;
 
 /// Stands for a message about a Secret: such messages may quote the Secret's data (API servers echo
@@ -69,6 +70,7 @@ pub fn build(outcome: &UnitOutcome) -> ClusterReport {
         stale_source: outcome.stale_source.clone(),
         azure: outcome.azure,
         phase,
+        pass: outcome.standing.pass.why().map(str::to_string),
         chain: chain.clone(),
         objects: objects.into_iter().map(|(_, o)| o).collect(),
         conditions: outcome.standing.conditions.clone(),
@@ -76,35 +78,59 @@ pub fn build(outcome: &UnitOutcome) -> ClusterReport {
     }
 }
 
-/// The phase of a unit: Failed on an error, a failed object or a failed step of the dependency chain;
-/// else Blocked when an object waits for another; else Converged when every object (but the deleted
-/// ones) is ready; else Progressing.
+/// The phase of a unit: NotStarted or Interrupted when no pass reached it (and no check failed
+/// it) or its pass was cut short (nothing else can be said of it); else Failed on an error, a failed object or a failed
+/// step of the dependency chain; else Blocked when an object waits for another; else Converged
+/// when every object (but the deleted ones) is ready and, for a cluster the pass writes ARO
+/// objects of, the chain's last step holds; else Progressing.
 pub fn phase(outcome: &UnitOutcome) -> Phase {
     phase_on(outcome, &outcome.standing.chain)
 }
 
 fn phase_on(outcome: &UnitOutcome, chain: &Chain) -> Phase {
+    match outcome.standing.pass {
+        // A check that failed the unit before any pass says more than "not started".
+        PassState::NotStarted(_) if outcome.errors.is_empty() => return Phase::NotStarted,
+        PassState::Interrupted(_) => return Phase::Interrupted,
+        PassState::NotStarted(_) | PassState::Ended => {}
+    }
     let action = |f: fn(&ObjectAction) -> bool| outcome.objects.iter().any(|o| f(&o.action));
     if !outcome.errors.is_empty() || action(|a| *a == ObjectAction::Failed) || chain.is_failed() {
         Phase::Failed
     } else if action(|a| matches!(a, ObjectAction::Blocked { .. })) {
         Phase::Blocked
-    } else if outcome.objects.iter().all(|o| {
-        // Deletions waiting for consent, and objects the agent never writes, wait for a person,
-        // not for the agent: they do not hold convergence (the report lists them).
-        o.ready
-            || matches!(
-                o.action,
-                ObjectAction::Deleted
-                    | ObjectAction::DeletionBlocked
-                    | ObjectAction::Kept
-                    | ObjectAction::Skipped
-            )
-    }) {
+    } else if outcome
+        .objects
+        .iter()
+        .all(|o| o.ready || waits_for_a_person(&o.action))
+        && chain_holds(outcome, chain)
+    {
         Phase::Converged
     } else {
         Phase::Progressing
     }
+}
+
+/// Deletions waiting for consent, and objects the agent never writes, wait for a person, not for
+/// the agent: they do not hold convergence (the report lists them).
+fn waits_for_a_person(action: &ObjectAction) -> bool {
+    matches!(
+        action,
+        ObjectAction::Deleted
+            | ObjectAction::DeletionBlocked
+            | ObjectAction::Kept
+            | ObjectAction::Skipped
+    )
+}
+
+/// Whether the cluster's dependency chain backs a claim of convergence: when the pass writes ARO
+/// objects of a cluster the chain places, that cluster converged only once the chain's last step
+/// holds (with no cluster known, the chain says nothing).
+fn chain_holds(outcome: &UnitOutcome, chain: &Chain) -> bool {
+    let writes_aro = outcome.objects.iter().any(|o| {
+        crate::kinds::is_aro_kind(&o.key.group, &o.key.kind) && !waits_for_a_person(&o.action)
+    });
+    !writes_aro || chain.current().is_none() || chain.is_complete()
 }
 
 fn report_object(o: &ObjectOutcome) -> ReportObject {

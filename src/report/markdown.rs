@@ -4,8 +4,8 @@
 //! visible note when Azure is simulated or the source is stale, the chain, a table of objects and the
 //! errors. Free text from conditions and errors is escaped so it cannot break a table or open HTML.
 
-use super::chain::{Chain, StepState};
-use super::model::{Action, AzureMode, ClusterReport, ReportError, ReportObject};
+use super::chain::StepState;
+use super::model::{Action, AzureMode, ClusterReport, Phase, ReportError, ReportObject};
 use std::fmt::Write;
 
 /// Longest text shown in one table cell; the YAML report has it whole.
@@ -20,6 +20,25 @@ pub fn to_markdown(report: &ClusterReport) -> String {
             "> [!WARNING]\n> **Simulated Azure.** Nothing in this report happened in real Azure: \
              the agent's Azure simulator created and judged every Azure resource below.\n\n",
         );
+    }
+    match (report.phase, &report.pass) {
+        (Phase::NotStarted, Some(why)) => {
+            let _ = write!(
+                out,
+                "> [!CAUTION]\n> **Not started.** {}: the run applied nothing to it, and \
+                 nothing is known of where it stands.\n\n",
+                inline(why)
+            );
+        }
+        (Phase::Interrupted, Some(why)) => {
+            let _ = write!(
+                out,
+                "> [!CAUTION]\n> **Interrupted.** {}: what its pass did is not known; the \
+                 dependency chain below is where the pass before left it.\n\n",
+                inline(why)
+            );
+        }
+        _ => {}
     }
     if let Some(reason) = &report.stale_source
         && reason.contains(crate::source::signature::REFUSED)
@@ -39,7 +58,7 @@ pub fn to_markdown(report: &ClusterReport) -> String {
         );
     }
     facts(&mut out, report);
-    chain_section(&mut out, &report.chain);
+    chain_section(&mut out, report);
     objects_section(&mut out, report);
     conditions_section(&mut out, report);
     errors_section(&mut out, &report.errors);
@@ -59,12 +78,16 @@ fn title(report: &ClusterReport) -> String {
 fn headline(out: &mut String, report: &ClusterReport) {
     let chain = &report.chain;
     let at = match chain.current() {
+        _ if report.phase == Phase::NotStarted => "no pass yet".to_string(),
         None => "no cluster known".to_string(),
         Some(_) if chain.is_complete() => {
             format!("step {}/{}, complete", chain.step, chain.total)
         }
         Some(s) if s.state == StepState::Failed => {
             format!("step {}/{}, {} failed", chain.step, chain.total, s.name)
+        }
+        Some(s) if report.phase == Phase::Interrupted => {
+            format!("reached step {}/{}, {}", chain.step, chain.total, s.name)
         }
         Some(s) => format!("step {}/{}, {}", chain.step, chain.total, s.name),
     };
@@ -93,8 +116,13 @@ fn facts(out: &mut String, report: &ClusterReport) {
     let _ = writeln!(out, "- **Azure:** {azure}\n");
 }
 
-fn chain_section(out: &mut String, chain: &Chain) {
+fn chain_section(out: &mut String, report: &ClusterReport) {
+    let chain = &report.chain;
     out.push_str("## Dependency chain\n\n");
+    if report.phase == Phase::NotStarted {
+        out.push_str("Not known: no pass has read the cluster yet.\n\n");
+        return;
+    }
     if chain.current().is_none() {
         out.push_str("No cluster known: the unit failed before its Cluster was read.\n\n");
         return;

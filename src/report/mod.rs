@@ -33,7 +33,7 @@ pub use model::{
     Action, AzureMode, ClusterRef, ClusterReport, ObjectAction, ObjectOutcome, Phase, ReportError,
     ReportObject, UnitError, UnitOutcome, failure_block,
 };
-pub use standing::{IdentityInUse, ObjectConditions, ReportCondition, Standing};
+pub use standing::{IdentityInUse, ObjectConditions, PassState, ReportCondition, Standing};
 pub use summary::summary_table;
 
 use crate::object::ObjectKey;

@@ -192,6 +192,12 @@ pub enum Phase {
     Blocked,
     /// An error, a failed object, or a failed step on the dependency chain: a person has to look.
     Failed,
+    /// No pass reached the unit (the run's deadline passed, or the agent stopped first): nothing
+    /// of the revision was applied to it, and nothing is known of it.
+    NotStarted,
+    /// The unit's pass was cut short: what it did is not known; the chain shows the step it had
+    /// reached before.
+    Interrupted,
 }
 
 impl Phase {
@@ -201,8 +207,20 @@ impl Phase {
             Phase::Progressing => "Progressing",
             Phase::Blocked => "Blocked",
             Phase::Failed => "Failed",
+            Phase::NotStarted => "NotStarted",
+            Phase::Interrupted => "Interrupted",
         }
     }
+
+    /// Every phase, in the order people read them (what needs a look first).
+    pub const ALL: [Phase; 6] = [
+        Phase::Failed,
+        Phase::Interrupted,
+        Phase::NotStarted,
+        Phase::Blocked,
+        Phase::Progressing,
+        Phase::Converged,
+    ];
 }
 
 /// The machine-readable report of one cluster (or of a unit that failed before its cluster was known).
@@ -219,6 +237,10 @@ pub struct ClusterReport {
     pub stale_source: Option<String>,
     pub azure: AzureMode,
     pub phase: Phase,
+    /// Why no pass reached the unit, or why its pass was cut short (phases `NotStarted` and
+    /// `Interrupted`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pass: Option<String>,
     pub chain: Chain,
     pub objects: Vec<ReportObject>,
     /// The ARO objects' conditions, in chain order; empty lists are left out.

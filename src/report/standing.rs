@@ -16,6 +16,34 @@ pub struct Standing {
     /// The identity the cluster uses, once the identity check let it through (its ASO credential
     /// Secret is live and no ARO object says the namespace is not allowed).
     pub identity: Option<IdentityInUse>,
+    /// How far the passes over the unit got: whether this is the standing a pass ended with.
+    pub pass: PassState,
+}
+
+/// The chain's stage of a unit no pass reached.
+pub const NOT_READ: &str = "not started: nothing of the cluster was read";
+
+/// How far the passes over a unit got.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum PassState {
+    /// A pass ran to its end: the outcome is what it did.
+    #[default]
+    Ended,
+    /// No pass reached the unit; why (e.g. the run's deadline passed first).
+    NotStarted(String),
+    /// The unit's pass was cut short; why. What it did is not known: the standing is that of the
+    /// pass before (the step it had reached).
+    Interrupted(String),
+}
+
+impl PassState {
+    /// Why the unit got no pass or only part of one; `None` when its pass ended.
+    pub fn why(&self) -> Option<&str> {
+        match self {
+            PassState::Ended => None,
+            PassState::NotStarted(why) | PassState::Interrupted(why) => Some(why),
+        }
+    }
 }
 
 /// The AzureClusterIdentity a cluster uses, as its live objects show it (no secret: names only).
@@ -38,12 +66,22 @@ impl Standing {
             chain: chain(live, cluster),
             conditions: aro_conditions(live),
             identity: identity_in_use(live),
+            pass: PassState::Ended,
         }
     }
 
     /// A unit nothing live is known of (it failed before reading live state).
     pub fn unknown(cluster: Option<&ObjectKey>) -> Standing {
         Standing::of(&[], cluster)
+    }
+
+    /// A unit no pass has reached yet (`why` says what kept it): nothing of its cluster was read,
+    /// so the chain places it nowhere.
+    pub fn not_started(why: String) -> Standing {
+        let mut standing = Standing::unknown(None);
+        standing.chain.stage = NOT_READ.to_string();
+        standing.pass = PassState::NotStarted(why);
+        standing
     }
 }
 

@@ -75,6 +75,11 @@ fn row(outcome: &UnitOutcome) -> [String; 9] {
         count(Action::Unchanged),
         count(Action::Blocked),
         count(Action::Failed),
-        report.chain.short(),
+        // No pass: nothing is known of where the cluster stands.
+        if report.phase == Phase::NotStarted {
+            "-".to_string()
+        } else {
+            report.chain.short()
+        },
     ]
 }

@@ -69,6 +69,83 @@ fn phase_rules() {
 }
 
 #[test]
+fn a_unit_no_pass_reached_or_cut_short_says_so_and_never_converged() {
+    // Before any pass: no object, no error. Not "every object ready".
+    let why = "not started: the run's deadline (--timeout) passed before a pass reached this unit";
+    let mut not_started = outcome_at(11);
+    not_started.objects.clear();
+    not_started.standing = Standing::not_started(why.into());
+    assert_eq!(phase(&not_started), Phase::NotStarted);
+    let report = build(&not_started);
+    assert_eq!(
+        (report.phase, report.pass.as_deref()),
+        (Phase::NotStarted, Some(why))
+    );
+    assert_eq!(validate_report(&yaml_value(&report)), Vec::<String>::new());
+    let md = to_markdown(&report);
+    assert!(md.contains("NotStarted (no pass yet)"), "{md}");
+    assert!(md.contains("**Not started.**"), "{md}");
+    assert!(
+        md.contains("Not known: no pass has read the cluster yet."),
+        "{md}"
+    );
+    assert_eq!(report.chain.stage, standing::NOT_READ);
+    let table = summary_table(&[not_started.clone()], None);
+    let row = table.lines().nth(1).expect("a row");
+    assert!(row.contains("NotStarted") && row.ends_with(" -"), "{table}");
+    // A check that failed it before any pass: Failed says more.
+    not_started.errors = unknown_unit().errors;
+    assert_eq!(phase(&not_started), Phase::Failed);
+
+    // Cut short at step 4: interrupted, and the step it reached.
+    let mut interrupted = outcome_at(4);
+    interrupted.standing.pass = PassState::Interrupted("interrupted: the agent shut down".into());
+    assert_eq!(phase(&interrupted), Phase::Interrupted);
+    let report = build(&interrupted);
+    assert_eq!(validate_report(&yaml_value(&report)), Vec::<String>::new());
+    let md = to_markdown(&report);
+    assert!(
+        md.contains("Interrupted (reached step 4/10, HcpClusterReady)"),
+        "{md}"
+    );
+    assert_eq!(
+        yaml_value(&report)["pass"],
+        "interrupted: the agent shut down"
+    );
+    // Even over objects that were all ready.
+    let mut cut = outcome_at(11);
+    cut.standing.pass = PassState::Interrupted("interrupted: lost the Lease".into());
+    assert_eq!(phase(&cut), Phase::Interrupted);
+}
+
+#[test]
+fn converged_needs_the_chain_s_last_step_when_the_unit_writes_aro_objects() {
+    // Every object reported ready, but the chain waits at step 4: not converged.
+    let mut ahead = outcome_at(4);
+    for o in &mut ahead.objects {
+        o.ready = true;
+    }
+    assert_eq!(phase(&ahead), Phase::Progressing);
+    // The same chain, and the ARO objects only read (reconcile-policy skip): nothing for the agent
+    // to wait for.
+    for o in ahead.objects.iter_mut() {
+        if crate::kinds::is_aro_kind(&o.key.group, &o.key.kind) {
+            o.action = ObjectAction::Skipped;
+        }
+    }
+    assert_eq!(phase(&ahead), Phase::Converged);
+    // A unit of no ARO object converges on its objects alone.
+    let mut plain = outcome_at(4);
+    plain
+        .objects
+        .retain(|o| !crate::kinds::is_aro_kind(&o.key.group, &o.key.kind));
+    for o in &mut plain.objects {
+        o.ready = true;
+    }
+    assert_eq!(phase(&plain), Phase::Converged);
+}
+
+#[test]
 fn same_state_same_bytes_whatever_the_input_order() {
     let outcome = troubled_outcome();
     let (a, b) = (build(&outcome), build(&outcome));

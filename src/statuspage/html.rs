@@ -11,7 +11,14 @@ use std::fmt::Write;
 pub const PAGE_SIZE: usize = 100;
 
 /// The phases, in the order the index lists them (failed first).
-pub const PHASES: [&str; 4] = ["Failed", "Blocked", "Progressing", "Converged"];
+pub const PHASES: [&str; 6] = [
+    "Failed",
+    "Interrupted",
+    "NotStarted",
+    "Blocked",
+    "Progressing",
+    "Converged",
+];
 
 /// `s` escaped for HTML text and for a double- or single-quoted attribute value.
 pub fn escape(s: &str) -> Cow<'_, str> {

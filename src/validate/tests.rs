@@ -177,7 +177,7 @@ fn report_problems_are_named_by_pointer() {
         vec![
             "/: unknown field `generatedAt`",
             "/azure: must be one of \"simulated\" or \"real\"",
-            "/phase: must be one of \"Converged\", \"Progressing\", \"Blocked\" or \"Failed\"",
+            "/phase: must be one of \"Converged\", \"Progressing\", \"Blocked\", \"Failed\", \"NotStarted\" or \"Interrupted\"",
             "/objects/1/action: must be one of \"created\", \"updated\", \"unchanged\", \"blocked\", \"failed\", \"deleted\", \"adopted\", \"skipped\", \"drifted\", \"deleting\", \"deletionBlocked\" or \"kept\"",
             "/objects/1/blockedOn/0: must name an object as Kind/namespace/name",
             "/errors/0/object: is required but missing",

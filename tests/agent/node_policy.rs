@@ -126,6 +126,7 @@ async fn the_policy_replaces_every_os_disk_is_ready_and_a_change_reapplies_the_n
         safety: Safety::default(),
         use_azure_simulator: false,
         fleet: Default::default(),
+        verify_signatures: None,
     })
     .await
     .expect("the plan runs");

@@ -292,6 +292,7 @@ fn a_plan_reads_live_state_with_one_list_per_kind_and_no_object_gets() {
             safety: aro_gitops::agent::Safety::default(),
             use_azure_simulator: false,
             fleet: Default::default(),
+            verify_signatures: None,
         }))
         .expect("the plan runs");
     assert_eq!(run.preview.exit_code(), 0);

@@ -8,6 +8,7 @@
 
 mod against_live;
 mod base;
+mod verify;
 pub(crate) mod view;
 
 use against_live::against_live;
@@ -53,6 +54,8 @@ pub struct PlanRequest {
     pub use_azure_simulator: bool,
     /// `--fleet` and `--take-over-fleet`.
     pub fleet: crate::plan::ownership::scope::FleetNaming,
+    /// `--verify-signatures`: head is verified as a run verifies a revision.
+    pub verify_signatures: Option<std::sync::Arc<crate::source::signature::Verification>>,
 }
 
 /// One side of a plan, rendered.
@@ -81,11 +84,13 @@ struct Checkout {
 }
 
 /// Fetches `reference` into its own mirror under `state_dir` (never the run's source state),
-/// checks it out and finds its units.
+/// verifies it when asked (before anything of it is checked out), checks it out and finds its
+/// units.
 async fn checkout_revision(
     repo: &str,
     reference: &GitRef,
     state_dir: PathBuf,
+    verification: Option<std::sync::Arc<crate::source::signature::Verification>>,
 ) -> Result<Checkout, AgentError> {
     let config = SourceConfig {
         url: repo.to_string(),
@@ -95,6 +100,9 @@ async fn checkout_revision(
     let shown = reference.to_string();
     tokio::task::spawn_blocking(move || -> Result<Checkout, AgentError> {
         let mut source = Source::open(config)?;
+        if let Some(v) = verification {
+            source.verify_signatures(v);
+        }
         let revision = match source.sync()? {
             crate::source::SyncOutcome::Stale { error, .. } => return Err(error.into()),
             outcome => outcome.revision().clone(),
@@ -194,7 +202,15 @@ async fn live_environment(
 pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
     crate::agent::env::prepare_state_dir(&req.state_dir)?;
     let plan_state = req.state_dir.join("plan");
-    let head = checkout_revision(&req.repo, &req.head, plan_state.join("head")).await?;
+    let tip_check = req.verify_signatures.as_deref().map(verify::of_tip);
+    let head =
+        match checkout_revision(&req.repo, &req.head, plan_state.join("head"), tip_check).await {
+            Ok(head) => head,
+            Err(e) => match verify::refusal(&e) {
+                Some(refusal) => return Ok(refused(&req, refusal)),
+                None => return Err(e),
+            },
+        };
     // Live state when a cluster is reachable; the base revision otherwise.
     let target = LiveTarget::select(req.kubeconfig.as_deref(), req.in_cluster)?;
     let env = live_environment(&req, &target).await?;
@@ -208,7 +224,18 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
             if let Err(e) = crate::source::share_objects(&base_state, &head_state) {
                 tracing::warn!(error = %e, "base fetches its own copy of the repository");
             }
-            let checkout = checkout_revision(&req.repo, b, base_state).await?;
+            let checkout = checkout_revision(&req.repo, b, base_state, None).await?;
+            if let Some(v) = &req.verify_signatures
+                && let Some(refusal) = verify::since_base(
+                    v,
+                    &req.repo,
+                    &head_state,
+                    &head.revision.commit,
+                    &checkout.revision.commit,
+                )
+            {
+                return Ok(refused(&req, &refusal));
+            }
             Some(render(checkout, None).await?.0)
         }
         _ => None,
@@ -309,6 +336,31 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
         rendered,
         rendered_names,
     })
+}
+
+/// The plan of a head `--verify-signatures` refused: nothing planned, the refusal its error.
+fn refused(req: &PlanRequest, refusal: &crate::source::signature::Refusal) -> PlanRun {
+    tracing::warn!(commit = %refusal.commit, revision = %refusal.tip, "{refusal}");
+    PlanRun {
+        preview: Preview {
+            format_version: crate::plan::preview::FORMAT_VERSION,
+            repo: req.repo.clone(),
+            base: None,
+            head: verify::refused_revision(req.head.to_string(), refusal),
+            against: if req.base.is_some() {
+                Against::Base
+            } else {
+                Against::Live
+            },
+            against_description: "nothing: head was refused by --verify-signatures".into(),
+            notices: vec![],
+            clusters: vec![],
+            errors: vec![verify::refused_problem(refusal)],
+        },
+        requests: BTreeMap::new(),
+        rendered: RenderedUnits::default(),
+        rendered_names: RenderedNames::default(),
+    }
 }
 
 fn short(commit: &str) -> &str {

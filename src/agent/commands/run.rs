@@ -123,3 +123,103 @@ async fn register_decryption(
         crate::decrypt::Decryption::load(keys, secret),
     ))
 }
+
+impl RunSummary {
+    /// Why the revision asked for is not the one applied, when it is not: the source could not be
+    /// fetched, or `--verify-signatures` refused the revision (the last good one served instead).
+    pub fn stale_source(&self) -> Option<&str> {
+        self.outcomes.iter().find_map(|o| o.stale_source.as_deref())
+    }
+
+    /// Whether a unit was left without a pass or with its pass cut short (a stop came first).
+    pub fn cut_short(&self) -> bool {
+        self.outcomes.iter().any(|o| {
+            matches!(
+                crate::report::phase(o),
+                crate::report::Phase::NotStarted | crate::report::Phase::Interrupted
+            )
+        })
+    }
+
+    /// The summary's line about a revision that was not applied (see [`RunSummary::stale_source`]),
+    /// when one was not.
+    pub fn stale_line(&self) -> Option<String> {
+        let stale = self.stale_source()?;
+        let why = if stale.contains(crate::source::signature::REFUSED) {
+            "the revision was refused: nothing of it was applied, the last applied revision was \
+             used again"
+        } else {
+            "the source could not be fetched: the last good revision was used again"
+        };
+        let revision = self
+            .outcomes
+            .first()
+            .map(|o| format!(" ({})", o.revision))
+            .unwrap_or_default();
+        Some(format!("failed: {why}{revision}: {stale}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{AzureMode, Standing, UnitOutcome};
+
+    fn summary(stale: Option<&str>) -> RunSummary {
+        RunSummary {
+            outcomes: vec![UnitOutcome {
+                unit: "clusters/dev".into(),
+                cluster: None,
+                revision: "0123abcd".into(),
+                stale_source: stale.map(str::to_string),
+                azure: AzureMode::Simulated,
+                objects: vec![],
+                errors: vec![],
+                standing: Standing::unknown(None),
+            }],
+            reads: 0,
+            writes: 0,
+            report_commit: None,
+            timed_out: vec![],
+            report_error: None,
+            azure_requests: None,
+            shut_down: false,
+            faults: None,
+        }
+    }
+
+    #[test]
+    fn a_run_on_a_refused_or_unfetched_revision_failed_and_says_which() {
+        assert!(!summary(None).failed());
+        assert_eq!(summary(None).stale_line(), None);
+        let refused = format!(
+            "{} abc: the commit (author A <a@example.com>) is unsigned",
+            crate::source::signature::REFUSED
+        );
+        let s = summary(Some(&refused));
+        assert!(s.failed());
+        let line = s.stale_line().expect("a line");
+        assert!(
+            line.starts_with("failed: the revision was refused: nothing of it was applied"),
+            "{line}"
+        );
+        assert!(
+            line.contains("(0123abcd)") && line.ends_with("is unsigned"),
+            "{line}"
+        );
+        assert!(!summary(None).cut_short());
+        let mut stopped = summary(None);
+        stopped.outcomes[0].standing.pass =
+            crate::report::PassState::Interrupted("interrupted: shut down".into());
+        assert!(stopped.cut_short());
+        stopped.outcomes[0].standing = Standing::not_started("not started: shut down".into());
+        assert!(stopped.cut_short());
+        let s = summary(Some("fetch failed: connection refused"));
+        assert!(s.failed());
+        let line = s.stale_line().expect("a line");
+        assert!(
+            line.starts_with("failed: the source could not be fetched"),
+            "{line}"
+        );
+    }
+}

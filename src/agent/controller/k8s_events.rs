@@ -75,6 +75,11 @@ pub fn decide(last: Option<&Said>, outcome: &UnitOutcome) -> (Said, Option<Plann
             "ReconcileFailed",
             failure.unwrap_or_default(),
         ),
+        Phase::NotStarted | Phase::Interrupted => (
+            EventType::Warning,
+            phase.as_str(),
+            outcome.standing.pass.why().unwrap_or_default().to_string(),
+        ),
     };
     let planned = Planned {
         type_,

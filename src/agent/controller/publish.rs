@@ -45,6 +45,15 @@ impl SourceContext {
         let mut files = BTreeMap::new();
         for o in reported {
             let (md, yaml) = report::outcome_paths(o);
+            if keeps_earlier_report(o, earlier.contains_key(&yaml)) {
+                // Still true of what was done: left as published.
+                files.extend(
+                    [md, yaml]
+                        .into_iter()
+                        .filter_map(|p| earlier.get(&p).map(|b| (p, b.clone()))),
+                );
+                continue;
+            }
             let carried;
             let o = match earlier.get(&yaml) {
                 Some(before) => {
@@ -140,6 +149,12 @@ impl LiveContext {
         summary.timed_out.clear();
         summary
     }
+}
+
+/// A unit no pass reached keeps the report published before (what was done stands, the run only
+/// did not look again); without one, its report says it was not started.
+fn keeps_earlier_report(o: &UnitOutcome, published_before: bool) -> bool {
+    published_before && report::phase(o) == report::Phase::NotStarted
 }
 
 /// A pass reports what it did to each object; the report of a revision says what applying it did.
@@ -280,5 +295,15 @@ mod tests {
         let mut next = outcome("r2", &rerun);
         carry_from_report(published.as_bytes(), &mut next);
         assert_eq!(actions(&next), actions(&outcome("r2", &rerun)));
+    }
+
+    #[test]
+    fn a_unit_no_pass_reached_keeps_the_report_published_before_else_says_not_started() {
+        let mut o = outcome("r1", &[]);
+        o.standing = crate::report::Standing::not_started("not started: deadline".into());
+        assert!(keeps_earlier_report(&o, true));
+        assert!(!keeps_earlier_report(&o, false));
+        let ran = outcome("r1", &[("a", ObjectAction::Created)]);
+        assert!(!keeps_earlier_report(&ran, true));
     }
 }

@@ -51,13 +51,22 @@ pub(super) fn removed_outcome(unit: &str, rev: &Revision, azure: AzureMode) -> U
     }
 }
 
-/// A unit's outcome before its first pass (its errors, when it could not be prepared).
+/// Why a prepared unit has no pass when a converge ends without a stop: its deadline came first.
+pub(super) const NOT_STARTED: &str =
+    "not started: the run's deadline (--timeout) passed before a pass reached this unit";
+
+/// A unit's outcome before its first pass: not started (it says so until a pass ends), or its
+/// errors when it could not be prepared.
 pub(super) fn first_outcome(
     rev: &Revision,
     u: &crate::unit::Unit,
     p: &Result<Prepared, Vec<report::UnitError>>,
     azure: AzureMode,
 ) -> UnitOutcome {
+    let standing = match p {
+        Ok(_) => report::Standing::not_started(NOT_STARTED.to_string()),
+        Err(_) => report::Standing::unknown(None),
+    };
     UnitOutcome {
         unit: u.name(),
         cluster: p.as_ref().ok().and_then(|p| p.cluster.clone()),
@@ -66,7 +75,7 @@ pub(super) fn first_outcome(
         azure,
         objects: vec![],
         errors: p.as_ref().err().cloned().unwrap_or_default(),
-        standing: report::Standing::unknown(p.as_ref().ok().and_then(|p| p.cluster.as_ref())),
+        standing,
     }
 }
 
@@ -141,14 +150,12 @@ impl Round<'_> {
     }
 
     /// The passes in flight were cut short (`stop`'s drain deadline passed): what they did is not
-    /// known; their reports say so.
+    /// known; their reports say so, with the step the pass before reached.
     pub(super) fn interrupt(&mut self, stop: Stop, progress: &mut Progress) {
         let why = stop.interruption();
         for i in (0..self.rev.units.len()).filter(|&i| self.queue.is_active(&Job::Unit(i))) {
             tracing::warn!(unit = %self.outcomes[i].unit, "pass interrupted");
-            self.outcomes[i]
-                .errors
-                .push(report::UnitError::new(None, None, why.clone()));
+            self.outcomes[i].standing.pass = report::PassState::Interrupted(why.clone());
             self.ran[i] = true;
             progress.update(i, &self.outcomes[i]);
         }
@@ -161,8 +168,7 @@ impl Round<'_> {
             let (rev, azure) = (self.rev, self.azure);
             let o = (self.removed_outcomes.entry(u.clone()))
                 .or_insert_with(|| removed_outcome(&u, rev, azure));
-            o.errors
-                .push(report::UnitError::new(None, None, why.clone()));
+            o.standing.pass = report::PassState::Interrupted(why.clone());
         }
     }
 
@@ -234,20 +240,18 @@ impl Round<'_> {
     }
 
     /// The units `stop` kept from their pass: nothing was done to them (their last reports
-    /// stand); their names, and their outcomes say why.
+    /// stand); their names, and their outcomes say why (not started).
     pub(super) fn not_reconciled(&mut self, stop: Stop) -> BTreeSet<String> {
         let mut unreconciled = BTreeSet::new();
         for i in (0..self.outcomes.len()).filter(|&i| !self.ran[i] && !self.held[i]) {
             unreconciled.insert(self.outcomes[i].unit.clone());
             let why = match stop {
-                Stop::Shutdown => "not reconciled: the agent shut down before this unit's pass",
+                Stop::Shutdown => "not started: the agent shut down before this unit's pass",
                 Stop::LostLease { .. } => {
-                    "not reconciled: this agent lost its leader Lease before this unit's pass"
+                    "not started: this agent lost its leader Lease before this unit's pass"
                 }
             };
-            self.outcomes[i]
-                .errors
-                .push(report::UnitError::new(None, None, why.to_string()));
+            self.outcomes[i].standing.pass = report::PassState::NotStarted(why.to_string());
         }
         unreconciled
     }
@@ -450,6 +454,34 @@ mod tests {
     }
 
     #[test]
+    fn a_unit_no_pass_reached_is_not_started_not_converged() {
+        let rev = revision(&["clusters/dev"]);
+        let unit = crate::unit::Unit {
+            path: "clusters/dev".into(),
+        };
+        let prepared = Ok(Prepared {
+            unit: unit.clone(),
+            objects: vec![],
+            deps: vec![],
+            order: vec![],
+            cluster: None,
+        });
+        let o = first_outcome(&rev, &unit, &prepared, AzureMode::Simulated);
+        assert_eq!(report::phase(&o), report::Phase::NotStarted);
+        assert_eq!(o.standing.pass.why(), Some(NOT_STARTED));
+        // A unit that could not be prepared failed: that is what it says.
+        let failed = Err(vec![report::UnitError::new(None, None, "bad".into())]);
+        let o = first_outcome(&rev, &unit, &failed, AzureMode::Simulated);
+        assert_eq!(report::phase(&o), report::Phase::Failed);
+        // A pass that ends replaces it.
+        let mut round = round(&rev, &[]);
+        let job = round.queue.pop(Instant::now()).expect("a unit queued");
+        let converged = outcome("clusters/dev", ObjectAction::Created, true);
+        round.pass_ended(&job, converged, Inventory::new("clusters/dev"));
+        assert_eq!(report::phase(&round.outcomes[0]), report::Phase::Converged);
+    }
+
+    #[test]
     fn a_stop_reports_the_units_that_got_no_pass_and_those_cut_short() {
         let rev = revision(&["clusters/dev", "clusters/prod", "clusters/test"]);
         let mut round = round(&rev, &[]);
@@ -458,18 +490,18 @@ mod tests {
         let first = round.queue.pop(Instant::now()).expect("a unit queued");
         assert_eq!(first, Job::Unit(0));
         round.interrupt(Stop::Shutdown, &mut progress);
-        assert!(
-            round.outcomes[0].errors[0]
-                .message
-                .starts_with("interrupted: ")
+        let why = |o: &UnitOutcome| o.standing.pass.why().unwrap_or_default().to_string();
+        assert!(why(&round.outcomes[0]).starts_with("interrupted: "));
+        assert_eq!(
+            report::phase(&round.outcomes[0]),
+            report::Phase::Interrupted
         );
         let unreconciled = round.not_reconciled(Stop::Shutdown);
         assert_eq!(unreconciled, ["clusters/prod".to_string()].into());
-        assert!(
-            round.outcomes[1].errors[0]
-                .message
-                .starts_with("not reconciled: ")
-        );
+        assert!(why(&round.outcomes[1]).starts_with("not started: "));
+        assert_eq!(report::phase(&round.outcomes[1]), report::Phase::NotStarted);
+        // Neither is an error: nothing failed, it was not done.
+        assert!(round.outcomes[0].errors.is_empty() && round.outcomes[1].errors.is_empty());
         assert!(
             round.outcomes[2].errors.is_empty(),
             "a held unit keeps its outcome"

@@ -17,6 +17,8 @@
 use crate::agent::controller::cache::Caches;
 use crate::agent::pass::prepare::{Prepared, aro_cluster_name};
 use crate::apply::Cluster;
+use crate::apply::inventory::Identity;
+use crate::apply::live_index::LiveIndex;
 use crate::azure::AzureEnvironment;
 use crate::azure::access::AzureAccess;
 use crate::azure::credential::CredentialRequest;
@@ -31,6 +33,18 @@ use crate::reconcile::credentials::{self, ClusterIdentityRef, Verdict};
 use crate::report::UnitError;
 use serde_json::Value;
 use std::collections::HashMap;
+
+/// Where the check reads live state.
+#[derive(Clone, Copy)]
+pub enum Reads<'a> {
+    /// A pass: the shared caches where they hold the kind, else a GET.
+    Live {
+        cluster: &'a Cluster,
+        caches: Option<&'a Caches>,
+    },
+    /// `plan`: live state as it listed it (no request).
+    Listed(&'a LiveIndex),
+}
 
 /// The verdicts of a unit's clusters, by the key of each ARO object and credential Secret.
 #[derive(Debug, Default)]
@@ -107,23 +121,27 @@ fn rendered<'a>(prepared: &'a Prepared, key: &ObjectKey) -> Option<&'a Value> {
 /// Reads `key` from the caches, else with a GET; one the unit renders counts as rendered (this
 /// pass applies it, and the cluster is judged on what the pass converges to).
 async fn read_one(
-    cluster: &Cluster,
-    caches: Option<&Caches>,
+    reads: Reads<'_>,
     prepared: &Prepared,
     key: &ObjectKey,
 ) -> Result<Option<Value>, String> {
     if let Some(o) = rendered(prepared, key) {
         return Ok(Some(o.clone()));
     }
-    read_live(cluster, caches, key).await
+    read_live(reads, key).await
 }
 
-/// Reads `key` from the caches, else with a GET.
-async fn read_live(
-    cluster: &Cluster,
-    caches: Option<&Caches>,
-    key: &ObjectKey,
-) -> Result<Option<Value>, String> {
+/// Reads `key` from the caches, else with a GET; or from what a plan listed.
+async fn read_live(reads: Reads<'_>, key: &ObjectKey) -> Result<Option<Value>, String> {
+    let (cluster, caches) = match reads {
+        Reads::Listed(live) => {
+            return match live.failure(key) {
+                Some(why) => Err(why.to_string()),
+                None => Ok(live.get(&Identity::from(key))),
+            };
+        }
+        Reads::Live { cluster, caches } => (cluster, caches),
+    };
     match caches.and_then(|c| c.read(cluster, key)) {
         Some(items) => Ok(items
             .into_iter()
@@ -144,8 +162,7 @@ fn namespace_key(name: &str) -> ObjectKey {
 
 /// The verdict of one cluster.
 async fn judge(
-    cluster: &Cluster,
-    caches: Option<&Caches>,
+    reads: Reads<'_>,
     azure: Option<&AzureAccess>,
     prepared: &Prepared,
     r: &ClusterIdentityRef,
@@ -155,7 +172,7 @@ async fn judge(
     let (id_ns, id_name) = &r.identity;
     let identity_key = identity_key(id_ns, id_name);
     if !identities.contains_key(&r.identity) {
-        let read = read_one(cluster, caches, prepared, &identity_key).await;
+        let read = read_one(reads, prepared, &identity_key).await;
         identities.insert(r.identity.clone(), read);
     }
     let failed = |message: String| Verdict::Failed { message };
@@ -189,7 +206,7 @@ async fn judge(
     // The namespace's labels as live; before the Namespace exists, as the unit renders it.
     // The namespace's labels: live ones (a person may label it), with those the unit renders.
     let ns_key = namespace_key(&r.namespace);
-    let labels = match read_live(cluster, caches, &ns_key).await {
+    let labels = match read_live(reads, &ns_key).await {
         Ok(ns) => {
             let mut labels = ns.as_ref().map(namespace_labels).unwrap_or_default();
             labels.extend(
@@ -214,7 +231,7 @@ async fn judge(
     let secret = match identity.required_secret() {
         Err(e) => return failed(format!("{}: {e}", r.referrer)),
         Ok(None) => None,
-        Ok(Some(s)) => match read_one(cluster, caches, prepared, &s.key()).await {
+        Ok(Some(s)) => match read_one(reads, prepared, &s.key()).await {
             Ok(None) if fleet.declared_by(&s.key()).is_some() => {
                 let unit = fleet.declared_by(&s.key()).unwrap_or_default();
                 return Verdict::Waiting {
@@ -243,10 +260,7 @@ async fn judge(
     }
     let credential = credentials::credential_secret(r, &identity, secret.as_ref());
     if let Some(azure) = azure {
-        let live = read_live(cluster, caches, &r.secret_key())
-            .await
-            .ok()
-            .flatten();
+        let live = read_live(reads, &r.secret_key()).await.ok().flatten();
         if credentials::material_rotated(&credential, live.as_ref())
             && let Err(e) = verify_rotated(azure, prepared, r, &identity, secret.as_ref()).await
         {
@@ -292,8 +306,7 @@ async fn verify_rotated(
 /// The verdicts of `prepared`'s clusters; a cluster stopped by its identity adds one error naming
 /// its object (kind/namespace/name) and the identity.
 pub async fn check(
-    cluster: &Cluster,
-    caches: Option<&Caches>,
+    reads: Reads<'_>,
     azure: Option<&AzureAccess>,
     prepared: &Prepared,
     fleet: &Fleet,
@@ -308,7 +321,7 @@ pub async fn check(
     let mut out = Identities::default();
     let mut read = HashMap::new();
     for r in &refs {
-        let verdict = judge(cluster, caches, azure, prepared, r, fleet, &mut read).await;
+        let verdict = judge(reads, azure, prepared, r, fleet, &mut read).await;
         let file = prepared
             .objects
             .iter()

@@ -68,6 +68,7 @@ async fn list_live(
         .values()
         .flat_map(|i| i.entries.values().map(|e| e.key()))
         .chain([node_policy::list_key(None)])
+        .chain(identity_kinds())
         .collect();
     read_errors.extend(live.read(cluster, recorded_kinds).await);
     tracing::info!(
@@ -82,6 +83,43 @@ async fn list_live(
         foreign,
         read_errors,
     })
+}
+
+/// The kinds the identity check reads (the identities, the Namespaces, and Secrets for the
+/// identities' own), listed like every other kind.
+fn identity_kinds() -> impl Iterator<Item = ObjectKey> {
+    let secret = (String::new(), "v1".to_string(), "Secret".to_string());
+    crate::agent::pass::identity_check::read_kinds()
+        .into_iter()
+        .chain([secret])
+        .map(|(group, version, kind)| ObjectKey {
+            group,
+            version,
+            kind,
+            namespace: None,
+            name: String::new(),
+        })
+}
+
+/// The errors of the clusters of `p` that their identities refuse (the run's own identity check,
+/// on live state as listed): nothing of such a cluster is applied.
+async fn identity_refusals(
+    p: &prepare::Prepared,
+    live: &LiveIndex,
+    fleet: &crate::plan::ownership::Fleet,
+) -> Vec<UnitError> {
+    let reads = crate::agent::pass::identity_check::Reads::Listed(live);
+    let mut errors = Vec::new();
+    crate::agent::pass::identity_check::check(reads, None, p, fleet, &mut errors).await;
+    errors
+}
+
+/// The preview of a unit whose identities refuse a cluster: refused, with the reasons, and
+/// nothing planned (a run applies none of the cluster's Azure resources and fails the unit).
+fn refused_unit(name: &str, p: &prepare::Prepared, errors: &[UnitError]) -> ClusterPreview {
+    let mut c = empty_cluster(name, cluster_name(p));
+    c.errors = errors.iter().map(problem).collect();
+    c
 }
 
 /// The preview of a unit that left git: its fleet conflicts, or everything in its inventory
@@ -129,7 +167,16 @@ fn first_round(
     };
     let claims = crate::agent::fleet::claims(&p);
     let unlisted = p.objects.iter().any(|o| !live.has_kind(&o.key));
-    let planned = if unlisted || asks_azure(&p, inv, live).next().is_some() {
+    // Judged on listed state and with no token asked, the check never waits: it ends at its first
+    // poll. Without the fleet, an identity another unit declares counts as missing: a refusal
+    // here is judged again in the second round, with the fleet.
+    let refused = !futures::executor::block_on(identity_refusals(
+        &p,
+        live,
+        &crate::plan::ownership::Fleet::default(),
+    ))
+    .is_empty();
+    let planned = if unlisted || refused || asks_azure(&p, inv, live).next().is_some() {
         UnitPlan::Later(Box::new(p))
     } else {
         UnitPlan::Done(Box::new(plan_unit(
@@ -144,22 +191,27 @@ fn first_round(
     (planned, Some(claims))
 }
 
-/// A unit of the second round: the Azure view asked what its objects need, then compared.
+/// A unit of the second round: refused by its identities (judged with the fleet), or the Azure
+/// view asked what its objects need, then compared.
 async fn second_round(
     name: &str,
     p: &prepare::Prepared,
     inv: &Inventory,
     live: &LiveIndex,
     azure_view: &AzureView,
-    fleet: &FleetScope,
+    fleet: &crate::plan::ownership::Fleet,
 ) -> (ClusterPreview, Leaving) {
+    let refusals = identity_refusals(p, live, fleet).await;
+    if !refusals.is_empty() {
+        return (refused_unit(name, p, &refusals), Leaving::default());
+    }
     let unit_objects: Vec<&Value> = p.objects.iter().map(|o| &o.object).collect();
     let mut findings = AzureFindings::new();
     for o in asks_azure(p, inv, live) {
         let found = azure_view.exists(&o.object, &unit_objects).await;
         findings.insert(o.key.clone(), found);
     }
-    plan_unit(name, p, inv, live, &findings, fleet)
+    plan_unit(name, p, inv, live, &findings, &fleet.scope)
 }
 
 /// Head against live state. Live state is read first (ConfigMaps across namespaces, which hold the
@@ -259,7 +311,7 @@ pub(super) async fn against_live(
         let inv = inventories.get(&name).unwrap_or(&empty);
         let (mut c, leaving) = match planned {
             UnitPlan::Done(c) => *c,
-            UnitPlan::Later(p) => second_round(&name, &p, inv, &live, azure_view, scope).await,
+            UnitPlan::Later(p) => second_round(&name, &p, inv, &live, azure_view, &fleet).await,
         };
         if !leaving.entries.is_empty() {
             let how = UnitPruning {
