@@ -429,69 +429,82 @@ async fn answer(
         (&Method::POST, false) | (&Method::PUT, true) | (&Method::PATCH, true) => {
             write(shared, target, req, query, patch_type).await
         }
-        (&Method::DELETE, true) => {
-            let body = read_body(&shared, req).await?;
-            let body = if body.is_empty() {
-                json!({})
-            } else {
-                decode(&body, "application/json")?
-            };
-            let body = DeleteOptions::merged_with_query(&body, query);
-            let dry = super::params::delete_dry_run(query, &body)?;
-            let opts = DeleteOptions::from_body(&body)?;
-            let name = target.name.clone().expect("matched with a name");
-            limits::check_delete(&target, &name, &shared.config.protected_namespaces)?;
-            let t = target.clone();
-            let delete_opts = opts.clone();
-            let deleted = run_write_many(&shared, dry, move |txn| {
-                delete::delete(txn, &t, &name, &delete_opts, &now())
-            })
-            .await?;
-            let (code, body) = delete::delete_answer(&target, &deleted, &opts);
-            let code = StatusCode::from_u16(code).expect("a valid status code");
-            Ok(json_response(code, &body))
-        }
-        (&Method::DELETE, false) => {
-            limits::check_delete_collection(&target)?;
-            let labels =
-                LabelSelector::parse(query.get("labelSelector").map(String::as_str).unwrap_or(""))?;
-            let fields = FieldSelector::parse_for(
-                query.get("fieldSelector").map(String::as_str).unwrap_or(""),
-                &target.rt,
-            )?;
-            let dry = super::params::delete_dry_run(query, &json!({}))?;
-            let t = target.clone();
-            let (read_version, deleted) = run_write_many(&shared, dry, move |txn| {
-                let read_version = txn.read_version();
-                let prefix = prefix_of(&t);
-                let mut out = Vec::new();
-                for (_, obj) in txn.scan(&prefix) {
-                    if labels.matches(&obj) && fields.matches(&obj) {
-                        let name = obj
-                            .pointer("/metadata/name")
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .to_string();
-                        out.push(
-                            delete::delete(txn, &t, &name, &DeleteOptions::default(), &now())?
-                                .object,
-                        );
-                    }
-                }
-                Ok((read_version, out))
-            })
-            .await?;
-            let items: Vec<Value> = deleted
-                .iter()
-                .map(|o| super::reads::list_item(o, &target))
-                .collect();
-            Ok(json_response(
-                StatusCode::OK,
-                &json!({"apiVersion": target.rt.api_version(&target.version), "kind": target.rt.list_kind, "metadata": {"resourceVersion": read_version.to_string()}, "items": items}),
-            ))
-        }
+        (&Method::DELETE, true) => delete_one(&shared, target, req, query).await,
+        (&Method::DELETE, false) => delete_collection(&shared, target, query).await,
         _ => Err(ApiError::method_not_allowed()),
     }
+}
+
+/// `DELETE` of the object `target` names, with the options of the body and the query.
+async fn delete_one(
+    shared: &Arc<Shared>,
+    target: Target,
+    req: Request<Body>,
+    query: &Query,
+) -> Result<Response, ApiError> {
+    let body = read_body(shared, req).await?;
+    let body = if body.is_empty() {
+        json!({})
+    } else {
+        decode(&body, "application/json")?
+    };
+    let body = DeleteOptions::merged_with_query(&body, query);
+    let dry = super::params::delete_dry_run(query, &body)?;
+    let opts = DeleteOptions::from_body(&body)?;
+    let name = target.name.clone().expect("matched with a name");
+    limits::check_delete(&target, &name, &shared.config.protected_namespaces)?;
+    let t = target.clone();
+    let delete_opts = opts.clone();
+    let deleted = run_write_many(shared, dry, move |txn| {
+        delete::delete(txn, &t, &name, &delete_opts, &now())
+    })
+    .await?;
+    let (code, body) = delete::delete_answer(&target, &deleted, &opts);
+    let code = StatusCode::from_u16(code).expect("a valid status code");
+    Ok(json_response(code, &body))
+}
+
+/// `DELETE` of the collection `target` names: every object its label and field selectors match,
+/// answered as the list of what was deleted.
+async fn delete_collection(
+    shared: &Arc<Shared>,
+    target: Target,
+    query: &Query,
+) -> Result<Response, ApiError> {
+    limits::check_delete_collection(&target)?;
+    let labels =
+        LabelSelector::parse(query.get("labelSelector").map(String::as_str).unwrap_or(""))?;
+    let fields = FieldSelector::parse_for(
+        query.get("fieldSelector").map(String::as_str).unwrap_or(""),
+        &target.rt,
+    )?;
+    let dry = super::params::delete_dry_run(query, &json!({}))?;
+    let t = target.clone();
+    let (read_version, deleted) = run_write_many(shared, dry, move |txn| {
+        let read_version = txn.read_version();
+        let prefix = prefix_of(&t);
+        let mut out = Vec::new();
+        for (_, obj) in txn.scan(&prefix) {
+            if labels.matches(&obj) && fields.matches(&obj) {
+                let name = obj
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                out.push(delete::delete(txn, &t, &name, &DeleteOptions::default(), &now())?.object);
+            }
+        }
+        Ok((read_version, out))
+    })
+    .await?;
+    let items: Vec<Value> = deleted
+        .iter()
+        .map(|o| super::reads::list_item(o, &target))
+        .collect();
+    Ok(json_response(
+        StatusCode::OK,
+        &json!({"apiVersion": target.rt.api_version(&target.version), "kind": target.rt.list_kind, "metadata": {"resourceVersion": read_version.to_string()}, "items": items}),
+    ))
 }
 
 pub(super) fn prefix_of(target: &Target) -> String {
