@@ -68,12 +68,13 @@ impl Refusal {
     }
 }
 
-fn missing(parameter: &str) -> SimResponse {
-    entra_error(
+/// The refusal of a request without `parameter`.
+fn missing(parameter: &str) -> Refusal {
+    Refusal::new(
         400,
         "invalid_request",
         900144,
-        &format!("The request body must contain the following parameter: '{parameter}'."),
+        format!("The request body must contain the following parameter: '{parameter}'."),
     )
 }
 
@@ -97,18 +98,18 @@ fn tenant_of(path: &str) -> Option<&str> {
         .filter(|t| !t.is_empty() && !t.contains('/'))
 }
 
-/// The client ID and scope of a client-credential grant, or the answer to a request that is not
+/// The client ID and scope of a client-credential grant, or the refusal of a request that is not
 /// one: a parameter missing, another grant type, a scope without `/.default`.
-fn client_credentials(params: &HashMap<String, String>) -> Result<(&str, &str), SimResponse> {
+fn client_credentials(params: &HashMap<String, String>) -> Result<(&str, &str), Refusal> {
     let Some(grant) = given(params, "grant_type") else {
         return Err(missing("grant_type"));
     };
     if grant != "client_credentials" {
-        return Err(entra_error(
+        return Err(Refusal::new(
             400,
             "unsupported_grant_type",
             70003,
-            &format!("The app requested an unsupported grant type '{grant}'."),
+            format!("The app requested an unsupported grant type '{grant}'."),
         ));
     }
     let Some(client_id) = given(params, "client_id") else {
@@ -118,11 +119,11 @@ fn client_credentials(params: &HashMap<String, String>) -> Result<(&str, &str), 
         return Err(missing("scope"));
     };
     if !scope.split_whitespace().all(|s| s.ends_with("/.default")) {
-        return Err(entra_error(
+        return Err(Refusal::new(
             400,
             "invalid_scope",
             1002012,
-            &format!(
+            format!(
                 "The provided value for scope {scope} is not valid. Client credential flows must have a scope value with /.default suffixed to the resource identifier (application ID URI)."
             ),
         ));
@@ -205,7 +206,7 @@ pub(super) async fn token(
     let params = form(body);
     let (client_id, scope) = match client_credentials(&params) {
         Ok(asked) => asked,
-        Err(answer) => return answer,
+        Err(refusal) => return refusal.respond(),
     };
     let identities = match services.directory.identities().await {
         Ok(i) => i,
@@ -231,7 +232,7 @@ pub(super) async fn token(
         check_secret(&apps, client_id, secret.as_bytes())
     } else if let Some(assertion) = given(&params, "client_assertion") {
         if given(&params, "client_assertion_type") != Some(CLIENT_ASSERTION_TYPE) {
-            return missing("client_assertion_type");
+            return missing("client_assertion_type").respond();
         }
         check_assertion(&apps, client_id, assertion, &endpoint)
     } else {
