@@ -12,6 +12,7 @@ pub(super) use super::negotiate::{bytes_response, json_response};
 use super::objects::{PatchType, Subresource, Target};
 pub(super) use super::params::Query;
 use super::reads;
+use super::registry::{Registry, ResourceType};
 use super::selector::{FieldSelector, LabelSelector};
 use super::table::IncludeObject;
 pub(super) use super::writes::decode;
@@ -105,14 +106,17 @@ enum Route {
     OpenApiRoot,
     Compact,
     OpenApi(String, String),
-    Object {
-        group: String,
-        version: String,
-        namespace: Option<String>,
-        plural: String,
-        name: Option<String>,
-        sub: Option<String>,
-    },
+    Object(ObjectPath),
+}
+
+/// The path of a collection or an object of a kind, with its subresource.
+struct ObjectPath {
+    group: String,
+    version: String,
+    namespace: Option<String>,
+    plural: String,
+    name: Option<String>,
+    sub: Option<String>,
 }
 
 fn route(path: &str) -> Option<Route> {
@@ -139,14 +143,14 @@ fn route(path: &str) -> Option<Route> {
     };
     let s = |x: &&str| x.to_string();
     let obj = |namespace: Option<String>, plural: &str, name: Option<&&str>, sub: Option<&&str>| {
-        Route::Object {
+        Route::Object(ObjectPath {
             group: group.clone(),
             version: version.clone(),
             namespace,
             plural: plural.to_string(),
             name: name.map(s),
             sub: sub.map(s),
-        }
+        })
     };
     Some(match rest {
         // /api/v1/namespaces/{name}[/status] addresses a Namespace object itself.
@@ -185,114 +189,139 @@ async fn serve(
     let registry = shared.state.lock().expect("state lock").registry();
     let read_only = |m: &Method| m == Method::GET || m == Method::HEAD;
     match route {
-        Route::Object {
-            group,
-            version,
-            namespace,
-            plural,
-            name,
-            sub,
-        } => {
-            let served = req
-                .extensions()
-                .get::<Arc<super::served::Served>>()
-                .cloned();
-            let method = req.method().clone();
-            let asked = super::served::Request {
-                group: &group,
-                plural: &plural,
-                subresource: sub.as_deref(),
-                method: &method,
-                named: name.is_some(),
-                watch: flag(query, "watch"),
-            };
-            if let Some(served) = &served {
-                served.record(asked);
-            }
-            let rt = registry
-                .by_resource(&group, &version, &plural)
-                .ok_or_else(|| {
-                    // A group and version of built-in kinds, or any path of the core group, answer
-                    // a Status (go-restful serves them); anything else, a group of custom
-                    // resources included, is no API path.
-                    let built_in = registry
-                        .types()
-                        .iter()
-                        .any(|t| !t.custom && t.group == group && t.serves(&version));
-                    if built_in || group.is_empty() {
-                        ApiError::unknown_path()
-                    } else {
-                        ApiError::page_not_found()
-                    }
-                })?;
-            let subresource = match sub.as_deref() {
-                None => None,
-                Some("status") if rt.status_subresource => Some(Subresource::Status),
-                Some("scale") if super::scale::serves_scale(&rt.group, &rt.kind, rt.custom) => {
-                    Some(Subresource::Scale)
-                }
-                Some("finalize") if rt.kind == "Namespace" && !rt.custom => None,
-                // A custom resource's handler names the object for a subresource it lacks.
-                Some(_) if rt.custom && name.is_some() => {
-                    return Err(ApiError::not_found(
-                        &rt.group,
-                        &rt.plural,
-                        name.as_deref().unwrap_or(""),
-                    ));
-                }
-                Some(_) => return Err(ApiError::unknown_path()),
-            };
-            limits::check_subresource_method(req.method(), sub.as_deref())?;
-            // A namespaced resource without its namespace: kube-apiserver serves no such object
-            // path, and no create there.
-            if rt.namespaced && namespace.is_none() {
-                if name.is_some() {
-                    return Err(ApiError::unknown_path());
-                }
-                if req.method() == Method::POST {
-                    return Err(ApiError::method_not_allowed());
-                }
-            }
-            if !rt.namespaced && namespace.is_some() {
-                return Err(ApiError::unknown_path());
-            }
-            let deprecated = super::strategy::deprecation_warning(&rt, &version);
-            let accept = accept_of(req.headers()).to_string();
-            let target = Target {
-                rt,
-                version,
-                namespace,
-                name,
-                subresource,
-            };
-            let answer = resource(shared, target, req, query).await;
-            if let (Some(served), Ok(resp)) = (&served, &answer) {
-                served.record_answer(asked, resp.status());
-            }
-            match deprecated {
-                Some(w) => Ok(with_first_warning(answer, &w, &accept)),
-                None => answer,
-            }
-        }
-        Route::Compact if req.method() == Method::POST => {
-            let through = {
-                let mut state = shared.state.lock().expect("state lock");
-                let now = state.resource_version();
-                state.compact_history(now)
-            };
-            Ok(json_response(
-                StatusCode::OK,
-                &json!({"compacted": through.to_string()}),
-            ))
-        }
+        Route::Object(at) => object(shared, &registry, at, req, query).await,
+        Route::Compact if req.method() == Method::POST => Ok(compact(&shared)),
         _ if !read_only(req.method()) => Err(ApiError::method_not_allowed()),
-        Route::Compact => Err(ApiError::method_not_allowed()),
+        route => described(route, &registry, req.headers()),
+    }
+}
+
+/// A request to an object path: its kind, subresource and scope checked, then answered by
+/// `resource`; recorded as served when the server records that, and warned of when its version
+/// is deprecated.
+async fn object(
+    shared: Arc<Shared>,
+    registry: &Registry,
+    at: ObjectPath,
+    req: Request<Body>,
+    query: &Query,
+) -> Result<Response, ApiError> {
+    let served = req
+        .extensions()
+        .get::<Arc<super::served::Served>>()
+        .cloned();
+    let method = req.method().clone();
+    let asked = super::served::Request {
+        group: &at.group,
+        plural: &at.plural,
+        subresource: at.sub.as_deref(),
+        method: &method,
+        named: at.name.is_some(),
+        watch: flag(query, "watch"),
+    };
+    if let Some(served) = &served {
+        served.record(asked);
+    }
+    let rt = resource_type(registry, &at)?;
+    let subresource = subresource_of(&rt, &at)?;
+    limits::check_subresource_method(req.method(), at.sub.as_deref())?;
+    check_scope(&rt, &at, req.method())?;
+    let deprecated = super::strategy::deprecation_warning(&rt, &at.version);
+    let accept = accept_of(req.headers()).to_string();
+    let target = Target {
+        rt,
+        version: at.version,
+        namespace: at.namespace,
+        name: at.name,
+        subresource,
+    };
+    let answer = resource(shared, target, req, query).await;
+    if let (Some(served), Ok(resp)) = (&served, &answer) {
+        served.record_answer(asked, resp.status());
+    }
+    match deprecated {
+        Some(w) => Ok(with_first_warning(answer, &w, &accept)),
+        None => answer,
+    }
+}
+
+/// The kind served at `at`, or the error of a path that serves none.
+fn resource_type(registry: &Registry, at: &ObjectPath) -> Result<Arc<ResourceType>, ApiError> {
+    registry
+        .by_resource(&at.group, &at.version, &at.plural)
+        .ok_or_else(|| {
+            // A group and version of built-in kinds, or any path of the core group, answer
+            // a Status (go-restful serves them); anything else, a group of custom
+            // resources included, is no API path.
+            let built_in = registry
+                .types()
+                .iter()
+                .any(|t| !t.custom && t.group == at.group && t.serves(&at.version));
+            if built_in || at.group.is_empty() {
+                ApiError::unknown_path()
+            } else {
+                ApiError::page_not_found()
+            }
+        })
+}
+
+/// The subresource `at` names on kind `rt`, `None` for the object itself (and a Namespace's
+/// `finalize`), or the error of one the kind does not serve.
+fn subresource_of(rt: &ResourceType, at: &ObjectPath) -> Result<Option<Subresource>, ApiError> {
+    match at.sub.as_deref() {
+        None => Ok(None),
+        Some("status") if rt.status_subresource => Ok(Some(Subresource::Status)),
+        Some("scale") if super::scale::serves_scale(&rt.group, &rt.kind, rt.custom) => {
+            Ok(Some(Subresource::Scale))
+        }
+        Some("finalize") if rt.kind == "Namespace" && !rt.custom => Ok(None),
+        // A custom resource's handler names the object for a subresource it lacks.
+        Some(_) if rt.custom && at.name.is_some() => Err(ApiError::not_found(
+            &rt.group,
+            &rt.plural,
+            at.name.as_deref().unwrap_or(""),
+        )),
+        Some(_) => Err(ApiError::unknown_path()),
+    }
+}
+
+/// Refuses a path whose namespace does not fit the kind's scope.
+fn check_scope(rt: &ResourceType, at: &ObjectPath, method: &Method) -> Result<(), ApiError> {
+    // A namespaced resource without its namespace: kube-apiserver serves no such object
+    // path, and no create there.
+    if rt.namespaced && at.namespace.is_none() {
+        if at.name.is_some() {
+            return Err(ApiError::unknown_path());
+        }
+        if method == Method::POST {
+            return Err(ApiError::method_not_allowed());
+        }
+    }
+    if !rt.namespaced && at.namespace.is_some() {
+        return Err(ApiError::unknown_path());
+    }
+    Ok(())
+}
+
+/// Compacts the store's history through its current version.
+fn compact(shared: &Shared) -> Response {
+    let through = {
+        let mut state = shared.state.lock().expect("state lock");
+        let now = state.resource_version();
+        state.compact_history(now)
+    };
+    json_response(StatusCode::OK, &json!({"compacted": through.to_string()}))
+}
+
+/// A read of a path that describes the server: version, health, discovery and OpenAPI.
+fn described(route: Route, registry: &Registry, headers: &HeaderMap) -> Result<Response, ApiError> {
+    match route {
         Route::Version => Ok(json_response(StatusCode::OK, &discovery::version())),
         Route::Health => Ok((StatusCode::OK, "ok").into_response()),
-        Route::CoreVersions | Route::Groups if aggregated_discovery(req.headers()) => {
+        Route::CoreVersions | Route::Groups if aggregated_discovery(headers) => {
             let doc = match route {
-                Route::CoreVersions => super::discovery_aggregated::core(&registry),
-                _ => super::discovery_aggregated::named_groups(&registry),
+                Route::CoreVersions => super::discovery_aggregated::core(registry),
+                _ => super::discovery_aggregated::named_groups(registry),
             };
             let body = serde_json::to_vec(&doc).expect("JSON values serialise");
             let content_type = super::discovery_aggregated::CONTENT_TYPE;
@@ -301,35 +330,37 @@ async fn serve(
         Route::CoreVersions => Ok(json_response(StatusCode::OK, &discovery::core_versions())),
         Route::Groups => Ok(json_response(
             StatusCode::OK,
-            &discovery::group_list(&registry),
+            &discovery::group_list(registry),
         )),
-        Route::Group(g) => discovery::group(&registry, &g)
+        Route::Group(g) => discovery::group(registry, &g)
             .map(|d| json_response(StatusCode::OK, &d))
             .ok_or_else(ApiError::page_not_found),
         Route::OpenApiV2 => Ok(
-            if accept_of(req.headers()).contains(super::openapi_v2::PROTOBUF_ACCEPT) {
+            if accept_of(headers).contains(super::openapi_v2::PROTOBUF_ACCEPT) {
                 (
                     StatusCode::OK,
                     [(
                         header::CONTENT_TYPE,
                         super::openapi_v2::PROTOBUF_CONTENT_TYPE,
                     )],
-                    super::openapi_v2::protobuf(&registry),
+                    super::openapi_v2::protobuf(registry),
                 )
                     .into_response()
             } else {
-                json_response(StatusCode::OK, &super::openapi_v2::document(&registry))
+                json_response(StatusCode::OK, &super::openapi_v2::document(registry))
             },
         ),
-        Route::OpenApiRoot => Ok(super::openapi_v3::root_response(&registry)),
-        Route::OpenApi(g, v) => Ok(super::openapi_v3::document_response(&registry, &g, &v)),
-        Route::Resources(g, v) => discovery::resource_list(&registry, &g, &v)
+        Route::OpenApiRoot => Ok(super::openapi_v3::root_response(registry)),
+        Route::OpenApi(g, v) => Ok(super::openapi_v3::document_response(registry, &g, &v)),
+        Route::Resources(g, v) => discovery::resource_list(registry, &g, &v)
             .map(|d| json_response(StatusCode::OK, &d))
             .ok_or_else(|| match g.as_str() {
                 // The core group answers a Status for any version it does not serve.
                 "" => ApiError::unknown_path(),
                 _ => ApiError::page_not_found(),
             }),
+        // Not read: the store compacts on a POST only, and `object` serves object paths.
+        Route::Compact | Route::Object(_) => Err(ApiError::method_not_allowed()),
     }
 }
 
@@ -398,69 +429,82 @@ async fn answer(
         (&Method::POST, false) | (&Method::PUT, true) | (&Method::PATCH, true) => {
             write(shared, target, req, query, patch_type).await
         }
-        (&Method::DELETE, true) => {
-            let body = read_body(&shared, req).await?;
-            let body = if body.is_empty() {
-                json!({})
-            } else {
-                decode(&body, "application/json")?
-            };
-            let body = DeleteOptions::merged_with_query(&body, query);
-            let dry = super::params::delete_dry_run(query, &body)?;
-            let opts = DeleteOptions::from_body(&body)?;
-            let name = target.name.clone().expect("matched with a name");
-            limits::check_delete(&target, &name, &shared.config.protected_namespaces)?;
-            let t = target.clone();
-            let delete_opts = opts.clone();
-            let deleted = run_write_many(&shared, dry, move |txn| {
-                delete::delete(txn, &t, &name, &delete_opts, &now())
-            })
-            .await?;
-            let (code, body) = delete::delete_answer(&target, &deleted, &opts);
-            let code = StatusCode::from_u16(code).expect("a valid status code");
-            Ok(json_response(code, &body))
-        }
-        (&Method::DELETE, false) => {
-            limits::check_delete_collection(&target)?;
-            let labels =
-                LabelSelector::parse(query.get("labelSelector").map(String::as_str).unwrap_or(""))?;
-            let fields = FieldSelector::parse_for(
-                query.get("fieldSelector").map(String::as_str).unwrap_or(""),
-                &target.rt,
-            )?;
-            let dry = super::params::delete_dry_run(query, &json!({}))?;
-            let t = target.clone();
-            let (read_version, deleted) = run_write_many(&shared, dry, move |txn| {
-                let read_version = txn.read_version();
-                let prefix = prefix_of(&t);
-                let mut out = Vec::new();
-                for (_, obj) in txn.scan(&prefix) {
-                    if labels.matches(&obj) && fields.matches(&obj) {
-                        let name = obj
-                            .pointer("/metadata/name")
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .to_string();
-                        out.push(
-                            delete::delete(txn, &t, &name, &DeleteOptions::default(), &now())?
-                                .object,
-                        );
-                    }
-                }
-                Ok((read_version, out))
-            })
-            .await?;
-            let items: Vec<Value> = deleted
-                .iter()
-                .map(|o| super::reads::list_item(o, &target))
-                .collect();
-            Ok(json_response(
-                StatusCode::OK,
-                &json!({"apiVersion": target.rt.api_version(&target.version), "kind": target.rt.list_kind, "metadata": {"resourceVersion": read_version.to_string()}, "items": items}),
-            ))
-        }
+        (&Method::DELETE, true) => delete_one(&shared, target, req, query).await,
+        (&Method::DELETE, false) => delete_collection(&shared, target, query).await,
         _ => Err(ApiError::method_not_allowed()),
     }
+}
+
+/// `DELETE` of the object `target` names, with the options of the body and the query.
+async fn delete_one(
+    shared: &Arc<Shared>,
+    target: Target,
+    req: Request<Body>,
+    query: &Query,
+) -> Result<Response, ApiError> {
+    let body = read_body(shared, req).await?;
+    let body = if body.is_empty() {
+        json!({})
+    } else {
+        decode(&body, "application/json")?
+    };
+    let body = DeleteOptions::merged_with_query(&body, query);
+    let dry = super::params::delete_dry_run(query, &body)?;
+    let opts = DeleteOptions::from_body(&body)?;
+    let name = target.name.clone().expect("matched with a name");
+    limits::check_delete(&target, &name, &shared.config.protected_namespaces)?;
+    let t = target.clone();
+    let delete_opts = opts.clone();
+    let deleted = run_write_many(shared, dry, move |txn| {
+        delete::delete(txn, &t, &name, &delete_opts, &now())
+    })
+    .await?;
+    let (code, body) = delete::delete_answer(&target, &deleted, &opts);
+    let code = StatusCode::from_u16(code).expect("a valid status code");
+    Ok(json_response(code, &body))
+}
+
+/// `DELETE` of the collection `target` names: every object its label and field selectors match,
+/// answered as the list of what was deleted.
+async fn delete_collection(
+    shared: &Arc<Shared>,
+    target: Target,
+    query: &Query,
+) -> Result<Response, ApiError> {
+    limits::check_delete_collection(&target)?;
+    let labels =
+        LabelSelector::parse(query.get("labelSelector").map(String::as_str).unwrap_or(""))?;
+    let fields = FieldSelector::parse_for(
+        query.get("fieldSelector").map(String::as_str).unwrap_or(""),
+        &target.rt,
+    )?;
+    let dry = super::params::delete_dry_run(query, &json!({}))?;
+    let t = target.clone();
+    let (read_version, deleted) = run_write_many(shared, dry, move |txn| {
+        let read_version = txn.read_version();
+        let prefix = prefix_of(&t);
+        let mut out = Vec::new();
+        for (_, obj) in txn.scan(&prefix) {
+            if labels.matches(&obj) && fields.matches(&obj) {
+                let name = obj
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                out.push(delete::delete(txn, &t, &name, &DeleteOptions::default(), &now())?.object);
+            }
+        }
+        Ok((read_version, out))
+    })
+    .await?;
+    let items: Vec<Value> = deleted
+        .iter()
+        .map(|o| super::reads::list_item(o, &target))
+        .collect();
+    Ok(json_response(
+        StatusCode::OK,
+        &json!({"apiVersion": target.rt.api_version(&target.version), "kind": target.rt.list_kind, "metadata": {"resourceVersion": read_version.to_string()}, "items": items}),
+    ))
 }
 
 pub(super) fn prefix_of(target: &Target) -> String {

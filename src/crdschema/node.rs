@@ -154,76 +154,18 @@ impl Node {
                     .into(),
             });
         }
-        let types = match m.get("type").and_then(Value::as_str) {
-            None | Some("") => None,
-            Some(t) => Some(JsonType::parse(t).ok_or_else(|| SchemaError::Malformed {
-                at: format!("{at}.type"),
-                error_type: ErrorType::NotSupported,
-                message: format!(
-                    "Unsupported value: {t:?}: supported values: \"array\", \"boolean\", \"integer\", \"number\", \"object\", \"string\""
-                ),
-            })?),
-        };
-        let mut properties = BTreeMap::new();
-        if let Some(props) = m.get("properties").and_then(Value::as_object) {
-            for (k, child) in props {
-                properties.insert(
-                    k.clone(),
-                    Node::parse(child, &format!("{at}.properties[{k}]"))?,
-                );
-            }
-        }
-        let additional = match m.get("additionalProperties") {
-            None => Additional::Unspecified,
-            Some(Value::Bool(b)) => Additional::Allow(*b),
-            Some(s) => Additional::Schema(Box::new(Node::parse(
-                s,
-                &format!("{at}.additionalProperties"),
-            )?)),
-        };
-        let items = match m.get("items") {
-            None => None,
-            Some(s) => Some(Box::new(Node::parse(s, &format!("{at}.items"))?)),
-        };
-        let pattern = match m.get("pattern").and_then(Value::as_str) {
-            None => None,
-            Some(p) => Some((
-                p.to_string(),
-                Regex::new(p).map_err(|e| SchemaError::Malformed {
-                    at: format!("{at}.pattern"),
-                    error_type: ErrorType::Invalid,
-                    message: format!(
-                        "Invalid value: {p:?}: must be a valid regular expression, but isn't: {e}"
-                    ),
-                })?,
-            )),
-        };
-        let list = |k: &str| -> Result<Vec<Node>, SchemaError> {
-            m.get(k)
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .enumerate()
-                .map(|(i, s)| Node::parse(s, &format!("{at}.{k}[{i}]")))
-                .collect()
-        };
-        let list_type = match m.get("x-kubernetes-list-type").and_then(Value::as_str) {
-            Some("set") => ListType::Set,
-            Some("map") => ListType::Map(strings(m, "x-kubernetes-list-map-keys")),
-            _ => ListType::Atomic,
-        };
         Ok(Node {
-            types,
+            types: type_of(m, at)?,
             nullable: flag("nullable"),
             int_or_string: flag("x-kubernetes-int-or-string"),
             preserve_unknown: flag("x-kubernetes-preserve-unknown-fields"),
             embedded: flag("x-kubernetes-embedded-resource"),
-            properties,
-            additional,
-            items,
+            properties: properties_of(m, at)?,
+            additional: additional_of(m, at)?,
+            items: child_of(m, "items", at)?,
             required: strings(m, "required"),
             enumeration: m.get("enum").and_then(Value::as_array).cloned(),
-            pattern,
+            pattern: pattern_of(m, at)?,
             minimum: bound("minimum", "exclusiveMinimum"),
             maximum: bound("maximum", "exclusiveMaximum"),
             multiple_of: m.get("multipleOf").and_then(Value::as_f64),
@@ -238,14 +180,11 @@ impl Node {
                 .and_then(Value::as_str)
                 .filter(|f| !f.is_empty())
                 .map(str::to_string),
-            list_type,
-            all_of: list("allOf")?,
-            any_of: list("anyOf")?,
-            one_of: list("oneOf")?,
-            not: match m.get("not") {
-                None => None,
-                Some(s) => Some(Box::new(Node::parse(s, &format!("{at}.not"))?)),
-            },
+            list_type: list_type_of(m),
+            all_of: children_of(m, "allOf", at)?,
+            any_of: children_of(m, "anyOf", at)?,
+            one_of: children_of(m, "oneOf", at)?,
+            not: child_of(m, "not", at)?,
             default: m.get("default").cloned(),
             rules: super::cel::parse_rules(v, at)?,
         })
@@ -290,8 +229,96 @@ impl Node {
     }
 }
 
+/// A schema object's fields, as [`Node::parse`] reads them.
+type Fields = serde_json::Map<String, Value>;
+
+/// `type:`, when set and not empty.
+fn type_of(m: &Fields, at: &str) -> Result<Option<JsonType>, SchemaError> {
+    match m.get("type").and_then(Value::as_str) {
+        None | Some("") => Ok(None),
+        Some(t) => JsonType::parse(t)
+            .map(Some)
+            .ok_or_else(|| SchemaError::Malformed {
+                at: format!("{at}.type"),
+                error_type: ErrorType::NotSupported,
+                message: format!(
+                    "Unsupported value: {t:?}: supported values: \"array\", \"boolean\", \"integer\", \"number\", \"object\", \"string\""
+                ),
+            }),
+    }
+}
+
+/// The schemas of `properties:`, by name.
+fn properties_of(m: &Fields, at: &str) -> Result<BTreeMap<String, Node>, SchemaError> {
+    let mut properties = BTreeMap::new();
+    if let Some(props) = m.get("properties").and_then(Value::as_object) {
+        for (k, child) in props {
+            properties.insert(
+                k.clone(),
+                Node::parse(child, &format!("{at}.properties[{k}]"))?,
+            );
+        }
+    }
+    Ok(properties)
+}
+
+/// `additionalProperties:`, a flag or a schema.
+fn additional_of(m: &Fields, at: &str) -> Result<Additional, SchemaError> {
+    Ok(match m.get("additionalProperties") {
+        None => Additional::Unspecified,
+        Some(Value::Bool(b)) => Additional::Allow(*b),
+        Some(s) => Additional::Schema(Box::new(Node::parse(
+            s,
+            &format!("{at}.additionalProperties"),
+        )?)),
+    })
+}
+
+/// The one schema under `key` (`items`, `not`), if any.
+fn child_of(m: &Fields, key: &str, at: &str) -> Result<Option<Box<Node>>, SchemaError> {
+    match m.get(key) {
+        None => Ok(None),
+        Some(s) => Ok(Some(Box::new(Node::parse(s, &format!("{at}.{key}"))?))),
+    }
+}
+
+/// The schemas of the list under `key` (`allOf`, `anyOf`, `oneOf`); none when absent.
+fn children_of(m: &Fields, key: &str, at: &str) -> Result<Vec<Node>, SchemaError> {
+    m.get(key)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, s)| Node::parse(s, &format!("{at}.{key}[{i}]")))
+        .collect()
+}
+
+/// `pattern:` with its compiled regular expression.
+fn pattern_of(m: &Fields, at: &str) -> Result<Option<(String, Regex)>, SchemaError> {
+    let Some(p) = m.get("pattern").and_then(Value::as_str) else {
+        return Ok(None);
+    };
+    let re = Regex::new(p).map_err(|e| SchemaError::Malformed {
+        at: format!("{at}.pattern"),
+        error_type: ErrorType::Invalid,
+        message: format!(
+            "Invalid value: {p:?}: must be a valid regular expression, but isn't: {e}"
+        ),
+    })?;
+    Ok(Some((p.to_string(), re)))
+}
+
+/// `x-kubernetes-list-type` (atomic when absent), with the keys of a map list.
+fn list_type_of(m: &Fields) -> ListType {
+    match m.get("x-kubernetes-list-type").and_then(Value::as_str) {
+        Some("set") => ListType::Set,
+        Some("map") => ListType::Map(strings(m, "x-kubernetes-list-map-keys")),
+        _ => ListType::Atomic,
+    }
+}
+
 /// The strings of the list under `key` (none when absent or not a list).
-fn strings(m: &serde_json::Map<String, Value>, key: &str) -> Vec<String> {
+fn strings(m: &Fields, key: &str) -> Vec<String> {
     m.get(key)
         .and_then(Value::as_array)
         .into_iter()

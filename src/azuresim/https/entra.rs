@@ -68,12 +68,13 @@ impl Refusal {
     }
 }
 
-fn missing(parameter: &str) -> SimResponse {
-    entra_error(
+/// The refusal of a request without `parameter`.
+fn missing(parameter: &str) -> Refusal {
+    Refusal::new(
         400,
         "invalid_request",
         900144,
-        &format!("The request body must contain the following parameter: '{parameter}'."),
+        format!("The request body must contain the following parameter: '{parameter}'."),
     )
 }
 
@@ -82,117 +83,91 @@ pub(super) fn form(bytes: &[u8]) -> HashMap<String, String> {
     url::form_urlencoded::parse(bytes).into_owned().collect()
 }
 
-/// `POST /{tenant}/oauth2/v2.0/token` on the login host of `environment`.
-pub(super) async fn token(
-    services: &SimServices,
-    environment: AzureEnvironment,
-    path: &str,
-    body: &[u8],
-) -> SimResponse {
-    services.counts.count_token();
-    let Some(tenant) = path
-        .strip_prefix('/')
+/// The value of `key` in a request's parameters, when given and not empty.
+fn given<'a>(params: &'a HashMap<String, String>, key: &str) -> Option<&'a str> {
+    params
+        .get(key)
+        .map(String::as_str)
+        .filter(|v| !v.is_empty())
+}
+
+/// The tenant of a token endpoint path, `/{tenant}/oauth2/v2.0/token`.
+fn tenant_of(path: &str) -> Option<&str> {
+    path.strip_prefix('/')
         .and_then(|p| p.strip_suffix("/oauth2/v2.0/token"))
         .filter(|t| !t.is_empty() && !t.contains('/'))
-    else {
-        return json_response(404, &json!({"error": "not_found"}));
-    };
-    let params = form(body);
-    let get = |k: &str| params.get(k).map(String::as_str).filter(|v| !v.is_empty());
-    let Some(grant) = get("grant_type") else {
-        return missing("grant_type");
+}
+
+/// The client ID and scope of a client-credential grant, or the refusal of a request that is not
+/// one: a parameter missing, another grant type, a scope without `/.default`.
+fn client_credentials(params: &HashMap<String, String>) -> Result<(&str, &str), Refusal> {
+    let Some(grant) = given(params, "grant_type") else {
+        return Err(missing("grant_type"));
     };
     if grant != "client_credentials" {
-        return entra_error(
+        return Err(Refusal::new(
             400,
             "unsupported_grant_type",
             70003,
-            &format!("The app requested an unsupported grant type '{grant}'."),
-        );
+            format!("The app requested an unsupported grant type '{grant}'."),
+        ));
     }
-    let Some(client_id) = get("client_id") else {
-        return missing("client_id");
+    let Some(client_id) = given(params, "client_id") else {
+        return Err(missing("client_id"));
     };
-    let Some(scope) = get("scope") else {
-        return missing("scope");
+    let Some(scope) = given(params, "scope") else {
+        return Err(missing("scope"));
     };
     if !scope.split_whitespace().all(|s| s.ends_with("/.default")) {
-        return entra_error(
+        return Err(Refusal::new(
             400,
             "invalid_scope",
             1002012,
-            &format!(
+            format!(
                 "The provided value for scope {scope} is not valid. Client credential flows must have a scope value with /.default suffixed to the resource identifier (application ID URI)."
             ),
-        );
+        ));
     }
-    let identities = match services.directory.identities().await {
-        Ok(i) => i,
-        Err(e) => {
-            tracing::warn!(error = %e, "simulated Entra ID could not read the identities");
-            return entra_error(
-                503,
-                "temporarily_unavailable",
-                90033,
-                "A transient error has occurred. Please try again.",
-            );
-        }
-    };
+    Ok((client_id, scope))
+}
+
+/// The identities of `tenant` registered as the application `client_id`, or why there are none.
+fn applications<'a>(
+    identities: &'a [SimIdentity],
+    tenant: &str,
+    client_id: &str,
+) -> Result<Vec<&'a SimIdentity>, Refusal> {
     let of_tenant: Vec<&SimIdentity> = identities
         .iter()
         .filter(|i| i.identity.tenant_id.eq_ignore_ascii_case(tenant))
         .collect();
     if of_tenant.is_empty() {
-        return entra_error(
+        return Err(Refusal::new(
             400,
             "invalid_tenant",
             90002,
-            &format!("Tenant '{tenant}' not found."),
-        );
+            format!("Tenant '{tenant}' not found."),
+        ));
     }
     let apps: Vec<&SimIdentity> = of_tenant
         .into_iter()
         .filter(|i| i.identity.client_id.eq_ignore_ascii_case(client_id))
         .collect();
     if apps.is_empty() {
-        return entra_error(
+        return Err(Refusal::new(
             400,
             "unauthorized_client",
             700016,
-            &format!(
+            format!(
                 "Application with identifier '{client_id}' was not found in the directory '{tenant}'."
             ),
-        );
+        ));
     }
-    let endpoint = format!(
-        "{}/{tenant}/oauth2/v2.0/token",
-        Endpoints::simulated(environment, services.port).authority_host
-    );
-    let verdict = if let Some(secret) = get("client_secret") {
-        check_secret(&apps, client_id, secret.as_bytes())
-    } else if let Some(assertion) = get("client_assertion") {
-        if get("client_assertion_type") != Some(CLIENT_ASSERTION_TYPE) {
-            return missing("client_assertion_type");
-        }
-        check_assertion(&apps, client_id, assertion, &endpoint)
-    } else {
-        Err(Refusal::new(
-            401,
-            "invalid_client",
-            7000218,
-            "The request body must contain the following parameter: 'client_assertion' or 'client_secret'.",
-        ))
-    };
-    if let Err(refusal) = verdict {
-        tracing::info!(
-            tenant,
-            client_id,
-            status = refusal.status,
-            code = refusal.code,
-            "simulated Entra ID refused a token request"
-        );
-        return refusal.respond();
-    }
+    Ok(apps)
+}
+
+/// The token for `scope`'s resource, issued to `client_id` of `tenant`.
+fn issue(services: &SimServices, tenant: &str, client_id: &str, scope: &str) -> SimResponse {
     let resource = scope
         .split_whitespace()
         .next()
@@ -215,6 +190,70 @@ pub(super) async fn token(
             "access_token": token,
         }),
     )
+}
+
+/// `POST /{tenant}/oauth2/v2.0/token` on the login host of `environment`.
+pub(super) async fn token(
+    services: &SimServices,
+    environment: AzureEnvironment,
+    path: &str,
+    body: &[u8],
+) -> SimResponse {
+    services.counts.count_token();
+    let Some(tenant) = tenant_of(path) else {
+        return json_response(404, &json!({"error": "not_found"}));
+    };
+    let params = form(body);
+    let (client_id, scope) = match client_credentials(&params) {
+        Ok(asked) => asked,
+        Err(refusal) => return refusal.respond(),
+    };
+    let identities = match services.directory.identities().await {
+        Ok(i) => i,
+        Err(e) => {
+            tracing::warn!(error = %e, "simulated Entra ID could not read the identities");
+            return entra_error(
+                503,
+                "temporarily_unavailable",
+                90033,
+                "A transient error has occurred. Please try again.",
+            );
+        }
+    };
+    let apps = match applications(&identities, tenant, client_id) {
+        Ok(apps) => apps,
+        Err(refusal) => return refusal.respond(),
+    };
+    let endpoint = format!(
+        "{}/{tenant}/oauth2/v2.0/token",
+        Endpoints::simulated(environment, services.port).authority_host
+    );
+    let verdict = if let Some(secret) = given(&params, "client_secret") {
+        check_secret(&apps, client_id, secret.as_bytes())
+    } else if let Some(assertion) = given(&params, "client_assertion") {
+        if given(&params, "client_assertion_type") != Some(CLIENT_ASSERTION_TYPE) {
+            return missing("client_assertion_type").respond();
+        }
+        check_assertion(&apps, client_id, assertion, &endpoint)
+    } else {
+        Err(Refusal::new(
+            401,
+            "invalid_client",
+            7000218,
+            "The request body must contain the following parameter: 'client_assertion' or 'client_secret'.",
+        ))
+    };
+    if let Err(refusal) = verdict {
+        tracing::info!(
+            tenant,
+            client_id,
+            status = refusal.status,
+            code = refusal.code,
+            "simulated Entra ID refused a token request"
+        );
+        return refusal.respond();
+    }
+    issue(services, tenant, client_id, scope)
 }
 
 fn check_secret(apps: &[&SimIdentity], client_id: &str, sent: &[u8]) -> Result<(), Refusal> {
@@ -331,7 +370,7 @@ pub(super) async fn imds(
         );
     }
     let params = form(query.as_bytes());
-    let get = |k: &str| params.get(k).map(String::as_str).filter(|v| !v.is_empty());
+    let get = |k: &str| given(&params, k);
     let Some(resource) = get("resource") else {
         return imds_error(
             400,

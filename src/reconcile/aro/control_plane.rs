@@ -158,6 +158,103 @@ fn gates(
     held
 }
 
+/// What the live HcpOpenShiftCluster `hcp` says: the status fields it mirrors (id, URLs, version)
+/// and `HcpClusterReady`.
+fn hcp_report(hcp: Option<&Value>) -> (serde_json::Map<String, Value>, Condition) {
+    let mut fields = serde_json::Map::new();
+    let Some(hcp) = hcp else {
+        let c = Condition::new(
+            "HcpClusterReady",
+            "False",
+            "HcpOpenShiftClusterNotFound",
+            "HcpOpenShiftCluster not found",
+        );
+        return (fields, c);
+    };
+    for (field, pointer) in [
+        ("id", "/status/id"),
+        ("apiURL", "/status/properties/api/url"),
+        ("consoleURL", "/status/properties/console/url"),
+        ("version", "/status/properties/version/id"),
+    ] {
+        if let Some(v) = str_at(hcp, pointer) {
+            fields.insert(field.into(), json!(v));
+        }
+    }
+    let c = mirror_aso_ready(
+        "HcpClusterReady",
+        hcp,
+        "Provisioning",
+        "HcpOpenShiftCluster is not yet ready",
+    );
+    (fields, c)
+}
+
+/// One condition per embedded kind that has one (`kind_condition`), in kind order: True when
+/// every resource of that kind is live and ready, else False naming those that are not.
+fn kind_conditions(entries: &[(&Value, Option<&Value>)]) -> Vec<Condition> {
+    let mut kinds: Vec<&str> = entries
+        .iter()
+        .filter_map(|(e, _)| str_at(e, "/kind"))
+        .filter(|k| kind_condition(k).is_some())
+        .collect();
+    kinds.sort();
+    kinds.dedup();
+    kinds
+        .into_iter()
+        .map(|kind| {
+            let waiting: Vec<&str> = entries
+                .iter()
+                .filter(|(e, f)| {
+                    str_at(e, "/kind") == Some(kind)
+                        && !f.is_some_and(|o| aso_readiness(o).is_ready())
+                })
+                .filter_map(|(e, _)| str_at(e, "/metadata/name"))
+                .collect();
+            let t = kind_condition(kind).expect("filtered above");
+            if waiting.is_empty() {
+                Condition::new(t, "True", "Succeeded", "")
+            } else {
+                Condition::new(
+                    t,
+                    "False",
+                    "Creating",
+                    format!("Waiting for {kind} to be ready: [{}]", waiting.join(", ")),
+                )
+            }
+        })
+        .collect()
+}
+
+/// `ExternalAuthReady` when the AROControlPlane `desired` embeds an ExternalAuth: its mirrored
+/// readiness once live, else why it is not created yet.
+fn external_auth_condition(
+    desired: &Value,
+    entries: &[(&Value, Option<&Value>)],
+    live: &[Value],
+) -> Option<Condition> {
+    let (_, auth) = entries
+        .iter()
+        .find(|(e, _)| str_at(e, "/kind") == Some(EXTERNAL_AUTH))?;
+    Some(match auth {
+        Some(a) => mirror_aso_ready(
+            "ExternalAuthReady",
+            a,
+            "Provisioning",
+            "ExternalAuth is not yet ready",
+        ),
+        None if !node_pool_ready(desired, live) => {
+            Condition::new("ExternalAuthReady", "False", "WaitingForNodePool", DEFERRED)
+        }
+        None => Condition::new(
+            "ExternalAuthReady",
+            "False",
+            "Provisioning",
+            "ExternalAuth is not yet created",
+        ),
+    })
+}
+
 /// The AROControlPlane `desired` (as in git) against the world `live`, with the key `state` of
 /// its HcpOpenShiftCluster.
 pub fn decide_control_plane(
@@ -185,99 +282,21 @@ pub fn decide_control_plane(
     let secret = kubeconfig_secret(desired).0;
     let applied = applier::apply(desired, owner.unwrap_or(desired), resources, &held, live);
 
-    let previous = owner.and_then(|o| o.get("status"));
-    let mut conditions = Vec::new();
-    let mut status = serde_json::Map::new();
     let entries = embedded_live(desired, live);
     let hcp_live = entries
         .iter()
         .find(|(e, _)| str_at(e, "/kind") == Some(HCP_CLUSTER))
         .and_then(|(_, f)| *f);
-    let hcp_ready = match hcp_live {
-        None => {
-            let c = Condition::new(
-                "HcpClusterReady",
-                "False",
-                "HcpOpenShiftClusterNotFound",
-                "HcpOpenShiftCluster not found",
-            );
-            set_condition(&mut conditions, previous, &c, now);
-            false
-        }
-        Some(hcp) => {
-            for (field, pointer) in [
-                ("id", "/status/id"),
-                ("apiURL", "/status/properties/api/url"),
-                ("consoleURL", "/status/properties/console/url"),
-                ("version", "/status/properties/version/id"),
-            ] {
-                if let Some(v) = str_at(hcp, pointer) {
-                    status.insert(field.into(), json!(v));
-                }
-            }
-            let c = mirror_aso_ready(
-                "HcpClusterReady",
-                hcp,
-                "Provisioning",
-                "HcpOpenShiftCluster is not yet ready",
-            );
-            set_condition(&mut conditions, previous, &c, now);
-            c.is_true()
-        }
-    };
-    if let Some(c) = state.condition() {
+    let (mut status, hcp) = hcp_report(hcp_live);
+    let hcp_ready = hcp.is_true();
+    let mut report = vec![hcp];
+    report.extend(state.condition().cloned());
+    report.extend(kind_conditions(&entries));
+    report.extend(external_auth_condition(desired, &entries, live));
+    let previous = owner.and_then(|o| o.get("status"));
+    let mut conditions = Vec::new();
+    for c in &report {
         set_condition(&mut conditions, previous, c, now);
-    }
-    let mut kinds: Vec<&str> = entries
-        .iter()
-        .filter_map(|(e, _)| str_at(e, "/kind"))
-        .filter(|k| kind_condition(k).is_some())
-        .collect();
-    kinds.sort();
-    kinds.dedup();
-    for kind in kinds {
-        let waiting: Vec<&str> = entries
-            .iter()
-            .filter(|(e, f)| {
-                str_at(e, "/kind") == Some(kind) && !f.is_some_and(|o| aso_readiness(o).is_ready())
-            })
-            .filter_map(|(e, _)| str_at(e, "/metadata/name"))
-            .collect();
-        let t = kind_condition(kind).expect("filtered above");
-        let c = if waiting.is_empty() {
-            Condition::new(t, "True", "Succeeded", "")
-        } else {
-            Condition::new(
-                t,
-                "False",
-                "Creating",
-                format!("Waiting for {kind} to be ready: [{}]", waiting.join(", ")),
-            )
-        };
-        set_condition(&mut conditions, previous, &c, now);
-    }
-    if let Some((_, auth)) = entries
-        .iter()
-        .find(|(e, _)| str_at(e, "/kind") == Some(EXTERNAL_AUTH))
-    {
-        let c = match auth {
-            Some(a) => mirror_aso_ready(
-                "ExternalAuthReady",
-                a,
-                "Provisioning",
-                "ExternalAuth is not yet ready",
-            ),
-            None if !node_pool_ready(desired, live) => {
-                Condition::new("ExternalAuthReady", "False", "WaitingForNodePool", DEFERRED)
-            }
-            None => Condition::new(
-                "ExternalAuthReady",
-                "False",
-                "Provisioning",
-                "ExternalAuth is not yet created",
-            ),
-        };
-        set_condition(&mut conditions, previous, &c, now);
     }
     let kubeconfig = find(live, desired, "Secret", &secret).is_some();
     let ready = hcp_ready && kubeconfig && error.is_none();

@@ -87,12 +87,14 @@ fn merge_node_policy(
     (merged, refused)
 }
 
-/// The AROMachinePool `desired` (as in git) against the world `live`.
-pub fn decide_machine_pool(desired: &Value, live: &[Value], now: &str) -> Decision {
-    let key = owner_key(desired);
-    let owner = live_owner(desired, live);
-    let paused = is_paused(owner.unwrap_or(desired), capi_cluster(desired, live));
-    let acp = control_plane(desired, live);
+/// The node pool of `desired` checked (exactly one) and mutated (its owner the HcpOpenShiftCluster
+/// of `acp`), or the terminal error.
+fn resources(
+    desired: &Value,
+    key: &ObjectKey,
+    acp: Option<&Value>,
+    paused: bool,
+) -> Result<Vec<Value>, AroError> {
     let count = desired
         .pointer("/spec/resources")
         .and_then(Value::as_array)
@@ -101,31 +103,34 @@ pub fn decide_machine_pool(desired: &Value, live: &[Value], now: &str) -> Decisi
                 .filter(|r| str_at(r, "/kind") == Some(NODE_POOL))
                 .count()
         });
-    let checked = if count == 1 {
-        embedded_resources(desired, acp.and_then(hcp_name), paused)
-    } else {
-        Err(AroError::NotExactlyOne {
+    if count != 1 {
+        return Err(AroError::NotExactlyOne {
             owner: Box::new(key.clone()),
             kind: NODE_POOL,
             count,
-        })
-    };
-    let (resources, error) = match checked {
-        Ok(r) => (r, None),
-        Err(e) => (vec![], Some(e)),
-    };
-    let (resources, refused) = merge_node_policy(&key, resources, live);
-    let held = match (owner, acp) {
-        _ if refused.is_some() => refused.iter().map(|(h, _)| h.clone()).collect(),
+        });
+    }
+    embedded_resources(desired, acp.and_then(hcp_name), paused)
+}
+
+/// What the gates hold back: everything until the AROMachinePool `owner` is live, then until the
+/// control plane `acp` exists and its `HcpClusterReady` is True with the cluster named.
+fn gates(
+    key: &ObjectKey,
+    owner: Option<&Value>,
+    acp: Option<&Value>,
+    resources: &[Value],
+) -> Vec<Held> {
+    match (owner, acp) {
         (None, _) => hold_all(
-            &resources,
-            &key,
+            resources,
+            key,
             "WaitingForOwner",
             &format!("{key} is not created yet"),
         ),
         (Some(_), None) => hold_all(
-            &resources,
-            &key,
+            resources,
+            key,
             "WaitingForControlPlane",
             "Waiting for the AROControlPlane of the cluster",
         ),
@@ -138,84 +143,112 @@ pub fn decide_machine_pool(desired: &Value, live: &[Value], now: &str) -> Decisi
                 .map(|m| format!(": {m}"))
                 .unwrap_or_default();
             hold_all(
-                &resources,
+                resources,
                 &cp_key,
                 "WaitingForControlPlane",
                 &format!("Waiting for HcpClusterReady on {cp_key}{why}"),
             )
         }
         _ => vec![],
-    };
-    let applied = applier::apply(desired, owner.unwrap_or(desired), resources, &held, live);
+    }
+}
 
-    let previous = owner.and_then(|o| o.get("status"));
-    let mut conditions = Vec::new();
-    let mut status = serde_json::Map::new();
-    let pool = embedded_live(desired, live)
-        .into_iter()
-        .find(|(e, _)| str_at(e, "/kind") == Some(NODE_POOL));
-    let ready = match pool.and_then(|(_, f)| f) {
-        None => {
-            for t in ["NodePoolReady", "AROMachinePoolReady"] {
-                let c = Condition::new(
+/// What the live node pool `np` says: the status fields it mirrors (provisioning state, replicas,
+/// id), `NodePoolReady`, `AROMachinePoolReady` and `AgentPoolsReady`, and whether it is ready.
+fn pool_report(np: Option<&Value>) -> (serde_json::Map<String, Value>, Vec<Condition>, bool) {
+    let mut fields = serde_json::Map::new();
+    let Some(np) = np else {
+        let mut conditions: Vec<Condition> = ["NodePoolReady", "AROMachinePoolReady"]
+            .into_iter()
+            .map(|t| {
+                Condition::new(
                     t,
                     "False",
                     "NodePoolNotFound",
                     "HcpOpenShiftClustersNodePool not found",
-                );
-                set_condition(&mut conditions, previous, &c, now);
-            }
-            let c = Condition::new("AgentPoolsReady", "False", "Failed", "node pool not found");
-            set_condition(&mut conditions, previous, &c, now);
-            false
-        }
-        Some(np) => {
-            let state = str_at(np, "/status/properties/provisioningState").unwrap_or("");
-            if !state.is_empty() {
-                status.insert("provisioningState".into(), json!(state));
-            }
-            if let Some(r) = np
-                .pointer("/status/properties/replicas")
-                .and_then(Value::as_i64)
-            {
-                status.insert("replicas".into(), json!(r));
-            }
-            if let Some(id) = str_at(np, "/status/id") {
-                status.insert("id".into(), json!(id));
-            }
-            for t in ["NodePoolReady", "AROMachinePoolReady"] {
-                let c = mirror_aso_ready(
-                    t,
-                    np,
-                    "Provisioning",
-                    "HcpOpenShiftClustersNodePool is not yet ready",
-                );
-                set_condition(&mut conditions, previous, &c, now);
-            }
-            let readiness = aso_readiness(np);
-            let agent = match &readiness {
-                Readiness::Failed { message, .. } => {
-                    Condition::new("AgentPoolsReady", "False", "Failed", message.clone())
-                }
-                _ if readiness.is_ready() => {
-                    Condition::new("AgentPoolsReady", "True", "Succeeded", "")
-                }
-                _ => Condition::new(
-                    "AgentPoolsReady",
-                    "False",
-                    "Provisioning",
-                    "node pool is not yet ready",
-                ),
-            };
-            set_condition(&mut conditions, previous, &agent, now);
-            readiness.is_ready() && matches!(state, "Succeeded" | "Updating")
-        }
+                )
+            })
+            .collect();
+        conditions.push(Condition::new(
+            "AgentPoolsReady",
+            "False",
+            "Failed",
+            "node pool not found",
+        ));
+        return (fields, conditions, false);
     };
+    let state = str_at(np, "/status/properties/provisioningState").unwrap_or("");
+    if !state.is_empty() {
+        fields.insert("provisioningState".into(), json!(state));
+    }
+    if let Some(r) = np
+        .pointer("/status/properties/replicas")
+        .and_then(Value::as_i64)
+    {
+        fields.insert("replicas".into(), json!(r));
+    }
+    if let Some(id) = str_at(np, "/status/id") {
+        fields.insert("id".into(), json!(id));
+    }
+    let mut conditions: Vec<Condition> = ["NodePoolReady", "AROMachinePoolReady"]
+        .into_iter()
+        .map(|t| {
+            mirror_aso_ready(
+                t,
+                np,
+                "Provisioning",
+                "HcpOpenShiftClustersNodePool is not yet ready",
+            )
+        })
+        .collect();
+    let readiness = aso_readiness(np);
+    conditions.push(match &readiness {
+        Readiness::Failed { message, .. } => {
+            Condition::new("AgentPoolsReady", "False", "Failed", message.clone())
+        }
+        _ if readiness.is_ready() => Condition::new("AgentPoolsReady", "True", "Succeeded", ""),
+        _ => Condition::new(
+            "AgentPoolsReady",
+            "False",
+            "Provisioning",
+            "node pool is not yet ready",
+        ),
+    });
+    let ready = readiness.is_ready() && matches!(state, "Succeeded" | "Updating");
+    (fields, conditions, ready)
+}
+
+/// The AROMachinePool `desired` (as in git) against the world `live`.
+pub fn decide_machine_pool(desired: &Value, live: &[Value], now: &str) -> Decision {
+    let key = owner_key(desired);
+    let owner = live_owner(desired, live);
+    let paused = is_paused(owner.unwrap_or(desired), capi_cluster(desired, live));
+    let acp = control_plane(desired, live);
+    let (resources, error) = match resources(desired, &key, acp, paused) {
+        Ok(r) => (r, None),
+        Err(e) => (vec![], Some(e)),
+    };
+    let (resources, refused) = merge_node_policy(&key, resources, live);
+    let held = match &refused {
+        Some((h, _)) => vec![h.clone()],
+        None => gates(&key, owner, acp, &resources),
+    };
+    let applied = applier::apply(desired, owner.unwrap_or(desired), resources, &held, live);
+
+    let pool = embedded_live(desired, live)
+        .into_iter()
+        .find(|(e, _)| str_at(e, "/kind") == Some(NODE_POOL))
+        .and_then(|(_, f)| f);
+    let (mut status, mut report, ready) = pool_report(pool);
     if let Some((_, e)) = &refused {
         for t in ["NodePoolReady", "AROMachinePoolReady"] {
-            let c = Condition::new(t, "False", e.reason(), e.to_string());
-            set_condition(&mut conditions, previous, &c, now);
+            report.push(Condition::new(t, "False", e.reason(), e.to_string()));
         }
+    }
+    let previous = owner.and_then(|o| o.get("status"));
+    let mut conditions = Vec::new();
+    for c in &report {
+        set_condition(&mut conditions, previous, c, now);
     }
     let ready = ready && error.is_none() && refused.is_none();
     status.insert("ready".into(), json!(ready));
