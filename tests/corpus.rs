@@ -184,9 +184,19 @@ struct Base {
     live: Snapshot,
 }
 
+/// The fleet name of the base and of every copy (a copy lives at another path: by its URL it would
+/// be another fleet).
+const FLEET: [&str; 2] = ["--fleet", "corpus"];
+
 fn base() -> Base {
     let (fleet, _) = Fleet::git();
-    fleet.run_binary_once();
+    let out = fleet.aro_gitops(&[&["run", "--once", "--sim-delay", "0s"][..], &FLEET].concat());
+    assert_eq!(
+        out.code,
+        0,
+        "the base fleet did not converge:\n{}",
+        out.all()
+    );
     let live = snapshot(&fleet);
     Base {
         fleet,
@@ -347,6 +357,7 @@ fn check(base: &Base, dir: &Path, case: &Case) -> Vec<String> {
     }
 
     let mut args = vec!["run", "--once", "--sim-delay", "0s", "--timeout", "60s"];
+    args.extend(FLEET);
     args.extend(case.args.iter().map(String::as_str));
     let out = fleet.aro_gitops(&args);
     let mut run_problems = Vec::new();
@@ -426,7 +437,7 @@ fn check(base: &Base, dir: &Path, case: &Case) -> Vec<String> {
 /// A plan shows what the run then does: the broken unit fails (in the plan, with an error) and
 /// nothing else changes. Returns what differs.
 fn plan_problems(fleet: &Fleet, case: &Case, units: &[String]) -> Vec<String> {
-    let out = fleet.aro_gitops(&["plan", "--color", "never", "-o", "json"]);
+    let out = fleet.aro_gitops(&[&["plan", "--color", "never", "-o", "json"][..], &FLEET].concat());
     let Ok(plan) = serde_json::from_str::<serde_json::Value>(&out.stdout) else {
         return vec![format!("plan printed no JSON preview:\n{}", out.all())];
     };

@@ -5,7 +5,8 @@
 //! units over is explicit: `--take-over-fleet NAME`.
 //!
 //! The name is, in order: `--fleet`, the `fleet` of the repository's `aro-gitops.yaml`, else the
-//! repository's URL (without credentials). Shards of one fleet share it.
+//! repository's host and path (the https and ssh URLs of one repository name one fleet). Shards
+//! of one fleet share it.
 //!
 //! Inventories and objects written before fleets were named carry no name. Such an inventory is
 //! the fleet's whose revision declares its unit (the next pass writes the name on it); one no unit
@@ -117,20 +118,23 @@ pub fn fleet_of(object: &Value) -> Option<&str> {
         .and_then(Value::as_str)
 }
 
-/// The fleet name of a repository at `url` when nothing names it: the URL without credentials,
-/// a trailing `/` or `.git`.
+/// The fleet name of a repository at `url` when nothing names it: its host and path, without
+/// scheme, credentials, a trailing `/` or `.git`, so that the https and ssh URLs of one repository
+/// name one fleet (`github.com/org/fleet`); a local path (or `file://` URL) is itself.
 pub fn default_name(url: &str) -> String {
     let url = match url::Url::parse(url) {
-        Ok(mut u) if u.has_host() => {
-            let _ = u.set_username("");
-            let _ = u.set_password(None);
-            u.set_query(None);
-            u.set_fragment(None);
-            u.to_string()
+        Ok(u) if u.scheme() == "file" => u.path().to_string(),
+        Ok(u) if u.has_host() => {
+            let host = u.host_str().unwrap_or_default();
+            let port = u.port().map(|p| format!(":{p}")).unwrap_or_default();
+            format!("{host}{port}{}", u.path())
         }
         // scp-like `user@host:path`, or a local path.
         _ => match url.split_once('@') {
-            Some((user, rest)) if !user.contains('/') && rest.contains(':') => rest.to_string(),
+            Some((user, rest)) if !user.contains('/') && rest.contains(':') => {
+                let (host, path) = rest.split_once(':').unwrap_or((rest, ""));
+                format!("{host}/{}", path.trim_start_matches('/'))
+            }
             _ => url.to_string(),
         },
     };
@@ -156,15 +160,14 @@ mod tests {
         for (url, name) in [
             (
                 "https://user:token@github.com/org/fleet.git",
-                "https://github.com/org/fleet",
+                "github.com/org/fleet",
             ),
-            (
-                "https://github.com/org/fleet/",
-                "https://github.com/org/fleet",
-            ),
-            ("git@github.com:org/fleet.git", "github.com:org/fleet"),
+            ("https://github.com/org/fleet/", "github.com/org/fleet"),
+            ("ssh://git@github.com/org/fleet.git", "github.com/org/fleet"),
+            ("git@github.com:org/fleet.git", "github.com/org/fleet"),
+            ("https://git.example:8443/fleet", "git.example:8443/fleet"),
             ("/srv/git/fleet", "/srv/git/fleet"),
-            ("file:///srv/git/fleet.git", "file:///srv/git/fleet"),
+            ("file:///srv/git/fleet.git", "/srv/git/fleet"),
         ] {
             assert_eq!(default_name(url), name, "{url}");
         }
