@@ -341,7 +341,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn key(kind: &str, ns: Option<&str>, name: &str) -> ObjectKey {
+    pub(super) fn key(kind: &str, ns: Option<&str>, name: &str) -> ObjectKey {
         ObjectKey {
             group: String::new(),
             version: "v1".into(),
@@ -351,7 +351,7 @@ mod tests {
         }
     }
 
-    fn claim(k: ObjectKey, file: &str, azure: Option<&str>) -> Claim {
+    pub(super) fn claim(k: ObjectKey, file: &str, azure: Option<&str>) -> Claim {
         Claim {
             key: k,
             file: file.into(),

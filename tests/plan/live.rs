@@ -153,11 +153,13 @@ fn an_object_created_by_someone_else_is_adopted() {
         .lines()
         .filter(|l| l.starts_with('+') && !l.starts_with("+++"))
         .collect();
+    let fleet = format!("+    aro-gitops.dev/fleet: {}", f.scope().name);
     assert_eq!(
         added,
         vec![
             "+  annotations:",
             "+    aro-gitops.dev/unit: clusters/dev",
+            fleet.as_str(),
             "+  labels:",
             "+    aro-gitops.dev/unit-digest: a9efdf540a9eafb4",
         ],

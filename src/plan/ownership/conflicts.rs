@@ -193,32 +193,9 @@ fn more(items: impl Iterator<Item = String>, what: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::{claim, key};
     use super::*;
     use crate::object::ObjectKey;
-    use crate::plan::azure_identity::AzureIdentity;
-
-    fn key(kind: &str, ns: Option<&str>, name: &str) -> ObjectKey {
-        ObjectKey {
-            group: String::new(),
-            version: "v1".into(),
-            kind: kind.into(),
-            namespace: ns.map(str::to_string),
-            name: name.into(),
-        }
-    }
-
-    fn claim(k: ObjectKey, file: &str, azure: Option<&str>) -> Claim {
-        Claim {
-            key: k,
-            file: file.into(),
-            azure: azure.map(|a| AzureIdentity {
-                id: a.to_lowercase(),
-                arm_id: a.into(),
-                subscription: None,
-                writes: true,
-            }),
-        }
-    }
 
     fn unit(name: &str, claims: Vec<Claim>) -> UnitClaims {
         UnitClaims {
