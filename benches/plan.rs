@@ -98,6 +98,7 @@ fn child_plan(repo: &str, state: &Path) {
         safety: aro_gitops::agent::Safety::default(),
         use_azure_simulator: false,
         verify_signatures: None,
+        fleet: Default::default(),
     }));
     let wall = start.elapsed();
     println!("wall_ns={}", wall.as_nanos());

@@ -72,8 +72,11 @@ pub struct FleetNaming {
 
 impl FleetNaming {
     /// The scope of a revision of the repository at `url` whose settings file names the fleet
-    /// `settings` (if it does).
+    /// `settings` (if it does). A local path is taken whole (`examples-repo` from any folder is
+    /// one fleet).
     pub fn at(&self, settings: Option<&str>, url: &str) -> FleetScope {
+        let local = std::fs::canonicalize(url).ok();
+        let url = local.as_deref().and_then(|p| p.to_str()).unwrap_or(url);
         let name = resolve(self.flag.as_deref(), settings, url);
         FleetScope::new(name, self.take_over.clone())
     }
