@@ -198,6 +198,40 @@ async fn live_environment(
     }
 }
 
+/// Head against the live state of `env` (shut down after): the preview's clusters, errors and
+/// fleet notices; returns the requests it sent.
+async fn against_live_state(
+    req: &PlanRequest,
+    env: Environment,
+    target: &LiveTarget,
+    head: Checkout,
+    preview: &mut Preview,
+) -> Result<BTreeMap<String, u64>, AgentError> {
+    preview.against_description = match target {
+        LiveTarget::Kubeconfig(k) => format!("live state of the cluster in {}", k.display()),
+        LiveTarget::InCluster => "live state of the cluster this pod runs in".to_string(),
+        LiveTarget::Embedded => format!(
+            "live state of the embedded local control plane in {} (Azure simulated)",
+            req.state_dir.join("control-plane").display()
+        ),
+    };
+    let setting = crate::unit::fleet_setting(&head.root)?;
+    let scope = req.fleet.at(setting.as_deref(), &req.repo);
+    let result = against_live(&env.cluster, &env.azure_view, head, req.safety, &scope).await;
+    let requests = env.cluster.counter().requests();
+    tracing::info!(
+        reads = env.cluster.counter().reads(),
+        writes = env.cluster.counter().writes(),
+        "live state read"
+    );
+    env.shutdown().await;
+    let (clusters, errors, notices) = result?;
+    preview.clusters = clusters;
+    preview.errors = errors;
+    preview.notices = notices;
+    Ok(requests)
+}
+
 /// Plans `req`.
 pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
     crate::agent::env::prepare_state_dir(&req.state_dir)?;
@@ -261,33 +295,9 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
     let mut rendered_names = RenderedNames::default();
     match (env, base) {
         (Some(env), _) => {
-            preview.against_description = match &target {
-                LiveTarget::Kubeconfig(k) => {
-                    format!("live state of the cluster in {}", k.display())
-                }
-                LiveTarget::InCluster => "live state of the cluster this pod runs in".to_string(),
-                LiveTarget::Embedded => format!(
-                    "live state of the embedded local control plane in {} (Azure simulated)",
-                    req.state_dir.join("control-plane").display()
-                ),
-            };
             rendered.head = head.units.len();
             rendered_names.head = head.units.iter().map(Unit::name).collect();
-            let setting = crate::unit::fleet_setting(&head.root)?;
-            let scope = req.fleet.at(setting.as_deref(), &req.repo);
-            let result =
-                against_live(&env.cluster, &env.azure_view, head, req.safety, &scope).await;
-            requests = env.cluster.counter().requests();
-            tracing::info!(
-                reads = env.cluster.counter().reads(),
-                writes = env.cluster.counter().writes(),
-                "live state read"
-            );
-            env.shutdown().await;
-            let (clusters, errors, notices) = result?;
-            preview.clusters = clusters;
-            preview.errors = errors;
-            preview.notices = notices;
+            requests = against_live_state(&req, env, &target, head, &mut preview).await?;
         }
         (None, Some(base)) => {
             preview.against_description = format!(

@@ -128,41 +128,8 @@ impl SourceContext {
         let (naming, url) = &self.fleet;
         let scope = naming.at(crate::unit::fleet_setting(&root)?.as_deref(), url);
         let owners = owners(&scope).await;
-        let earlier = previous.map(|p| {
-            let inputs = if p.conflicted.is_empty() {
-                p.inputs.clone()
-            } else {
-                let mut inputs = (*p.inputs).clone();
-                inputs.retain(|u, _| !p.conflicted.contains(&u.name()));
-                Arc::new(inputs)
-            };
-            (p.fleet_units.clone(), inputs)
-        });
-        let paths = changed.clone();
-        let (prepared, fleet, conflicted) = tokio::task::spawn_blocking(move || {
-            let earlier = earlier
-                .as_ref()
-                .map(|(units, inputs)| incremental::Earlier {
-                    units,
-                    inputs,
-                    changed: paths.as_deref(),
-                });
-            let started = Instant::now();
-            let mut prepared = incremental::prepare_revision(&root, earlier)?;
-            tracing::debug!(
-                elapsed_ms = started.elapsed().as_millis() as u64,
-                "revision prepared"
-            );
-            let (fleet, conflicted) = fleet::check(&mut prepared.units, &owners);
-            let fleet = fleet.named(scope);
-            tracing::debug!(
-                elapsed_ms = started.elapsed().as_millis() as u64,
-                "fleet checked"
-            );
-            Ok::<_, AgentError>((prepared, fleet, conflicted))
-        })
-        .await
-        .map_err(|e| AgentError::Task(e.to_string()))??;
+        let (prepared, fleet, conflicted) =
+            prepare_and_check(root, previous, changed.clone(), owners, scope).await?;
         let rendered = prepared.rendered.iter().map(|(u, _)| u.name()).collect();
         metrics.rendered(prepared.rendered.len());
         let fleet_units = Arc::new(prepared.units);
@@ -178,6 +145,61 @@ impl SourceContext {
         };
         Ok((rev, changed))
     }
+}
+
+/// Prepares the revision checked out at `root` (after `previous`, only the units whose inputs
+/// `changed`; see [`incremental`]) and runs the fleet check on it ([`fleet::check`], with who owns
+/// what live, `owners`), off the async workers: the units, the fleet named `scope`, and the units
+/// the check failed.
+async fn prepare_and_check(
+    root: PathBuf,
+    previous: Option<&Revision>,
+    changed: Option<Vec<PathBuf>>,
+    owners: crate::plan::ownership::LiveOwners,
+    scope: FleetScope,
+) -> Result<
+    (
+        incremental::PreparedRevision,
+        crate::plan::ownership::Fleet,
+        BTreeSet<String>,
+    ),
+    AgentError,
+> {
+    let earlier = previous.map(|p| {
+        let inputs = if p.conflicted.is_empty() {
+            p.inputs.clone()
+        } else {
+            let mut inputs = (*p.inputs).clone();
+            inputs.retain(|u, _| !p.conflicted.contains(&u.name()));
+            Arc::new(inputs)
+        };
+        (p.fleet_units.clone(), inputs)
+    });
+    let paths = changed;
+    tokio::task::spawn_blocking(move || {
+        let earlier = earlier
+            .as_ref()
+            .map(|(units, inputs)| incremental::Earlier {
+                units,
+                inputs,
+                changed: paths.as_deref(),
+            });
+        let started = Instant::now();
+        let mut prepared = incremental::prepare_revision(&root, earlier)?;
+        tracing::debug!(
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "revision prepared"
+        );
+        let (fleet, conflicted) = fleet::check(&mut prepared.units, &owners);
+        let fleet = fleet.named(scope);
+        tracing::debug!(
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "fleet checked"
+        );
+        Ok::<_, AgentError>((prepared, fleet, conflicted))
+    })
+    .await
+    .map_err(|e| AgentError::Task(e.to_string()))?
 }
 
 impl Revision {

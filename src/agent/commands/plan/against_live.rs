@@ -240,17 +240,7 @@ pub(super) async fn against_live(
         foreign,
         mut read_errors,
     } = list_live(cluster, scope, &present).await?;
-    let taken_over = (inventories.values())
-        .filter(|i| i.read_from.is_some() && scope.take_over.is_some())
-        .count();
-    let notices: Vec<String> = scope::take_over_line(scope, taken_over)
-        .into_iter()
-        .chain(
-            foreign
-                .iter()
-                .map(|(f, units)| scope::foreign_line(f, units)),
-        )
-        .collect();
+    let notices = fleet_notices(scope, &inventories, &foreign);
     let fleet_scope = scope.clone();
     // spawn_blocking needs 'static data: live state and the inventories move in and back out.
     let (first, live, units, inventories) = tokio::task::spawn_blocking(move || {
@@ -339,13 +329,27 @@ pub(super) async fn against_live(
         .map(|e| e.to_string())
         .chain(read_errors.iter().map(|e| e.to_string()))
         .map(|message| Problem {
-            file: None,
-            object: None,
             message,
             ..Default::default()
         })
         .collect();
     Ok((clusters, global, notices))
+}
+
+/// What the plan says of fleets: the one taken over (how many of its inventories), and each
+/// other fleet found, left alone.
+fn fleet_notices(
+    scope: &FleetScope,
+    inventories: &BTreeMap<String, Inventory>,
+    foreign: &inventory::Foreign,
+) -> Vec<String> {
+    let taken_over = (inventories.values())
+        .filter(|i| i.read_from.is_some() && scope.take_over.is_some())
+        .count();
+    let others = (foreign.iter()).map(|(f, units)| scope::foreign_line(f, units));
+    (scope::take_over_line(scope, taken_over).into_iter())
+        .chain(others)
+        .collect()
 }
 
 /// One unit of head against live state: the decisions a pass takes ([`decide::decide_unit`]),
