@@ -19,7 +19,7 @@ mod day2;
 mod refusals;
 
 pub use common::fleet::{DEV, Fleet, Output, PROD};
-pub use common::real_examples::RealExamples;
+pub use common::real_examples::{EXAMPLES_FLEET, RealExamples};
 
 /// Runs `fut` to its end on a runtime of its own (the tests are synchronous: they drive
 /// processes, and [`Fleet::with_client`] makes its own runtime).

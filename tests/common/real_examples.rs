@@ -12,6 +12,10 @@ use super::fleet::{Fleet, Output};
 use super::real_cluster::RealCluster;
 use std::path::{Path, PathBuf};
 
+/// The fleet name of the example fleet's runs, on the real server and on the embedded default
+/// beside it (each runs its own copy, at its own path).
+pub const EXAMPLES_FLEET: [&str; 2] = ["--fleet", "examples"];
+
 /// How long one `run --once` may take to settle on the real server.
 pub const RUN_TIMEOUT: &str = "120s";
 
@@ -65,6 +69,8 @@ impl RealExamples {
         if self.simulator.is_some() {
             all.push("--use-azure-simulator");
         }
+        // One fleet name whatever the copy's path, as the embedded runs compared with it use.
+        all.extend(EXAMPLES_FLEET);
         all.extend_from_slice(args);
         self.fleet.aro_gitops(&all)
     }

@@ -12,7 +12,11 @@ fn the_example_fleet_converges_as_on_the_embedded_default_and_a_rerun_writes_not
     // The same fleet on the embedded default, beside (its own copy and state).
     let (embedded, _) = Fleet::git();
     let (first, ()) = std::thread::scope(|s| {
-        let on_embedded = s.spawn(|| embedded.run_binary_once());
+        let on_embedded = s.spawn(|| {
+            let run = ["run", "--once", "--sim-delay", "0s", "--timeout", "60s"];
+            let out = embedded.aro_gitops(&[&run[..], &EXAMPLES_FLEET].concat());
+            assert_eq!(out.code, 0, "the embedded run:\n{}", out.all());
+        });
         let first = real.converge(&[]);
         (first, on_embedded.join().expect("the embedded run"))
     });
