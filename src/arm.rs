@@ -194,6 +194,42 @@ fn arm_id_depth(obj: &Value, unit: &[&Value], depth: usize) -> Option<String> {
     }
 }
 
+/// The ARM api-version of an ASO object's `apiVersion` (`group/v1api20200601` or just the version):
+/// ASO names its versions after the ARM api-version they speak, `v1api` (or the older `v1beta`)
+/// then the date, then `preview` when it is one: `v1api20240610preview` is `2024-06-10-preview`.
+/// `None` for a version that names no ARM api-version (a storage version, `v1`).
+pub fn arm_api_version(api_version: &str) -> Option<String> {
+    let version = api_version.rsplit('/').next().unwrap_or(api_version);
+    let rest = version
+        .strip_prefix("v1api")
+        .or_else(|| version.strip_prefix("v1beta"))?;
+    let (date, preview) = match rest.strip_suffix("preview") {
+        Some(d) => (d, true),
+        None => (rest, false),
+    };
+    if date.len() != 8 || !date.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let dated = format!("{}-{}-{}", &date[..4], &date[4..6], &date[6..]);
+    Some(if preview {
+        format!("{dated}-preview")
+    } else {
+        dated
+    })
+}
+
+/// `arm_id` with the simulated subscription ([`SUBSCRIPTION_ID`], what an owner chain without one
+/// ends in) replaced by `subscription`; an id in another subscription is returned as it is.
+pub fn in_subscription(arm_id: &str, subscription: &str) -> String {
+    let prefix = format!("/subscriptions/{SUBSCRIPTION_ID}");
+    match arm_id.get(..prefix.len()) {
+        Some(head) if head.eq_ignore_ascii_case(&prefix) => {
+            format!("/subscriptions/{subscription}{}", &arm_id[prefix.len()..])
+        }
+        _ => arm_id.to_string(),
+    }
+}
+
 fn lower_first(s: &str) -> String {
     let mut chars = s.chars();
     chars
@@ -353,5 +389,36 @@ mod tests {
         let orphan = json!({"apiVersion": "network.azure.com/v1api20201101", "kind": "VirtualNetwork",
                             "metadata": {"name": "v2", "namespace": "dev"}, "spec": {"owner": {"name": "nope"}}});
         assert_eq!(arm_id_in(&orphan, &unit), None);
+    }
+    #[test]
+    fn api_versions_follow_the_aso_version_name() {
+        let cases = [
+            ("resources.azure.com/v1api20200601", Some("2020-06-01")),
+            ("v1api20200601", Some("2020-06-01")),
+            (
+                "redhatopenshift.azure.com/v1api20240610preview",
+                Some("2024-06-10-preview"),
+            ),
+            ("network.azure.com/v1beta20201101", Some("2020-11-01")),
+            ("resources.azure.com/v1api20200601storage", None),
+            ("resources.azure.com/v1", None),
+            ("v1api2020", None),
+            ("", None),
+        ];
+        for (input, want) in cases {
+            assert_eq!(arm_api_version(input).as_deref(), want, "{input}");
+        }
+    }
+
+    #[test]
+    fn only_the_simulated_subscription_is_replaced() {
+        let zero = format!("/subscriptions/{SUBSCRIPTION_ID}/resourceGroups/rg");
+        assert_eq!(
+            in_subscription(&zero, "8f1c"),
+            "/subscriptions/8f1c/resourceGroups/rg"
+        );
+        let other = "/subscriptions/abc/resourceGroups/rg";
+        assert_eq!(in_subscription(other, "8f1c"), other);
+        assert_eq!(in_subscription("/x", "8f1c"), "/x");
     }
 }

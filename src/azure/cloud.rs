@@ -57,6 +57,16 @@ impl AzureEnvironment {
         }
     }
 
+    /// The Azure Resource Manager endpoint (scheme and host, no trailing slash); it is also the
+    /// resource tokens for it are asked for (`<endpoint>/.default`).
+    pub fn resource_manager(self) -> &'static str {
+        match self {
+            AzureEnvironment::AzurePublicCloud => "https://management.azure.com",
+            AzureEnvironment::AzureChinaCloud => "https://management.chinacloudapi.cn",
+            AzureEnvironment::AzureUSGovernmentCloud => "https://management.usgovcloudapi.net",
+        }
+    }
+
     /// The DNS suffix of Key Vault data-plane hosts: a vault `v` is `https://v.<suffix>/`.
     pub fn key_vault_suffix(self) -> &'static str {
         match self {
@@ -119,6 +129,10 @@ mod tests {
         assert_eq!(
             AzureEnvironment::default().key_vault_suffix(),
             "vault.azure.net"
+        );
+        assert_eq!(
+            AzureEnvironment::AzureChinaCloud.resource_manager(),
+            "https://management.chinacloudapi.cn"
         );
     }
 }

@@ -1,10 +1,10 @@
-//! Where the Azure SDK clients send their requests: Entra ID (the authority host), Key Vault and
-//! the managed-identity endpoint, for a real cloud or for the simulator.
+//! Where the Azure SDK clients send their requests: Entra ID (the authority host), Key Vault,
+//! Resource Manager and the managed-identity endpoint, for a real cloud or for the simulator.
 //!
 //! The simulator's names sit under [`SIM_DOMAIN`] (`.invalid` is reserved: no real host can have
 //! such a name), one subdomain per cloud so the cloud a request was meant for still shows:
 //! `login.<cloud>.azure-sim.invalid` is Entra ID, `<vault>.vault.<cloud>.azure-sim.invalid` a
-//! vault. The Key Vault SDK checks that the resource of a bearer challenge is a parent domain of
+//! vault, `management.<cloud>.azure-sim.invalid` Resource Manager. The Key Vault SDK checks that the resource of a bearer challenge is a parent domain of
 //! the vault's host; the simulator challenges with `https://vault.<cloud>.azure-sim.invalid`, so
 //! that check passes untouched. The transport sends every such name to the simulator's loopback
 //! listener ([`super::transport`]), the only difference from production besides the trusted roots.
@@ -64,6 +64,22 @@ impl Endpoints {
     pub fn key_vault_resource(&self) -> String {
         format!("https://{}", self.key_vault_suffix)
     }
+
+    /// The Resource Manager resource tokens are asked for (the scope's base, no port).
+    pub fn resource_manager_resource(&self) -> String {
+        match self.port {
+            Some(_) => format!("https://management.{}", sim_cloud_domain(self.environment)),
+            None => self.environment.resource_manager().to_string(),
+        }
+    }
+
+    /// The Resource Manager endpoint requests go to (`https://host[:port]`, no trailing slash).
+    pub fn resource_manager_url(&self) -> String {
+        match self.port {
+            Some(p) => format!("{}:{p}", self.resource_manager_resource()),
+            None => self.resource_manager_resource(),
+        }
+    }
 }
 
 /// The simulated domain standing in for `environment`: `<cloud>.azure-sim.invalid`.
@@ -83,6 +99,8 @@ pub enum SimHost {
     Login(AzureEnvironment),
     /// A vault of a cloud, by name.
     Vault(AzureEnvironment, String),
+    /// Resource Manager of a cloud.
+    ResourceManager(AzureEnvironment),
 }
 
 /// Which simulated service `host` (no port) names, if any.
@@ -92,6 +110,9 @@ pub fn parse_sim_host(host: &str) -> Option<SimHost> {
         let rest = host.strip_suffix(&format!(".{}", sim_cloud_domain(env)))?;
         if rest == "login" {
             return Some(SimHost::Login(env));
+        }
+        if rest == "management" {
+            return Some(SimHost::ResourceManager(env));
         }
         let vault = rest.strip_suffix(".vault")?;
         (!vault.is_empty() && !vault.contains('.')).then(|| SimHost::Vault(env, vault.to_string()))
@@ -106,13 +127,18 @@ pub fn is_sim_host(host: &str) -> bool {
             .ends_with(&format!(".{SIM_DOMAIN}"))
 }
 
-/// The names the simulator's certificate carries: every cloud's login host and vault wildcard.
+/// The names the simulator's certificate carries: every cloud's login and Resource Manager hosts
+/// and vault wildcard.
 pub fn sim_certificate_names() -> Vec<String> {
     AzureEnvironment::ALL
         .into_iter()
         .flat_map(|env| {
             let d = sim_cloud_domain(env);
-            [format!("login.{d}"), format!("*.vault.{d}")]
+            [
+                format!("login.{d}"),
+                format!("*.vault.{d}"),
+                format!("management.{d}"),
+            ]
         })
         .collect()
 }
@@ -126,6 +152,10 @@ mod tests {
         let e = Endpoints::real(AzureEnvironment::AzureChinaCloud);
         assert_eq!(e.authority_host, "https://login.chinacloudapi.cn");
         assert_eq!(e.vault_url("kv1"), "https://kv1.vault.azure.cn/");
+        assert_eq!(
+            e.resource_manager_url(),
+            "https://management.chinacloudapi.cn"
+        );
     }
 
     #[test]
@@ -151,6 +181,18 @@ mod tests {
             ))
         );
         assert_eq!(parse_sim_host("a.b.vault.public.azure-sim.invalid"), None);
+        assert_eq!(
+            e.resource_manager_url(),
+            "https://management.public.azure-sim.invalid:4443"
+        );
+        assert_eq!(
+            e.resource_manager_resource(),
+            "https://management.public.azure-sim.invalid"
+        );
+        assert_eq!(
+            parse_sim_host("management.china.azure-sim.invalid"),
+            Some(SimHost::ResourceManager(AzureEnvironment::AzureChinaCloud))
+        );
         assert_eq!(parse_sim_host("login.microsoftonline.com"), None);
     }
 
@@ -172,7 +214,8 @@ mod tests {
     #[test]
     fn the_certificate_covers_every_cloud() {
         let names = sim_certificate_names();
-        assert_eq!(names.len(), 6);
+        assert_eq!(names.len(), 9);
+        assert!(names.contains(&"management.usgov.azure-sim.invalid".to_string()));
         assert!(names.contains(&"*.vault.public.azure-sim.invalid".to_string()));
     }
 }

@@ -81,6 +81,7 @@ impl Standalone {
         )
         .await?;
         https.set_key_vault_handler(Arc::new(key_vaults.clone()));
+        https.serve_arm_from(client.clone());
         publish(&client, https.addr(), https.ca_pem(), api_server).await?;
         let simulator = AzureSimulator::new(
             client.clone(),

@@ -20,7 +20,6 @@
 //! identities and credential cache; tests give their own).
 
 pub mod access;
-mod policy;
 
 use crate::azure::{AzureEnvironment, Endpoints};
 use crate::object::str_at;
@@ -163,7 +162,9 @@ impl KeyVaultKeys {
         }
         let options = KeyClientOptions {
             client_options: ClientOptions {
-                retry: RetryOptions::custom(Arc::new(policy::PlanPolicy::new(self.retry))),
+                retry: RetryOptions::custom(Arc::new(crate::azure::retry_policy::PlanPolicy::new(
+                    self.retry,
+                ))),
                 ..access.options.clone()
             },
             ..Default::default()

@@ -1,6 +1,7 @@
 //! Where the agent's live state is: a real cluster (in-cluster or from a kubeconfig), or the
 //! embedded local control plane with the Azure simulator playing ASO beside it.
 
+pub(crate) mod arm_reads;
 mod client_cert;
 pub(super) mod target;
 
@@ -87,9 +88,13 @@ impl Environment {
                     None
                 }
             };
+            let azure_view = match &azure_sdk {
+                Some(a) => arm_reads::arm_view(&cluster, a.clone()),
+                None => AzureView::unavailable(),
+            };
             return Ok(Environment {
                 azure: AzureMode::Real,
-                azure_view: AzureView::unavailable(),
+                azure_view,
                 cluster,
                 control_plane: None,
                 simulator: None,
@@ -214,7 +219,7 @@ pub async fn simulate_azure_endpoints_with(
     client: kube::Client,
     token_file: Option<PathBuf>,
 ) -> Result<(SimHttps, Arc<AzureAccess>), AgentError> {
-    let directory = Arc::new(ControlPlaneDirectory::new(client));
+    let directory = Arc::new(ControlPlaneDirectory::new(client.clone()));
     let server = SimHttps::start(directory, SimHttpsConfig::default())
         .await
         .map_err(|e| AgentError::AzureEndpoints(e.to_string()))?;
@@ -224,6 +229,7 @@ pub async fn simulate_azure_endpoints_with(
         access = access.with_federated_token_file(path);
     }
     server.set_key_vault_handler(Arc::new(KeyVaults::default()));
+    server.serve_arm_from(client);
     Ok((server, Arc::new(access)))
 }
 
@@ -320,8 +326,8 @@ impl Environment {
 
     /// `--use-azure-simulator`: on a cluster, Azure is the simulator running against it (`aro-gitops
     /// azure-simulator`), found through what it publishes there ([`published`]): the SDK's
-    /// requests go to its endpoints, trusting its CA only, existence questions read its inventory
-    /// through the cluster's client, and the reports say Azure is simulated. An error says how
+    /// requests go to its endpoints, trusting its CA only, existence questions go to its Resource
+    /// Manager endpoint (as they would to Azure's), and the reports say Azure is simulated. An error says how
     /// to start one when none runs. The embedded control plane already simulates Azure: nothing
     /// changes.
     pub async fn use_azure_simulator(&mut self, state_dir: &Path) -> Result<(), AgentError> {
@@ -338,9 +344,10 @@ impl Environment {
             endpoints = %simulator.address,
             "--use-azure-simulator: Azure is SIMULATED by the simulator running against this API server"
         );
+        let access = Arc::new(access);
         self.azure = AzureMode::Simulated;
-        self.azure_view = AzureView::Simulated(client);
-        self.azure_sdk = Some(Arc::new(access));
+        self.azure_view = arm_reads::arm_view(&self.cluster, access.clone());
+        self.azure_sdk = Some(access);
         self.sim_https = None;
         Ok(())
     }

@@ -7,11 +7,13 @@
 //!
 //! Routing is by host name: `login.<cloud>.azure-sim.invalid` is Entra ID ([`entra`]),
 //! `<vault>.vault.<cloud>.azure-sim.invalid` goes to the registered [`KeyVaultHandler`] (404 until
-//! one is registered). A connection that does not start a TLS handshake is plain HTTP, served only
+//! one is registered), `management.<cloud>.azure-sim.invalid` to the Resource Manager reads of
+//! [`arm`] (404 until an inventory is registered with [`SimHttps::set_arm`]). A connection that does not start a TLS handshake is plain HTTP, served only
 //! for the instance metadata service's managed-identity endpoint (IMDS is plain HTTP on Azure too).
 //!
 //! [`AzureRequestCounts`] counts token requests (here) and Key Vault requests (by the handler).
 
+pub mod arm;
 pub mod directory;
 pub mod entra;
 pub mod federated;
@@ -57,6 +59,7 @@ pub struct SimServices {
     /// The listener's port (every simulated URL carries it).
     pub port: u16,
     key_vault: RwLock<Option<Arc<dyn KeyVaultHandler>>>,
+    arm: RwLock<Option<Arc<arm::SimArm>>>,
 }
 
 impl SimServices {
@@ -148,6 +151,7 @@ impl SimHttps {
             directory,
             port: addr.port(),
             key_vault: RwLock::new(None),
+            arm: RwLock::new(None),
         });
         let task = tokio::spawn(accept_loop(listener, acceptor, services.clone()));
         tracing::debug!(%addr, "simulated Azure endpoints (Entra ID, Key Vault, IMDS) listening");
@@ -192,6 +196,19 @@ impl SimHttps {
 
     pub fn services(&self) -> Arc<SimServices> {
         self.services.clone()
+    }
+
+    /// Registers Resource Manager reads (replacing any earlier ones); tests queue its faults
+    /// through `arm`.
+    pub fn set_arm(&self, arm: Arc<arm::SimArm>) {
+        *self.services.arm.write().unwrap_or_else(|e| e.into_inner()) = Some(arm);
+    }
+
+    /// Resource Manager reads from the inventory records of the cluster `client` reaches.
+    pub fn serve_arm_from(&self, client: kube::Client) -> Arc<arm::SimArm> {
+        let arm = Arc::new(arm::SimArm::new(Arc::new(arm::ClusterInventory(client))));
+        self.set_arm(arm.clone());
+        arm
     }
 
     /// Registers the Key Vault data plane (replacing any earlier handler).
@@ -323,6 +340,27 @@ async fn route(
                 body,
             };
             handler.handle(services, request).await
+        }
+        Some(SimHost::ResourceManager(environment)) => {
+            let served = services
+                .arm
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            match served {
+                Some(a) => {
+                    arm::handle(
+                        services,
+                        &a,
+                        environment,
+                        &parts.method,
+                        &parts.uri,
+                        &parts.headers,
+                    )
+                    .await
+                }
+                None => not_found("Resource Manager API here"),
+            }
         }
         _ => not_found(&format!("endpoint at {host}{path}")),
     }

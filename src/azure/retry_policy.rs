@@ -9,7 +9,7 @@ use azure_core::http::policies::{RetryHeaders, RetryPolicy};
 use azure_core::time::Duration as SdkDuration;
 use std::time::Duration;
 
-/// The SDK retry policy of the Key Vault clients.
+/// The SDK retry policy of the Azure clients (Key Vault, Resource Manager reads).
 #[derive(Debug)]
 pub struct PlanPolicy {
     plan: RetryPlan,
@@ -65,7 +65,7 @@ impl RetryPolicy for PlanPolicy {
         tracing::debug!(
             retry = retry_count,
             delay_ms = delay.as_millis() as u64,
-            "Key Vault request retried"
+            "Azure request retried"
         );
         tokio::time::sleep(delay).await;
     }
