@@ -25,7 +25,7 @@ const ZERO: &str = "/subscriptions/00000000-0000-0000-0000-000000000000";
 const SUB: &str = "/subscriptions/8f1c2a34-5b6d-4e7f-9a0b-1c2d3e4f5a60";
 const IDENTITY: &str = "AzureClusterIdentity aro-dev/id (client ID client-arm)";
 
-/// The simulated inventory, in memory: record specs by lower-cased ARM id.
+/// The simulated inventory, in memory: records by lower-cased ARM id.
 struct Records(HashMap<String, Value>);
 
 #[async_trait::async_trait]
@@ -60,7 +60,7 @@ impl Sim {
         let rg = format!("{ZERO}/resourceGroups/existing-rg");
         let records = Records(HashMap::from([(
             rg.to_ascii_lowercase(),
-            json!({"armId": rg, "type": "Microsoft.Resources/resourceGroups", "location": "eastus"}),
+            json!({"spec": {"armId": rg, "type": "Microsoft.Resources/resourceGroups", "location": "eastus"}}),
         )]));
         let arm = Arc::new(SimArm::new(Arc::new(records)));
         https.set_arm(arm.clone());

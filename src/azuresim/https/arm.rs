@@ -14,8 +14,10 @@
 //! the endpoint answers an id in any subscription from its zero-subscription record, and names the
 //! id as it was asked for.
 //!
-//! Faults, for tests ([`SimArm::push_faults`]): answered in order, one per authenticated request,
-//! instead of serving it: 403 `AuthorizationFailed`, 429 with `Retry-After`, or any status.
+//! Faults, for tests: queued in process ([`SimArm::push_faults`]), answered in order, one per
+//! authenticated request, instead of serving it: 403 `AuthorizationFailed`, 429 with
+//! `Retry-After`, or any status. Through the cluster, a record annotated [`READ_FAULT_ANNOTATION`]
+//! (`403`, `429:<secs>` or a status) answers every read of its id so.
 
 use super::{SimResponse, SimServices, json_response};
 use crate::apply::azure_view::{NAMESPACE, record_name, resource};
@@ -24,7 +26,11 @@ use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-/// Where the endpoint looks an ARM id up: the record's `spec` (`armId`, `type`, `location`...).
+/// Annotation on an inventory record: the fault every read of its id is answered with.
+pub const READ_FAULT_ANNOTATION: &str = "aro-gitops.dev/simulate-arm-read";
+
+/// Where the endpoint looks an ARM id up: the record (`spec`: `armId`, `type`, `location`...;
+/// its `metadata.annotations`).
 #[async_trait::async_trait]
 pub trait ArmInventory: Send + Sync + 'static {
     async fn get(&self, arm_id: &str) -> Result<Option<Value>, String>;
@@ -39,7 +45,10 @@ impl ArmInventory for ClusterInventory {
         let api: kube::Api<kube::api::DynamicObject> =
             kube::Api::namespaced_with(self.0.clone(), NAMESPACE, &resource());
         match api.get_opt(&record_name(arm_id)).await {
-            Ok(found) => Ok(found.map(|r| r.data.get("spec").cloned().unwrap_or(Value::Null))),
+            Ok(found) => Ok(found.map(|r| {
+                json!({"metadata": {"annotations": r.metadata.annotations.unwrap_or_default()},
+                       "spec": r.data.get("spec").cloned().unwrap_or(Value::Null)})
+            })),
             // No record kind served: an empty inventory.
             Err(kube::Error::Api(s)) if s.code == 404 => Ok(None),
             Err(e) => Err(e.to_string()),
@@ -56,6 +65,28 @@ pub enum ArmFault {
     Throttle { retry_after_secs: u64 },
     /// Any status, with ARM's error body.
     Status(u16),
+}
+
+impl ArmFault {
+    /// A fault as [`READ_FAULT_ANNOTATION`] writes it: `403`, `429:<secs>` (or `429`: 1 s), a status.
+    pub fn parse(text: &str) -> Option<ArmFault> {
+        let text = text.trim();
+        match text.split_once(':') {
+            Some(("429", secs)) => secs.trim().parse().ok().map(|s| ArmFault::Throttle {
+                retry_after_secs: s,
+            }),
+            Some(_) => None,
+            None if text == "403" => Some(ArmFault::Forbidden),
+            None if text == "429" => Some(ArmFault::Throttle {
+                retry_after_secs: 1,
+            }),
+            None => text
+                .parse::<u16>()
+                .ok()
+                .filter(|c| (400..=599).contains(c))
+                .map(ArmFault::Status),
+        }
+    }
 }
 
 /// The endpoint's inventory and its pending faults.
@@ -211,7 +242,16 @@ pub async fn handle(
     }
     let lookup = simulated_id(&arm_id);
     match arm.inventory.get(&lookup).await {
-        Ok(Some(spec)) => {
+        Ok(Some(record)) => {
+            let fault = record
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get(READ_FAULT_ANNOTATION))
+                .and_then(Value::as_str)
+                .and_then(ArmFault::parse);
+            if let Some(fault) = fault {
+                return fault_response(&fault, &claims.client_id, &arm_id);
+            }
+            let spec = record.get("spec").cloned().unwrap_or(Value::Null);
             let name = arm_id.rsplit('/').next().unwrap_or_default();
             let mut body = json!({"id": arm_id, "name": name,
                 "type": spec.get("type").cloned().unwrap_or(Value::Null),
@@ -273,6 +313,26 @@ mod tests {
             )
         );
         assert_eq!(simulated_id("/tenants/x"), "/tenants/x");
+    }
+
+    #[test]
+    fn annotated_faults_parse() {
+        assert_eq!(ArmFault::parse("403"), Some(ArmFault::Forbidden));
+        assert_eq!(
+            ArmFault::parse("429:7"),
+            Some(ArmFault::Throttle {
+                retry_after_secs: 7
+            })
+        );
+        assert_eq!(
+            ArmFault::parse("429"),
+            Some(ArmFault::Throttle {
+                retry_after_secs: 1
+            })
+        );
+        assert_eq!(ArmFault::parse("503"), Some(ArmFault::Status(503)));
+        assert_eq!(ArmFault::parse("200"), None);
+        assert_eq!(ArmFault::parse("x:1"), None);
     }
 
     #[test]
