@@ -357,7 +357,7 @@ impl CredentialCache {
 
 /// The SDK's error and its causes, each cut to its first line (the SDK appends a troubleshooting
 /// link on a line of its own), joined with `: `, repeats left out.
-fn error_chain(e: &azure_core::Error) -> String {
+pub(crate) fn error_chain(e: &azure_core::Error) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut current: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = current {

@@ -226,7 +226,7 @@ impl ResourceManager {
         let response = pipeline
             .send(&Context::new(), &mut request, Some(send))
             .await
-            .map_err(|e| failed(error_chain(&e)))?;
+            .map_err(|e| failed(super::credential::error_chain(&e)))?;
         let retries = tries
             .0
             .load(std::sync::atomic::Ordering::Relaxed)
@@ -236,21 +236,6 @@ impl ResourceManager {
         tracing::debug!(arm_id, status, retries, "Azure Resource Manager read");
         found
     }
-}
-
-/// The SDK's error and its causes, first lines only, joined with `: `.
-fn error_chain(e: &azure_core::Error) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = current {
-        let text = err.to_string();
-        let line = text.lines().next().unwrap_or_default().trim();
-        if !line.is_empty() && !parts.iter().any(|p| p.contains(line)) {
-            parts.push(line.to_string());
-        }
-        current = err.source();
-    }
-    parts.join(": ")
 }
 
 #[cfg(test)]
