@@ -327,9 +327,9 @@ impl Environment {
     /// `--use-azure-simulator`: on a cluster, Azure is the simulator running against it (`aro-gitops
     /// azure-simulator`), found through what it publishes there ([`published`]): the SDK's
     /// requests go to its endpoints, trusting its CA only, existence questions go to its Resource
-    /// Manager endpoint (as they would to Azure's), and the reports say Azure is simulated. An error says how
-    /// to start one when none runs. The embedded control plane already simulates Azure: nothing
-    /// changes.
+    /// Manager endpoint (as they would to Azure's), and the reports say Azure is simulated. An
+    /// error says how to start one when none runs. The embedded control plane already simulates
+    /// Azure: nothing changes.
     pub async fn use_azure_simulator(&mut self, state_dir: &Path) -> Result<(), AgentError> {
         if self.control_plane.is_some() {
             return Ok(());
