@@ -178,8 +178,12 @@ impl Agent {
             if warmed.as_deref() != Some(rev.commit.as_str()) {
                 self.live.warm_caches(rev).await;
                 tracing::info!(commit = %rev.commit, "standing by: revision loaded, caches warm");
+                self.signals.feed_revision(rev);
                 warmed = Some(rev.commit.clone());
             }
+            // The page shows what the leader reports meanwhile.
+            let holder = standing.borrow().holder.clone();
+            self.signals.feed_leader(holder).await;
             // What the caches saw is read fresh by the first pass after taking over.
             self.live.caches.drain().await;
             tokio::select! {
