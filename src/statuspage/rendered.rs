@@ -48,7 +48,7 @@ pub fn section(out: &mut String, objects: &[RenderedObject]) {
     let _ = write!(
         out,
         "<h3>Rendered objects</h3><p class=\"muted\">What the unit renders at this revision \
-         ({} objects); nothing of it was applied.</p><table class=\"rendered\"><thead><tr>\
+         ({} objects); nothing of this revision was applied to it.</p><table class=\"rendered\"><thead><tr>\
          <th>Kind</th><th>Object</th><th>File</th></tr></thead><tbody>",
         objects.len()
     );

@@ -168,6 +168,7 @@ impl Agent {
         let mut standing = elector.watch();
         let mut warmed: Option<String> = None;
         let mut next_fetch = Instant::now() + self.schedule.interval;
+        let mut next_leader_read = Instant::now();
         loop {
             if self.stopping.shutting_down() {
                 return Ok(false);
@@ -181,9 +182,13 @@ impl Agent {
                 self.signals.feed_revision(rev);
                 warmed = Some(rev.commit.clone());
             }
-            // The page shows what the leader reports meanwhile.
-            let holder = standing.borrow().holder.clone();
-            self.signals.feed_leader(holder).await;
+            // The page shows what the leader reports meanwhile (its status branch, fetched on the
+            // schedule of the source).
+            if Instant::now() >= next_leader_read {
+                next_leader_read = Instant::now() + self.schedule.interval;
+                let holder = standing.borrow().holder.clone();
+                self.show_leader(holder).await;
+            }
             // What the caches saw is read fresh by the first pass after taking over.
             self.live.caches.drain().await;
             tokio::select! {

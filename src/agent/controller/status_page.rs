@@ -4,7 +4,7 @@
 //! the status branch. Nothing here reads the cluster or the remote (the status branch is read
 //! from the local mirror the syncs fetch into).
 
-use crate::agent::controller::context::Signals;
+use crate::agent::controller::context::{Agent, Signals};
 use crate::agent::controller::revision::Revision;
 use crate::agent::{AgentError, RunConfig};
 use crate::report::UnitOutcome;
@@ -29,6 +29,26 @@ pub(in crate::agent) async fn start(config: &RunConfig) -> Result<StatusPage, Ag
         .map_err(|source| AgentError::StatusPage { addr, source })?;
     crate::output::println(&format!("status page: serving on http://{}/", server.addr));
     Ok(Some((feed, server)))
+}
+
+impl Agent {
+    /// While standing by, with a status page: fetches the status branch into the local mirror
+    /// (a sync fetches only the source's own revisions from a local repository) and shows the
+    /// fleet as the leader `holder` reports it there.
+    pub(in crate::agent) async fn show_leader(&self, holder: Option<String>) {
+        if self.signals.feed().is_none() {
+            return;
+        }
+        let target = self.report_target.clone();
+        match self.git.blocking(move |s| s.published(&target, &[])).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "standing by: the status branch could not be fetched")
+            }
+            Err(e) => tracing::warn!(error = %e, "standing by: fetching the status branch failed"),
+        }
+        self.signals.feed_leader(holder).await;
+    }
 }
 
 impl Signals {
@@ -62,7 +82,7 @@ impl Signals {
 
     /// While standing by: the fleet as the leader reports it, read from the status branch in the
     /// local mirror when its tip moved (or the leader changed).
-    pub(in crate::agent) async fn feed_leader(&self, holder: Option<String>) {
+    async fn feed_leader(&self, holder: Option<String>) {
         let Some(feed) = self.feed() else { return };
         if feed.history().is_none() {
             return;
