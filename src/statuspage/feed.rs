@@ -44,10 +44,11 @@ pub struct UnitView {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LeaderReport {
-    /// The status branch's commit the reports were read at.
-    pub commit: String,
+    /// The status branch's commit the reports were read at; `None`: the leader has published
+    /// nothing yet.
+    pub commit: Option<String>,
     /// That commit's time (Unix seconds).
-    pub time: i64,
+    pub time: Option<i64>,
     /// The Lease's holder identity (the leader), when known.
     pub holder: Option<String>,
 }
@@ -320,30 +321,30 @@ impl Feed {
         });
     }
 
-    /// The status branch's tip the leader's report was last read at, while it is shown.
-    pub fn leader_commit(&self) -> Option<String> {
-        self.snapshot().leader.as_ref().map(|l| l.commit.clone())
-    }
-
     /// A standby shows the fleet as the leader reports it: every unit of `published` (the status
-    /// branch at the leader's last commit), led by `holder`. The agent's own next outcomes (once it
-    /// leads) take over.
-    pub fn leader(&self, published: Published, holder: Option<String>) {
+    /// branch at the leader's last commit; `None`: nothing published yet), led by `holder`. The
+    /// agent's own next outcomes (once it leads) take over.
+    pub fn leader(&self, published: Option<Published>, holder: Option<String>) {
         self.change(|s| {
             let leader = LeaderReport {
-                commit: published.commit.clone(),
-                time: published.time,
+                commit: published.as_ref().map(|p| p.commit.clone()),
+                time: published.as_ref().map(|p| p.time),
                 holder,
             };
             if s.leader.as_ref() == Some(&leader) {
                 return false;
             }
-            s.units = leader_views(published, &s.annotations, &s.rendered);
-            s.status_commit = Some(leader.commit.clone());
+            s.units = match published {
+                Some(p) => leader_views(p, &s.annotations, &s.rendered),
+                None => BTreeMap::new(),
+            };
+            s.status_commit = leader.commit.clone();
             s.leader = Some(leader);
             true
         });
     }
+
+    /// The reports were committed as `commit` (the status branch's new tip).
     pub fn published(&self, commit: &str) {
         self.change(|s| {
             if s.status_commit.as_deref() == Some(commit) {

@@ -229,14 +229,20 @@ fn leader_banner(leader: &super::feed::LeaderReport) -> String {
         Some(h) => format!("the leader <b class=\"holder\">{}</b>", text(h)),
         None => "the leader".to_string(),
     };
+    let Some(commit) = &leader.commit else {
+        return format!(
+            "<p class=\"leader\">This instance stands by: {holder} has published no report on \
+             the status branch yet. This instance applies nothing until it leads.</p>"
+        );
+    };
     format!(
         "<p class=\"leader\" data-leader-commit=\"{commit}\">This instance stands by: \
          this is {holder}'s report, read from the status branch at commit <code>{short}</code> \
          (committed <time datetime=\"{when}\">{when}</time>). This instance applies nothing \
          until it leads.</p>",
-        commit = text(&leader.commit),
-        short = text(&short(&leader.commit)),
-        when = rfc3339(leader.time),
+        commit = text(commit),
+        short = text(&short(commit)),
+        when = leader.time.map(rfc3339).unwrap_or_default(),
     )
 }
 

@@ -207,7 +207,14 @@ fn a_standby_says_whose_report_it_shows_and_from_which_commit() {
         time: 1_700_000_000,
         reports: vec![report],
     };
-    feed.leader(published, Some("host-a_<b>1</b>".into()));
+    feed.leader(None, Some("host-a".into()));
+    let s = feed.snapshot();
+    assert!(
+        header(&s).contains("the leader <b class=\"holder\">host-a</b> has published no report"),
+        "{}",
+        header(&s)
+    );
+    feed.leader(Some(published), Some("host-a_<b>1</b>".into()));
     let s = feed.snapshot();
     let head = header(&s);
     assert!(

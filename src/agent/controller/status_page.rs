@@ -92,14 +92,14 @@ impl Signals {
             let history = feed.history().expect("history present");
             let shown = feed.snapshot().leader.clone();
             let tip = history.tip()?;
-            let current =
-                shown.is_some_and(|l| Some(&l.commit) == tip.as_ref() && l.holder == holder);
-            if tip.is_none() || current {
+            if shown.is_some_and(|l| l.commit == tip && l.holder == holder) {
                 return Ok(());
             }
-            if let Some(published) = history.published()? {
-                feed.leader(published, holder);
-            }
+            let published = match tip {
+                Some(_) => history.published()?,
+                None => None,
+            };
+            feed.leader(published, holder);
             Ok::<_, crate::statuspage::HistoryError>(())
         })
         .await;
