@@ -15,7 +15,8 @@
 //! AzureClusterIdentity check and the clusters' ASO credential Secrets; `keyvault` the
 //! agent-managed etcd key; `shared_identities` the identity benchmark's request counts at small
 //! scale (shared identities, keys, a rotation). `resync` has a long-running run's drift cycles,
-//! `metrics` its `/metrics` endpoint, `status_page` its status page (`--status-bind-address`), `webhook` its push triggers (webhooks, a watched local repo),
+//! `metrics` its `/metrics` endpoint, `status_page` its status page (`--status-bind-address`), `status_views` the page on a
+//! standby and for a unit broken on its first revision, `webhook` its push triggers (webhooks, a watched local repo),
 //! `k8s_events` its Kubernetes Events (events.k8s.io) and the controller's metrics (passes,
 //! renders, queue).
 //! `sharding` runs two and three shards (`--shard-index`, `--shard-count`) against one served
@@ -85,6 +86,8 @@ mod shutdown;
 mod signatures;
 #[path = "agent/status_page.rs"]
 mod status_page;
+#[path = "agent/status_views.rs"]
+mod status_views;
 #[path = "agent/truth.rs"]
 mod truth;
 #[path = "agent/webhook.rs"]

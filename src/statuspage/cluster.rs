@@ -1,4 +1,5 @@
-//! A cluster's page: its chain step by step, conditions, objects, annotations, errors and its
+//! A cluster's page (or a unit's, when its cluster was never known): its chain step by step,
+//! conditions, objects, annotations, errors, what it renders when its preparation failed, and its
 //! history on the status branch.
 
 use super::feed::UnitView;
@@ -13,10 +14,16 @@ pub fn page(u: &UnitView, history: Result<&[HistoryEntry], String>, now: i64) ->
     let _ = write!(
         out,
         "<p><a href=\"/\">&larr; all clusters</a></p><section class=\"cluster phase-{phase}\" \
-         {attributes}><h2>{name} <span class=\"phase\">{phase}</span></h2>",
+         {attributes}><h2>{name} <span class=\"phase\">{phase}</span></h2>{unknown}",
         phase = u.phase,
         attributes = identity_attributes(u),
         name = text(name),
+        unknown = if u.cluster.is_none() {
+            "<p class=\"muted\">No cluster of this unit is known yet: it failed before one was \
+             read from its objects.</p>"
+        } else {
+            ""
+        },
     );
     if let Some(d) = &u.description {
         let _ = write!(out, "<p class=\"description\">{}</p>", text(d));
@@ -51,6 +58,7 @@ pub fn page(u: &UnitView, history: Result<&[HistoryEntry], String>, now: i64) ->
     out.push_str(&chain(&u.report.chain, true));
     conditions(&mut out, u);
     objects(&mut out, u);
+    super::rendered::section(&mut out, &u.rendered);
     annotations(&mut out, u);
     history_table(&mut out, history, now);
     out.push_str("</section>");

@@ -4,7 +4,9 @@
 //! counter that moves whenever the snapshot changes (the live updates follow it).
 
 use super::history::History;
-use crate::report::{self, ClusterReport, ObjectAction, UnitOutcome};
+use super::published::Published;
+use super::rendered::RenderedObject;
+use crate::report::{self, Action, ClusterReport, UnitOutcome};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -33,14 +35,39 @@ pub struct UnitView {
     pub applied_at: i64,
     /// The unit's report (as committed to the status branch: errors redacted).
     pub report: ClusterReport,
+    /// What the unit renders, when its preparation failed (see [`super::rendered`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rendered: Vec<RenderedObject>,
+}
+
+/// Where a standby's snapshot comes from: the reports the leader committed to the status branch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LeaderReport {
+    /// The status branch's commit the reports were read at; `None`: the leader has published
+    /// nothing yet.
+    pub commit: Option<String>,
+    /// That commit's time (Unix seconds).
+    pub time: Option<i64>,
+    /// The Lease's holder identity (the leader), when known.
+    pub holder: Option<String>,
 }
 
 impl UnitView {
     /// The view of `outcome`, with the annotations of its cluster.
     pub fn of(outcome: &UnitOutcome, annotations: BTreeMap<String, String>, now: i64) -> UnitView {
-        let report = report::build(outcome);
+        UnitView::of_report(report::build(outcome), annotations, now)
+    }
+
+    /// The view of a unit's `report` (the agent's own, or one read from the status branch), first
+    /// reported at `at`.
+    pub fn of_report(
+        report: ClusterReport,
+        annotations: BTreeMap<String, String>,
+        at: i64,
+    ) -> UnitView {
         UnitView {
-            unit: outcome.unit.clone(),
+            unit: report.unit.clone(),
             cluster: report
                 .cluster
                 .as_ref()
@@ -48,13 +75,14 @@ impl UnitView {
             phase: report.phase.as_str(),
             description: annotations.get(DESCRIPTION).cloned(),
             annotations,
-            drifted: outcome
+            drifted: report
                 .objects
                 .iter()
-                .filter(|o| o.action == ObjectAction::Drifted)
+                .filter(|o| o.action == Action::Drifted)
                 .count(),
-            applied_at: now,
+            applied_at: at,
             report,
+            rendered: vec![],
         }
     }
 
@@ -65,7 +93,9 @@ impl UnitView {
 
     /// The same content as `other` (not counting when it was seen).
     fn same_as(&self, other: &UnitView) -> bool {
-        self.report == other.report && self.annotations == other.annotations
+        self.report == other.report
+            && self.annotations == other.annotations
+            && self.rendered == other.rendered
     }
 }
 
@@ -77,8 +107,12 @@ pub struct Snapshot {
     pub units: BTreeMap<String, Arc<UnitView>>,
     /// The last commit of reports the agent published (the status branch's tip), when known.
     pub status_commit: Option<String>,
+    /// Set while the units are the leader's report, read from the status branch (a standby).
+    pub leader: Option<LeaderReport>,
     /// The annotations of each unit's cluster in the current revision.
     annotations: Arc<BTreeMap<String, BTreeMap<String, String>>>,
+    /// What each unit whose preparation failed renders.
+    rendered: Arc<BTreeMap<String, Vec<RenderedObject>>>,
     /// [`Snapshot::to_json`], made once per generation (a large fleet's takes a while).
     json: std::sync::OnceLock<Arc<str>>,
 }
@@ -92,6 +126,11 @@ impl Snapshot {
             .find(|u| u.cluster.as_deref() == Some(wanted.as_str()))
     }
 
+    /// The unit at path `unit`.
+    pub fn unit(&self, unit: &str) -> Option<&Arc<UnitView>> {
+        self.units.get(unit)
+    }
+
     /// The snapshot as JSON (`/api/status`), redacted.
     pub fn to_json(&self) -> Arc<str> {
         self.json.get_or_init(|| self.json_text().into()).clone()
@@ -103,11 +142,14 @@ impl Snapshot {
         struct Json<'a> {
             generation: u64,
             status_commit: Option<&'a str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            leader: Option<&'a LeaderReport>,
             units: Vec<&'a UnitView>,
         }
         let json = Json {
             generation: self.generation,
             status_commit: self.status_commit.as_deref(),
+            leader: self.leader.as_ref(),
             units: self.units.values().map(|u| &**u).collect(),
         };
         // Plain data with string keys always serialises.
@@ -122,6 +164,11 @@ impl Snapshot {
             .cloned()
             .unwrap_or_default();
         let mut next = UnitView::of(outcome, annotations, now);
+        next.rendered = self
+            .rendered
+            .get(&outcome.unit)
+            .cloned()
+            .unwrap_or_default();
         // A unit that failed before its cluster was known is still shown as that cluster.
         if let Some(before) = self.units.get(&outcome.unit)
             && next.cluster.is_none()
@@ -231,14 +278,14 @@ impl Feed {
     /// The outcome of one unit's pass.
     pub fn unit(&self, outcome: &UnitOutcome) {
         let now = now();
-        self.change(|s| s.upsert(outcome, now));
+        self.change(|s| s.leader.take().is_some() | s.upsert(outcome, now));
     }
 
     /// Every unit's outcome at the end of a converge: units not among them are gone.
     pub fn units(&self, outcomes: &[UnitOutcome]) {
         let now = now();
         self.change(|s| {
-            let mut changed = false;
+            let mut changed = s.leader.take().is_some();
             for o in outcomes {
                 changed |= s.upsert(o, now);
             }
@@ -246,6 +293,54 @@ impl Feed {
             s.units
                 .retain(|unit, _| outcomes.iter().any(|o| &o.unit == unit));
             changed || s.units.len() != before
+        });
+    }
+
+    /// What the units whose preparation failed render (`None`: the unit prepared, or is gone); the
+    /// units left out keep what they had.
+    pub fn rendered(&self, changes: BTreeMap<String, Option<Vec<RenderedObject>>>) {
+        self.change(|s| {
+            let mut rendered = (*s.rendered).clone();
+            for (unit, objects) in changes {
+                match objects {
+                    Some(o) if !o.is_empty() => rendered.insert(unit, o),
+                    _ => rendered.remove(&unit),
+                };
+            }
+            if *s.rendered == rendered {
+                return false;
+            }
+            for (unit, view) in s.units.iter_mut() {
+                let wanted = rendered.get(unit).cloned().unwrap_or_default();
+                if view.rendered != wanted {
+                    Arc::make_mut(view).rendered = wanted;
+                }
+            }
+            s.rendered = Arc::new(rendered);
+            true
+        });
+    }
+
+    /// A standby shows the fleet as the leader reports it: every unit of `published` (the status
+    /// branch at the leader's last commit; `None`: nothing published yet), led by `holder`. The
+    /// agent's own next outcomes (once it leads) take over.
+    pub fn leader(&self, published: Option<Published>, holder: Option<String>) {
+        self.change(|s| {
+            let leader = LeaderReport {
+                commit: published.as_ref().map(|p| p.commit.clone()),
+                time: published.as_ref().map(|p| p.time),
+                holder,
+            };
+            if s.leader.as_ref() == Some(&leader) {
+                return false;
+            }
+            s.units = match published {
+                Some(p) => leader_views(p, &s.annotations, &s.rendered),
+                None => BTreeMap::new(),
+            };
+            s.status_commit = leader.commit.clone();
+            s.leader = Some(leader);
+            true
         });
     }
 
@@ -277,6 +372,26 @@ impl Feed {
         drop(current);
         self.inner.generation.send_replace(generation);
     }
+}
+
+/// The views of the reports of `published`, with the annotations and the rendered objects this
+/// instance knows of each unit (from the revision it loaded).
+fn leader_views(
+    published: Published,
+    annotations: &BTreeMap<String, BTreeMap<String, String>>,
+    rendered: &BTreeMap<String, Vec<RenderedObject>>,
+) -> BTreeMap<String, Arc<UnitView>> {
+    published
+        .reports
+        .into_iter()
+        .map(|report| {
+            let unit = report.unit.clone();
+            let annotations = annotations.get(&unit).cloned().unwrap_or_default();
+            let mut view = UnitView::of_report(report, annotations, published.time);
+            view.rendered = rendered.get(&unit).cloned().unwrap_or_default();
+            (unit, Arc::new(view))
+        })
+        .collect()
 }
 
 fn now() -> i64 {

@@ -37,8 +37,8 @@ pub struct HistoryError {
 /// Reads histories from the mirror at `mirror`.
 #[derive(Debug)]
 pub struct History {
-    mirror: PathBuf,
-    target: ReportTarget,
+    pub(super) mirror: PathBuf,
+    pub(super) target: ReportTarget,
     /// The tip the cache holds histories of, and those histories by report path.
     cache: Mutex<(String, Histories)>,
 }
@@ -53,6 +53,20 @@ impl History {
             mirror,
             target,
             cache: Mutex::default(),
+        }
+    }
+
+    /// The status branch's remote-tracking ref in the mirror.
+    pub(super) fn remote_ref(&self) -> String {
+        format!("refs/remotes/origin/{}", self.target.branch())
+    }
+
+    /// Reading the whole status branch failed with `e`.
+    pub(super) fn failed(&self, e: git2::Error) -> HistoryError {
+        HistoryError {
+            report: crate::report::REPORTS_DIR.to_string(),
+            branch: self.target.branch().to_string(),
+            message: e.message().to_string(),
         }
     }
 
@@ -73,7 +87,7 @@ impl History {
         let repo = git2::Repository::open_bare(&self.mirror).map_err(failed)?;
         let tip = match tip.map(git2::Oid::from_str) {
             Some(oid) => oid.map_err(failed)?,
-            None => match repo.refname_to_id(&format!("refs/remotes/origin/{branch}")) {
+            None => match repo.refname_to_id(&self.remote_ref()) {
                 Ok(oid) => oid,
                 // Nothing published yet.
                 Err(e) if e.code() == git2::ErrorCode::NotFound => return Ok(Arc::default()),

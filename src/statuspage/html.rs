@@ -213,7 +213,47 @@ pub fn header(snapshot: &Snapshot) -> String {
             )
         })
         .unwrap_or_default();
-    format!("<h1><a href=\"/\">aro-gitops</a> status</h1><p class=\"muted\">read-only{commit}</p>")
+    let leader = snapshot
+        .leader
+        .as_ref()
+        .map(leader_banner)
+        .unwrap_or_default();
+    format!(
+        "<h1><a href=\"/\">aro-gitops</a> status</h1><p class=\"muted\">read-only{commit}</p>{leader}"
+    )
+}
+
+/// What a standby says above its page: whose report this is, from which commit and when.
+fn leader_banner(leader: &super::feed::LeaderReport) -> String {
+    let holder = match &leader.holder {
+        Some(h) => format!("the leader <b class=\"holder\">{}</b>", text(h)),
+        None => "the leader".to_string(),
+    };
+    let Some(commit) = &leader.commit else {
+        return format!(
+            "<p class=\"leader\">This instance stands by: {holder} has published no report on \
+             the status branch yet. This instance applies nothing until it leads.</p>"
+        );
+    };
+    format!(
+        "<p class=\"leader\" data-leader-commit=\"{commit}\">This instance stands by: \
+         this is {holder}'s report, read from the status branch at commit <code>{short}</code> \
+         (committed <time datetime=\"{when}\">{when}</time>). This instance applies nothing \
+         until it leads.</p>",
+        commit = text(commit),
+        short = text(&short(commit)),
+        when = leader.time.map(rfc3339).unwrap_or_default(),
+    )
+}
+
+/// The link to the page of the unit at path `unit` (each path segment encoded).
+pub fn unit_href(unit: &str) -> String {
+    let segments: Vec<String> = unit
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(segment)
+        .collect();
+    format!("/units/{}", segments.join("/"))
 }
 
 /// The index: counts by phase, the filter form, the units of the page.
@@ -298,7 +338,13 @@ fn row(out: &mut String, u: &UnitView, now: i64) {
                 text(c)
             );
         }
-        None => out.push_str("<span class=\"name muted\">no cluster known</span>"),
+        None => {
+            let _ = write!(
+                out,
+                "<a class=\"name muted\" href=\"{}\">no cluster known</a>",
+                text(&unit_href(&u.unit))
+            );
+        }
     }
     if let Some(d) = &u.description {
         let _ = write!(out, "<div class=\"description\">{}</div>", text(d));

@@ -197,3 +197,95 @@ fn no_secret_value_reaches_the_page_or_the_json() {
         assert!(page.contains("[redacted]"), "{page}");
     }
 }
+
+#[test]
+fn a_standby_says_whose_report_it_shows_and_from_which_commit() {
+    let feed = Feed::default();
+    let report = crate::report::build(&outcome("clusters/dev", "aro-dev", "dev", &[]));
+    let published = crate::statuspage::Published {
+        commit: "fedcba9876543210fedcba9876543210fedcba98".into(),
+        time: 1_700_000_000,
+        reports: vec![report],
+    };
+    feed.leader(None, Some("host-a".into()));
+    let s = feed.snapshot();
+    assert!(
+        header(&s).contains("the leader <b class=\"holder\">host-a</b> has published no report"),
+        "{}",
+        header(&s)
+    );
+    feed.leader(Some(published), Some("host-a_<b>1</b>".into()));
+    let s = feed.snapshot();
+    let head = header(&s);
+    assert!(
+        head.contains("data-leader-commit=\"fedcba9876543210fedcba9876543210fedcba98\""),
+        "{head}"
+    );
+    assert!(
+        head.contains(
+            "this is the leader <b class=\"holder\">host-a_&lt;b&gt;1&lt;/b&gt;</b>'s report"
+        ),
+        "{head}"
+    );
+    assert!(head.contains("<code>fedcba987654</code>"), "{head}");
+    assert!(head.contains("2023-11-14T22:13:20Z"), "{head}");
+    let main = index(&s, &Query::default(), 0);
+    assert!(main.contains("data-cluster=\"aro-dev/dev\""), "{main}");
+    assert!(s.to_json().contains("\"leader\":{\"commit\":\"fedcba98"));
+    // Its own outcomes take over once it leads.
+    feed.unit(&outcome("clusters/dev", "aro-dev", "dev", &["broken"]));
+    let s = feed.snapshot();
+    assert!(s.leader.is_none() && !header(&s).contains("stands by"));
+}
+
+#[test]
+fn a_unit_without_a_cluster_links_to_its_page_with_what_it_renders() {
+    let feed = Feed::default();
+    let mut broken = outcome(
+        "clusters/new one",
+        "aro-x",
+        "x",
+        &["/spec/location: not offered"],
+    );
+    broken.cluster = None;
+    feed.units(&[broken]);
+    let objects = vec![crate::statuspage::RenderedObject {
+        api_version: "cluster.x-k8s.io/v1beta1".into(),
+        kind: "Cluster".into(),
+        namespace: Some("aro-x".into()),
+        name: "x".into(),
+        file: "clusters/new one/cluster.yaml".into(),
+    }];
+    feed.rendered(BTreeMap::from([(
+        "clusters/new one".to_string(),
+        Some(objects.clone()),
+    )]));
+    let s = feed.snapshot();
+    let main = index(&s, &Query::default(), 0);
+    assert!(
+        main.contains(
+            "<a class=\"name muted\" href=\"/units/clusters/new%20one\">no cluster known</a>"
+        ),
+        "{main}"
+    );
+    let unit = s.unit("clusters/new one").expect("the unit");
+    assert_eq!(unit.rendered, objects);
+    let page = super::super::cluster::page(unit, Ok(&[]), 0);
+    assert!(
+        page.contains("No cluster of this unit is known yet"),
+        "{page}"
+    );
+    assert!(page.contains("<h3>Rendered objects</h3>"), "{page}");
+    assert!(page.contains("<td>aro-x/x</td>"), "{page}");
+    assert!(page.contains("/spec/location: not offered"), "{page}");
+    // Prepared at last: no rendered objects any more.
+    feed.rendered(BTreeMap::from([("clusters/new one".to_string(), None)]));
+    assert!(
+        feed.snapshot()
+            .unit("clusters/new one")
+            .unwrap()
+            .rendered
+            .is_empty()
+    );
+    assert_eq!(unit_href("clusters/a/b"), "/units/clusters/a/b");
+}

@@ -12,8 +12,12 @@ mod cluster;
 mod feed;
 mod history;
 pub mod html;
+mod published;
+pub mod rendered;
 mod server;
 
-pub use feed::{DESCRIPTION, Feed, Snapshot, UnitView, annotations_of};
+pub use feed::{DESCRIPTION, Feed, LeaderReport, Snapshot, UnitView, annotations_of};
 pub use history::{History, HistoryEntry, HistoryError};
+pub use published::{Published, report_of};
+pub use rendered::{RenderedObject, rendered_objects};
 pub use server::{CSP, router, serve};

@@ -23,6 +23,7 @@ pub fn router(feed: Feed) -> axum::Router {
     axum::Router::new()
         .route("/", get(index))
         .route("/clusters/{namespace}/{name}", get(cluster))
+        .route("/units/{*unit}", get(unit))
         .route("/events", get(events))
         .route("/api/status", get(api))
         .route(
@@ -120,14 +121,48 @@ async fn cluster(
         let what = format!("No cluster {namespace}/{name} is reported.");
         return page_response(StatusCode::NOT_FOUND, not_found(&what));
     };
+    let report = cluster_report(&namespace, &name);
+    let title = format!("{namespace}/{name}: {}", unit.phase);
+    page_of(&feed, &snapshot, &unit, report, &title).await
+}
+
+/// The page of a unit, by its path: any unit, but meant for those whose cluster was never known
+/// (the index links them here; their reports are under `reports/_units/`).
+async fn unit(State(feed): State<Feed>, Path(path): Path<String>) -> Response {
+    let snapshot = feed.snapshot();
+    let path = path.trim_matches('/');
+    let Some(unit) = snapshot.unit(path).cloned() else {
+        let what = format!("No unit {path} is reported.");
+        return page_response(StatusCode::NOT_FOUND, not_found(&what));
+    };
+    let report = match unit.cluster.as_deref().and_then(|c| c.split_once('/')) {
+        Some((namespace, name)) => cluster_report(namespace, name),
+        None => crate::report::unit_report_paths(path).1,
+    };
+    let title = format!("{path}: {}", unit.phase);
+    page_of(&feed, &snapshot, &unit, report, &title).await
+}
+
+/// The report path of the CAPI Cluster `namespace/name` on the status branch.
+fn cluster_report(namespace: &str, name: &str) -> std::path::PathBuf {
     let key = crate::object::ObjectKey {
         group: "cluster.x-k8s.io".into(),
         version: "v1beta1".into(),
         kind: "Cluster".into(),
-        namespace: Some(namespace.clone()),
-        name: name.clone(),
+        namespace: Some(namespace.to_string()),
+        name: name.to_string(),
     };
-    let report = crate::report::report_paths(&key).1;
+    crate::report::report_paths(&key).1
+}
+
+/// The page of `unit`, with the history of its `report` on the status branch.
+async fn page_of(
+    feed: &Feed,
+    snapshot: &super::feed::Snapshot,
+    unit: &super::feed::UnitView,
+    report: std::path::PathBuf,
+    title: &str,
+) -> Response {
     let history = match feed.history() {
         None => Ok(Default::default()),
         Some(_) => {
@@ -147,11 +182,10 @@ async fn cluster(
         Ok(entries) => Ok(entries.as_slice()),
         Err(e) => Err(e.clone()),
     };
-    let main = super::cluster::page(&unit, history, now());
-    let title = format!("{namespace}/{name}: {}", unit.phase);
+    let main = super::cluster::page(unit, history, now());
     page_response(
         StatusCode::OK,
-        html::layout(&title, snapshot.generation, &html::header(&snapshot), &main),
+        html::layout(title, snapshot.generation, &html::header(snapshot), &main),
     )
 }
 
@@ -233,5 +267,25 @@ mod tests {
             .expect("a request");
         let response = router.clone().oneshot(post).await.expect("a response");
         assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
+    }
+
+    #[tokio::test]
+    async fn a_unit_whose_cluster_was_never_known_has_a_page() {
+        let feed = Feed::default();
+        let mut broken =
+            super::super::feed::tests::outcome("clusters/broken", "broken", &["bad <YAML>"]);
+        broken.cluster = None;
+        feed.units(&[broken]);
+        let router = router(feed);
+        let (status, _, body) = get(&router, "/units/clusters/broken").await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert!(body.contains("data-unit=\"clusters/broken\""), "{body}");
+        assert!(body.contains("bad &lt;YAML&gt;"), "{body}");
+        let (status, _, body) = get(&router, "/units/clusters/nope").await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+        assert!(
+            body.contains("No unit clusters/nope is reported."),
+            "{body}"
+        );
     }
 }

@@ -168,6 +168,7 @@ impl Agent {
         let mut standing = elector.watch();
         let mut warmed: Option<String> = None;
         let mut next_fetch = Instant::now() + self.schedule.interval;
+        let mut next_leader_read = Instant::now();
         loop {
             if self.stopping.shutting_down() {
                 return Ok(false);
@@ -178,7 +179,15 @@ impl Agent {
             if warmed.as_deref() != Some(rev.commit.as_str()) {
                 self.live.warm_caches(rev).await;
                 tracing::info!(commit = %rev.commit, "standing by: revision loaded, caches warm");
+                self.signals.feed_revision(rev);
                 warmed = Some(rev.commit.clone());
+            }
+            // The page shows what the leader reports meanwhile (its status branch, fetched on the
+            // schedule of the source).
+            if Instant::now() >= next_leader_read {
+                next_leader_read = Instant::now() + self.schedule.interval;
+                let holder = standing.borrow().holder.clone();
+                self.show_leader(holder).await;
             }
             // What the caches saw is read fresh by the first pass after taking over.
             self.live.caches.drain().await;

@@ -16,6 +16,8 @@ use std::time::Instant;
 /// One revision, prepared.
 pub(in crate::agent) struct Revision {
     pub(in crate::agent) commit: String,
+    /// Where the commit's files are checked out (the status page renders failed units from it).
+    pub(in crate::agent) checkout: PathBuf,
     pub(in crate::agent) stale: Option<String>,
     /// The units this agent reconciles (its shard's; see [`shard`]), as prepared, those in a
     /// conflict with another unit failed ([`fleet::check`]).
@@ -114,6 +116,7 @@ impl SourceContext {
         {
             let rev = Revision {
                 commit: revision.commit,
+                checkout: revision.checkout,
                 stale,
                 units: p.units.clone(),
                 fleet_units: p.fleet_units.clone(),
@@ -125,6 +128,7 @@ impl SourceContext {
             return Ok((rev, changed));
         }
         let root = revision.checkout.clone();
+        let checkout = revision.checkout;
         let (naming, url) = &self.fleet;
         let scope = naming.at(crate::unit::fleet_setting(&root)?.as_deref(), url);
         let owners = owners(&scope).await;
@@ -135,6 +139,7 @@ impl SourceContext {
         let fleet_units = Arc::new(prepared.units);
         let rev = Revision {
             commit: revision.commit,
+            checkout,
             stale,
             rendered: Arc::new(rendered),
             units: shard::units_of(shard, &fleet_units),

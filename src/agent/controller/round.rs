@@ -308,6 +308,7 @@ mod tests {
         let units = Arc::new(units);
         Revision {
             commit: "0123456789abcdef".into(),
+            checkout: Default::default(),
             stale: None,
             units: units.clone(),
             fleet_units: units,

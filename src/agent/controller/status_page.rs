@@ -1,13 +1,17 @@
 //! Feeding the status page (`--status-bind-address`, see [`crate::statuspage`]) from where the
-//! outcomes are produced: each revision's cluster annotations, each pass, each converge's end
-//! and each publish. Nothing here reads the cluster or the remote.
+//! outcomes are produced: each revision's cluster annotations and what its failed units render,
+//! each pass, each converge's end and each publish; while standing by, the leader's reports on
+//! the status branch. Nothing here reads the cluster or the remote (the status branch is read
+//! from the local mirror the syncs fetch into).
 
-use crate::agent::controller::context::Signals;
+use crate::agent::controller::context::{Agent, Signals};
 use crate::agent::controller::revision::Revision;
 use crate::agent::{AgentError, RunConfig};
 use crate::report::UnitOutcome;
-use crate::statuspage::{Feed, History, annotations_of};
+use crate::statuspage::{Feed, History, RenderedObject, annotations_of};
+use crate::unit::Unit;
 use std::collections::BTreeMap;
+use std::path::Path;
 
 /// The status page's feed and server, when `--status-bind-address` is given.
 pub(in crate::agent) type StatusPage = Option<(Feed, crate::serving::Server)>;
@@ -25,6 +29,26 @@ pub(in crate::agent) async fn start(config: &RunConfig) -> Result<StatusPage, Ag
         .map_err(|source| AgentError::StatusPage { addr, source })?;
     crate::output::println(&format!("status page: serving on http://{}/", server.addr));
     Ok(Some((feed, server)))
+}
+
+impl Agent {
+    /// While standing by, with a status page: fetches the status branch into the local mirror
+    /// (a sync fetches only the source's own revisions from a local repository) and shows the
+    /// fleet as the leader `holder` reports it there.
+    pub(in crate::agent) async fn show_leader(&self, holder: Option<String>) {
+        if self.signals.feed().is_none() {
+            return;
+        }
+        let target = self.report_target.clone();
+        match self.git.blocking(move |s| s.published(&target, &[])).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "standing by: the status branch could not be fetched")
+            }
+            Err(e) => tracing::warn!(error = %e, "standing by: fetching the status branch failed"),
+        }
+        self.signals.feed_leader(holder).await;
+    }
 }
 
 impl Signals {
@@ -46,6 +70,48 @@ impl Signals {
             })
             .collect();
         feed.annotate(annotations);
+        let failed = rendered_units(rev);
+        if failed.is_empty() {
+            return;
+        }
+        // Rendered again off the async workers (only the units that failed this revision).
+        let feed = feed.clone();
+        let root = rev.checkout.clone();
+        tokio::task::spawn_blocking(move || feed.rendered(render_failed(&root, failed)));
+    }
+
+    /// While standing by: the fleet as the leader reports it, read from the status branch in the
+    /// local mirror when its tip moved (or the leader changed).
+    async fn feed_leader(&self, holder: Option<String>) {
+        let Some(feed) = self.feed() else { return };
+        if feed.history().is_none() {
+            return;
+        }
+        let feed = feed.clone();
+        let read = tokio::task::spawn_blocking(move || {
+            let history = feed.history().expect("history present");
+            let shown = feed.snapshot().leader.clone();
+            let tip = history.tip()?;
+            if shown.is_some_and(|l| l.commit == tip && l.holder == holder) {
+                return Ok(());
+            }
+            let published = match tip {
+                Some(_) => history.published()?,
+                None => None,
+            };
+            feed.leader(published, holder);
+            Ok::<_, crate::statuspage::HistoryError>(())
+        })
+        .await;
+        match read {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "standing by: the leader's reports could not be read")
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "standing by: reading the leader's reports failed")
+            }
+        }
     }
 
     /// A unit's pass ended (or its outcome stands as it was).
@@ -68,4 +134,32 @@ impl Signals {
             feed.published(commit);
         }
     }
+}
+
+/// The units of `rev` rendered for it, each with whether its preparation failed: those that
+/// failed are rendered again for their page; the others no longer have one.
+fn rendered_units(rev: &Revision) -> Vec<(Unit, bool)> {
+    rev.units
+        .iter()
+        .filter(|(u, _)| rev.rendered.contains(&u.name()))
+        .map(|(u, p)| (u.clone(), p.is_err()))
+        .collect()
+}
+
+/// What each unit of `units` that failed renders at `root` (none when the render itself fails),
+/// and `None` for those that prepared.
+fn render_failed(
+    root: &Path,
+    units: Vec<(Unit, bool)>,
+) -> BTreeMap<String, Option<Vec<RenderedObject>>> {
+    units
+        .into_iter()
+        .map(|(u, failed)| {
+            let objects = failed
+                .then(|| crate::render::render(root, &u.path).ok())
+                .flatten()
+                .map(|o| crate::statuspage::rendered_objects(&o));
+            (u.name(), objects)
+        })
+        .collect()
 }

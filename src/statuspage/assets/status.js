@@ -1,5 +1,6 @@
 // aro-gitops status page: live updates. The page works without this script (server-rendered);
-// with it, each `update` event from /events fetches the same page again and swaps its <main>.
+// with it, each `update` event from /events fetches the same page again and swaps its <header>
+// and <main>.
 (function () {
   "use strict";
   if (!window.EventSource || !window.fetch || !window.DOMParser) {
@@ -38,6 +39,12 @@
         var current = document.getElementById("main");
         if (next && current) {
           current.replaceWith(document.adoptNode(next));
+        }
+        // The header too: the reports' commit, and a standby's banner (gone once it leads).
+        var nextHeader = doc.querySelector("body > header");
+        var currentHeader = document.querySelector("body > header");
+        if (nextHeader && currentHeader) {
+          currentHeader.replaceWith(document.adoptNode(nextHeader));
         }
         document.title = doc.title;
         var generation = doc.body.getAttribute("data-generation");
