@@ -18,7 +18,9 @@
 //! one process (tests) thus keep their own keys. A checkout under no registered folder has no key.
 
 pub mod fields;
+pub mod generated;
 pub mod keys;
+pub mod watch;
 
 use crate::object::{ObjectKey, SourcedObject};
 use crate::secrets::Keyring;
@@ -91,6 +93,8 @@ static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new
 #[derive(Debug)]
 pub struct Registration {
     id: u64,
+    /// The watch on the decryption Secret ([`watch`]), stopped with the registration.
+    follower: Option<tokio::task::AbortHandle>,
 }
 
 impl Registration {
@@ -115,6 +119,9 @@ pub fn has_keys(dir: &Path) -> bool {
 
 impl Drop for Registration {
     fn drop(&mut self) {
+        if let Some(follower) = self.follower.take() {
+            follower.abort();
+        }
         if let Ok(mut all) = REGISTERED.write() {
             all.retain(|(id, _, _)| *id != self.id);
         }
@@ -129,7 +136,7 @@ pub fn register(dir: &Path, decryption: Decryption) -> Registration {
         .write()
         .expect("decryption registry lock")
         .push((id, dir, Arc::new(decryption)));
-    Registration { id }
+    Registration { id, follower: None }
 }
 
 /// The decryption registered for the folder nearest above `root`, if any.
@@ -154,12 +161,27 @@ pub fn decrypt_rendered(
     let mut decryption: Option<Option<Arc<Decryption>>> = None;
     // Each SOPS file decrypted once per unit, whole (one MAC covers all its documents).
     let mut files: HashMap<PathBuf, Result<DecryptedFile, String>> = HashMap::new();
+    let mut generated_files = generated::Files::new();
     for s in objects.iter_mut() {
         let object_error = |s: &SourcedObject, message: String| DecryptError {
             file: s.origin.file.clone(),
             object: ObjectKey::from_object(&s.object).ok(),
             message,
         };
+        let stand_ins = generated::stand_ins(&s.object);
+        if !stand_ins.is_empty() {
+            let mode = decryption.get_or_insert_with(|| lookup(root)).clone();
+            if let Err(message) = generated::decrypt(
+                root,
+                &mut s.object,
+                &stand_ins,
+                mode.as_deref(),
+                &mut generated_files,
+            ) {
+                errors.push(object_error(s, message));
+            }
+            continue;
+        }
         if !crate::secrets::is_encrypted(&s.object) {
             if let Some(p) = first_ciphertext(&s.object) {
                 errors.push(object_error(

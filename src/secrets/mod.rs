@@ -9,6 +9,7 @@
 mod age_key;
 mod cipher;
 mod file;
+pub mod formats;
 mod metadata;
 mod rules;
 mod walk;
