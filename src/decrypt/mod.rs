@@ -12,6 +12,9 @@
 //! Decrypted values exist only in memory: they are learnt for redaction
 //! ([`crate::redact::learn_values`]) and never written to the state directory.
 //!
+//! A Secret a `secretGenerator` made from SOPS files holds stand-ins the renderer wrote; they are
+//! replaced here too ([`generated`]).
+//!
 //! Which keys decrypt a checkout: the caller [`register`]s a [`Decryption`] for a folder (an
 //! agent's state directory, which holds its checkouts, or a repository `validate` reads) for as
 //! long as it works there; preparing a unit looks up the folder its checkout is in. Two agents in
@@ -345,6 +348,67 @@ mod tests {
         assert!(registration.digests_used());
         let token = objects[0].object["stringData"]["token"].as_str().unwrap();
         assert!(token.starts_with("sha256:"), "{token}");
+    }
+
+    #[test]
+    fn a_secret_generator_over_a_sops_env_file_is_decrypted_with_the_registered_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let identity = age::x25519::Identity::generate();
+        let env = crate::secrets::formats::encrypt_dotenv(
+            "USER=app\nPASSWORD=generated-secret-9876\n",
+            &[identity.to_public().to_string()],
+            &Default::default(),
+        )
+        .unwrap();
+        std::fs::create_dir_all(dir.path().join("unit")).unwrap();
+        std::fs::write(dir.path().join("unit/app.env"), env).unwrap();
+        std::fs::write(
+            dir.path().join("unit/kustomization.yaml"),
+            "secretGenerator:\n  - name: creds\n    envs: [app.env]\n",
+        )
+        .unwrap();
+        let rendered = render(dir.path());
+        let name = rendered[0].object["metadata"]["name"].clone();
+        assert!(!rendered[0].object.to_string().contains("generated-secret"));
+
+        let keyring = Keyring::parse(identity.to_string().expose_secret()).unwrap();
+        let registration = register(dir.path(), Decryption::Keys(keyring));
+        let mut objects = render(dir.path());
+        decrypt_rendered(dir.path(), &mut objects).unwrap();
+        let secret = &objects[0].object;
+        assert_eq!(
+            secret["metadata"]["name"], name,
+            "the name is the one without the key"
+        );
+        use base64::Engine;
+        let password = base64::engine::general_purpose::STANDARD
+            .decode(secret["data"]["PASSWORD"].as_str().unwrap())
+            .unwrap();
+        assert_eq!(password, b"generated-secret-9876");
+        assert_eq!(
+            fields::encrypted_pointers(secret),
+            vec!["/data/PASSWORD".to_string(), "/data/USER".to_string()]
+        );
+        assert_eq!(
+            crate::redact::scrub("x generated-secret-9876 y"),
+            format!("x {} y", crate::redact::REDACTED)
+        );
+        drop(registration);
+
+        // The file changed after the render read it: refused, nothing half-decrypted.
+        let mut objects = render(dir.path());
+        let keyring = Keyring::parse(identity.to_string().expose_secret()).unwrap();
+        let _registration = register(dir.path(), Decryption::Keys(keyring));
+        let env = std::fs::read_to_string(dir.path().join("unit/app.env")).unwrap();
+        std::fs::write(dir.path().join("unit/app.env"), env + "\n").unwrap();
+        let errors = decrypt_rendered(dir.path(), &mut objects).unwrap_err();
+        assert!(
+            errors[0]
+                .message
+                .contains("unit/app.env: changed since the render read it"),
+            "{}",
+            errors[0]
+        );
     }
 
     #[test]

@@ -83,8 +83,16 @@ impl Registration {
                         continue;
                     }
                     Ok(watcher::Event::InitApply(s) | watcher::Event::Apply(s)) => {
+                        if s.metadata.name.as_deref() != Some(name.as_str()) {
+                            continue;
+                        }
                         seen = true;
                         serde_json::to_value(s).ok()
+                    }
+                    Ok(watcher::Event::Delete(s))
+                        if s.metadata.name.as_deref() != Some(name.as_str()) =>
+                    {
+                        continue;
                     }
                     Ok(watcher::Event::InitDone) if seen => continue,
                     Ok(watcher::Event::InitDone | watcher::Event::Delete(_)) => None,

@@ -4,7 +4,7 @@
 //! long-running `run`: a rotated key is used for the next revision without a restart, and a
 //! deleted Secret keeps the last good keys, with a warning.
 
-use super::common::fleet::{DEV, Fleet, aro_gitops_in};
+use super::common::fleet::{Fleet, aro_gitops_in};
 use super::common::kubectl::Server;
 use super::common::running::Running;
 use aro_gitops::secrets::{self, EncryptionRules, formats};
@@ -56,10 +56,8 @@ fn a_secret_generator_over_sops_files_applies_decrypted_values_and_shows_none() 
     let (key, recipient) = super::common::sops::age_key(fleet.dir(), "age.key");
     let key = key.to_str().expect("UTF-8 path");
     let password = unique("password");
-    let cert = format!(
-        "-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n",
-        unique("cert")
-    );
+    let cert_body = unique("cert");
+    let cert = format!("-----BEGIN CERTIFICATE-----\n{cert_body}\n-----END CERTIFICATE-----\n");
     let api_key = unique("api-key");
     fleet.write(
         "clusters/dev/secrets/app.env",
@@ -83,10 +81,15 @@ fn a_secret_generator_over_sops_files_applies_decrypted_values_and_shows_none() 
     fleet.write("clusters/dev/kustomization.yaml", &kustomization);
     fleet.commit("a Secret generated from SOPS files");
     let secrets_shown = |text: &str| {
-        [&password, &api_key, "BEGIN CERTIFICATE", "AGE-SECRET-KEY-"]
-            .iter()
-            .find(|v| text.contains(*v))
-            .map(|v| v.to_string())
+        [
+            password.as_str(),
+            api_key.as_str(),
+            cert_body.as_str(),
+            "AGE-SECRET-KEY-",
+        ]
+        .iter()
+        .find(|v| text.contains(*v))
+        .map(|v| v.to_string())
     };
 
     // `render` holds no key: stand-ins, never a value.
@@ -110,7 +113,7 @@ fn a_secret_generator_over_sops_files_applies_decrypted_values_and_shows_none() 
     );
     assert!(
         fleet
-            .get("v1", "Secret", Some(DEV), "app-credentials")
+            .get("v1", "Secret", Some("aro-dev"), "app-credentials")
             .is_none()
     );
 
@@ -121,7 +124,7 @@ fn a_secret_generator_over_sops_files_applies_decrypted_values_and_shows_none() 
     assert_eq!(out.code, 0, "{}", out.all());
     assert_eq!(secrets_shown(&out.all()), None, "{}", out.all());
     let live = fleet
-        .get("v1", "Secret", Some(DEV), "app-credentials")
+        .get("v1", "Secret", Some("aro-dev"), "app-credentials")
         .expect("the generated Secret");
     assert_eq!(decoded(&live, "DB_USER").as_deref(), Some("app"));
     assert_eq!(decoded(&live, "DB_PASSWORD"), Some(password.clone()));
@@ -164,7 +167,7 @@ fn a_secret_generator_over_sops_files_applies_decrypted_values_and_shows_none() 
         out.all()
     );
     let live = fleet
-        .get("v1", "Secret", Some(DEV), "app-credentials")
+        .get("v1", "Secret", Some("aro-dev"), "app-credentials")
         .expect("the generated Secret");
     assert_eq!(decoded(&live, "DB_PASSWORD"), Some(second));
 }
