@@ -8,13 +8,19 @@
 //! input); `tools` the other implementations; `fixtures` the committed files and what must fail
 //! (tampered MAC, wrong key, a value left plain where the rules want ciphertext).
 //!
+//! `generator` has SOPS files under a kustomize `secretGenerator` and the decryption Secret
+//! followed by a long-running `run`, through the binary on real git.
+//!
 //! A tool that is not installed skips its test with a message, unless
 //! `ARO_GITOPS_REQUIRE_SOPS_INTEROP` is set (`.ci/run` installs them all and sets it).
 
 #[path = "sops/cli.rs"]
 mod cli;
+mod common;
 #[path = "sops/fixtures.rs"]
 mod fixtures;
+#[path = "sops/generator.rs"]
+mod generator;
 #[path = "sops/tools.rs"]
 mod tools;
 

@@ -81,6 +81,12 @@ pub fn stand_in_digests(rendered: &mut Value) -> Result<Vec<String>, String> {
     Ok(pointers)
 }
 
+/// Marks `pointers` of `rendered` as encrypted fields (drops a `sops` block, refuses ciphertext
+/// left anywhere).
+pub(super) fn mark(rendered: &mut Value, pointers: &[String]) -> Result<(), String> {
+    finish(rendered, pointers)
+}
+
 /// Drops the `sops` block, checks no ciphertext is left, annotates the pointers.
 fn finish(rendered: &mut Value, pointers: &[String]) -> Result<(), String> {
     if let Some(map) = rendered.as_object_mut() {

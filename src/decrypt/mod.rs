@@ -12,13 +12,18 @@
 //! Decrypted values exist only in memory: they are learnt for redaction
 //! ([`crate::redact::learn_values`]) and never written to the state directory.
 //!
+//! A Secret a `secretGenerator` made from SOPS files holds stand-ins the renderer wrote; they are
+//! replaced here too ([`generated`]).
+//!
 //! Which keys decrypt a checkout: the caller [`register`]s a [`Decryption`] for a folder (an
 //! agent's state directory, which holds its checkouts, or a repository `validate` reads) for as
 //! long as it works there; preparing a unit looks up the folder its checkout is in. Two agents in
 //! one process (tests) thus keep their own keys. A checkout under no registered folder has no key.
 
 pub mod fields;
+pub mod generated;
 pub mod keys;
+pub mod watch;
 
 use crate::object::{ObjectKey, SourcedObject};
 use crate::secrets::Keyring;
@@ -91,6 +96,8 @@ static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new
 #[derive(Debug)]
 pub struct Registration {
     id: u64,
+    /// The watch on the decryption Secret ([`watch`]), stopped with the registration.
+    follower: Option<tokio::task::AbortHandle>,
 }
 
 impl Registration {
@@ -115,6 +122,9 @@ pub fn has_keys(dir: &Path) -> bool {
 
 impl Drop for Registration {
     fn drop(&mut self) {
+        if let Some(follower) = self.follower.take() {
+            follower.abort();
+        }
         if let Ok(mut all) = REGISTERED.write() {
             all.retain(|(id, _, _)| *id != self.id);
         }
@@ -129,7 +139,7 @@ pub fn register(dir: &Path, decryption: Decryption) -> Registration {
         .write()
         .expect("decryption registry lock")
         .push((id, dir, Arc::new(decryption)));
-    Registration { id }
+    Registration { id, follower: None }
 }
 
 /// The decryption registered for the folder nearest above `root`, if any.
@@ -154,12 +164,27 @@ pub fn decrypt_rendered(
     let mut decryption: Option<Option<Arc<Decryption>>> = None;
     // Each SOPS file decrypted once per unit, whole (one MAC covers all its documents).
     let mut files: HashMap<PathBuf, Result<DecryptedFile, String>> = HashMap::new();
+    let mut generated_files = generated::Files::new();
     for s in objects.iter_mut() {
         let object_error = |s: &SourcedObject, message: String| DecryptError {
             file: s.origin.file.clone(),
             object: ObjectKey::from_object(&s.object).ok(),
             message,
         };
+        let stand_ins = generated::stand_ins(&s.object);
+        if !stand_ins.is_empty() {
+            let mode = decryption.get_or_insert_with(|| lookup(root)).clone();
+            if let Err(message) = generated::decrypt(
+                root,
+                &mut s.object,
+                &stand_ins,
+                mode.as_deref(),
+                &mut generated_files,
+            ) {
+                errors.push(object_error(s, message));
+            }
+            continue;
+        }
         if !crate::secrets::is_encrypted(&s.object) {
             if let Some(p) = first_ciphertext(&s.object) {
                 errors.push(object_error(
@@ -323,6 +348,67 @@ mod tests {
         assert!(registration.digests_used());
         let token = objects[0].object["stringData"]["token"].as_str().unwrap();
         assert!(token.starts_with("sha256:"), "{token}");
+    }
+
+    #[test]
+    fn a_secret_generator_over_a_sops_env_file_is_decrypted_with_the_registered_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let identity = age::x25519::Identity::generate();
+        let env = crate::secrets::formats::encrypt_dotenv(
+            "USER=app\nPASSWORD=generated-secret-9876\n",
+            &[identity.to_public().to_string()],
+            &Default::default(),
+        )
+        .unwrap();
+        std::fs::create_dir_all(dir.path().join("unit")).unwrap();
+        std::fs::write(dir.path().join("unit/app.env"), env).unwrap();
+        std::fs::write(
+            dir.path().join("unit/kustomization.yaml"),
+            "secretGenerator:\n  - name: creds\n    envs: [app.env]\n",
+        )
+        .unwrap();
+        let rendered = render(dir.path());
+        let name = rendered[0].object["metadata"]["name"].clone();
+        assert!(!rendered[0].object.to_string().contains("generated-secret"));
+
+        let keyring = Keyring::parse(identity.to_string().expose_secret()).unwrap();
+        let registration = register(dir.path(), Decryption::Keys(keyring));
+        let mut objects = render(dir.path());
+        decrypt_rendered(dir.path(), &mut objects).unwrap();
+        let secret = &objects[0].object;
+        assert_eq!(
+            secret["metadata"]["name"], name,
+            "the name is the one without the key"
+        );
+        use base64::Engine;
+        let password = base64::engine::general_purpose::STANDARD
+            .decode(secret["data"]["PASSWORD"].as_str().unwrap())
+            .unwrap();
+        assert_eq!(password, b"generated-secret-9876");
+        assert_eq!(
+            fields::encrypted_pointers(secret),
+            vec!["/data/PASSWORD".to_string(), "/data/USER".to_string()]
+        );
+        assert_eq!(
+            crate::redact::scrub("x generated-secret-9876 y"),
+            format!("x {} y", crate::redact::REDACTED)
+        );
+        drop(registration);
+
+        // The file changed after the render read it: refused, nothing half-decrypted.
+        let mut objects = render(dir.path());
+        let keyring = Keyring::parse(identity.to_string().expose_secret()).unwrap();
+        let _registration = register(dir.path(), Decryption::Keys(keyring));
+        let env = std::fs::read_to_string(dir.path().join("unit/app.env")).unwrap();
+        std::fs::write(dir.path().join("unit/app.env"), env + "\n").unwrap();
+        let errors = decrypt_rendered(dir.path(), &mut objects).unwrap_err();
+        assert!(
+            errors[0]
+                .message
+                .contains("unit/app.env: changed since the render read it"),
+            "{}",
+            errors[0]
+        );
     }
 
     #[test]

@@ -4,11 +4,13 @@
 //! The signatures below are the contract between the SOPS core (this module and its files:
 //! `cipher` for one `ENC[...]` value, `rules` for which values are encrypted, `metadata` for the
 //! `sops` block, `age_key` for the data key, `walk` for the values and the MAC) and the pipeline that
-//! uses it (agent, plan, reports).
+//! uses it (agent, plan, reports). `formats` reads and writes the dotenv and binary forms SOPS
+//! gives files that are not YAML or JSON documents (a `secretGenerator`'s inputs).
 
 mod age_key;
 mod cipher;
 mod file;
+pub mod formats;
 mod metadata;
 mod rules;
 mod walk;

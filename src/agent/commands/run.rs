@@ -118,10 +118,14 @@ async fn register_decryption(
         Some(key) => env.cluster.get(&key).await.map_err(|e| e.to_string()),
         None => Ok(None),
     };
-    Some(crate::decrypt::register(
+    let loaded = secret.as_ref().ok().and_then(Option::clone);
+    let mut registration = crate::decrypt::register(
         &config.state_dir,
         crate::decrypt::Decryption::load(keys, secret),
-    ))
+    );
+    // A rotated key is used for the next revision, without a restart.
+    registration.follow_secret(env.cluster.client().clone(), keys.clone(), loaded.as_ref());
+    Some(registration)
 }
 
 impl RunSummary {

@@ -53,6 +53,13 @@ pub enum GeneratorError {
         path: String,
         source: std::io::Error,
     },
+    /// A SOPS-encrypted input where it cannot be used (a ConfigMap, or `envs` of a non-dotenv file).
+    #[error("{at}: {path:?} is encrypted with SOPS: {problem}")]
+    SopsInput {
+        at: At,
+        path: String,
+        problem: &'static str,
+    },
     #[error("{at}: env file {path:?} line {line}: {problem}")]
     EnvFile {
         at: At,

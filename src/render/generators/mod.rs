@@ -22,6 +22,7 @@ mod error;
 mod hash;
 mod merge;
 mod object;
+pub mod sops;
 mod sources;
 
 #[cfg(test)]
@@ -103,7 +104,7 @@ fn generate(
         if entry.args.name.is_empty() {
             return Err(GeneratorError::MissingName { at });
         }
-        let pairs = sources::load(&at, &entry.args, ctx)?;
+        let pairs = sources::load(&at, &entry.args, kind == GeneratorKind::Secret, ctx)?;
         let object = object::build(kind, &entry.args, options.as_ref(), &pairs);
         generated.push(Generated {
             object,

@@ -12,6 +12,7 @@
 use super::GeneratorContext;
 use super::args::Args;
 use super::error::{At, GeneratorError};
+use super::sops;
 use std::collections::HashSet;
 use std::path::Path;
 
@@ -27,14 +28,18 @@ pub(super) struct Pair {
 const MAX_ENV_LINE: usize = 64 * 1024 - 1;
 
 /// Reads every pair of `args` and checks the keys (valid, not repeated).
+/// `secret`: for a Secret (SOPS inputs give stand-ins, see [`super::sops`]), else a ConfigMap.
 pub(super) fn load(
     at: &At,
     args: &Args,
+    secret: bool,
     ctx: &GeneratorContext,
 ) -> Result<Vec<Pair>, GeneratorError> {
     let mut pairs = Vec::new();
+    let root = ctx.loader.root();
     for path in &args.envs {
-        let content = read_restricted(at, ctx, path)?;
+        let (resolved, content) = read_restricted(at, ctx, path)?;
+        let sops = sops::stand_in(at, secret, sops::Use::Env, path, &resolved, root, &content)?;
         let env_error = |line, problem| GeneratorError::EnvFile {
             at: at.clone(),
             path: path.clone(),
@@ -46,9 +51,19 @@ pub(super) fn load(
             if !line.has_equals && validate_key(&line.key).is_err() {
                 return Err(env_error(line.number, "has no '=' and is not a valid key"));
             }
+            let value = match &sops {
+                Some(_) if sops::is_metadata_key(&line.key) => continue,
+                Some(s) => sops::StandIn {
+                    selector: sops::Selector::Env(line.key.clone()),
+                    ..s.clone()
+                }
+                .text()
+                .into_bytes(),
+                None => line.value.into_bytes(),
+            };
             pairs.push(Pair {
                 key: line.key,
-                value: line.value.into_bytes(),
+                value,
             });
         }
     }
@@ -70,7 +85,12 @@ pub(super) fn load(
                 entry: source.clone(),
                 problem,
             })?;
-        let value = read_restricted(at, ctx, path)?;
+        let (resolved, value) = read_restricted(at, ctx, path)?;
+        let value =
+            match sops::stand_in(at, secret, sops::Use::File, path, &resolved, root, &value)? {
+                Some(s) => s.text().into_bytes(),
+                None => value,
+            };
         pairs.push(Pair { key, value });
     }
 
@@ -211,12 +231,12 @@ fn validate_key(key: &str) -> Result<(), &'static str> {
 }
 
 /// Reads a file named in the kustomization, refusing remote files and anything not in or below the
-/// kustomization folder once `..` and symlinks are resolved.
+/// kustomization folder once `..` and symlinks are resolved: where it is (canonical) and its bytes.
 fn read_restricted(
     at: &At,
     ctx: &GeneratorContext,
     written: &str,
-) -> Result<Vec<u8>, GeneratorError> {
+) -> Result<(std::path::PathBuf, Vec<u8>), GeneratorError> {
     let lower = written.to_ascii_lowercase();
     if lower.starts_with("http://") || lower.starts_with("https://") {
         return Err(GeneratorError::RemoteFile {
@@ -267,7 +287,8 @@ fn read_restricted(
             path: error_path(),
         });
     }
-    ctx.loader.read(&resolved).map_err(read_error)
+    let bytes = ctx.loader.read(&resolved).map_err(read_error)?;
+    Ok((resolved, bytes))
 }
 
 #[cfg(test)]
@@ -393,7 +414,7 @@ mod tests {
             dir: &dir,
             file: Path::new("app/kustomization.yaml"),
         };
-        let read = |p: &str| read_restricted(&at(), &ctx, p);
+        let read = |p: &str| read_restricted(&at(), &ctx, p).map(|(_, bytes)| bytes);
         assert_eq!(read("sub/in.txt").unwrap(), b"yes");
         assert_eq!(read("inner-link.txt").unwrap(), b"yes");
         assert_eq!(
@@ -442,7 +463,7 @@ mod tests {
             envs: vec!["e.env".into()],
             ..Args::default()
         };
-        let keys: Vec<_> = load(&at(), &args, &ctx)
+        let keys: Vec<_> = load(&at(), &args, false, &ctx)
             .unwrap()
             .into_iter()
             .map(|p| p.key)
@@ -453,7 +474,7 @@ mod tests {
             literals: vec!["E=2".into()],
             ..args.clone()
         };
-        let err = load(&at(), &repeated, &ctx).unwrap_err().to_string();
+        let err = load(&at(), &repeated, false, &ctx).unwrap_err().to_string();
         assert!(err.contains("\"E\" is given more than once"), "{err}");
 
         std::fs::write(dir.join("stray.env"), "A=1\nmy secret value\n").unwrap();
@@ -461,7 +482,7 @@ mod tests {
             envs: vec!["stray.env".into()],
             ..Args::default()
         };
-        let err = load(&at(), &stray, &ctx).unwrap_err().to_string();
+        let err = load(&at(), &stray, false, &ctx).unwrap_err().to_string();
         assert!(
             err.contains("line 2: has no '='") && !err.contains("secret"),
             "{err}"
@@ -471,7 +492,9 @@ mod tests {
             literals: vec!["hunter2".into()],
             ..Args::default()
         };
-        let err = load(&at(), &secret_literal, &ctx).unwrap_err().to_string();
+        let err = load(&at(), &secret_literal, true, &ctx)
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("literals[0] is not KEY=VALUE") && !err.contains("hunter2"),
             "{err}"
