@@ -276,3 +276,129 @@ pub(super) fn problems(declared: &Declared) -> Vec<Problem> {
     capi_references(declared, &mut out);
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::validate::aro::testutil::{messages, set, unit};
+
+    const HCP: &str = "/spec/resources/0/spec/properties/platform";
+
+    #[test]
+    fn the_managed_resource_group_is_not_the_clusters_own() {
+        let mut objects = unit();
+        set(
+            &mut objects,
+            "AROControlPlane",
+            &format!("{HCP}/managedResourceGroup"),
+            "ARO-DEV-RG",
+        );
+        assert_eq!(
+            messages(objects),
+            [format!(
+                "AROControlPlane: {HCP}/managedResourceGroup: \"ARO-DEV-RG\" is the cluster's own resource group: ARO HCP creates the managed resource group and owns what is in it, so managedResourceGroup names a resource group of its own"
+            )]
+        );
+    }
+
+    #[test]
+    fn an_aso_reference_names_a_declared_resource_of_its_kind() {
+        let mut objects = unit();
+        let ingress = format!(
+            "{HCP}/operatorsAuthentication/userAssignedIdentities/controlPlaneOperatorsReferences/control-plane/name"
+        );
+        set(
+            &mut objects,
+            "AROControlPlane",
+            &ingress,
+            "aro-dev-cp-nobody",
+        );
+        assert_eq!(
+            messages(objects),
+            [format!(
+                "AROControlPlane: {ingress}: UserAssignedIdentity \"aro-dev-cp-nobody\" is not declared: a reference names a resource of the unit in namespace aro-dev (declare it among the ARO objects' resources, or fix the name)"
+            )]
+        );
+        let mut objects = unit();
+        set(
+            &mut objects,
+            "AROControlPlane",
+            "/spec/resources/0/spec/identity/userAssignedIdentities/0/reference/kind",
+            "Vault",
+        );
+        assert_eq!(
+            messages(objects),
+            [
+                "AROControlPlane: /spec/resources/0/spec/identity/userAssignedIdentities/0/reference/kind: kind Vault (group managedidentity.azure.com): an identity reference names a UserAssignedIdentity (group managedidentity.azure.com)"
+            ]
+        );
+        // A node pool's subnet, a subnet's NSG.
+        let mut objects = unit();
+        set(
+            &mut objects,
+            "AROMachinePool",
+            "/spec/resources/0/spec/properties/platform/subnetReference/name",
+            "aro-dev-nosubnet",
+        );
+        set(
+            &mut objects,
+            "AROCluster",
+            "/spec/resources/3/spec/networkSecurityGroup/reference/kind",
+            "VirtualNetwork",
+        );
+        let m = messages(objects);
+        assert_eq!(m.len(), 2, "{m:?}");
+        assert!(m[0].starts_with("AROCluster: /spec/resources/3/spec/networkSecurityGroup/reference/kind: kind VirtualNetwork (group network.azure.com): a network security group reference names a NetworkSecurityGroup"), "{}", m[0]);
+        assert!(m[1].starts_with("AROMachinePool: /spec/resources/0/spec/properties/platform/subnetReference/name: VirtualNetworksSubnet \"aro-dev-nosubnet\" is not declared"), "{}", m[1]);
+    }
+
+    #[test]
+    fn cluster_api_references_name_objects_of_the_unit() {
+        let mut objects = unit();
+        set(
+            &mut objects,
+            "Cluster",
+            "/spec/infrastructureRef/name",
+            "nowhere",
+        );
+        set(
+            &mut objects,
+            "Cluster",
+            "/spec/controlPlaneRef/name",
+            "elsewhere",
+        );
+        set(&mut objects, "MachinePool", "/spec/clusterName", "nowhere");
+        set(
+            &mut objects,
+            "MachinePool",
+            "/spec/template/spec/infrastructureRef/name",
+            "gone",
+        );
+        assert_eq!(
+            messages(objects),
+            [
+                "Cluster: /spec/infrastructureRef/name: names AROCluster \"nowhere\", which the unit does not declare in namespace aro-dev: a Cluster's infrastructureRef points to the unit's AROCluster (dev)",
+                "Cluster: /spec/controlPlaneRef/name: names AROControlPlane \"elsewhere\", which the unit does not declare in namespace aro-dev: a Cluster's controlPlaneRef points to the unit's AROControlPlane (dev)",
+                "MachinePool: /spec/clusterName: names Cluster \"nowhere\", which the unit does not declare in namespace aro-dev: a MachinePool belongs to a Cluster of its namespace (dev)",
+                "MachinePool: /spec/template/spec/infrastructureRef/name: names AROMachinePool \"gone\", which the unit does not declare in namespace aro-dev: a MachinePool's infrastructureRef points to the unit's AROMachinePool (dev-workers)",
+            ]
+        );
+    }
+
+    #[test]
+    fn another_providers_kinds_are_not_resolved_here() {
+        let mut objects = unit();
+        set(
+            &mut objects,
+            "Cluster",
+            "/spec/infrastructureRef/kind",
+            "AzureCluster",
+        );
+        set(
+            &mut objects,
+            "Cluster",
+            "/spec/infrastructureRef/name",
+            "elsewhere",
+        );
+        assert!(messages(objects).is_empty());
+    }
+}
