@@ -416,6 +416,7 @@ fn validate(args: ValidateArgs) -> anyhow::Result<ExitCode> {
         Err(e) => bail!("{}: {e}", args.path.display()),
     };
     let mut failed = false;
+    let mut prepared = Vec::new();
     for unit in units {
         let rel = unit
             .path
@@ -424,16 +425,32 @@ fn validate(args: ValidateArgs) -> anyhow::Result<ExitCode> {
             .to_path_buf();
         let unit = aro_gitops::unit::Unit { path: rel };
         match aro_gitops::agent::prepare::prepare(&root, &unit) {
-            Ok(p) => println(&format!(
-                "{}: ok ({} objects, {} embedded)",
-                unit.name(),
-                p.objects.iter().filter(|o| o.embedded_in.is_none()).count(),
-                p.objects.iter().filter(|o| o.embedded_in.is_some()).count()
-            )),
+            Ok(p) => prepared.push(p),
             Err(errors) => {
                 failed = true;
                 print(&aro_gitops::report::failure_block(&unit.name(), &errors));
             }
+        }
+    }
+    // What only the whole repository answers: identities another unit may declare.
+    let refs: Vec<&aro_gitops::agent::prepare::Prepared> = prepared.iter().collect();
+    let mut unresolved = aro_gitops::agent::unresolved_identities(&refs);
+    for (index, p) in prepared.iter().enumerate() {
+        let errors: Vec<_> = unresolved
+            .iter_mut()
+            .filter(|(i, _)| *i == index)
+            .map(|(_, e)| std::mem::take(e))
+            .collect();
+        if errors.is_empty() {
+            println(&format!(
+                "{}: ok ({} objects, {} embedded)",
+                p.unit.name(),
+                p.objects.iter().filter(|o| o.embedded_in.is_none()).count(),
+                p.objects.iter().filter(|o| o.embedded_in.is_some()).count()
+            ));
+        } else {
+            failed = true;
+            print(&aro_gitops::report::failure_block(&p.unit.name(), &errors));
         }
     }
     if failed {

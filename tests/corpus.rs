@@ -52,6 +52,10 @@ struct Case {
     /// Extra arguments of `run --once`.
     #[serde(default)]
     args: Vec<String>,
+    /// The report on the status branch that must name the error, when the unit's cluster is
+    /// known (a unit that left git); by default `reports/_units/<unit>.md`.
+    #[serde(default)]
+    report: Option<String>,
     /// Edits of the repository, in order, then committed.
     steps: Vec<Step>,
     /// A known gap: why the agent falls short (the case must still fail its checks).
@@ -385,7 +389,11 @@ fn check(base: &Base, dir: &Path, case: &Case) -> Vec<String> {
         }
         // The unit's own report need not repeat the unit's folder.
         let file = (case.file != case.unit).then_some(case.file.as_str());
-        match unit_report(&fleet, &case.unit) {
+        let report = match &case.report {
+            Some(path) => fleet.report(path),
+            None => unit_report(&fleet, &case.unit),
+        };
+        match report {
             Some(report) if names_it(&report, case, file, says) => {}
             Some(report) => run_problems.push(format!(
                 "the report of {} does not name the file, the object and the words:\n{report}",
@@ -487,7 +495,11 @@ fn corpus() {
     let only = std::env::var("CORPUS_ONLY").ok();
     let all: Vec<_> = cases()
         .into_iter()
-        .filter(|(id, _, _)| only.as_deref().is_none_or(|o| id.contains(o)))
+        .filter(|(id, _, _)| {
+            // CORPUS_ONLY: one or more parts of case ids, comma-separated.
+            only.as_deref()
+                .is_none_or(|o| o.split(',').any(|part| id.contains(part)))
+        })
         .collect();
     let base = Arc::new(base());
     let queue = Arc::new(Mutex::new(all));

@@ -31,6 +31,7 @@ pub use controller::{incremental, leader, shard};
 pub use env::target::LiveTarget;
 pub use env::{Environment, mark_simulated, simulate_azure, simulate_azure_endpoints};
 pub use failpoint::FAILPOINT_ENV;
+pub use pass::identity_check::unresolved_offline as unresolved_identities;
 pub use pass::prune::Safety;
 pub use pass::{prepare, prune};
 

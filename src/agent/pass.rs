@@ -420,6 +420,17 @@ pub async fn remove(ctx: &PassContext<'_>, inv: &mut Inventory) -> UnitOutcome {
         let driven = aro_deletion::drive(ctx.cluster, &live, of_unit, fleet, &mut errors).await;
         aro_deletion::merge(&mut objects, driven);
     }
+    let blocked = objects
+        .iter()
+        .filter(|o| o.action == ObjectAction::DeletionBlocked)
+        .map(|o| o.reason.as_deref().unwrap_or("blocked"));
+    if let Some(message) = pruning::left_git_blocked(&inv.unit, blocked) {
+        errors.push(UnitError {
+            file: Some(inv.unit.clone().into()),
+            message,
+            ..Default::default()
+        });
+    }
     if inv.entries.is_empty() {
         if let Err(e) = inventory::remove(ctx.cluster, inv, &ctx.fleet.scope.name).await {
             errors.push(UnitError {

@@ -13,6 +13,25 @@ use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 
+/// The largest repository file a render reads: 4 MiB. Kubernetes takes objects up to 1.5 MiB, so a
+/// file over this holds generated data or a mistake (a build output, a dump), which a render would
+/// otherwise read whole, per unit, on every pass.
+pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Refuses a file over [`MAX_FILE_BYTES`], saying its size and the limit; the caller names the file.
+fn within_size_limit(path: &Path) -> std::io::Result<()> {
+    let size = std::fs::metadata(path)?.len();
+    if size > MAX_FILE_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::FileTooLarge,
+            format!(
+                "the file is too large: {size} bytes, over the limit of {MAX_FILE_BYTES} bytes (4 MiB) per repository file; keep generated data out of the repository or split the file"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// The repository-relative paths a render read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Inputs {
@@ -158,11 +177,13 @@ impl Loader {
 
     pub fn read_to_string(&self, path: &Path) -> std::io::Result<String> {
         self.note_file(path);
+        within_size_limit(path)?;
         std::fs::read_to_string(path)
     }
 
     pub fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
         self.note_file(path);
+        within_size_limit(path)?;
         std::fs::read(path)
     }
 
@@ -223,6 +244,35 @@ mod tests {
         }
         let all = inputs(&[], &[""]);
         assert!(all.touched_by(Path::new("anything/at/all")));
+    }
+
+    #[test]
+    fn a_file_over_the_size_limit_is_refused_with_its_size() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(tmp.path()).unwrap();
+        let at_limit = root.join("ok.yaml");
+        let over = root.join("big.yaml");
+        std::fs::File::create(&at_limit)
+            .unwrap()
+            .set_len(MAX_FILE_BYTES)
+            .unwrap();
+        std::fs::File::create(&over)
+            .unwrap()
+            .set_len(MAX_FILE_BYTES + 1)
+            .unwrap();
+        let l = Loader::new(root.clone());
+        assert!(l.read(&at_limit).is_ok());
+        let e = l.read_to_string(&over).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::FileTooLarge);
+        assert!(
+            e.to_string().starts_with(
+                "the file is too large: 4194305 bytes, over the limit of 4194304 bytes (4 MiB)"
+            ),
+            "{e}"
+        );
+        assert!(l.read(&over).is_err());
+        // Noted all the same: the render depends on it.
+        assert!(l.into_inputs().files.contains(Path::new("big.yaml")));
     }
 
     #[test]

@@ -14,6 +14,8 @@
 //! - the agent's namespace and marks ([`reserved`]): no unit may declare them;
 //! - Azure's naming rules of each ASO resource type and a node pool's autoscaling bounds
 //!   (`azure_names`);
+//! - the ARO checks ([`aro`]): locations, CIDRs and subnets, OpenShift versions, the managed
+//!   resource group, references between the unit's objects, VM sizes against the AutoNodePolicy;
 //! - custom resources (and the resources ARO kinds embed) against the structural schema of the
 //!   CRD the target cluster serves for their kind and version, strictly ([`crd`]), but for the
 //!   fields the agent fills in itself ([`filled`]: the agent-managed etcd key's version), which
@@ -21,11 +23,13 @@
 //!
 //! Messages name the file, the object and the JSON pointer of the field, never a Secret's data.
 
+pub mod aro;
 mod azure_names;
 pub mod builtin;
 pub mod crd;
 pub mod filled;
 pub mod gotime;
+pub mod node_policy;
 pub mod reserved;
 mod rules;
 mod schema;
@@ -80,8 +84,10 @@ pub fn validate_against(
     let rendered_crds = crd::rendered_schemas(objects.iter().map(|s| &s.object));
     let mut errors = Vec::new();
     let mut duplicates = rules::Duplicates::default();
+    // The fields each object's own schema faulted, by object: not reported again.
+    let mut said_of: Vec<Vec<String>> = vec![Vec::new(); objects.len()];
     let defined = builtin::defined_kinds(objects.iter().map(|s| &s.object));
-    for sourced in objects {
+    for (index, sourced) in objects.iter().enumerate() {
         let origin = &sourced.origin;
         let obj = &sourced.object;
         let error = |object: Option<&ObjectKey>, message: String| ValidationError {
@@ -104,6 +110,7 @@ pub fn validate_against(
                 errors.push(error(Some(&key), v.to_string()));
             }
         }
+        said_of[index].clone_from(&said);
         // A field the kind's own schema already faulted is not reported twice.
         errors.extend(
             crd::problems(obj, &rendered_crds, cluster, &[])
@@ -172,7 +179,29 @@ pub fn validate_against(
             }
         }
     }
+    errors.extend(aro_problems(objects, &said_of));
     errors
+}
+
+/// The ARO checks ([`aro`]) of the unit's objects, each on the object it names, but for fields
+/// the object's schema faulted already (`said_of`).
+fn aro_problems(objects: &[SourcedObject], said_of: &[Vec<String>]) -> Vec<ValidationError> {
+    let values: Vec<&Value> = objects.iter().map(|s| &s.object).collect();
+    aro::problems(&values)
+        .into_iter()
+        .filter(|p| {
+            let pointer = p.message.split_once(": ").map_or("", |(at, _)| at);
+            !crd::covered(&said_of[p.object], pointer)
+        })
+        .map(|p| {
+            let sourced = &objects[p.object];
+            ValidationError {
+                origin: Some(sourced.origin.clone()),
+                object: ObjectKey::from_object(&sourced.object).ok(),
+                message: p.message,
+            }
+        })
+        .collect()
 }
 
 /// Validates a machine-readable cluster report against `schemas/report.schema.json`, plus what a

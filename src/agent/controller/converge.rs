@@ -172,6 +172,9 @@ impl Agent {
             Some(stop) => round.not_reconciled(stop),
             None => BTreeSet::new(),
         };
+        for o in round.removed_outcomes.values() {
+            progress.left_git(o);
+        }
         progress.finish();
         self.signals.progress = Some(progress);
         let mut outcomes = round.outcomes;

@@ -151,6 +151,25 @@ impl Progress {
         self.failures[i] = block;
     }
 
+    /// A unit that left git and failed (deleting its objects waits for consent): it has no bar or
+    /// line of its own, so its phase and failure block are printed when the converge ends.
+    pub fn left_git(&mut self, outcome: &UnitOutcome) {
+        if report::phase(outcome) != report::Phase::Failed || outcome.errors.is_empty() {
+            return;
+        }
+        let block = report::failure_block(&outcome.unit, &outcome.errors);
+        for e in &outcome.errors {
+            tracing::error!(unit = %outcome.unit, file = e.location(), error = %e.text(), "unit failed");
+        }
+        let text = format!("{}: Failed: it left the revision\n{block}", outcome.unit);
+        match &self.bars {
+            Some((multi, _)) => {
+                let _ = multi.println(crate::redact::scrub(text.trim_end()));
+            }
+            None => crate::output::print(&text),
+        }
+    }
+
     pub fn finish(&mut self) {
         if let Some((_, bars)) = &self.bars {
             for b in bars {

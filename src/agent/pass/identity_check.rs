@@ -106,6 +106,48 @@ pub fn rendered_identities<'a>(
         .collect()
 }
 
+/// The identityRefs of `units` that name an AzureClusterIdentity no unit renders, for `validate`
+/// (which reads no cluster: a pass also takes a live one, see [`check`]). Each error is the
+/// referrer's, naming its file: (index of the unit, error).
+pub fn unresolved_offline(units: &[&Prepared]) -> Vec<(usize, UnitError)> {
+    let rendered = rendered_identities(units.iter().copied());
+    let mut out = Vec::new();
+    for (index, prepared) in units.iter().enumerate() {
+        let of_git = prepared
+            .objects
+            .iter()
+            .filter(|o| o.embedded_in.is_none())
+            .map(|o| &o.object);
+        for r in credentials::cluster_refs(of_git, aro_cluster_name) {
+            let (namespace, name) = r.identity.clone();
+            if rendered.contains_key(&identity_key(&namespace, &name)) {
+                continue;
+            }
+            let file = prepared
+                .objects
+                .iter()
+                .find(|o| o.key == r.referrer)
+                .map(|o| o.origin.file.clone());
+            let referrer = r.referrer.to_string();
+            let message = format!(
+                "/spec/identityRef/name: {}; no unit of the repository declares it (validate reads no cluster: declare it in git, or check it with plan against the cluster)",
+                IdentityError::Missing {
+                    referrer: referrer.clone(),
+                    namespace,
+                    name,
+                }
+                .to_string()
+                .trim_start_matches(&format!("{referrer}: "))
+            );
+            out.push((
+                index,
+                UnitError::new(Some(r.referrer.clone()), file, message),
+            ));
+        }
+    }
+    out
+}
+
 /// The object `key` names as the unit renders it (this pass applies it), if it does.
 fn rendered<'a>(prepared: &'a Prepared, key: &ObjectKey) -> Option<&'a Value> {
     prepared

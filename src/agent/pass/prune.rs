@@ -545,3 +545,62 @@ pub fn guard(
         })
         .collect()
 }
+
+/// The error of a unit that left the revision (its folder, or its kustomization, is gone) while
+/// deleting what it declared waits for consent (`blocked`: the reasons of its blocked deletions;
+/// those that say how to consent count, naming [`prune::ALLOW_DELETION_ANNOTATION`]): its objects
+/// stay live and unmanaged, so the unit is not converged; it fails, naming what blocks the
+/// deletions (the distinct reasons, in order), until consent is given or the folder comes back.
+/// A deletion held because another unit still stands for the object is safety working, not a
+/// failure. `None` when nothing waits for consent.
+pub fn left_git_blocked<'a>(
+    unit: &str,
+    blocked: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
+    let mut reasons: Vec<&str> = Vec::new();
+    let mut count = 0;
+    for reason in blocked
+        .into_iter()
+        .filter(|r| r.contains(prune::ALLOW_DELETION_ANNOTATION))
+    {
+        count += 1;
+        if !reasons.contains(&reason) {
+            reasons.push(reason);
+        }
+    }
+    (count > 0).then(|| {
+        let objects = if count == 1 { "object" } else { "objects" };
+        format!(
+            "{unit} left the revision (its folder or its kustomization.yaml is gone), and deleting its {count} live {objects} is blocked: {}",
+            reasons.join("; ")
+        )
+    })
+}
+
+#[cfg(test)]
+mod left_git_tests {
+    use super::left_git_blocked;
+
+    #[test]
+    fn a_unit_that_left_git_fails_while_its_deletions_are_blocked() {
+        assert_eq!(left_git_blocked("clusters/dev", []), None);
+        let why = "deleting it deletes the Azure resource; allow with --allow-deletion or the annotation aro-gitops.dev/allow-deletion=true";
+        let other = "the annotation aro-gitops.dev/allow-deletion=true on its cluster";
+        assert_eq!(
+            left_git_blocked("clusters/dev", [why, why, other]).unwrap(),
+            format!(
+                "clusters/dev left the revision (its folder or its kustomization.yaml is gone), and deleting its 3 live objects is blocked: {why}; {other}"
+            )
+        );
+        assert!(
+            left_git_blocked("u", [other])
+                .unwrap()
+                .contains("its 1 live object is blocked: the annotation")
+        );
+        // Held because another unit stands for it: safety, not a failure.
+        assert_eq!(
+            left_git_blocked("u", ["unit clusters/prod declares the same Azure resource"]),
+            None
+        );
+    }
+}

@@ -145,6 +145,15 @@ fn left_git(
         safety,
     };
     leaving_inventory(&mut c, how, inv, &leaving, live, leaving.len(), fleet);
+    // As in a run: blocked deletions fail the unit that left.
+    let blocked = c.blocked_deletions.iter().map(|b| b.reason.as_str());
+    if let Some(message) = crate::agent::pass::prune::left_git_blocked(name, blocked) {
+        c.errors.push(Problem {
+            file: Some(name.to_string()),
+            message,
+            ..Default::default()
+        });
+    }
     c
 }
 

@@ -6,6 +6,7 @@ use super::*;
 use crate::kinds::NODE_POOL;
 use crate::reconcile::aro::decide_machine_pool;
 use crate::reconcile::aro::fixtures::*;
+use serde_json::{Value, json};
 
 const SIZE: &str = "node.kubernetes.io/instance-type";
 const ZONE: &str = "topology.kubernetes.io/zone";
