@@ -65,11 +65,11 @@ fn a_secret_generator_over_sops_files_applies_decrypted_values_and_shows_none() 
     );
     fleet.write(
         "clusters/dev/secrets/ca.pem",
-        &formats::encrypt_binary(&cert, &[recipient.clone()]).expect("encrypt"),
+        &formats::encrypt_binary(&cert, std::slice::from_ref(&recipient)).expect("encrypt"),
     );
     let settings = secrets::encrypt(
         &json!({"endpoint": "https://api.example.com", "apiKey": api_key}),
-        &[recipient.clone()],
+        std::slice::from_ref(&recipient),
         &EncryptionRules::default(),
     )
     .expect("encrypt");
