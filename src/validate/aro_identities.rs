@@ -250,6 +250,14 @@ pub enum Problem {
         name: String,
     },
     #[error(
+        "{pointer}: an identity reference's kind is {kind} (group {group:?}), not UserAssignedIdentity (group \"managedidentity.azure.com\") (rule: operator and cluster identities are user-assigned managed identities)"
+    )]
+    WrongKind {
+        pointer: String,
+        group: String,
+        kind: String,
+    },
+    #[error(
         "/spec/identity/userAssignedIdentities: the {what} ({name}) is not among the cluster's own identities (rule: the service requires the control plane operators' and the service managed identity to be assigned to the cluster)"
     )]
     NotAssigned { what: String, name: String },
@@ -389,6 +397,45 @@ fn assigned(resources: &[&Value], config_map: (&str, &str), role_id: &str, scope
     })
 }
 
+/// Identity references (under `pointer`) whose kind or group is given and is not a
+/// UserAssignedIdentity's.
+fn wrong_kinds(cluster: &Value) -> Vec<Problem> {
+    let mut refs: Vec<(String, &Value)> = Vec::new();
+    if let Some(own) = cluster
+        .pointer("/spec/identity/userAssignedIdentities")
+        .and_then(Value::as_array)
+    {
+        for (i, e) in own.iter().enumerate() {
+            if let Some(r) = e.get("reference") {
+                refs.push((format!("/spec/identity/userAssignedIdentities/{i}/reference"), r));
+            }
+        }
+    }
+    for plane in [Plane::ControlPlane, Plane::DataPlane] {
+        let at = format!("{AUTH}/{}", plane.field());
+        if let Some(map) = cluster.pointer(&at).and_then(Value::as_object) {
+            refs.extend(map.iter().map(|(op, r)| (format!("{at}/{op}"), r)));
+        }
+    }
+    let smi = format!("{AUTH}/{}", Plane::Service.field());
+    if let Some(r) = cluster.pointer(&smi) {
+        refs.push((smi, r));
+    }
+    refs.into_iter()
+        .filter_map(|(pointer, r)| {
+            let kind = text_at(r, "/kind");
+            let group = text_at(r, "/group");
+            let wrong = kind.is_some_and(|k| k != USER_ASSIGNED_IDENTITY)
+                || group.is_some_and(|g| g != "managedidentity.azure.com");
+            wrong.then(|| Problem::WrongKind {
+                pointer,
+                group: group.unwrap_or_default().to_string(),
+                kind: kind.unwrap_or(USER_ASSIGNED_IDENTITY).to_string(),
+            })
+        })
+        .collect()
+}
+
 /// The problems of `cluster` (an HcpOpenShiftCluster) among `resources`, the ASO resources of its
 /// unit. A version that is not `x.y[.z]` is left to the version check.
 pub fn problems(cluster: &Value, resources: &[&Value]) -> Vec<Problem> {
@@ -402,6 +449,10 @@ pub fn problems(cluster: &Value, resources: &[&Value]) -> Vec<Problem> {
             known: known_versions().join(", "),
         }];
     };
+    let wrong = wrong_kinds(cluster);
+    if !wrong.is_empty() {
+        return wrong;
+    }
     let auth = cluster.pointer(AUTH);
     let own: Vec<Ref> = cluster
         .pointer("/spec/identity/userAssignedIdentities")

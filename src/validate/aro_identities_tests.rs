@@ -316,3 +316,19 @@ fn scopes_given_by_arm_id_are_outside_the_unit_and_not_checked() {
         .collect();
     assert_eq!(check(&c, &identities_only), []);
 }
+
+#[test]
+fn an_identity_reference_of_another_kind_is_named_first() {
+    let mut c = cluster("4.20");
+    c["spec"]["identity"]["userAssignedIdentities"][0]["reference"]["kind"] = json!("Vault");
+    let got = check(&c, &unit());
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(got[0].refused());
+    assert!(
+        got[0]
+            .to_string()
+            .starts_with("/spec/identity/userAssignedIdentities/0/reference: an identity reference's kind is Vault"),
+        "{}",
+        got[0]
+    );
+}

@@ -187,7 +187,7 @@ const VM_SIZE_TEXT: &str = "aro-gitops plan of <repo>
 Head commit:<head> (<head:short>), base commit:<base> (<base:short>)
 Compared with the base revision: the base revision commit:<base> (<base:short>)
 
-Cluster clusters/dev (aro-dev/dev): 0 to create, 2 to update, 0 to delete, 27 unchanged
+Cluster clusters/dev (aro-dev/dev): 0 to create, 2 to update, 0 to delete, 47 unchanged
 
   ~ AROMachinePool/aro-dev/dev-workers will be updated in place
       --- base/AROMachinePool/aro-dev/dev-workers
