@@ -145,13 +145,18 @@ mod tests {
                     own.push(json!({"reference": r(&n)}));
                 }
             }
-            for scope in need
-                .scopes
-                .iter()
-                .filter(|s| matches!(s, aro_identities::Scope::Vnet | aro_identities::Scope::Subnet))
-            {
+            for scope in need.scopes.iter().filter(|s| {
+                matches!(
+                    s,
+                    aro_identities::Scope::Vnet | aro_identities::Scope::Subnet
+                )
+            }) {
                 if let Some(ready) = roles {
-                    let owner = if scope.kind() == "VirtualNetwork" { "v" } else { "s" };
+                    let owner = if scope.kind() == "VirtualNetwork" {
+                        "v"
+                    } else {
+                        "s"
+                    };
                     ns.push(json!({"kind": "RoleAssignment", "metadata": {"name": format!("{n}-{owner}")},
                         "spec": {"owner": {"kind": scope.kind(), "name": owner},
                             "principalIdFromConfig": {"name": n, "key": "principalId"},
@@ -186,7 +191,10 @@ mod tests {
             let Verdict::RolesMissing(m) = verdict_of(&c, &ns) else {
                 panic!("{roles:?}")
             };
-            assert!(m.contains("Azure Red Hat OpenShift Network Operator"), "{m}");
+            assert!(
+                m.contains("Azure Red Hat OpenShift Network Operator"),
+                "{m}"
+            );
         }
     }
 
@@ -199,7 +207,9 @@ mod tests {
             .unwrap()
             .remove("file-csi-driver");
         let v = verdict_of(&c, &ns);
-        let Verdict::Refused(m) = &v else { panic!("{v:?}") };
+        let Verdict::Refused(m) = &v else {
+            panic!("{v:?}")
+        };
         assert!(
             m.contains("requires the data plane operator identity \"file-csi-driver\""),
             "{m}"
@@ -207,7 +217,11 @@ mod tests {
         let s = status(&c, &v, "t1");
         let ready = &s["conditions"][0];
         assert_eq!(
-            (&ready["reason"], &ready["severity"], &ready["observedGeneration"]),
+            (
+                &ready["reason"],
+                &ready["severity"],
+                &ready["observedGeneration"]
+            ),
             (&json!(REFUSED_CODE), &json!("Error"), &json!(3))
         );
         assert!(s.pointer("/properties/provisioningState").is_none());

@@ -290,7 +290,10 @@ impl Problem {
     /// True when the service refuses the cluster's creation for it (the request is invalid);
     /// otherwise the cluster is accepted and its provisioning fails (a missing role).
     pub fn refused(&self) -> bool {
-        !matches!(self, Problem::MissingRole { .. } | Problem::NoPrincipal { .. })
+        !matches!(
+            self,
+            Problem::MissingRole { .. } | Problem::NoPrincipal { .. }
+        )
     }
 }
 
@@ -370,8 +373,10 @@ fn scopes_of<'a>(cluster: &Value, resources: &[&'a Value]) -> BTreeMap<Scope, &'
 }
 
 fn customer_managed_etcd(cluster: &Value) -> bool {
-    text_at(cluster, "/spec/properties/etcd/dataEncryption/keyManagementMode")
-        == Some("CustomerManaged")
+    text_at(
+        cluster,
+        "/spec/properties/etcd/dataEncryption/keyManagementMode",
+    ) == Some("CustomerManaged")
 }
 
 /// The ConfigMap (name, key) an identity exports its principal ID to.
@@ -407,7 +412,10 @@ fn wrong_kinds(cluster: &Value) -> Vec<Problem> {
     {
         for (i, e) in own.iter().enumerate() {
             if let Some(r) = e.get("reference") {
-                refs.push((format!("/spec/identity/userAssignedIdentities/{i}/reference"), r));
+                refs.push((
+                    format!("/spec/identity/userAssignedIdentities/{i}/reference"),
+                    r,
+                ));
             }
         }
     }

@@ -134,7 +134,11 @@ fn an_unknown_minor_is_refused_and_a_malformed_version_left_to_the_version_check
     let got = check(&cluster("4.12"), &unit());
     assert!(matches!(&got[..], [Problem::UnknownVersion { minor, .. }] if minor == "4.12"));
     assert!(got[0].refused());
-    assert!(got[0].to_string().contains("knows 4.19, 4.20"), "{}", got[0]);
+    assert!(
+        got[0].to_string().contains("knows 4.19, 4.20"),
+        "{}",
+        got[0]
+    );
     assert_eq!(check(&cluster("latest"), &unit()), []);
 }
 
@@ -199,16 +203,22 @@ fn kms_is_required_only_with_a_customer_managed_key_and_then_needs_its_role_on_t
 #[test]
 fn an_identity_the_unit_does_not_declare_is_unresolved_and_an_arm_id_is_taken_as_is() {
     let mut c = cluster("4.20");
-    c.pointer_mut(&format!("{AUTH}/dataPlaneOperatorsReferences/image-registry"))
-        .map(|v| *v = uai_ref("nowhere"));
+    if let Some(v) = c.pointer_mut(&format!(
+        "{AUTH}/dataPlaneOperatorsReferences/image-registry"
+    )) {
+        *v = uai_ref("nowhere");
+    }
     let got = check(&c, &unit());
     assert!(
         matches!(&got[..], [Problem::Unresolved { name, .. }] if name == "nowhere"),
         "{got:?}"
     );
     let id = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/x";
-    c.pointer_mut(&format!("{AUTH}/dataPlaneOperatorsReferences/image-registry"))
-        .map(|v| *v = json!({"armId": id}));
+    if let Some(v) = c.pointer_mut(&format!(
+        "{AUTH}/dataPlaneOperatorsReferences/image-registry"
+    )) {
+        *v = json!({"armId": id});
+    }
     assert_eq!(check(&c, &unit()), []);
 }
 
@@ -270,7 +280,8 @@ fn a_role_on_the_wrong_scope_or_for_another_principal_does_not_count() {
     for r in &mut moved {
         if text_at(r, "/spec/roleDefinitionReference/armId").is_some_and(|id| id.ends_with(ingress))
         {
-            r["spec"]["owner"] = json!({"group": "network.azure.com", "kind": "VirtualNetwork", "name": "vnet"});
+            r["spec"]["owner"] =
+                json!({"group": "network.azure.com", "kind": "VirtualNetwork", "name": "vnet"});
         }
     }
     let got = check(&cluster("4.20"), &moved);

@@ -63,7 +63,12 @@ fn operators_authentication() -> Value {
         required
             .iter()
             .filter(|r| r.plane == plane)
-            .map(|r| (r.operator.clone(), identity_id(&format!("dev-{}", r.operator))))
+            .map(|r| {
+                (
+                    r.operator.clone(),
+                    identity_id(&format!("dev-{}", r.operator)),
+                )
+            })
             .collect()
     };
     json!({"userAssignedIdentities": {

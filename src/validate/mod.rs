@@ -194,7 +194,8 @@ fn identity_problems(objects: &[SourcedObject]) -> Vec<ValidationError> {
     let mut clusters = Vec::new();
     for sourced in objects {
         let obj = &sourced.object;
-        let is_cluster = |v: &Value| v.get("kind").and_then(Value::as_str) == Some(crate::kinds::HCP_CLUSTER);
+        let is_cluster =
+            |v: &Value| v.get("kind").and_then(Value::as_str) == Some(crate::kinds::HCP_CLUSTER);
         if is_aso(obj) {
             resources.push(obj);
             if is_cluster(obj) {

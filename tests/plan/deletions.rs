@@ -225,7 +225,7 @@ fn planned_deletions_are_listed_dependents_first() {
         .iter()
         .map(|c| name(&c["object"]))
         .collect();
-    assert_eq!(order.len(), 29, "{order:?}");
+    assert_eq!(order.len(), 49, "{order:?}");
     assert_eq!(
         order.last().map(String::as_str),
         Some("Namespace/aro-dev"),

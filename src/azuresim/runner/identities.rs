@@ -68,7 +68,10 @@ impl Runner {
             .map(|(_, w)| w.ar.clone())
             .collect();
         for ar in ars {
-            let list = self.api(&ar, namespace).list(&ListParams::default()).await?;
+            let list = self
+                .api(&ar, namespace)
+                .list(&ListParams::default())
+                .await?;
             out.extend(list.items.into_iter().map(|o| to_value(o, &ar)));
         }
         Ok(out)
