@@ -207,7 +207,7 @@ fn removing_a_cluster_trips_the_share_guard() {
     let (code, plan) = f.plan_json(&base, &head, &["--allow-deletion"]);
     assert_eq!(code, 2, "{plan:#}");
     let dev = cluster(&plan, DEV);
-    assert_eq!(count(dev, "delete"), 29, "{dev:#}");
+    assert_eq!(count(dev, "delete"), 49, "{dev:#}");
     assert!(entries(dev, "blockedDeletions").is_empty(), "{dev:#}");
     assert!(changes(dev).iter().all(|(action, _)| action == "delete"));
 }
