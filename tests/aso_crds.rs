@@ -291,9 +291,9 @@ fn examples_repo_renders_only_what_aso_accepts() {
     for (origin, objects) in examples_aso_objects() {
         checked += check_all(&aso, &objects, &origin, &mut problems);
     }
-    // Two clusters: 14 resources of the AROCluster, the HcpOpenShiftCluster and its external
-    // auth, two node pools.
-    assert_eq!(checked, 36, "ASO objects rendered from examples-repo");
+    // Two clusters: 34 resources of the AROCluster (resource group, network, vault, 13 identities,
+    // 16 role assignments), the HcpOpenShiftCluster and its external auth, two node pools.
+    assert_eq!(checked, 76, "ASO objects rendered from examples-repo");
     assert!(problems.is_empty(), "{problems:#?}");
 }
 
@@ -307,7 +307,7 @@ fn fleetgen_fleets_render_only_what_aso_accepts() {
         checked += check_all(&aso, &objects, &origin, &mut problems);
     }
     assert!(
-        checked >= 9 * 18,
+        checked >= 9 * 38,
         "ASO objects of the three fleets: {checked}"
     );
     assert!(problems.is_empty(), "{problems:#?}");
@@ -321,7 +321,7 @@ fn live_aso_objects_after_a_run_are_aso_s() {
     let f = Fleet::plain();
     f.run_binary_once();
     let live = live_aso_objects(&f);
-    assert_eq!(live.len(), 36, "live ASO objects after the run");
+    assert_eq!(live.len(), 76, "live ASO objects after the run");
     for o in &live {
         assert!(
             o.pointer("/status/conditions").is_some_and(Value::is_array),

@@ -211,7 +211,7 @@ fn with_the_embedded_control_plane_the_flag_changes_nothing() {
         "--sim-delay",
         "0s",
         "--timeout",
-        "60s",
+        "120s",
         "--use-azure-simulator",
     ]);
     assert_eq!(out.code, 0, "{}", out.all());

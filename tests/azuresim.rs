@@ -24,6 +24,8 @@ use tokio::time::Instant;
 
 #[path = "azuresim/credential.rs"]
 mod credential;
+#[path = "azuresim/identities.rs"]
+mod identities;
 
 const DEADLINE: Duration = Duration::from_secs(10);
 const POLL: Duration = Duration::from_millis(20);
@@ -142,17 +144,43 @@ metadata: {name: c1, namespace: default}
 spec:
   owner: {name: rg1}
   location: eastus
+  identity:
+    type: UserAssigned
+    userAssignedIdentities:
+      - reference: {armId: /subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg1/providers/Microsoft.ManagedIdentity/userAssignedIdentities/cp-cluster-api-azure}
+      - reference: {armId: /subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg1/providers/Microsoft.ManagedIdentity/userAssignedIdentities/cp-control-plane}
+      - reference: {armId: /subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg1/providers/Microsoft.ManagedIdentity/userAssignedIdentities/cp-cloud-controller-manager}
+      - reference: {armId: /subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg1/providers/Microsoft.ManagedIdentity/userAssignedIdentities/cp-ingress}
+      - reference: {armId: /subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg1/providers/Microsoft.ManagedIdentity/userAssignedIdentities/cp-disk-csi-driver}
+      - reference: {armId: /subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg1/providers/Microsoft.ManagedIdentity/userAssignedIdentities/cp-file-csi-driver}
+      - reference: {armId: /subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg1/providers/Microsoft.ManagedIdentity/userAssignedIdentities/cp-image-registry}
+      - reference: {armId: /subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg1/providers/Microsoft.ManagedIdentity/userAssignedIdentities/cp-cloud-network-config}
+      - reference: {armId: /subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg1/providers/Microsoft.ManagedIdentity/userAssignedIdentities/cp-kms}
+      - reference: {armId: /subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg1/providers/Microsoft.ManagedIdentity/userAssignedIdentities/service}
   properties:
     version: {id: '4.20', channelGroup: stable}
     api: {visibility: Public}
     platform:
       subnetReference: {group: network.azure.com, kind: VirtualNetworksSubnet, name: subnet1}
       networkSecurityGroupReference: {group: network.azure.com, kind: NetworkSecurityGroup, name: nsg1}
+      # Every identity OpenShift 4.20 requires, by ARM id (outside the namespace: no role to check).
       operatorsAuthentication:
         userAssignedIdentities:
-          controlPlaneOperatorsReferences: {}
-          dataPlaneOperatorsReferences: {}
-          serviceManagedIdentityReference: {group: managedidentity.azure.com, kind: UserAssignedIdentity, name: service}
+          controlPlaneOperatorsReferences:
+            cluster-api-azure: {armId: /subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg1/providers/Microsoft.ManagedIdentity/userAssignedIdentities/cp-cluster-api-azure}
+            control-plane: {armId: /subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg1/providers/Microsoft.ManagedIdentity/userAssignedIdentities/cp-control-plane}
+            cloud-controller-manager: {armId: /subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg1/providers/Microsoft.ManagedIdentity/userAssignedIdentities/cp-cloud-controller-manager}
+            ingress: {armId: /subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg1/providers/Microsoft.ManagedIdentity/userAssignedIdentities/cp-ingress}
+            disk-csi-driver: {armId: /subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg1/providers/Microsoft.ManagedIdentity/userAssignedIdentities/cp-disk-csi-driver}
+            file-csi-driver: {armId: /subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg1/providers/Microsoft.ManagedIdentity/userAssignedIdentities/cp-file-csi-driver}
+            image-registry: {armId: /subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg1/providers/Microsoft.ManagedIdentity/userAssignedIdentities/cp-image-registry}
+            cloud-network-config: {armId: /subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg1/providers/Microsoft.ManagedIdentity/userAssignedIdentities/cp-cloud-network-config}
+            kms: {armId: /subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg1/providers/Microsoft.ManagedIdentity/userAssignedIdentities/cp-kms}
+          dataPlaneOperatorsReferences:
+            disk-csi-driver: {armId: /subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg1/providers/Microsoft.ManagedIdentity/userAssignedIdentities/dp-disk-csi-driver}
+            file-csi-driver: {armId: /subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg1/providers/Microsoft.ManagedIdentity/userAssignedIdentities/dp-file-csi-driver}
+            image-registry: {armId: /subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg1/providers/Microsoft.ManagedIdentity/userAssignedIdentities/dp-image-registry}
+          serviceManagedIdentityReference: {armId: /subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg1/providers/Microsoft.ManagedIdentity/userAssignedIdentities/service}
   operatorSpec:
     secrets:
       adminCredentials: {name: c1-kubeconfig, key: value}

@@ -52,6 +52,7 @@ pub mod guest_tls;
 pub mod https;
 pub mod inventory;
 pub mod keyvault;
+pub mod operator_identities;
 pub mod policy;
 pub mod runner;
 pub mod secret;

@@ -14,6 +14,7 @@
 //! held across a request.
 
 mod deletion;
+mod identities;
 
 use super::inventory;
 use super::keyvault::{KEY_VAULT_GROUP, KeyVaults};
@@ -395,6 +396,11 @@ impl Runner {
             .is_some_and(|(g, at)| *g == generation && Instant::now() >= *at);
         let provisioned = status::is_settled(&obj) || delay_elapsed;
         let phase = status::phase(&obj, owner.as_ref(), provisioned);
+        if key.kind == crate::kinds::HCP_CLUSTER
+            && self.identities_stop(key, ar, &api, &obj, &phase).await?
+        {
+            return Ok(());
+        }
         let desired = status::render(&obj, owner.as_ref(), &phase, &timestamp());
         if phase == Phase::Succeeded {
             // What Azure holds comes first: once Ready says Succeeded, the resource (and a

@@ -38,6 +38,7 @@ pub(super) fn hcp_cluster() -> Value {
         "spec": {
             "azureName": "dev",
             "owner": {"name": "dev-rg"},
+            "identity": {"type": "UserAssigned", "userAssignedIdentities": own_identities()},
             "location": "eastus",
             "properties": {
                 "version": {"id": "4.20", "channelGroup": "stable"},
@@ -45,9 +46,7 @@ pub(super) fn hcp_cluster() -> Value {
                 "platform": {
                     "subnetReference": {"group": "network.azure.com", "kind": "VirtualNetworksSubnet", "name": "dev-subnet"},
                     "networkSecurityGroupReference": {"group": "network.azure.com", "kind": "NetworkSecurityGroup", "name": "dev-nsg"},
-                    "operatorsAuthentication": {"userAssignedIdentities": {
-                        "controlPlaneOperatorsReferences": {}, "dataPlaneOperatorsReferences": {},
-                        "serviceManagedIdentityReference": {"group": "managedidentity.azure.com", "kind": "UserAssignedIdentity", "name": "dev-service"}}}
+                    "operatorsAuthentication": operators_authentication()
                 },
                 "etcd": {"dataEncryption": {"keyManagementMode": "CustomerManaged", "customerManaged": {
                     "encryptionType": "KMS",
@@ -56,6 +55,44 @@ pub(super) fn hcp_cluster() -> Value {
             "operatorSpec": {"secrets": {"adminCredentials": {"name": "dev-kubeconfig", "key": "value"}}}
         }
     })
+}
+
+/// The ARM id of the identity `name` (outside the unit, so no role assignment of the unit is due).
+fn identity_id(name: &str) -> Value {
+    json!({"armId": format!("/subscriptions/00000000-0000-4000-8000-000000000001/resourceGroups/dev-rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/{name}")})
+}
+
+/// Every identity OpenShift 4.20 requires, by ARM id.
+fn operators_authentication() -> Value {
+    let required = aro_identities::required("4.20").unwrap();
+    let map = |plane| -> serde_json::Map<String, Value> {
+        required
+            .iter()
+            .filter(|r| r.plane == plane)
+            .map(|r| {
+                (
+                    r.operator.clone(),
+                    identity_id(&format!("dev-{}", r.operator)),
+                )
+            })
+            .collect()
+    };
+    json!({"userAssignedIdentities": {
+        "controlPlaneOperatorsReferences": map(aro_identities::Plane::ControlPlane),
+        "dataPlaneOperatorsReferences": map(aro_identities::Plane::DataPlane),
+        "serviceManagedIdentityReference": identity_id("dev-service")}})
+}
+
+/// The cluster's own identities: the control plane operators' and the service managed identity.
+fn own_identities() -> Value {
+    let required = aro_identities::required("4.20").unwrap();
+    let own: Vec<Value> = required
+        .iter()
+        .filter(|r| r.plane == aro_identities::Plane::ControlPlane)
+        .map(|r| json!({"reference": identity_id(&format!("dev-{}", r.operator))}))
+        .chain([json!({"reference": identity_id("dev-service")})])
+        .collect();
+    Value::Array(own)
 }
 
 pub(super) fn control_plane(resources: Value) -> Value {

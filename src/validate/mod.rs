@@ -21,9 +21,14 @@
 //!   fields the agent fills in itself ([`filled`]: the agent-managed etcd key's version), which
 //!   are checked once filled in, before the object is applied.
 //!
+//! - the operator identities an HcpOpenShiftCluster's OpenShift version requires, and the
+//!   RoleAssignments that give them their roles on the VNet, subnet, NSG and Key Vault
+//!   ([`aro_identities`], from the table the project keeps per version).
+//!
 //! Messages name the file, the object and the JSON pointer of the field, never a Secret's data.
 
 pub mod aro;
+pub mod aro_identities;
 mod azure_names;
 pub mod builtin;
 pub mod crd;
@@ -180,6 +185,48 @@ pub fn validate_against(
         }
     }
     errors.extend(aro_problems(objects, &said_of));
+    errors.extend(identity_problems(objects));
+    errors
+}
+
+/// The operator identity problems ([`aro_identities`]) of every HcpOpenShiftCluster of a unit,
+/// embedded or not, checked against all the unit's ASO resources (embedded ones included).
+fn identity_problems(objects: &[SourcedObject]) -> Vec<ValidationError> {
+    let is_aso = |v: &Value| {
+        v.get("apiVersion")
+            .and_then(Value::as_str)
+            .is_some_and(|a| a.split('/').next().unwrap_or("").ends_with(".azure.com"))
+    };
+    let mut resources: Vec<&Value> = Vec::new();
+    // (where, the object the error names, the cluster's pointer prefix, the cluster)
+    let mut clusters = Vec::new();
+    for sourced in objects {
+        let obj = &sourced.object;
+        let is_cluster =
+            |v: &Value| v.get("kind").and_then(Value::as_str) == Some(crate::kinds::HCP_CLUSTER);
+        if is_aso(obj) {
+            resources.push(obj);
+            if is_cluster(obj) {
+                clusters.push((sourced, String::new(), obj));
+            }
+        }
+        for (index, entry) in rules::embedded(obj) {
+            resources.push(entry);
+            if is_cluster(entry) {
+                clusters.push((sourced, format!("/spec/resources/{index}"), entry));
+            }
+        }
+    }
+    let mut errors = Vec::new();
+    for (sourced, prefix, cluster) in clusters {
+        for problem in aro_identities::problems(cluster, &resources) {
+            errors.push(ValidationError {
+                origin: Some(sourced.origin.clone()),
+                object: ObjectKey::from_object(&sourced.object).ok(),
+                message: format!("{prefix}{problem}"),
+            });
+        }
+    }
     errors
 }
 

@@ -315,7 +315,7 @@ async fn a_kill_between_recording_owned_kinds_and_applying_leaves_nothing_orphan
         })
         .await;
     let embedded: Vec<&Owned> = objects.iter().filter(|o| o.owner.is_some()).collect();
-    assert_eq!(embedded.len(), 2 * (14 + 2 + 2), "{objects:#?}");
+    assert_eq!(embedded.len(), 2 * (34 + 2 + 2), "{objects:#?}");
     for o in &objects {
         let in_inventory = inventories.values().any(|inv| {
             inv.entries.keys().any(|id| {

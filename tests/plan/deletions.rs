@@ -179,14 +179,14 @@ fn removing_a_cluster_trips_the_share_guard() {
     assert_eq!(dev["cluster"], "aro-dev/dev");
     assert!(changes(dev).is_empty(), "{dev:#}");
     let blocked = entries(dev, "blockedDeletions");
-    assert_eq!(blocked.len(), 29, "{dev:#}");
-    assert_eq!(count(dev, "blocked"), 29);
+    assert_eq!(blocked.len(), 49, "{dev:#}");
+    assert_eq!(count(dev, "blocked"), 49);
     assert!(names_in(dev, "blockedDeletions").contains(&"Namespace/aro-dev".to_string()));
     // Azure-backed objects keep their own reason; the share guard blocks the others.
     for b in blocked {
         let reason = b["reason"].as_str().unwrap();
         assert!(reason.contains("--allow-deletion"), "{reason}");
-        let share = reason.contains("29 of the cluster's 29 objects (100%), more than the 50%");
+        let share = reason.contains("49 of the cluster's 49 objects (100%), more than the 50%");
         let azure = reason.contains("deletes the Azure resource");
         assert!(share != azure, "{reason}");
         let kubernetes_only = [
@@ -207,7 +207,7 @@ fn removing_a_cluster_trips_the_share_guard() {
     let (code, plan) = f.plan_json(&base, &head, &["--allow-deletion"]);
     assert_eq!(code, 2, "{plan:#}");
     let dev = cluster(&plan, DEV);
-    assert_eq!(count(dev, "delete"), 29, "{dev:#}");
+    assert_eq!(count(dev, "delete"), 49, "{dev:#}");
     assert!(entries(dev, "blockedDeletions").is_empty(), "{dev:#}");
     assert!(changes(dev).iter().all(|(action, _)| action == "delete"));
 }
@@ -225,7 +225,7 @@ fn planned_deletions_are_listed_dependents_first() {
         .iter()
         .map(|c| name(&c["object"]))
         .collect();
-    assert_eq!(order.len(), 29, "{order:?}");
+    assert_eq!(order.len(), 49, "{order:?}");
     assert_eq!(
         order.last().map(String::as_str),
         Some("Namespace/aro-dev"),

@@ -117,7 +117,7 @@ fn a_plan_right_after_a_run_shows_nothing() {
         }
         // Every object of the cluster, the embedded Azure resources and the ASO credential Secret
         // included, compares equal.
-        assert_eq!(count(c, "unchanged"), 29, "{c:#}");
+        assert_eq!(count(c, "unchanged"), 49, "{c:#}");
     }
 }
 
@@ -165,7 +165,7 @@ fn an_object_created_by_someone_else_is_adopted() {
         ],
         "{diff}"
     );
-    assert_eq!(count(dev, "unchanged"), 29, "{dev:#}");
+    assert_eq!(count(dev, "unchanged"), 49, "{dev:#}");
     let prod = cluster(&plan, PROD);
     assert!(
         entries(prod, "adopted").is_empty() && changes(prod).is_empty(),

@@ -67,7 +67,7 @@ fn plan_and_drift_read_the_real_server_and_self_heal_undoes_a_kubectl_edit() {
     assert_eq!(plan.code, 2, "{}", plan.all());
     assert!(
         plan.stdout
-            .contains("Cluster clusters/dev (aro-dev/dev): 29 to create, 0 to update, 0 to delete"),
+            .contains("Cluster clusters/dev (aro-dev/dev): 49 to create, 0 to update, 0 to delete"),
         "{}",
         plan.all()
     );

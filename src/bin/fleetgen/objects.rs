@@ -3,6 +3,7 @@
 //! Everything cluster-specific comes from a [`Spec`]; the same builder makes the kustomize template (a
 //! spec named `cluster`) and each cluster's final objects, so patches can be computed as their difference.
 
+use aro_gitops::validate::aro_identities::{self, Plane, Required, Scope};
 use serde_json::{Value, json};
 
 /// What differs between environments (the per-environment kustomize components carry these).
@@ -130,15 +131,58 @@ fn azure(s: &Spec, api_version: &str, kind: &str, name: &str, owner: &str, extra
     json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": name}, "spec": spec})
 }
 
-const CP_IDENTITIES: [&str; 6] = [
-    "control-plane",
-    "cluster-api-azure",
-    "cloud-controller-manager",
-    "ingress",
-    "disk-csi-driver",
-    "kms",
-];
-const DP_IDENTITIES: [&str; 2] = ["disk-csi-driver", "image-registry"];
+/// The operator identities (and their roles) the clusters' OpenShift version requires, from the
+/// project's table (`src/validate/aro_identities.yaml`): what `validate` checks them against.
+const OPENSHIFT: &str = "4.20";
+
+fn required() -> Vec<Required> {
+    aro_identities::required(OPENSHIFT).expect("the table has a role set for the fleet's version")
+}
+
+/// The name of the UserAssignedIdentity of a required identity: `<p>-cp-<operator>`,
+/// `<p>-dp-<operator>`, `<p>-service`.
+fn identity_name(p: &str, r: &Required) -> String {
+    match r.plane {
+        Plane::ControlPlane => format!("{p}-cp-{}", r.operator),
+        Plane::DataPlane => format!("{p}-dp-{}", r.operator),
+        Plane::Service => format!("{p}-service"),
+    }
+}
+
+/// The RoleAssignments that give each identity its role on its scopes, owned by the scope; the
+/// principal is the ConfigMap the identity exports (named as the identity).
+fn role_assignments(s: &Spec) -> Vec<Value> {
+    let p = prefix(s);
+    let mut out = Vec::new();
+    for r in required() {
+        let identity = identity_name(&p, &r);
+        for scope in &r.scopes {
+            let (group, short, owner) = match scope {
+                Scope::Vnet => ("network.azure.com", "vnet", format!("{p}-vnet")),
+                Scope::Subnet => ("network.azure.com", "subnet", format!("{p}-subnet")),
+                Scope::Nsg => ("network.azure.com", "nsg", format!("{p}-nsg")),
+                Scope::KeyVault => ("keyvault.azure.com", "kv", vault(s)),
+            };
+            let role = format!(
+                "/subscriptions/{}/providers/Microsoft.Authorization/roleDefinitions/{}",
+                s.subscription, r.role.id
+            );
+            let short_identity = identity.strip_prefix(&format!("{p}-")).unwrap_or(&identity);
+            out.push(json!({
+                "apiVersion": "authorization.azure.com/v1api20220401",
+                "kind": "RoleAssignment",
+                "metadata": {"name": format!("{p}-ra-{short_identity}-{short}")},
+                "spec": {
+                    "owner": {"group": group, "kind": scope.kind(), "name": owner},
+                    "principalIdFromConfig": {"name": identity, "key": "principalId"},
+                    "principalType": "ServicePrincipal",
+                    "roleDefinitionReference": {"armId": role}
+                }
+            }));
+        }
+    }
+    out
+}
 
 fn prefix(s: &Spec) -> String {
     format!("aro-{}", s.name)
@@ -192,21 +236,20 @@ fn aro_cluster(s: &Spec) -> Value {
             "enableRbacAuthorization": true, "enableSoftDelete": true, "enablePurgeProtection": true}}),
         ),
     ];
-    let identities = CP_IDENTITIES
-        .iter()
-        .map(|i| format!("{p}-cp-{i}"))
-        .chain(DP_IDENTITIES.iter().map(|i| format!("{p}-dp-{i}")))
-        .chain([format!("{p}-service")]);
-    for name in identities {
+    for r in required() {
+        let name = identity_name(&p, &r);
+        let export = json!({"operatorSpec": {"configMaps": {
+            "principalId": {"name": name, "key": "principalId"}}}});
         resources.push(azure(
             s,
             "managedidentity.azure.com/v1api20230131",
             "UserAssignedIdentity",
             &name,
             &rg,
-            json!({}),
+            export,
         ));
     }
+    resources.extend(role_assignments(s));
     json!({
         "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2",
         "kind": "AROCluster",
@@ -231,13 +274,21 @@ fn etcd(s: &Spec) -> Value {
 fn aro_control_plane(s: &Spec) -> Value {
     let p = prefix(s);
     let (a, b) = s.cidr;
-    let cp_refs: serde_json::Map<String, Value> = CP_IDENTITIES
+    let required = required();
+    let refs = |plane: Plane| -> serde_json::Map<String, Value> {
+        required
+            .iter()
+            .filter(|r| r.plane == plane)
+            .map(|r| (r.operator.clone(), identity_ref(identity_name(&p, r))))
+            .collect()
+    };
+    let (cp_refs, dp_refs) = (refs(Plane::ControlPlane), refs(Plane::DataPlane));
+    // The control plane operators' identities and the service managed identity are the cluster's
+    // own too, as the service requires.
+    let own: Vec<Value> = required
         .iter()
-        .map(|i| (i.to_string(), identity_ref(format!("{p}-cp-{i}"))))
-        .collect();
-    let dp_refs: serde_json::Map<String, Value> = DP_IDENTITIES
-        .iter()
-        .map(|i| (i.to_string(), identity_ref(format!("{p}-dp-{i}"))))
+        .filter(|r| r.plane != Plane::DataPlane)
+        .map(|r| json!({"reference": identity_ref(identity_name(&p, r))}))
         .collect();
     let app = "0c2e4a6b-8d1f-4c3e-9a5b-7d9f1b3c5e71";
     json!({
@@ -249,10 +300,9 @@ fn aro_control_plane(s: &Spec) -> Value {
             "azureEnvironment": "AzurePublicCloud",
             "resources": [
                 azure(s, "redhatopenshift.azure.com/v1api20240610preview", "HcpOpenShiftCluster", &p, &format!("{p}-rg"), json!({
-                    "identity": {"type": "UserAssigned", "userAssignedIdentities": [
-                        {"reference": identity_ref(format!("{p}-cp-control-plane"))}]},
+                    "identity": {"type": "UserAssigned", "userAssignedIdentities": own},
                     "properties": {
-                        "version": {"id": "4.20", "channelGroup": s.profile.channel},
+                        "version": {"id": OPENSHIFT, "channelGroup": s.profile.channel},
                         "api": {"visibility": s.profile.visibility},
                         "clusterImageRegistry": {"state": "Enabled"},
                         "etcd": etcd(s),
