@@ -405,3 +405,41 @@ fn a_missing_token_or_repository_is_said_at_start() {
     out.expect_code(1);
     assert!(out.stderr.contains("--commit-status-repo"), "{}", out.all());
 }
+
+#[test]
+fn a_refused_revision_fails_on_its_commit() {
+    let fleet = Fleet::with_remote();
+    let (_, public, _) = common::git::ssh_key(fleet.dir(), "alice", "ed25519");
+    let trusted = fleet.dir().join("trusted-keys");
+    std::fs::write(&trusted, format!("alice@example.com {public}\n")).expect("the trust file");
+    let head = common::git::git(&fleet.repo, &["rev-parse", "HEAD"]);
+    let api = Api::always(201);
+    let token = token_file(&fleet);
+    let out = run(
+        &fleet,
+        &[
+            "--verify-signatures=all",
+            "--trusted-keys",
+            trusted.to_str().unwrap(),
+            "--commit-status",
+            "github",
+            "--commit-status-api",
+            &api.url(),
+            "--commit-status-repo",
+            "acme/fleet",
+            "--commit-status-token-file",
+            &token,
+        ],
+        &[],
+    );
+    assert_ne!(out.code, 0, "{}", out.all());
+    let seen = api.seen();
+    check_github(&seen, &head);
+    let said = said_on(&seen, "context", "aro-gitops");
+    let (state, description) = said.last().expect("the refusal's status");
+    assert_eq!(state, "failure");
+    assert!(
+        description.starts_with("refused: signature check: ") && description.contains("not signed"),
+        "{description}"
+    );
+}
