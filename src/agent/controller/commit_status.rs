@@ -14,7 +14,9 @@ impl Signals {
     /// Passes over `rev`'s units begin: each unit with no status on its commit is pending.
     pub(in crate::agent) fn statuses_begin(&self, rev: &Revision) {
         if let Some(statuses) = &self.commit_status {
-            statuses.begin(&rev.commit, rev.units.iter().map(|(u, _)| u.name()));
+            let units = (rev.units.iter())
+                .map(|(u, p)| (u.name(), p.as_ref().ok().and_then(|p| p.cluster.clone())));
+            statuses.begin(&rev.commit, units);
         }
     }
 

@@ -3,11 +3,15 @@
 //! ([`Tracker`]: only a change of what a context says on a commit is posted).
 
 use super::{Contexts, Host};
+use crate::object::ObjectKey;
 use crate::report::{self, Phase, UnitOutcome};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// The longest description GitHub takes; GitLab's is longer, the same limit keeps both short.
 pub const DESCRIPTION_MAX: usize = 140;
+
+/// What a pending status says.
+pub const RECONCILING: &str = "reconciling";
 
 /// The context of the fleet's status, and the prefix of each unit's (`aro-gitops/<unit>`).
 pub const CONTEXT: &str = "aro-gitops";
@@ -120,13 +124,15 @@ pub fn unit_state(outcome: &UnitOutcome, last: bool) -> (State, String) {
         Phase::Failed => (State::Failure, format!("failed: {}", first_error(&r))),
         Phase::Interrupted => (State::Error, why()),
         Phase::NotStarted if last => (State::Failure, why()),
-        Phase::NotStarted => (State::Pending, "queued".to_string()),
         Phase::Progressing | Phase::Blocked if last => (
             State::Failure,
             format!("did not converge before the run ended{}", chain()),
         ),
-        Phase::Progressing => (State::Pending, format!("progressing{}", chain())),
-        Phase::Blocked => (State::Pending, format!("blocked{}", chain())),
+        // One description while on the way: each step of the chain would be a post, and hosts
+        // limit them (GitHub: 5,000 requests an hour).
+        Phase::NotStarted | Phase::Progressing | Phase::Blocked => {
+            (State::Pending, RECONCILING.to_string())
+        }
     };
     (state, description(&text))
 }
@@ -150,10 +156,10 @@ pub fn fleet_state(units: &BTreeMap<String, (State, String)>) -> (State, String)
             format!("{n} of {total} cut short; {unit}: {why}"),
         )
     } else if count(State::Pending) > 0 {
-        let done = count(State::Success);
+        // Not how many converged yet: that would be a post per unit.
         (
             State::Pending,
-            format!("{done} of {total} {} converged", plural(total)),
+            format!("{RECONCILING} {total} {}", plural(total)),
         )
     } else {
         (
@@ -162,6 +168,18 @@ pub fn fleet_state(units: &BTreeMap<String, (State, String)>) -> (State, String)
         )
     };
     (text.0, description(&text.1))
+}
+
+/// The status page's path of a unit: its cluster's page, else the fleet's.
+fn page_path(cluster: Option<&ObjectKey>) -> String {
+    match cluster {
+        Some(c) => format!(
+            "/clusters/{}/{}",
+            c.namespace.as_deref().unwrap_or("default"),
+            c.name
+        ),
+        None => "/".to_string(),
+    }
 }
 
 /// The context of `unit`'s status.
@@ -259,7 +277,12 @@ impl Tracker {
 
     /// Passes over `units` of commit `sha` begin: a unit with no state on it yet is pending.
     /// A unit that settled on it keeps its state (a drift check passes over it again).
-    pub fn begin(&mut self, sha: &str, units: impl IntoIterator<Item = String>) -> Vec<Status> {
+    /// `units`: each unit with its CAPI Cluster, when known (its status links to its page).
+    pub fn begin(
+        &mut self,
+        sha: &str,
+        units: impl IntoIterator<Item = (String, Option<ObjectKey>)>,
+    ) -> Vec<Status> {
         if self.sha.as_deref() != Some(sha) {
             self.sha = Some(sha.to_string());
             self.units.clear();
@@ -269,14 +292,15 @@ impl Tracker {
             };
             self.posted.retain(keep);
         }
-        let units: Vec<String> = units.into_iter().collect();
-        self.units.retain(|u, _| units.contains(u));
+        let units: Vec<(String, Option<ObjectKey>)> = units.into_iter().collect();
+        let present: BTreeSet<&String> = units.iter().map(|(u, _)| u).collect();
+        self.units.retain(|u, _| present.contains(u));
         let mut changed = vec![];
-        for u in units {
+        for (u, cluster) in units {
             if !self.units.contains_key(&u) {
-                let path = "/".to_string();
+                let path = page_path(cluster.as_ref());
                 self.units
-                    .insert(u.clone(), (State::Pending, "queued".into(), path));
+                    .insert(u.clone(), (State::Pending, RECONCILING.into(), path));
                 changed.push(u);
             }
         }
@@ -297,20 +321,13 @@ impl Tracker {
         {
             return vec![];
         }
-        let path = match &outcome.cluster {
-            Some(c) => format!(
-                "/clusters/{}/{}",
-                c.namespace.as_deref().unwrap_or("default"),
-                c.name
-            ),
-            None => "/".to_string(),
-        };
+        let path = page_path(outcome.cluster.as_ref());
         let next = (state, text, path);
         if previous == Some(&next) {
             return vec![];
         }
         self.units.insert(outcome.unit.clone(), next);
-        self.statuses(&[outcome.unit.clone()])
+        self.statuses(std::slice::from_ref(&outcome.unit))
     }
 
     /// Commit `sha` was refused (`why`): nothing of it is applied. Said on the fleet's context,

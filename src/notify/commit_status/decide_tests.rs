@@ -64,7 +64,7 @@ fn said(statuses: &[Status]) -> Vec<(String, &'static str, String)> {
 fn a_unit_is_pending_while_it_progresses_success_when_converged_failure_with_its_first_error() {
     assert_eq!(
         unit_state(&progressing("clusters/dev"), false),
-        (State::Pending, "progressing".into())
+        (State::Pending, "reconciling".into())
     );
     assert_eq!(
         unit_state(&converged("clusters/dev"), false),
@@ -86,7 +86,10 @@ fn a_unit_is_pending_while_it_progresses_success_when_converged_failure_with_its
     let mut never = converged("clusters/dev");
     never.objects.clear();
     never.standing = Standing::not_started("not started: the deadline passed".into());
-    assert_eq!(unit_state(&never, false), (State::Pending, "queued".into()));
+    assert_eq!(
+        unit_state(&never, false),
+        (State::Pending, "reconciling".into())
+    );
     assert_eq!(unit_state(&never, true).0, State::Failure);
 }
 
@@ -123,10 +126,13 @@ fn the_fleet_fails_with_its_first_failed_unit_and_succeeds_when_all_converged() 
         "clusters/a".to_string(),
         (State::Success, "converged".into()),
     );
-    units.insert("clusters/b".to_string(), (State::Pending, "queued".into()));
+    units.insert(
+        "clusters/b".to_string(),
+        (State::Pending, "reconciling".into()),
+    );
     assert_eq!(
         fleet_state(&units),
-        (State::Pending, "1 of 2 units converged".into())
+        (State::Pending, "reconciling 2 units".into())
     );
     units.insert(
         "clusters/b".to_string(),
@@ -156,13 +162,26 @@ fn per_unit_contexts_go_pending_then_settle_and_nothing_unchanged_is_posted_agai
         Contexts::Unit,
         Some("https://status.example/"),
     );
-    let units = || ["clusters/a".to_string(), "clusters/b".to_string()];
+    let units = || {
+        [
+            ("clusters/a".to_string(), None),
+            ("clusters/b".to_string(), None),
+        ]
+    };
     let begun = t.begin(SHA, units());
     assert_eq!(
         said(&begun),
         [
-            ("aro-gitops/clusters/a".into(), "pending", "queued".into()),
-            ("aro-gitops/clusters/b".into(), "pending", "queued".into()),
+            (
+                "aro-gitops/clusters/a".into(),
+                "pending",
+                "reconciling".into()
+            ),
+            (
+                "aro-gitops/clusters/b".into(),
+                "pending",
+                "reconciling".into()
+            ),
         ]
     );
     assert_eq!(begun[0].sha, SHA);
@@ -199,22 +218,19 @@ fn per_unit_contexts_go_pending_then_settle_and_nothing_unchanged_is_posted_agai
 #[test]
 fn one_fleet_context_says_the_aggregate_once_per_change() {
     let mut t = Tracker::new(Host::GitHub, Contexts::Fleet, None);
-    let units = || ["clusters/a".to_string(), "clusters/b".to_string()];
+    let units = || {
+        [
+            ("clusters/a".to_string(), None),
+            ("clusters/b".to_string(), None),
+        ]
+    };
     assert_eq!(
         said(&t.begin(SHA, units())),
-        [(
-            "aro-gitops".into(),
-            "pending",
-            "0 of 2 units converged".into()
-        )]
+        [("aro-gitops".into(), "pending", "reconciling 2 units".into())]
     );
-    assert_eq!(
-        said(&t.unit(&converged("clusters/a"), false)),
-        [(
-            "aro-gitops".into(),
-            "pending",
-            "1 of 2 units converged".into()
-        )]
+    assert!(
+        t.unit(&converged("clusters/a"), false).is_empty(),
+        "no post per unit while the fleet is on its way"
     );
     assert_eq!(
         said(&t.unit(&converged("clusters/b"), false)),
@@ -227,7 +243,7 @@ fn one_fleet_context_says_the_aggregate_once_per_change() {
 #[test]
 fn gitlab_gets_no_second_status_of_the_same_state() {
     let mut t = Tracker::new(Host::GitLab, Contexts::Unit, None);
-    t.begin(SHA, ["clusters/a".to_string()]);
+    t.begin(SHA, [("clusters/a".to_string(), None)]);
     // Pending already: another description of the same state is not posted (GitLab refuses a
     // transition from running to running).
     t.unit(&progressing("clusters/a"), false);
@@ -259,4 +275,23 @@ fn a_refused_commit_fails_on_the_fleet_context_once() {
     // One not queued may go again.
     t.forget(&s);
     assert!(t.refused("abc", "the commit is not signed").is_some());
+}
+
+#[test]
+fn a_unit_links_to_its_clusters_page_from_its_first_status() {
+    let mut t = Tracker::new(Host::GitHub, Contexts::Unit, Some("https://s.example"));
+    let cluster = ObjectKey {
+        group: "cluster.x-k8s.io".into(),
+        version: "v1beta1".into(),
+        kind: "Cluster".into(),
+        namespace: Some("aro-dev".into()),
+        name: "dev".into(),
+    };
+    let begun = t.begin(SHA, [("clusters/dev".to_string(), Some(cluster.clone()))]);
+    let page = Some("https://s.example/clusters/aro-dev/dev".to_string());
+    assert_eq!(begun[0].target_url, page);
+    // Its pass says the same: nothing new to post.
+    let mut o = progressing("clusters/dev");
+    o.cluster = Some(cluster);
+    assert!(t.unit(&o, false).is_empty());
 }

@@ -87,7 +87,12 @@ impl CommitStatuses {
     }
 
     /// Passes over `units` of commit `sha` begin.
-    pub fn begin(&self, sha: &str, units: impl IntoIterator<Item = String>) {
+    /// `units`: each with its CAPI Cluster, when known.
+    pub fn begin(
+        &self,
+        sha: &str,
+        units: impl IntoIterator<Item = (String, Option<crate::object::ObjectKey>)>,
+    ) {
         let statuses = self.tracker().begin(sha, units);
         self.queue(statuses);
     }
