@@ -232,6 +232,45 @@ pub struct RunArgs {
         conflicts_with = "decryption_key_file"
     )]
     pub decryption_secret: Option<String>,
+    /// Post a commit status on each revision applied, refused or failed: `github` or `gitlab`
+    /// (pending while passes run, success when converged, failure with the first error).
+    #[arg(long, value_enum, value_name = "HOST")]
+    pub commit_status: Option<CommitStatusHost>,
+    /// A file holding the API token of --commit-status (a trailing line break is ignored); else
+    /// the environment variable ARO_GITOPS_COMMIT_STATUS_TOKEN. Never a flag's value.
+    #[arg(long, value_name = "PATH", requires = "commit_status")]
+    pub commit_status_token_file: Option<PathBuf>,
+    /// The API base of --commit-status, for enterprise hosts (default: https://api.github.com or
+    /// https://gitlab.com/api/v4).
+    #[arg(long, value_name = "URL", requires = "commit_status")]
+    pub commit_status_api: Option<String>,
+    /// The repository the statuses go to: OWNER/NAME, or a GitLab project's path or id (default:
+    /// what the --repo URL names).
+    #[arg(long, value_name = "OWNER/NAME", requires = "commit_status")]
+    pub commit_status_repo: Option<String>,
+    /// One status context per unit (`aro-gitops/<unit>`) or one for the fleet (`aro-gitops`).
+    #[arg(long, value_enum, default_value_t = CommitStatusContext::Unit)]
+    pub commit_status_context: CommitStatusContext,
+    /// The status page's public address (e.g. `https://aro-gitops.example`): each commit status
+    /// links to it (a unit's, to its cluster's page).
+    #[arg(long, value_name = "URL")]
+    pub status_page_url: Option<String>,
+}
+
+/// Where `--commit-status` posts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CommitStatusHost {
+    Github,
+    Gitlab,
+}
+
+/// `--commit-status-context`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CommitStatusContext {
+    /// `aro-gitops/<unit>` per unit.
+    Unit,
+    /// `aro-gitops` for the whole fleet.
+    Fleet,
 }
 
 /// Fault injection into the local control plane's requests, for testing the agent's resilience.

@@ -17,6 +17,7 @@ pub mod kinds;
 pub mod machinery;
 pub mod marks;
 pub mod metrics;
+pub mod notify;
 pub mod object;
 pub mod output;
 pub mod plan;

@@ -66,6 +66,33 @@ async fn main() -> ExitCode {
     }
 }
 
+/// `--commit-status` and its flags, the token read once at start.
+fn commit_status(
+    args: &RunArgs,
+) -> anyhow::Result<Option<aro_gitops::notify::commit_status::Config>> {
+    use aro_gitops::cli::{CommitStatusContext, CommitStatusHost};
+    use aro_gitops::notify::commit_status::{Config, Contexts, Flags, Host, Token};
+    let Some(host) = args.commit_status else {
+        return Ok(None);
+    };
+    let flags = Flags {
+        host: match host {
+            CommitStatusHost::Github => Host::GitHub,
+            CommitStatusHost::Gitlab => Host::GitLab,
+        },
+        api: args.commit_status_api.as_deref(),
+        repo: args.commit_status_repo.as_deref(),
+        repo_url: &args.source.repo,
+        contexts: match args.commit_status_context {
+            CommitStatusContext::Unit => Contexts::Unit,
+            CommitStatusContext::Fleet => Contexts::Fleet,
+        },
+        page: args.status_page_url.as_deref(),
+    };
+    let token = Token::load(args.commit_status_token_file.as_deref())?;
+    Ok(Some(Config::new(flags, token)?))
+}
+
 /// `--verify-signatures[=all]` with `--trusted-keys FILE`, read once at start.
 fn verification(
     mode: Option<&str>,
@@ -85,6 +112,7 @@ fn verification(
 async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let once = args.once;
     let reference: GitRef = args.source.reference.parse().context("--ref")?;
+    let commit_status = commit_status(&args)?;
     let report_target = match args.report_path {
         Some(prefix) => {
             let branch = match &reference {
@@ -135,6 +163,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             args.decryption_secret.as_deref(),
         ),
         use_azure_simulator: args.source.use_azure_simulator,
+        commit_status,
     };
     let lifecycle = agent::Lifecycle {
         shutdown: watch_signals().context("watching for SIGTERM and SIGINT")?,

@@ -34,6 +34,7 @@ const LAYERS: &[&[&str]] = &[
         "health",
         "serving",
         "trigger",
+        "notify",
     ],
     &["agent", "cli"],
 ];

@@ -93,6 +93,8 @@ pub struct RunConfig {
     pub decryption: Option<crate::decrypt::keys::KeySource>,
     /// `--use-azure-simulator`: on a cluster, Azure is the simulator running against it.
     pub use_azure_simulator: bool,
+    /// Commit statuses to post (`--commit-status`), when asked.
+    pub commit_status: Option<crate::notify::commit_status::Config>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -134,6 +136,8 @@ pub enum AgentError {
         addr: std::net::SocketAddr,
         source: std::io::Error,
     },
+    #[error("{0}")]
+    CommitStatus(String),
     #[error("the simulated Azure endpoints could not start: {0}")]
     AzureEndpoints(String),
     #[error(

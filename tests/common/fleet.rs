@@ -268,6 +268,7 @@ impl Fleet {
             verify_signatures: None,
             decryption: None,
             use_azure_simulator: false,
+            commit_status: None,
         }
     }
 

@@ -67,6 +67,13 @@ pub async fn run_with(config: RunConfig, lifecycle: Lifecycle) -> Result<RunSumm
         controller::servers::health(&config, &caches, &source_error, elector.as_ref()).await?;
     let status_page = controller::status_page::start(&config).await?;
     let triggers = controller::triggers::start(&config, &fetches, &metrics).await?;
+    let commit_status = match config.commit_status.clone() {
+        Some(c) => Some(Arc::new(
+            crate::notify::commit_status::CommitStatuses::start(c)
+                .map_err(|e| AgentError::CommitStatus(e.to_string()))?,
+        )),
+        None => None,
+    };
     let agent = Agent {
         live: LiveContext {
             env,
@@ -81,12 +88,14 @@ pub async fn run_with(config: RunConfig, lifecycle: Lifecycle) -> Result<RunSumm
             shown_refusal: Mutex::new(None),
             fetches,
             fleet: (config.fleet.clone(), config.repo.clone()),
+            commit_status: commit_status.clone(),
         },
         signals: Signals {
             metrics,
             events,
             status_page,
             progress: None,
+            commit_status,
         },
         stopping: Stopping {
             elector,

@@ -57,6 +57,8 @@ pub(in crate::agent) struct SourceContext {
     pub fetches: crate::trigger::FetchSignal,
     /// What the flags say of fleets, and the repository's URL (the default fleet name).
     pub fleet: (crate::plan::ownership::scope::FleetNaming, String),
+    /// Commit statuses (a refused revision fails on its commit), with `--commit-status`.
+    pub commit_status: Option<Arc<crate::notify::commit_status::CommitStatuses>>,
 }
 
 /// What the run tells the outside as it goes.
@@ -69,6 +71,8 @@ pub(in crate::agent) struct Signals {
     pub status_page: status_page::StatusPage,
     /// Bars or lines as units advance (taken by a converge while it runs).
     pub progress: Option<progress::Progress>,
+    /// Commit statuses, with `--commit-status` (see [`crate::notify::commit_status`]).
+    pub commit_status: Option<Arc<crate::notify::commit_status::CommitStatuses>>,
 }
 
 /// How the run stops, and whether it may write.
@@ -189,6 +193,7 @@ impl Agent {
         mut self,
     ) -> Result<RunSummary, crate::agent::AgentError> {
         let result = self.run().await;
+        self.signals.flush_statuses().await;
         if let Some(elector) = self.stopping.elector.take() {
             elector.release().await;
         }

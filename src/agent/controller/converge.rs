@@ -49,6 +49,7 @@ impl Agent {
             index,
         } = self.set_up(rev, earlier).await;
         let mut progress = self.signals.progress.take().expect("progress set");
+        self.signals.statuses_begin(rev);
         for (i, o) in round.outcomes.iter().enumerate() {
             if round.held[i] {
                 progress.update(i, o);
@@ -183,6 +184,7 @@ impl Agent {
             .metrics
             .set_units(outcomes.iter().map(report::phase));
         self.signals.feed_units(&outcomes);
+        self.signals.statuses_end(&outcomes, self.schedule.once);
         outcomes
     }
 

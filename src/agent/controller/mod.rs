@@ -5,6 +5,7 @@
 
 pub mod cache;
 pub(super) mod carry;
+mod commit_status;
 pub(super) mod context;
 mod converge;
 pub mod cycle_line;
@@ -188,5 +189,6 @@ impl Signals {
         self.events
             .pass_ended(outcome, known, cluster.client().default_namespace(), uid);
         self.feed_unit(outcome);
+        self.status_unit(outcome);
     }
 }

@@ -24,6 +24,11 @@ impl SourceContext {
         match result {
             Err(refusal) => {
                 let text = refusal.to_string();
+                if let Some(statuses) = &self.commit_status {
+                    let prefix = format!("{} {}: ", crate::source::signature::REFUSED, refusal.tip);
+                    let why = text.strip_prefix(&prefix).unwrap_or(&text);
+                    statuses.refused(&refusal.tip, &format!("signature check: {why}"));
+                }
                 let serving_commit = serving.map(|r| r.commit.as_str());
                 if shown.as_deref() == Some(text.as_str()) {
                     tracing::debug!(commit = %refusal.commit, revision = %refusal.tip, result = label, serving = serving_commit, "{text}");
