@@ -146,6 +146,11 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
     };
     let identities =
         identity_check::check(reads, ctx.azure_sdk, prepared, ctx.fleet, &mut pass.errors).await;
+    // An identity nobody has (live or in git) is a broken definition: nothing is applied.
+    if identities.any_unresolved() {
+        let live: Vec<_> = pass.live.values().cloned().collect();
+        return pass.outcome(vec![], Standing::of(&live, prepared.cluster.as_ref()));
+    }
     let mut reconcilers = Reconcilers::start(ctx.keys, prepared, &pass.live)
         .await
         .with_identities(identities);

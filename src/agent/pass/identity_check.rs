@@ -50,12 +50,20 @@ pub enum Reads<'a> {
 #[derive(Debug, Default)]
 pub struct Identities {
     by_object: HashMap<ObjectKey, Verdict>,
+    /// Clusters whose identity neither the cluster nor any unit of the fleet has: a broken
+    /// definition, so nothing of their unit is applied.
+    unresolved: Vec<ObjectKey>,
 }
 
 impl Identities {
     /// The verdict for an ARO object or a credential Secret of the unit (none: no identity named).
     pub fn verdict(&self, key: &ObjectKey) -> Option<&Verdict> {
         self.by_object.get(key)
+    }
+
+    /// Whether a cluster of the unit names an identity that exists nowhere (live or in git).
+    pub fn any_unresolved(&self) -> bool {
+        !self.unresolved.is_empty()
     }
 }
 
@@ -364,6 +372,11 @@ pub async fn check(
     let mut read = HashMap::new();
     for r in &refs {
         let verdict = judge(reads, azure, prepared, r, fleet, &mut read).await;
+        let nowhere = matches!(read.get(&r.identity), Some(Ok(None)))
+            && matches!(verdict, Verdict::Failed { .. });
+        if nowhere {
+            out.unresolved.push(r.referrer.clone());
+        }
         let file = prepared
             .objects
             .iter()
