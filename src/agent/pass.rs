@@ -297,6 +297,7 @@ impl Pass<'_, '_> {
             stale_source: self.ctx.stale_source.as_deref(),
             unit_consent,
             safety: self.ctx.safety,
+            fleet: self.ctx.fleet,
         };
         let total = self.inv.entries.len();
         let (pruned, _) = pruning::prune(
@@ -306,7 +307,6 @@ impl Pass<'_, '_> {
             &mut self.live,
             total,
             how,
-            self.ctx.fleet,
             &mut self.errors,
         )
         .await;
@@ -406,6 +406,7 @@ pub async fn remove(ctx: &PassContext<'_>, inv: &mut Inventory) -> UnitOutcome {
         stale_source: ctx.stale_source.as_deref(),
         unit_consent: false,
         safety: ctx.safety,
+        fleet: ctx.fleet,
     };
     let total = leaving.len();
     let (mut objects, went_ahead) = pruning::prune(
@@ -415,7 +416,6 @@ pub async fn remove(ctx: &PassContext<'_>, inv: &mut Inventory) -> UnitOutcome {
         &mut live,
         total,
         how,
-        ctx.fleet,
         &mut errors,
     )
     .await;

@@ -74,12 +74,25 @@ pub fn check(obj: &Value, secret: Option<&Value>) -> Result<(), CredentialProble
 /// `obj`'s status with `Ready` False for `problem` (the rest of the status as it was);
 /// `lastTransitionTime` kept while the condition says the same.
 pub fn refused_status(obj: &Value, problem: &CredentialProblem, now: &str) -> Value {
-    let mut status = obj
+    let status = obj
         .get("status")
         .filter(|s| s.is_object())
         .cloned()
         .unwrap_or_else(|| json!({}));
     let message = format!("{problem} (aro-gitops Azure simulator; no real Azure call was made)");
+    with_ready_false(obj, status, REASON, "Warning", &message, now)
+}
+
+/// `status` (of `obj`) with its `Ready` condition False for `reason`; `lastTransitionTime` kept
+/// while the condition says the same.
+pub(crate) fn with_ready_false(
+    obj: &Value,
+    mut status: Value,
+    reason: &str,
+    severity: &str,
+    message: &str,
+    now: &str,
+) -> Value {
     let mut conditions: Vec<Value> = status
         .get("conditions")
         .and_then(Value::as_array)
@@ -87,11 +100,11 @@ pub fn refused_status(obj: &Value, problem: &CredentialProblem, now: &str) -> Va
         .unwrap_or_default();
     let since = conditions
         .iter()
-        .find(|c| c["type"] == "Ready" && c["status"] == "False" && c["reason"] == REASON)
+        .find(|c| c["type"] == "Ready" && c["status"] == "False" && c["reason"] == reason)
         .and_then(|c| c.get("lastTransitionTime").cloned())
         .unwrap_or_else(|| json!(now));
-    let mut ready = json!({"type": "Ready", "status": "False", "severity": "Warning",
-        "reason": REASON, "message": message, "lastTransitionTime": since});
+    let mut ready = json!({"type": "Ready", "status": "False", "severity": severity,
+        "reason": reason, "message": message, "lastTransitionTime": since});
     if let Some(g) = obj.pointer("/metadata/generation").and_then(Value::as_i64) {
         ready["observedGeneration"] = json!(g);
     }

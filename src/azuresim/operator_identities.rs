@@ -81,25 +81,7 @@ pub fn status(obj: &Value, verdict: &Verdict, now: &str) -> Value {
         }
     };
     let message = format!("{detail} (aro-gitops Azure simulator; no real Azure call was made)");
-    let mut conditions: Vec<Value> = status
-        .get("conditions")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let since = conditions
-        .iter()
-        .find(|c| c["type"] == "Ready" && c["status"] == "False" && c["reason"] == code)
-        .and_then(|c| c.get("lastTransitionTime").cloned())
-        .unwrap_or_else(|| json!(now));
-    let mut ready = json!({"type": "Ready", "status": "False", "severity": severity,
-        "reason": code, "message": message, "lastTransitionTime": since});
-    if let Some(g) = obj.pointer("/metadata/generation").and_then(Value::as_i64) {
-        ready["observedGeneration"] = json!(g);
-    }
-    conditions.retain(|c| c["type"] != "Ready");
-    conditions.push(ready);
-    status["conditions"] = Value::Array(conditions);
-    status
+    super::credential::with_ready_false(obj, status, code, severity, &message, now)
 }
 
 #[cfg(test)]

@@ -120,21 +120,32 @@ fn encrypted_values(d: &Decrypted) -> Vec<String> {
         .collect()
 }
 
+/// The `KEY=VALUE` lines of a dotenv text, with their line numbers (from 1) and values unescaped
+/// (`\n` is a newline); blank lines and comments skipped.
+fn dotenv_pairs(text: &str) -> impl Iterator<Item = Result<(usize, &str, String), SopsError>> {
+    text.lines().enumerate().filter_map(|(n, line)| {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if line.trim().is_empty() || line.starts_with('#') {
+            return None;
+        }
+        Some(match line.split_once('=') {
+            Some((key, value)) => Ok((n + 1, key, value.replace("\\n", "\n"))),
+            None => Err(SopsError::Invalid(format!(
+                "line {} of the dotenv file has no '='",
+                n + 1
+            ))),
+        })
+    })
+}
+
 /// A SOPS dotenv file as a document: its `KEY=VALUE` pairs in order, and the `sops` block the
 /// `sops_` lines flatten. Comments (encrypted or not) are not values: SOPS leaves them out of the
 /// MAC.
 fn dotenv_document(text: &str) -> Result<Value, SopsError> {
     let mut doc = Map::new();
     let mut flat = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        let line = line.strip_suffix('\r').unwrap_or(line);
-        if line.trim().is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let (key, value) = line.split_once('=').ok_or_else(|| {
-            SopsError::Invalid(format!("line {} of the dotenv file has no '='", n + 1))
-        })?;
-        let value = value.replace("\\n", "\n");
+    for pair in dotenv_pairs(text) {
+        let (_, key, value) = pair?;
         match key.strip_prefix(DOTENV_PREFIX) {
             Some(meta) => flat.push((meta.to_string(), value)),
             None => {
@@ -277,21 +288,14 @@ pub fn encrypt_dotenv(
     rules: &EncryptionRules,
 ) -> Result<String, SopsError> {
     let mut doc = Map::new();
-    for (n, line) in text.lines().enumerate() {
-        let line = line.strip_suffix('\r').unwrap_or(line);
-        if line.trim().is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let (key, value) = line.split_once('=').ok_or_else(|| {
-            SopsError::Invalid(format!("line {} of the dotenv file has no '='", n + 1))
-        })?;
+    for pair in dotenv_pairs(text) {
+        let (line, key, value) = pair?;
         if key.starts_with(DOTENV_PREFIX) {
             return Err(SopsError::Invalid(format!(
-                "line {}: a key may not start with {DOTENV_PREFIX} (SOPS keeps its metadata there)",
-                n + 1
+                "line {line}: a key may not start with {DOTENV_PREFIX} (SOPS keeps its metadata there)"
             )));
         }
-        doc.insert(key.to_string(), Value::String(value.replace("\\n", "\n")));
+        doc.insert(key.to_string(), Value::String(value));
     }
     let encrypted = super::encrypt(&Value::Object(doc), recipients, rules)?;
     let mut out = dotenv_text(&Value::Object(

@@ -46,6 +46,8 @@ pub struct UnitPruning<'a> {
     pub stale_source: Option<&'a str>,
     pub unit_consent: bool,
     pub safety: Safety,
+    /// The fleet whose ownership and Azure guards hold.
+    pub fleet: &'a Fleet,
 }
 
 impl UnitPruning<'_> {
@@ -122,9 +124,9 @@ pub async fn prune(
     live: &mut HashMap<ObjectKey, Value>,
     total: usize,
     how: UnitPruning<'_>,
-    fleet: &Fleet,
     errors: &mut Vec<UnitError>,
 ) -> (Vec<ObjectOutcome>, bool) {
+    let fleet = how.fleet;
     let refs: Vec<&Entry> = entries.iter().collect();
     let allow_empty = how.allows_empty_render(inventory);
     let verdicts = match prune::may_prune(how.rendered, how.stale_source, allow_empty) {

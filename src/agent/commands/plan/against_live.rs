@@ -143,6 +143,7 @@ fn left_git(
         stale_source: None,
         unit_consent: false,
         safety,
+        fleet,
     };
     leaving_inventory(&mut c, how, inv, &leaving, live, leaving.len(), fleet);
     // As in a run: blocked deletions fail the unit that left.
@@ -318,6 +319,7 @@ pub(super) async fn against_live(
                 stale_source: None,
                 unit_consent: leaving.unit_consent,
                 safety,
+                fleet: &fleet,
             };
             let refs: Vec<&inventory::Entry> = leaving.entries.iter().collect();
             let total = inv.entries.len();
