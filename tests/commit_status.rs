@@ -443,3 +443,36 @@ fn a_refused_revision_fails_on_its_commit() {
         "{description}"
     );
 }
+
+#[test]
+fn a_revision_that_fails_before_its_units_are_known_fails_on_its_commit() {
+    let (fleet, _) = Fleet::git();
+    fleet.write("aro-gitops.yaml", "fleet: 42\n");
+    let sha = fleet.commit("a fleet name that is not a name");
+    let api = Api::always(201);
+    let token = token_file(&fleet);
+    let out = run(
+        &fleet,
+        &[
+            "--commit-status",
+            "github",
+            "--commit-status-api",
+            &api.url(),
+            "--commit-status-repo",
+            "acme/fleet",
+            "--commit-status-token-file",
+            &token,
+        ],
+        &[],
+    );
+    assert_ne!(out.code, 0, "{}", out.all());
+    let seen = api.seen();
+    check_github(&seen, &sha);
+    let said = said_on(&seen, "context", "aro-gitops");
+    let (state, description) = said.last().expect("the failure's status");
+    assert_eq!(state, "failure");
+    assert!(
+        description.starts_with("failed: ") && description.contains("aro-gitops.yaml"),
+        "{description}"
+    );
+}

@@ -130,10 +130,17 @@ impl SourceContext {
         let root = revision.checkout.clone();
         let checkout = revision.checkout;
         let (naming, url) = &self.fleet;
-        let scope = naming.at(crate::unit::fleet_setting(&root)?.as_deref(), url);
+        let setting = crate::unit::fleet_setting(&root).map_err(AgentError::from);
+        let scope = match setting {
+            Ok(setting) => naming.at(setting.as_deref(), url),
+            Err(e) => return Err(self.failed_before_units(&revision.commit, e)),
+        };
         let owners = owners(&scope).await;
         let (prepared, fleet, conflicted) =
-            prepare_and_check(root, previous, changed.clone(), owners, scope).await?;
+            match prepare_and_check(root, previous, changed.clone(), owners, scope).await {
+                Ok(prepared) => prepared,
+                Err(e) => return Err(self.failed_before_units(&revision.commit, e)),
+            };
         let rendered = prepared.rendered.iter().map(|(u, _)| u.name()).collect();
         metrics.rendered(prepared.rendered.len());
         let fleet_units = Arc::new(prepared.units);
@@ -149,6 +156,14 @@ impl SourceContext {
             fleet: Arc::new(fleet),
         };
         Ok((rev, changed))
+    }
+
+    /// Commit `commit` failed before its units were known (`error`): its commit status says so.
+    fn failed_before_units(&self, commit: &str, error: AgentError) -> AgentError {
+        if let Some(statuses) = &self.commit_status {
+            statuses.revision_failed(commit, &error.to_string());
+        }
+        error
     }
 }
 

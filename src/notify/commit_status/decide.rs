@@ -333,11 +333,17 @@ impl Tracker {
     /// Commit `sha` was refused (`why`): nothing of it is applied. Said on the fleet's context,
     /// in either mode (the refused commit has no units of its own).
     pub fn refused(&mut self, sha: &str, why: &str) -> Option<Status> {
+        self.revision_failed(sha, &format!("refused: {why}"))
+    }
+
+    /// Commit `sha` failed before its units were known (`what`: why, e.g. `aro-gitops.yaml`
+    /// does not parse): nothing of it is applied. Said on the fleet's context, in either mode.
+    pub fn revision_failed(&mut self, sha: &str, what: &str) -> Option<Status> {
         let status = Status {
             sha: sha.to_string(),
             context: CONTEXT.to_string(),
             state: State::Failure,
-            description: description(&format!("refused: {why}")),
+            description: description(what),
             target_url: self.target("/"),
         };
         self.new_status(status)

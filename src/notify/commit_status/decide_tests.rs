@@ -257,6 +257,26 @@ fn gitlab_gets_no_second_status_of_the_same_state() {
 }
 
 #[test]
+fn a_commit_failing_before_its_units_fails_on_the_fleet_context() {
+    let mut t = Tracker::new(Host::GitHub, Contexts::Unit, None);
+    let s = t
+        .revision_failed("abc", "failed: aro-gitops.yaml: `fleet` must be a name")
+        .expect("a status");
+    assert_eq!(
+        (s.context.as_str(), s.state, s.description.as_str()),
+        (
+            "aro-gitops",
+            State::Failure,
+            "failed: aro-gitops.yaml: `fleet` must be a name"
+        )
+    );
+    assert!(
+        t.revision_failed("abc", "failed: aro-gitops.yaml: `fleet` must be a name")
+            .is_none()
+    );
+}
+
+#[test]
 fn a_refused_commit_fails_on_the_fleet_context_once() {
     let mut t = Tracker::new(Host::GitHub, Contexts::Unit, Some("https://s.example"));
     let s = t

@@ -109,6 +109,14 @@ impl CommitStatuses {
         self.queue(status.into_iter().collect());
     }
 
+    /// Commit `sha` failed before its units were known (`why`).
+    pub fn revision_failed(&self, sha: &str, why: &str) {
+        let status = self
+            .tracker()
+            .revision_failed(sha, &format!("failed: {why}"));
+        self.queue(status.into_iter().collect());
+    }
+
     /// Posts what is queued, for at most `within`; what is left then is given up (said).
     pub async fn flush(&self, within: Duration) {
         self.queue.lock().expect("commit status queue lock").take();
