@@ -94,7 +94,7 @@ async fn removing_a_whole_cluster_deletes_it_in_reverse_order_and_releases_final
         .inspect(|c| async move { cluster_objects(&c, "aro-dev").await })
         .await;
     assert_eq!(objects.iter().filter(|o| o.owner.is_none()).count(), 4);
-    assert_eq!(objects.len(), 4 + 14 + 2 + 2, "{objects:#?}");
+    assert_eq!(objects.len(), 4 + 34 + 2 + 2, "{objects:#?}");
     assert!(
         objects.iter().all(|o| {
             o.owner.is_some() || aro_gitops::kinds::is_aro_kind(&o.key.group, &o.key.kind)
@@ -184,7 +184,7 @@ async fn removing_a_whole_cluster_deletes_it_in_reverse_order_and_releases_final
         })
         .map(|o| l(&o.key.kind, &o.key.name))
         .collect();
-    assert_eq!((leaves.len(), hcp.len(), infra.len()), (3, 1, 14));
+    assert_eq!((leaves.len(), hcp.len(), infra.len()), (3, 1, 34));
     assert!(
         last_gone(&leaves) < first_started(&hcp),
         "ExternalAuth and node pools gone before the HcpOpenShiftCluster goes: {leaves:?} {hcp:?}"

@@ -94,7 +94,7 @@ async fn both_clusters_converge_with_the_chain_created_in_order() {
     assert!(summary.writes > 0);
 
     let infra = infrastructure(&f, DEV, "aro-dev");
-    assert_eq!(infra.len(), 14, "{infra:?}");
+    assert_eq!(infra.len(), 34, "{infra:?}");
     let (infra_created, hcp, pools, auth) = f
         .inspect(|cluster| async move {
             let cp = key(
