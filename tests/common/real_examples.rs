@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 pub const EXAMPLES_FLEET: [&str; 2] = ["--fleet", "examples"];
 
 /// How long one `run --once` may take to settle on the real server.
-pub const RUN_TIMEOUT: &str = "120s";
+pub const RUN_TIMEOUT: &str = "300s";
 
 /// A real cluster with deploy/base, the fleet it reconciles and (optionally) the simulator.
 pub struct RealExamples {
