@@ -280,9 +280,9 @@ async fn the_share_guard_holds_large_deletions_until_allowed() {
     }
     f.run().await;
     f.write(&format!("{DEV}/kustomization.yaml"), &original);
-    // Four of the cluster's ~30 objects: over a 10% guard.
+    // Four of the cluster's ~55 objects: over a 5% guard.
     let mut config = f.config();
-    config.safety.max_delete_share = 0.1;
+    config.safety.max_delete_share = 0.05;
     f.wait_store_free().await;
     let held = agent::run(config.clone()).await.expect("runs");
     let o = outcome(&held, DEV);
@@ -296,7 +296,7 @@ async fn the_share_guard_holds_large_deletions_until_allowed() {
                 .reason
                 .as_deref()
                 .unwrap_or_default()
-                .contains("more than the 10%")),
+                .contains("more than the 5%")),
         "{}",
         describe(o)
     );
