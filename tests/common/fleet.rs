@@ -28,7 +28,7 @@ pub const DEV: &str = "clusters/dev";
 pub const PROD: &str = "clusters/prod";
 
 /// How long one `--once` run may take to settle (a run takes about two seconds here).
-const RUN_TIMEOUT: Duration = Duration::from_secs(120);
+const RUN_TIMEOUT: Duration = Duration::from_secs(300);
 /// How long to wait for a finished run (or an inspection) to release the embedded control plane's
 /// store.
 const STORE_DEADLINE: Duration = Duration::from_secs(10);

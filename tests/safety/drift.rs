@@ -24,7 +24,7 @@ const STATUS_BRANCH: &str = "aro-gitops/status";
 
 /// `run --once` with more arguments; it must converge.
 fn run_once(fleet: &Fleet, more: &[&str]) -> Output {
-    let mut args = vec!["run", "--once", "--sim-delay", "0s", "--timeout", "60s"];
+    let mut args = vec!["run", "--once", "--sim-delay", "0s", "--timeout", "300s"];
     args.extend_from_slice(more);
     let out = fleet.aro_gitops(&args);
     assert_eq!(out.code, 0, "the run did not converge:\n{}", out.all());
@@ -229,7 +229,7 @@ fn planned_deletions(preview: &serde_json::Value, unit: &str) -> BTreeSet<String
 
 /// `run --once` without provisioning delay (it may fail).
 fn run(fleet: &Fleet, more: &[&str]) -> Output {
-    let mut args = vec!["run", "--once", "--sim-delay", "0s", "--timeout", "60s"];
+    let mut args = vec!["run", "--once", "--sim-delay", "0s", "--timeout", "300s"];
     args.extend_from_slice(more);
     fleet.aro_gitops(&args)
 }

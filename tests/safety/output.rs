@@ -109,7 +109,7 @@ fn case_04_secret_value_never_copied_into_plans_reports_logs_or_history() {
         "--sim-delay",
         "0s",
         "--timeout",
-        "60s",
+        "300s",
         "--log",
         "debug",
     ]);
@@ -145,7 +145,7 @@ fn case_07_errors_where_the_user_looks() {
         "--sim-delay",
         "0s",
         "--timeout",
-        "60s",
+        "300s",
         "--repo",
         fleet.repo.to_str().unwrap(),
         "--state",
@@ -185,7 +185,7 @@ fn case_07_errors_where_the_user_looks() {
     let prod = "clusters/prod/cluster-params.yaml";
     fleet.write(prod, &format!("{}oops: [\n", fleet.read(prod)));
     fleet.commit("broken YAML in prod");
-    let out = fleet.aro_gitops(&["run", "--once", "--sim-delay", "0s", "--timeout", "60s"]);
+    let out = fleet.aro_gitops(&["run", "--once", "--sim-delay", "0s", "--timeout", "300s"]);
     assert_eq!(out.code, 1, "{}", out.all());
     let table: Vec<&str> = out
         .stdout
@@ -406,7 +406,7 @@ fn case_04_generated_secret_values_never_shown() {
         "--sim-delay",
         "0s",
         "--timeout",
-        "60s",
+        "300s",
         "--log",
         "debug",
     ]);

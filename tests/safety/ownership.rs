@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 /// `run --once` on the embedded control plane with `extra` flags; the output, whatever the exit.
 pub fn run(fleet: &Fleet, extra: &[&str]) -> Output {
-    let mut args = vec!["run", "--once", "--sim-delay", "0s", "--timeout", "60s"];
+    let mut args = vec!["run", "--once", "--sim-delay", "0s", "--timeout", "300s"];
     args.extend_from_slice(extra);
     fleet.aro_gitops(&args)
 }

@@ -308,7 +308,7 @@ fn no_planted_secret_reaches_any_output_git_object_state_file_event_or_condition
     let (code, run) = aro_gitops(
         &f,
         &token_file,
-        &["run", "--once", "--sim-delay", "0s", "--timeout", "120s"],
+        &["run", "--once", "--sim-delay", "0s", "--timeout", "300s"],
     );
     assert_eq!(code, 0, "the run converges:\n{run}");
     for line in [

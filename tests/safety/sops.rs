@@ -42,7 +42,7 @@ fn agent_history(repo: &Path) -> String {
 }
 
 fn run_once(fleet: &Fleet, extra: &[&str]) -> super::Output {
-    let mut args = vec!["run", "--once", "--sim-delay", "0s", "--timeout", "60s"];
+    let mut args = vec!["run", "--once", "--sim-delay", "0s", "--timeout", "300s"];
     args.extend_from_slice(extra);
     fleet.aro_gitops(&args)
 }

@@ -154,7 +154,7 @@ fn case_05_malformed_builtin_objects_are_refused_by_the_agent_and_the_control_pl
         let (fleet, _) = Fleet::git();
         add_to_dev(&fleet, file, content);
         fleet.commit("a malformed built-in object");
-        let out = run(&fleet, "60s");
+        let out = run(&fleet, "300s");
         assert_dev_failed(&fleet, &out, &format!("{DEV}/{file}"), object, field);
         assert_dev_untouched_prod_converged(&fleet, &out);
     }
@@ -275,7 +275,7 @@ fn case_06_no_partial_applies_what_the_server_refuses_fails_the_unit_before_any_
         let (fleet, _) = Fleet::git();
         add_to_dev(&fleet, file, &content);
         fleet.commit(file);
-        let out = run(&fleet, "60s");
+        let out = run(&fleet, "300s");
         assert_dev_failed(&fleet, &out, &format!("{DEV}/{file}"), object, what);
         assert_dev_untouched_prod_converged(&fleet, &out);
     }
@@ -291,7 +291,7 @@ fn case_08_unit_without_namespace_fails_fast_naming_the_objects() {
     );
     fleet.commit("no namespace");
     let started = Instant::now();
-    let out = run(&fleet, "60s");
+    let out = run(&fleet, "300s");
     let took = started.elapsed();
     assert!(
         took < Duration::from_secs(30),
@@ -333,7 +333,7 @@ fn case_06_no_partial_applies_a_refused_revision_of_a_converged_unit_changes_not
         "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n",
     );
     fleet.commit("a new object and one of a kind nobody serves");
-    let out = run(&fleet, "60s");
+    let out = run(&fleet, "300s");
     assert_dev_failed(
         &fleet,
         &out,
