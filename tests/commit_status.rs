@@ -196,26 +196,34 @@ fn run(fleet: &Fleet, args: &[&str], env: &[(&str, &str)]) -> Output {
     out
 }
 
+/// `run` posting to GitHub through `api` for `acme/fleet`, the token read from the file `token`,
+/// with `more` flags.
+fn run_github(fleet: &Fleet, api: &Api, token: &str, more: &[&str]) -> Output {
+    let url = api.url();
+    let mut args = vec![
+        "--commit-status",
+        "github",
+        "--commit-status-api",
+        &url,
+        "--commit-status-repo",
+        "acme/fleet",
+        "--commit-status-token-file",
+        token,
+    ];
+    args.extend(more);
+    run(fleet, &args, &[])
+}
+
 #[test]
 fn github_gets_pending_then_success_per_unit_linked_to_the_status_page() {
     let (fleet, sha) = Fleet::git();
     let api = Api::always(201);
     let token = token_file(&fleet);
-    let out = run(
+    let out = run_github(
         &fleet,
-        &[
-            "--commit-status",
-            "github",
-            "--commit-status-api",
-            &api.url(),
-            "--commit-status-repo",
-            "acme/fleet",
-            "--commit-status-token-file",
-            &token,
-            "--status-page-url",
-            "https://status.example/",
-        ],
-        &[],
+        &api,
+        &token,
+        &["--status-page-url", "https://status.example/"],
     );
     out.expect_code(0);
     let seen = api.seen();
@@ -260,20 +268,7 @@ fn a_broken_unit_fails_with_its_error_and_rate_limits_and_server_errors_are_retr
         _ => (201, vec![]),
     }));
     let token = token_file(&fleet);
-    let out = run(
-        &fleet,
-        &[
-            "--commit-status",
-            "github",
-            "--commit-status-api",
-            &api.url(),
-            "--commit-status-repo",
-            "acme/fleet",
-            "--commit-status-token-file",
-            &token,
-        ],
-        &[],
-    );
+    let out = run_github(&fleet, &api, &token, &[]);
     out.expect_code(1);
     let seen = api.seen();
     check_github(&seen, &sha);
@@ -358,20 +353,7 @@ fn a_host_that_always_fails_changes_nothing_of_the_run() {
     let (fleet, _) = Fleet::git();
     let api = Api::always(503);
     let token = token_file(&fleet);
-    let out = run(
-        &fleet,
-        &[
-            "--commit-status",
-            "github",
-            "--commit-status-api",
-            &api.url(),
-            "--commit-status-repo",
-            "acme/fleet",
-            "--commit-status-token-file",
-            &token,
-        ],
-        &[],
-    );
+    let out = run_github(&fleet, &api, &token, &[]);
     out.expect_code(0);
     assert!(out.stdout.contains("reports committed"), "{}", out.all());
     assert!(api.seen().len() > 1, "retried");
@@ -451,20 +433,7 @@ fn a_revision_that_fails_before_its_units_are_known_fails_on_its_commit() {
     let sha = fleet.commit("a fleet name that is not a name");
     let api = Api::always(201);
     let token = token_file(&fleet);
-    let out = run(
-        &fleet,
-        &[
-            "--commit-status",
-            "github",
-            "--commit-status-api",
-            &api.url(),
-            "--commit-status-repo",
-            "acme/fleet",
-            "--commit-status-token-file",
-            &token,
-        ],
-        &[],
-    );
+    let out = run_github(&fleet, &api, &token, &[]);
     assert_ne!(out.code, 0, "{}", out.all());
     let seen = api.seen();
     check_github(&seen, &sha);
