@@ -26,6 +26,7 @@ pub mod redact;
 pub mod render;
 pub mod report;
 pub mod retry;
+pub mod rollout;
 pub mod secrets;
 pub mod selector;
 pub mod serving;
