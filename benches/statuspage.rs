@@ -55,6 +55,7 @@ fn outcome(i: usize) -> UnitOutcome {
         })
         .collect();
     UnitOutcome {
+        held: None,
         unit: format!("clusters/c{i:04}"),
         standing: Standing::unknown(Some(&cluster)),
         cluster: Some(cluster),

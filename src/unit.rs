@@ -281,3 +281,13 @@ mod tests {
         assert!(matches!(discover(d.path()), Err(UnitError::NoUnits)));
     }
 }
+/// TEMP shim.
+pub fn rollout_setting(root: &Path) -> Result<Option<crate::rollout::Rollout>, UnitError> {
+    let Some(doc) = settings(root)? else {
+        return Ok(None);
+    };
+    crate::rollout::Rollout::parse(doc.get("rollout")).map_err(|e| UnitError::Settings {
+        file: PathBuf::from(SETTINGS_FILE),
+        message: e.to_string(),
+    })
+}

@@ -190,6 +190,7 @@ impl Pass<'_, '_> {
     /// The outcome of a unit nothing was applied for.
     fn outcome(&mut self, objects: Vec<ObjectOutcome>, standing: Standing) -> UnitOutcome {
         UnitOutcome {
+            held: None,
             unit: self.unit.clone(),
             cluster: self.prepared.cluster.clone(),
             revision: self.ctx.revision.to_string(),
@@ -450,6 +451,7 @@ pub async fn remove(ctx: &PassContext<'_>, inv: &mut Inventory) -> UnitOutcome {
         save(ctx.cluster, fleet, inv, &mut written, &mut errors).await;
     }
     UnitOutcome {
+        held: None,
         unit: inv.unit.clone(),
         standing: Standing::unknown(capi_cluster.as_ref()),
         cluster: capi_cluster,

@@ -68,6 +68,7 @@ pub fn build(outcome: &UnitOutcome) -> ClusterReport {
             outcome.revision.trim().to_string()
         },
         stale_source: outcome.stale_source.clone(),
+        held: outcome.held.clone(),
         azure: outcome.azure,
         phase,
         pass: outcome.standing.pass.why().map(str::to_string),

@@ -57,6 +57,15 @@ pub fn to_markdown(report: &ClusterReport) -> String {
             inline(reason)
         );
     }
+    if let Some(held) = &report.held {
+        let _ = write!(
+            out,
+            "> [!NOTE]\n> **Rollout.** The cluster stays on this revision; the newest, `{}`, waits: \
+             {}.\n\n",
+            inline(&held.newest),
+            inline(&held.why)
+        );
+    }
     facts(&mut out, report);
     chain_section(&mut out, report);
     objects_section(&mut out, report);

@@ -30,8 +30,8 @@ pub use build::{WITHHELD, build, phase};
 pub use chain::{CHAIN_STEPS, Chain, ChainStep, StepState, chain};
 pub use markdown::to_markdown;
 pub use model::{
-    Action, AzureMode, ClusterRef, ClusterReport, ObjectAction, ObjectOutcome, Phase, ReportError,
-    ReportObject, UnitError, UnitOutcome, failure_block,
+    Action, AzureMode, ClusterRef, ClusterReport, Held, ObjectAction, ObjectOutcome, Phase,
+    ReportError, ReportObject, UnitError, UnitOutcome, failure_block,
 };
 pub use standing::{IdentityInUse, ObjectConditions, PassState, ReportCondition, Standing};
 pub use summary::summary_table;

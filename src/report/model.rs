@@ -179,6 +179,18 @@ pub struct UnitOutcome {
     /// Where the cluster stood on its dependency chain at the end of the pass, and its ARO
     /// objects' conditions.
     pub standing: super::standing::Standing,
+    /// Why the unit is not on the newest revision: a rollout holds it where it is.
+    pub held: Option<Held>,
+}
+
+/// A unit a rollout holds on the revision it is on (see [`crate::rollout`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Held {
+    /// The newest revision, which the unit does not take yet.
+    pub newest: String,
+    /// Why, in the user's words ("waiting for wave dev to converge").
+    pub why: String,
 }
 
 /// Where a cluster stands overall.
@@ -235,6 +247,9 @@ pub struct ClusterReport {
     pub revision: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stale_source: Option<String>,
+    /// Present when a rollout holds the cluster on `revision`: the newest revision and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held: Option<Held>,
     pub azure: AzureMode,
     pub phase: Phase,
     /// Why no pass reached the unit, or why its pass was cut short (phases `NotStarted` and

@@ -14,6 +14,7 @@ fn yaml_value(report: &ClusterReport) -> Value {
 
 fn unknown_unit() -> UnitOutcome {
     UnitOutcome {
+        held: None,
         unit: "clusters/broken".into(),
         cluster: None,
         revision: REVISION.into(),

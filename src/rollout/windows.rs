@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 pub enum Gate {
     Open,
     /// Closed; when it next opens, if that is known within a year.
-    Closed { opens_at: Option<DateTime<Utc>> },
+    Closed {
+        opens_at: Option<DateTime<Utc>>,
+    },
 }
 
 /// What the windows selecting the unit at `path` (Cluster `labels`) say at `now`: a deny window in

@@ -449,6 +449,12 @@ impl Source {
         checkout::materialize(&repo, oid, into, &git_error)
     }
 
+    /// Checks out `commit` for a rollout that keeps units on it (see
+    /// [`crate::agent::controller`]'s rollout), under `state_dir/rollout`, once.
+    pub fn materialize_kept(&self, commit: &str) -> Result<PathBuf, SourceError> {
+        self.materialize_commit(commit, &self.state_dir.join("rollout"))
+    }
+
     fn mirror(&self) -> Result<Repository, SourceError> {
         let path = mirror_path(&self.state_dir);
         Repository::open_bare(&path)

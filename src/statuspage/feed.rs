@@ -419,6 +419,7 @@ pub(crate) mod tests {
             name: name.into(),
         };
         UnitOutcome {
+            held: None,
             unit: unit.into(),
             standing: Standing::unknown(Some(&key)),
             cluster: Some(key),

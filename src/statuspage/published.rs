@@ -81,6 +81,13 @@ impl History {
     }
 }
 
+/// A report's `held` (see [`crate::report::Held`]).
+#[derive(Deserialize)]
+struct WireHeld {
+    newest: String,
+    why: String,
+}
+
 /// A report as the status branch holds it (`schemas/report.schema.json`).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -91,6 +98,8 @@ struct Wire {
     cluster: Option<WireCluster>,
     revision: String,
     stale_source: Option<String>,
+    #[serde(default)]
+    held: Option<WireHeld>,
     azure: String,
     phase: String,
     pass: Option<String>,
@@ -274,6 +283,10 @@ pub fn report_of(value: &Value) -> Option<ClusterReport> {
         }),
         revision: w.revision,
         stale_source: w.stale_source,
+        held: w.held.map(|h| crate::report::Held {
+            newest: h.newest,
+            why: h.why,
+        }),
         azure,
         phase,
         pass: w.pass,

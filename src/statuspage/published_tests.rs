@@ -47,6 +47,7 @@ fn a_report_reads_back_as_the_one_written() {
         rich_outcome(),
         outcome("clusters/prod", "prod", &[]),
         crate::report::UnitOutcome {
+            held: None,
             cluster: None,
             ..outcome("clusters/broken", "broken", &["bad YAML"])
         },
@@ -127,6 +128,7 @@ fn the_status_branch_is_read_whole_at_its_tip() {
     assert_eq!(history.published().unwrap(), None);
     let dev = crate::report::to_yaml(&crate::report::build(&rich_outcome()));
     let broken = crate::report::build(&crate::report::UnitOutcome {
+        held: None,
         cluster: None,
         ..outcome("clusters/broken", "broken", &["bad YAML"])
     });

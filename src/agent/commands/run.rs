@@ -181,6 +181,7 @@ mod tests {
     fn summary(stale: Option<&str>) -> RunSummary {
         RunSummary {
             outcomes: vec![UnitOutcome {
+                held: None,
                 unit: "clusters/dev".into(),
                 cluster: None,
                 revision: "0123abcd".into(),

@@ -42,6 +42,7 @@ mod tests {
 
     fn outcome(actions: &[(&str, ObjectAction)]) -> UnitOutcome {
         UnitOutcome {
+            held: None,
             unit: "u".into(),
             cluster: None,
             revision: "r".into(),

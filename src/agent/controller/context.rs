@@ -120,6 +120,8 @@ pub(in crate::agent) struct Memo {
     /// The units the last converge stopped before their pass (a shutdown, a lost Lease): nothing
     /// was done to them, so their last published reports stay as they are.
     pub unreconciled: BTreeSet<String>,
+    /// What a rollout in progress keeps between converges (see [`super::rollout`]).
+    pub rollout: super::rollout::Rollouts,
 }
 
 /// The servers kept while the agent lives (each when its flag asks for it).

@@ -308,7 +308,10 @@ impl Agent {
         job: Job,
         mut inv: Inventory,
     ) -> (Job, UnitOutcome, Inventory) {
-        let ctx = self.live.pass_context(self.pass_policy, rev, fleet);
+        let mut ctx = self.live.pass_context(self.pass_policy, rev, fleet);
+        if let Job::Unit(i) = &job {
+            ctx.revision = rev.commit_of(&rev.units[*i].0.name());
+        }
         let started = Instant::now();
         crate::agent::failpoint::failpoint_slow_pass().await;
         let outcome = match &job {

@@ -38,7 +38,7 @@ impl Agent {
         }
         let deadline = Instant::now() + self.schedule.timeout;
         let meter = Meter::start(self.live.env.cluster.counter());
-        let outcomes = self.converge(&rev, Some(deadline), None).await?;
+        let outcomes = self.roll(&rev, Some(deadline), None).await?;
         let mut published = BTreeMap::new();
         let (commit, report_error) = match self.publish(&outcomes, &mut published).await {
             Ok(c) => (c, None),
@@ -84,6 +84,12 @@ impl Agent {
         for cycle in 1.. {
             let next_drift = self.schedule.drift_interval.map(|d| Instant::now() + d);
             let wake = next_drift.map_or(next_fetch, |d| d.min(next_fetch));
+            // A soak ending or a window opening: the rollout is decided again then.
+            let wake = match self.memo.rollout.next_check {
+                Some(at) => wake
+                    .min(Instant::now() + (at - chrono::Utc::now()).to_std().unwrap_or_default()),
+                None => wake,
+            };
             let pushed = tokio::select! {
                 () = tokio::time::sleep_until(wake.into()) => false,
                 () = self.git.fetches.wanted() => true,
@@ -129,7 +135,7 @@ impl Agent {
                 self.memo.passes = 0;
             } else {
                 let earlier = scoped.then_some(outcomes.as_slice());
-                outcomes = self.converge(&rev, None, earlier).await?;
+                outcomes = self.roll(&rev, None, earlier).await?;
                 outcomes_current = true;
                 match self.publish(&outcomes, &mut published).await {
                     Ok(c) => last_commit = c.or(last_commit),
@@ -169,6 +175,7 @@ impl Agent {
                 let changed = changed.unwrap_or_default();
                 if next.commit != previous && !self.report_target.only_reports(&changed) {
                     tracing::info!(from = %previous, to = %next.commit, rendered = next.rendered.len(), "new revision");
+                    self.memo.rollout.advance(rev, &next);
                     *rev = next;
                     rev.say_shard(self.shard);
                     return true;

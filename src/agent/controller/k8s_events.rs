@@ -227,6 +227,7 @@ mod tests {
     /// A unit with an AROCluster, an AROControlPlane and a ConfigMap, each `action`, ready or not.
     pub(super) fn outcome(action: ObjectAction, ready: bool) -> UnitOutcome {
         UnitOutcome {
+            held: None,
             unit: "clusters/dev".into(),
             cluster: None,
             revision: "0123456789abcdef".into(),

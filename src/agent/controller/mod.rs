@@ -18,6 +18,7 @@ pub(super) mod progress;
 pub(super) mod publish;
 pub mod queue;
 pub(super) mod revision;
+pub(super) mod rollout;
 mod round;
 mod scope;
 pub(super) mod servers;

@@ -231,6 +231,7 @@ mod tests {
 
     fn outcome(revision: &str, actions: &[(&str, ObjectAction)]) -> UnitOutcome {
         UnitOutcome {
+            held: None,
             unit: "clusters/dev".into(),
             cluster: None,
             revision: revision.into(),

@@ -35,6 +35,11 @@ pub(in crate::agent) struct Revision {
     /// The units rendered for this revision (every unit the first time); the others kept their
     /// preparation from the revision before, so a unit of theirs that had converged needs no pass.
     pub(in crate::agent) rendered: Arc<BTreeSet<String>>,
+    /// The revision's `rollout:` settings (see [`crate::rollout`]), when it has them.
+    pub(in crate::agent) rollout: Option<Arc<crate::rollout::Rollout>>,
+    /// The units a rollout holds on another commit, with it: their preparation in `units` is that
+    /// commit's (see [`super::rollout`]).
+    pub(in crate::agent) held_at: Arc<BTreeMap<String, String>>,
 }
 
 impl SourceContext {
@@ -124,6 +129,8 @@ impl SourceContext {
                 conflicted: p.conflicted.clone(),
                 fleet: p.fleet.clone(),
                 rendered: Arc::new(BTreeSet::new()),
+                rollout: p.rollout.clone(),
+                held_at: Arc::default(),
             };
             return Ok((rev, changed));
         }
@@ -134,6 +141,10 @@ impl SourceContext {
         let scope = match setting {
             Ok(setting) => naming.at(setting.as_deref(), url),
             Err(e) => return Err(self.failed_before_units(&revision.commit, e)),
+        };
+        let rollout = match crate::unit::rollout_setting(&root) {
+            Ok(r) => r.map(Arc::new),
+            Err(e) => return Err(self.failed_before_units(&revision.commit, e.into())),
         };
         let owners = owners(&scope).await;
         let (prepared, fleet, conflicted) =
@@ -154,6 +165,8 @@ impl SourceContext {
             inputs: Arc::new(prepared.inputs),
             conflicted: Arc::new(conflicted),
             fleet: Arc::new(fleet),
+            rollout,
+            held_at: Arc::default(),
         };
         Ok((rev, changed))
     }
@@ -223,6 +236,12 @@ async fn prepare_and_check(
 }
 
 impl Revision {
+    /// The commit `unit` runs at in this revision: the revision's own, unless a rollout holds the
+    /// unit on another.
+    pub(in crate::agent) fn commit_of(&self, unit: &str) -> &str {
+        self.held_at.get(unit).map_or(&self.commit, String::as_str)
+    }
+
     /// With several shards, says which of its units are `shard`'s.
     pub(in crate::agent) fn say_shard(&self, shard: shard::Shard) {
         if shard.is_partial() {

@@ -40,6 +40,7 @@ pub(super) fn deleting(o: &UnitOutcome) -> bool {
 /// The outcome of a unit that left git, before anything is known of it.
 pub(super) fn removed_outcome(unit: &str, rev: &Revision, azure: AzureMode) -> UnitOutcome {
     UnitOutcome {
+        held: None,
         unit: unit.to_string(),
         cluster: None,
         revision: rev.commit.clone(),
@@ -68,9 +69,10 @@ pub(super) fn first_outcome(
         Err(_) => report::Standing::unknown(None),
     };
     UnitOutcome {
+        held: None,
         unit: u.name(),
         cluster: p.as_ref().ok().and_then(|p| p.cluster.clone()),
-        revision: rev.commit.clone(),
+        revision: rev.commit_of(&u.name()).to_string(),
         stale_source: rev.stale.clone(),
         azure,
         objects: vec![],
@@ -103,7 +105,7 @@ pub(super) fn keep_earlier(
         }
         let Some(mut o) = earlier
             .get(name.as_str())
-            .and_then(|o| kept_outcome(o, &rev.commit))
+            .and_then(|o| kept_outcome(o, rev.commit_of(&name)))
         else {
             continue;
         };
@@ -347,6 +349,7 @@ mod tests {
 
     fn outcome(unit: &str, action: ObjectAction, ready: bool) -> UnitOutcome {
         UnitOutcome {
+            held: None,
             unit: unit.into(),
             cluster: None,
             revision: "0123456789abcdef".into(),

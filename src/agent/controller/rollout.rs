@@ -1,0 +1,458 @@
+//! Carries out a rollout (see [`crate::rollout`]): before each converge, the decision says which
+//! units may take the newest revision; the others run the revision they are on, whose preparation
+//! is kept here (or rendered again from git after a restart). The converge then runs that composed
+//! revision; when it ends, the decision is taken again, until it admits no one more.
+//!
+//! What a rollout stands on lives outside the process: which revision each unit converged on is
+//! in its inventory, the failures come back with the next pass, and a resume is on a Lease. What
+//! this keeps in memory only saves work.
+
+use super::context::Agent;
+use super::revision::Revision;
+use crate::agent::AgentError;
+use crate::agent::pass::prepare::{Preparation, PreparedUnit};
+use crate::report::{self, Held, UnitOutcome};
+use crate::rollout::{self, Decision, State, UnitChange, UnitInput, Verdict};
+use crate::unit::Unit;
+use chrono::{DateTime, Utc};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// What the rollout keeps between converges.
+#[derive(Default)]
+pub(in crate::agent) struct Rollouts {
+    /// The units that run another revision than the newest: that commit and its preparation.
+    kept: BTreeMap<String, (String, Preparation)>,
+    /// The newest revision, and when each unit that took it was first seen converged on it.
+    newest: String,
+    converged_since: BTreeMap<String, DateTime<Utc>>,
+    /// The units the last composed revision let take the newest revision.
+    taking: BTreeSet<String>,
+    /// The paths changed from each commit a unit is kept on to the newest revision.
+    changed: BTreeMap<String, Vec<PathBuf>>,
+    /// When to decide again with no other change (a soak ends, a window opens).
+    pub next_check: Option<DateTime<Utc>>,
+    /// The last decision's view, as shown.
+    pub view: Option<rollout::RolloutView>,
+}
+
+impl Rollouts {
+    /// Whether nothing is rolling out: no rollout settings and no unit held.
+    fn idle(&self, target: &Revision) -> bool {
+        target.rollout.is_none() && self.kept.is_empty()
+    }
+
+    /// The newest revision moves from `old` to `new`: a unit that ran `old` and renders
+    /// differently at `new` keeps `old`'s preparation (until the decision lets it take `new`).
+    pub(in crate::agent) fn advance(&mut self, old: &Revision, new: &Revision) {
+        if new.commit == self.newest || (self.idle(new) && old.rollout.is_none()) {
+            return;
+        }
+        let fresh: BTreeMap<String, &Preparation> = (new.fleet_units.iter())
+            .map(|(u, p)| (u.name(), p))
+            .collect();
+        for (u, p) in old.fleet_units.iter() {
+            let name = u.name();
+            if self.kept.contains_key(&name) {
+                continue;
+            }
+            // A unit held off `old` ran its kept preparation: it stays kept as it was.
+            if old.held_at.contains_key(&name) {
+                continue;
+            }
+            if fresh.get(&name).is_some_and(|n| !same_render(n, p)) {
+                self.kept.insert(name, (old.commit.clone(), p.clone()));
+            }
+        }
+        self.start(&new.commit);
+    }
+
+    /// The newest revision is `commit`: what was known of the one before is forgotten.
+    fn start(&mut self, commit: &str) {
+        if self.newest != commit {
+            self.newest = commit.to_string();
+            self.converged_since.clear();
+            self.taking.clear();
+            self.changed.clear();
+        }
+    }
+}
+
+/// Whether two preparations render the same objects.
+fn same_render(a: &Preparation, b: &Preparation) -> bool {
+    match (a, b) {
+        (Ok(a), Ok(b)) => {
+            a.objects.len() == b.objects.len()
+                && a.objects
+                    .iter()
+                    .zip(&b.objects)
+                    .all(|(x, y)| x.key == y.key && x.object == y.object)
+        }
+        _ => false,
+    }
+}
+
+impl Agent {
+    /// Converges `target` through its rollout: each step converges the composed revision the
+    /// decision allows, then decides again, until it admits no one more (with a deadline, soaks
+    /// ending before it are waited for). Without rollout settings and with no unit held, one
+    /// converge of `target`.
+    pub(in crate::agent) async fn roll(
+        &mut self,
+        target: &Revision,
+        deadline: Option<Instant>,
+        earlier: Option<&[UnitOutcome]>,
+    ) -> Result<Vec<UnitOutcome>, AgentError> {
+        if self.memo.rollout.idle(target) {
+            self.memo.rollout.view = None;
+            self.memo.rollout.next_check = None;
+            self.signals.rollout(None);
+            return self.converge(target, deadline, earlier).await;
+        }
+        self.memo.rollout.start(&target.commit);
+        let mut earlier: Option<Vec<UnitOutcome>> = earlier.map(<[_]>::to_vec);
+        let mut first = true;
+        loop {
+            let decision = self.rollout_decision(target, earlier.as_deref()).await;
+            let taking: BTreeSet<String> = (decision.verdicts.iter())
+                .filter(|(_, v)| matches!(v, Verdict::Take))
+                .map(|(u, _)| u.clone())
+                .collect();
+            let more = !taking.is_subset(&self.memo.rollout.taking);
+            if !first && !more {
+                let soak_ends = soak_end(&decision).filter(|_| deadline.is_some());
+                match soak_ends.and_then(|t| instant_of(t, deadline)) {
+                    Some(at) => {
+                        tracing::info!(until = %soak_ends.expect("soak end"), "soaking");
+                        tokio::time::sleep_until(at.into()).await;
+                        continue;
+                    }
+                    None => {
+                        let mut outcomes = earlier.unwrap_or_default();
+                        self.note_holds(target, &decision, &mut outcomes);
+                        return Ok(outcomes);
+                    }
+                }
+            }
+            first = false;
+            let composed = self.compose(target, &decision);
+            self.memo.rollout.taking = taking;
+            let mut outcomes = self
+                .converge(&composed, deadline, earlier.as_deref())
+                .await?;
+            self.note_converged(target, &outcomes);
+            let stopped =
+                self.stopping.shutting_down() || deadline.is_some_and(|d| Instant::now() >= d);
+            if stopped {
+                self.note_holds(target, &decision, &mut outcomes);
+                return Ok(outcomes);
+            }
+            earlier = Some(outcomes);
+        }
+    }
+
+    /// The decision for `target` now, from the units' standing; shown (metrics, status page,
+    /// Events) and its pause recorded.
+    async fn rollout_decision(
+        &mut self,
+        target: &Revision,
+        outcomes: Option<&[UnitOutcome]>,
+    ) -> Decision {
+        let inventories = self.live.inventories(&target.fleet.scope, |_| true).await.0;
+        let applied: BTreeMap<String, Option<String>> = (inventories.into_iter())
+            .map(|(u, inv)| (u, inv.revision))
+            .collect();
+        self.keep_at_applied(target, &applied).await;
+        self.changed_since_kept(target).await;
+        let outcomes: BTreeMap<&str, &UnitOutcome> = (outcomes.unwrap_or_default().iter())
+            .map(|o| (o.unit.as_str(), o))
+            .collect();
+        let now = Utc::now();
+        let state = &mut self.memo.rollout;
+        let inputs: Vec<UnitInput> = (target.fleet_units.iter())
+            .map(|(u, p)| {
+                let name = u.name();
+                let objects = p.as_ref().map(|p| p.objects.as_slice()).unwrap_or(&[]);
+                let kept = state.kept.get(&name);
+                let on = match kept {
+                    Some((commit, _)) => Some(commit.clone()),
+                    None => applied.get(&name).cloned().flatten(),
+                };
+                let change = match kept {
+                    Some((_, old)) if same_render(old, p) => UnitChange::None,
+                    Some((commit, _)) => {
+                        let changed = state.changed.get(commit);
+                        let inputs = target.inputs.get(u);
+                        match (changed, inputs) {
+                            (Some(changed), Some(inputs)) => {
+                                rollout::units::change_of(&name, false, inputs, changed)
+                            }
+                            _ => UnitChange::Shared,
+                        }
+                    }
+                    None if on.is_none() => UnitChange::Own,
+                    None => UnitChange::None,
+                };
+                let newest = if kept.is_some() && !state.taking.contains(&name) {
+                    None
+                } else {
+                    Some(newest_state(
+                        outcomes.get(name.as_str()).copied(),
+                        &target.commit,
+                        applied.get(&name).cloned().flatten().as_deref(),
+                        state.converged_since.entry(name.clone()),
+                        now,
+                    ))
+                };
+                UnitInput {
+                    unit: name,
+                    labels: rollout::units::cluster_labels(objects),
+                    on,
+                    change,
+                    newest,
+                    apply_now: rollout::units::apply_now(objects),
+                }
+            })
+            .collect();
+        let resume = self.rollout_resume(target).await;
+        let decision = rollout::decide(
+            &target.commit,
+            target.rollout.as_deref(),
+            &inputs,
+            resume.as_ref(),
+            now,
+        );
+        self.memo.rollout.next_check = decision.next_check;
+        self.memo.rollout.view = decision.view.clone();
+        self.rollout_shown(target, decision.view.as_ref()).await;
+        decision
+    }
+
+    /// After a restart, a unit whose inventory says it converged on another commit than the
+    /// newest keeps that commit's preparation (rendered again from git) when it renders
+    /// differently at the newest: the decision then says whether it takes the newest.
+    async fn keep_at_applied(
+        &mut self,
+        target: &Revision,
+        applied: &BTreeMap<String, Option<String>>,
+    ) {
+        let state = &self.memo.rollout;
+        let mut wanted: BTreeMap<String, Vec<Unit>> = BTreeMap::new();
+        for (u, _) in target.fleet_units.iter() {
+            let name = u.name();
+            if state.kept.contains_key(&name) || state.taking.contains(&name) {
+                continue;
+            }
+            if let Some(Some(commit)) = applied.get(&name)
+                && *commit != target.commit
+                && !state.converged_since.contains_key(&name)
+            {
+                wanted.entry(commit.clone()).or_default().push(u.clone());
+            }
+        }
+        for (commit, units) in wanted {
+            let fresh: BTreeMap<String, &Preparation> = (target.fleet_units.iter())
+                .map(|(u, p)| (u.name(), p))
+                .collect();
+            match self.render_at(&commit, units).await {
+                Ok(prepared) => {
+                    for (u, p) in prepared {
+                        let name = u.name();
+                        if fresh.get(&name).is_some_and(|n| !same_render(n, &p)) {
+                            self.memo.rollout.kept.insert(name, (commit.clone(), p));
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(commit = %commit, error = %e, "the revision units converged on cannot be rendered again: they take the newest");
+                }
+            }
+        }
+    }
+
+    /// The paths changed from each commit a unit is kept on to `target` (each asked of git once).
+    async fn changed_since_kept(&mut self, target: &Revision) {
+        let commits: BTreeSet<String> = (self.memo.rollout.kept.values())
+            .map(|(c, _)| c.clone())
+            .filter(|c| !self.memo.rollout.changed.contains_key(c))
+            .collect();
+        for from in commits {
+            let (f, to) = (from.clone(), target.commit.clone());
+            match self.git.blocking(move |s| s.changed_paths(&f, &to)).await {
+                Ok(Ok(paths)) => {
+                    self.memo.rollout.changed.insert(from, paths);
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!(from = %from, error = %e, "the changes since a kept revision are unknown: its units count as shared changes")
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "the changes since a kept revision are unknown")
+                }
+            }
+        }
+    }
+
+    /// Renders `units` at `commit`, checked out from the source's mirror.
+    async fn render_at(
+        &self,
+        commit: &str,
+        units: Vec<Unit>,
+    ) -> Result<Vec<PreparedUnit>, AgentError> {
+        let commit = commit.to_string();
+        let checkout = (self.git)
+            .blocking(move |s| s.materialize_kept(&commit))
+            .await??;
+        tokio::task::spawn_blocking(move || -> Result<_, AgentError> {
+            Ok(crate::agent::pass::prepare::prepare_all(&checkout, units))
+        })
+        .await
+        .map_err(|e| AgentError::Task(e.to_string()))?
+    }
+
+    /// The revision the decision allows: `target`'s units that take it, the others with the
+    /// preparation of the revision they are on. A unit held with nothing to run (new, or never
+    /// converged) is left out (it gets an outcome saying why, see [`Agent::note_holds`]).
+    fn compose(&mut self, target: &Revision, decision: &Decision) -> Revision {
+        let state = &self.memo.rollout;
+        let mut held_at = BTreeMap::new();
+        let mut rendered: BTreeSet<String> = BTreeSet::new();
+        let units: Vec<PreparedUnit> = (target.units.iter())
+            .filter_map(|(u, p)| {
+                let name = u.name();
+                let take = matches!(decision.verdicts.get(&name), Some(Verdict::Take) | None);
+                if take {
+                    if !state.taking.contains(&name) || target.rendered.contains(&name) {
+                        rendered.insert(name);
+                    }
+                    return Some((u.clone(), p.clone()));
+                }
+                let (commit, kept) = state.kept.get(&name)?;
+                held_at.insert(name, commit.clone());
+                Some((u.clone(), kept.clone()))
+            })
+            .collect();
+        // A unit that takes the newest revision leaves what it kept.
+        for u in &rendered {
+            self.memo.rollout.kept.remove(u);
+        }
+        Revision {
+            commit: target.commit.clone(),
+            checkout: target.checkout.clone(),
+            stale: target.stale.clone(),
+            units: Arc::new(units),
+            fleet_units: target.fleet_units.clone(),
+            inputs: target.inputs.clone(),
+            conflicted: target.conflicted.clone(),
+            fleet: target.fleet.clone(),
+            rendered: Arc::new(rendered),
+            rollout: target.rollout.clone(),
+            held_at: Arc::new(held_at),
+        }
+    }
+
+    /// Records when each unit that took `target` was first seen converged on it.
+    fn note_converged(&mut self, target: &Revision, outcomes: &[UnitOutcome]) {
+        let now = Utc::now();
+        for o in outcomes {
+            if o.revision == target.commit && report::phase(o) == report::Phase::Converged {
+                (self.memo.rollout.converged_since)
+                    .entry(o.unit.clone())
+                    .or_insert(now);
+            }
+        }
+    }
+
+    /// Says on each held unit's outcome why it is not on the newest revision; a held unit with
+    /// nothing to run gets an outcome of its own.
+    fn note_holds(&self, target: &Revision, decision: &Decision, outcomes: &mut Vec<UnitOutcome>) {
+        let present: BTreeSet<String> = outcomes.iter().map(|o| o.unit.clone()).collect();
+        for (unit, verdict) in &decision.verdicts {
+            let Verdict::Hold(hold) = verdict else {
+                continue;
+            };
+            if !self.shard.owns(unit) {
+                continue;
+            }
+            let held = Held {
+                newest: target.commit.clone(),
+                why: hold.message(),
+            };
+            if let Some(o) = outcomes.iter_mut().find(|o| &o.unit == unit) {
+                o.held = Some(held);
+            } else if !present.contains(unit) {
+                let mut o = UnitOutcome {
+                    held: Some(held.clone()),
+                    unit: unit.clone(),
+                    cluster: None,
+                    revision: target.commit.clone(),
+                    stale_source: target.stale.clone(),
+                    azure: self.live.env.azure,
+                    objects: vec![],
+                    errors: vec![],
+                    standing: report::Standing::not_started(format!("not started: {}", held.why)),
+                };
+                o.cluster = (target.units.iter())
+                    .find(|(u, _)| &u.name() == unit)
+                    .and_then(|(_, p)| p.as_ref().ok()?.cluster.clone());
+                outcomes.push(o);
+            }
+        }
+    }
+}
+
+/// A unit's state on the newest revision `newest`, once it took it: from its last outcome there,
+/// else (another shard's unit, or after a restart) from its inventory.
+fn newest_state(
+    outcome: Option<&UnitOutcome>,
+    newest: &str,
+    applied: Option<&str>,
+    since: std::collections::btree_map::Entry<'_, String, DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> State {
+    match outcome.filter(|o| o.revision == newest) {
+        Some(o) => match report::phase(o) {
+            report::Phase::Converged => State::Converged {
+                since: *since.or_insert(now),
+            },
+            report::Phase::Failed => State::Failed {
+                errors: o.errors.iter().map(|e| e.text()).collect(),
+            },
+            _ => State::Progressing,
+        },
+        None if applied == Some(newest) => State::Converged {
+            since: *since.or_insert(now),
+        },
+        None => State::Progressing,
+    }
+}
+
+/// When the wave soaking ends, if one is.
+fn soak_end(decision: &Decision) -> Option<DateTime<Utc>> {
+    let view = decision.view.as_ref()?;
+    view.waves.iter().find_map(|w| match w.state {
+        rollout::WaveState::Soaking { until } => Some(until),
+        _ => None,
+    })
+}
+
+/// `at` as an instant, when it comes before `deadline`.
+fn instant_of(at: DateTime<Utc>, deadline: Option<Instant>) -> Option<Instant> {
+    let wait = (at - Utc::now()).to_std().unwrap_or_default();
+    let at = Instant::now() + wait;
+    deadline.is_none_or(|d| at < d).then_some(at)
+}
+
+impl Agent {
+    /// TEMP until merge: shows the view.
+    async fn rollout_shown(&self, _target: &Revision, _view: Option<&rollout::RolloutView>) {}
+    /// TEMP until merge.
+    async fn rollout_resume(&self, _target: &Revision) -> Option<rollout::Resume> {
+        None
+    }
+}
+impl super::context::Signals {
+    /// TEMP
+    pub(in crate::agent) fn rollout(&self, _view: Option<&rollout::RolloutView>) {}
+}
