@@ -16,7 +16,8 @@ const HEADERS: [&str; 9] = [
 ];
 
 /// A plain-text table, one row per unit, failed units first, then by unit path: `UNIT CLUSTER PHASE CREATED UPDATED
-/// UNCHANGED BLOCKED FAILED CHAIN`; then, when `writes` is given, a line with the number of write
+/// UNCHANGED BLOCKED FAILED CHAIN`; then a line per cluster a rollout holds (`held: UNIT stays on
+/// REV (newest REV): why`); then, when `writes` is given, a line with the number of write
 /// requests made. Lines carry no trailing spaces.
 pub fn summary_table(outcomes: &[UnitOutcome], writes: Option<u64>) -> String {
     let mut rows: Vec<[String; 9]> = outcomes.iter().map(row).collect();
@@ -43,6 +44,20 @@ pub fn summary_table(outcomes: &[UnitOutcome], writes: Option<u64>) -> String {
         }
         out.push_str(line.trim_end());
         out.push('\n');
+    }
+    // Clusters a rollout holds on an older revision: where they are and why.
+    let mut held: Vec<&UnitOutcome> = outcomes.iter().filter(|o| o.held.is_some()).collect();
+    held.sort_by(|a, b| a.unit.cmp(&b.unit));
+    for o in held {
+        let h = o.held.as_ref().expect("held");
+        let short = |r: &str| r.chars().take(7).collect::<String>();
+        out.push_str(&format!(
+            "held: {} stays on {} (newest {}): {}\n",
+            o.unit,
+            short(&o.revision),
+            short(&h.newest),
+            h.why
+        ));
     }
     if let Some(n) = writes {
         let plural = if n == 1 { "" } else { "s" };

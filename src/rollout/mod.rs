@@ -11,6 +11,7 @@ pub mod decide;
 pub mod select;
 pub mod settings;
 pub mod units;
+pub mod view;
 pub mod windows;
 
 pub use decide::{

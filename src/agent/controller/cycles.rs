@@ -38,7 +38,7 @@ impl Agent {
         }
         let deadline = Instant::now() + self.schedule.timeout;
         let meter = Meter::start(self.live.env.cluster.counter());
-        let outcomes = self.roll(&rev, Some(deadline), None).await?;
+        let outcomes = self.roll(&rev, Some(deadline), None, None).await?;
         let mut published = BTreeMap::new();
         let (commit, report_error) = match self.publish(&outcomes, &mut published).await {
             Ok(c) => (c, None),
@@ -135,7 +135,9 @@ impl Agent {
                 self.memo.passes = 0;
             } else {
                 let earlier = scoped.then_some(outcomes.as_slice());
-                outcomes = self.roll(&rev, None, earlier).await?;
+                // A pass over every unit of the same revision corrects drift (windows permitting).
+                let drift = (!scoped && outcomes_current).then_some(outcomes.as_slice());
+                outcomes = self.roll(&rev, None, earlier, drift).await?;
                 outcomes_current = true;
                 match self.publish(&outcomes, &mut published).await {
                     Ok(c) => last_commit = c.or(last_commit),

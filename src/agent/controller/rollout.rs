@@ -36,6 +36,8 @@ pub(in crate::agent) struct Rollouts {
     pub next_check: Option<DateTime<Utc>>,
     /// The last decision's view, as shown.
     pub view: Option<rollout::RolloutView>,
+    /// The rollout's last line said on the terminal (said again only when it changes).
+    said: Option<String>,
 }
 
 impl Rollouts {
@@ -99,11 +101,16 @@ impl Agent {
     /// decision allows, then decides again, until it admits no one more (with a deadline, soaks
     /// ending before it are waited for). Without rollout settings and with no unit held, one
     /// converge of `target`.
+    ///
+    /// `drift`: the outcomes of the converge before, when this one passes over every unit to
+    /// correct drift: a unit outside its maintenance window (but those with `selfHeal`) gets no
+    /// pass and keeps its outcome.
     pub(in crate::agent) async fn roll(
         &mut self,
         target: &Revision,
         deadline: Option<Instant>,
         earlier: Option<&[UnitOutcome]>,
+        drift: Option<&[UnitOutcome]>,
     ) -> Result<Vec<UnitOutcome>, AgentError> {
         if self.memo.rollout.idle(target) {
             self.memo.rollout.view = None;
@@ -112,6 +119,15 @@ impl Agent {
             return self.converge(target, deadline, earlier).await;
         }
         self.memo.rollout.start(&target.commit);
+        let frozen = drift
+            .map(|before| frozen(target, before))
+            .unwrap_or_default();
+        if !frozen.is_empty() {
+            tracing::info!(
+                units = frozen.len(),
+                "drift not corrected outside the maintenance windows"
+            );
+        }
         let mut earlier: Option<Vec<UnitOutcome>> = earlier.map(<[_]>::to_vec);
         let mut first = true;
         loop {
@@ -137,11 +153,12 @@ impl Agent {
                 }
             }
             first = false;
-            let composed = self.compose(target, &decision);
+            let composed = self.compose(target, &decision, &frozen);
             self.memo.rollout.taking = taking;
             let mut outcomes = self
                 .converge(&composed, deadline, earlier.as_deref())
                 .await?;
+            outcomes.extend(frozen.values().cloned());
             self.note_converged(target, &outcomes);
             let stopped =
                 self.stopping.shutting_down() || deadline.is_some_and(|d| Instant::now() >= d);
@@ -226,6 +243,13 @@ impl Agent {
         );
         self.memo.rollout.next_check = decision.next_check;
         self.memo.rollout.view = decision.view.clone();
+        let line = decision.view.as_ref().map(rollout::view::headline);
+        if line.is_some() && line != self.memo.rollout.said {
+            let line = line.clone().unwrap_or_default();
+            tracing::info!(revision = %target.commit, "{line}");
+            crate::output::println(&line);
+        }
+        self.memo.rollout.said = line;
         self.rollout_shown(target, decision.view.as_ref()).await;
         decision
     }
@@ -314,13 +338,21 @@ impl Agent {
     /// The revision the decision allows: `target`'s units that take it, the others with the
     /// preparation of the revision they are on. A unit held with nothing to run (new, or never
     /// converged) is left out (it gets an outcome saying why, see [`Agent::note_holds`]).
-    fn compose(&mut self, target: &Revision, decision: &Decision) -> Revision {
+    fn compose(
+        &mut self,
+        target: &Revision,
+        decision: &Decision,
+        frozen: &BTreeMap<String, UnitOutcome>,
+    ) -> Revision {
         let state = &self.memo.rollout;
         let mut held_at = BTreeMap::new();
         let mut rendered: BTreeSet<String> = BTreeSet::new();
         let units: Vec<PreparedUnit> = (target.units.iter())
             .filter_map(|(u, p)| {
                 let name = u.name();
+                if frozen.contains_key(&name) {
+                    return None;
+                }
                 let take = matches!(decision.verdicts.get(&name), Some(Verdict::Take) | None);
                 if take {
                     if !state.taking.contains(&name) || target.rendered.contains(&name) {
@@ -426,6 +458,28 @@ fn newest_state(
         },
         None => State::Progressing,
     }
+}
+
+/// The units of `target` whose windows keep drift from being corrected now, with their outcomes
+/// of the converge `before` (a unit without one passes).
+fn frozen(target: &Revision, before: &[UnitOutcome]) -> BTreeMap<String, UnitOutcome> {
+    let Some(settings) = target.rollout.as_deref().filter(|r| !r.windows.is_empty()) else {
+        return BTreeMap::new();
+    };
+    let now = Utc::now();
+    (target.units.iter())
+        .filter_map(|(u, p)| {
+            let name = u.name();
+            let objects = p.as_ref().map(|p| p.objects.as_slice()).unwrap_or(&[]);
+            let labels = rollout::units::cluster_labels(objects);
+            let gate = rollout::windows::gate(&settings.windows, &name, &labels, now, true);
+            if gate == rollout::windows::Gate::Open {
+                return None;
+            }
+            let o = before.iter().find(|o| o.unit == name)?;
+            Some((name, o.clone()))
+        })
+        .collect()
 }
 
 /// When the wave soaking ends, if one is.
