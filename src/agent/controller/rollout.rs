@@ -60,8 +60,8 @@ impl Rollouts {
             if self.kept.contains_key(&name) {
                 continue;
             }
-            // A unit held off `old` ran its kept preparation: it stays kept as it was.
-            if old.held_at.contains_key(&name) {
+            // A unit held with nothing to run (new, never converged) never ran `old`.
+            if !self.taking.is_empty() && !self.taking.contains(&name) {
                 continue;
             }
             if fresh.get(&name).is_some_and(|n| !same_render(n, p)) {

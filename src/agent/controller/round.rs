@@ -318,6 +318,8 @@ mod tests {
             conflicted: Arc::default(),
             fleet: Arc::default(),
             rendered: Arc::default(),
+            rollout: None,
+            held_at: Arc::default(),
         }
     }
 
