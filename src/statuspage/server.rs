@@ -24,6 +24,7 @@ pub fn router(feed: Feed) -> axum::Router {
         .route("/", get(index))
         .route("/clusters/{namespace}/{name}", get(cluster))
         .route("/units/{*unit}", get(unit))
+        .route("/rollout", get(rollout))
         .route("/events", get(events))
         .route("/api/status", get(api))
         .route(
@@ -141,6 +142,18 @@ async fn unit(State(feed): State<Feed>, Path(path): Path<String>) -> Response {
     };
     let title = format!("{path}: {}", unit.phase);
     page_of(&feed, &snapshot, &unit, report, &title).await
+}
+
+/// The newest revision's rollout, wave by wave.
+async fn rollout(State(feed): State<Feed>) -> Response {
+    let snapshot = feed.snapshot();
+    let view = snapshot.rollout.as_deref();
+    let title = view.map_or_else(|| "rollout".to_string(), super::rollout::summary);
+    let main = super::rollout::page(view);
+    page_response(
+        StatusCode::OK,
+        html::layout(&title, snapshot.generation, &html::header(&snapshot), &main),
+    )
 }
 
 /// The report path of the CAPI Cluster `namespace/name` on the status branch.

@@ -18,6 +18,7 @@ pub(super) mod progress;
 pub(super) mod publish;
 pub mod queue;
 pub(super) mod revision;
+pub mod rollout_record;
 mod round;
 mod scope;
 pub(super) mod servers;
