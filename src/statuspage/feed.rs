@@ -146,12 +146,15 @@ impl Snapshot {
             status_commit: Option<&'a str>,
             #[serde(skip_serializing_if = "Option::is_none")]
             leader: Option<&'a LeaderReport>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            rollout: Option<Value>,
             units: Vec<&'a UnitView>,
         }
         let json = Json {
             generation: self.generation,
             status_commit: self.status_commit.as_deref(),
             leader: self.leader.as_ref(),
+            rollout: self.rollout.as_deref().map(super::rollout::json),
             units: self.units.values().map(|u| &**u).collect(),
         };
         // Plain data with string keys always serialises.

@@ -50,6 +50,33 @@ pub fn summary(view: &RolloutView) -> String {
     }
 }
 
+/// The rollout as `/api/status` carries it (`rollout`), redacted with the rest.
+pub fn json(view: &RolloutView) -> serde_json::Value {
+    let waves: Vec<serde_json::Value> = (view.waves.iter())
+        .map(|w| serde_json::json!({"name": w.name, "state": state(&w.state), "units": w.units}))
+        .collect();
+    let paused = view.paused.as_ref().map(|p| {
+        let failing: Vec<serde_json::Value> = (p.failing.iter())
+            .map(|(unit, errors)| serde_json::json!({"unit": unit, "errors": errors}))
+            .collect();
+        serde_json::json!({"wave": p.wave, "failing": failing})
+    });
+    let waiting: Vec<serde_json::Value> = (view.waiting_for_window.iter())
+        .map(|(unit, opens)| {
+            let opens = opens.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+            serde_json::json!({"unit": unit, "opensAt": opens})
+        })
+        .collect();
+    serde_json::json!({
+        "revision": view.revision,
+        "summary": summary(view),
+        "currentWave": view.current.map(|i| i + 1),
+        "waves": waves,
+        "paused": paused,
+        "waitingForWindow": waiting,
+    })
+}
+
 /// The index's line about the rollout, linking to its view (empty without one).
 pub fn index_line(view: Option<&RolloutView>) -> String {
     let Some(v) = view else { return String::new() };
@@ -235,5 +262,20 @@ mod tests {
             "{page}"
         );
         assert!(super::page(None).contains("No rollout in progress"));
+    }
+
+    #[test]
+    fn the_json_carries_the_same() {
+        let v = view();
+        let j = json(&v);
+        assert_eq!(
+            j["summary"],
+            "rollout of abc1234: wave 3 of 3 (prod) rolling"
+        );
+        assert_eq!(j["currentWave"], 3);
+        assert_eq!(j["waves"][2]["units"][1], "clusters/prod-2");
+        assert_eq!(j["waves"][0]["state"], "done");
+        assert_eq!(j["paused"], serde_json::Value::Null);
+        assert_eq!(j["waitingForWindow"][0]["opensAt"], "2026-11-30T00:00:00Z");
     }
 }

@@ -258,6 +258,7 @@ mod tests {
             "/assets/status.js",
             "/assets/status.css",
             "/api/status",
+            "/rollout",
             "/nope",
         ] {
             let (_, headers, _) = get(&router, path).await;
@@ -300,5 +301,61 @@ mod tests {
             body.contains("No unit clusters/nope is reported."),
             "{body}"
         );
+    }
+
+    #[tokio::test]
+    async fn the_rollout_shows_on_the_index_and_its_own_page() {
+        use crate::rollout::{Paused, RolloutView, WaveState, WaveView};
+        let feed = Feed::default();
+        let router = router(feed.clone());
+        let (status, _, body) = get(&router, "/rollout").await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(body.contains("No rollout in progress"), "{body}");
+        let (_, _, body) = get(&router, "/").await;
+        assert!(!body.contains("href=\"/rollout\""), "{body}");
+        let generation = feed.snapshot().generation;
+        let view = RolloutView {
+            revision: "abc1234def".into(),
+            waves: vec![WaveView {
+                name: "dev".into(),
+                units: vec!["clusters/dev".into()],
+                state: WaveState::Paused,
+            }],
+            current: Some(0),
+            paused: Some(Paused {
+                wave: "dev".into(),
+                failing: vec![("clusters/dev".into(), vec!["quota exceeded".into()])],
+            }),
+            waiting_for_window: vec![],
+        };
+        feed.rollout(Some(&view));
+        assert_eq!(feed.snapshot().generation, generation + 1);
+        feed.rollout(Some(&view));
+        assert_eq!(
+            feed.snapshot().generation,
+            generation + 1,
+            "no change, no update"
+        );
+        let (_, _, body) = get(&router, "/").await;
+        assert!(
+            body.contains(
+                "<a href=\"/rollout\">rollout of abc1234: paused at wave dev: 1 failing</a>"
+            ),
+            "{body}"
+        );
+        let (_, _, body) = get(&router, "/rollout").await;
+        assert!(
+            body.contains("<b>clusters/dev</b>: quota exceeded"),
+            "{body}"
+        );
+        let (_, _, body) = get(&router, "/api/status").await;
+        let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(
+            json["rollout"]["paused"]["failing"][0]["unit"],
+            "clusters/dev"
+        );
+        feed.rollout(None);
+        let (_, _, body) = get(&router, "/rollout").await;
+        assert!(body.contains("No rollout in progress"), "{body}");
     }
 }
