@@ -503,4 +503,43 @@ mod tests {
             );
         }
     }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_lease_is_written_only_when_the_record_changes() {
+        use crate::controlplane::{Config, ControlPlane};
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = Config::new(dir.path().join("cp"));
+        config.preload_crds = false;
+        let cp = ControlPlane::open(config).unwrap();
+        let client = cp.client();
+        let version = async || {
+            let lease = api(&client).get(&lease_name("fleet")).await.unwrap();
+            lease.metadata.resource_version.unwrap()
+        };
+        assert_eq!(read(&client, "fleet").await.unwrap(), Record::default());
+        let e = record_resume(&client, "fleet", REV).await.unwrap_err();
+        assert!(matches!(e, RecordError::NotPaused { .. }), "{e}");
+        // The namespace is created with the Lease.
+        record_paused(&client, "fleet", &paused(), REV)
+            .await
+            .unwrap();
+        let first = version().await;
+        record_paused(&client, "fleet", &paused(), REV)
+            .await
+            .unwrap();
+        assert_eq!(version().await, first, "the same pause writes nothing");
+        let resume = record_resume(&client, "fleet", &REV[..7]).await.unwrap();
+        let second = version().await;
+        assert_ne!(second, first);
+        assert_eq!(record_resume(&client, "fleet", REV).await.unwrap(), resume);
+        assert_eq!(version().await, second, "the same resume writes nothing");
+        let record = read(&client, "fleet").await.unwrap();
+        assert_eq!(record.resume, Some(resume));
+        assert_eq!(record.paused, Some((REV.to_string(), paused())));
+        // Another fleet's Lease is another record.
+        assert_eq!(read(&client, "other").await.unwrap(), Record::default());
+        let lease = api(&client).get(&lease_name("fleet")).await.unwrap();
+        let annotations = lease.metadata.annotations.unwrap();
+        assert_eq!(annotations[crate::marks::FLEET_ANNOTATION], "fleet");
+    }
 }
