@@ -57,6 +57,9 @@ pub enum Command {
     /// Secrets kept in git as SOPS files (age).
     #[command(subcommand)]
     Secrets(SecretsCommand),
+    /// Fleet rollouts (the repository's `rollout:` settings): steer a rollout in progress.
+    #[command(subcommand)]
+    Rollout(RolloutCommand),
     /// Run the Azure simulator against any API server (a real kube-apiserver, or `control-plane
     /// serve`) until SIGTERM or SIGINT: it plays ASO and the ARO service there, serves simulated
     /// Entra ID / Key Vault / IMDS endpoints on loopback, and publishes where they are
@@ -439,6 +442,24 @@ pub struct ValidateArgs {
 pub enum ControlPlaneCommand {
     /// Serve the control plane on loopback and write a kubeconfig for it.
     Serve(ServeArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RolloutCommand {
+    /// Resume the paused rollout of a revision: the units failing when it paused no longer hold
+    /// it. Recorded on the fleet's rollout Lease (aro-gitops-system/aro-gitops-rollout-...),
+    /// which the agent reads before each decision. Exit code 1 when no rollout of that revision
+    /// is paused.
+    Resume(RolloutResumeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RolloutResumeArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// The paused revision: its commit id, or a prefix of it of at least 7 characters.
+    #[arg(long, value_name = "SHA")]
+    pub revision: String,
 }
 
 #[derive(Debug, Subcommand)]

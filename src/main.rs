@@ -2,7 +2,8 @@ use anyhow::{Context, bail};
 use aro_gitops::agent::{self, RunConfig};
 use aro_gitops::cli::{
     AzureSimulatorArgs, Cli, Command, ControlPlaneCommand, DriftArgs, EncryptArgs, LogFormat,
-    PlanArgs, PlanFormat, RenderArgs, RunArgs, SecretsCommand, ServeArgs, ValidateArgs,
+    PlanArgs, PlanFormat, RenderArgs, RolloutCommand, RolloutResumeArgs, RunArgs, SecretsCommand,
+    ServeArgs, ValidateArgs,
 };
 use aro_gitops::controlplane::{self, ControlPlane};
 use aro_gitops::output::{self, eprintln, print, println};
@@ -48,6 +49,7 @@ async fn main() -> ExitCode {
             serve(args).await.map(|()| ExitCode::SUCCESS)
         }
         Command::Secrets(SecretsCommand::Encrypt(args)) => secrets_encrypt(args),
+        Command::Rollout(RolloutCommand::Resume(args)) => rollout_resume(args).await,
         Command::AzureSimulator(args) => azure_simulator(args).await,
         Command::Crds => {
             // Definitions, not user data: printed as they are.
@@ -344,6 +346,24 @@ async fn drift(args: DriftArgs) -> anyhow::Result<ExitCode> {
         print(&report.text());
     }
     Ok(ExitCode::from(report.exit_code()))
+}
+
+/// `rollout resume --revision SHA`: one line on success; exit 1 with the reason otherwise.
+async fn rollout_resume(args: RolloutResumeArgs) -> anyhow::Result<ExitCode> {
+    let reference: GitRef = args.source.reference.parse().context("--ref")?;
+    let target =
+        agent::LiveTarget::select(args.source.kubeconfig.as_deref(), args.source.in_cluster)?;
+    let resumed = agent::resume_rollout(
+        &args.source.repo,
+        reference,
+        &args.source.fleet_naming(),
+        &args.source.state,
+        &target,
+        &args.revision,
+    )
+    .await?;
+    println(&agent::resumed_line(&resumed));
+    Ok(ExitCode::SUCCESS)
 }
 
 /// With `--decryption-key-file`: its identities, decrypting the checkouts under the state

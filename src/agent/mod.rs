@@ -24,10 +24,11 @@ mod pass;
 
 pub use commands::drift::{DriftReport, drift};
 pub use commands::plan::{PlanRequest, PlanRun, RenderedNames, RenderedUnits, plan};
+pub use commands::rollout::{ResumeError, resume as resume_rollout, resumed_line};
 pub use controller::cycle_line::{CycleLine, Trigger as CycleTrigger};
 pub use controller::lifecycle::{Lifecycle, SHUTDOWN_TIMEOUT, Shutdown, ShutdownTrigger};
 pub use controller::shard::{Shard, ShardError};
-pub use controller::{incremental, leader, shard};
+pub use controller::{incremental, leader, rollout_record, shard};
 pub use env::target::LiveTarget;
 pub use env::{Environment, mark_simulated, simulate_azure, simulate_azure_endpoints};
 pub use failpoint::FAILPOINT_ENV;

@@ -9,9 +9,11 @@
 //! `aro_gitops_reconcile_duration_seconds` count and time every pass of a unit (see
 //! [`PassResult`] for the results), `aro_gitops_renders_total` the units rendered (a unit whose
 //! earlier render stands is not counted), `aro_gitops_queue_depth` the units waiting in the work
-//! queue (0 when idle).
+//! queue (0 when idle). `aro_gitops_rollout_wave` and `aro_gitops_rollout_paused` say where the
+//! newest revision's rollout stands ([`Metrics::rollout`]).
 
 mod azure;
+mod rollout;
 
 use crate::apply::RequestCounter;
 use crate::report::Phase;
@@ -150,6 +152,7 @@ pub struct Metrics {
     leader: Gauge,
     verifications: Family<[(&'static str, &'static str); 1], Counter>,
     refused: Gauge,
+    rollout: rollout::RolloutGauges,
 }
 
 impl Metrics {
@@ -222,6 +225,7 @@ impl Metrics {
             refused.clone(),
         );
         let triggers = TriggerCounters::register(&mut registry);
+        let rollout = rollout::RolloutGauges::register(&mut registry);
         let metrics = Metrics {
             registry,
             units,
@@ -233,6 +237,7 @@ impl Metrics {
             leader,
             verifications,
             refused,
+            rollout,
         };
         metrics.set_units([]);
         metrics
@@ -295,6 +300,12 @@ impl Metrics {
     /// Sets `aro_gitops_leader`: 1 while this instance leads, else 0 (with `--leader-elect`).
     pub fn set_leader(&self, leading: bool) {
         self.leader.set(i64::from(leading));
+    }
+
+    /// Sets `aro_gitops_rollout_wave` (the 1-based wave in progress, 0 when none) and
+    /// `aro_gitops_rollout_paused` from the newest revision's rollout (`None`: no rollout).
+    pub fn rollout(&self, view: Option<&crate::rollout::RolloutView>) {
+        self.rollout.set(view);
     }
 
     /// The exposition in OpenMetrics text.
@@ -483,6 +494,55 @@ mod tests {
         }
         metrics.set_queue_depth(0);
         assert!(lines(&metrics.encode()).contains(&"aro_gitops_queue_depth 0"));
+    }
+
+    #[test]
+    fn the_rollout_gauges_follow_the_view() {
+        use crate::rollout::{Paused, RolloutView, WaveState, WaveView};
+        let metrics = Metrics::new(RequestCounter::default(), None);
+        let has = |m: &Metrics, want: &str| lines(&m.encode()).contains(&want);
+        for want in [
+            "# TYPE aro_gitops_rollout_wave gauge",
+            "aro_gitops_rollout_wave 0",
+            "# TYPE aro_gitops_rollout_paused gauge",
+            "aro_gitops_rollout_paused 0",
+        ] {
+            assert!(has(&metrics, want), "missing {want:?}");
+        }
+        let wave = |name: &str, state| WaveView {
+            name: name.into(),
+            units: vec![format!("clusters/{name}")],
+            state,
+        };
+        let mut view = RolloutView {
+            revision: "0123456789".into(),
+            waves: vec![
+                wave("dev", WaveState::Done),
+                wave("prod", WaveState::Rolling),
+            ],
+            current: Some(1),
+            paused: None,
+            waiting_for_window: vec![],
+        };
+        metrics.rollout(Some(&view));
+        assert!(has(&metrics, "aro_gitops_rollout_wave 2"));
+        assert!(has(&metrics, "aro_gitops_rollout_paused 0"));
+        view.paused = Some(Paused {
+            wave: "prod".into(),
+            failing: vec![("clusters/prod".into(), vec!["boom".into()])],
+        });
+        metrics.rollout(Some(&view));
+        assert!(has(&metrics, "aro_gitops_rollout_paused 1"));
+        view.current = None;
+        view.paused = None;
+        metrics.rollout(Some(&view));
+        assert!(
+            has(&metrics, "aro_gitops_rollout_wave 0"),
+            "every wave done"
+        );
+        metrics.rollout(None);
+        assert!(has(&metrics, "aro_gitops_rollout_wave 0"));
+        assert!(has(&metrics, "aro_gitops_rollout_paused 0"));
     }
 
     #[test]

@@ -109,6 +109,8 @@ pub struct Snapshot {
     pub status_commit: Option<String>,
     /// Set while the units are the leader's report, read from the status branch (a standby).
     pub leader: Option<LeaderReport>,
+    /// The newest revision's rollout, when one is in progress (or paused).
+    pub rollout: Option<Arc<crate::rollout::RolloutView>>,
     /// The annotations of each unit's cluster in the current revision.
     annotations: Arc<BTreeMap<String, BTreeMap<String, String>>>,
     /// What each unit whose preparation failed renders.
@@ -144,12 +146,15 @@ impl Snapshot {
             status_commit: Option<&'a str>,
             #[serde(skip_serializing_if = "Option::is_none")]
             leader: Option<&'a LeaderReport>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            rollout: Option<Value>,
             units: Vec<&'a UnitView>,
         }
         let json = Json {
             generation: self.generation,
             status_commit: self.status_commit.as_deref(),
             leader: self.leader.as_ref(),
+            rollout: self.rollout.as_deref().map(super::rollout::json),
             units: self.units.values().map(|u| &**u).collect(),
         };
         // Plain data with string keys always serialises.
@@ -340,6 +345,17 @@ impl Feed {
             };
             s.status_commit = leader.commit.clone();
             s.leader = Some(leader);
+            true
+        });
+    }
+
+    /// The newest revision's rollout (`None`: none).
+    pub fn rollout(&self, view: Option<&crate::rollout::RolloutView>) {
+        self.change(|s| {
+            if s.rollout.as_deref() == view {
+                return false;
+            }
+            s.rollout = view.cloned().map(Arc::new);
             true
         });
     }

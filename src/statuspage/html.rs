@@ -260,6 +260,7 @@ pub fn unit_href(unit: &str) -> String {
 pub fn index(snapshot: &Snapshot, query: &Query, now: i64) -> String {
     let (units, total, page) = select(snapshot, query);
     let mut main = String::with_capacity(4096 + units.len() * 2048);
+    main.push_str(&super::rollout::index_line(snapshot.rollout.as_deref()));
     main.push_str("<nav class=\"phases\">");
     let _ = write!(
         main,

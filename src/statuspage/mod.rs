@@ -14,6 +14,7 @@ mod history;
 pub mod html;
 mod published;
 pub mod rendered;
+mod rollout;
 mod server;
 
 pub use feed::{DESCRIPTION, Feed, LeaderReport, Snapshot, UnitView, annotations_of};

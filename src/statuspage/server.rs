@@ -24,6 +24,7 @@ pub fn router(feed: Feed) -> axum::Router {
         .route("/", get(index))
         .route("/clusters/{namespace}/{name}", get(cluster))
         .route("/units/{*unit}", get(unit))
+        .route("/rollout", get(rollout))
         .route("/events", get(events))
         .route("/api/status", get(api))
         .route(
@@ -143,6 +144,18 @@ async fn unit(State(feed): State<Feed>, Path(path): Path<String>) -> Response {
     page_of(&feed, &snapshot, &unit, report, &title).await
 }
 
+/// The newest revision's rollout, wave by wave.
+async fn rollout(State(feed): State<Feed>) -> Response {
+    let snapshot = feed.snapshot();
+    let view = snapshot.rollout.as_deref();
+    let title = view.map_or_else(|| "rollout".to_string(), super::rollout::summary);
+    let main = super::rollout::page(view);
+    page_response(
+        StatusCode::OK,
+        html::layout(&title, snapshot.generation, &html::header(&snapshot), &main),
+    )
+}
+
 /// The report path of the CAPI Cluster `namespace/name` on the status branch.
 fn cluster_report(namespace: &str, name: &str) -> std::path::PathBuf {
     let key = crate::object::ObjectKey {
@@ -245,6 +258,7 @@ mod tests {
             "/assets/status.js",
             "/assets/status.css",
             "/api/status",
+            "/rollout",
             "/nope",
         ] {
             let (_, headers, _) = get(&router, path).await;
@@ -287,5 +301,61 @@ mod tests {
             body.contains("No unit clusters/nope is reported."),
             "{body}"
         );
+    }
+
+    #[tokio::test]
+    async fn the_rollout_shows_on_the_index_and_its_own_page() {
+        use crate::rollout::{Paused, RolloutView, WaveState, WaveView};
+        let feed = Feed::default();
+        let router = router(feed.clone());
+        let (status, _, body) = get(&router, "/rollout").await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(body.contains("No rollout in progress"), "{body}");
+        let (_, _, body) = get(&router, "/").await;
+        assert!(!body.contains("href=\"/rollout\""), "{body}");
+        let generation = feed.snapshot().generation;
+        let view = RolloutView {
+            revision: "abc1234def".into(),
+            waves: vec![WaveView {
+                name: "dev".into(),
+                units: vec!["clusters/dev".into()],
+                state: WaveState::Paused,
+            }],
+            current: Some(0),
+            paused: Some(Paused {
+                wave: "dev".into(),
+                failing: vec![("clusters/dev".into(), vec!["quota exceeded".into()])],
+            }),
+            waiting_for_window: vec![],
+        };
+        feed.rollout(Some(&view));
+        assert_eq!(feed.snapshot().generation, generation + 1);
+        feed.rollout(Some(&view));
+        assert_eq!(
+            feed.snapshot().generation,
+            generation + 1,
+            "no change, no update"
+        );
+        let (_, _, body) = get(&router, "/").await;
+        assert!(
+            body.contains(
+                "<a href=\"/rollout\">rollout of abc1234: paused at wave dev: 1 failing</a>"
+            ),
+            "{body}"
+        );
+        let (_, _, body) = get(&router, "/rollout").await;
+        assert!(
+            body.contains("<b>clusters/dev</b>: quota exceeded"),
+            "{body}"
+        );
+        let (_, _, body) = get(&router, "/api/status").await;
+        let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(
+            json["rollout"]["paused"]["failing"][0]["unit"],
+            "clusters/dev"
+        );
+        feed.rollout(None);
+        let (_, _, body) = get(&router, "/rollout").await;
+        assert!(body.contains("No rollout in progress"), "{body}");
     }
 }

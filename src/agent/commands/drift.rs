@@ -221,7 +221,7 @@ async fn render_commit(
 }
 
 /// The fleet the branch `reference` names (its aro-gitops.yaml), with the flags.
-async fn fleet_at_head(
+pub(in crate::agent) async fn fleet_at_head(
     repo: &str,
     reference: GitRef,
     naming: &FleetNaming,

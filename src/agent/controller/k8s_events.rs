@@ -12,8 +12,11 @@
 //! fleet says nothing). A unit whose ARO objects are not known (it failed before rendering them)
 //! has nothing to put an event on: its report and the log say why. No note holds a secret value:
 //! each goes through [`crate::redact::scrub`].
+//!
+//! A paused fleet rollout says `RolloutPaused` on each failing unit's ARO objects (`rollout`).
 
 pub mod publish;
+pub mod rollout;
 
 use crate::kinds::{CONTROL_PLANE_GROUP, INFRA_GROUP};
 use crate::object::ObjectKey;

@@ -19,6 +19,7 @@ pub(super) mod publish;
 pub mod queue;
 pub(super) mod revision;
 pub(super) mod rollout;
+pub mod rollout_record;
 mod round;
 mod scope;
 pub(super) mod servers;

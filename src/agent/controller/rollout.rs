@@ -9,6 +9,7 @@
 
 use super::context::Agent;
 use super::revision::Revision;
+use super::rollout_record as record;
 use crate::agent::AgentError;
 use crate::agent::pass::prepare::{Preparation, PreparedUnit};
 use crate::report::{self, Held, UnitOutcome};
@@ -499,14 +500,33 @@ fn instant_of(at: DateTime<Utc>, deadline: Option<Instant>) -> Option<Instant> {
 }
 
 impl Agent {
-    /// TEMP until merge: shows the view.
-    async fn rollout_shown(&self, _target: &Revision, _view: Option<&rollout::RolloutView>) {}
-    /// TEMP until merge.
-    async fn rollout_resume(&self, _target: &Revision) -> Option<rollout::Resume> {
-        None
+    /// Shows the decision's `view` (metrics, status page, Event) and, when it is paused and this
+    /// instance leads, records the pause on the fleet's rollout Lease (what `rollout resume` reads).
+    async fn rollout_shown(&self, target: &Revision, view: Option<&rollout::RolloutView>) {
+        self.signals.rollout(view);
+        let Some((view, paused)) = view.and_then(|v| Some((v, v.paused.as_ref()?))) else {
+            return;
+        };
+        if !self.stopping.leading() {
+            return;
+        }
+        let client = self.live.env.cluster.client();
+        let fleet = &target.fleet.scope.name;
+        if let Err(e) = record::record_paused(client, fleet, paused, &view.revision).await {
+            tracing::warn!(error = %e, "the paused rollout could not be recorded on its Lease");
+        }
     }
-}
-impl super::context::Signals {
-    /// TEMP
-    pub(in crate::agent) fn rollout(&self, _view: Option<&rollout::RolloutView>) {}
+
+    /// The resume recorded for the fleet's rollout, if any (none when the Lease cannot be read:
+    /// the rollout stays paused).
+    async fn rollout_resume(&self, target: &Revision) -> Option<rollout::Resume> {
+        let client = self.live.env.cluster.client();
+        match record::read(client, &target.fleet.scope.name).await {
+            Ok(r) => r.resume,
+            Err(e) => {
+                tracing::warn!(error = %e, "the rollout's Lease could not be read: no resume taken");
+                None
+            }
+        }
+    }
 }

@@ -1,6 +1,7 @@
 //! Feeding the status page (`--status-bind-address`, see [`crate::statuspage`]) from where the
 //! outcomes are produced: each revision's cluster annotations and what its failed units render,
-//! each pass, each converge's end and each publish; while standing by, the leader's reports on
+//! each pass, each converge's end, each publish and each rollout decision (with the metrics and
+//! the RolloutPaused Event, [`Signals::rollout`]); while standing by, the leader's reports on
 //! the status branch. Nothing here reads the cluster or the remote (the status branch is read
 //! from the local mirror the syncs fetch into).
 
@@ -8,6 +9,7 @@ use crate::agent::controller::context::{Agent, Signals};
 use crate::agent::controller::revision::Revision;
 use crate::agent::{AgentError, RunConfig};
 use crate::report::UnitOutcome;
+use crate::rollout::RolloutView;
 use crate::statuspage::{Feed, History, RenderedObject, annotations_of};
 use crate::unit::Unit;
 use std::collections::BTreeMap;
@@ -126,6 +128,19 @@ impl Signals {
         if let Some(feed) = self.feed() {
             feed.units(outcomes);
         }
+    }
+
+    /// Where the newest revision's rollout stands (`None`: no rollout), for everything that shows
+    /// it: the metrics (`aro_gitops_rollout_wave`, `aro_gitops_rollout_paused`), the status page's
+    /// rollout view, and the `RolloutPaused` Event, once per newly paused rollout. Call it after
+    /// each rollout decision; the Lease record is written apart
+    /// ([`crate::agent::rollout_record::record_paused`]).
+    pub(in crate::agent) fn rollout(&self, view: Option<&RolloutView>) {
+        self.metrics.rollout(view);
+        if let Some(feed) = self.feed() {
+            feed.rollout(view);
+        }
+        self.events.rollout(view);
     }
 
     /// The reports were committed as `commit`.

@@ -5,6 +5,7 @@
 //! Reporting controller `aro-gitops`; instance: `POD_NAME` when set (the downward API), else the
 //! host name.
 
+use super::rollout::PauseSaid;
 use super::{Planned, Said, decide, regarding};
 use crate::object::ObjectKey;
 use crate::report::UnitOutcome;
@@ -27,6 +28,10 @@ enum Message {
 /// The agent's events: what was last said about each unit, and the task that records them.
 pub struct Events {
     said: Mutex<HashMap<String, Said>>,
+    /// The objects each unit's events were last recorded on (a paused rollout's go there too).
+    about: Mutex<HashMap<String, Vec<ObjectReference>>>,
+    /// The paused rollout last said.
+    pause_said: Mutex<Option<PauseSaid>>,
     tx: mpsc::UnboundedSender<Message>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -56,6 +61,8 @@ impl Events {
         let task = tokio::spawn(record(client, reporter(), rx));
         Events {
             said: Mutex::new(HashMap::new()),
+            about: Mutex::new(HashMap::new()),
+            pause_said: Mutex::new(None),
             tx,
             task,
         }
@@ -85,24 +92,57 @@ impl Events {
         if about.is_empty() {
             about = regarding(outcome, &known());
         }
-        for key in about {
-            let reference = ObjectReference {
+        let references: Vec<ObjectReference> = (about.into_iter())
+            .map(|key| ObjectReference {
                 api_version: Some(crate::object::join_api_version(&key.group, &key.version)),
                 kind: Some(key.kind.clone()),
                 name: Some(key.name.clone()),
                 namespace: Some(key.namespace.clone().unwrap_or_else(|| namespace.into())),
                 uid: uid(&key),
                 ..Default::default()
-            };
-            let _ = self
-                .tx
-                .send(Message::Record(Box::new((planned.clone(), reference))));
+            })
+            .collect();
+        self.send(&planned, &references);
+        if !references.is_empty() {
+            let mut about = self.about.lock().expect("events lock");
+            about.insert(outcome.unit.clone(), references);
+        }
+    }
+
+    fn send(&self, planned: &Planned, references: &[ObjectReference]) {
+        for reference in references {
+            let message = Box::new((planned.clone(), reference.clone()));
+            let _ = self.tx.send(Message::Record(message));
+        }
+    }
+
+    /// The rollout of the newest revision stands as `view` says: when it newly paused, records
+    /// `RolloutPaused` on each failing unit's ARO objects (those its events were last recorded
+    /// on; a unit whose objects are not known yet gets none, its report says why).
+    pub fn rollout(&self, view: Option<&crate::rollout::RolloutView>) {
+        let revision = view.map(|v| v.revision.as_str()).unwrap_or_default();
+        let paused = view.and_then(|v| v.paused.as_ref());
+        let planned = {
+            let mut said = self.pause_said.lock().expect("events lock");
+            let (now, planned) = super::rollout::decide(said.as_ref(), revision, paused);
+            *said = now;
+            planned
+        };
+        let about = self.about.lock().expect("events lock");
+        for (unit, planned) in planned {
+            match about.get(&unit) {
+                Some(references) => self.send(&planned, references),
+                None => {
+                    tracing::debug!(%unit, "a paused unit has no ARO object known to put the RolloutPaused event on")
+                }
+            }
         }
     }
 
     /// Forgets a unit that left git.
     pub fn forget(&self, unit: &str) {
         self.said.lock().expect("events lock").remove(unit);
+        self.about.lock().expect("events lock").remove(unit);
     }
 
     /// Waits (up to `wait`) until the events planned so far are recorded.
@@ -227,5 +267,59 @@ mod tests {
         let mut expected: Vec<_> = want("AROCluster").into();
         expected.extend(want("AROControlPlane"));
         assert_eq!(seen, expected, "{list:#?}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_paused_rollout_is_said_once_on_the_failing_units_objects() {
+        use crate::rollout::{Paused, RolloutView};
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = Config::new(dir.path().join("cp"));
+        config.preload_crds = false;
+        let cp = ControlPlane::open(config).unwrap();
+        let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> =
+            kube::Api::all(cp.client());
+        let ns = serde_json::from_value(serde_json::json!({"metadata": {"name": "aro-dev"}}));
+        namespaces
+            .create(&Default::default(), &ns.unwrap())
+            .await
+            .unwrap();
+        let events = Events::start(cp.client());
+        events.pass_ended(&failed("quota exceeded"), Vec::new, "default", |_| None);
+        let view = RolloutView {
+            revision: "0123456789abcdef".into(),
+            waves: vec![],
+            current: Some(0),
+            paused: Some(Paused {
+                wave: "dev".into(),
+                failing: vec![("clusters/dev".into(), vec!["quota exceeded".into()])],
+            }),
+            waiting_for_window: vec![],
+        };
+        events.rollout(Some(&view));
+        events.rollout(Some(&view));
+        events.flush(Duration::from_secs(20)).await;
+        let api: kube::Api<K8sEvent> = kube::Api::namespaced(cp.client(), "aro-dev");
+        let list = api.list(&Default::default()).await.unwrap().items;
+        let mut paused: Vec<(String, String, String, i32)> = (list.iter())
+            .filter(|e| e.reason.as_deref() == Some("RolloutPaused"))
+            .map(|e| {
+                (
+                    e.regarding.as_ref().unwrap().kind.clone().unwrap(),
+                    e.type_.clone().unwrap(),
+                    e.note.clone().unwrap(),
+                    e.series.as_ref().map_or(1, |s| s.count),
+                )
+            })
+            .collect();
+        paused.sort();
+        let note = "rollout of 0123456 paused at wave dev: clusters/dev: quota exceeded";
+        assert_eq!(
+            paused,
+            vec![
+                ("AROCluster".into(), "Warning".into(), note.into(), 1),
+                ("AROControlPlane".into(), "Warning".into(), note.into(), 1),
+            ],
+            "{list:#?}"
+        );
     }
 }

@@ -1,0 +1,545 @@
+//! The rollout's record on the cluster: one coordination.k8s.io/v1 Lease per fleet in
+//! [`AGENT_NAMESPACE`], holding in its annotations the paused rollout (its revision, the wave it
+//! stopped in, the failing units and their errors) and the resume `aro-gitops rollout resume`
+//! recorded. It outlives the process (kill -9, a leader handover, another shard): the controller
+//! reads it back before it decides.
+//!
+//! Writes go through create, or replace with the Lease's resourceVersion: a concurrent writer
+//! gets a conflict and the write is tried again on what it wrote, never overwriting it blindly.
+//! The errors recorded are those of the reports, already redacted.
+
+use crate::marks::AGENT_NAMESPACE;
+use crate::rollout::{Paused, Resume};
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, ObjectMeta, PostParams};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The annotation holding the paused rollout (JSON).
+pub const PAUSED_ANNOTATION: &str = "aro-gitops.dev/rollout-paused";
+/// The annotation holding the resume (JSON).
+pub const RESUME_ANNOTATION: &str = "aro-gitops.dev/rollout-resume";
+/// How many times a write is tried again after a conflict.
+const CONFLICT_RETRIES: usize = 5;
+
+/// What the Lease records.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Record {
+    /// The paused rollout: its revision, and where and why it stopped.
+    pub paused: Option<(String, Paused)>,
+    pub resume: Option<Resume>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error("Lease {AGENT_NAMESPACE}/{name}: {source}")]
+    Api {
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("Lease {AGENT_NAMESPACE}/{name}: annotation {annotation} does not decode: {why}")]
+    Decode {
+        name: String,
+        annotation: &'static str,
+        why: String,
+    },
+    #[error(
+        "Lease {AGENT_NAMESPACE}/{name}: another writer changed it {CONFLICT_RETRIES} times in a row; try again"
+    )]
+    Conflict { name: String },
+    #[error("--revision {0:?}: give the commit id, or a prefix of it of at least 7 characters")]
+    BadRevision(String),
+    #[error("no rollout of {revision} is paused: {why}")]
+    NotPaused { revision: String, why: String },
+}
+
+/// The Lease's name for the fleet `fleet`: `aro-gitops-rollout` for the unnamed fleet, else a
+/// readable slug of the name and a digest of it (a fleet is often named by a URL).
+pub fn lease_name(fleet: &str) -> String {
+    if fleet.is_empty() {
+        return "aro-gitops-rollout".to_string();
+    }
+    let slug: String = fleet
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let slug: String = slug.trim_matches('-').chars().take(40).collect();
+    let slug = slug.trim_end_matches('-');
+    let digest = &crate::object::sha256_hex(fleet.as_bytes())[..10];
+    if slug.is_empty() {
+        format!("aro-gitops-rollout-{digest}")
+    } else {
+        format!("aro-gitops-rollout-{slug}-{digest}")
+    }
+}
+
+/// The paused rollout as the annotation holds it.
+#[derive(Debug, Serialize, Deserialize)]
+struct PausedJson {
+    revision: String,
+    wave: String,
+    failing: Vec<FailingJson>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct FailingJson {
+    unit: String,
+    errors: Vec<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct ResumeJson {
+    revision: String,
+    forgiven: BTreeSet<String>,
+}
+
+impl Record {
+    /// The record in the annotations of a Lease named `name`.
+    pub fn from_annotations(
+        name: &str,
+        annotations: &BTreeMap<String, String>,
+    ) -> Result<Record, RecordError> {
+        let decode = |annotation: &'static str, e: serde_json::Error| RecordError::Decode {
+            name: name.to_string(),
+            annotation,
+            why: e.to_string(),
+        };
+        let paused = match annotations.get(PAUSED_ANNOTATION) {
+            None => None,
+            Some(text) => {
+                let p: PausedJson =
+                    serde_json::from_str(text).map_err(|e| decode(PAUSED_ANNOTATION, e))?;
+                let failing = (p.failing.into_iter())
+                    .map(|f| (f.unit, f.errors))
+                    .collect();
+                Some((
+                    p.revision,
+                    Paused {
+                        wave: p.wave,
+                        failing,
+                    },
+                ))
+            }
+        };
+        let resume = match annotations.get(RESUME_ANNOTATION) {
+            None => None,
+            Some(text) => {
+                let r: ResumeJson =
+                    serde_json::from_str(text).map_err(|e| decode(RESUME_ANNOTATION, e))?;
+                Some(Resume {
+                    revision: r.revision,
+                    forgiven: r.forgiven,
+                })
+            }
+        };
+        Ok(Record { paused, resume })
+    }
+
+    /// The record as annotations (both keys always present: an absent part is removed).
+    pub fn to_annotations(&self) -> BTreeMap<String, Option<String>> {
+        let paused = self.paused.as_ref().map(|(revision, p)| {
+            let json = PausedJson {
+                revision: revision.clone(),
+                wave: p.wave.clone(),
+                failing: (p.failing.iter())
+                    .map(|(unit, errors)| FailingJson {
+                        unit: unit.clone(),
+                        errors: errors.clone(),
+                    })
+                    .collect(),
+            };
+            serde_json::to_string(&json).expect("plain data serialises")
+        });
+        let resume = self.resume.as_ref().map(|r| {
+            let json = ResumeJson {
+                revision: r.revision.clone(),
+                forgiven: r.forgiven.clone(),
+            };
+            serde_json::to_string(&json).expect("plain data serialises")
+        });
+        BTreeMap::from([
+            (PAUSED_ANNOTATION.to_string(), paused),
+            (RESUME_ANNOTATION.to_string(), resume),
+        ])
+    }
+
+    /// The resume of the paused rollout `revision` (the commit id or a prefix of at least 7
+    /// characters): it forgives the failing units of the recorded pause (and those a resume of the
+    /// same revision forgave before). Refused when no rollout of that revision is paused.
+    pub fn resume(&self, revision: &str) -> Result<Resume, RecordError> {
+        let wanted = revision.trim();
+        if wanted.len() < 7 || !wanted.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Err(RecordError::BadRevision(revision.to_string()));
+        }
+        let not_paused = |why: String| RecordError::NotPaused {
+            revision: wanted.to_string(),
+            why,
+        };
+        let Some((recorded, paused)) = &self.paused else {
+            return Err(not_paused(
+                "the fleet's record holds no paused rollout".into(),
+            ));
+        };
+        if !crate::rollout::names_revision(&wanted.to_ascii_lowercase(), recorded) {
+            return Err(not_paused(format!(
+                "the paused rollout is that of {} (resume that one, or push a newer commit, which starts a new rollout)",
+                sha7(recorded)
+            )));
+        }
+        let mut forgiven: BTreeSet<String> =
+            paused.failing.iter().map(|(u, _)| u.clone()).collect();
+        if let Some(before) = self.resume.as_ref().filter(|r| &r.revision == recorded) {
+            forgiven.extend(before.forgiven.iter().cloned());
+        }
+        Ok(Resume {
+            revision: recorded.clone(),
+            forgiven,
+        })
+    }
+}
+
+/// The first 7 characters of a commit id.
+pub fn sha7(revision: &str) -> &str {
+    &revision[..revision.len().min(7)]
+}
+
+fn api(client: &kube::Client) -> Api<Lease> {
+    Api::namespaced(client.clone(), AGENT_NAMESPACE)
+}
+
+/// The fleet's record (empty when its Lease does not exist).
+pub async fn read(client: &kube::Client, fleet: &str) -> Result<Record, RecordError> {
+    let name = lease_name(fleet);
+    let lease = (api(client).get_opt(&name).await).map_err(|source| RecordError::Api {
+        name: name.clone(),
+        source,
+    })?;
+    match lease.and_then(|l| l.metadata.annotations) {
+        Some(a) => Record::from_annotations(&name, &a),
+        None => Ok(Record::default()),
+    }
+}
+
+/// Records that the rollout of `revision` paused as `paused` says; writes only when the Lease
+/// records something else.
+pub async fn record_paused(
+    client: &kube::Client,
+    fleet: &str,
+    paused: &Paused,
+    revision: &str,
+) -> Result<(), RecordError> {
+    let wanted = Some((revision.to_string(), paused.clone()));
+    update(client, fleet, |r| {
+        if r.paused == wanted {
+            return false;
+        }
+        r.paused = wanted.clone();
+        true
+    })
+    .await
+    .map(|_| ())
+}
+
+/// Records the resume of the paused rollout `revision` (see [`Record::resume`]) and returns it.
+pub async fn record_resume(
+    client: &kube::Client,
+    fleet: &str,
+    revision: &str,
+) -> Result<Resume, RecordError> {
+    let mut refused = None;
+    let mut resumed = None;
+    update(client, fleet, |r| match r.resume(revision) {
+        Ok(resume) => {
+            let changed = r.resume.as_ref() != Some(&resume);
+            r.resume = Some(resume.clone());
+            resumed = Some(resume);
+            refused = None;
+            changed
+        }
+        Err(e) => {
+            refused = Some(e);
+            false
+        }
+    })
+    .await?;
+    match (refused, resumed) {
+        (Some(e), _) => Err(e),
+        (None, Some(r)) => Ok(r),
+        (None, None) => unreachable!("the change ran at least once"),
+    }
+}
+
+/// Reads the fleet's record, lets `change` edit it (it says whether it changed anything), and
+/// writes it back with the read resourceVersion (creating the Lease, and the namespace, when
+/// missing). Tried again on a conflict.
+async fn update(
+    client: &kube::Client,
+    fleet: &str,
+    mut change: impl FnMut(&mut Record) -> bool,
+) -> Result<Record, RecordError> {
+    let name = lease_name(fleet);
+    let failed = |source| RecordError::Api {
+        name: name.clone(),
+        source,
+    };
+    let api = api(client);
+    for _ in 0..CONFLICT_RETRIES {
+        let live = api.get_opt(&name).await.map_err(failed)?;
+        let annotations = live
+            .as_ref()
+            .and_then(|l| l.metadata.annotations.clone())
+            .unwrap_or_default();
+        let mut record = Record::from_annotations(&name, &annotations)?;
+        if !change(&mut record) {
+            return Ok(record);
+        }
+        let mut annotations = annotations;
+        for (key, value) in record.to_annotations() {
+            match value {
+                Some(v) => annotations.insert(key, v),
+                None => annotations.remove(&key),
+            };
+        }
+        let written = match live {
+            Some(mut lease) => {
+                lease.metadata.annotations = Some(annotations);
+                api.replace(&name, &PostParams::default(), &lease).await
+            }
+            None => {
+                let lease = new_lease(&name, fleet, annotations);
+                match api.create(&PostParams::default(), &lease).await {
+                    Err(e) if is_code(&e, 404) => {
+                        create_namespace(client).await.map_err(failed)?;
+                        api.create(&PostParams::default(), &lease).await
+                    }
+                    other => other,
+                }
+            }
+        };
+        match written {
+            Ok(_) => {
+                tracing::info!(lease = %name, "rollout record written");
+                return Ok(record);
+            }
+            Err(e) if is_code(&e, 409) => continue,
+            Err(e) => return Err(failed(e)),
+        }
+    }
+    Err(RecordError::Conflict { name })
+}
+
+fn new_lease(name: &str, fleet: &str, annotations: BTreeMap<String, String>) -> Lease {
+    let mut annotations = annotations;
+    if !fleet.is_empty() {
+        annotations.insert(
+            crate::marks::FLEET_ANNOTATION.to_string(),
+            fleet.to_string(),
+        );
+    }
+    Lease {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            namespace: Some(AGENT_NAMESPACE.to_string()),
+            labels: Some(BTreeMap::from([(
+                "app.kubernetes.io/managed-by".to_string(),
+                "aro-gitops".to_string(),
+            )])),
+            annotations: Some(annotations),
+            ..Default::default()
+        },
+        spec: Some(LeaseSpec::default()),
+    }
+}
+
+async fn create_namespace(client: &kube::Client) -> Result<(), kube::Error> {
+    let ns = Namespace {
+        metadata: ObjectMeta {
+            name: Some(AGENT_NAMESPACE.to_string()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    match Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+    {
+        Err(e) if !is_code(&e, 409) => Err(e),
+        _ => Ok(()),
+    }
+}
+
+fn is_code(e: &kube::Error, code: u16) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const REV: &str = "0123456789abcdef0123456789abcdef01234567";
+
+    fn paused() -> Paused {
+        Paused {
+            wave: "dev".into(),
+            failing: vec![
+                ("clusters/dev-1".into(), vec!["quota exceeded".into()]),
+                ("clusters/dev-2".into(), vec![]),
+            ],
+        }
+    }
+
+    fn annotations(record: &Record) -> BTreeMap<String, String> {
+        (record.to_annotations().into_iter())
+            .filter_map(|(k, v)| Some((k, v?)))
+            .collect()
+    }
+
+    #[test]
+    fn lease_names_are_per_fleet_and_valid() {
+        assert_eq!(lease_name(""), "aro-gitops-rollout");
+        let a = lease_name("/tmp/x/Repo.git");
+        assert!(a.starts_with("aro-gitops-rollout-tmp-x-repo-git-"), "{a}");
+        assert_ne!(
+            a,
+            lease_name("/tmp/x/repo.git"),
+            "a digest of the exact name"
+        );
+        let long = lease_name(&"https://example.com/".repeat(30));
+        assert!(long.len() <= 70, "{long}");
+        for n in [a, long, lease_name("///")] {
+            assert!(
+                n.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            );
+            assert!(!n.ends_with('-'), "{n}");
+        }
+    }
+
+    #[test]
+    fn the_record_round_trips_through_annotations() {
+        let record = Record {
+            paused: Some((REV.into(), paused())),
+            resume: Some(Resume {
+                revision: REV.into(),
+                forgiven: ["clusters/dev-1".to_string()].into(),
+            }),
+        };
+        let a = annotations(&record);
+        assert_eq!(Record::from_annotations("l", &a).unwrap(), record);
+        assert_eq!(
+            Record::from_annotations("l", &BTreeMap::new()).unwrap(),
+            Record::default()
+        );
+        let bad = BTreeMap::from([(PAUSED_ANNOTATION.to_string(), "{".to_string())]);
+        let e = Record::from_annotations("l", &bad).unwrap_err().to_string();
+        assert!(
+            e.contains("Lease aro-gitops-system/l: annotation aro-gitops.dev/rollout-paused"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn resume_forgives_the_failing_units_of_the_recorded_pause() {
+        let record = Record {
+            paused: Some((REV.into(), paused())),
+            resume: None,
+        };
+        let r = record.resume("0123456").unwrap();
+        assert_eq!(r.revision, REV, "the full id is recorded");
+        assert_eq!(
+            r.forgiven,
+            ["clusters/dev-1", "clusters/dev-2"]
+                .map(String::from)
+                .into()
+        );
+        assert_eq!(record.resume(REV).unwrap(), r);
+        assert_eq!(record.resume(&REV.to_uppercase()[..10]).unwrap(), r);
+    }
+
+    #[test]
+    fn a_second_pause_of_the_same_revision_adds_to_what_was_forgiven() {
+        let mut record = Record {
+            paused: Some((REV.into(), paused())),
+            resume: Some(Resume {
+                revision: REV.into(),
+                forgiven: ["clusters/canary".to_string()].into(),
+            }),
+        };
+        assert_eq!(record.resume(REV).unwrap().forgiven.len(), 3);
+        record.resume.as_mut().unwrap().revision = "ffffffffff".into();
+        assert_eq!(
+            record.resume(REV).unwrap().forgiven.len(),
+            2,
+            "another revision's"
+        );
+    }
+
+    #[test]
+    fn resume_refuses_what_is_not_paused() {
+        let none = Record::default();
+        let e = none.resume("0123456").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "no rollout of 0123456 is paused: the fleet's record holds no paused rollout"
+        );
+        let record = Record {
+            paused: Some((REV.into(), paused())),
+            resume: None,
+        };
+        let e = record.resume("abcdef0").unwrap_err().to_string();
+        assert!(e.contains("the paused rollout is that of 0123456"), "{e}");
+        for short in ["012345", "", "main", "0123456z"] {
+            assert!(
+                matches!(record.resume(short), Err(RecordError::BadRevision(_))),
+                "{short:?}"
+            );
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_lease_is_written_only_when_the_record_changes() {
+        use crate::controlplane::{Config, ControlPlane};
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = Config::new(dir.path().join("cp"));
+        config.preload_crds = false;
+        let cp = ControlPlane::open(config).unwrap();
+        let client = cp.client();
+        let version = async || {
+            let lease = api(&client).get(&lease_name("fleet")).await.unwrap();
+            lease.metadata.resource_version.unwrap()
+        };
+        assert_eq!(read(&client, "fleet").await.unwrap(), Record::default());
+        let e = record_resume(&client, "fleet", REV).await.unwrap_err();
+        assert!(matches!(e, RecordError::NotPaused { .. }), "{e}");
+        // The namespace is created with the Lease.
+        record_paused(&client, "fleet", &paused(), REV)
+            .await
+            .unwrap();
+        let first = version().await;
+        record_paused(&client, "fleet", &paused(), REV)
+            .await
+            .unwrap();
+        assert_eq!(version().await, first, "the same pause writes nothing");
+        let resume = record_resume(&client, "fleet", &REV[..7]).await.unwrap();
+        let second = version().await;
+        assert_ne!(second, first);
+        assert_eq!(record_resume(&client, "fleet", REV).await.unwrap(), resume);
+        assert_eq!(version().await, second, "the same resume writes nothing");
+        let record = read(&client, "fleet").await.unwrap();
+        assert_eq!(record.resume, Some(resume));
+        assert_eq!(record.paused, Some((REV.to_string(), paused())));
+        // Another fleet's Lease is another record.
+        assert_eq!(read(&client, "other").await.unwrap(), Record::default());
+        let lease = api(&client).get(&lease_name("fleet")).await.unwrap();
+        let annotations = lease.metadata.annotations.unwrap();
+        assert_eq!(annotations[crate::marks::FLEET_ANNOTATION], "fleet");
+    }
+}
