@@ -408,6 +408,9 @@ fn typos_are_caught_with_a_hint() {
     assert!(one_edit_apart("waves", "wave"));
     assert!(one_edit_apart("soak", "soaq"));
     assert!(one_edit_apart("soak", "sxoak"));
+    assert!(one_edit_apart("maxunavailable", "maxunavailabel"));
+    assert!(one_edit_apart("soak", "osak"));
+    assert!(!one_edit_apart("soak", "oska"));
     assert!(!one_edit_apart("soak", "sooak2"));
     assert!(!one_edit_apart("soak", "soak"));
     assert!(!one_edit_apart("scope", "slope1"));
