@@ -1,6 +1,6 @@
 //! The repository's `rollout:` settings (issue 29) through the binary: `aro-gitops validate
-//! <repo>` accepts a good section, and for a bad one names the settings file, the field and what
-//! is wrong, fails, and still validates every unit.
+//! <repo>` accepts a good section (saying which path globs select no unit), and for a bad one
+//! names the settings file, the field and what is wrong, fails, and still validates every unit.
 
 mod common;
 
@@ -40,6 +40,22 @@ fn validate_checks_the_rollout_settings() {
     let good = validate(&fleet);
     good.expect_code(0);
     assert!(good.stdout.contains("clusters/prod: ok"), "{}", good.all());
+    assert!(!good.stdout.contains("warning"), "{}", good.all());
+
+    // A glob that selects no unit is said, and does not fail validation.
+    fleet.write(
+        "aro-gitops.yaml",
+        &GOOD.replace("clusters/prod*", "clusters/prd*"),
+    );
+    let typo = validate(&fleet);
+    typo.expect_code(0);
+    assert!(
+        typo.stdout.contains(
+            "warning: aro-gitops.yaml: rollout.windows[0].units[0]: \"clusters/prd*\" selects no unit"
+        ),
+        "{}",
+        typo.all()
+    );
 
     for (edit, says) in [
         (
