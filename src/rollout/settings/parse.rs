@@ -301,21 +301,36 @@ fn labels(v: &Value, field: &str) -> Result<Select, SettingsError> {
 
 fn window(v: &Value, field: &str) -> Result<Window, SettingsError> {
     let map = mapping(v, field, WINDOW_KEYS)?;
-    let kind = match map.get("kind").and_then(Value::as_str) {
-        Some("allow") => WindowKind::Allow,
-        Some("deny") => WindowKind::Deny,
-        Some(other) => {
+    let kind = match map.get("kind") {
+        Some(Value::String(k)) if k == "allow" => WindowKind::Allow,
+        Some(Value::String(k)) if k == "deny" => WindowKind::Deny,
+        Some(Value::String(other)) => {
             return Err(error(
                 &format!("{field}.kind"),
                 format!("{other:?} is not a kind of window: allow or deny"),
             ));
         }
-        None => {
+        Some(other) if !other.is_null() => {
+            return Err(error(
+                &format!("{field}.kind"),
+                format!("must be allow or deny, not {}", what(other)),
+            ));
+        }
+        _ => {
             return Err(error(&format!("{field}.kind"), "is missing: allow or deny"));
         }
     };
     let schedule = match map.get("schedule") {
         Some(Value::String(s)) => s.trim().to_string(),
+        Some(other) if !other.is_null() => {
+            return Err(error(
+                &format!("{field}.schedule"),
+                format!(
+                    "must be a cron schedule in quotes (like \"0 2 * * 6\"), not {}",
+                    what(other)
+                ),
+            ));
+        }
         _ => {
             return Err(error(
                 &format!("{field}.schedule"),

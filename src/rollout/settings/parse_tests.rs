@@ -334,6 +334,16 @@ fn bad_windows_name_the_field() {
             "is missing",
         ),
         (
+            format!("{{kind: [deny], {ok}}}"),
+            "rollout.windows[0].kind",
+            "not a list",
+        ),
+        (
+            "{kind: deny, schedule: [0], duration: 1h}".into(),
+            "rollout.windows[0].schedule",
+            "in quotes",
+        ),
+        (
             "{kind: deny, schedule: '0 0 * *', duration: 1h}".into(),
             "rollout.windows[0].schedule",
             "has 4 fields",
