@@ -466,7 +466,7 @@ fn validate(args: ValidateArgs) -> anyhow::Result<ExitCode> {
     };
     // The repository's rollout settings (waves, windows): every unit's, checked once.
     let mut failed = false;
-    match aro_gitops::unit::rollout_setting(&root) {
+    match aro_gitops::rollout::rollout_setting(&root) {
         Err(e) => {
             failed = true;
             println(&format!("error: {e}"));

@@ -32,3 +32,48 @@ pub fn names_revision(value: &str, revision: &str) -> bool {
     let v = value.trim();
     v.len() >= 7 && revision.starts_with(v)
 }
+
+/// The `rollout:` section of the settings file of the repository checked out at `root`, checked
+/// (see [`settings`]); `None` without one. Its errors name the file and the field
+/// (`aro-gitops.yaml: rollout.windows[0].timeZone: ...`).
+pub fn rollout_setting(root: &std::path::Path) -> Result<Option<Rollout>, crate::unit::UnitError> {
+    let Some(doc) = crate::unit::settings(root)? else {
+        return Ok(None);
+    };
+    Rollout::parse(doc.get("rollout")).map_err(|e| crate::unit::UnitError::Settings {
+        file: std::path::PathBuf::from(crate::unit::SETTINGS_FILE),
+        message: e.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::unit::SETTINGS_FILE;
+
+    #[test]
+    fn the_rollout_setting_is_read_and_its_errors_name_file_and_field() {
+        let d = tempfile::tempdir().unwrap();
+        assert!(rollout_setting(d.path()).unwrap().is_none());
+        std::fs::write(d.path().join(SETTINGS_FILE), "fleet: f\n").unwrap();
+        assert!(rollout_setting(d.path()).unwrap().is_none());
+        std::fs::write(
+            d.path().join(SETTINGS_FILE),
+            "rollout:\n  waves: [{name: dev, units: ['clusters/dev*']}]\n  soak: 10m\n",
+        )
+        .unwrap();
+        let r = rollout_setting(d.path()).unwrap().unwrap();
+        assert_eq!(r.waves[0].name, "dev");
+        assert_eq!(r.soak, std::time::Duration::from_secs(600));
+        std::fs::write(
+            d.path().join(SETTINGS_FILE),
+            "rollout:\n  windows: [{kind: deny, schedule: '0 0 * * *', duration: 1h, timeZone: Nowhere}]\n",
+        )
+        .unwrap();
+        let e = rollout_setting(d.path()).unwrap_err().to_string();
+        assert!(
+            e.starts_with("aro-gitops.yaml: rollout.windows[0].timeZone: \"Nowhere\" is not an IANA time zone name"),
+            "{e}"
+        );
+    }
+}

@@ -142,7 +142,7 @@ impl SourceContext {
             Ok(setting) => naming.at(setting.as_deref(), url),
             Err(e) => return Err(self.failed_before_units(&revision.commit, e)),
         };
-        let rollout = match crate::unit::rollout_setting(&root) {
+        let rollout = match crate::rollout::rollout_setting(&root) {
             Ok(r) => r.map(Arc::new),
             Err(e) => return Err(self.failed_before_units(&revision.commit, e.into())),
         };
