@@ -24,7 +24,7 @@ const LAYERS: &[&[&str]] = &[
         "crds",
     ],
     &["source", "secrets", "render", "decrypt"],
-    &["validate", "crdschema", "plan"],
+    &["validate", "crdschema", "plan", "rollout"],
     &["apply", "azure", "keyvault"],
     &["reconcile"],
     &[

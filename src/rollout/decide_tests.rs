@@ -102,7 +102,7 @@ fn a_unit_rendering_the_same_takes_and_is_in_no_wave() {
     ];
     let d = decide(REV, Some(&two_waves()), &units, None, at(12, 0));
     assert_eq!(*verdict(&d, "clusters/dev-1"), Verdict::Take);
-    let view = d.view.unwrap();
+    let view = d.view.clone().unwrap();
     assert!(view.waves[0].units.is_empty());
     assert_eq!(view.waves[0].state, WaveState::Done);
     assert_eq!(view.current, Some(1));
@@ -123,7 +123,7 @@ fn the_first_wave_rolls_and_the_later_ones_wait() {
         *verdict(&d, "clusters/prod-1"),
         wave_hold("prod", "dev")
     );
-    let view = d.view.unwrap();
+    let view = d.view.clone().unwrap();
     assert_eq!(view.waves[0].units, ["clusters/dev-1", "clusters/dev-2"]);
     assert_eq!(view.waves[0].state, WaveState::Rolling);
     assert_eq!(view.waves[1].state, WaveState::Waiting);
@@ -135,7 +135,7 @@ fn the_first_wave_rolls_and_the_later_ones_wait() {
 fn a_unit_in_no_wave_goes_last_in_rest() {
     let units = [shared("clusters/dev-1"), shared("clusters/edge-1")];
     let d = decide(REV, Some(&two_waves()), &units, None, at(12, 0));
-    let view = d.view.unwrap();
+    let view = d.view.clone().unwrap();
     let names: Vec<&str> = view.waves.iter().map(|w| w.name.as_str()).collect();
     assert_eq!(names, ["dev", "prod", REST_WAVE]);
     assert_eq!(view.waves[2].units, ["clusters/edge-1"]);
@@ -159,7 +159,7 @@ fn a_unit_goes_in_the_first_wave_selecting_it() {
     let settings = rollout(&[("canary", "clusters/dev-1"), ("dev", "clusters/dev*")]);
     let units = [shared("clusters/dev-1"), shared("clusters/dev-2")];
     let d = decide(REV, Some(&settings), &units, None, at(12, 0));
-    let view = d.view.unwrap();
+    let view = d.view.clone().unwrap();
     assert_eq!(view.waves[0].units, ["clusters/dev-1"]);
     assert_eq!(view.waves[1].units, ["clusters/dev-2"]);
 }
@@ -170,7 +170,7 @@ fn a_wave_converged_lets_the_next_start() {
     let d = decide(REV, Some(&two_waves()), &units, None, at(12, 0));
     assert_eq!(*verdict(&d, "clusters/dev-1"), Verdict::Take);
     assert_eq!(*verdict(&d, "clusters/prod-1"), Verdict::Take);
-    let view = d.view.unwrap();
+    let view = d.view.clone().unwrap();
     assert_eq!(view.waves[0].state, WaveState::Done);
     assert_eq!(view.current, Some(1));
 }
@@ -198,7 +198,7 @@ fn a_converged_wave_soaks_before_the_next() {
     ];
     let d = decide(REV, Some(&settings), &units, None, at(12, 0));
     assert_eq!(*verdict(&d, "clusters/prod-1"), wave_hold("prod", "dev"));
-    let view = d.view.unwrap();
+    let view = d.view.clone().unwrap();
     assert_eq!(view.waves[0].state, WaveState::Soaking { until: at(12, 20) });
     assert_eq!(view.current, Some(0));
     assert_eq!(d.next_check, Some(at(12, 20)));
@@ -260,7 +260,7 @@ fn a_failure_pauses_the_rollout() {
     assert_eq!(*verdict(&d, "clusters/prod-1"), paused);
     // A change of its own does not pass a pause either.
     assert_eq!(*verdict(&d, "clusters/prod-2"), paused);
-    let view = d.view.unwrap();
+    let view = d.view.clone().unwrap();
     assert_eq!(view.waves[0].state, WaveState::Paused);
     assert_eq!(view.waves[1].state, WaveState::Waiting);
     assert_eq!(view.current, Some(0));
@@ -309,7 +309,7 @@ fn a_resume_of_the_revision_forgives_its_failures() {
     };
     let d = decide(REV, Some(&two_waves()), &units, Some(&resume), at(12, 0));
     assert_eq!(*verdict(&d, "clusters/prod-1"), Verdict::Take);
-    let view = d.view.unwrap();
+    let view = d.view.clone().unwrap();
     assert_eq!((view.paused, view.waves[0].state), (None, WaveState::Done));
     // A resume of another revision does not.
     let other = Resume {
@@ -375,7 +375,7 @@ fn a_closed_window_holds_a_unit_about_to_take_a_change() {
     assert_eq!(*verdict(&d, "clusters/dev-2"), Verdict::Take);
     assert_eq!(*verdict(&d, "clusters/dev-3"), window);
     assert_eq!(d.next_check, Some(opens));
-    let view = d.view.unwrap();
+    let view = d.view.clone().unwrap();
     assert_eq!(
         view.waiting_for_window,
         [
@@ -417,7 +417,7 @@ fn units_of_a_waiting_wave_show_their_closed_window() {
     let d = decide(REV, Some(&settings), &units, None, at(12, 0));
     // Held by its wave first.
     assert_eq!(*verdict(&d, "clusters/prod-1"), wave_hold("prod", "dev"));
-    let view = d.view.unwrap();
+    let view = d.view.clone().unwrap();
     assert_eq!(view.waiting_for_window.len(), 1);
     assert_eq!(view.waiting_for_window[0].0, "clusters/prod-1");
     // Not a reason to decide again: the wave is.
@@ -437,7 +437,7 @@ fn a_unit_on_the_revision_keeps_it_even_in_a_closed_window() {
 fn every_wave_done_has_no_current_wave() {
     let units = [converged("clusters/dev-1", at(11, 0)), converged("clusters/prod-1", at(11, 0))];
     let d = decide(REV, Some(&two_waves()), &units, None, at(12, 0));
-    let view = d.view.unwrap();
+    let view = d.view.clone().unwrap();
     assert_eq!(view.current, None);
     assert!(view.waves.iter().all(|w| w.state == WaveState::Done));
 }

@@ -10,6 +10,7 @@
 pub mod decide;
 pub mod select;
 pub mod settings;
+pub mod units;
 pub mod windows;
 
 pub use decide::{
