@@ -444,7 +444,12 @@ fn validate(args: ValidateArgs) -> anyhow::Result<ExitCode> {
         }
         Err(e) => bail!("{}: {e}", args.path.display()),
     };
+    // The repository's rollout settings (waves, windows): every unit's, checked once.
     let mut failed = false;
+    if let Err(e) = aro_gitops::unit::rollout_setting(&root) {
+        failed = true;
+        println(&format!("error: {e}"));
+    }
     let mut prepared = Vec::new();
     for unit in units {
         let rel = unit

@@ -6,6 +6,7 @@
 //! that has a kustomization file (`kustomization.yaml`, `kustomization.yml` or `Kustomization`)
 //! is a unit, in name order.
 
+use crate::rollout::Rollout;
 use serde_json::Value;
 use std::path::{Component, Path, PathBuf};
 
@@ -95,6 +96,19 @@ pub fn fleet_setting(root: &Path) -> Result<Option<String>, UnitError> {
                     .into(),
         }),
     }
+}
+
+/// The `rollout:` section of the settings file of the repository checked out at `root`, checked
+/// (see [`crate::rollout::settings`]); `None` without one. Its errors name the file and the field
+/// (`aro-gitops.yaml: rollout.windows[0].timeZone: ...`).
+pub fn rollout_setting(root: &Path) -> Result<Option<Rollout>, UnitError> {
+    let Some(doc) = settings(root)? else {
+        return Ok(None);
+    };
+    Rollout::parse(doc.get("rollout")).map_err(|e| UnitError::Settings {
+        file: PathBuf::from(SETTINGS_FILE),
+        message: e.to_string(),
+    })
 }
 
 /// The settings file of the repository checked out at `root`, parsed, if it has one.
@@ -272,6 +286,32 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .contains("aro-gitops.yaml: units[0] \"missing\" is not a folder")
+        );
+    }
+
+    #[test]
+    fn the_rollout_setting_is_read_and_its_errors_name_file_and_field() {
+        let d = tempfile::tempdir().unwrap();
+        assert!(rollout_setting(d.path()).unwrap().is_none());
+        std::fs::write(d.path().join(SETTINGS_FILE), "fleet: f\n").unwrap();
+        assert!(rollout_setting(d.path()).unwrap().is_none());
+        std::fs::write(
+            d.path().join(SETTINGS_FILE),
+            "rollout:\n  waves: [{name: dev, units: ['clusters/dev*']}]\n  soak: 10m\n",
+        )
+        .unwrap();
+        let r = rollout_setting(d.path()).unwrap().unwrap();
+        assert_eq!(r.waves[0].name, "dev");
+        assert_eq!(r.soak, std::time::Duration::from_secs(600));
+        std::fs::write(
+            d.path().join(SETTINGS_FILE),
+            "rollout:\n  windows: [{kind: deny, schedule: '0 0 * * *', duration: 1h, timeZone: Nowhere}]\n",
+        )
+        .unwrap();
+        let e = rollout_setting(d.path()).unwrap_err().to_string();
+        assert!(
+            e.starts_with("aro-gitops.yaml: rollout.windows[0].timeZone: \"Nowhere\" is not an IANA time zone name"),
+            "{e}"
         );
     }
 

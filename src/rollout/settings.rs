@@ -1,7 +1,10 @@
 //! The `rollout:` section of the repository's `aro-gitops.yaml`, parsed and checked.
 
 use super::select::Select;
+use serde_json::Value;
 use std::time::Duration;
+
+mod parse;
 
 /// How many of a wave's units may be applying the new revision, not yet converged, at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,7 +64,8 @@ pub struct Window {
 /// The whole `rollout:` section.
 #[derive(Debug, Clone)]
 pub struct Rollout {
-    /// In order; a unit in no wave goes last (in an implicit wave named `rest`).
+    /// In order; a unit in no wave goes last (in an implicit wave named `rest`). Names are
+    /// unique and not `rest`.
     pub waves: Vec<Wave>,
     /// `None`: the whole wave at once.
     pub max_unavailable: Option<Budget>,
@@ -83,7 +87,9 @@ pub struct SettingsError {
 impl Rollout {
     /// The `rollout:` value of the settings file (`None` when absent or null).
     pub fn parse(value: Option<&serde_json::Value>) -> Result<Option<Rollout>, SettingsError> {
-        let _ = value;
-        unimplemented!("helper A")
+        match value {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => parse::rollout(v).map(Some),
+        }
     }
 }
