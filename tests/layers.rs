@@ -22,9 +22,10 @@ const LAYERS: &[&[&str]] = &[
         "arm",
         "machinery",
         "crds",
+        "rollout",
     ],
     &["source", "secrets", "render", "decrypt"],
-    &["validate", "crdschema", "plan", "rollout"],
+    &["validate", "crdschema", "plan"],
     &["apply", "azure", "keyvault"],
     &["reconcile"],
     &[

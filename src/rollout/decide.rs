@@ -220,7 +220,10 @@ pub fn decide(
                 let until = since
                     .into_iter()
                     .flatten()
-                    .map(|s| s.checked_add_signed(soak).unwrap_or(DateTime::<Utc>::MAX_UTC))
+                    .map(|s| {
+                        s.checked_add_signed(soak)
+                            .unwrap_or(DateTime::<Utc>::MAX_UTC)
+                    })
                     .max();
                 match until.filter(|u| *u > now) {
                     None => states.push(WaveState::Done),
@@ -241,8 +244,7 @@ pub fn decide(
     // Whether a unit's windows let a change through now (`Ok`), or when they open.
     let gate = |u: &UnitInput| -> Result<(), Option<DateTime<Utc>>> {
         if settings.windows.is_empty()
-            || u
-                .apply_now
+            || u.apply_now
                 .as_deref()
                 .is_some_and(|v| super::names_revision(v, revision))
         {
@@ -432,11 +434,14 @@ impl Hold {
     pub fn message(&self) -> String {
         match self {
             Hold::Wave { after, .. } => format!("waiting for wave {after} to converge"),
-            Hold::Budget { wave, max } => format!(
-                "waiting: {max} of wave {wave} already applying (maxUnavailable {max})"
-            ),
+            Hold::Budget { wave, max } => {
+                format!("waiting: {max} of wave {wave} already applying (maxUnavailable {max})")
+            }
             Hold::Paused { revision, wave } => {
-                format!("rollout paused at wave {wave} (revision {})", short(revision))
+                format!(
+                    "rollout paused at wave {wave} (revision {})",
+                    short(revision)
+                )
             }
             Hold::Window { opens_at } => format!(
                 "waiting for the maintenance window ({})",

@@ -1,8 +1,8 @@
 //! The rollout decision, rule by rule, on rollouts built by hand.
 
 use super::*;
-use crate::rollout::settings::{Budget, Wave, Window, WindowKind};
 use crate::rollout::select::Select;
+use crate::rollout::settings::{Budget, Wave, Window, WindowKind};
 use chrono::TimeZone;
 use std::time::Duration;
 
@@ -119,10 +119,7 @@ fn the_first_wave_rolls_and_the_later_ones_wait() {
     let d = decide(REV, Some(&two_waves()), &units, None, at(12, 0));
     assert_eq!(*verdict(&d, "clusters/dev-1"), Verdict::Take);
     assert_eq!(*verdict(&d, "clusters/dev-2"), Verdict::Take);
-    assert_eq!(
-        *verdict(&d, "clusters/prod-1"),
-        wave_hold("prod", "dev")
-    );
+    assert_eq!(*verdict(&d, "clusters/prod-1"), wave_hold("prod", "dev"));
     let view = d.view.clone().unwrap();
     assert_eq!(view.waves[0].units, ["clusters/dev-1", "clusters/dev-2"]);
     assert_eq!(view.waves[0].state, WaveState::Rolling);
@@ -166,7 +163,10 @@ fn a_unit_goes_in_the_first_wave_selecting_it() {
 
 #[test]
 fn a_wave_converged_lets_the_next_start() {
-    let units = [converged("clusters/dev-1", at(11, 0)), shared("clusters/prod-1")];
+    let units = [
+        converged("clusters/dev-1", at(11, 0)),
+        shared("clusters/prod-1"),
+    ];
     let d = decide(REV, Some(&two_waves()), &units, None, at(12, 0));
     assert_eq!(*verdict(&d, "clusters/dev-1"), Verdict::Take);
     assert_eq!(*verdict(&d, "clusters/prod-1"), Verdict::Take);
@@ -179,7 +179,11 @@ fn a_wave_converged_lets_the_next_start() {
 fn a_progressing_unit_holds_the_next_wave() {
     let units = [
         converged("clusters/dev-1", at(11, 0)),
-        unit("clusters/dev-2", UnitChange::Shared, Some(State::Progressing)),
+        unit(
+            "clusters/dev-2",
+            UnitChange::Shared,
+            Some(State::Progressing),
+        ),
         shared("clusters/prod-1"),
     ];
     let d = decide(REV, Some(&two_waves()), &units, None, at(12, 0));
@@ -199,7 +203,10 @@ fn a_converged_wave_soaks_before_the_next() {
     let d = decide(REV, Some(&settings), &units, None, at(12, 0));
     assert_eq!(*verdict(&d, "clusters/prod-1"), wave_hold("prod", "dev"));
     let view = d.view.clone().unwrap();
-    assert_eq!(view.waves[0].state, WaveState::Soaking { until: at(12, 20) });
+    assert_eq!(
+        view.waves[0].state,
+        WaveState::Soaking { until: at(12, 20) }
+    );
     assert_eq!(view.current, Some(0));
     assert_eq!(d.next_check, Some(at(12, 20)));
     // Once soaked, the next wave starts.
@@ -214,7 +221,11 @@ fn max_unavailable_admits_in_path_order() {
     settings.max_unavailable = Some(Budget::Count(2));
     let units = [
         shared("clusters/dev-4"),
-        unit("clusters/dev-1", UnitChange::Shared, Some(State::Progressing)),
+        unit(
+            "clusters/dev-1",
+            UnitChange::Shared,
+            Some(State::Progressing),
+        ),
         shared("clusters/dev-3"),
         shared("clusters/dev-2"),
         converged("clusters/dev-5", at(11, 0)),
@@ -234,7 +245,9 @@ fn max_unavailable_admits_in_path_order() {
 fn a_percentage_budget_counts_the_waves_changed_units() {
     let mut settings = rollout(&[]);
     settings.max_unavailable = Some(Budget::Percent(50));
-    let units: Vec<UnitInput> = (1..=4).map(|i| shared(&format!("clusters/c-{i}"))).collect();
+    let units: Vec<UnitInput> = (1..=4)
+        .map(|i| shared(&format!("clusters/c-{i}")))
+        .collect();
     let d = decide(REV, Some(&settings), &units, None, at(12, 0));
     let taking = d.verdicts.values().filter(|v| **v == Verdict::Take).count();
     assert_eq!(taking, 2);
@@ -281,9 +294,16 @@ fn failures_up_to_the_threshold_do_not_pause() {
     let d = decide(REV, Some(&settings), &units, None, at(12, 0));
     assert_eq!(*verdict(&d, "clusters/dev-2"), Verdict::Take);
     assert_eq!(d.view.unwrap().paused, None);
-    let units = [failed("clusters/dev-1"), failed("clusters/dev-2"), shared("clusters/dev-3")];
+    let units = [
+        failed("clusters/dev-1"),
+        failed("clusters/dev-2"),
+        shared("clusters/dev-3"),
+    ];
     let d = decide(REV, Some(&settings), &units, None, at(12, 0));
-    assert!(matches!(d.verdicts["clusters/dev-3"], Verdict::Hold(Hold::Paused { .. })));
+    assert!(matches!(
+        d.verdicts["clusters/dev-3"],
+        Verdict::Hold(Hold::Paused { .. })
+    ));
 }
 
 #[test]
@@ -293,7 +313,10 @@ fn a_failed_unit_uses_the_budget() {
     settings.failure_threshold = 1;
     let units = [failed("clusters/dev-1"), shared("clusters/dev-2")];
     let d = decide(REV, Some(&settings), &units, None, at(12, 0));
-    assert!(matches!(d.verdicts["clusters/dev-2"], Verdict::Hold(Hold::Budget { .. })));
+    assert!(matches!(
+        d.verdicts["clusters/dev-2"],
+        Verdict::Hold(Hold::Budget { .. })
+    ));
 }
 
 #[test]
@@ -392,7 +415,10 @@ fn a_unit_held_by_a_window_leaves_the_budget_to_others() {
     settings.windows = vec![deny_all_day("clusters/dev-1")];
     let units = [shared("clusters/dev-1"), shared("clusters/dev-2")];
     let d = decide(REV, Some(&settings), &units, None, at(12, 0));
-    assert!(matches!(d.verdicts["clusters/dev-1"], Verdict::Hold(Hold::Window { .. })));
+    assert!(matches!(
+        d.verdicts["clusters/dev-1"],
+        Verdict::Hold(Hold::Window { .. })
+    ));
     assert_eq!(*verdict(&d, "clusters/dev-2"), Verdict::Take);
 }
 
@@ -406,7 +432,10 @@ fn apply_now_naming_the_revision_passes_the_window() {
     other.apply_now = Some("0001111".into());
     let d = decide(REV, Some(&settings), &[u, other], None, at(12, 0));
     assert_eq!(*verdict(&d, "clusters/dev-1"), Verdict::Take);
-    assert!(matches!(d.verdicts["clusters/dev-2"], Verdict::Hold(Hold::Window { .. })));
+    assert!(matches!(
+        d.verdicts["clusters/dev-2"],
+        Verdict::Hold(Hold::Window { .. })
+    ));
 }
 
 #[test]
@@ -428,14 +457,21 @@ fn units_of_a_waiting_wave_show_their_closed_window() {
 fn a_unit_on_the_revision_keeps_it_even_in_a_closed_window() {
     let mut settings = two_waves();
     settings.windows = vec![deny_all_day("clusters/*")];
-    let units = [unit("clusters/prod-1", UnitChange::Shared, Some(State::Progressing))];
+    let units = [unit(
+        "clusters/prod-1",
+        UnitChange::Shared,
+        Some(State::Progressing),
+    )];
     let d = decide(REV, Some(&settings), &units, None, at(12, 0));
     assert_eq!(*verdict(&d, "clusters/prod-1"), Verdict::Take);
 }
 
 #[test]
 fn every_wave_done_has_no_current_wave() {
-    let units = [converged("clusters/dev-1", at(11, 0)), converged("clusters/prod-1", at(11, 0))];
+    let units = [
+        converged("clusters/dev-1", at(11, 0)),
+        converged("clusters/prod-1", at(11, 0)),
+    ];
     let d = decide(REV, Some(&two_waves()), &units, None, at(12, 0));
     let view = d.view.clone().unwrap();
     assert_eq!(view.current, None);

@@ -4,7 +4,6 @@
 //! controller and `plan` share.
 
 use super::decide::UnitChange;
-use crate::render::Inputs;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -24,7 +23,9 @@ fn is_capi_cluster(object: &Value) -> bool {
 
 /// The labels of the unit's CAPI Cluster among its rendered `objects` (empty when it renders none,
 /// or it has no labels). Non-string values are left out.
-pub fn cluster_labels<'a>(objects: impl IntoIterator<Item = &'a Value>) -> BTreeMap<String, String> {
+pub fn cluster_labels<'a>(
+    objects: impl IntoIterator<Item = &'a Value>,
+) -> BTreeMap<String, String> {
     objects
         .into_iter()
         .find(|o| is_capi_cluster(o))
@@ -51,7 +52,9 @@ pub fn apply_now<'a>(objects: impl IntoIterator<Item = &'a Value>) -> Option<Str
 }
 
 /// How a revision changes the unit at `unit_path` (`clusters/dev-1`), given whether it renders
-/// the same as on the revision it is on, its input closure there, and the paths changed since:
+/// the same as on the revision it is on, whether a path touches its input closure there
+/// (`|p| inputs.touched_by(p)` with its `crate::render::Inputs`: this module sits below the
+/// renderer), and the paths changed since:
 /// `None` when it renders the same; `Own` when every changed path its closure reads lies in its
 /// own folder; `Shared` when one lies outside (a base, a component), or when none of its inputs
 /// is among them yet it renders differently (the change cannot be placed: waves hold it). A unit
@@ -59,14 +62,14 @@ pub fn apply_now<'a>(objects: impl IntoIterator<Item = &'a Value>) -> Option<Str
 pub fn change_of(
     unit_path: &str,
     renders_same: bool,
-    inputs: &Inputs,
+    touched_by: impl Fn(&Path) -> bool,
     changed: &[PathBuf],
 ) -> UnitChange {
     if renders_same {
         return UnitChange::None;
     }
     let folder = Path::new(unit_path);
-    let mut touched = changed.iter().filter(|c| inputs.touched_by(c)).peekable();
+    let mut touched = changed.iter().filter(|c| touched_by(c)).peekable();
     if touched.peek().is_none() {
         return UnitChange::Shared;
     }
@@ -80,6 +83,7 @@ pub fn change_of(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::render::Inputs;
     use serde_json::json;
 
     fn cluster(labels: Value) -> Value {
@@ -127,15 +131,33 @@ mod tests {
             "base/cluster/kustomization.yaml",
         ]);
         let own = paths(&["clusters/dev-1/patch.yaml", "clusters/dev-2/patch.yaml"]);
-        let shared = paths(&["clusters/dev-1/patch.yaml", "base/cluster/kustomization.yaml"]);
-        assert_eq!(change_of("clusters/dev-1", true, &closure, &shared), UnitChange::None);
-        assert_eq!(change_of("clusters/dev-1", false, &closure, &own), UnitChange::Own);
-        assert_eq!(change_of("clusters/dev-1", false, &closure, &shared), UnitChange::Shared);
+        let shared = paths(&[
+            "clusters/dev-1/patch.yaml",
+            "base/cluster/kustomization.yaml",
+        ]);
+        assert_eq!(
+            change_of("clusters/dev-1", true, |p| closure.touched_by(p), &shared),
+            UnitChange::None
+        );
+        assert_eq!(
+            change_of("clusters/dev-1", false, |p| closure.touched_by(p), &own),
+            UnitChange::Own
+        );
+        assert_eq!(
+            change_of("clusters/dev-1", false, |p| closure.touched_by(p), &shared),
+            UnitChange::Shared
+        );
         // A folder named like the unit's prefix is not its folder.
         let sibling = inputs(&["clusters/dev-10/x.yaml"]);
         let changed = paths(&["clusters/dev-10/x.yaml"]);
-        assert_eq!(change_of("clusters/dev-1", false, &sibling, &changed), UnitChange::Shared);
+        assert_eq!(
+            change_of("clusters/dev-1", false, |p| sibling.touched_by(p), &changed),
+            UnitChange::Shared
+        );
         // Nothing it reads changed, yet it renders otherwise: held like a shared change.
-        assert_eq!(change_of("clusters/dev-1", false, &closure, &[]), UnitChange::Shared);
+        assert_eq!(
+            change_of("clusters/dev-1", false, |p| closure.touched_by(p), &[]),
+            UnitChange::Shared
+        );
     }
 }
