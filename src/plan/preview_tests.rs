@@ -42,6 +42,7 @@ fn preview(against: Against, clusters: Vec<ClusterPreview>) -> Preview {
         notices: vec![],
         clusters,
         errors: Vec::new(),
+        rollout: None,
     }
 }
 
