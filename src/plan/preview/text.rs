@@ -83,7 +83,11 @@ fn rollout(r: &super::RolloutPreview) -> String {
         } else {
             units.join(", ")
         };
-        out.push_str(&format!("  wave {} {}: {units}\n", i + 1, clean(&wave.name)));
+        out.push_str(&format!(
+            "  wave {} {}: {units}\n",
+            i + 1,
+            clean(&wave.name)
+        ));
     }
     for (opening, units) in r.window_groups() {
         let units: Vec<Cow<'_, str>> = units.into_iter().map(clean).collect();
