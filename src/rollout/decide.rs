@@ -166,154 +166,57 @@ pub fn decide(
     };
     let forgiven = resume
         .filter(|r| r.revision == revision)
-        .map(|r| &r.forgiven);
-    let is_forgiven = |u: &UnitInput| forgiven.is_some_and(|f| f.contains(&u.unit));
+        .map(|r| r.forgiven.clone())
+        .unwrap_or_default();
     let mut sorted: Vec<&UnitInput> = units.iter().collect();
     sorted.sort_by(|a, b| a.unit.cmp(&b.unit));
-
-    let mut verdicts = BTreeMap::new();
     let waves = wave_members(settings, &sorted);
-    let waved: usize = waves.iter().map(|(_, m)| m.len()).sum();
-    let mut next_check: Option<DateTime<Utc>> = None;
-    let mut earliest = |at: DateTime<Utc>| {
-        next_check = Some(next_check.map_or(at, |n| n.min(at)));
+    let walk = walk_waves(settings, &waves, &forgiven, now);
+    let mut out = Out {
+        gates: Gates {
+            settings,
+            revision,
+            now,
+        },
+        verdicts: BTreeMap::new(),
+        waiting_for_window: Vec::new(),
+        next_check: walk.states.iter().find_map(|s| match s {
+            WaveState::Soaking { until } => Some(*until),
+            _ => None,
+        }),
     };
-
-    // The waves' states, up to the current one.
-    let soak = chrono::Duration::from_std(settings.soak).unwrap_or(chrono::Duration::MAX);
-    let mut states = Vec::with_capacity(waves.len());
-    let mut current = None;
-    let mut paused = None;
-    for (i, (name, members)) in waves.iter().enumerate() {
-        if current.is_some() {
-            states.push(WaveState::Waiting);
-            continue;
-        }
-        let failing: Vec<(String, Vec<String>)> = members
-            .iter()
-            .filter(|u| !is_forgiven(u))
-            .filter_map(|u| match &u.newest {
-                Some(State::Failed { errors }) => Some((u.unit.clone(), errors.clone())),
-                _ => None,
-            })
-            .collect();
-        if failing.len() > settings.failure_threshold {
-            states.push(WaveState::Paused);
-            current = Some(i);
-            paused = Some(Paused {
-                wave: name.clone(),
-                failing,
-            });
-            continue;
-        }
-        // Each unit settled since when (a forgiven failure settles at once), or not settled.
-        let settled: Option<Vec<Option<DateTime<Utc>>>> = members
-            .iter()
-            .map(|u| match &u.newest {
-                Some(State::Converged { since }) => Some(Some(*since)),
-                Some(State::Failed { .. }) if is_forgiven(u) => Some(None),
-                _ => None,
-            })
-            .collect();
-        match settled {
-            Some(since) => {
-                let until = since
-                    .into_iter()
-                    .flatten()
-                    .map(|s| {
-                        s.checked_add_signed(soak)
-                            .unwrap_or(DateTime::<Utc>::MAX_UTC)
-                    })
-                    .max();
-                match until.filter(|u| *u > now) {
-                    None => states.push(WaveState::Done),
-                    Some(until) => {
-                        earliest(until);
-                        states.push(WaveState::Soaking { until });
-                        current = Some(i);
-                    }
-                }
-            }
-            None => {
-                states.push(WaveState::Rolling);
-                current = Some(i);
-            }
-        }
-    }
-
-    // Whether a unit's windows let a change through now (`Ok`), or when they open.
-    let gate = |u: &UnitInput| -> Result<(), Option<DateTime<Utc>>> {
-        if settings.windows.is_empty()
-            || u.apply_now
-                .as_deref()
-                .is_some_and(|v| super::names_revision(v, revision))
-        {
-            return Ok(());
-        }
-        match windows::gate(&settings.windows, &u.unit, &u.labels, now, false) {
-            Gate::Open => Ok(()),
-            Gate::Closed { opens_at } => Err(opens_at),
-        }
-    };
-    let mut waiting_for_window = Vec::new();
+    let paused_hold = walk.paused.as_ref().map(|p| Hold::Paused {
+        revision: revision.to_string(),
+        wave: p.wave.clone(),
+    });
 
     // The units waves do not hold.
     for u in &sorted {
-        let verdict = if u.change == UnitChange::None || u.newest.is_some() {
-            Verdict::Take
-        } else if is_waved(settings, u) {
-            continue;
-        } else if let Some(p) = &paused {
-            Verdict::Hold(Hold::Paused {
-                revision: revision.to_string(),
-                wave: p.wave.clone(),
-            })
-        } else {
-            match gate(u) {
-                Ok(()) => Verdict::Take,
-                Err(opens_at) => {
-                    if let Some(at) = opens_at {
-                        earliest(at);
-                    }
-                    waiting_for_window.push((u.unit.clone(), opens_at));
-                    Verdict::Hold(Hold::Window { opens_at })
-                }
+        if u.change == UnitChange::None || u.newest.is_some() {
+            out.verdicts.insert(u.unit.clone(), Verdict::Take);
+        } else if !is_waved(settings, u) {
+            match &paused_hold {
+                Some(hold) => out.hold(u, hold.clone()),
+                None => out.take_in_window(u),
             }
-        };
-        verdicts.insert(u.unit.clone(), verdict);
-    }
-
-    // The waved units, wave by wave.
-    for (i, (name, members)) in waves.iter().enumerate() {
-        let waiting: Vec<&&UnitInput> = members.iter().filter(|u| u.newest.is_none()).collect();
-        for u in members.iter().filter(|u| u.newest.is_some()) {
-            verdicts.insert(u.unit.clone(), Verdict::Take);
         }
-        match current {
-            Some(c) if i < c => {}
-            _ if paused.is_some() => {
-                let wave = paused.as_ref().map(|p| p.wave.clone()).unwrap_or_default();
+    }
+    // The waved units not on the revision yet, wave by wave.
+    for (i, (name, members)) in waves.iter().enumerate() {
+        let waiting = members.iter().filter(|u| u.newest.is_none());
+        match (walk.current, &paused_hold) {
+            (Some(c), _) if i < c => {}
+            (_, Some(hold)) => waiting.for_each(|u| out.hold(u, hold.clone())),
+            (Some(c), None) if i > c => {
                 for u in waiting {
-                    verdicts.insert(
-                        u.unit.clone(),
-                        Verdict::Hold(Hold::Paused {
-                            revision: revision.to_string(),
-                            wave: wave.clone(),
-                        }),
-                    );
-                }
-            }
-            Some(c) if i > c => {
-                for u in waiting {
-                    if let Err(opens_at) = gate(u) {
-                        waiting_for_window.push((u.unit.clone(), opens_at));
-                    }
-                    verdicts.insert(
-                        u.unit.clone(),
-                        Verdict::Hold(Hold::Wave {
+                    out.note_window(u);
+                    let after = waves[c].0.clone();
+                    out.hold(
+                        u,
+                        Hold::Wave {
                             wave: name.clone(),
-                            after: waves[c].0.clone(),
-                        }),
+                            after,
+                        },
                     );
                 }
             }
@@ -325,54 +228,193 @@ pub fn decide(
                     .iter()
                     .filter(|u| match &u.newest {
                         Some(State::Progressing) => true,
-                        Some(State::Failed { .. }) => !is_forgiven(u),
+                        Some(State::Failed { .. }) => !forgiven.contains(&u.unit),
                         _ => false,
                     })
                     .count();
                 for u in waiting {
-                    let verdict = match gate(u) {
-                        Err(opens_at) => {
-                            if let Some(at) = opens_at {
-                                earliest(at);
-                            }
-                            waiting_for_window.push((u.unit.clone(), opens_at));
-                            Verdict::Hold(Hold::Window { opens_at })
-                        }
-                        Ok(()) if unavailable < budget => {
-                            unavailable += 1;
-                            Verdict::Take
-                        }
-                        Ok(()) => Verdict::Hold(Hold::Budget {
-                            wave: name.clone(),
-                            max: budget,
-                        }),
-                    };
-                    verdicts.insert(u.unit.clone(), verdict);
+                    if !out.window_open(u) {
+                        continue;
+                    }
+                    if unavailable < budget {
+                        unavailable += 1;
+                        out.verdicts.insert(u.unit.clone(), Verdict::Take);
+                    } else {
+                        out.hold(
+                            u,
+                            Hold::Budget {
+                                wave: name.clone(),
+                                max: budget,
+                            },
+                        );
+                    }
                 }
             }
         }
     }
-    waiting_for_window.sort();
+    out.waiting_for_window.sort();
 
-    let view = (waved > 0 || !waiting_for_window.is_empty()).then(|| RolloutView {
+    let waved = waves.iter().any(|(_, m)| !m.is_empty());
+    let view = (waved || !out.waiting_for_window.is_empty()).then(|| RolloutView {
         revision: revision.to_string(),
         waves: waves
-            .into_iter()
-            .zip(states)
+            .iter()
+            .zip(walk.states)
             .map(|((name, members), state)| WaveView {
-                name,
+                name: name.clone(),
                 units: members.iter().map(|u| u.unit.clone()).collect(),
                 state,
             })
             .collect(),
-        current,
-        paused,
-        waiting_for_window,
+        current: walk.current,
+        paused: walk.paused,
+        waiting_for_window: out.waiting_for_window,
     });
     Decision {
-        verdicts,
+        verdicts: out.verdicts,
         view,
-        next_check,
+        next_check: out.next_check,
+    }
+}
+
+/// The waves' states in order: done ones, then the current one (rolling, soaking or paused),
+/// then waiting ones.
+struct Walk {
+    states: Vec<WaveState>,
+    current: Option<usize>,
+    paused: Option<Paused>,
+}
+
+/// Goes through the waves in order up to the first not done: paused when more of its units than
+/// the threshold failed (but those forgiven), soaking when every unit converged (or failed and was
+/// forgiven) less than `soak` ago, else rolling.
+fn walk_waves(
+    settings: &Rollout,
+    waves: &[(String, Vec<&UnitInput>)],
+    forgiven: &BTreeSet<String>,
+    now: DateTime<Utc>,
+) -> Walk {
+    let soak = chrono::Duration::from_std(settings.soak).unwrap_or(chrono::Duration::MAX);
+    let mut walk = Walk {
+        states: Vec::with_capacity(waves.len()),
+        current: None,
+        paused: None,
+    };
+    for (i, (name, members)) in waves.iter().enumerate() {
+        if walk.current.is_some() {
+            walk.states.push(WaveState::Waiting);
+            continue;
+        }
+        let failing: Vec<(String, Vec<String>)> = members
+            .iter()
+            .filter(|u| !forgiven.contains(&u.unit))
+            .filter_map(|u| match &u.newest {
+                Some(State::Failed { errors }) => Some((u.unit.clone(), errors.clone())),
+                _ => None,
+            })
+            .collect();
+        let state = if failing.len() > settings.failure_threshold {
+            walk.paused = Some(Paused {
+                wave: name.clone(),
+                failing,
+            });
+            WaveState::Paused
+        } else {
+            // Each unit settled since when (a forgiven failure: at once), or not settled.
+            let settled: Option<Vec<Option<DateTime<Utc>>>> = members
+                .iter()
+                .map(|u| match &u.newest {
+                    Some(State::Converged { since }) => Some(Some(*since)),
+                    Some(State::Failed { .. }) if forgiven.contains(&u.unit) => Some(None),
+                    _ => None,
+                })
+                .collect();
+            match settled {
+                None => WaveState::Rolling,
+                Some(since) => since
+                    .into_iter()
+                    .flatten()
+                    .map(|s| {
+                        s.checked_add_signed(soak)
+                            .unwrap_or(DateTime::<Utc>::MAX_UTC)
+                    })
+                    .max()
+                    .filter(|until| *until > now)
+                    .map_or(WaveState::Done, |until| WaveState::Soaking { until }),
+            }
+        };
+        if state != WaveState::Done {
+            walk.current = Some(i);
+        }
+        walk.states.push(state);
+    }
+    walk
+}
+
+/// The maintenance windows of one decision.
+struct Gates<'a> {
+    settings: &'a Rollout,
+    revision: &'a str,
+    now: DateTime<Utc>,
+}
+
+impl Gates<'_> {
+    /// Whether the unit's windows let a change through now (`Ok`), or when they open. An apply-now
+    /// annotation naming the revision lets it through.
+    fn check(&self, u: &UnitInput) -> Result<(), Option<DateTime<Utc>>> {
+        if self.settings.windows.is_empty()
+            || u.apply_now
+                .as_deref()
+                .is_some_and(|v| super::names_revision(v, self.revision))
+        {
+            return Ok(());
+        }
+        match windows::gate(&self.settings.windows, &u.unit, &u.labels, self.now, false) {
+            Gate::Open => Ok(()),
+            Gate::Closed { opens_at } => Err(opens_at),
+        }
+    }
+}
+
+/// The decision as it is made.
+struct Out<'a> {
+    gates: Gates<'a>,
+    verdicts: BTreeMap<String, Verdict>,
+    waiting_for_window: Vec<(String, Option<DateTime<Utc>>)>,
+    next_check: Option<DateTime<Utc>>,
+}
+
+impl Out<'_> {
+    fn hold(&mut self, u: &UnitInput, hold: Hold) {
+        self.verdicts.insert(u.unit.clone(), Verdict::Hold(hold));
+    }
+
+    /// Whether the unit's window is open; when closed, the unit is held by it (and decided again
+    /// when it opens).
+    fn window_open(&mut self, u: &UnitInput) -> bool {
+        let Err(opens_at) = self.gates.check(u) else {
+            return true;
+        };
+        if let Some(at) = opens_at {
+            self.next_check = Some(self.next_check.map_or(at, |n| n.min(at)));
+        }
+        self.waiting_for_window.push((u.unit.clone(), opens_at));
+        self.hold(u, Hold::Window { opens_at });
+        false
+    }
+
+    /// The unit takes the revision when its window is open.
+    fn take_in_window(&mut self, u: &UnitInput) {
+        if self.window_open(u) {
+            self.verdicts.insert(u.unit.clone(), Verdict::Take);
+        }
+    }
+
+    /// A unit held for another reason whose window is closed now is shown waiting for it too.
+    fn note_window(&mut self, u: &UnitInput) {
+        if let Err(opens_at) = self.gates.check(u) {
+            self.waiting_for_window.push((u.unit.clone(), opens_at));
+        }
     }
 }
 
