@@ -41,9 +41,10 @@ pub(super) fn foresee(
                 || previews
                     .get(name.as_str())
                     .is_some_and(|c| !c.has_changes() && c.errors.is_empty());
+            let new = !at_base.contains(name.as_str());
             let change = if same {
                 UnitChange::None
-            } else if !at_base.contains(name.as_str()) {
+            } else if new {
                 UnitChange::Own
             } else {
                 match inputs.get(&name) {
@@ -60,7 +61,7 @@ pub(super) fn foresee(
                 labels: cluster_labels(objects.iter().map(|o| &o.object)),
                 apply_now: apply_now(objects.iter().map(|o| &o.object)),
                 unit: name,
-                on: Some(base.revision.commit.clone()),
+                on: (!new).then(|| base.revision.commit.clone()),
                 change,
                 newest: None,
             }
