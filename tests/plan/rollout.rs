@@ -112,3 +112,41 @@ fn a_bad_rollout_at_head_is_an_error_of_the_plan() {
         "{message}"
     );
 }
+
+#[test]
+fn a_change_to_what_every_cluster_shares_goes_through_every_wave() {
+    let f = Fleet::generated(&["--clusters", "4"]);
+    f.write("aro-gitops.yaml", ROLLOUT);
+    let base = f.commit("rollout settings");
+    f.replace(
+        "cluster-template/cluster.yaml",
+        "10.128.0.0/14",
+        "10.132.0.0/14",
+    );
+    let head = f.commit("another pod network for every cluster");
+
+    let (code, plan) = f.plan_json(&base, &head, &[]);
+    assert_eq!(code, 2, "{plan:#}");
+    let waves: Vec<(&str, Vec<&str>)> = plan["rollout"]["waves"]
+        .as_array()
+        .expect("waves")
+        .iter()
+        .map(|w| (w["name"].as_str().unwrap(), units(&w["units"])))
+        .collect();
+    // The staging clusters are in no wave: they go last, in `rest`.
+    assert_eq!(
+        waves,
+        [
+            ("canary", vec!["clusters/c00001"]),
+            ("prod", vec!["clusters/c00003"]),
+            ("rest", vec!["clusters/c00002", "clusters/c00004"]),
+        ]
+    );
+    let out = f.plan_revs(&base, &head, &[]);
+    assert!(
+        out.stdout
+            .contains("rollout: 3 waves\n  wave 1 canary: clusters/c00001\n  wave 2 prod: clusters/c00003\n  wave 3 rest: clusters/c00002, clusters/c00004\n"),
+        "{}",
+        out.all()
+    );
+}
