@@ -446,9 +446,28 @@ fn validate(args: ValidateArgs) -> anyhow::Result<ExitCode> {
     };
     // The repository's rollout settings (waves, windows): every unit's, checked once.
     let mut failed = false;
-    if let Err(e) = aro_gitops::unit::rollout_setting(&root) {
-        failed = true;
-        println(&format!("error: {e}"));
+    match aro_gitops::unit::rollout_setting(&root) {
+        Err(e) => {
+            failed = true;
+            println(&format!("error: {e}"));
+        }
+        // Over the whole repository, a glob that selects no unit is most likely a typo.
+        Ok(Some(rollout)) if path == root => {
+            let names: Vec<String> = units
+                .iter()
+                .map(|u: &aro_gitops::unit::Unit| {
+                    let rel = u.path.strip_prefix(&root).unwrap_or(&u.path);
+                    aro_gitops::unit::Unit { path: rel.into() }.name()
+                })
+                .collect();
+            for (field, glob) in rollout.unused_globs(&names) {
+                println(&format!(
+                    "warning: {}: {field}: {glob:?} selects no unit",
+                    aro_gitops::unit::SETTINGS_FILE
+                ));
+            }
+        }
+        Ok(_) => {}
     }
     let mut prepared = Vec::new();
     for unit in units {

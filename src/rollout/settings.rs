@@ -92,4 +92,33 @@ impl Rollout {
             Some(v) => parse::rollout(v).map(Some),
         }
     }
+
+    /// The path globs of waves and windows that select none of `units` (the repository's unit
+    /// paths), each with its field (`rollout.waves[0].units[1]`): most likely a typo, which
+    /// would quietly leave units to the last wave or outside their window.
+    pub fn unused_globs(&self, units: &[String]) -> Vec<(String, String)> {
+        let selections = self
+            .waves
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (format!("rollout.waves[{i}]"), &w.select))
+            .chain(
+                self.windows
+                    .iter()
+                    .enumerate()
+                    .map(|(i, w)| (format!("rollout.windows[{i}]"), &w.select)),
+            );
+        let mut out = Vec::new();
+        for (field, select) in selections {
+            let Select::Units(globs) = select else {
+                continue;
+            };
+            for (j, glob) in globs.iter().enumerate() {
+                if !units.iter().any(|u| super::select::glob_matches(glob, u)) {
+                    out.push((format!("{field}.units[{j}]"), glob.clone()));
+                }
+            }
+        }
+        out
+    }
 }

@@ -243,3 +243,28 @@ fn the_next_transition_is_when_a_window_starts_or_ends() {
         None
     );
 }
+
+/// A start in the hour the clocks skip opens when the clocks reach it; a start in the hour they
+/// repeat opens once, the first time.
+#[test]
+fn starts_in_skipped_or_repeated_hours_open_once() {
+    let w =
+        windows(&["{kind: allow, schedule: '30 2 * * *', duration: 1h, timeZone: Europe/Berlin}"]);
+    // 2026-03-29: 02:00 CET jumps to 03:00 CEST (01:00 UTC).
+    assert_eq!(
+        at(&w, "clusters/a", "2026-03-28T23:00:00Z"),
+        opens("2026-03-29T01:00:00Z")
+    );
+    assert_eq!(at(&w, "clusters/a", "2026-03-29T01:30:00Z"), Gate::Open);
+    // 2026-10-25: 03:00 CEST goes back to 02:00 CET; 02:30 CEST is 00:30 UTC.
+    assert_eq!(
+        at(&w, "clusters/a", "2026-10-24T23:00:00Z"),
+        opens("2026-10-25T00:30:00Z")
+    );
+    assert_eq!(at(&w, "clusters/a", "2026-10-25T00:45:00Z"), Gate::Open);
+    // 02:45 CET, the second time round: the opening of 02:30 CEST has ended.
+    assert_eq!(
+        at(&w, "clusters/a", "2026-10-25T01:45:00Z"),
+        opens("2026-10-26T01:30:00Z")
+    );
+}

@@ -71,7 +71,7 @@ fn mapping<'a>(
     Ok(map)
 }
 
-/// The known key `key` most likely misspells: the same but for case, `-` and `_`, or one letter
+/// The known key `key` most likely misspells: the same but for case, `-` and `_`, or one typo
 /// off.
 fn nearest<'a>(key: &str, known: &[&'a str]) -> Option<&'a str> {
     let fold = |s: &str| -> String {
@@ -87,13 +87,19 @@ fn nearest<'a>(key: &str, known: &[&'a str]) -> Option<&'a str> {
     })
 }
 
-/// Whether one insertion, deletion or substitution turns `a` into `b`.
+/// Whether one insertion, deletion, substitution or swap of neighbours turns `a` into `b`.
 fn one_edit_apart(a: &str, b: &str) -> bool {
     let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
     let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
     let i = short.iter().zip(&long).take_while(|(x, y)| x == y).count();
     match long.len() - short.len() {
-        0 => i < short.len() && short[i + 1..] == long[i + 1..],
+        0 if i < short.len() => {
+            let swapped = i + 1 < short.len()
+                && short[i] == long[i + 1]
+                && short[i + 1] == long[i]
+                && short[i + 2..] == long[i + 2..];
+            swapped || short[i + 1..] == long[i + 1..]
+        }
         1 => short[i..] == long[i + 1..],
         _ => false,
     }
@@ -295,21 +301,36 @@ fn labels(v: &Value, field: &str) -> Result<Select, SettingsError> {
 
 fn window(v: &Value, field: &str) -> Result<Window, SettingsError> {
     let map = mapping(v, field, WINDOW_KEYS)?;
-    let kind = match map.get("kind").and_then(Value::as_str) {
-        Some("allow") => WindowKind::Allow,
-        Some("deny") => WindowKind::Deny,
-        Some(other) => {
+    let kind = match map.get("kind") {
+        Some(Value::String(k)) if k == "allow" => WindowKind::Allow,
+        Some(Value::String(k)) if k == "deny" => WindowKind::Deny,
+        Some(Value::String(other)) => {
             return Err(error(
                 &format!("{field}.kind"),
                 format!("{other:?} is not a kind of window: allow or deny"),
             ));
         }
-        None => {
+        Some(other) if !other.is_null() => {
+            return Err(error(
+                &format!("{field}.kind"),
+                format!("must be allow or deny, not {}", what(other)),
+            ));
+        }
+        _ => {
             return Err(error(&format!("{field}.kind"), "is missing: allow or deny"));
         }
     };
     let schedule = match map.get("schedule") {
         Some(Value::String(s)) => s.trim().to_string(),
+        Some(other) if !other.is_null() => {
+            return Err(error(
+                &format!("{field}.schedule"),
+                format!(
+                    "must be a cron schedule in quotes (like \"0 2 * * 6\"), not {}",
+                    what(other)
+                ),
+            ));
+        }
         _ => {
             return Err(error(
                 &format!("{field}.schedule"),

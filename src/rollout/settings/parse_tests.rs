@@ -334,6 +334,16 @@ fn bad_windows_name_the_field() {
             "is missing",
         ),
         (
+            format!("{{kind: [deny], {ok}}}"),
+            "rollout.windows[0].kind",
+            "not a list",
+        ),
+        (
+            "{kind: deny, schedule: [0], duration: 1h}".into(),
+            "rollout.windows[0].schedule",
+            "in quotes",
+        ),
+        (
             "{kind: deny, schedule: '0 0 * *', duration: 1h}".into(),
             "rollout.windows[0].schedule",
             "has 4 fields",
@@ -408,7 +418,31 @@ fn typos_are_caught_with_a_hint() {
     assert!(one_edit_apart("waves", "wave"));
     assert!(one_edit_apart("soak", "soaq"));
     assert!(one_edit_apart("soak", "sxoak"));
+    assert!(one_edit_apart("maxunavailable", "maxunavailabel"));
+    assert!(one_edit_apart("soak", "osak"));
+    assert!(!one_edit_apart("soak", "oska"));
     assert!(!one_edit_apart("soak", "sooak2"));
     assert!(!one_edit_apart("soak", "soak"));
     assert!(!one_edit_apart("scope", "slope1"));
+}
+
+#[test]
+fn globs_that_select_no_unit_are_named() {
+    let r = rollout(
+        "rollout:\n  waves: [{name: dev, units: ['clusters/dev*', 'clusters/dve*']}]\n  windows: [{kind: deny, schedule: '0 0 * * *', duration: 1h, units: ['clusters/prod']}, {kind: deny, schedule: '0 0 * * *', duration: 1h}]\n",
+    );
+    let units = ["clusters/dev-1".to_string(), "clusters/prod-1".to_string()];
+    assert_eq!(
+        r.unused_globs(&units),
+        [
+            (
+                "rollout.waves[0].units[1]".to_string(),
+                "clusters/dve*".to_string()
+            ),
+            (
+                "rollout.windows[0].units[0]".to_string(),
+                "clusters/prod".to_string()
+            ),
+        ]
+    );
 }
