@@ -22,6 +22,7 @@ const LAYERS: &[&[&str]] = &[
         "arm",
         "machinery",
         "crds",
+        "rollout",
     ],
     &["source", "secrets", "render", "decrypt"],
     &["validate", "crdschema", "plan"],

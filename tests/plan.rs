@@ -7,7 +7,8 @@
 //! (0 no changes, 2 changes, 1 errors) in one table; `ci_checkout` the GitHub Actions example on
 //! shallow and detached pull-request checkouts; `paths` the working directory and the state
 //! directory; `predicts` that a plan shows what the run then does; `truth` that a plan refuses what
-//! the run refuses (a cluster's identity, an unsigned head). This file holds the fixture and the helpers
+//! the run refuses (a cluster's identity, an unsigned head); `rollout` the waves and windows a
+//! change would go through. This file holds the fixture and the helpers
 //! that read a plan's output.
 
 #[path = "plan/base.rs"]
@@ -25,6 +26,8 @@ mod live;
 mod paths;
 #[path = "plan/predicts.rs"]
 mod predicts;
+#[path = "plan/rollout.rs"]
+mod rollout;
 #[path = "plan/truth.rs"]
 mod truth;
 

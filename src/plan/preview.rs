@@ -17,6 +17,7 @@ pub use markdown::{MARKDOWN_LIMIT, markdown};
 pub use model::{
     Adoption, Against, BlockedDeletion, Change, ChangeAction, ClusterPreview, Counts,
     FORMAT_VERSION, ObjectRef, PendingValue, PolicyEffect, Preview, Problem, Revision,
+    RolloutPreview, WavePreview, WindowWait,
 };
 pub use text::text;
 

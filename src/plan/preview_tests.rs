@@ -9,6 +9,8 @@ use std::path::PathBuf;
 
 #[path = "preview_limit_tests.rs"]
 mod limit;
+#[path = "preview_rollout_tests.rs"]
+mod rollout;
 
 const BASE_COMMIT: &str = "3f9c2d7e1a4b5c6d7e8f90a1b2c3d4e5f6a7b8c9";
 const HEAD_COMMIT: &str = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678";
@@ -42,6 +44,7 @@ fn preview(against: Against, clusters: Vec<ClusterPreview>) -> Preview {
         notices: vec![],
         clusters,
         errors: Vec::new(),
+        rollout: None,
     }
 }
 

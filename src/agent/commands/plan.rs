@@ -8,6 +8,7 @@
 
 mod against_live;
 mod base;
+mod rollout;
 mod verify;
 pub(crate) mod view;
 
@@ -62,7 +63,7 @@ pub struct PlanRequest {
 struct Rendered {
     revision: PreviewRevision,
     units: Vec<PreparedUnit>,
-    /// The input closure of each unit's render (base only; head's render takes them).
+    /// The input closure of each unit's render (base only; head's render reads them).
     inputs: BTreeMap<Unit, crate::render::Inputs>,
     /// The units this side rendered (the others took the base's preparation).
     rendered: Vec<String>,
@@ -289,6 +290,7 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
         notices: vec![],
         clusters: vec![],
         errors: vec![],
+        rollout: None,
     };
     let mut requests = BTreeMap::new();
     let mut rendered = RenderedUnits::default();
@@ -320,6 +322,19 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
                 head.revision.commit.clone(),
             )
             .await;
+            // Head's rollout settings (a bad `rollout:` is an error of the plan, as of a run).
+            let settings = match crate::rollout::rollout_setting(&head.root) {
+                Ok(settings) => settings,
+                Err(e) => {
+                    // The message names the file and the field.
+                    preview.errors.push(Problem {
+                        message: e.to_string(),
+                        ..Default::default()
+                    });
+                    None
+                }
+            };
+            let changed_for_rollout = settings.as_ref().and(changed.clone());
             let (head, base) = render(head, Some((base, changed))).await?;
             let base = base.expect("render gives base back");
             rendered = RenderedUnits {
@@ -333,6 +348,16 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
                 "units rendered"
             );
             preview.clusters = base::against_base(&base, &head, req.safety);
+            if let Some(settings) = &settings {
+                preview.rollout = rollout::foresee(
+                    settings,
+                    &base,
+                    &head,
+                    &preview.clusters,
+                    changed_for_rollout.as_deref(),
+                    chrono::Utc::now(),
+                );
+            }
             rendered_names = RenderedNames {
                 base: base.rendered,
                 head: head.rendered,
@@ -366,6 +391,7 @@ fn refused(req: &PlanRequest, refusal: &crate::source::signature::Refusal) -> Pl
             notices: vec![],
             clusters: vec![],
             errors: vec![verify::refused_problem(refusal)],
+            rollout: None,
         },
         requests: BTreeMap::new(),
         rendered: RenderedUnits::default(),

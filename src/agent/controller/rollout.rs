@@ -204,9 +204,12 @@ impl Agent {
                         let changed = state.changed.get(commit);
                         let inputs = target.inputs.get(u);
                         match (changed, inputs) {
-                            (Some(changed), Some(inputs)) => {
-                                rollout::units::change_of(&name, false, inputs, changed)
-                            }
+                            (Some(changed), Some(inputs)) => rollout::units::change_of(
+                                &name,
+                                false,
+                                |p| inputs.touched_by(p),
+                                changed,
+                            ),
                             _ => UnitChange::Shared,
                         }
                     }
@@ -226,11 +229,11 @@ impl Agent {
                 };
                 UnitInput {
                     unit: name,
-                    labels: rollout::units::cluster_labels(objects),
+                    labels: rollout::units::cluster_labels(objects.iter().map(|o| &o.object)),
                     on,
                     change,
                     newest,
-                    apply_now: rollout::units::apply_now(objects),
+                    apply_now: rollout::units::apply_now(objects.iter().map(|o| &o.object)),
                 }
             })
             .collect();
@@ -472,7 +475,7 @@ fn frozen(target: &Revision, before: &[UnitOutcome]) -> BTreeMap<String, UnitOut
         .filter_map(|(u, p)| {
             let name = u.name();
             let objects = p.as_ref().map(|p| p.objects.as_slice()).unwrap_or(&[]);
-            let labels = rollout::units::cluster_labels(objects);
+            let labels = rollout::units::cluster_labels(objects.iter().map(|o| &o.object));
             let gate = rollout::windows::gate(&settings.windows, &name, &labels, now, true);
             if gate == rollout::windows::Gate::Open {
                 return None;

@@ -16,6 +16,7 @@ use escape::{cell_code, clip, code, html, longest_run, text};
 use std::borrow::Cow;
 
 mod escape;
+mod rollout;
 
 /// The longest comment [`markdown`] writes, in bytes (so also at most this many characters).
 pub const MARKDOWN_LIMIT: usize = 65_000;
@@ -155,6 +156,9 @@ fn shorten(p: &Preview, cut: &mut Cut, limit: usize) {
 fn assemble(p: &Preview, cut: &Cut) -> String {
     let mut out = head(p);
     out.push_str(&global_errors(p, cut.global_errors));
+    if let Some(r) = &p.rollout {
+        out.push_str(&rollout::paragraph(r));
+    }
     let mut in_list = false;
     for (i, c) in p.clusters.iter().enumerate() {
         let piece = section(c, i, cut);

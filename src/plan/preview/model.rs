@@ -32,6 +32,70 @@ pub struct Preview {
     /// Errors not tied to one cluster (e.g. the unit list could not be read).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<Problem>,
+    /// How the head revision would roll out over the fleet (head's `rollout:`), when it changes
+    /// units through waves or a unit waits for its maintenance window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<RolloutPreview>,
+}
+
+/// The rollout of the head revision, as the plan foresees it from the base (every unit on base).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RolloutPreview {
+    /// The waves in order (the implicit last one `rest`), each with the changed units it holds.
+    pub waves: Vec<WavePreview>,
+    /// Units whose maintenance window is closed now, in unit order.
+    #[serde(default)]
+    pub waiting_for_window: Vec<WindowWait>,
+}
+
+/// One wave of a rollout.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WavePreview {
+    pub name: String,
+    /// Its units the head revision changes (through what they share), in unit order.
+    pub units: Vec<String>,
+}
+
+/// A unit waiting for its maintenance window.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WindowWait {
+    pub unit: String,
+    /// When the window opens (RFC 3339, UTC); absent when it does not within a year.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub opens_at: Option<String>,
+}
+
+impl WindowWait {
+    /// `opens at 2026-11-30 00:00 UTC` (or `no opening within a year`), as people read it.
+    pub fn opening(&self) -> String {
+        let at = self
+            .opens_at
+            .as_deref()
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.with_timezone(&chrono::Utc));
+        match (at, &self.opens_at) {
+            (None, Some(raw)) => format!("opens at {raw}"),
+            (at, _) => crate::rollout::decide::window_opening(at),
+        }
+    }
+}
+
+impl RolloutPreview {
+    /// The units waiting for a window, grouped by when it opens (in order of first appearance).
+    pub fn window_groups(&self) -> Vec<(String, Vec<&str>)> {
+        let mut groups: Vec<(String, Vec<&str>)> = Vec::new();
+        for w in &self.waiting_for_window {
+            let opening = w.opening();
+            match groups.iter_mut().find(|(o, _)| *o == opening) {
+                Some((_, units)) => units.push(&w.unit),
+                None => groups.push((opening, vec![&w.unit])),
+            }
+        }
+        groups
+    }
 }
 
 /// A git revision: what the user named and the commit it resolved to.

@@ -63,8 +63,39 @@ pub fn text(p: &Preview, color: bool) -> String {
             unchanged.join(", ")
         ));
     }
+    if let Some(r) = &p.rollout {
+        out.push('\n');
+        out.push_str(&rollout(r));
+    }
     out.push('\n');
     out.push_str(&w.summary(p));
+    out
+}
+
+/// `rollout: 2 waves`, a line per wave with its changed clusters, and a line per window opening
+/// with the clusters waiting for it.
+fn rollout(r: &super::RolloutPreview) -> String {
+    let mut out = format!("rollout: {}\n", plural(r.waves.len(), "wave", "waves"));
+    for (i, wave) in r.waves.iter().enumerate() {
+        let units: Vec<Cow<'_, str>> = wave.units.iter().map(|u| clean(u)).collect();
+        let units = if units.is_empty() {
+            "no changed cluster".to_string()
+        } else {
+            units.join(", ")
+        };
+        out.push_str(&format!(
+            "  wave {} {}: {units}\n",
+            i + 1,
+            clean(&wave.name)
+        ));
+    }
+    for (opening, units) in r.window_groups() {
+        let units: Vec<Cow<'_, str>> = units.into_iter().map(clean).collect();
+        out.push_str(&format!(
+            "  waiting for the maintenance window ({opening}): {}\n",
+            units.join(", ")
+        ));
+    }
     out
 }
 

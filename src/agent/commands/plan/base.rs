@@ -62,6 +62,8 @@ pub(super) async fn render(
             |u| at.get(u).and_then(|&i| given[i].1.take()),
         );
         if let Some(b) = base.as_mut() {
+            // Base's closures back: the plan's rollout tells own changes from shared ones by them.
+            b.inputs = inputs.unwrap_or_default();
             b.units = given
                 .into_iter()
                 .filter_map(|(u, p)| p.map(|p| (u, p)))
