@@ -193,6 +193,22 @@ pub fn finalizers(obj: &Value) -> Vec<String> {
     strings_at(obj, "/metadata/finalizers")
 }
 
+/// `text` as a piece of an object name: lower-case ASCII letters and digits, anything else a `-`,
+/// no `-` at either end, at most `max` characters.
+pub fn name_slug(text: &str, max: usize) -> String {
+    let slug: String = text
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    slug.trim_matches('-').chars().take(max).collect()
+}
+
 /// Hex SHA-256 of `bytes` (digests in names, labels and the inventory).
 pub fn sha256_hex(bytes: &[u8]) -> String {
     let d = ring::digest::digest(&ring::digest::SHA256, bytes);

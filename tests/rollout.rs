@@ -59,9 +59,9 @@ fn run_once(fleet: &Fleet) -> Output {
 fn report(fleet: &Fleet, unit: &str) -> Value {
     let name = unit.trim_start_matches("clusters/");
     let text = fleet
-        .report(&format!("reports/aro-{name}/{name}.json"))
+        .report(&format!("reports/aro-{name}/{name}.yaml"))
         .unwrap_or_else(|| panic!("a report of {unit}"));
-    serde_json::from_str(&text).expect("a JSON report")
+    aro_gitops::yaml::from_str(&text).expect("a YAML report")
 }
 
 /// Each unit's Cluster as it is live: its resourceVersion and annotations.

@@ -167,17 +167,7 @@ pub fn trust_facts(managed: &Value) -> Value {
 /// digest of the exact path and fleet name (of the path alone when the fleet is unnamed, as
 /// before fleets were named).
 pub fn name_for(fleet: &str, unit: &str) -> String {
-    let slug: String = unit
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    let slug: String = slug.trim_matches('-').chars().take(200).collect();
+    let slug = crate::object::name_slug(unit, 200);
     format!(
         "inventory-{}-{}",
         slug.trim_end_matches('-'),

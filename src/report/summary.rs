@@ -50,7 +50,7 @@ pub fn summary_table(outcomes: &[UnitOutcome], writes: Option<u64>) -> String {
     held.sort_by(|a, b| a.unit.cmp(&b.unit));
     for o in held {
         let h = o.held.as_ref().expect("held");
-        let short = |r: &str| r.chars().take(7).collect::<String>();
+        let short = crate::rollout::short;
         out.push_str(&format!(
             "held: {} stays on {} (newest {}): {}\n",
             o.unit,

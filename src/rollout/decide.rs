@@ -456,14 +456,6 @@ fn wave_members<'a>(
     waves
 }
 
-/// The first 7 characters of a commit id, as messages name it.
-fn short(revision: &str) -> &str {
-    revision
-        .char_indices()
-        .nth(7)
-        .map_or(revision, |(i, _)| &revision[..i])
-}
-
 /// An instant as messages show it: `2026-11-30 00:00 UTC`.
 pub fn show_instant(at: DateTime<Utc>) -> String {
     at.format("%Y-%m-%d %H:%M UTC").to_string()
@@ -482,7 +474,7 @@ impl Hold {
             Hold::Paused { revision, wave } => {
                 format!(
                     "rollout paused at wave {wave} (revision {})",
-                    short(revision)
+                    super::short(revision)
                 )
             }
             Hold::Window { opens_at } => format!(

@@ -26,6 +26,14 @@ pub use settings::{Budget, Rollout, Scope, Wave, Window, WindowKind};
 /// immediately"). A prefix of the commit id is enough (at least 7 characters).
 pub const APPLY_NOW_ANNOTATION: &str = "aro-gitops.dev/apply-now";
 
+/// A commit id as people read it: its first 7 characters.
+pub fn short(revision: &str) -> &str {
+    revision
+        .char_indices()
+        .nth(7)
+        .map_or(revision, |(i, _)| &revision[..i])
+}
+
 /// Whether `value` (an apply-now annotation) names `revision`: the full id or a prefix of at least
 /// 7 hex characters.
 pub fn names_revision(value: &str, revision: &str) -> bool {

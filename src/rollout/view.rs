@@ -1,11 +1,7 @@
 //! How a rollout reads on the terminal and in logs: one line for where it stands.
 
 use super::decide::{RolloutView, WaveState};
-
-/// The revision as people read it: its first 7 characters.
-pub fn short(revision: &str) -> &str {
-    &revision[..revision.len().min(7)]
-}
+use super::short;
 
 /// Where the rollout stands, in one line: "rollout of abc1234: wave 2 of 3 (staging) rolling, 7
 /// clusters", "rollout of abc1234 paused at wave dev: 2 failing (clusters/a: …)", "rollout of

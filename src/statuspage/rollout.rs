@@ -7,9 +7,8 @@ use crate::rollout::{RolloutView, WaveState};
 use chrono::{DateTime, Utc};
 use std::fmt::Write;
 
-/// The first 7 characters of a commit id.
 fn sha7(revision: &str) -> String {
-    revision.chars().take(7).collect()
+    crate::rollout::short(revision).to_string()
 }
 
 /// A wave's state in words.

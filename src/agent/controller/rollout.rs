@@ -33,6 +33,8 @@ pub(in crate::agent) struct Rollouts {
     taking: BTreeSet<String>,
     /// The paths changed from each commit a unit is kept on to the newest revision.
     changed: BTreeMap<String, Vec<PathBuf>>,
+    /// How the newest revision changed each unit, as first seen (see `rollout_decision`).
+    changes: BTreeMap<String, UnitChange>,
     /// When to decide again with no other change (a soak ends, a window opens).
     pub next_check: Option<DateTime<Utc>>,
     /// The last decision's view, as shown.
@@ -79,6 +81,7 @@ impl Rollouts {
             self.converged_since.clear();
             self.taking.clear();
             self.changed.clear();
+            self.changes.clear();
         }
     }
 }
@@ -139,7 +142,9 @@ impl Agent {
                 .collect();
             let more = !taking.is_subset(&self.memo.rollout.taking);
             if !first && !more {
-                let soak_ends = soak_end(&decision).filter(|_| deadline.is_some());
+                let waiting = (decision.verdicts.values())
+                    .any(|v| matches!(v, Verdict::Hold(rollout::Hold::Wave { .. })));
+                let soak_ends = soak_end(&decision).filter(|_| deadline.is_some() && waiting);
                 match soak_ends.and_then(|t| instant_of(t, deadline)) {
                     Some(at) => {
                         tracing::info!(until = %soak_ends.expect("soak end"), "soaking");
@@ -189,11 +194,17 @@ impl Agent {
             .collect();
         let now = Utc::now();
         let state = &mut self.memo.rollout;
+        let in_progress = !state.kept.is_empty();
         let inputs: Vec<UnitInput> = (target.fleet_units.iter())
             .map(|(u, p)| {
                 let name = u.name();
-                let objects = p.as_ref().map(|p| p.objects.as_slice()).unwrap_or(&[]);
                 let kept = state.kept.get(&name);
+                // A unit that does not render at the newest revision is placed by what it renders
+                // where it is.
+                let objects = (p.as_ref().ok())
+                    .or_else(|| kept.and_then(|(_, k)| k.as_ref().ok()))
+                    .map(|p| p.objects.as_slice())
+                    .unwrap_or(&[]);
                 let on = match kept {
                     Some((commit, _)) => Some(commit.clone()),
                     None => applied.get(&name).cloned().flatten(),
@@ -214,19 +225,38 @@ impl Agent {
                         }
                     }
                     None if on.is_none() => UnitChange::Own,
+                    // On the newest revision while others are not: it counts in its wave (the
+                    // change it took is not known after a restart; it took it through the waves).
+                    None if in_progress => UnitChange::Shared,
                     None => UnitChange::None,
                 };
-                let newest = if kept.is_some() && !state.taking.contains(&name) {
-                    None
-                } else {
-                    Some(newest_state(
-                        outcomes.get(name.as_str()).copied(),
-                        &target.commit,
-                        applied.get(&name).cloned().flatten().as_deref(),
-                        state.converged_since.entry(name.clone()),
-                        now,
-                    ))
+                // What changed a unit is remembered until the next revision: a unit that took
+                // it still counts in its wave (for the soak), wherever its inventory says it is.
+                let change = match state.changes.get(&name) {
+                    Some(first) if change == UnitChange::None || *first != UnitChange::None => {
+                        *first
+                    }
+                    _ => {
+                        state.changes.insert(name.clone(), change);
+                        change
+                    }
                 };
+                // Taken: admitted before, on it by its inventory, or nothing to take.
+                let on_it = applied
+                    .get(&name)
+                    .is_some_and(|a| a.as_deref() == Some(&target.commit));
+                let newest =
+                    if !state.taking.contains(&name) && !on_it && change != UnitChange::None {
+                        None
+                    } else {
+                        Some(newest_state(
+                            outcomes.get(name.as_str()).copied(),
+                            &target.commit,
+                            applied.get(&name).cloned().flatten().as_deref(),
+                            state.converged_since.entry(name.clone()),
+                            now,
+                        ))
+                    };
                 UnitInput {
                     unit: name,
                     labels: rollout::units::cluster_labels(objects.iter().map(|o| &o.object)),
@@ -237,6 +267,9 @@ impl Agent {
                 }
             })
             .collect();
+        for i in &inputs {
+            tracing::debug!(unit = %i.unit, change = ?i.change, newest = ?i.newest, on = ?i.on, "rollout input");
+        }
         let resume = self.rollout_resume(target).await;
         let decision = rollout::decide(
             &target.commit,
@@ -369,10 +402,6 @@ impl Agent {
                 Some((u.clone(), kept.clone()))
             })
             .collect();
-        // A unit that takes the newest revision leaves what it kept.
-        for u in &rendered {
-            self.memo.rollout.kept.remove(u);
-        }
         Revision {
             commit: target.commit.clone(),
             checkout: target.checkout.clone(),
@@ -388,11 +417,14 @@ impl Agent {
         }
     }
 
-    /// Records when each unit that took `target` was first seen converged on it.
+    /// Records when each unit that took `target` was first seen converged on it; such a unit
+    /// leaves what it kept (until then, a unit that took it and fails stays placed by what it
+    /// kept, and goes back to it if a later revision holds it).
     fn note_converged(&mut self, target: &Revision, outcomes: &[UnitOutcome]) {
         let now = Utc::now();
         for o in outcomes {
             if o.revision == target.commit && report::phase(o) == report::Phase::Converged {
+                self.memo.rollout.kept.remove(&o.unit);
                 (self.memo.rollout.converged_since)
                     .entry(o.unit.clone())
                     .or_insert(now);

@@ -61,17 +61,7 @@ pub fn lease_name(fleet: &str) -> String {
     if fleet.is_empty() {
         return "aro-gitops-rollout".to_string();
     }
-    let slug: String = fleet
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    let slug: String = slug.trim_matches('-').chars().take(40).collect();
+    let slug = crate::object::name_slug(fleet, 40);
     let slug = slug.trim_end_matches('-');
     let digest = &crate::object::sha256_hex(fleet.as_bytes())[..10];
     if slug.is_empty() {
@@ -206,10 +196,7 @@ impl Record {
     }
 }
 
-/// The first 7 characters of a commit id.
-pub fn sha7(revision: &str) -> &str {
-    &revision[..revision.len().min(7)]
-}
+pub use crate::rollout::short as sha7;
 
 fn api(client: &kube::Client) -> Api<Lease> {
     Api::namespaced(client.clone(), AGENT_NAMESPACE)
