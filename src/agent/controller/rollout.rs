@@ -267,9 +267,6 @@ impl Agent {
                 }
             })
             .collect();
-        for i in &inputs {
-            tracing::debug!(unit = %i.unit, change = ?i.change, newest = ?i.newest, on = ?i.on, "rollout input");
-        }
         let resume = self.rollout_resume(target).await;
         let decision = rollout::decide(
             &target.commit,

@@ -210,10 +210,9 @@ mod tests {
     use crate::controlplane::{Config, ControlPlane};
     use k8s_openapi::api::events::v1::Event as K8sEvent;
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn events_reach_the_control_plane_and_a_repeat_becomes_a_series() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut config = Config::new(dir.path().join("cp"));
+    /// An embedded control plane under `dir` with the namespace `aro-dev`.
+    async fn control_plane_with_aro_dev(dir: &std::path::Path) -> ControlPlane {
+        let mut config = Config::new(dir.join("cp"));
         config.preload_crds = false;
         let cp = ControlPlane::open(config).unwrap();
         let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> =
@@ -223,6 +222,13 @@ mod tests {
             .create(&Default::default(), &ns.unwrap())
             .await
             .unwrap();
+        cp
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn events_reach_the_control_plane_and_a_repeat_becomes_a_series() {
+        let dir = tempfile::tempdir().unwrap();
+        let cp = control_plane_with_aro_dev(dir.path()).await;
         let events = Events::start(cp.client());
         for o in [
             progressing(),
@@ -273,16 +279,7 @@ mod tests {
     async fn a_paused_rollout_is_said_once_on_the_failing_units_objects() {
         use crate::rollout::{Paused, RolloutView};
         let dir = tempfile::tempdir().unwrap();
-        let mut config = Config::new(dir.path().join("cp"));
-        config.preload_crds = false;
-        let cp = ControlPlane::open(config).unwrap();
-        let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> =
-            kube::Api::all(cp.client());
-        let ns = serde_json::from_value(serde_json::json!({"metadata": {"name": "aro-dev"}}));
-        namespaces
-            .create(&Default::default(), &ns.unwrap())
-            .await
-            .unwrap();
+        let cp = control_plane_with_aro_dev(dir.path()).await;
         let events = Events::start(cp.client());
         events.pass_ended(&failed("quota exceeded"), Vec::new, "default", |_| None);
         let view = RolloutView {
