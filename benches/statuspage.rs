@@ -56,6 +56,7 @@ fn outcome(i: usize) -> UnitOutcome {
         .collect();
     UnitOutcome {
         held: None,
+        rendered_at: None,
         unit: format!("clusters/c{i:04}"),
         standing: Standing::unknown(Some(&cluster)),
         cluster: Some(cluster),

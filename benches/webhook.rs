@@ -1,6 +1,8 @@
 //! Webhook benchmark (issue 14): how long a push takes to reach the cluster when it is delivered by
 //! webhook. Run with `cargo bench --bench webhook` (options after `--`: `--clusters N`, default
-//! 1000; `--commits K`, default 20; `--workdir DIR` to keep the fleet and state).
+//! 1000; `--commits K`, default 20; `--workdir DIR` to keep the fleet and state; `--binary PATH`:
+//! the agent to measure, e.g. another build for a before/after, default this tree's; `--agent-log
+//! FILTER`: the agent's `--log`, default `warn`).
 //!
 //! A fleet of N clusters from `aro-gitops-fleetgen` in a real git repository with a bare remote,
 //! the control plane in its own process (`control-plane serve --simulate-azure --sim-delay 0s`),
@@ -10,7 +12,9 @@
 //! Namespace, the first object of its dependency order) is pushed; a watch on that Namespace is
 //! opened; a signed GitHub push event is POSTed; the time from the POST to the watch seeing the
 //! change is that commit's latency. After each cycle `aro_gitops_renders_total` says how many
-//! units were rendered again (the target: exactly one).
+//! units were rendered again (the target: exactly one), and the status branch on the remote says
+//! when the cycle's reports landed (polled from the first write, every 5 ms), in how many commits,
+//! and how many report files changed (issue 30: only the changed cluster's two).
 //!
 //! Target: first write to the changed cluster ≤ 1 s p50 over 20 commits, one render per commit.
 
@@ -32,6 +36,8 @@ struct Options {
     clusters: usize,
     commits: usize,
     workdir: Option<std::path::PathBuf>,
+    binary: String,
+    agent_log: String,
 }
 
 fn options() -> Options {
@@ -49,6 +55,8 @@ fn options() -> Options {
             .and_then(|v| v.parse().ok())
             .unwrap_or(20),
         workdir: value("--workdir").map(Into::into),
+        binary: value("--binary").unwrap_or_else(|| ARO_GITOPS.to_string()),
+        agent_log: value("--agent-log").unwrap_or_else(|| "warn".to_string()),
     }
 }
 
@@ -59,10 +67,10 @@ struct Agent {
 }
 
 impl Agent {
-    fn start(args: &[&str]) -> Agent {
+    fn start(binary: &str, log: &str, args: &[&str]) -> Agent {
         let (child, lines) = spawn_lines(
-            Command::new(ARO_GITOPS)
-                .args(["--log", "warn", "run"])
+            Command::new(binary)
+                .args(["--log", log, "run"])
                 .args(args),
         );
         Agent { child, lines }
@@ -150,6 +158,44 @@ fn head(repo: &Path) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
+/// The status branch's tip on the bare remote, if it exists.
+fn status_tip(remote: &Path) -> Option<git2::Oid> {
+    let repo = git2::Repository::open_bare(remote).ok()?;
+    repo.refname_to_id("refs/heads/aro-gitops/status").ok()
+}
+
+/// The report commits from `from` to `to` on the remote, and the files they change.
+fn report_changes(remote: &Path, from: Option<git2::Oid>, to: Option<git2::Oid>) -> (usize, usize) {
+    let (Some(from), Some(to)) = (from, to) else {
+        return (0, 0);
+    };
+    if from == to {
+        return (0, 0);
+    }
+    let repo = git2::Repository::open_bare(remote).expect("the remote");
+    let mut walk = repo.revwalk().unwrap();
+    walk.push(to).unwrap();
+    walk.hide(from).unwrap();
+    let commits = walk.count();
+    let tree = |oid| repo.find_commit(oid).unwrap().tree().unwrap();
+    let diff = repo
+        .diff_tree_to_tree(Some(&tree(from)), Some(&tree(to)), None)
+        .unwrap();
+    (commits, diff.deltas().len())
+}
+
+/// Polls the status branch until it leaves `from` (every 5 ms, within `wait`): when it did.
+fn status_moved(remote: &Path, from: Option<git2::Oid>, wait: Duration) -> Option<Instant> {
+    let deadline = Instant::now() + wait;
+    while Instant::now() < deadline {
+        if status_tip(remote) != from {
+            return Some(Instant::now());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    None
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i.min(sorted.len() - 1)]
@@ -208,7 +254,7 @@ async fn main() {
         o.clusters
     );
     let populated = run_measured(
-        ARO_GITOPS,
+        &o.binary,
         &[
             "--log",
             "warn",
@@ -239,7 +285,7 @@ async fn main() {
 
     let secret = work.join("webhook-secret");
     std::fs::write(&secret, SECRET).unwrap();
-    let agent = Agent::start(&[
+    let agent = Agent::start(&o.binary, &o.agent_log, &[
         "--repo",
         &remote_url,
         "--state",
@@ -283,8 +329,10 @@ async fn main() {
     let client = kube::Client::try_from(config).unwrap();
     let namespaces: Api<Namespace> = Api::all(client);
 
-    println!("| commit | cluster | first write after the webhook | cycle | renders |");
-    println!("|---:|---|---:|---|---:|");
+    println!(
+        "| commit | cluster | first write after the webhook | reports landed after the first write | report commits | report files changed | cycle | renders |"
+    );
+    println!("|---:|---|---:|---:|---:|---:|---|---:|");
     let mut latencies = Vec::new();
     let mut render_counts = Vec::new();
     for k in 0..o.commits {
@@ -308,6 +356,7 @@ async fn main() {
         let params = WatchParams::default().fields(&format!("metadata.name={ns}"));
         let mut watch = namespaces.watch(&params, &rv).await.unwrap().boxed();
         let before = renders(&metrics);
+        let status_before = status_tip(&remote);
         let posted = Instant::now();
         let code = github_push(&webhook, &remote_url, &after);
         assert_eq!(code, 202, "the webhook was not accepted");
@@ -338,10 +387,16 @@ async fn main() {
                 }
             }
         };
+        let landed = status_moved(&remote, status_before, Duration::from_secs(120));
         let cycle = agent.line_after("cycle ", wait);
         let rendered = renders(&metrics) - before;
+        let (commits, files) = report_changes(&remote, status_before, status_tip(&remote));
+        let reports = landed.map_or("none".to_string(), |t| {
+            let ms = t.duration_since(posted).as_secs_f64() * 1000.0;
+            format!("{:.0} ms", ms - latency.as_secs_f64() * 1000.0)
+        });
         println!(
-            "| {k} | {name} | {:.0} ms | cycle {cycle} | {rendered} |",
+            "| {k} | {name} | {:.0} ms | {reports} | {commits} | {files} | cycle {cycle} | {rendered} |",
             latency.as_secs_f64() * 1000.0
         );
         latencies.push(latency);

@@ -214,7 +214,7 @@ fn the_running_agent_renders_again_only_the_changed_unit() {
     use common::kubectl::LineReader;
     use std::process::{Command, Stdio};
     use std::time::Duration;
-    let (f, _) = Fleet::git();
+    let (f, f_first) = Fleet::git();
     let mut child = Command::new(env!("CARGO_BIN_EXE_aro-gitops"))
         .args(["run", "--sim-delay", "0s", "--interval", "1s", "--repo"])
         .arg(&f.repo)
@@ -254,6 +254,7 @@ fn the_running_agent_renders_again_only_the_changed_unit() {
         l.contains("reports committed")
     });
     let before_commit = log.seen.len();
+    let status_before = f.status_commits();
 
     f.replace(
         "clusters/dev/cluster-params.yaml",
@@ -277,7 +278,29 @@ fn the_running_agent_renders_again_only_the_changed_unit() {
         "{prepared}"
     );
     log.wait_for(wait, "the new revision", |l| l.contains("new revision"));
+    // Issue 30: the new revision's reports are one commit changing dev's two files; prod's
+    // report, which the commit leaves as it was, still names the commit it was rendered at.
+    log.wait_for(wait, "the new revision's reports", |l| {
+        l.contains("reports committed")
+    });
     drop(child);
+    let status = f.status_commits();
+    assert_eq!(status.len(), status_before.len() + 1, "one report commit");
+    let changed = common::git::git(
+        &f.origin(),
+        &["diff", "--name-only", &status_before[0], &status[0]],
+    );
+    let changed: Vec<&str> = changed.lines().collect();
+    assert_eq!(
+        changed,
+        ["reports/aro-dev/dev.md", "reports/aro-dev/dev.yaml"],
+        "only dev's reports change"
+    );
+    let prod = f.report("reports/aro-prod/prod.yaml").expect("prod's report");
+    assert!(
+        prod.contains(&format!("revision: {f_first}")),
+        "prod's report names the commit it was rendered at:\n{prod}"
+    );
     let after: Vec<&String> = log
         .seen
         .iter()

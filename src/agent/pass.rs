@@ -190,6 +190,7 @@ impl Pass<'_, '_> {
     /// The outcome of a unit nothing was applied for.
     fn outcome(&mut self, objects: Vec<ObjectOutcome>, standing: Standing) -> UnitOutcome {
         UnitOutcome {
+            rendered_at: None,
             held: None,
             unit: self.unit.clone(),
             cluster: self.prepared.cluster.clone(),
@@ -451,6 +452,7 @@ pub async fn remove(ctx: &PassContext<'_>, inv: &mut Inventory) -> UnitOutcome {
         save(ctx.cluster, fleet, inv, &mut written, &mut errors).await;
     }
     UnitOutcome {
+        rendered_at: None,
         held: None,
         unit: inv.unit.clone(),
         standing: Standing::unknown(capi_cluster.as_ref()),

@@ -62,10 +62,9 @@ pub fn build(outcome: &UnitOutcome) -> ClusterReport {
                 .unwrap_or_else(|| DEFAULT_NAMESPACE.to_string()),
             name: c.name.clone(),
         }),
-        revision: if outcome.revision.trim().is_empty() {
-            UNKNOWN_REVISION.to_string()
-        } else {
-            outcome.revision.trim().to_string()
+        revision: match outcome.reported_revision().trim() {
+            "" => UNKNOWN_REVISION.to_string(),
+            r => r.to_string(),
         },
         stale_source: outcome.stale_source.clone(),
         held: outcome.held.clone(),

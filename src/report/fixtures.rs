@@ -272,6 +272,7 @@ pub fn outcome_at(step: u32) -> UnitOutcome {
     let infra_key =
         |kind: &str, name: &str| key("infrastructure.cluster.x-k8s.io/v1beta2", kind, name);
     UnitOutcome {
+        rendered_at: None,
         held: None,
         unit: "clusters/dev".into(),
         cluster: Some(cluster_key()),

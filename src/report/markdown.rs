@@ -112,11 +112,16 @@ fn headline(out: &mut String, report: &ClusterReport) {
 fn facts(out: &mut String, report: &ClusterReport) {
     let revision = &report.revision;
     let short: String = revision.chars().take(7).collect();
-    if short.len() < revision.len() {
-        let _ = writeln!(out, "- **Revision:** `{short}` (`{revision}`)");
+    let full = if short.len() < revision.len() {
+        format!("`{short}` (`{revision}`)")
     } else {
-        let _ = writeln!(out, "- **Revision:** `{revision}`");
-    }
+        format!("`{revision}`")
+    };
+    let _ = writeln!(
+        out,
+        "- **Revision:** {full}, the commit whose rendering of this cluster is applied \
+         (later commits that leave it as it is leave this report as it is)"
+    );
     let _ = writeln!(out, "- **Unit:** `{}`", report.unit.replace('`', "'"));
     let azure = match report.azure {
         AzureMode::Simulated => "simulated (not real Azure)",

@@ -22,7 +22,7 @@ mod standing;
 mod summary;
 
 #[cfg(test)]
-mod fixtures;
+pub(crate) mod fixtures;
 #[cfg(test)]
 mod tests;
 

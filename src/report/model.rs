@@ -168,8 +168,12 @@ pub struct UnitOutcome {
     pub unit: String,
     /// The unit's CAPI Cluster; `None` if the unit failed before one was known.
     pub cluster: Option<ObjectKey>,
-    /// Commit sha applied (or attempted).
+    /// The commit the unit is on: the newest, or the one a rollout holds it on (see `held`).
     pub revision: String,
+    /// When a commit after the one whose rendering of the unit is applied left that rendering as
+    /// it was (the unit kept its converged outcome): that earlier commit, which its report goes on
+    /// naming. `None`: `revision`'s rendering is the one applied.
+    pub rendered_at: Option<String>,
     /// `Some(reason)` when the source was unreachable and the last good revision was used.
     pub stale_source: Option<String>,
     pub azure: AzureMode,
@@ -181,6 +185,13 @@ pub struct UnitOutcome {
     pub standing: super::standing::Standing,
     /// Why the unit is not on the newest revision: a rollout holds it where it is.
     pub held: Option<Held>,
+}
+
+impl UnitOutcome {
+    /// The commit the unit's report names: the one whose rendering of the unit is applied.
+    pub fn reported_revision(&self) -> &str {
+        self.rendered_at.as_deref().unwrap_or(&self.revision)
+    }
 }
 
 /// A unit a rollout holds on the revision it is on (see [`crate::rollout`]).

@@ -14,6 +14,7 @@ fn yaml_value(report: &ClusterReport) -> Value {
 
 fn unknown_unit() -> UnitOutcome {
     UnitOutcome {
+        rendered_at: None,
         held: None,
         unit: "clusters/broken".into(),
         cluster: None,
@@ -292,7 +293,7 @@ fn markdown_of_a_progressing_simulated_cluster() {
             .starts_with("> **Simulated Azure.** Nothing in this report happened in real Azure")
     );
     assert!(
-        md.contains("- **Revision:** `4ce1881` (`4ce1881c05da374ce1881c05da374ce1881c05da`)\n")
+        md.contains("- **Revision:** `4ce1881` (`4ce1881c05da374ce1881c05da374ce1881c05da`), the commit")
     );
     assert!(md.contains("- **Unit:** `clusters/dev`\n- **Azure:** simulated (not real Azure)\n"));
     assert!(md.contains(

@@ -435,6 +435,7 @@ pub(crate) mod tests {
             name: name.into(),
         };
         UnitOutcome {
+            rendered_at: None,
             held: None,
             unit: unit.into(),
             standing: Standing::unknown(Some(&key)),

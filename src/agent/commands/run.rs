@@ -181,6 +181,7 @@ mod tests {
     fn summary(stale: Option<&str>) -> RunSummary {
         RunSummary {
             outcomes: vec![UnitOutcome {
+                rendered_at: None,
                 held: None,
                 unit: "clusters/dev".into(),
                 cluster: None,

@@ -3,9 +3,14 @@
 use crate::report::UnitOutcome;
 
 /// A run reports what it did to each object: a create or update in an earlier pass of this run
-/// is not forgotten when a later pass finds the object unchanged.
+/// is not forgotten when a later pass finds the object unchanged. A pass over a unit that kept
+/// the outcome of an earlier commit's rendering (see [`super::scope::kept_outcome`]) applies that
+/// same rendering: its report goes on naming that commit.
 pub(in crate::agent) fn carry_actions(previous: &UnitOutcome, next: &mut UnitOutcome) {
     use crate::report::ObjectAction;
+    if next.rendered_at.is_none() && previous.revision == next.revision {
+        next.rendered_at = previous.rendered_at.clone();
+    }
     // A unit being removed forgets its CAPI Cluster once that is deleted: the report keeps it.
     if next.cluster.is_none() {
         next.cluster = previous.cluster.clone();
@@ -42,6 +47,7 @@ mod tests {
 
     fn outcome(actions: &[(&str, ObjectAction)]) -> UnitOutcome {
         UnitOutcome {
+            rendered_at: None,
             held: None,
             unit: "u".into(),
             cluster: None,
@@ -91,5 +97,21 @@ mod tests {
                 ObjectAction::Failed
             ]
         );
+    }
+
+    #[test]
+    fn a_pass_over_a_kept_unit_names_the_commit_its_rendering_is_of() {
+        let mut kept = outcome(&[("a", ObjectAction::Created)]);
+        kept.rendered_at = Some("r0".into());
+        let mut pass = outcome(&[("a", ObjectAction::Unchanged)]);
+        carry_actions(&kept, &mut pass);
+        assert_eq!(pass.reported_revision(), "r0");
+        assert_eq!(pass.objects[0].action, ObjectAction::Created);
+
+        // A pass on another commit (a rollout moved the unit) names its own.
+        let mut moved = outcome(&[]);
+        moved.revision = "r2".into();
+        carry_actions(&kept, &mut moved);
+        assert_eq!(moved.reported_revision(), "r2");
     }
 }

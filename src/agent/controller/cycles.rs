@@ -7,10 +7,9 @@ use crate::agent::controller::context::Agent;
 use crate::agent::controller::cycle_line::{Meter, Trigger};
 use crate::agent::controller::progress;
 use crate::agent::controller::revision::Revision;
+use crate::agent::controller::publish::Published;
 use crate::agent::{AgentError, RunSummary};
 use crate::report::UnitOutcome;
-use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// The least time between the start of a fetch and that of a fetch a push triggers after it: a
@@ -39,7 +38,7 @@ impl Agent {
         let deadline = Instant::now() + self.schedule.timeout;
         let meter = Meter::start(self.live.env.cluster.counter());
         let outcomes = self.roll(&rev, Some(deadline), None, None).await?;
-        let mut published = BTreeMap::new();
+        let mut published = Published::default();
         let (commit, report_error) = match self.publish(&outcomes, &mut published).await {
             Ok(c) => (c, None),
             Err(e) => {
@@ -73,7 +72,7 @@ impl Agent {
         &mut self,
         mut rev: Revision,
         mut outcomes: Vec<UnitOutcome>,
-        mut published: BTreeMap<PathBuf, Vec<u8>>,
+        mut published: Published,
         mut last_commit: Option<String>,
     ) -> Result<RunSummary, AgentError> {
         let counter = self.live.env.cluster.counter().clone();
@@ -206,7 +205,7 @@ impl Agent {
     async fn publish(
         &self,
         outcomes: &[UnitOutcome],
-        published: &mut BTreeMap<PathBuf, Vec<u8>>,
+        published: &mut Published,
     ) -> Result<Option<String>, AgentError> {
         if !self.stopping.leading() {
             tracing::warn!("not leading: reports not published (the leader publishes its own)");

@@ -230,6 +230,7 @@ mod tests {
     /// A unit with an AROCluster, an AROControlPlane and a ConfigMap, each `action`, ready or not.
     pub(super) fn outcome(action: ObjectAction, ready: bool) -> UnitOutcome {
         UnitOutcome {
+            rendered_at: None,
             held: None,
             unit: "clusters/dev".into(),
             cluster: None,

@@ -9,66 +9,58 @@ use crate::source::ReportTarget;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+/// What this process last published: each report file's bytes (as committed, or as found on the
+/// branch), and the outcome each unit's files were built from, so a publish builds only the
+/// reports of outcomes that changed since.
+#[derive(Debug, Default)]
+pub(in crate::agent) struct Published {
+    files: BTreeMap<PathBuf, Vec<u8>>,
+    outcomes: BTreeMap<String, UnitOutcome>,
+}
+
 impl SourceContext {
-    /// Commits to `target` the reports of `reported` whose content changed since the last
-    /// publish (`published`, this process's last reports); `outcomes`: every outcome of the
-    /// converge (its revision names the commit, and a stale one waits for the remote).
+    /// Commits to `target`, in one commit, the report files of `reported` whose content changed
+    /// since the last publish (`published`); nothing when none did. Only the outcomes that differ
+    /// from those last published are built. `outcomes`: every outcome of the converge (its
+    /// revision names the commit, and a stale one waits for the remote).
     pub(in crate::agent) async fn publish(
         &self,
         target: &ReportTarget,
         shard: Shard,
         outcomes: &[UnitOutcome],
         reported: Vec<&UnitOutcome>,
-        published: &mut BTreeMap<PathBuf, Vec<u8>>,
+        published: &mut Published,
     ) -> Result<Option<String>, AgentError> {
+        let started = std::time::Instant::now();
+        let to_build = changed_outcomes(&reported, &published.outcomes);
         // What was published before: this process's last reports, else those an earlier run left
         // on the branch. A pass over the same revision keeps what applying it did (see
         // [`carry_from_report`]), so a rerun with nothing changed commits nothing.
-        let fetched;
-        let earlier = if published.is_empty() {
+        if published.files.is_empty() && !to_build.is_empty() {
             let target = target.clone();
-            let paths: Vec<PathBuf> = reported
+            let paths: Vec<PathBuf> = to_build
                 .iter()
                 .map(|o| report::outcome_paths(o).1)
                 .collect();
-            fetched = match self.blocking(move |s| s.published(&target, &paths)).await? {
-                Ok(found) => found,
+            match self.blocking(move |s| s.published(&target, &paths)).await? {
+                Ok(found) => published.files = found,
                 Err(e) => {
                     tracing::warn!(error = %e, "the reports published earlier could not be read");
-                    BTreeMap::new()
                 }
-            };
-            &fetched
-        } else {
-            &*published
-        };
-        let mut files = BTreeMap::new();
-        for o in reported {
-            let (md, yaml) = report::outcome_paths(o);
-            if keeps_earlier_report(o, earlier.contains_key(&yaml)) {
-                // Still true of what was done: left as published.
-                files.extend(
-                    [md, yaml]
-                        .into_iter()
-                        .filter_map(|p| earlier.get(&p).map(|b| (p, b.clone()))),
-                );
-                continue;
             }
-            let carried;
-            let o = match earlier.get(&yaml) {
-                Some(before) => {
-                    let mut next = o.clone();
-                    carry_from_report(before, &mut next);
-                    carried = next;
-                    &carried
-                }
-                None => o,
-            };
-            let r = report::build(o);
-            files.insert(md, report::to_markdown(&r).into_bytes());
-            files.insert(yaml, report::to_yaml(&r).into_bytes());
         }
-        if files.iter().all(|(p, b)| published.get(p) == Some(b)) {
+        let files = build_reports(&to_build, &published.files);
+        let changed = changed_files(files, &published.files);
+        let built: Vec<UnitOutcome> = to_build.iter().map(|o| (*o).clone()).collect();
+        tracing::debug!(
+            units = reported.len(),
+            built = built.len(),
+            files_changed = changed.len(),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "reports built"
+        );
+        if changed.is_empty() {
+            published.outcomes.extend(built.into_iter().map(|o| (o.unit.clone(), o)));
             return Ok(None);
         }
         let target = target.clone();
@@ -81,7 +73,7 @@ impl SourceContext {
         } else {
             format!("aro-gitops: status of {short}")
         };
-        let to_publish = files.clone();
+        let to_publish = changed.clone();
         let commit = match self
             .blocking(move |s| s.publish(&target, &to_publish, &message, &Identity::default()))
             .await?
@@ -95,12 +87,72 @@ impl SourceContext {
             }
             Err(e) => return Err(AgentError::Publish(Box::new(e))),
         };
-        *published = files;
+        let files_changed = changed.len();
+        published.files.extend(changed);
+        published.outcomes.extend(built.into_iter().map(|o| (o.unit.clone(), o)));
+        tracing::debug!(
+            files_changed,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "reports published"
+        );
         if let Some(c) = &commit {
             tracing::info!(commit = %c, "reports committed");
         }
         Ok(commit)
     }
+}
+
+/// The outcomes of `reported` that differ from those whose reports were last published (`last`,
+/// by unit): only theirs are built again.
+fn changed_outcomes<'a>(
+    reported: &[&'a UnitOutcome],
+    last: &BTreeMap<String, UnitOutcome>,
+) -> Vec<&'a UnitOutcome> {
+    (reported.iter().copied())
+        .filter(|o| last.get(&o.unit) != Some(*o))
+        .collect()
+}
+
+/// The report files (Markdown and YAML) of `outcomes`, given what was published before
+/// (`earlier`): a unit no pass reached keeps its earlier files, and a pass over the revision an
+/// earlier report names keeps what applying it did.
+fn build_reports(
+    outcomes: &[&UnitOutcome],
+    earlier: &BTreeMap<PathBuf, Vec<u8>>,
+) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    for &o in outcomes {
+        let (md, yaml) = report::outcome_paths(o);
+        if keeps_earlier_report(o, earlier.contains_key(&yaml)) {
+            // Still true of what was done: left as published.
+            continue;
+        }
+        let carried;
+        let o = match earlier.get(&yaml) {
+            Some(before) => {
+                let mut next = o.clone();
+                carry_from_report(before, &mut next);
+                carried = next;
+                &carried
+            }
+            None => o,
+        };
+        let r = report::build(o);
+        files.insert(md, report::to_markdown(&r).into_bytes());
+        files.insert(yaml, report::to_yaml(&r).into_bytes());
+    }
+    files
+}
+
+/// The files of `files` whose bytes differ from those published (`earlier`).
+fn changed_files(
+    files: BTreeMap<PathBuf, Vec<u8>>,
+    earlier: &BTreeMap<PathBuf, Vec<u8>>,
+) -> BTreeMap<PathBuf, Vec<u8>> {
+    files
+        .into_iter()
+        .filter(|(p, b)| earlier.get(p) != Some(b))
+        .collect()
 }
 
 impl LiveContext {
@@ -172,7 +224,7 @@ fn carry_from_report(before: &[u8], next: &mut UnitOutcome) {
     else {
         return;
     };
-    if before.get("revision").and_then(Value::as_str) != Some(next.revision.as_str()) {
+    if before.get("revision").and_then(Value::as_str) != Some(next.reported_revision()) {
         return;
     }
     let text = |o: &Value, field: &str| o.get(field).and_then(Value::as_str).map(str::to_string);
@@ -231,6 +283,7 @@ mod tests {
 
     fn outcome(revision: &str, actions: &[(&str, ObjectAction)]) -> UnitOutcome {
         UnitOutcome {
+            rendered_at: None,
             held: None,
             unit: "clusters/dev".into(),
             cluster: None,
@@ -307,4 +360,45 @@ mod tests {
         let ran = outcome("r1", &[("a", ObjectAction::Created)]);
         assert!(!keeps_earlier_report(&ran, true));
     }
+
+    #[test]
+    fn only_outcomes_that_changed_since_the_last_publish_are_built() {
+        let a = outcome("r1", &[("a", ObjectAction::Created)]);
+        let mut b = outcome("r1", &[("b", ObjectAction::Created)]);
+        b.unit = "clusters/prod".into();
+        let last: BTreeMap<String, UnitOutcome> =
+            [(a.unit.clone(), a.clone()), (b.unit.clone(), b.clone())].into();
+        assert!(changed_outcomes(&[&a, &b], &last).is_empty());
+
+        // A kept unit on the next commit: the same report, but another outcome (built, then
+        // found the same bytes).
+        let mut kept = a.clone();
+        kept.rendered_at = Some("r1".into());
+        kept.revision = "r2".into();
+        let built = changed_outcomes(&[&kept, &b], &last);
+        assert_eq!(built.len(), 1);
+        let earlier = build_reports(&[&a], &BTreeMap::new());
+        let files = build_reports(&built, &earlier);
+        assert_eq!(files.len(), 2, "its Markdown and YAML");
+        assert!(changed_files(files, &earlier).is_empty(), "nothing to commit");
+
+        // A unit passed over on r2: only its two files change.
+        let next = outcome("r2", &[("a", ObjectAction::Unchanged)]);
+        let files = build_reports(&changed_outcomes(&[&next, &b], &last), &earlier);
+        let changed = changed_files(files, &earlier);
+        let names: Vec<_> = changed.keys().cloned().collect();
+        let (md, yaml) = report::outcome_paths(&next);
+        assert_eq!(names, vec![md, yaml]);
+    }
+
+    #[test]
+    fn a_kept_unit_passed_over_again_keeps_what_applying_its_commit_did() {
+        let first = outcome("r1", &[("a", ObjectAction::Created)]);
+        let published = report::to_yaml(&report::build(&first));
+        let mut again = outcome("r2", &[("a", ObjectAction::Unchanged)]);
+        again.rendered_at = Some("r1".into());
+        carry_from_report(published.as_bytes(), &mut again);
+        assert_eq!(actions(&again), actions(&first));
+    }
 }
+

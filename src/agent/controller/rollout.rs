@@ -448,6 +448,7 @@ impl Agent {
                 o.held = Some(held);
             } else if !present.contains(unit) {
                 let mut o = UnitOutcome {
+                    rendered_at: None,
                     held: Some(held.clone()),
                     unit: unit.clone(),
                     cluster: None,

@@ -40,6 +40,7 @@ pub(super) fn deleting(o: &UnitOutcome) -> bool {
 /// The outcome of a unit that left git, before anything is known of it.
 pub(super) fn removed_outcome(unit: &str, rev: &Revision, azure: AzureMode) -> UnitOutcome {
     UnitOutcome {
+        rendered_at: None,
         held: None,
         unit: unit.to_string(),
         cluster: None,
@@ -69,6 +70,7 @@ pub(super) fn first_outcome(
         Err(_) => report::Standing::unknown(None),
     };
     UnitOutcome {
+        rendered_at: None,
         held: None,
         unit: u.name(),
         cluster: p.as_ref().ok().and_then(|p| p.cluster.clone()),
@@ -351,6 +353,7 @@ mod tests {
 
     fn outcome(unit: &str, action: ObjectAction, ready: bool) -> UnitOutcome {
         UnitOutcome {
+            rendered_at: None,
             held: None,
             unit: unit.into(),
             cluster: None,

@@ -46,8 +46,9 @@ pub(super) fn reads_what_was_rendered(
 
 /// The outcome of a unit whose preparation did not change, at `revision`, when a pass would find
 /// nothing to do: it had converged with nothing left for the agent or a person (no deletion
-/// waiting for consent, no drift). What the earlier passes did is not done again: it reads as
-/// unchanged.
+/// waiting for consent, no drift). It is the earlier outcome as it was, on `revision`: its report
+/// goes on naming the commit whose rendering is applied (`rendered_at`), with what applying it
+/// did, byte for byte, so a commit that leaves a cluster's rendering as it is rewrites no report.
 pub(super) fn kept_outcome(earlier: &UnitOutcome, revision: &str) -> Option<UnitOutcome> {
     let settled = report::phase(earlier) == report::Phase::Converged
         && earlier.stale_source.is_none()
@@ -66,15 +67,48 @@ pub(super) fn kept_outcome(earlier: &UnitOutcome, revision: &str) -> Option<Unit
         return None;
     }
     let mut o = earlier.clone();
+    let reported = earlier.reported_revision();
+    o.rendered_at = (reported != revision).then(|| reported.to_string());
     o.revision = revision.to_string();
-    o.objects.retain(|x| x.action != ObjectAction::Deleted);
-    for x in &mut o.objects {
-        if matches!(
-            x.action,
-            ObjectAction::Created | ObjectAction::Updated | ObjectAction::Adopted
-        ) {
-            x.action = ObjectAction::Unchanged;
-        }
-    }
     Some(o)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixtures;
+
+    fn converged(revision: &str) -> UnitOutcome {
+        let mut o = fixtures::outcome_at(11);
+        o.revision = revision.into();
+        assert_eq!(report::phase(&o), report::Phase::Converged);
+        o
+    }
+
+    #[test]
+    fn a_kept_unit_is_on_the_new_revision_and_its_report_is_the_same_bytes() {
+        let earlier = converged("r1");
+        let kept = kept_outcome(&earlier, "r2").expect("kept");
+        assert_eq!(kept.revision, "r2");
+        assert_eq!(kept.rendered_at.as_deref(), Some("r1"));
+        let (before, after) = (report::build(&earlier), report::build(&kept));
+        assert_eq!(report::to_yaml(&before), report::to_yaml(&after));
+        assert_eq!(report::to_markdown(&before), report::to_markdown(&after));
+
+        // Kept again by a third commit: still the first one's rendering.
+        let again = kept_outcome(&kept, "r3").expect("kept");
+        assert_eq!((again.revision.as_str(), again.reported_revision()), ("r3", "r1"));
+        // Kept at the revision it was rendered at (a drift check): nothing older to name.
+        let same = kept_outcome(&earlier, "r1").expect("kept");
+        assert_eq!((same.rendered_at, same.revision), (None, "r1".to_string()));
+    }
+
+    #[test]
+    fn a_unit_not_settled_is_not_kept() {
+        let mut o = converged("r1");
+        o.stale_source = Some("unreachable".into());
+        assert!(kept_outcome(&o, "r2").is_none());
+        let progressing = fixtures::outcome_at(1);
+        assert!(kept_outcome(&progressing, "r2").is_none());
+    }
 }

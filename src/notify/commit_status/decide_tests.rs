@@ -6,6 +6,7 @@ const SHA: &str = "0123456789abcdef0123456789abcdef01234567";
 
 fn outcome(unit: &str, action: ObjectAction, ready: bool) -> UnitOutcome {
     UnitOutcome {
+        rendered_at: None,
         held: None,
         unit: unit.into(),
         cluster: None,
