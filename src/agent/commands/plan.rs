@@ -85,13 +85,14 @@ struct Checkout {
 }
 
 /// Fetches `reference` into its own mirror under `state_dir` (never the run's source state),
-/// verifies it when asked (before anything of it is checked out), checks it out and finds its
-/// units.
+/// verifies it when asked (before anything of it is checked out), checks it out (linked from a
+/// checkout under `seed`, another side's state, when there is one) and finds its units.
 async fn checkout_revision(
     repo: &str,
     reference: &GitRef,
     state_dir: PathBuf,
     verification: Option<std::sync::Arc<crate::source::signature::Verification>>,
+    seed: Option<PathBuf>,
 ) -> Result<Checkout, AgentError> {
     let config = SourceConfig {
         url: repo.to_string(),
@@ -103,6 +104,9 @@ async fn checkout_revision(
         let mut source = Source::open(config)?;
         if let Some(v) = verification {
             source.verify_signatures(v);
+        }
+        if let Some(seed) = seed {
+            source.seed_checkouts_from(seed);
         }
         let revision = match source.sync()? {
             crate::source::SyncOutcome::Stale { error, .. } => return Err(error.into()),
@@ -238,14 +242,21 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
     crate::agent::env::prepare_state_dir(&req.state_dir)?;
     let plan_state = req.state_dir.join("plan");
     let tip_check = req.verify_signatures.as_deref().map(verify::of_tip);
-    let head =
-        match checkout_revision(&req.repo, &req.head, plan_state.join("head"), tip_check).await {
-            Ok(head) => head,
-            Err(e) => match verify::refusal(&e) {
-                Some(refusal) => return Ok(refused(&req, refusal)),
-                None => return Err(e),
-            },
-        };
+    let head = match checkout_revision(
+        &req.repo,
+        &req.head,
+        plan_state.join("head"),
+        tip_check,
+        None,
+    )
+    .await
+    {
+        Ok(head) => head,
+        Err(e) => match verify::refusal(&e) {
+            Some(refusal) => return Ok(refused(&req, refusal)),
+            None => return Err(e),
+        },
+    };
     // Live state when a cluster is reachable; the base revision otherwise.
     let target = LiveTarget::select(req.kubeconfig.as_deref(), req.in_cluster)?;
     let env = live_environment(&req, &target).await?;
@@ -259,7 +270,9 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
             if let Err(e) = crate::source::share_objects(&base_state, &head_state) {
                 tracing::warn!(error = %e, "base fetches its own copy of the repository");
             }
-            let checkout = checkout_revision(&req.repo, b, base_state, None).await?;
+            // Base's checkout is head's, linked, with the files the two differ in written.
+            let checkout =
+                checkout_revision(&req.repo, b, base_state, None, Some(head_state.clone())).await?;
             if let Some(v) = &req.verify_signatures
                 && let Some(refusal) = verify::since_base(
                     v,
