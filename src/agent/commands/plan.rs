@@ -8,6 +8,7 @@
 
 mod against_live;
 mod base;
+mod cache;
 mod rollout;
 mod verify;
 pub(crate) mod view;
@@ -124,6 +125,31 @@ async fn checkout_revision(
     })
     .await
     .map_err(|e| AgentError::Task(e.to_string()))?
+}
+
+/// The render cache of a side whose source state is `side_state` (`None` with decryption keys:
+/// a preparation holding decrypted values is never written).
+fn render_cache(
+    plan_state: &std::path::Path,
+    side_state: &std::path::Path,
+    checkout: &Checkout,
+    digests: bool,
+) -> Option<cache::RenderCache> {
+    if !digests {
+        return None;
+    }
+    let mirror = crate::source::mirror_path(side_state);
+    match cache::RenderCache::new(
+        &plan_state.join("render-cache"),
+        mirror,
+        &checkout.revision.commit,
+    ) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            tracing::warn!(error = %e, "the render cache is not used");
+            None
+        }
+    }
 }
 
 /// A unit error as the preview shows it: location (`file:line:column`) and object in their own
@@ -271,8 +297,14 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
                 tracing::warn!(error = %e, "base fetches its own copy of the repository");
             }
             // Base's checkout is head's, linked, with the files the two differ in written.
-            let checkout =
-                checkout_revision(&req.repo, b, base_state, None, Some(head_state.clone())).await?;
+            let checkout = checkout_revision(
+                &req.repo,
+                b,
+                base_state.clone(),
+                None,
+                Some(head_state.clone()),
+            )
+            .await?;
             if let Some(v) = &req.verify_signatures
                 && let Some(refusal) = verify::since_base(
                     v,
@@ -284,7 +316,8 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
             {
                 return Ok(refused(&req, &refusal));
             }
-            Some(render(checkout, None).await?.0)
+            let cache = render_cache(&plan_state, &base_state, &checkout, digests.is_some());
+            Some(render(checkout, None, cache).await?.0)
         }
         _ => None,
     };
@@ -348,7 +381,13 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
                 }
             };
             let changed_for_rollout = settings.as_ref().and(changed.clone());
-            let (head, base) = render(head, Some((base, changed))).await?;
+            let cache = render_cache(
+                &plan_state,
+                &plan_state.join("head"),
+                &head,
+                digests.is_some(),
+            );
+            let (head, base) = render(head, Some((base, changed)), cache).await?;
             let base = base.expect("render gives base back");
             rendered = RenderedUnits {
                 base: base.rendered.len(),
