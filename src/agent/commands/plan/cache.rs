@@ -350,8 +350,16 @@ pub fn prepare(
     unit: &Unit,
 ) -> (crate::agent::pass::prepare::Preparation, Inputs, bool) {
     if let Some((prepared, inputs)) = cache.and_then(|c| c.get(unit)) {
-        // As a render would: later messages must not show the objects' secret values.
-        crate::redact::learn(prepared.objects.iter().map(|o| &o.object));
+        // As a render would, from the rendered objects (not those embedded in another, nor the
+        // credential Secrets' placeholders preparing adds): later messages must not show their
+        // secret values.
+        crate::redact::learn(
+            prepared
+                .objects
+                .iter()
+                .filter(|o| o.embedded_in.is_none() && !is_placeholder(&o.object))
+                .map(|o| &o.object),
+        );
         return (Ok(prepared), inputs, true);
     }
     let (prepared, inputs) = crate::agent::pass::prepare::prepare_traced(root, unit);
@@ -361,6 +369,18 @@ pub fn prepare(
         tracing::warn!(error = %e, unit = %unit.name(), "render not kept in the cache");
     }
     (prepared, inputs, false)
+}
+
+/// A credential Secret's placeholder, as preparing adds it (see
+/// [`crate::reconcile::credentials`]): labelled, and without values.
+fn is_placeholder(object: &Value) -> bool {
+    crate::kinds::is_secret(object)
+        && object
+            .pointer("/metadata/labels")
+            .and_then(|l| l.get(crate::reconcile::credentials::CREDENTIAL_LABEL))
+            .is_some()
+        && object.get("data").is_none()
+        && object.get("stringData").is_none()
 }
 
 #[cfg(test)]
