@@ -63,11 +63,12 @@ pub(super) fn materialize(
 /// when there is one: it is moved into place and only the files the two commits differ in are
 /// written or removed (a new commit of a 10,000-file repository that changes one file writes one
 /// file, not 10,000). A difference the fast path does not take (a symbolic link, a submodule, an
-/// unsafe name) or any error falls back to writing the whole tree.
+/// unsafe name) or any error falls back to [`materialize_seeded`] from `seed`.
 pub(super) fn materialize_from(
     repo: &Repository,
     commit: Oid,
     previous: Option<Oid>,
+    seed: Option<(&Path, Oid)>,
     state_dir: &Path,
     git_error: impl Fn(git2::Error) -> SourceError,
 ) -> Result<PathBuf, SourceError> {
@@ -100,7 +101,83 @@ pub(super) fn materialize_from(
             }
         }
     }
+    materialize_seeded(repo, commit, seed, state_dir, git_error)
+}
+
+/// Makes sure the files of `commit` are in [`checkout_dir`], made from `seed` (the checkout of
+/// another commit, by another source of the same repository, say a plan's head for its base) when
+/// there is one: its files are hard-linked (no content written) and only the files the two commits
+/// differ in are written anew or removed. `seed` is left as it was: a file that differs is replaced
+/// by a new one, never written through its link. Anything the fast path does not take (a symbolic
+/// link in the difference, a seed on another filesystem) writes the whole tree.
+pub(super) fn materialize_seeded(
+    repo: &Repository,
+    commit: Oid,
+    seed: Option<(&Path, Oid)>,
+    state_dir: &Path,
+    git_error: impl Fn(git2::Error) -> SourceError,
+) -> Result<PathBuf, SourceError> {
+    let target = checkout_dir(state_dir, &commit.to_string());
+    if let Some((seed_dir, seed_commit)) = seed
+        && !target.is_dir()
+    {
+        let partial = state_dir
+            .join(CHECKOUT_DIR)
+            .join(format!(".partial-{commit}"));
+        if partial.exists() {
+            let _ = fs::remove_dir_all(&partial);
+        }
+        let linked =
+            link_tree(seed_dir, &partial).map_err(|e| git2::Error::from_str(&e.to_string()));
+        match linked.and_then(|()| apply_difference(repo, seed_commit, commit, &partial)) {
+            Ok(true) => {
+                fs::rename(&partial, &target)
+                    .map_err(SourceError::io(&target, "move checkout into place"))?;
+                tracing::debug!(commit = %commit, seed = %seed_commit, "checked out by links");
+                return Ok(target);
+            }
+            Ok(false) => {}
+            Err(e) => {
+                tracing::debug!(error = %e, "checkout by links failed: writing the whole tree")
+            }
+        }
+        let _ = fs::remove_dir_all(&partial);
+    }
     materialize(repo, commit, state_dir, git_error)
+}
+
+/// A copy of the folder `from` at `to` whose files are hard links to `from`'s (symbolic links are
+/// made again: a checkout's links stay inside it, so they point the same way at `to`).
+fn link_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    fs::create_dir_all(to)?;
+    for entry in fs::read_dir(from)? {
+        let entry = entry?;
+        let (source, dest) = (entry.path(), to.join(entry.file_name()));
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            link_tree(&source, &dest)?;
+        } else if kind.is_symlink() {
+            std::os::unix::fs::symlink(fs::read_link(&source)?, &dest)?;
+        } else {
+            fs::hard_link(&source, &dest)?;
+        }
+    }
+    Ok(())
+}
+
+/// A complete checkout under `state_dir` (another source's), and its commit: what
+/// [`materialize_seeded`] starts from.
+pub(super) fn any_checkout(state_dir: &Path) -> Option<(PathBuf, Oid)> {
+    fs::read_dir(state_dir.join(CHECKOUT_DIR))
+        .ok()?
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .find_map(|e| {
+            let name = e.file_name();
+            let name = name.to_str().filter(|n| n.len() == 40)?;
+            let commit = Oid::from_str(name).ok()?;
+            Some((e.path(), commit))
+        })
 }
 
 /// Turns the checkout of `from` in `dir` into one of `to`: writes the files added or changed,
@@ -175,6 +252,12 @@ fn apply_difference(
                     fs::create_dir_all(parent).map_err(io)?;
                 }
                 let blob = repo.find_blob(id)?;
+                // A new file, not the old one written over: the old one may be a hard link
+                // shared with another checkout ([`materialize_seeded`]).
+                match fs::remove_file(&path) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(e)),
+                    _ => {}
+                }
                 fs::write(&path, blob.content()).map_err(io)?;
                 let exec = mode == git2::FileMode::BlobExecutable;
                 fs::set_permissions(
@@ -459,7 +542,7 @@ mod tests {
         );
         let state = tmp.path().join("state");
         materialize(&repo, first, &state, git_error).unwrap();
-        let dir = materialize_from(&repo, second, Some(first), &state, git_error).unwrap();
+        let dir = materialize_from(&repo, second, Some(first), None, &state, git_error).unwrap();
         assert!(
             !checkout_dir(&state, &first.to_string()).exists(),
             "the earlier checkout was reused"
@@ -470,9 +553,107 @@ mod tests {
 
         // A symbolic link in the difference: the whole tree is written, links checked.
         let linked = commit_with_links(&repo);
-        let dir = materialize_from(&repo, linked, Some(second), &state, git_error).unwrap();
+        let dir = materialize_from(&repo, linked, Some(second), None, &state, git_error).unwrap();
         assert_eq!(fs::read_to_string(dir.join("inside")).unwrap(), "b: 1\n");
         assert!(fs::symlink_metadata(dir.join("outside")).is_err());
+    }
+
+    /// A checkout linked from another source's checkout is the checkout of the whole tree, and
+    /// leaves the seed as it was (a changed file is replaced, not written through its link).
+    #[test]
+    fn a_checkout_seeded_from_another_is_the_whole_tree_and_leaves_the_seed_alone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = Repository::init_bare(tmp.path().join("repo.git")).unwrap();
+        let head = commit_files(
+            &repo,
+            &[
+                (
+                    "a.yaml", "a: 2
+", false,
+                ),
+                (
+                    "kept/d.yaml",
+                    "d
+",
+                    false,
+                ),
+                (
+                    "new/e/f.yaml",
+                    "f
+",
+                    false,
+                ),
+                (
+                    "run.sh",
+                    "#!/bin/sh
+",
+                    true,
+                ),
+            ],
+        );
+        let base = commit_files(
+            &repo,
+            &[
+                (
+                    "a.yaml", "a: 1
+", false,
+                ),
+                (
+                    "gone/b.yaml",
+                    "b
+",
+                    false,
+                ),
+                (
+                    "kept/d.yaml",
+                    "d
+",
+                    false,
+                ),
+                (
+                    "run.sh",
+                    "#!/bin/sh
+",
+                    false,
+                ),
+            ],
+        );
+        let head_state = tmp.path().join("head");
+        let seed_dir = materialize(&repo, head, &head_state, git_error).unwrap();
+        let before = listing(&seed_dir);
+        assert_eq!(
+            any_checkout(&head_state),
+            Some((seed_dir.clone(), head)),
+            "a partial checkout is never a seed"
+        );
+        let state = tmp.path().join("base");
+        let dir = materialize_from(
+            &repo,
+            base,
+            None,
+            Some((seed_dir.as_path(), head)),
+            &state,
+            git_error,
+        )
+        .unwrap();
+        let whole = materialize(&repo, base, &tmp.path().join("whole"), git_error).unwrap();
+        assert_eq!(listing(&dir), listing(&whole));
+        assert_eq!(listing(&seed_dir), before, "the seed is untouched");
+        use std::os::unix::fs::MetadataExt;
+        let ino = |p: &Path| fs::metadata(p).unwrap().ino();
+        assert_eq!(
+            ino(&dir.join("kept/d.yaml")),
+            ino(&seed_dir.join("kept/d.yaml")),
+            "an unchanged file is linked"
+        );
+
+        // A seed whose commit the repository lacks: the whole tree is written.
+        let other = tmp.path().join("other");
+        let missing = Oid::from_str(&"1".repeat(40)).unwrap();
+        let dir =
+            materialize_seeded(&repo, base, Some((&seed_dir, missing)), &other, git_error).unwrap();
+        assert_eq!(listing(&dir), listing(&whole));
+        assert_eq!(listing(&seed_dir), before);
     }
 
     #[test]

@@ -252,6 +252,9 @@ pub struct Source {
     verification: Option<std::sync::Arc<signature::Verification>>,
     /// What the last sync's verification said, if it verified.
     verification_result: Option<Result<signature::Verdict, signature::Refusal>>,
+    /// The state directory of another source of the same repository whose checkouts a new
+    /// checkout is linked from (see [`Source::seed_checkouts_from`]).
+    seed: Option<PathBuf>,
 }
 
 impl Source {
@@ -310,12 +313,21 @@ impl Source {
             publishing: Mutex::new(()),
             verification: None,
             verification_result: None,
+            seed: None,
         })
     }
 
     /// Verifies the signatures of every revision from now on (see [`signature`]).
     pub fn verify_signatures(&mut self, verification: std::sync::Arc<signature::Verification>) {
         self.verification = Some(verification);
+    }
+
+    /// Checks a new revision out from a checkout of the source whose state directory is `other`
+    /// (hard links, and the files that differ written anew) rather than writing the whole tree,
+    /// when this source has no checkout of its own to start from. `other`'s mirror must be readable
+    /// from this one ([`share_objects`]), and its checkouts are never written to.
+    pub fn seed_checkouts_from(&mut self, other: PathBuf) {
+        self.seed = Some(other);
     }
 
     /// What the last [`Source::sync`] verified: the tip's verdict or the refusal (`None` without

@@ -62,8 +62,15 @@ impl Source {
             .last_good
             .as_ref()
             .and_then(|r| Oid::from_str(&r.commit).ok());
-        let checkout =
-            checkout::materialize_from(&repo, commit, previous, &self.state_dir, &git_error)?;
+        let seed = self.seed.as_deref().and_then(checkout::any_checkout);
+        let checkout = checkout::materialize_from(
+            &repo,
+            commit,
+            previous,
+            seed.as_ref().map(|(dir, commit)| (dir.as_path(), *commit)),
+            &self.state_dir,
+            &git_error,
+        )?;
         tracing::debug!(
             fetched_ms,
             checked_out_ms = started.elapsed().as_millis() as u64,

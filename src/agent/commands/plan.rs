@@ -8,6 +8,7 @@
 
 mod against_live;
 mod base;
+mod cache;
 mod rollout;
 mod verify;
 pub(crate) mod view;
@@ -85,13 +86,14 @@ struct Checkout {
 }
 
 /// Fetches `reference` into its own mirror under `state_dir` (never the run's source state),
-/// verifies it when asked (before anything of it is checked out), checks it out and finds its
-/// units.
+/// verifies it when asked (before anything of it is checked out), checks it out (linked from a
+/// checkout under `seed`, another side's state, when there is one) and finds its units.
 async fn checkout_revision(
     repo: &str,
     reference: &GitRef,
     state_dir: PathBuf,
     verification: Option<std::sync::Arc<crate::source::signature::Verification>>,
+    seed: Option<PathBuf>,
 ) -> Result<Checkout, AgentError> {
     let config = SourceConfig {
         url: repo.to_string(),
@@ -103,6 +105,9 @@ async fn checkout_revision(
         let mut source = Source::open(config)?;
         if let Some(v) = verification {
             source.verify_signatures(v);
+        }
+        if let Some(seed) = seed {
+            source.seed_checkouts_from(seed);
         }
         let revision = match source.sync()? {
             crate::source::SyncOutcome::Stale { error, .. } => return Err(error.into()),
@@ -120,6 +125,31 @@ async fn checkout_revision(
     })
     .await
     .map_err(|e| AgentError::Task(e.to_string()))?
+}
+
+/// The render cache of a side whose source state is `side_state` (`None` with decryption keys:
+/// a preparation holding decrypted values is never written).
+fn render_cache(
+    plan_state: &std::path::Path,
+    side_state: &std::path::Path,
+    checkout: &Checkout,
+    digests: bool,
+) -> Option<cache::RenderCache> {
+    if !digests {
+        return None;
+    }
+    let mirror = crate::source::mirror_path(side_state);
+    match cache::RenderCache::new(
+        &plan_state.join("render-cache"),
+        mirror,
+        &checkout.revision.commit,
+    ) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            tracing::warn!(error = %e, "the render cache is not used");
+            None
+        }
+    }
 }
 
 /// A unit error as the preview shows it: location (`file:line:column`) and object in their own
@@ -238,14 +268,21 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
     crate::agent::env::prepare_state_dir(&req.state_dir)?;
     let plan_state = req.state_dir.join("plan");
     let tip_check = req.verify_signatures.as_deref().map(verify::of_tip);
-    let head =
-        match checkout_revision(&req.repo, &req.head, plan_state.join("head"), tip_check).await {
-            Ok(head) => head,
-            Err(e) => match verify::refusal(&e) {
-                Some(refusal) => return Ok(refused(&req, refusal)),
-                None => return Err(e),
-            },
-        };
+    let head = match checkout_revision(
+        &req.repo,
+        &req.head,
+        plan_state.join("head"),
+        tip_check,
+        None,
+    )
+    .await
+    {
+        Ok(head) => head,
+        Err(e) => match verify::refusal(&e) {
+            Some(refusal) => return Ok(refused(&req, refusal)),
+            None => return Err(e),
+        },
+    };
     // Live state when a cluster is reachable; the base revision otherwise.
     let target = LiveTarget::select(req.kubeconfig.as_deref(), req.in_cluster)?;
     let env = live_environment(&req, &target).await?;
@@ -259,7 +296,15 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
             if let Err(e) = crate::source::share_objects(&base_state, &head_state) {
                 tracing::warn!(error = %e, "base fetches its own copy of the repository");
             }
-            let checkout = checkout_revision(&req.repo, b, base_state, None).await?;
+            // Base's checkout is head's, linked, with the files the two differ in written.
+            let checkout = checkout_revision(
+                &req.repo,
+                b,
+                base_state.clone(),
+                None,
+                Some(head_state.clone()),
+            )
+            .await?;
             if let Some(v) = &req.verify_signatures
                 && let Some(refusal) = verify::since_base(
                     v,
@@ -271,7 +316,8 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
             {
                 return Ok(refused(&req, &refusal));
             }
-            Some(render(checkout, None).await?.0)
+            let cache = render_cache(&plan_state, &base_state, &checkout, digests.is_some());
+            Some(render(checkout, None, cache).await?.0)
         }
         _ => None,
     };
@@ -335,7 +381,13 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
                 }
             };
             let changed_for_rollout = settings.as_ref().and(changed.clone());
-            let (head, base) = render(head, Some((base, changed))).await?;
+            let cache = render_cache(
+                &plan_state,
+                &plan_state.join("head"),
+                &head,
+                digests.is_some(),
+            );
+            let (head, base) = render(head, Some((base, changed)), cache).await?;
             let base = base.expect("render gives base back");
             rendered = RenderedUnits {
                 base: base.rendered.len(),

@@ -131,7 +131,18 @@ pub fn prepare_units_taking(
     root: &Path,
     units: Vec<Unit>,
     earlier: Option<Since<'_>>,
+    take: impl FnMut(&Unit) -> Option<prepare::Preparation>,
+) -> PreparedRevision {
+    prepare_units_with(units, earlier, take, |u| prepare::prepare_traced(root, u))
+}
+
+/// [`prepare_units_taking`], each unit to render prepared by `render` (a cache may stand in for
+/// the renderer: see the plan's render cache).
+pub fn prepare_units_with(
+    units: Vec<Unit>,
+    earlier: Option<Since<'_>>,
     mut take: impl FnMut(&Unit) -> Option<prepare::Preparation>,
+    render: impl Fn(&Unit) -> (prepare::Preparation, Inputs) + Sync,
 ) -> PreparedRevision {
     let none = BTreeMap::new();
     let decisions = decide(
@@ -167,8 +178,7 @@ pub fn prepare_units_taking(
         .filter(|(_, d)| matches!(d, Decision::Render(_)))
         .map(|(u, _)| u)
         .collect();
-    let mut fresh =
-        prepare::on_every_core(&to_render, |u| prepare::prepare_traced(root, u)).into_iter();
+    let mut fresh = prepare::on_every_core(&to_render, |u| render(u)).into_iter();
     let mut out = PreparedRevision::default();
     for ((u, d), kept) in units.into_iter().zip(decisions).zip(kept) {
         match d {

@@ -4,6 +4,7 @@
 //! (see [`crate::agent::controller::incremental`]), the others take base's preparation (moved, not copied) and
 //! show no change: they are compared with themselves, which costs no diff.
 
+use super::cache::{self, RenderCache};
 use super::{
     Checkout, Rendered, add_deletions, add_diff, cluster_name, empty_cluster, held, pending_values,
     policy_effect, prepared_or_errors, unit_consents,
@@ -27,10 +28,12 @@ use std::path::PathBuf;
 /// paths changed since it), only those whose input closure changed (see
 /// [`super::incremental`]); the others take base's preparation, moved out of base (base keeps
 /// the units it does not give away; the head side names those it took in [`Rendered::kept`]).
-/// Gives `base` back.
+/// Gives `base` back. A unit to render is taken from `cache` when it holds the unit's render
+/// at this revision (see [`super::cache`]).
 pub(super) async fn render(
     checkout: Checkout,
     base: Option<(Rendered, Option<Vec<PathBuf>>)>,
+    cache: Option<RenderCache>,
 ) -> Result<(Rendered, Option<Rendered>), AgentError> {
     tokio::task::spawn_blocking(move || {
         let (mut base, changed) = base.unzip();
@@ -55,11 +58,23 @@ pub(super) async fn render(
             .enumerate()
             .map(|(i, (u, _))| (u.clone(), i))
             .collect();
-        let mut prepared = crate::agent::controller::incremental::prepare_units_taking(
-            &checkout.root,
+        let cached = std::sync::atomic::AtomicUsize::new(0);
+        let mut prepared = crate::agent::controller::incremental::prepare_units_with(
             checkout.units,
             inputs.as_ref().map(|i| (i, changed.as_deref())),
             |u| at.get(u).and_then(|&i| given[i].1.take()),
+            |u| {
+                let (p, inputs, hit) = cache::prepare(cache.as_ref(), &checkout.root, u);
+                if hit {
+                    cached.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                (p, inputs)
+            },
+        );
+        tracing::info!(
+            revision = %checkout.revision.commit,
+            cached = cached.into_inner(),
+            "units taken from the render cache"
         );
         if let Some(b) = base.as_mut() {
             // Base's closures back: the plan's rollout tells own changes from shared ones by them.
@@ -341,9 +356,9 @@ mod tests {
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
-        let (b, _) = rt.block_on(render(checkout(base), None)).unwrap();
+        let (b, _) = rt.block_on(render(checkout(base), None, None)).unwrap();
         let (h, b) = rt
-            .block_on(render(checkout(head), Some((b, changed))))
+            .block_on(render(checkout(head), Some((b, changed)), None))
             .unwrap();
         (against_base(&b.unwrap(), &h, Safety::default()), h.kept)
     }

@@ -1,0 +1,556 @@
+//! The plan's render cache: a unit's preparation kept in the state directory between plans, found
+//! again by the git blob ids of its input closure, so a warm `plan --base/--head` renders only what
+//! it never rendered.
+//!
+//! A preparation is a function of the files its render reads ([`Inputs`], see
+//! [`crate::agent::controller::incremental`]). An entry holds a unit's closure and its preparation,
+//! named by the closure's fingerprint: the git object id (and mode) at each path of the closure,
+//! or where the path stops existing, in the commit rendered. At another commit, the entry stands
+//! when the same paths give the same fingerprint there: the render would read the same content and
+//! take the same turns. A folder whose listing was read counts by its tree id (everything below
+//! it); a symbolic link on the way to any path makes the unit uncacheable (git does not say what it
+//! leads to).
+//!
+//! Bounded ([`PER_UNIT`] closures per unit), versioned (a new build of the agent starts an empty
+//! cache: the renderer may have changed), written atomically (a temporary file renamed), and an
+//! entry that cannot be read is removed with a warning. Only preparations that succeeded are
+//! kept, and only without decryption keys (the ciphertexts' digests stand in for secret values):
+//! no decrypted value is ever written.
+
+use crate::agent::pass::prepare::{PlannedObject, Prepared};
+use crate::object::{ObjectKey, Origin};
+use crate::render::Inputs;
+use crate::unit::Unit;
+use git2::{ObjectType, Oid, Repository};
+use serde_json::Value;
+use std::path::{Component, Path, PathBuf};
+
+/// Entries kept per unit (each a closure seen: base's and head's, and a few earlier ones).
+pub const PER_UNIT: usize = 4;
+/// Bumped when an entry's layout changes.
+const FORMAT: u32 = 1;
+
+/// What a closure path is at a commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathState {
+    /// An entry (blob or tree) with this mode and id.
+    Entry { mode: i32, id: Oid },
+    /// Nothing there: the walk stopped at the component `depth` (0-based), under a folder, or
+    /// under the blob `on` (a file on the way to the path).
+    Absent { depth: usize, on: Option<Oid> },
+    /// A symbolic link at or on the way to the path.
+    Link,
+}
+
+/// The fingerprint of `inputs` at a commit whose paths `state` tells; `None` when a symbolic link
+/// makes it unknowable. Pure: equal fingerprints mean every path of the closure reads alike.
+pub fn fingerprint(inputs: &Inputs, state: impl Fn(&Path) -> PathState) -> Option<Oid> {
+    let mut text = String::new();
+    let lists = [("file", &inputs.files), ("folder", &inputs.folders)];
+    for (kind, paths) in lists {
+        for path in paths.iter() {
+            let seen = match state(path) {
+                PathState::Link => return None,
+                PathState::Entry { mode, id } => format!("{mode:o} {id}"),
+                PathState::Absent { depth, on: None } => format!("absent {depth}"),
+                PathState::Absent {
+                    depth,
+                    on: Some(id),
+                } => format!("absent {depth} under {id}"),
+            };
+            text.push_str(&format!("{kind} {}\0{seen}\n", path.display()));
+        }
+    }
+    Oid::hash_object(ObjectType::Blob, text.as_bytes()).ok()
+}
+
+/// What `path` (repository-relative) is in `tree`.
+pub fn path_state(repo: &Repository, tree: &git2::Tree<'_>, path: &Path) -> PathState {
+    let mut current = tree.clone();
+    let parts: Vec<&std::ffi::OsStr> = path
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n),
+            _ => None,
+        })
+        .collect();
+    if parts.is_empty() {
+        return PathState::Entry {
+            mode: 0o040000,
+            id: tree.id(),
+        };
+    }
+    for (depth, part) in parts.iter().enumerate() {
+        let Some((mode, id)) = part
+            .to_str()
+            .and_then(|p| current.get_name(p))
+            .map(|e| (e.filemode(), e.id()))
+        else {
+            return PathState::Absent { depth, on: None };
+        };
+        if mode == 0o120000 {
+            return PathState::Link;
+        }
+        if depth + 1 == parts.len() {
+            return PathState::Entry { mode, id };
+        }
+        match repo.find_tree(id) {
+            Ok(t) => current = t,
+            Err(_) => {
+                return PathState::Absent {
+                    depth: depth + 1,
+                    on: Some(id),
+                };
+            }
+        }
+    }
+    unreachable!("the last component returns")
+}
+
+/// A cache error, with the path it concerns.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    #[error("render cache {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("render cache entry {path} is unreadable: {message}")]
+    Corrupt { path: PathBuf, message: String },
+    #[error("render cache: commit {commit} is not readable in {mirror}: {message}")]
+    Git {
+        commit: String,
+        mirror: PathBuf,
+        message: String,
+    },
+}
+
+/// The render cache of one side of a plan: its entries under `dir`, fingerprints read at
+/// `commit` in the mirror `mirror`.
+#[derive(Debug, Clone)]
+pub struct RenderCache {
+    dir: PathBuf,
+    mirror: PathBuf,
+    commit: Oid,
+}
+
+/// The version folder: the entry format and this build of the agent (its size and time), so a
+/// new renderer never reads an older one's entries.
+fn version() -> String {
+    let build = std::env::current_exe()
+        .and_then(std::fs::metadata)
+        .map(|m| {
+            let at = m
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos());
+            format!("{}-{at}", m.len())
+        })
+        .unwrap_or_else(|_| "unknown".into());
+    let text = format!("{FORMAT} {} {build}", env!("CARGO_PKG_VERSION"));
+    let id = Oid::hash_object(ObjectType::Blob, text.as_bytes()).expect("hashing bytes");
+    format!("v{FORMAT}-{}", &id.to_string()[..16])
+}
+
+/// One entry as written.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Entry {
+    format: u32,
+    unit: PathBuf,
+    files: Vec<PathBuf>,
+    folders: Vec<PathBuf>,
+    objects: Vec<Object>,
+    deps: Vec<Vec<usize>>,
+    order: Vec<usize>,
+    cluster: Option<ObjectKey>,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Object {
+    key: ObjectKey,
+    object: Value,
+    origin: Origin,
+    embedded_in: Option<usize>,
+}
+
+impl RenderCache {
+    /// The cache under `root` (the plan's state), for the commit `commit` of the mirror `mirror`.
+    pub fn new(root: &Path, mirror: PathBuf, commit: &str) -> Result<RenderCache, CacheError> {
+        let commit = Oid::from_str(commit).map_err(|e| CacheError::Git {
+            commit: commit.to_string(),
+            mirror: mirror.clone(),
+            message: e.message().to_string(),
+        })?;
+        Ok(RenderCache {
+            dir: root.join(version()),
+            mirror,
+            commit,
+        })
+    }
+
+    /// Opens the mirror (one per call: a [`Repository`] is not shared between threads).
+    fn fingerprint_of(&self, inputs: &Inputs) -> Result<Option<Oid>, CacheError> {
+        let git = |e: git2::Error| CacheError::Git {
+            commit: self.commit.to_string(),
+            mirror: self.mirror.clone(),
+            message: e.message().to_string(),
+        };
+        let repo = Repository::open_bare(&self.mirror).map_err(git)?;
+        let tree = repo
+            .find_commit(self.commit)
+            .and_then(|c| c.tree())
+            .map_err(git)?;
+        Ok(fingerprint(inputs, |p| path_state(&repo, &tree, p)))
+    }
+
+    fn unit_dir(&self, unit: &Unit) -> PathBuf {
+        let id = Oid::hash_object(ObjectType::Blob, unit.name().as_bytes()).expect("hashing bytes");
+        self.dir.join(id.to_string())
+    }
+
+    /// `unit`'s preparation at this commit, and its closure, if an entry stands for it.
+    pub fn get(&self, unit: &Unit) -> Option<(Prepared, Inputs)> {
+        let dir = self.unit_dir(unit);
+        let entries = std::fs::read_dir(&dir).ok()?;
+        for path in entries.flatten().map(|e| e.path()) {
+            if path.extension().is_none_or(|x| x != "json") {
+                continue;
+            }
+            match self.try_entry(unit, &path) {
+                Ok(Some(found)) => {
+                    // Touched: eviction keeps the entries used last.
+                    let _ = std::fs::File::options()
+                        .append(true)
+                        .open(&path)
+                        .and_then(|f| f.set_modified(std::time::SystemTime::now()));
+                    return Some(found);
+                }
+                Ok(None) => {}
+                Err(e @ CacheError::Corrupt { .. }) => {
+                    tracing::warn!(error = %e, unit = %unit.name(), "render cache entry ignored and removed");
+                    let _ = std::fs::remove_file(&path);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, unit = %unit.name(), "render cache not used");
+                    return None;
+                }
+            }
+        }
+        None
+    }
+
+    fn try_entry(
+        &self,
+        unit: &Unit,
+        path: &Path,
+    ) -> Result<Option<(Prepared, Inputs)>, CacheError> {
+        let corrupt = |message: String| CacheError::Corrupt {
+            path: path.to_path_buf(),
+            message,
+        };
+        let text = std::fs::read(path).map_err(|e| corrupt(e.to_string()))?;
+        let entry: Entry = serde_json::from_slice(&text).map_err(|e| corrupt(e.to_string()))?;
+        if entry.format != FORMAT || entry.unit != unit.path {
+            return Err(corrupt("written for another unit or format".into()));
+        }
+        let inputs = Inputs {
+            files: entry.files.into_iter().collect(),
+            folders: entry.folders.into_iter().collect(),
+        };
+        let named = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+        match self.fingerprint_of(&inputs)? {
+            Some(f) if f.to_string() == named => {}
+            _ => return Ok(None),
+        }
+        let prepared = Prepared {
+            unit: unit.clone(),
+            objects: entry
+                .objects
+                .into_iter()
+                .map(|o| PlannedObject {
+                    key: o.key,
+                    object: o.object,
+                    origin: o.origin,
+                    embedded_in: o.embedded_in,
+                })
+                .collect(),
+            deps: entry.deps,
+            order: entry.order,
+            cluster: entry.cluster,
+        };
+        Ok(Some((prepared, inputs)))
+    }
+
+    /// Keeps `prepared` (rendered at this commit, reading `inputs`), evicting the unit's entries
+    /// used least recently beyond [`PER_UNIT`].
+    pub fn put(&self, prepared: &Prepared, inputs: &Inputs) -> Result<(), CacheError> {
+        let Some(fp) = self.fingerprint_of(inputs)? else {
+            return Ok(());
+        };
+        let dir = self.unit_dir(&prepared.unit);
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| CacheError::Io { path, source }
+        };
+        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        let entry = Entry {
+            format: FORMAT,
+            unit: prepared.unit.path.clone(),
+            files: inputs.files.iter().cloned().collect(),
+            folders: inputs.folders.iter().cloned().collect(),
+            objects: prepared
+                .objects
+                .iter()
+                .map(|o| Object {
+                    key: o.key.clone(),
+                    object: o.object.clone(),
+                    origin: o.origin.clone(),
+                    embedded_in: o.embedded_in,
+                })
+                .collect(),
+            deps: prepared.deps.clone(),
+            order: prepared.order.clone(),
+            cluster: prepared.cluster.clone(),
+        };
+        let text = serde_json::to_vec(&entry).expect("an entry serialises");
+        let path = dir.join(format!("{fp}.json"));
+        let temporary = dir.join(format!(".{fp}.{}.tmp", std::process::id()));
+        std::fs::write(&temporary, text).map_err(io(&temporary))?;
+        std::fs::rename(&temporary, &path).map_err(io(&path))?;
+        evict(&dir, PER_UNIT);
+        Ok(())
+    }
+}
+
+/// Removes the entries of `dir` beyond the `keep` modified last (best effort).
+fn evict(dir: &Path, keep: usize) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut found: Vec<(std::time::SystemTime, PathBuf)> = entries
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    if found.len() <= keep {
+        return;
+    }
+    found.sort();
+    for (_, path) in &found[..found.len() - keep] {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// `unit` prepared from the checkout at `root`: from `cache` when an entry stands for it (`true`),
+/// else rendered and kept there.
+pub fn prepare(
+    cache: Option<&RenderCache>,
+    root: &Path,
+    unit: &Unit,
+) -> (crate::agent::pass::prepare::Preparation, Inputs, bool) {
+    if let Some((prepared, inputs)) = cache.and_then(|c| c.get(unit)) {
+        // As a render would, from the rendered objects (not those embedded in another, nor the
+        // credential Secrets' placeholders preparing adds): later messages must not show their
+        // secret values.
+        crate::redact::learn(
+            prepared
+                .objects
+                .iter()
+                .filter(|o| o.embedded_in.is_none() && !is_placeholder(&o.object))
+                .map(|o| &o.object),
+        );
+        return (Ok(prepared), inputs, true);
+    }
+    let (prepared, inputs) = crate::agent::pass::prepare::prepare_traced(root, unit);
+    if let (Some(cache), Ok(p)) = (cache, &prepared)
+        && let Err(e) = cache.put(p, &inputs)
+    {
+        tracing::warn!(error = %e, unit = %unit.name(), "render not kept in the cache");
+    }
+    (prepared, inputs, false)
+}
+
+/// A credential Secret's placeholder, as preparing adds it (see
+/// [`crate::reconcile::credentials`]): labelled, and without values.
+fn is_placeholder(object: &Value) -> bool {
+    crate::kinds::is_secret(object)
+        && object
+            .pointer("/metadata/labels")
+            .and_then(|l| l.get(crate::reconcile::credentials::CREDENTIAL_LABEL))
+            .is_some()
+        && object.get("data").is_none()
+        && object.get("stringData").is_none()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::testutil::{Upstream, git};
+
+    fn inputs(files: &[&str], folders: &[&str]) -> Inputs {
+        Inputs {
+            files: files.iter().map(PathBuf::from).collect(),
+            folders: folders.iter().map(PathBuf::from).collect(),
+        }
+    }
+
+    #[test]
+    fn a_fingerprint_changes_with_any_path_and_a_link_makes_none() {
+        let closure = inputs(&["a/k.yaml", "a/gone.yaml"], &["a/plain"]);
+        let id = |n: u8| Oid::from_bytes(&[n; 20]).unwrap();
+        let at = |k: u8, gone: PathState| {
+            move |p: &Path| match p.to_str().unwrap() {
+                "a/k.yaml" => PathState::Entry {
+                    mode: 0o100644,
+                    id: id(k),
+                },
+                "a/gone.yaml" => gone,
+                _ => PathState::Entry {
+                    mode: 0o040000,
+                    id: id(9),
+                },
+            }
+        };
+        let absent = PathState::Absent { depth: 1, on: None };
+        let one = fingerprint(&closure, at(1, absent)).unwrap();
+        assert_eq!(fingerprint(&closure, at(1, absent)), Some(one));
+        assert_ne!(fingerprint(&closure, at(2, absent)), Some(one));
+        // A file looked for and not found that appears: another fingerprint.
+        let appeared = PathState::Entry {
+            mode: 0o100644,
+            id: id(3),
+        };
+        assert_ne!(fingerprint(&closure, at(1, appeared)), Some(one));
+        assert_eq!(fingerprint(&closure, at(1, PathState::Link)), None);
+    }
+
+    fn kust(resources: &str) -> String {
+        format!("resources: [{resources}]\n")
+    }
+
+    fn cm(name: &str, data: &str) -> String {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, namespace: x}}\ndata: {{k: {data}}}\n"
+        )
+    }
+
+    fn names(p: &Prepared) -> Vec<String> {
+        let mut n: Vec<String> = p.objects.iter().map(|o| o.key.name.clone()).collect();
+        n.sort();
+        n
+    }
+
+    /// Prepares `unit` of the checkout `work` at `commit` through a cache under `root`.
+    fn prepare_at(root: &Path, up: &Upstream, commit: &str, unit: &str) -> (Prepared, bool) {
+        let cache = RenderCache::new(root, up.bare.clone(), commit).unwrap();
+        let unit = Unit { path: unit.into() };
+        let (p, _, hit) = prepare(Some(&cache), &up.work, &unit);
+        (p.unwrap(), hit)
+    }
+
+    /// Entries found again at another commit only when every path the render read is the same
+    /// there: a change elsewhere hits; a changed resource, a removed resource (a file base reads
+    /// and head does not) and a file new in a listed folder miss; both sides' entries coexist; a
+    /// corrupt entry is removed.
+    #[test]
+    fn entries_stand_exactly_while_the_closure_reads_alike() {
+        let tmp = tempfile::tempdir().unwrap();
+        let up = Upstream::new(tmp.path());
+        let cache = tmp.path().join("cache");
+        let a_kust = kust("cm.yaml, extra.yaml");
+        let c1 = up.commit(
+            &[
+                ("clusters/a/kustomization.yaml", a_kust.as_str()),
+                ("clusters/a/cm.yaml", &cm("a", "one")),
+                ("clusters/a/extra.yaml", &cm("a-extra", "one")),
+                ("clusters/b/kustomization.yaml", &kust("cm.yaml")),
+                ("clusters/b/cm.yaml", &cm("b", "one")),
+                ("clusters/c/one.yaml", &cm("c1", "one")),
+                ("README.md", "fleet\n"),
+            ],
+            "c1",
+        );
+        let (a1, hit) = prepare_at(&cache, &up, &c1, "clusters/a");
+        assert!(!hit);
+        assert_eq!(names(&a1), ["a", "a-extra"]);
+        let (again, hit) = prepare_at(&cache, &up, &c1, "clusters/a");
+        assert!(hit);
+        assert_eq!(names(&again), names(&a1));
+        assert_eq!(again.order, a1.order);
+        assert!(!prepare_at(&cache, &up, &c1, "clusters/c").1);
+
+        // Elsewhere: a hits; b's own file: b misses.
+        let c2 = up.commit(
+            &[
+                ("README.md", "more\n"),
+                ("clusters/b/cm.yaml", &cm("b", "two")),
+            ],
+            "c2",
+        );
+        assert!(prepare_at(&cache, &up, &c2, "clusters/a").1);
+        assert!(!prepare_at(&cache, &up, &c2, "clusters/b").1);
+
+        // A resource removed (the file too): head's closure no longer has it, and a misses.
+        std::fs::remove_file(up.work.join("clusters/a/extra.yaml")).unwrap();
+        let c3 = up.commit(&[("clusters/a/kustomization.yaml", &kust("cm.yaml"))], "c3");
+        let (a3, hit) = prepare_at(&cache, &up, &c3, "clusters/a");
+        assert!(!hit);
+        assert_eq!(names(&a3), ["a"]);
+        // Base's entry still stands for base: both sides' closures are kept.
+        git(&up.work, &["checkout", "-q", &c1]);
+        let (a_base, hit) = prepare_at(&cache, &up, &c1, "clusters/a");
+        assert!(hit);
+        assert_eq!(names(&a_base), ["a", "a-extra"]);
+        git(&up.work, &["checkout", "-q", "-"]);
+
+        // A plain folder's listing: a file new in it misses.
+        let c4 = up.commit(&[("clusters/c/two.yaml", &cm("c2", "one"))], "c4");
+        let (c, hit) = prepare_at(&cache, &up, &c4, "clusters/c");
+        assert!(!hit);
+        assert_eq!(names(&c), ["c1", "c2"]);
+
+        // Corrupt entries are removed, and the unit renders.
+        let version = std::fs::read_dir(&cache)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let mut corrupted = 0;
+        for dir in std::fs::read_dir(&version).unwrap().flatten() {
+            for e in std::fs::read_dir(dir.path()).unwrap().flatten() {
+                std::fs::write(e.path(), "not json").unwrap();
+                corrupted += 1;
+            }
+        }
+        assert!(corrupted >= 5);
+        let (c, hit) = prepare_at(&cache, &up, &c4, "clusters/c");
+        assert!(!hit);
+        assert_eq!(names(&c), ["c1", "c2"]);
+        assert!(prepare_at(&cache, &up, &c4, "clusters/c").1);
+    }
+
+    #[test]
+    fn only_the_entries_used_last_are_kept() {
+        let tmp = tempfile::tempdir().unwrap();
+        for i in 0..PER_UNIT + 2 {
+            let path = tmp.path().join(format!("{i}.json"));
+            std::fs::write(&path, "{}").unwrap();
+            let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000 + i as u64);
+            std::fs::File::options()
+                .append(true)
+                .open(&path)
+                .unwrap()
+                .set_modified(at)
+                .unwrap();
+        }
+        evict(tmp.path(), PER_UNIT);
+        let mut left: Vec<String> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["2.json", "3.json", "4.json", "5.json"]);
+    }
+}
