@@ -78,26 +78,13 @@ pub(super) fn materialize_from(
     {
         let old = checkout_dir(state_dir, &previous.to_string());
         if old.is_dir() {
-            let partial = state_dir
-                .join(CHECKOUT_DIR)
-                .join(format!(".partial-{commit}"));
-            if partial.exists() {
-                let _ = fs::remove_dir_all(&partial);
-            }
+            let partial = fresh_partial(state_dir, commit);
             if fs::rename(&old, &partial).is_ok() {
-                match apply_difference(repo, previous, commit, &partial) {
-                    Ok(true) => {
-                        fs::rename(&partial, &target)
-                            .map_err(SourceError::io(&target, "move checkout into place"))?;
-                        tracing::debug!(commit = %commit, from = %previous, "checked out by difference");
-                        return Ok(target);
-                    }
-                    Ok(false) => {}
-                    Err(e) => {
-                        tracing::debug!(error = %e, "checkout by difference failed: writing the whole tree")
-                    }
+                let done = apply_difference(repo, previous, commit, &partial);
+                if finish_partial(&partial, &target, done, "difference")? {
+                    tracing::debug!(commit = %commit, from = %previous, "checked out by difference");
+                    return Ok(target);
                 }
-                let _ = fs::remove_dir_all(&partial);
             }
         }
     }
@@ -121,29 +108,51 @@ pub(super) fn materialize_seeded(
     if let Some((seed_dir, seed_commit)) = seed
         && !target.is_dir()
     {
-        let partial = state_dir
-            .join(CHECKOUT_DIR)
-            .join(format!(".partial-{commit}"));
-        if partial.exists() {
-            let _ = fs::remove_dir_all(&partial);
-        }
+        let partial = fresh_partial(state_dir, commit);
         let linked =
             link_tree(seed_dir, &partial).map_err(|e| git2::Error::from_str(&e.to_string()));
-        match linked.and_then(|()| apply_difference(repo, seed_commit, commit, &partial)) {
-            Ok(true) => {
-                fs::rename(&partial, &target)
-                    .map_err(SourceError::io(&target, "move checkout into place"))?;
-                tracing::debug!(commit = %commit, seed = %seed_commit, "checked out by links");
-                return Ok(target);
-            }
-            Ok(false) => {}
-            Err(e) => {
-                tracing::debug!(error = %e, "checkout by links failed: writing the whole tree")
-            }
+        let done = linked.and_then(|()| apply_difference(repo, seed_commit, commit, &partial));
+        if finish_partial(&partial, &target, done, "links")? {
+            tracing::debug!(commit = %commit, seed = %seed_commit, "checked out by links");
+            return Ok(target);
         }
-        let _ = fs::remove_dir_all(&partial);
     }
     materialize(repo, commit, state_dir, git_error)
+}
+
+/// The folder a checkout of `commit` is prepared in before it is moved into place, emptied of
+/// anything an interrupted earlier attempt left.
+fn fresh_partial(state_dir: &Path, commit: Oid) -> PathBuf {
+    let partial = state_dir
+        .join(CHECKOUT_DIR)
+        .join(format!(".partial-{commit}"));
+    if partial.exists() {
+        let _ = fs::remove_dir_all(&partial);
+    }
+    partial
+}
+
+/// Moves the prepared `partial` into place at `target` when its fast path (`how`) took the
+/// difference (`Ok(true)`); otherwise removes it, and the caller writes the whole tree.
+fn finish_partial(
+    partial: &Path,
+    target: &Path,
+    done: Result<bool, git2::Error>,
+    how: &str,
+) -> Result<bool, SourceError> {
+    match done {
+        Ok(true) => {
+            fs::rename(partial, target)
+                .map_err(SourceError::io(target, "move checkout into place"))?;
+            return Ok(true);
+        }
+        Ok(false) => {}
+        Err(e) => {
+            tracing::debug!(error = %e, how, "checkout by the fast path failed: writing the whole tree")
+        }
+    }
+    let _ = fs::remove_dir_all(partial);
+    Ok(false)
 }
 
 /// A copy of the folder `from` at `to` whose files are hard links to `from`'s (symbolic links are
