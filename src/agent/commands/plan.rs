@@ -10,11 +10,13 @@ mod against_live;
 mod base;
 mod cache;
 mod rollout;
+mod side;
 mod verify;
 pub(crate) mod view;
 
 use against_live::against_live;
 use base::{changed_paths, render};
+use side::{Checkout, checkout_revision, render_cache};
 
 use crate::agent::pass::prepare::{self, PreparedUnit};
 use crate::agent::pass::prune::UnitPruning;
@@ -33,7 +35,7 @@ use crate::plan::prune::{self, Verdict};
 use crate::plan::{Action, ObjectDiff, diff_object};
 use crate::reconcile::aro::node_policy;
 use crate::report::UnitError;
-use crate::source::{GitRef, Source, SourceConfig};
+use crate::source::GitRef;
 use crate::unit::Unit;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -76,80 +78,6 @@ struct Rendered {
     /// What each unit that prepared declares, in the units' order (before the fleet check failed
     /// any): head takes base's for the units it keeps.
     claims: Vec<crate::plan::ownership::UnitClaims>,
-}
-
-/// A revision checked out, its units found but not rendered yet.
-struct Checkout {
-    revision: PreviewRevision,
-    root: PathBuf,
-    units: Vec<Unit>,
-}
-
-/// Fetches `reference` into its own mirror under `state_dir` (never the run's source state),
-/// verifies it when asked (before anything of it is checked out), checks it out (linked from a
-/// checkout under `seed`, another side's state, when there is one) and finds its units.
-async fn checkout_revision(
-    repo: &str,
-    reference: &GitRef,
-    state_dir: PathBuf,
-    verification: Option<std::sync::Arc<crate::source::signature::Verification>>,
-    seed: Option<PathBuf>,
-) -> Result<Checkout, AgentError> {
-    let config = SourceConfig {
-        url: repo.to_string(),
-        reference: reference.clone(),
-        state_dir,
-    };
-    let shown = reference.to_string();
-    tokio::task::spawn_blocking(move || -> Result<Checkout, AgentError> {
-        let mut source = Source::open(config)?;
-        if let Some(v) = verification {
-            source.verify_signatures(v);
-        }
-        if let Some(seed) = seed {
-            source.seed_checkouts_from(seed);
-        }
-        let revision = match source.sync()? {
-            crate::source::SyncOutcome::Stale { error, .. } => return Err(error.into()),
-            outcome => outcome.revision().clone(),
-        };
-        let units = crate::unit::discover(&revision.checkout)?;
-        Ok(Checkout {
-            revision: PreviewRevision {
-                reference: shown,
-                commit: revision.commit,
-            },
-            root: revision.checkout,
-            units,
-        })
-    })
-    .await
-    .map_err(|e| AgentError::Task(e.to_string()))?
-}
-
-/// The render cache of a side whose source state is `side_state` (`None` with decryption keys:
-/// a preparation holding decrypted values is never written).
-fn render_cache(
-    plan_state: &std::path::Path,
-    side_state: &std::path::Path,
-    checkout: &Checkout,
-    digests: bool,
-) -> Option<cache::RenderCache> {
-    if !digests {
-        return None;
-    }
-    let mirror = crate::source::mirror_path(side_state);
-    match cache::RenderCache::new(
-        &plan_state.join("render-cache"),
-        mirror,
-        &checkout.revision.commit,
-    ) {
-        Ok(c) => Some(c),
-        Err(e) => {
-            tracing::warn!(error = %e, "the render cache is not used");
-            None
-        }
-    }
 }
 
 /// A unit error as the preview shows it: location (`file:line:column`) and object in their own
