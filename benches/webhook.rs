@@ -68,11 +68,8 @@ struct Agent {
 
 impl Agent {
     fn start(binary: &str, log: &str, args: &[&str]) -> Agent {
-        let (child, lines) = spawn_lines(
-            Command::new(binary)
-                .args(["--log", log, "run"])
-                .args(args),
-        );
+        let (child, lines) =
+            spawn_lines(Command::new(binary).args(["--log", log, "run"]).args(args));
         Agent { child, lines }
     }
 
@@ -285,22 +282,26 @@ async fn main() {
 
     let secret = work.join("webhook-secret");
     std::fs::write(&secret, SECRET).unwrap();
-    let agent = Agent::start(&o.binary, &o.agent_log, &[
-        "--repo",
-        &remote_url,
-        "--state",
-        &state,
-        "--kubeconfig",
-        &kubeconfig,
-        "--interval",
-        "24h",
-        "--webhook-bind-address",
-        "127.0.0.1:0",
-        "--webhook-secret-file",
-        secret.to_str().unwrap(),
-        "--metrics-bind-address",
-        "127.0.0.1:0",
-    ]);
+    let agent = Agent::start(
+        &o.binary,
+        &o.agent_log,
+        &[
+            "--repo",
+            &remote_url,
+            "--state",
+            &state,
+            "--kubeconfig",
+            &kubeconfig,
+            "--interval",
+            "24h",
+            "--webhook-bind-address",
+            "127.0.0.1:0",
+            "--webhook-secret-file",
+            secret.to_str().unwrap(),
+            "--metrics-bind-address",
+            "127.0.0.1:0",
+        ],
+    );
     let wait = Duration::from_secs(600);
     let mut webhook = String::new();
     let mut metrics = String::new();

@@ -296,7 +296,9 @@ fn the_running_agent_renders_again_only_the_changed_unit() {
         ["reports/aro-dev/dev.md", "reports/aro-dev/dev.yaml"],
         "only dev's reports change"
     );
-    let prod = f.report("reports/aro-prod/prod.yaml").expect("prod's report");
+    let prod = f
+        .report("reports/aro-prod/prod.yaml")
+        .expect("prod's report");
     assert!(
         prod.contains(&format!("revision: {f_first}")),
         "prod's report names the commit it was rendered at:\n{prod}"

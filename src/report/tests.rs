@@ -292,9 +292,9 @@ fn markdown_of_a_progressing_simulated_cluster() {
         lines[5]
             .starts_with("> **Simulated Azure.** Nothing in this report happened in real Azure")
     );
-    assert!(
-        md.contains("- **Revision:** `4ce1881` (`4ce1881c05da374ce1881c05da374ce1881c05da`), the commit")
-    );
+    assert!(md.contains(
+        "- **Revision:** `4ce1881` (`4ce1881c05da374ce1881c05da374ce1881c05da`), the commit"
+    ));
     assert!(md.contains("- **Unit:** `clusters/dev`\n- **Azure:** simulated (not real Azure)\n"));
     assert!(md.contains(
         "| # | Step | State | Detail |\n|---|---|---|---|\n\

@@ -6,8 +6,8 @@
 use crate::agent::controller::context::Agent;
 use crate::agent::controller::cycle_line::{Meter, Trigger};
 use crate::agent::controller::progress;
-use crate::agent::controller::revision::Revision;
 use crate::agent::controller::publish::Published;
+use crate::agent::controller::revision::Revision;
 use crate::agent::{AgentError, RunSummary};
 use crate::report::UnitOutcome;
 use std::time::{Duration, Instant};

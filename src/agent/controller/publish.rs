@@ -60,7 +60,9 @@ impl SourceContext {
             "reports built"
         );
         if changed.is_empty() {
-            published.outcomes.extend(built.into_iter().map(|o| (o.unit.clone(), o)));
+            published
+                .outcomes
+                .extend(built.into_iter().map(|o| (o.unit.clone(), o)));
             return Ok(None);
         }
         let target = target.clone();
@@ -89,7 +91,9 @@ impl SourceContext {
         };
         let files_changed = changed.len();
         published.files.extend(changed);
-        published.outcomes.extend(built.into_iter().map(|o| (o.unit.clone(), o)));
+        published
+            .outcomes
+            .extend(built.into_iter().map(|o| (o.unit.clone(), o)));
         tracing::debug!(
             files_changed,
             elapsed_ms = started.elapsed().as_millis() as u64,
@@ -380,7 +384,10 @@ mod tests {
         let earlier = build_reports(&[&a], &BTreeMap::new());
         let files = build_reports(&built, &earlier);
         assert_eq!(files.len(), 2, "its Markdown and YAML");
-        assert!(changed_files(files, &earlier).is_empty(), "nothing to commit");
+        assert!(
+            changed_files(files, &earlier).is_empty(),
+            "nothing to commit"
+        );
 
         // A unit passed over on r2: only its two files change.
         let next = outcome("r2", &[("a", ObjectAction::Unchanged)]);
@@ -401,4 +408,3 @@ mod tests {
         assert_eq!(actions(&again), actions(&first));
     }
 }
-

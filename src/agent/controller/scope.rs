@@ -97,7 +97,10 @@ mod tests {
 
         // Kept again by a third commit: still the first one's rendering.
         let again = kept_outcome(&kept, "r3").expect("kept");
-        assert_eq!((again.revision.as_str(), again.reported_revision()), ("r3", "r1"));
+        assert_eq!(
+            (again.revision.as_str(), again.reported_revision()),
+            ("r3", "r1")
+        );
         // Kept at the revision it was rendered at (a drift check): nothing older to name.
         let same = kept_outcome(&earlier, "r1").expect("kept");
         assert_eq!((same.rendered_at, same.revision), (None, "r1".to_string()));
