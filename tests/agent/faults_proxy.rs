@@ -101,8 +101,8 @@ struct Outcome {
 }
 
 /// `aro-gitops run --once` on `fleet` through a proxy to `server` at `rate`, restarting each of
-/// `restarts` once the proxy has seen the given number of requests more. A restart of
-/// kube-apiserver returns only at `/readyz`, while the agent may already be served: when the run
+/// `restarts` once the proxy has seen the given number of requests more (a kube-apiserver out of
+/// the proxy's rotation until its `/readyz`, as behind a cluster's load balancer). When the run
 /// ends before a later restart point, that part is restarted after the run and named in
 /// [`Outcome::not_mid_run`] (the caller restarts it during its next run).
 async fn run_through_proxy<S: ApiServer>(
@@ -155,7 +155,12 @@ async fn run_through_proxy<S: ApiServer>(
         } else {
             eprintln!("restarting {part} after {} requests", proxy.requests());
         }
+        // A kube-apiserver answers before it is ready (403 until its RBAC cache syncs); the
+        // proxy, like a cluster's load balancer, sends it nothing until `/readyz`.
+        let health_checked = part == "kube-apiserver";
+        proxy.set_in_rotation(!health_checked);
         tokio::task::block_in_place(|| server.restart(part));
+        proxy.set_in_rotation(true);
         seen = proxy.requests();
     }
     let out = waiting.await.expect("joined").expect("aro-gitops ran");

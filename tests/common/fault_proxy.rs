@@ -24,7 +24,7 @@ use http_body_util::{BodyExt, Full, StreamBody, combinators::UnsyncBoxBody};
 use hyper::body::{Bytes, Frame, Incoming};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -98,6 +98,9 @@ struct State {
     writes: Mutex<BTreeMap<String, u64>>,
     /// How long a cut watch streams before it ends.
     cut_after: Duration,
+    /// Out of rotation: the upstream is restarting and not ready, so every request is answered
+    /// 503 without reaching it, as a load balancer health-checking `/readyz` answers.
+    out_of_rotation: AtomicBool,
 }
 
 /// A running proxy; stops when dropped.
@@ -138,6 +141,7 @@ impl FaultProxy {
             injected: Mutex::default(),
             writes: Mutex::default(),
             cut_after: Duration::from_millis(500),
+            out_of_rotation: AtomicBool::new(false),
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -181,6 +185,13 @@ impl FaultProxy {
         );
         std::fs::write(path, text).expect("the kubeconfig is written");
         path.to_path_buf()
+    }
+
+    /// Takes the upstream out of rotation (`false`) while it restarts, and back (`true`) once it
+    /// is ready: a real kube-apiserver serves before `/readyz` (its RBAC authorizer not yet
+    /// synced, so it answers 403), and in a cluster its load balancer sends it nothing until then.
+    pub fn set_in_rotation(&self, ready: bool) {
+        self.state.out_of_rotation.store(!ready, Ordering::Relaxed);
     }
 
     /// Faultable requests seen.
@@ -309,6 +320,16 @@ async fn serve(state: &State, req: Request<Incoming>) -> Result<Response<ProxyBo
             return Ok(full(StatusCode::OK, format!("{event}\n")));
         }
         _ => {}
+    }
+    if state.out_of_rotation.load(Ordering::Relaxed) {
+        return Ok(full(
+            StatusCode::SERVICE_UNAVAILABLE,
+            status_json(
+                503,
+                "ServiceUnavailable",
+                "no healthy upstream: the server is restarting",
+            ),
+        ));
     }
     let resp = forward(state, req).await?;
     match fault {
