@@ -5,16 +5,18 @@
 //! it ends converged with no orphan and no object created twice (every object keeps the uid it was
 //! first seen with).
 //!
-//! The example fleet and the 50-cluster fleet both run in the suite (the two 50-cluster tests take
-//! about seven minutes together in a debug build on two cores, the suite's longest).
+//! The example fleet and the 50-cluster fleet both run in the suite. The two 50-cluster tests are
+//! the suite's longest, so they share one generated fleet and its fault-free run (whichever starts
+//! first makes it; the other waits for it).
 
 use crate::common::fleet::{Fleet, aro_gitops_command};
 use aro_gitops::controlplane::faults::splitmix64;
 use aro_gitops::controlplane::{Config, ControlPlane};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 /// `aro-gitops run --once` on `fleet` with the state directory `state` and `extra` arguments.
@@ -193,12 +195,48 @@ fn converged_units(stdout: &str) -> usize {
         .count()
 }
 
+/// A fleet and its fault-free run: the state it left (under the fleet's tempdir, `clean`), its
+/// live objects and how long it took.
+struct Clean {
+    fleet: Fleet,
+    took: Duration,
+    live: Live,
+}
+
+impl Clean {
+    fn run(fleet: Fleet, clusters: usize, timeout: &str) -> Clean {
+        let (out, took) = converge(&fleet, &fleet.dir().join("clean"), timeout, &[]);
+        assert_eq!(converged_units(&out), clusters, "{out}");
+        let live = live(&fleet.dir().join("clean"));
+        Clean { fleet, took, live }
+    }
+
+    /// The 50-cluster fleet after its fault-free run, shared by the tests running at the same
+    /// time (its tempdir goes when the last of them drops it).
+    fn fleet_of_50() -> Arc<Clean> {
+        static SHARED: Mutex<Weak<Clean>> = Mutex::new(Weak::new());
+        let mut shared = SHARED.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(clean) = shared.upgrade() {
+            return clean;
+        }
+        let fleet = Fleet::generated(&["--clusters", "50"]);
+        let clean = Arc::new(Clean::run(fleet, 50, "20m"));
+        *shared = Arc::downgrade(&clean);
+        clean
+    }
+
+    /// A state directory of this fleet's, for one test's runs.
+    fn state(&self, name: &str) -> PathBuf {
+        self.fleet.dir().join(name)
+    }
+}
+
 /// A fault-free run and a run with 20% faults from seed 7 end with the same live objects.
-fn faults_change_nothing(fleet: &Fleet, clusters: usize, timeout: &str) {
-    let (clean, clean_took) = converge(fleet, &fleet.dir().join("clean"), timeout, &[]);
-    assert_eq!(converged_units(&clean), clusters, "{clean}");
+fn faults_change_nothing(clean: &Clean, clusters: usize, timeout: &str) {
+    let (fleet, clean_took) = (&clean.fleet, clean.took);
+    let faulty_state = clean.state("faulty");
     let args = ["--inject-faults", "0.2", "--fault-seed", "7"];
-    let (faulty, faulty_took) = converge(fleet, &fleet.dir().join("faulty"), timeout, &args);
+    let (faulty, faulty_took) = converge(fleet, &faulty_state, timeout, &args);
     assert_eq!(converged_units(&faulty), clusters, "{faulty}");
     let (injected, line) = faults_line(&faulty);
     assert!(injected > 0, "{line}");
@@ -211,24 +249,20 @@ fn faults_change_nothing(fleet: &Fleet, clusters: usize, timeout: &str) {
     eprintln!(
         "{clusters} clusters: fault-free {clean_took:?}, with 20% faults {faulty_took:?}; {line}"
     );
-    assert_same_objects(
-        &live(&fleet.dir().join("clean")),
-        &live(&fleet.dir().join("faulty")),
-        "20% faults",
-    );
+    assert_same_objects(&clean.live, &live(&faulty_state), "20% faults");
     // A second run with faults finds nothing to do: faults made nothing half-done.
-    let (again, _) = converge(fleet, &fleet.dir().join("faulty"), timeout, &args);
+    let (again, _) = converge(fleet, &faulty_state, timeout, &args);
     assert_eq!(converged_units(&again), clusters, "{again}");
 }
 
 #[test]
 fn the_example_fleet_converges_to_the_same_objects_with_20_percent_faults() {
-    faults_change_nothing(&Fleet::git().0, 2, "120s");
+    faults_change_nothing(&Clean::run(Fleet::git().0, 2, "120s"), 2, "120s");
 }
 
 #[test]
 fn a_fleet_of_50_converges_to_the_same_objects_with_20_percent_faults() {
-    faults_change_nothing(&Fleet::generated(&["--clusters", "50"]), 50, "20m");
+    faults_change_nothing(&Clean::fleet_of_50(), 50, "20m");
 }
 
 /// The same seed gives the same decisions, request number by request number (concurrent requests
@@ -249,10 +283,10 @@ fn fault_decisions_follow_the_seed() {
 /// run takes, restarting each time on the same state; checks after each kill that no object was
 /// created twice (each keeps the uid it was first seen with), then that a last run converges
 /// every unit to exactly the objects of an uninterrupted run.
-fn killed_runs_end_converged(fleet: &Fleet, clusters: usize, kills: usize, timeout: &str) {
-    let (_, clean_took) = converge(fleet, &fleet.dir().join("clean"), timeout, &[]);
-    let want = live(&fleet.dir().join("clean"));
-    let state = fleet.dir().join("killed");
+fn killed_runs_end_converged(clean: &Clean, clusters: usize, kills: usize, timeout: &str) {
+    let (fleet, clean_took, want) = (&clean.fleet, clean.took, &clean.live);
+    let state = clean.state("killed");
+    let mut inspecting = Duration::ZERO;
     let mut uids: BTreeMap<String, String> = BTreeMap::new();
     let mut seed = 15u64;
     // The moments: gaps whose mean makes the kills cover one uninterrupted run's time.
@@ -286,7 +320,10 @@ fn killed_runs_end_converged(fleet: &Fleet, clusters: usize, kills: usize, timeo
                 killed += 1;
             }
         }
-        for (key, (uid, _)) in live(&state) {
+        let inspected = Instant::now();
+        let now = live(&state);
+        inspecting += inspected.elapsed();
+        for (key, (uid, _)) in now {
             let first = uids.entry(key.clone()).or_insert_with(|| uid.clone());
             assert_eq!(
                 *first, uid,
@@ -297,12 +334,12 @@ fn killed_runs_end_converged(fleet: &Fleet, clusters: usize, kills: usize, timeo
     let (last, _) = converge(fleet, &state, timeout, &[]);
     assert_eq!(converged_units(&last), clusters, "{last}");
     let got = live(&state);
-    assert_same_objects(&want, &got, "after the kills");
+    assert_same_objects(want, &got, "after the kills");
     for (key, (uid, _)) in &got {
         assert_eq!(uids.get(key).unwrap_or(uid), uid, "{key} was created twice");
     }
     eprintln!(
-        "{clusters} clusters: {killed} SIGKILLs survived ({finished} runs ended before their kill) over {:?}; an uninterrupted run takes {clean_took:?}",
+        "{clusters} clusters: {killed} SIGKILLs survived ({finished} runs ended before their kill) over {:?} ({inspecting:?} of it reading the store between kills); an uninterrupted run takes {clean_took:?}",
         start.elapsed()
     );
     assert!(
@@ -313,12 +350,12 @@ fn killed_runs_end_converged(fleet: &Fleet, clusters: usize, kills: usize, timeo
 
 #[test]
 fn the_example_fleet_survives_20_sigkills() {
-    killed_runs_end_converged(&Fleet::git().0, 2, 20, "120s");
+    killed_runs_end_converged(&Clean::run(Fleet::git().0, 2, "120s"), 2, 20, "120s");
 }
 
 #[test]
 fn a_fleet_of_50_survives_50_sigkills() {
-    killed_runs_end_converged(&Fleet::generated(&["--clusters", "50"]), 50, 50, "20m");
+    killed_runs_end_converged(&Clean::fleet_of_50(), 50, 50, "20m");
 }
 
 /// On a cluster given by a kubeconfig (or in-cluster) the agent injects nothing: it refuses, and

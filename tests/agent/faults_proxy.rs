@@ -14,6 +14,7 @@ use super::*;
 use common::fault_proxy::{Fault, FaultProxy, Upstream};
 use common::fleet::Fleet;
 use common::kubectl::Server;
+use common::write_log;
 use std::collections::BTreeMap;
 
 /// An API server the scenario runs the agent against, behind the proxy.
@@ -206,6 +207,22 @@ async fn faults_change_nothing<S: ApiServer>(start: impl Fn() -> Option<S>) {
     };
     let proxy = FaultProxy::start(&clean_server.upstream(), 0.0, 7).await;
     let clean = run_through_proxy(&mut clean_server, &clean_fleet, &proxy, &[]).await;
+    // Every write of the fault-free run from empty, named; none leaves its object as it was.
+    let writes = proxy.take_write_log();
+    eprintln!(
+        "the fault-free run's {} writes, by namespace:\n{}",
+        writes.len(),
+        write_log::table(&writes)
+    );
+    let unchanged: Vec<String> = writes
+        .iter()
+        .filter(|w| w.unchanged)
+        .map(|w| format!("{} ({})", write_log::what(w), w.path))
+        .collect();
+    assert!(
+        unchanged.is_empty(),
+        "writes that left their object as it was: {unchanged:#?}"
+    );
     drop(proxy);
     drop(clean_server);
     // At least the first step's objects (a ResourceGroup per cluster) were applied.

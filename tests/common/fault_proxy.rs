@@ -17,6 +17,7 @@
 //!
 //! The agent is given [`FaultProxy::kubeconfig`], naming the proxy and the caller's token.
 
+use super::write_log::{Write, WriteLog, patch_kind};
 use aro_gitops::controlplane::faults::{self, RequestClass};
 use futures::StreamExt;
 use http::{HeaderValue, Request, Response, StatusCode, header};
@@ -101,6 +102,7 @@ struct State {
     /// Out of rotation: the upstream is restarting and not ready, so every request is answered
     /// 503 without reaching it, as a load balancer health-checking `/readyz` answers.
     out_of_rotation: AtomicBool,
+    log: Mutex<WriteLog>,
 }
 
 /// A running proxy; stops when dropped.
@@ -142,6 +144,7 @@ impl FaultProxy {
             writes: Mutex::default(),
             cut_after: Duration::from_millis(500),
             out_of_rotation: AtomicBool::new(false),
+            log: Mutex::default(),
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -207,6 +210,12 @@ impl FaultProxy {
     /// Writes seen so far by `METHOD path` (dry runs left out), and forgets them.
     pub fn take_writes(&self) -> BTreeMap<String, u64> {
         std::mem::take(&mut *self.state.writes.lock().expect("lock"))
+    }
+
+    /// The writes answered with success so far, in order (dry runs and faulted writes left out),
+    /// and forgets them.
+    pub fn take_write_log(&self) -> Vec<Write> {
+        std::mem::take(&mut self.state.log.lock().expect("lock").writes)
     }
 
     /// `faults injected: N of M requests (429: a, 500: b, ...)`.
@@ -331,7 +340,37 @@ async fn serve(state: &State, req: Request<Incoming>) -> Result<Response<ProxyBo
             ),
         ));
     }
+    // A write (not faulted) is logged with what it did: an update's object is read first (a GET
+    // with the caller's credentials), so the log can tell a write that left it as it was.
+    let logged =
+        fault.is_none() && !dry_run && matches!(class, RequestClass::Create | RequestClass::Write);
+    let (method, path) = (req.method().to_string(), req.uri().path().to_string());
+    let query = req.uri().query().map(str::to_string);
+    let patch = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(patch_kind);
+    let before = if logged && matches!(method.as_str(), "PATCH" | "PUT") {
+        version_of(state, &path, req.headers().get(header::AUTHORIZATION)).await
+    } else {
+        None
+    };
     let resp = forward(state, req).await?;
+    if logged {
+        let (parts, body) = resp.into_parts();
+        let bytes = body.collect().await.map_err(|_| Reset)?.to_bytes();
+        state.log.lock().expect("lock").answered(
+            (&method, &path, query.as_deref(), patch),
+            before,
+            parts.status.as_u16(),
+            &bytes,
+        );
+        return Ok(Response::from_parts(
+            parts,
+            Full::new(bytes).map_err(|e| match e {}).boxed_unsync(),
+        ));
+    }
     match fault {
         Some(Fault::Timeout) => Ok(full(
             StatusCode::GATEWAY_TIMEOUT,
@@ -355,6 +394,30 @@ async fn serve(state: &State, req: Request<Incoming>) -> Result<Response<ProxyBo
         }
         _ => Ok(resp),
     }
+}
+
+/// The resourceVersion of the object at `path` (a subresource's: its object's) now, read with
+/// `authorization`; `None` when it cannot be read (it does not exist yet).
+async fn version_of(
+    state: &State,
+    path: &str,
+    authorization: Option<&HeaderValue>,
+) -> Option<String> {
+    let object_path = path.strip_suffix("/status").unwrap_or(path);
+    let mut req = Request::get(object_path);
+    if let Some(a) = authorization {
+        req = req.header(header::AUTHORIZATION, a);
+    }
+    let req = req.body(kube::client::Body::empty()).ok()?;
+    let resp = state.upstream.send(req).await.ok()?;
+    if !resp.status().is_success() {
+        return None;
+    }
+    let bytes = resp.into_body().collect().await.ok()?.to_bytes();
+    let object: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    object["metadata"]["resourceVersion"]
+        .as_str()
+        .map(str::to_string)
 }
 
 /// Sends `req` to the upstream server; a server that cannot be reached answers 503 (nothing was

@@ -13,6 +13,7 @@ pub mod running;
 pub mod simulator;
 pub mod snapshot;
 pub mod sops;
+pub mod write_log;
 
 use aro_gitops::controlplane::{Config, ControlPlane};
 use serde_json::{Value, json};
