@@ -68,10 +68,11 @@ pub fn enclosing_repository(path: &Path) -> std::io::Result<Option<PathBuf>> {
     } else {
         path.parent().map(Path::to_path_buf).unwrap_or(path.clone())
     };
-    if let Ok(repo) = git2::Repository::discover(&folder)
-        && let Some(top) = repo.workdir()
-    {
-        return std::fs::canonicalize(top).map(Some);
+    // A work tree's top level holds `.git`: the repository's folder, or the file naming it that a
+    // linked work tree or a submodule has. Looked for by hand, not with libgit2, whose first call
+    // initialises OpenSSL and reads the system's CA bundle: most of a short `render`'s time.
+    if let Some(top) = folder.ancestors().find(|d| d.join(".git").exists()) {
+        return Ok(Some(top.to_path_buf()));
     }
     Ok(folder
         .ancestors()
@@ -224,6 +225,18 @@ mod tests {
         assert_eq!(
             repository_root(&repo.join("fleet/clusters/dev")).unwrap(),
             repo
+        );
+        // A linked work tree (its `.git` a file naming the repository): its own top level.
+        let linked = top.join("linked");
+        std::fs::create_dir_all(linked.join("fleet/x")).unwrap();
+        std::fs::write(
+            linked.join(".git"),
+            "gitdir: ../repo/.git/worktrees/linked\n",
+        )
+        .unwrap();
+        assert_eq!(
+            enclosing_repository(&linked.join("fleet/x")).unwrap(),
+            Some(linked)
         );
     }
 
