@@ -1,7 +1,7 @@
 //! Webhook benchmark (issue 14): how long a push takes to reach the cluster when it is delivered by
 //! webhook. Run with `cargo bench --bench webhook` (options after `--`: `--clusters N`, default
 //! 1000; `--commits K`, default 20; `--workdir DIR` to keep the fleet and state; `--binary PATH`:
-//! the agent to measure, e.g. another build for a before/after, default this tree's; `--agent-log
+//! the agent (and control plane) to measure, e.g. another build for a before/after, default this tree's; `--agent-log
 //! FILTER`: the agent's `--log`, default `warn`).
 //!
 //! A fleet of N clusters from `aro-gitops-fleetgen` in a real git repository with a bare remote,
@@ -235,8 +235,10 @@ async fn main() {
     // A file:// URL, not a path: a local path would also be watched (a commit there fetched
     // without the webhook), and this measures the webhook alone.
     let remote_url = format!("file://{}", remote.display());
+    // The build under test serves the control plane too (a bench built in the dev profile, with a
+    // release `--binary`, measures the release server).
     let server = Server::start(
-        ARO_GITOPS,
+        &o.binary,
         &work.join(format!("control-plane-{}", o.clusters)),
         &["--simulate-azure", "--sim-delay", "0s"],
         "aro-gitops local control plane serving",

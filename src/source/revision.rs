@@ -276,8 +276,9 @@ fn fetch_command(names: &Names<'_>, what: &str, depth: u32) -> String {
     }
 }
 
-/// Packs `commit` and its tree from `from` into `to` (not its history): what a checkout and a diff
-/// need. Nothing when `to` has it already.
+/// Copies `commit` and its tree from `from` into `to` (not its history): what a checkout and a
+/// diff need. `from`'s packs are linked first (on one filesystem), so only what they lack is
+/// copied; nothing when `to` has the commit already.
 pub(super) fn copy_commit(
     from: &Repository,
     to: &Repository,
@@ -286,25 +287,8 @@ pub(super) fn copy_commit(
     if header_of(commit, to).is_some() {
         return Ok(());
     }
-    let mut pack = from.packbuilder()?;
-    pack.insert_commit(commit)?;
-    let odb = to.odb()?;
-    let mut writer = odb.packwriter()?;
-    let mut failed = None;
-    pack.foreach(
-        |chunk| match std::io::Write::write_all(&mut writer, chunk) {
-            Ok(()) => true,
-            Err(e) => {
-                failed = Some(e);
-                false
-            }
-        },
-    )?;
-    if let Some(e) = failed {
-        return Err(git2::Error::from_str(&e.to_string()));
-    }
-    writer.commit()?;
-    Ok(())
+    super::remote::link_packs(from, to);
+    super::remote::copy_objects(from, to, commit, false)
 }
 
 impl Unresolved {
