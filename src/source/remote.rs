@@ -479,6 +479,66 @@ fn default_ssh_keys() -> Vec<PathBuf> {
 mod tests {
     use super::*;
 
+    /// A local repository fetched by links: its branches and an annotated tag land where the
+    /// refspecs say, with every object they reach, and a later commit copies only what is new.
+    #[test]
+    fn a_local_repository_is_fetched_by_its_packs_and_what_they_lack() {
+        use crate::source::testutil::{Upstream, git};
+        use std::path::Path;
+        let d = tempfile::tempdir().unwrap();
+        let up = Upstream::new(d.path());
+        up.commit(&[("a/one.yaml", "1"), ("b/two.yaml", "2")], "first");
+        git(&up.work, &["tag", "-a", "-m", "v1", "v1"]);
+        git(&up.work, &["push", "-q", "origin", "v1"]);
+        git(&up.bare, &["gc", "-q"]);
+        let second = up.commit(&[("a/one.yaml", "1b")], "second");
+        let mirror = Repository::init_bare(d.path().join("mirror.git")).unwrap();
+        let url = RemoteUrl::new(&up.url(), None);
+        let spec = [
+            "+refs/heads/*:refs/remotes/origin/*",
+            "+refs/tags/*:refs/tags/*",
+        ];
+        let advertised = fetch(&mirror, &url, &spec).unwrap();
+        let branch = git(&up.bare, &["symbolic-ref", "HEAD"]);
+        let tip = advertised[&branch];
+        assert_eq!(tip.to_string(), second);
+        assert_eq!(advertised["HEAD"], tip);
+        let name = format!(
+            "refs/remotes/origin/{}",
+            branch.trim_start_matches("refs/heads/")
+        );
+        assert_eq!(mirror.refname_to_id(&name).unwrap(), tip);
+        // The pack was linked (the same file), not sent anew; the second commit (loose upstream)
+        // was copied with its tree.
+        let packs = |repo: &Path| -> Vec<String> {
+            let mut names: Vec<String> = std::fs::read_dir(repo.join("objects/pack"))
+                .unwrap()
+                .filter_map(|e| e.unwrap().file_name().into_string().ok())
+                .filter(|n| n.ends_with(".pack"))
+                .collect();
+            names.sort();
+            names
+        };
+        assert_eq!(packs(&up.bare), packs(mirror.path()));
+        let tree = mirror.find_commit(tip).unwrap().tree().unwrap();
+        let blob = tree.get_path(Path::new("a/one.yaml")).unwrap().id();
+        assert_eq!(mirror.find_blob(blob).unwrap().content(), b"1b");
+        let tag = mirror.revparse_single("refs/tags/v1").unwrap();
+        assert_eq!(tag.kind(), Some(git2::ObjectType::Tag));
+        assert!(tag.peel_to_commit().is_ok());
+        // A third commit copies only what the mirror lacks.
+        let third = up.commit(&[("b/two.yaml", "2c")], "third");
+        let advertised = fetch(&mirror, &url, &spec).unwrap();
+        assert_eq!(advertised[&branch].to_string(), third);
+        let tree = mirror
+            .find_commit(advertised[&branch])
+            .unwrap()
+            .tree()
+            .unwrap();
+        let blob = tree.get_path(Path::new("b/two.yaml")).unwrap().id();
+        assert_eq!(mirror.find_blob(blob).unwrap().content(), b"2c");
+    }
+
     #[test]
     fn strips_passwords_and_https_tokens_but_keeps_ssh_users() {
         let cases = [
