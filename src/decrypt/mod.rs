@@ -154,6 +154,17 @@ fn lookup(root: &Path) -> Option<Arc<Decryption>> {
         .map(|(_, _, d)| d.clone())
 }
 
+/// A unit prepared earlier from the checkout at `root` (a plan's render cache) holds encrypted
+/// values: the digests registered there count as used, as decrypting it again would have made
+/// them (the plan then says that encrypted values were compared by digest).
+pub fn note_digests_used(root: &Path) {
+    if let Some(d) = lookup(root)
+        && let Decryption::Digests { used } = d.as_ref()
+    {
+        used.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// Decrypts (or, without a key, stands digests in for) every SOPS object of a unit rendered from
 /// the checkout at `root`, in place. Any error fails the unit: the caller applies none of it.
 pub fn decrypt_rendered(

@@ -360,6 +360,15 @@ pub fn prepare(
                 .filter(|o| o.embedded_in.is_none() && !is_placeholder(&o.object))
                 .map(|o| &o.object),
         );
+        // Its encrypted values were compared by digest when it was rendered; the plan says so
+        // again.
+        if prepared
+            .objects
+            .iter()
+            .any(|o| !crate::decrypt::fields::encrypted_pointers(&o.object).is_empty())
+        {
+            crate::decrypt::note_digests_used(root);
+        }
         return (Ok(prepared), inputs, true);
     }
     let (prepared, inputs) = crate::agent::pass::prepare::prepare_traced(root, unit);
