@@ -106,15 +106,44 @@ impl SourceContext {
     }
 }
 
-/// The outcomes of `reported` that differ from those whose reports were last published (`last`,
-/// by unit): only theirs are built again.
+/// The outcomes of `reported` whose reports may differ from those last published (`last`, by
+/// unit): only theirs are built again. A unit a commit left as it was keeps its outcome but moves
+/// to the new revision; its report names the commit whose rendering is applied, so it is not
+/// built again.
 fn changed_outcomes<'a>(
     reported: &[&'a UnitOutcome],
     last: &BTreeMap<String, UnitOutcome>,
 ) -> Vec<&'a UnitOutcome> {
     (reported.iter().copied())
-        .filter(|o| last.get(&o.unit) != Some(*o))
+        .filter(|o| !last.get(&o.unit).is_some_and(|l| same_report(l, o)))
         .collect()
+}
+
+/// Whether two outcomes make the same report: every field the report is built from, the
+/// revision as the report names it ([`UnitOutcome::reported_revision`]).
+fn same_report(a: &UnitOutcome, b: &UnitOutcome) -> bool {
+    // Destructured whole, so a field added to the outcome is not left out of the comparison.
+    let UnitOutcome {
+        unit,
+        cluster,
+        revision: _,
+        rendered_at: _,
+        stale_source,
+        azure,
+        objects,
+        errors,
+        standing,
+        held,
+    } = a;
+    a.reported_revision() == b.reported_revision()
+        && *unit == b.unit
+        && *cluster == b.cluster
+        && *stale_source == b.stale_source
+        && *azure == b.azure
+        && *objects == b.objects
+        && *errors == b.errors
+        && *standing == b.standing
+        && *held == b.held
 }
 
 /// The report files (Markdown and YAML) of `outcomes`, given what was published before
@@ -374,15 +403,15 @@ mod tests {
             [(a.unit.clone(), a.clone()), (b.unit.clone(), b.clone())].into();
         assert!(changed_outcomes(&[&a, &b], &last).is_empty());
 
-        // A kept unit on the next commit: the same report, but another outcome (built, then
-        // found the same bytes).
+        // A kept unit on the next commit: its report names the commit it was rendered at, the
+        // same as before, so it is not built again.
         let mut kept = a.clone();
         kept.rendered_at = Some("r1".into());
         kept.revision = "r2".into();
-        let built = changed_outcomes(&[&kept, &b], &last);
-        assert_eq!(built.len(), 1);
+        assert!(changed_outcomes(&[&kept, &b], &last).is_empty());
+        // Built anyway, it would find the same bytes: nothing to commit.
         let earlier = build_reports(&[&a], &BTreeMap::new());
-        let files = build_reports(&built, &earlier);
+        let files = build_reports(&[&kept], &earlier);
         assert_eq!(files.len(), 2, "its Markdown and YAML");
         assert!(
             changed_files(files, &earlier).is_empty(),
