@@ -49,6 +49,67 @@ impl Running {
 pub(super) use common::http::get as http_get;
 
 #[test]
+fn a_drift_check_passes_over_the_units_a_change_touched_only() {
+    let server =
+        common::kubectl::Server::start_with_args(&["--simulate-azure", "--sim-delay", "0s"]);
+    let f = Fleet::plain();
+    let kubeconfig = server.kubeconfig.to_str().expect("UTF-8 path");
+    let agent = Running::start_with(&f, &["--kubeconfig", kubeconfig, "--drift-interval", "1s"]);
+    let (_, initial) = agent.next_cycle();
+    assert_eq!(initial.units, 2, "{initial}");
+
+    // Drift checks over the converged fleet: no change touched a unit, no pass.
+    let (_, quiet) = agent.next_cycle();
+    assert_eq!(
+        (quiet.trigger, quiet.passes, quiet.writes),
+        (CycleTrigger::Drift, 0, 0),
+        "{quiet}"
+    );
+
+    // Someone changes the dev resource group's location: the next drift check passes over dev
+    // alone, and its report says the resource group drifted (reported, not corrected).
+    let patch = r#"{"spec":{"location":"westus2"}}"#;
+    let rg = [
+        "resourcegroups.resources.azure.com",
+        "aro-dev-rg",
+        "-n",
+        "aro-dev",
+    ];
+    (server.kubectl()).ok(&[&["patch"], &rg[..], &["--type", "merge", "-p", patch]].concat());
+    let deadline = Instant::now() + CYCLE_DEADLINE;
+    let touched = loop {
+        let (_, c) = agent.next_cycle();
+        if c.passes > 0 {
+            break c;
+        }
+        assert!(Instant::now() < deadline, "no pass saw the change: {c}");
+    };
+    assert_eq!(
+        (touched.trigger, touched.passes),
+        (CycleTrigger::Drift, 1),
+        "{touched}"
+    );
+    let md = common::kubectl::poll_until(CYCLE_DEADLINE, "dev's report of the drift", || {
+        f.report("reports/aro-dev/dev.md")
+            .filter(|md| md.contains("drifted"))
+    });
+    assert!(md.contains("aro-dev-rg"), "{md}");
+    let live = server
+        .kubectl()
+        .ok(&[&["get"], &rg[..], &["-o", "jsonpath={.spec.location}"]].concat());
+    assert_eq!(live, "westus2", "reported, not corrected");
+
+    // A drifted unit is not settled as it was: each check judges it again (and the other unit
+    // still not).
+    let (_, after) = agent.next_cycle();
+    assert_eq!(
+        (after.trigger, after.passes),
+        (CycleTrigger::Drift, 1),
+        "{after}"
+    );
+}
+
+#[test]
 fn a_drift_cycle_over_a_converged_fleet_sends_no_request() {
     let f = Fleet::plain();
     let agent = Running::start_default(&f);
@@ -94,11 +155,12 @@ fn a_new_revision_passes_over_the_units_it_changed_only() {
     let agent = Running::start_with(&f, &["--interval", "1s"]);
     let (_, initial) = agent.next_cycle();
     assert_eq!(initial.units, 2, "{initial}");
-    // A fetch that finds the same revision passes over every unit (that is how drift is seen).
+    // A fetch that finds the same revision looks for drift: no change touched a unit since its
+    // pass, so every judgement stands and none passes again.
     let (_, same) = agent.next_cycle();
     assert_eq!(
         (same.trigger, same.passes, same.writes),
-        (CycleTrigger::Source, 2, 0),
+        (CycleTrigger::Source, 0, 0),
         "{same}"
     );
 

@@ -122,6 +122,8 @@ pub(in crate::agent) struct Memo {
     pub unreconciled: BTreeSet<String>,
     /// What a rollout in progress keeps between converges (see [`super::rollout`]).
     pub rollout: super::rollout::Rollouts,
+    /// Each unit's last judgement: when it began, and whether a change came since.
+    pub judged: super::judged::Judged,
 }
 
 /// The servers kept while the agent lives (each when its flag asks for it).

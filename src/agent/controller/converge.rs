@@ -35,8 +35,9 @@ struct Setup<'r> {
 impl Agent {
     /// Runs the units of `rev` until each has converged or failed (or `deadline`; without one,
     /// until nothing changed for an interval), woken by the caches' changes. With `earlier` (the
-    /// outcomes of the revision before), a unit `rev` did not render again that had converged
-    /// keeps its outcome and gets no pass unless a change of its objects wakes it.
+    /// outcomes of the converge before: of the revision before, or of this one in a drift check),
+    /// a unit that had converged and whose judgement still holds keeps its outcome and gets no
+    /// pass unless a change of its objects wakes it (see [`keep_earlier`]).
     pub(in crate::agent) async fn converge(
         &mut self,
         rev: &Revision,
@@ -80,7 +81,11 @@ impl Agent {
             }
             if !past_deadline && stopping.is_none() {
                 let inventories = &mut round.inventories;
+                let (began, touched) = (&mut round.began, &mut round.touched);
                 workers.fill(&mut round.queue, now, |job| {
+                    if let Job::Unit(i) = job {
+                        (began[i], touched[i]) = (Some(Instant::now()), false);
+                    }
                     let name = job_name(rev, &job);
                     let inv = inventories.remove(&name);
                     let inv = inv.unwrap_or_else(|| Inventory::new(&name));
@@ -114,7 +119,7 @@ impl Agent {
                     let mut changed = self.live.caches.drain().await;
                     changed.insert(first);
                     tracing::trace!(?changed, "changes seen");
-                    round.wake(&changed, &index);
+                    round.wake(&changed, &index, self.live.env.cluster.echoes());
                 }
             }
         }
@@ -151,9 +156,12 @@ impl Agent {
         }
         if let Job::Unit(i) = job
             && round.during_pass.release(i, self.live.env.cluster.echoes())
-            && !round.done[i]
         {
-            round.queue.wake(job, Instant::now());
+            if round.done[i] {
+                round.touched[i] = true;
+            } else {
+                round.queue.wake(job, Instant::now());
+            }
         }
         round.quiet_since = Instant::now();
     }
@@ -167,6 +175,9 @@ impl Agent {
         mut progress: Progress,
     ) -> Vec<UnitOutcome> {
         self.memo.passes = round.passes;
+        let units = (round.rev.units.iter().enumerate())
+            .map(|(i, (u, _))| (u.name(), round.began[i], round.touched[i]));
+        self.memo.judged.record(units);
         self.signals.metrics.set_queue_depth(0);
         // Stopped before their pass: nothing was done to them (their last reports stand).
         self.memo.unreconciled = match stopped {
@@ -226,9 +237,19 @@ impl Agent {
             .ensure(&self.live.env.cluster, &kinds_of(rev, &inventories))
             .await;
         caches.revision_watched();
-        caches.drain().await; // what changed before is read fresh by every pass below
+        // What changed since the last converge: read fresh by every pass below, and no unit it
+        // touched keeps its earlier outcome.
+        let between = caches.drain().await;
         phase("caches");
         let index = wakes_of(rev, &inventories);
+        let mut touched: Vec<bool> = (rev.units.iter())
+            .map(|(u, _)| self.memo.judged.touched(&u.name()))
+            .collect();
+        let echoes = self.live.env.cluster.echoes();
+        let others = between.iter().filter(|c| !c.is_echo(echoes));
+        for i in others.flat_map(|c| index.units(c)) {
+            touched[i] = true;
+        }
         phase("wakes");
         // Live ASO objects no unit declares that stand for an Azure resource a unit declares.
         // The deletion guard counts them too.
@@ -251,8 +272,9 @@ impl Agent {
         let mut held: Vec<bool> = (0..outcomes.len())
             .map(|i| rev.units[i].1.is_err() || !outcomes[i].errors.is_empty())
             .collect();
-        // A converged unit the revision did not render again is settled as it was.
-        keep_earlier(rev, earlier, &mut outcomes, &mut held);
+        // A converged unit whose judgement still holds is settled as it was.
+        let judged = (&self.memo.judged, touched.as_slice());
+        keep_earlier(rev, earlier, judged, &mut outcomes, &mut held);
         let mut queue: WorkQueue<Job> =
             WorkQueue::new(crate::retry::UNIT_QUEUE, rev.units.len() as u64)
                 .with_debounce(DEBOUNCE);
@@ -290,6 +312,8 @@ impl Agent {
             removed_outcomes,
             queue,
             during_pass: DuringPass::default(),
+            began: vec![None; rev.units.len()],
+            touched,
             passes: 0,
             quiet_since: Instant::now(),
         };

@@ -11,6 +11,7 @@ mod converge;
 pub mod cycle_line;
 pub(super) mod cycles;
 pub mod incremental;
+mod judged;
 pub(super) mod k8s_events;
 pub mod leader;
 pub mod lifecycle;

@@ -120,7 +120,8 @@ impl Agent {
             self.memo.rollout.view = None;
             self.memo.rollout.next_check = None;
             self.signals.rollout(None);
-            return self.converge(target, deadline, earlier).await;
+            // A drift check keeps the outcomes whose judgement still holds (see `keep_earlier`).
+            return self.converge(target, deadline, earlier.or(drift)).await;
         }
         self.memo.rollout.start(&target.commit);
         let frozen = drift
@@ -162,7 +163,7 @@ impl Agent {
             let composed = self.compose(target, &decision, &frozen);
             self.memo.rollout.taking = taking;
             let mut outcomes = self
-                .converge(&composed, deadline, earlier.as_deref())
+                .converge(&composed, deadline, earlier.as_deref().or(drift))
                 .await?;
             outcomes.extend(frozen.values().cloned());
             self.note_converged(target, &outcomes);

@@ -3,6 +3,7 @@
 
 use super::cache::Change;
 use super::carry::carry_actions;
+use super::judged::Judged;
 use super::lifecycle::Stop;
 use super::progress::Progress;
 use super::queue::WorkQueue;
@@ -10,6 +11,7 @@ use super::revision::Revision;
 use super::scope::{kept_outcome, reads_what_was_rendered};
 use super::wakes::{DuringPass, Wakes};
 use crate::agent::pass::prepare::Prepared;
+use crate::apply::Echoes;
 use crate::apply::inventory::Inventory;
 use crate::report::{self, AzureMode, ObjectAction, UnitOutcome};
 use std::collections::{BTreeMap, BTreeSet};
@@ -83,11 +85,17 @@ pub(super) fn first_outcome(
     }
 }
 
-/// Marks settled, before any pass, the converged units `rev` did not render again whose outcome
-/// from the revision before (`earlier`) still holds, and takes that outcome.
+/// Marks settled, before any pass, the units whose outcome from the converge before (`earlier`)
+/// still holds, and takes that outcome: those that had converged, that no change touched since
+/// their last pass (`touched`, by index), and
+/// - on a new commit: that `rev` did not render again, and that read nothing a unit rendered
+///   again renders;
+/// - on the same commit (a drift check, a fetch that found nothing new): whose last pass is
+///   recent enough to stand ([`Judged::recent`]).
 pub(super) fn keep_earlier(
     rev: &Revision,
     earlier: Option<&[UnitOutcome]>,
+    (judged, touched): (&Judged, &[bool]),
     outcomes: &mut [UnitOutcome],
     held: &mut [bool],
 ) {
@@ -99,21 +107,25 @@ pub(super) fn keep_earlier(
     if earlier.is_empty() {
         return;
     }
+    let now = Instant::now();
     let reads_rendered = reads_what_was_rendered(rev);
     for (i, (u, p)) in rev.units.iter().enumerate() {
         let name = u.name();
-        if held[i] || rev.rendered.contains(&name) {
+        if held[i] || touched[i] {
             continue;
         }
-        let Some(mut o) = earlier
-            .get(name.as_str())
-            .and_then(|o| kept_outcome(o, rev.commit_of(&name)))
-        else {
+        let Some(before) = earlier.get(name.as_str()) else {
             continue;
         };
-        if p.as_ref().is_ok_and(&reads_rendered) {
+        let commit = rev.commit_of(&name);
+        let stands = if before.revision == commit {
+            judged.recent(&name, now)
+        } else {
+            !rev.rendered.contains(&name) && !p.as_ref().is_ok_and(&reads_rendered)
+        };
+        let Some(mut o) = kept_outcome(before, commit).filter(|_| stands) else {
             continue;
-        }
+        };
         o.stale_source = rev.stale.clone();
         outcomes[i] = o;
         held[i] = true;
@@ -143,6 +155,10 @@ pub(super) struct Round<'r> {
     pub(super) removed_outcomes: BTreeMap<String, UnitOutcome>,
     pub(super) queue: WorkQueue<Job>,
     pub(super) during_pass: DuringPass,
+    /// When each unit's last pass in this converge began.
+    pub(super) began: Vec<Option<Instant>>,
+    /// The units a change touched after their last pass began (see [`Judged`]).
+    pub(super) touched: Vec<bool>,
     pub(super) passes: u64,
     pub(super) quiet_since: Instant,
 }
@@ -219,11 +235,21 @@ impl Round<'_> {
 
     /// Queues the unsettled units the changes in `changed` concern (see `wakes`; a unit whose
     /// pass runs holds them until it ends), and the removals still deleting.
-    pub(super) fn wake(&mut self, changed: &BTreeSet<Change>, index: &Wakes) {
+    pub(super) fn wake(&mut self, changed: &BTreeSet<Change>, index: &Wakes, echoes: &Echoes) {
         let now = Instant::now();
         for change in changed {
-            // Only prepared units are in the index.
-            for i in index.units(change).into_iter().filter(|&i| !self.done[i]) {
+            // Only prepared units are in the index. A settled unit is not passed again in this
+            // converge; the next drift check looks at it again, unless the change is the echo of
+            // a write of the agent's (taken here only when no pass in flight holds it).
+            let units = index.units(change);
+            let held = units.iter().any(|&i| self.queue.is_active(&Job::Unit(i)));
+            let settled: Vec<usize> = units.iter().copied().filter(|&i| self.done[i]).collect();
+            if !settled.is_empty() && (held || !change.is_echo(echoes)) {
+                for &i in &settled {
+                    self.touched[i] = true;
+                }
+            }
+            for i in units.into_iter().filter(|&i| !self.done[i]) {
                 if self.queue.is_active(&Job::Unit(i)) {
                     self.during_pass.hold(i, change);
                 } else {
@@ -346,6 +372,8 @@ mod tests {
             removed_outcomes: BTreeMap::new(),
             queue,
             during_pass: DuringPass::default(),
+            began: vec![None; n],
+            touched: vec![false; n],
             passes: 0,
             quiet_since: Instant::now(),
         }
@@ -440,7 +468,7 @@ mod tests {
         let changed: BTreeSet<Change> = [Change::Object(id, Some("7".into()))].into();
         // The unit's pass runs: the change is held for when it ends.
         let job = round.queue.pop(Instant::now()).expect("a unit queued");
-        round.wake(&changed, &index);
+        round.wake(&changed, &index, &Echoes::default());
         assert!(round.queue.is_active(&job));
         // The removal had no pass yet: any change runs it again.
         assert!(
