@@ -224,13 +224,12 @@ pub fn live_aso_identities(objects: Vec<Value>) -> Vec<(ObjectKey, AzureIdentity
 
 /// The errors of each unit declaring an object that stands for the Azure resource of a live
 /// object no unit declares (`fleet.live_conflicts`), by unit.
-pub fn live_conflict_errors(
+pub fn live_conflict_errors<'a>(
     fleet: &Fleet,
     live: &[(ObjectKey, AzureIdentity)],
-    owners: &LiveOwners,
+    inventory_of: impl Fn(&ObjectKey) -> Option<&'a str>,
 ) -> BTreeMap<String, Vec<UnitError>> {
-    let conflicts =
-        fleet.live_conflicts(live, |k| owners.get(&ownership::id(k)).map(String::as_str));
+    let conflicts = fleet.live_conflicts(live, inventory_of);
     for c in &conflicts {
         tracing::error!(unit = %c.unit, error = %c.message, "conflict with a live object");
     }
@@ -240,17 +239,35 @@ pub fn live_conflict_errors(
 /// The kinds a live Azure-identity check lists: the revision's ASO kinds and ARO kinds.
 pub fn identity_kinds(units: &[PreparedUnit]) -> std::collections::BTreeSet<ObjectKey> {
     use crate::kinds::{is_aro_kind, is_aso_group};
-    units
+    // Borrowed first: a fleet has many objects and few kinds.
+    let kinds: std::collections::BTreeSet<(&str, &str, &str)> = units
         .iter()
         .filter_map(|(_, p)| p.as_ref().ok())
         .flat_map(|p| p.objects.iter())
         .filter(|o| is_aso_group(&o.key.group) || is_aro_kind(&o.key.group, &o.key.kind))
-        .map(|o| ObjectKey {
+        .map(|o| (&*o.key.group, &*o.key.version, &*o.key.kind))
+        .collect();
+    (kinds.into_iter())
+        .map(|(group, version, kind)| ObjectKey {
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
             namespace: None,
             name: String::new(),
-            ..o.key.clone()
         })
         .collect()
+}
+
+/// The unit whose inventory holds `key`, found by looking through `inventories` (for the rare
+/// question of a live conflict, where building [`live_owners`] would cost more).
+pub fn inventory_holding<'a>(
+    inventories: &'a BTreeMap<String, Inventory>,
+    key: &ObjectKey,
+) -> Option<&'a str> {
+    let id = crate::apply::inventory::Identity::from(key);
+    (inventories.iter())
+        .find(|(_, inv)| inv.entries.contains_key(&id))
+        .map(|(unit, _)| unit.as_str())
 }
 
 /// The error of each unit whose inventory the agent does not act on (it does not decode, or

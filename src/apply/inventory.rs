@@ -99,7 +99,7 @@ pub struct Inventory {
 pub type Foreign = BTreeMap<String, Vec<String>>;
 
 /// An inventory that does not decode, or that the agent does not trust (written by someone else).
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("ConfigMap/{AGENT_NAMESPACE}/{name}: {why}")]
 pub struct InventoryError {
     pub name: String,
@@ -339,6 +339,37 @@ pub async fn read_all(
     Ok(from_config_maps(items, fleet, declared))
 }
 
+/// A ConfigMap of [`AGENT_NAMESPACE`] labelled [`INVENTORY_LABEL`], decoded: whose it says it
+/// is, and the inventory or why it does not read (see [`decode_config_maps`]).
+#[derive(Debug, Clone)]
+pub struct Decoded(Whose, Result<Inventory, InventoryError>);
+
+/// The inventories among `config_maps` (those in [`AGENT_NAMESPACE`] labelled
+/// [`INVENTORY_LABEL`]), decoded, as the fleet `fleet` sees them; another fleet's that does not
+/// read is left out. What [`assemble`] makes the fleet's inventories of.
+pub fn decode_config_maps(
+    config_maps: impl IntoIterator<Item = Value>,
+    fleet: &FleetScope,
+) -> Vec<Decoded> {
+    let label = format!("/metadata/labels/{}", INVENTORY_LABEL.replace('/', "~1"));
+    let ours = |cm: &Value| {
+        cm.pointer("/metadata/namespace").and_then(Value::as_str) == Some(AGENT_NAMESPACE)
+            && cm.pointer(&label).and_then(Value::as_str) == Some("true")
+    };
+    (config_maps.into_iter().filter(ours))
+        .filter_map(|cm| {
+            let whose = fleet.whose(scope::fleet_of(&cm));
+            match (Inventory::from_config_map(&cm), &whose) {
+                (Err(e), Whose::Fleet(_)) => {
+                    tracing::debug!(error = %e, "another fleet's inventory does not read");
+                    None
+                }
+                (read, _) => Some(Decoded(whose, read)),
+            }
+        })
+        .collect()
+}
+
 /// This fleet's inventories among `config_maps` (those in [`AGENT_NAMESPACE`] labelled
 /// [`INVENTORY_LABEL`]), by unit; the ones that could not be read (their units prune nothing);
 /// and the other fleets' (left alone). An inventory that names no fleet is this fleet's when
@@ -349,40 +380,43 @@ pub fn from_config_maps(
     fleet: &FleetScope,
     declared: impl Fn(&str) -> bool,
 ) -> (BTreeMap<String, Inventory>, Vec<InventoryError>, Foreign) {
+    assemble(&decode_config_maps(config_maps, fleet), fleet, declared)
+}
+
+/// [`from_config_maps`] of the ConfigMaps `decoded` (by [`decode_config_maps`] for `fleet`).
+pub fn assemble(
+    decoded: &[Decoded],
+    fleet: &FleetScope,
+    declared: impl Fn(&str) -> bool,
+) -> (BTreeMap<String, Inventory>, Vec<InventoryError>, Foreign) {
     let mut found: BTreeMap<String, Inventory> = BTreeMap::new();
     let mut foreign = Foreign::new();
     let mut errors = Vec::new();
-    let label = format!("/metadata/labels/{}", INVENTORY_LABEL.replace('/', "~1"));
-    for cm in config_maps {
-        if cm.pointer("/metadata/namespace").and_then(Value::as_str) != Some(AGENT_NAMESPACE)
-            || cm.pointer(&label).and_then(Value::as_str) != Some("true")
-        {
-            continue;
-        }
-        let whose = fleet.whose(scope::fleet_of(&cm));
-        match Inventory::from_config_map(&cm) {
+    for Decoded(whose, read) in decoded {
+        match read {
             Ok(inv) => match whose {
-                Whose::Fleet(other) => foreign.entry(other).or_default().push(inv.unit),
-                Whose::Unnamed if !declared(&inv.unit) => {
-                    foreign.entry(String::new()).or_default().push(inv.unit)
+                Whose::Fleet(other) => {
+                    (foreign.entry(other.clone()).or_default()).push(inv.unit.clone())
                 }
+                Whose::Unnamed if !declared(&inv.unit) => foreign
+                    .entry(String::new())
+                    .or_default()
+                    .push(inv.unit.clone()),
                 Whose::Ours | Whose::Unnamed => {
-                    let mut inv = inv;
                     let ours = name_for(&fleet.name, &inv.unit);
-                    inv.read_from = inv.read_from.filter(|n| *n != ours);
-                    let written_by_us = inv.read_from.is_none();
+                    let read_from = inv.read_from.clone().filter(|n| *n != ours);
+                    let written_by_us = read_from.is_none();
                     match found.get(&inv.unit) {
                         Some(kept) if kept.read_from.is_none() || !written_by_us => {}
                         _ => {
+                            let mut inv = inv.clone();
+                            inv.read_from = read_from;
                             found.insert(inv.unit.clone(), inv);
                         }
                     }
                 }
             },
-            Err(e) if matches!(whose, Whose::Fleet(_)) => {
-                tracing::debug!(error = %e, "another fleet's inventory does not read");
-            }
-            Err(e) => errors.push(e),
+            Err(e) => errors.push(e.clone()),
         }
     }
     // A ConfigMap some unit applied from git (before units were kept out of the agent's

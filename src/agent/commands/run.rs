@@ -81,6 +81,7 @@ pub async fn run_with(config: RunConfig, lifecycle: Lifecycle) -> Result<RunSumm
             keys,
             guests: GuestClients::default(),
             foreign_said: Mutex::default(),
+            inventories_read: Mutex::default(),
         },
         git: SourceContext {
             source,

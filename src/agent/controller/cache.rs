@@ -429,9 +429,15 @@ impl Caches {
     }
 
     /// The ConfigMaps of the agent's namespace (where the inventories are), once the cache holds
-    /// the agent's own last write of each (within [`CATCH_UP`]): `None` when no synced cache holds
-    /// ConfigMaps or it lags behind (read them with a LIST instead).
-    pub async fn inventories(&self, cluster: &Cluster) -> Option<Vec<Value>> {
+    /// the agent's own last write of each (within [`CATCH_UP`]), with the cache's
+    /// [`generation`](Caches::generation) then: `None` when no synced cache holds ConfigMaps or it
+    /// lags behind (read them with a LIST instead). At the generation `known` (what was read at
+    /// it still holds), the generation alone.
+    pub async fn inventories(
+        &self,
+        cluster: &Cluster,
+        known: Option<u64>,
+    ) -> Option<(u64, Option<Vec<Value>>)> {
         let key = inventory::config_map_key("");
         let kind = (key.group.clone(), key.version.clone(), key.kind.clone());
         let ours = |id: &Identity| {
@@ -465,7 +471,12 @@ impl Caches {
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        self.read(cluster, &key)
+        // Taken before the read: a change in between makes the next generation another.
+        let generation = self.generation(&kind)?;
+        if known == Some(generation) {
+            return Some((generation, None));
+        }
+        Some((generation, Some(self.read(cluster, &key)?)))
     }
 
     /// The resourceVersion of the object `id` of `kind` as cached.

@@ -11,6 +11,7 @@ use crate::agent::controller::{k8s_events, progress, status_page, triggers};
 use crate::agent::env::Environment;
 use crate::agent::pass::{self, guest::GuestClients, prune::Safety};
 use crate::agent::{RunConfig, RunSummary};
+use crate::plan::ownership::Fleet;
 use crate::source::{ReportTarget, Source};
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, RwLock};
@@ -44,7 +45,14 @@ pub(in crate::agent) struct LiveContext {
     pub guests: GuestClients,
     /// The other fleets whose inventories were reported already (each is, once).
     pub foreign_said: Mutex<BTreeSet<String>>,
+    /// The inventories last decoded from the ConfigMaps' cache: at which of its generations, for
+    /// which fleet (decoded again once either is another).
+    pub inventories_read: Mutex<Option<InventoriesRead>>,
 }
+
+/// See [`LiveContext::inventories_read`].
+pub(in crate::agent) type InventoriesRead =
+    (u64, String, Arc<Vec<crate::apply::inventory::Decoded>>);
 
 /// The repository followed, and what it last said.
 pub(in crate::agent) struct SourceContext {
@@ -124,6 +132,25 @@ pub(in crate::agent) struct Memo {
     pub rollout: super::rollout::Rollouts,
     /// Each unit's last judgement: when it began, and whether a change came since.
     pub judged: super::judged::Judged,
+    /// The fleet the last converge's deletion guard asked: the revision's, with the live
+    /// identities it was given (made again only when one of them is another).
+    fleet_live: Option<(Arc<Fleet>, LiveIds, Arc<Fleet>)>,
+}
+
+impl Memo {
+    /// `fleet` with the live Azure identities `live` no unit declares (see [`Fleet::with_live`]):
+    /// the last one made when both are the same as then.
+    pub fn fleet_with_live(&mut self, fleet: &Arc<Fleet>, live: &LiveIds) -> Arc<Fleet> {
+        if let Some((f, l, with)) = &self.fleet_live
+            && Arc::ptr_eq(f, fleet)
+            && Arc::ptr_eq(l, live)
+        {
+            return with.clone();
+        }
+        let with = Arc::new((**fleet).clone().with_live(live));
+        self.fleet_live = Some((fleet.clone(), live.clone(), with.clone()));
+        with
+    }
 }
 
 /// The servers kept while the agent lives (each when its flag asks for it).
@@ -134,15 +161,15 @@ pub(in crate::agent) struct Servers {
     pub _triggers: triggers::Triggers,
 }
 
-pub(in crate::agent) type LiveIdentities = (
-    Vec<(KindKey, u64)>,
-    Arc<
-        Vec<(
-            crate::object::ObjectKey,
-            crate::plan::azure_identity::AzureIdentity,
-        )>,
-    >,
-);
+/// The live Azure identities of the fleet's kinds.
+pub(in crate::agent) type LiveIds = Arc<
+    Vec<(
+        crate::object::ObjectKey,
+        crate::plan::azure_identity::AzureIdentity,
+    )>,
+>;
+
+pub(in crate::agent) type LiveIdentities = (Vec<(KindKey, u64)>, LiveIds);
 
 impl Schedule {
     pub(in crate::agent) fn of(config: &RunConfig) -> Schedule {

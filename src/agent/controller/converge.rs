@@ -28,7 +28,7 @@ use std::time::Instant;
 /// What a converge starts from: its round, the fleet the deletion guard asks, and the wake index.
 struct Setup<'r> {
     round: Round<'r>,
-    fleet: Fleet,
+    fleet: Arc<Fleet>,
     index: Wakes,
 }
 
@@ -256,9 +256,9 @@ impl Agent {
         let live_ids = (self.live)
             .live_identities(rev, &mut self.memo.live_identities)
             .await;
-        let owners = fleet::live_owners(&inventories);
-        let mut live_conflicts = fleet::live_conflict_errors(&rev.fleet, &live_ids, &owners);
-        let fleet = (*rev.fleet).clone().with_live(&live_ids);
+        let holding = |k: &ObjectKey| fleet::inventory_holding(&inventories, k);
+        let mut live_conflicts = fleet::live_conflict_errors(&rev.fleet, &live_ids, holding);
+        let fleet = self.memo.fleet_with_live(&rev.fleet, &live_ids);
         phase("live identities");
         for (i, (u, _)) in rev.units.iter().enumerate() {
             if let Some(e) = refused.remove(&u.name()) {

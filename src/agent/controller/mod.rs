@@ -137,8 +137,8 @@ impl LiveContext {
     ) -> (BTreeMap<String, Inventory>, Vec<InventoryError>) {
         let cluster = &self.env.cluster;
         self.caches.ensure(cluster, &always().into()).await;
-        let read = match self.caches.inventories(cluster).await {
-            Some(config_maps) => Ok(inventory::from_config_maps(config_maps, scope, declared)),
+        let read = match self.cached_inventories(scope).await {
+            Some(decoded) => Ok(inventory::assemble(&decoded, scope, declared)),
             None => inventory::read_all(cluster, scope, declared).await,
         };
         match read {
@@ -149,6 +149,32 @@ impl LiveContext {
             Err(e) => {
                 tracing::error!(error = %e, "reading the inventories failed: nothing is pruned this round");
                 (BTreeMap::new(), vec![])
+            }
+        }
+    }
+
+    /// The inventories in the ConfigMaps' cache, decoded for the fleet `scope`: decoded again
+    /// only when a ConfigMap changed since (or the fleet is another). `None`: read them with a
+    /// LIST (see [`Caches::inventories`]).
+    async fn cached_inventories(
+        &self,
+        scope: &FleetScope,
+    ) -> Option<std::sync::Arc<Vec<inventory::Decoded>>> {
+        let known = {
+            let last = self.inventories_read.lock().expect("inventories lock");
+            (last.as_ref())
+                .filter(|(_, fleet, _)| *fleet == scope.name)
+                .map(|(generation, _, _)| *generation)
+        };
+        let (generation, config_maps) = self.caches.inventories(&self.env.cluster, known).await?;
+        let mut last = self.inventories_read.lock().expect("inventories lock");
+        match config_maps {
+            None => last.as_ref().map(|(_, _, decoded)| decoded.clone()),
+            Some(config_maps) => {
+                let decoded =
+                    std::sync::Arc::new(inventory::decode_config_maps(config_maps, scope));
+                *last = Some((generation, scope.name.clone(), decoded.clone()));
+                Some(decoded)
             }
         }
     }

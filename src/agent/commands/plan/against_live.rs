@@ -296,7 +296,11 @@ pub(super) async fn against_live(
     // Live ASO objects no unit declares that stand for an Azure resource a unit declares.
     let live_ids =
         crate::agent::fleet::live_aso_identities(crate::agent::fleet::identity_objects(&live));
-    for (unit, errors) in crate::agent::fleet::live_conflict_errors(&fleet, &live_ids, &owners) {
+    for (unit, errors) in crate::agent::fleet::live_conflict_errors(&fleet, &live_ids, |k| {
+        owners
+            .get(&crate::plan::ownership::id(k))
+            .map(String::as_str)
+    }) {
         conflicts.entry(unit).or_default().extend(errors);
     }
     let fleet = fleet.with_live(&live_ids);
