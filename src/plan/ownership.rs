@@ -139,20 +139,37 @@ pub struct Conflict {
 /// resource's object, and the namespaces each unit puts objects in.
 #[derive(Debug, Clone, Default)]
 pub struct Fleet {
-    objects: BTreeMap<Id, String>,
-    azure: BTreeMap<String, Vec<(String, ObjectKey, AzureIdentity)>>,
-    /// The claims that write to Azure, by identity: for live objects no unit declares.
-    writers: BTreeMap<String, Vec<(String, Claim)>>,
+    /// What the units declare: shared, so that a fleet with other live objects or another name
+    /// is made without copying it.
+    declared: std::sync::Arc<Declared>,
     /// Live ASO objects no unit declares, by identity ([`Fleet::with_live`]).
     live: BTreeMap<String, Vec<(ObjectKey, AzureIdentity)>>,
-    namespaces: BTreeMap<String, Vec<(String, ObjectKey)>>,
     /// Whose inventories and objects the units act on.
     pub scope: FleetScope,
 }
 
+/// See [`Fleet`].
+#[derive(Debug, Default)]
+struct Declared {
+    objects: BTreeMap<Id, String>,
+    azure: BTreeMap<String, Vec<(String, ObjectKey, AzureIdentity)>>,
+    /// The claims that write to Azure, by identity: for live objects no unit declares.
+    writers: BTreeMap<String, Vec<(String, Claim)>>,
+    namespaces: BTreeMap<String, Vec<(String, ObjectKey)>>,
+}
+
 impl Fleet {
     pub fn new(units: &[UnitClaims]) -> Fleet {
-        let mut f = Fleet::default();
+        Fleet {
+            declared: std::sync::Arc::new(Declared::new(units)),
+            ..Fleet::default()
+        }
+    }
+}
+
+impl Declared {
+    fn new(units: &[UnitClaims]) -> Declared {
+        let mut f = Declared::default();
         for u in units {
             for c in &u.claims {
                 f.objects.insert(id(&c.key), u.unit.clone());
@@ -179,13 +196,15 @@ impl Fleet {
         }
         f
     }
+}
 
+impl Fleet {
     /// Another object standing for the Azure resource `azure`, which `unit`'s `key` stands for
     /// too: one of the revision (or the same one in another unit), else a live one no unit
     /// declares ([`Fleet::with_live`]). Says which, for messages: "Kind/ns/name of unit U", or
     /// "the live object Kind/ns/name".
     pub fn other_for(&self, azure: &AzureIdentity, unit: &str, key: &ObjectKey) -> Option<String> {
-        let declared = self.azure.get(&azure.id).and_then(|v| {
+        let declared = self.declared.azure.get(&azure.id).and_then(|v| {
             v.iter()
                 .find(|(other, object, a)| {
                     (other != unit || id(object) != id(key)) && a.same(azure)
@@ -234,7 +253,7 @@ impl Fleet {
             if !a.writes || self.declared_by(key).is_some() {
                 continue;
             }
-            let Some((unit, c)) = self.writers.get(&a.id).and_then(|w| {
+            let Some((unit, c)) = self.declared.writers.get(&a.id).and_then(|w| {
                 w.iter()
                     .find(|(_, c)| c.azure.as_ref().is_some_and(|x| x.same(a)))
             }) else {
@@ -265,7 +284,7 @@ impl Fleet {
 
     /// The unit of the revision that declares `key`.
     pub fn declared_by(&self, key: &ObjectKey) -> Option<&str> {
-        self.objects.get(&id(key)).map(String::as_str)
+        self.declared.objects.get(&id(key)).map(String::as_str)
     }
 }
 
@@ -316,6 +335,7 @@ pub fn guard_deletion(
     if key.group.is_empty()
         && key.kind == "Namespace"
         && let Some((other, object)) = fleet
+            .declared
             .namespaces
             .get(&key.name)
             .and_then(|v| v.iter().find(|(u, _)| u != unit))

@@ -82,6 +82,7 @@ pub async fn run_with(config: RunConfig, lifecycle: Lifecycle) -> Result<RunSumm
             guests: GuestClients::default(),
             foreign_said: Mutex::default(),
             inventories_read: Mutex::default(),
+            owners_read: Mutex::default(),
         },
         git: SourceContext {
             source,

@@ -48,7 +48,15 @@ pub(in crate::agent) struct LiveContext {
     /// The inventories last decoded from the ConfigMaps' cache: at which of its generations, for
     /// which fleet (decoded again once either is another).
     pub inventories_read: Mutex<Option<InventoriesRead>>,
+    /// Who owns each object live, as last found from the inventories decoded then.
+    pub owners_read: Mutex<Option<OwnersRead>>,
 }
+
+/// See [`LiveContext::owners_read`].
+pub(in crate::agent) type OwnersRead = (
+    Arc<Vec<crate::apply::inventory::Decoded>>,
+    Arc<crate::plan::ownership::LiveOwners>,
+);
 
 /// See [`LiveContext::inventories_read`].
 pub(in crate::agent) type InventoriesRead =

@@ -121,9 +121,26 @@ impl LiveContext {
     }
 
     /// Who owns each object live in the fleet `scope`, by its inventories (see
-    /// [`crate::agent::fleet::check`]).
-    pub(super) async fn owners(&self, scope: &FleetScope) -> crate::plan::ownership::LiveOwners {
-        crate::agent::fleet::live_owners(&self.inventories(scope, |_| true).await.0)
+    /// [`crate::agent::fleet::check`]): found again only when an inventory changed since.
+    pub(super) async fn owners(
+        &self,
+        scope: &FleetScope,
+    ) -> std::sync::Arc<crate::plan::ownership::LiveOwners> {
+        use crate::agent::fleet::live_owners;
+        use std::sync::Arc;
+        let Some(decoded) = self.cached_inventories(scope).await else {
+            return Arc::new(live_owners(&self.inventories(scope, |_| true).await.0));
+        };
+        let mut last = self.owners_read.lock().expect("owners lock");
+        if let Some((of, owners)) = &*last
+            && Arc::ptr_eq(of, &decoded)
+        {
+            return owners.clone();
+        }
+        let (own, _, _) = inventory::assemble(&decoded, scope, |_| true);
+        let owners = Arc::new(live_owners(&own));
+        *last = Some((decoded, owners.clone()));
+        owners
     }
 
     /// The fleet `scope`'s inventories (see [`inventory::from_config_maps`] for `declared`), and

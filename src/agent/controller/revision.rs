@@ -65,7 +65,7 @@ impl SourceContext {
         previous: Option<&Revision>,
         shard: shard::Shard,
         metrics: &crate::metrics::Metrics,
-        owners: impl AsyncFnOnce(&FleetScope) -> crate::plan::ownership::LiveOwners,
+        owners: impl AsyncFnOnce(&FleetScope) -> Arc<crate::plan::ownership::LiveOwners>,
     ) -> Result<(Revision, Option<Vec<PathBuf>>), AgentError> {
         let started = Instant::now();
         let (outcome, verification) = self
@@ -188,7 +188,7 @@ async fn prepare_and_check(
     root: PathBuf,
     previous: Option<&Revision>,
     changed: Option<Vec<PathBuf>>,
-    owners: crate::plan::ownership::LiveOwners,
+    owners: Arc<crate::plan::ownership::LiveOwners>,
     scope: FleetScope,
 ) -> Result<
     (
