@@ -506,7 +506,7 @@ fn validate(args: ValidateArgs) -> anyhow::Result<ExitCode> {
         }
     }
     // What only the whole repository answers: identities another unit may declare.
-    let refs: Vec<&aro_gitops::agent::prepare::Prepared> = prepared.iter().collect();
+    let refs: Vec<&aro_gitops::agent::prepare::Prepared> = prepared.iter().map(|p| &**p).collect();
     let mut unresolved = aro_gitops::agent::unresolved_identities(&refs);
     for (index, p) in prepared.iter().enumerate() {
         let errors: Vec<_> = unresolved

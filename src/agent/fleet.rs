@@ -168,7 +168,7 @@ pub fn declared_owners<'a>(claims: impl Iterator<Item = &'a UnitClaims>) -> Live
 pub fn check(units: &mut [PreparedUnit], owners: &LiveOwners) -> (Fleet, BTreeSet<String>) {
     let claims: Vec<UnitClaims> = units
         .iter()
-        .filter_map(|(_, p)| p.as_ref().ok())
+        .filter_map(|(_, p)| p.as_deref().ok())
         .map(claims)
         .collect();
     let failed = fail_conflicts(units, &claims, owners);

@@ -90,7 +90,9 @@ fn kinds_of(rev: &Revision, inventories: &BTreeMap<String, Inventory>) -> BTreeS
 /// (the identities its clusters name may be rendered by a unit of another shard).
 fn wakes_of(rev: &Revision, inventories: &BTreeMap<String, Inventory>) -> Wakes {
     let identities = crate::agent::pass::identity_check::rendered_identities(
-        rev.fleet_units.iter().filter_map(|(_, p)| p.as_ref().ok()),
+        rev.fleet_units
+            .iter()
+            .filter_map(|(_, p)| p.as_deref().ok()),
     );
     Wakes::new(rev.units.iter().enumerate().filter_map(|(i, (u, p))| {
         let p = p.as_ref().ok()?;

@@ -10,7 +10,6 @@ use super::queue::WorkQueue;
 use super::revision::Revision;
 use super::scope::{kept_outcome, reads_what_was_rendered};
 use super::wakes::{DuringPass, Wakes};
-use crate::agent::pass::prepare::Prepared;
 use crate::apply::Echoes;
 use crate::apply::inventory::Inventory;
 use crate::report::{self, AzureMode, ObjectAction, UnitOutcome};
@@ -64,7 +63,7 @@ pub(super) const NOT_STARTED: &str =
 pub(super) fn first_outcome(
     rev: &Revision,
     u: &crate::unit::Unit,
-    p: &Result<Prepared, Vec<report::UnitError>>,
+    p: &crate::agent::pass::prepare::Preparation,
     azure: AzureMode,
 ) -> UnitOutcome {
     let standing = match p {
@@ -121,7 +120,7 @@ pub(super) fn keep_earlier(
         let stands = if before.revision == commit {
             judged.recent(&name, now)
         } else {
-            !rev.rendered.contains(&name) && !p.as_ref().is_ok_and(&reads_rendered)
+            !rev.rendered.contains(&name) && !p.as_deref().is_ok_and(&reads_rendered)
         };
         let Some(mut o) = kept_outcome(before, commit).filter(|_| stands) else {
             continue;
@@ -496,13 +495,13 @@ mod tests {
         let unit = crate::unit::Unit {
             path: "clusters/dev".into(),
         };
-        let prepared = Ok(Prepared {
+        let prepared = Ok(Arc::new(crate::agent::pass::prepare::Prepared {
             unit: unit.clone(),
             objects: vec![],
             deps: vec![],
             order: vec![],
             cluster: None,
-        });
+        }));
         let o = first_outcome(&rev, &unit, &prepared, AzureMode::Simulated);
         assert_eq!(report::phase(&o), report::Phase::NotStarted);
         assert_eq!(o.standing.pass.why(), Some(NOT_STARTED));

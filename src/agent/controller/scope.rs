@@ -16,7 +16,7 @@ pub(super) fn reads_what_was_rendered(
         .fleet_units
         .iter()
         .filter(|(u, _)| rev.rendered.contains(&u.name()))
-        .filter_map(|(_, p)| p.as_ref().ok())
+        .filter_map(|(_, p)| p.as_deref().ok())
         .collect();
     let keys: std::collections::HashSet<crate::object::ObjectKey> = rendered
         .iter()
@@ -29,7 +29,9 @@ pub(super) fn reads_what_was_rendered(
         .filter_map(|o| o.key.namespace.clone())
         .collect();
     let identities = crate::agent::pass::identity_check::rendered_identities(
-        rev.fleet_units.iter().filter_map(|(_, p)| p.as_ref().ok()),
+        rev.fleet_units
+            .iter()
+            .filter_map(|(_, p)| p.as_deref().ok()),
     );
     move |p| {
         if keys.is_empty() {

@@ -86,7 +86,7 @@ fn error(origin: Option<&Origin>, object: Option<ObjectKey>, message: String) ->
 /// from the checkout at `root`. The secret values of
 /// the rendered objects are learnt for redaction ([`crate::redact::learn`]) before anything is
 /// checked, so no message about them can show them.
-pub fn prepare(root: &Path, unit: &Unit) -> Result<Prepared, Vec<UnitError>> {
+pub fn prepare(root: &Path, unit: &Unit) -> Preparation {
     prepare_traced(root, unit).0
 }
 
@@ -124,7 +124,7 @@ fn prepare_rendered(
             })
             .collect());
     }
-    expand(unit, rendered)
+    expand(unit, rendered).map(std::sync::Arc::new)
 }
 
 /// Where the field a validation problem names (its message starts with the field's JSON pointer)
@@ -340,7 +340,7 @@ fn expand(unit: &Unit, rendered: Vec<SourcedObject>) -> Result<Prepared, Vec<Uni
 }
 
 /// How a unit's preparation went.
-pub type Preparation = Result<Prepared, Vec<UnitError>>;
+pub type Preparation = Result<std::sync::Arc<Prepared>, Vec<UnitError>>;
 
 /// A unit and how its preparation went.
 pub type PreparedUnit = (Unit, Preparation);

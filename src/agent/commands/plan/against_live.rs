@@ -187,7 +187,7 @@ fn first_round(
     ))
     .is_empty();
     let planned = if unlisted || refused || asks_azure(&p, inv, live).next().is_some() {
-        UnitPlan::Later(Box::new(p))
+        UnitPlan::Later(Box::new(std::sync::Arc::unwrap_or_clone(p)))
     } else {
         UnitPlan::Done(Box::new(plan_unit(
             &name,

@@ -181,7 +181,7 @@ pub(super) fn against_base(
             Some(p)
         } else {
             match base_units.get(&name) {
-                Some(Ok(b)) => Some(b),
+                Some(Ok(b)) => Some(&**b),
                 _ => None,
             }
         };

@@ -369,7 +369,7 @@ pub fn prepare(
         {
             crate::decrypt::note_digests_used(root);
         }
-        return (Ok(prepared), inputs, true);
+        return (Ok(std::sync::Arc::new(prepared)), inputs, true);
     }
     let (prepared, inputs) = crate::agent::pass::prepare::prepare_traced(root, unit);
     if let (Some(cache), Ok(p)) = (cache, &prepared)
@@ -455,7 +455,7 @@ mod tests {
         let cache = RenderCache::new(root, up.bare.clone(), commit).unwrap();
         let unit = Unit { path: unit.into() };
         let (p, _, hit) = prepare(Some(&cache), &up.work, &unit);
-        (p.unwrap(), hit)
+        (std::sync::Arc::unwrap_or_clone(p.unwrap()), hit)
     }
 
     /// Entries found again at another commit only when every path the render read is the same
