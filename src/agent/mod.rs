@@ -69,7 +69,8 @@ pub struct RunConfig {
     pub safety: Safety,
     /// Re-apply objects whose live state drifted from what was applied.
     pub self_heal: bool,
-    /// Look for drift on this schedule (a pass over every unit), when set.
+    /// Look for drift on this schedule, when set: a pass over every unit a change touched since its
+    /// last pass, or whose resync came due (see `controller::judged`).
     pub drift_interval: Option<Duration>,
     /// How many units are reconciled at once (at least one).
     pub concurrency: usize,

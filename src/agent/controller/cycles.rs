@@ -64,8 +64,9 @@ impl Agent {
 
     /// Follows the repository: fetches on an interval, converges again on a new revision.
     /// Nothing in here ends the agent (but a shutdown): a failure is logged and tried again next
-    /// round. A pass over every unit also looks for drift; --drift-interval makes that happen on
-    /// its own schedule, between fetches. A push (a webhook, a commit in a local repository)
+    /// round. A converge over the same revision also looks for drift (passing over the units a
+    /// change touched, or whose resync came due); --drift-interval makes that happen on its own
+    /// schedule, between fetches. A push (a webhook, a commit in a local repository)
     /// fetches at once: requests coalesce into one (see `crate::trigger`), and a pushed fetch
     /// starts TRIGGER_SPACING after the previous fetch at the earliest.
     async fn follow(
@@ -116,7 +117,7 @@ impl Agent {
                 Trigger::Source
             };
             // A new revision passes over the units it rendered again (and those not converged);
-            // the same revision, and a drift check, pass over every unit.
+            // the same revision, and a drift check, look at every unit (see `judged`).
             let mut scoped = false;
             if trigger == Trigger::Drift {
                 tracing::info!("drift check");
@@ -134,7 +135,7 @@ impl Agent {
                 self.memo.passes = 0;
             } else {
                 let earlier = scoped.then_some(outcomes.as_slice());
-                // A pass over every unit of the same revision corrects drift (windows permitting).
+                // A converge over the same revision corrects drift (windows permitting).
                 let drift = (!scoped && outcomes_current).then_some(outcomes.as_slice());
                 outcomes = self.roll(&rev, None, earlier, drift).await?;
                 outcomes_current = true;

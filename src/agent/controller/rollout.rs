@@ -106,9 +106,10 @@ impl Agent {
     /// ending before it are waited for). Without rollout settings and with no unit held, one
     /// converge of `target`.
     ///
-    /// `drift`: the outcomes of the converge before, when this one passes over every unit to
-    /// correct drift: a unit outside its maintenance window (but those with `selfHeal`) gets no
-    /// pass and keeps its outcome.
+    /// `drift`: the outcomes of the converge before, when this one looks for drift over every unit
+    /// (those whose judgement still holds keep their outcome, see [`super::round::keep_earlier`]):
+    /// a unit outside its maintenance window (but those with `selfHeal`) gets no pass and keeps
+    /// its outcome.
     pub(in crate::agent) async fn roll(
         &mut self,
         target: &Revision,
