@@ -107,7 +107,8 @@ pub(super) fn keep_earlier(
         return;
     }
     let now = Instant::now();
-    let reads_rendered = reads_what_was_rendered(rev);
+    // Built only for a new commit (a drift check has no use for it).
+    let mut reads_rendered = None;
     for (i, (u, p)) in rev.units.iter().enumerate() {
         let name = u.name();
         if held[i] || touched[i] {
@@ -120,7 +121,8 @@ pub(super) fn keep_earlier(
         let stands = if before.revision == commit {
             judged.recent(&name, now)
         } else {
-            !rev.rendered.contains(&name) && !p.as_deref().is_ok_and(&reads_rendered)
+            let reads = reads_rendered.get_or_insert_with(|| reads_what_was_rendered(rev));
+            !rev.rendered.contains(&name) && !p.as_deref().is_ok_and(&*reads)
         };
         let Some(mut o) = kept_outcome(before, commit).filter(|_| stands) else {
             continue;

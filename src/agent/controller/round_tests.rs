@@ -58,6 +58,27 @@ fn round<'r>(rev: &'r Revision, removals: &[&str]) -> Round<'r> {
     }
 }
 
+/// The ConfigMap `default/settings` the tests' units own.
+fn settings() -> Identity {
+    Identity {
+        group: String::new(),
+        kind: "ConfigMap".into(),
+        namespace: Some("default".into()),
+        name: "settings".into(),
+    }
+}
+
+/// A preparation of `unit` with no objects.
+fn prepared(unit: &crate::unit::Unit) -> Arc<crate::agent::pass::prepare::Prepared> {
+    Arc::new(crate::agent::pass::prepare::Prepared {
+        unit: unit.clone(),
+        objects: vec![],
+        deps: vec![],
+        order: vec![],
+        cluster: None,
+    })
+}
+
 fn outcome(unit: &str, action: ObjectAction, ready: bool) -> UnitOutcome {
     UnitOutcome {
         rendered_at: None,
@@ -136,12 +157,7 @@ fn a_change_wakes_the_unit_it_concerns_or_is_held_while_its_pass_runs_and_a_dele
  {
     let rev = revision(&["clusters/dev"]);
     let mut round = round(&rev, &["clusters/gone"]);
-    let id = Identity {
-        group: String::new(),
-        kind: "ConfigMap".into(),
-        namespace: Some("default".into()),
-        name: "settings".into(),
-    };
+    let id = settings();
     let index = Wakes::new([(0, vec![id.clone()])]);
     let changed: BTreeSet<Change> = [Change::Object(id, Some("7".into()))].into();
     // The unit's pass runs: the change is held for when it ends.
@@ -173,12 +189,7 @@ fn a_change_to_a_settled_unit_marks_it_touched_unless_it_is_the_agents_own_write
     let rev = revision(&["clusters/dev"]);
     let mut round = round(&rev, &[]);
     round.done[0] = true;
-    let id = Identity {
-        group: String::new(),
-        kind: "ConfigMap".into(),
-        namespace: Some("default".into()),
-        name: "settings".into(),
-    };
+    let id = settings();
     let index = Wakes::new([(0, vec![id.clone()])]);
     let echoes = Echoes::default();
     echoes.record(&serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
@@ -196,13 +207,7 @@ fn a_unit_no_pass_reached_is_not_started_not_converged() {
     let unit = crate::unit::Unit {
         path: "clusters/dev".into(),
     };
-    let prepared = Ok(Arc::new(crate::agent::pass::prepare::Prepared {
-        unit: unit.clone(),
-        objects: vec![],
-        deps: vec![],
-        order: vec![],
-        cluster: None,
-    }));
+    let prepared = Ok(prepared(&unit));
     let o = first_outcome(&rev, &unit, &prepared, AzureMode::Simulated);
     assert_eq!(report::phase(&o), report::Phase::NotStarted);
     assert_eq!(o.standing.pass.why(), Some(NOT_STARTED));
@@ -223,15 +228,9 @@ fn an_earlier_outcome_is_kept_while_no_change_touched_its_unit_and_its_judgement
     let unit = crate::unit::Unit {
         path: "clusters/dev".into(),
     };
-    let prepared = crate::agent::pass::prepare::Prepared {
-        unit: unit.clone(),
-        objects: vec![],
-        deps: vec![],
-        order: vec![],
-        cluster: None,
-    };
+
     let mut rev = revision(&[]);
-    rev.units = Arc::new(vec![(unit.clone(), Ok(Arc::new(prepared)))]);
+    rev.units = Arc::new(vec![(unit.clone(), Ok(prepared(&unit)))]);
     rev.fleet_units = rev.units.clone();
     let earlier = outcome("clusters/dev", ObjectAction::Created, true);
     assert_eq!(report::phase(&earlier), report::Phase::Converged);
