@@ -172,7 +172,7 @@ pub fn check(units: &mut [PreparedUnit], owners: &LiveOwners) -> (Fleet, BTreeSe
         .map(claims)
         .collect();
     let failed = fail_conflicts(units, &claims, owners);
-    (Fleet::new(&claims), failed)
+    (Fleet::new(claims), failed)
 }
 
 /// [`check`] without the fleet, given what each unit that prepared declares (`claims`, in the
@@ -200,26 +200,31 @@ pub fn fail_conflicts(
 /// The Azure identities of live objects (ASO kinds, and the ARO objects giving them their
 /// subscription), owner chains followed namespace by namespace.
 pub fn live_aso_identities(objects: Vec<Value>) -> Vec<(ObjectKey, AzureIdentity)> {
-    let mut by_namespace: BTreeMap<Option<String>, Vec<(ObjectKey, Value)>> = BTreeMap::new();
+    by_namespace(objects)
+        .into_values()
+        .flat_map(namespace_identities)
+        .collect()
+}
+
+/// `objects` with their keys, by namespace (those without a key left out).
+fn by_namespace(objects: Vec<Value>) -> BTreeMap<Option<String>, Vec<(ObjectKey, Value)>> {
+    let mut out: BTreeMap<Option<String>, Vec<(ObjectKey, Value)>> = BTreeMap::new();
     for o in objects {
         if let Ok(k) = ObjectKey::from_object(&o) {
-            by_namespace
-                .entry(k.namespace.clone())
-                .or_default()
-                .push((k, o));
-        }
-    }
-    let mut out = Vec::new();
-    for objects in by_namespace.into_values() {
-        let keys: Vec<ObjectKey> = objects.iter().map(|(k, _)| k.clone()).collect();
-        let bodies: Vec<Option<&Value>> = objects.iter().map(|(_, o)| Some(o)).collect();
-        for (k, id) in keys.iter().zip(live_identities(&keys, &bodies)) {
-            if let Some(id) = id {
-                out.push((k.clone(), id));
-            }
+            out.entry(k.namespace.clone()).or_default().push((k, o));
         }
     }
     out
+}
+
+/// [`live_aso_identities`] of the objects of one namespace.
+fn namespace_identities(objects: Vec<(ObjectKey, Value)>) -> Vec<(ObjectKey, AzureIdentity)> {
+    let (keys, bodies): (Vec<ObjectKey>, Vec<Value>) = objects.into_iter().unzip();
+    let present: Vec<Option<&Value>> = bodies.iter().map(Some).collect();
+    let ids = live_identities(&keys, &present);
+    (keys.into_iter().zip(ids))
+        .filter_map(|(k, id)| Some((k, id?)))
+        .collect()
 }
 
 /// The errors of each unit declaring an object that stands for the Azure resource of a live
@@ -294,17 +299,20 @@ pub fn refused(broken: &[crate::apply::inventory::InventoryError]) -> BTreeMap<S
 
 /// The Azure identities of the live ASO objects of the revision's kinds (ASO and ARO kinds,
 /// across namespaces), for [`live_conflict_errors`] and [`Fleet::with_live`]: read from the
-/// `caches` when they hold the kind, else with one LIST per kind.
+/// `caches` when they hold the kind (one namespace parsed at a time), else with one LIST per kind.
 pub async fn live_identities_in(
     cluster: &crate::apply::Cluster,
     caches: Option<&crate::agent::controller::cache::Caches>,
     units: &[PreparedUnit],
 ) -> Vec<(ObjectKey, AzureIdentity)> {
     let mut listed = Vec::new();
+    let mut cached = Vec::new();
+    let mut namespaces = BTreeSet::new();
     for k in identity_kinds(units) {
         let kind = (k.group.clone(), k.version.clone(), k.kind.clone());
-        if let Some(items) = caches.and_then(|c| c.read_every(&kind)) {
-            listed.extend(items);
+        if let Some(held) = caches.and_then(|c| c.namespaces(&kind)) {
+            namespaces.extend(held.iter().cloned());
+            cached.push((k, held.into_iter().collect::<BTreeSet<_>>()));
             continue;
         }
         match cluster.list_all(&k, None).await {
@@ -315,7 +323,26 @@ pub async fn live_identities_in(
             }
         }
     }
-    live_aso_identities(listed)
+    let mut listed = by_namespace(listed);
+    namespaces.extend(listed.keys().cloned());
+    let mut out = Vec::new();
+    for ns in namespaces {
+        let mut objects = listed.remove(&ns).unwrap_or_default();
+        for (k, _) in cached.iter().filter(|(_, held)| held.contains(&ns)) {
+            let key = ObjectKey {
+                namespace: ns.clone(),
+                ..k.clone()
+            };
+            let read = caches
+                .and_then(|c| c.read(cluster, &key))
+                .unwrap_or_default();
+            objects.extend(
+                (read.into_iter()).filter_map(|o| Some((ObjectKey::from_object(&o).ok()?, o))),
+            );
+        }
+        out.extend(namespace_identities(objects));
+    }
+    out
 }
 
 /// The live ASO and ARO objects of a live index (what [`live_aso_identities`] needs).

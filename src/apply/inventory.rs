@@ -84,7 +84,9 @@ pub struct Inventory {
     pub unit: String,
     /// The last revision applied to the unit.
     pub revision: Option<String>,
-    pub entries: BTreeMap<Identity, Entry>,
+    /// Shared: the agent keeps the inventories it decoded from the ConfigMaps' cache, and every
+    /// converge takes copies of them that only a write changes.
+    pub entries: std::sync::Arc<BTreeMap<Identity, Entry>>,
     /// The live ConfigMap carries [`crate::plan::prune::ALLOW_DELETION_ANNOTATION`]`=true`.
     pub consent: bool,
     /// The live ConfigMap carries [`crate::plan::prune::ALLOW_EMPTY_RENDER_ANNOTATION`]`=true`.
@@ -199,7 +201,7 @@ impl Inventory {
     pub fn record(&mut self, key: &ObjectKey, decision: Decision, applied: Option<String>) {
         let id = Identity::from(key);
         let applied = applied.or_else(|| self.entries.get(&id).and_then(|e| e.applied.clone()));
-        self.entries.insert(
+        std::sync::Arc::make_mut(&mut self.entries).insert(
             id.clone(),
             Entry {
                 id,
@@ -213,7 +215,7 @@ impl Inventory {
     }
 
     pub fn forget(&mut self, key: &ObjectKey) {
-        self.entries.remove(&Identity::from(key));
+        std::sync::Arc::make_mut(&mut self.entries).remove(&Identity::from(key));
     }
 
     /// The ConfigMap that stores this inventory (for server-side apply), as the fleet `fleet`
@@ -305,7 +307,7 @@ impl Inventory {
         Ok(Inventory {
             unit,
             revision,
-            entries,
+            entries: entries.into(),
             consent: crate::plan::prune::consents(cm),
             allow_empty_render: crate::plan::prune::allows_empty_render(cm),
             read_from: Some(name),

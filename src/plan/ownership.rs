@@ -18,10 +18,12 @@
 use super::azure_identity::AzureIdentity;
 use crate::marks::{ADOPT_FROM_ANNOTATION, FLEET_ANNOTATION, OWNER_ANNOTATION, OWNER_LABEL};
 use crate::object::ObjectKey;
+use declared::Declared;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
 mod conflicts;
+mod declared;
 pub mod scope;
 pub use conflicts::{LiveOwners, conflicts};
 pub use scope::FleetScope;
@@ -148,53 +150,13 @@ pub struct Fleet {
     pub scope: FleetScope,
 }
 
-/// See [`Fleet`].
-#[derive(Debug, Default)]
-struct Declared {
-    objects: BTreeMap<Id, String>,
-    azure: BTreeMap<String, Vec<(String, ObjectKey, AzureIdentity)>>,
-    /// The claims that write to Azure, by identity: for live objects no unit declares.
-    writers: BTreeMap<String, Vec<(String, Claim)>>,
-    namespaces: BTreeMap<String, Vec<(String, ObjectKey)>>,
-}
-
 impl Fleet {
-    pub fn new(units: &[UnitClaims]) -> Fleet {
+    /// The fleet of the units that declare `units`.
+    pub fn new(units: Vec<UnitClaims>) -> Fleet {
         Fleet {
             declared: std::sync::Arc::new(Declared::new(units)),
             ..Fleet::default()
         }
-    }
-}
-
-impl Declared {
-    fn new(units: &[UnitClaims]) -> Declared {
-        let mut f = Declared::default();
-        for u in units {
-            for c in &u.claims {
-                f.objects.insert(id(&c.key), u.unit.clone());
-                if let Some(a) = c.azure.as_ref().filter(|a| a.writes) {
-                    f.writers
-                        .entry(a.id.clone())
-                        .or_default()
-                        .push((u.unit.clone(), c.clone()));
-                }
-                if let Some(a) = &c.azure {
-                    f.azure.entry(a.id.clone()).or_default().push((
-                        u.unit.clone(),
-                        c.key.clone(),
-                        a.clone(),
-                    ));
-                }
-                if let Some(ns) = &c.key.namespace {
-                    let v = f.namespaces.entry(ns.clone()).or_default();
-                    if !v.iter().any(|(unit, _)| unit == &u.unit) {
-                        v.push((u.unit.clone(), c.key.clone()));
-                    }
-                }
-            }
-        }
-        f
     }
 }
 
@@ -204,13 +166,9 @@ impl Fleet {
     /// declares ([`Fleet::with_live`]). Says which, for messages: "Kind/ns/name of unit U", or
     /// "the live object Kind/ns/name".
     pub fn other_for(&self, azure: &AzureIdentity, unit: &str, key: &ObjectKey) -> Option<String> {
-        let declared = self.declared.azure.get(&azure.id).and_then(|v| {
-            v.iter()
-                .find(|(other, object, a)| {
-                    (other != unit || id(object) != id(key)) && a.same(azure)
-                })
-                .map(|(other, object, _)| format!("{object} of unit {other}"))
-        });
+        let declared = (self.declared.for_azure(&azure.id))
+            .find(|(other, c, a)| (*other != unit || id(&c.key) != id(key)) && a.same(azure))
+            .map(|(other, c, _)| format!("{} of unit {other}", c.key));
         declared.or_else(|| {
             self.live
                 .get(&azure.id)?
@@ -253,20 +211,19 @@ impl Fleet {
             if !a.writes || self.declared_by(key).is_some() {
                 continue;
             }
-            let Some((unit, c)) = self.declared.writers.get(&a.id).and_then(|w| {
-                w.iter()
-                    .find(|(_, c)| c.azure.as_ref().is_some_and(|x| x.same(a)))
-            }) else {
+            let Some((unit, c, _)) =
+                (self.declared.for_azure(&a.id)).find(|(_, _, x)| x.writes && x.same(a))
+            else {
                 continue;
             };
-            if inventory_of(key) == Some(unit.as_str()) {
+            if inventory_of(key) == Some(unit) {
                 continue;
             }
             let held = inventory_of(key)
                 .map(|u| format!(" (in the inventory of unit {u}, which no longer declares it)"))
                 .unwrap_or_else(|| " (no unit declares it)".into());
             out.push(Conflict {
-                unit: unit.clone(),
+                unit: unit.to_string(),
                 key: c.key.clone(),
                 file: c.file.clone(),
                 message: format!(
@@ -284,7 +241,7 @@ impl Fleet {
 
     /// The unit of the revision that declares `key`.
     pub fn declared_by(&self, key: &ObjectKey) -> Option<&str> {
-        self.declared.objects.get(&id(key)).map(String::as_str)
+        self.declared.unit_of(key)
     }
 }
 
@@ -334,11 +291,8 @@ pub fn guard_deletion(
     }
     if key.group.is_empty()
         && key.kind == "Namespace"
-        && let Some((other, object)) = fleet
-            .declared
-            .namespaces
-            .get(&key.name)
-            .and_then(|v| v.iter().find(|(u, _)| u != unit))
+        && let Some((other, object)) =
+            (fleet.declared.in_namespace(&key.name)).find(|(u, _)| *u != unit)
     {
         return Guard::Hold(format!(
             "unit {other} declares objects in this namespace ({object}): deleting it would delete them"
@@ -420,7 +374,7 @@ mod tests {
     fn prune_deletes_only_its_own_unclaimed_objects() {
         let ns = key("Namespace", None, "aro-dev");
         let cm = key("ConfigMap", Some("aro-dev"), "x");
-        let fleet = Fleet::new(&[UnitClaims {
+        let fleet = Fleet::new(vec![UnitClaims {
             unit: "clusters/dev".into(),
             claims: vec![claim(cm.clone(), "cm.yaml", None)],
         }]);
@@ -458,7 +412,7 @@ mod tests {
     #[test]
     fn a_live_object_no_unit_declares_conflicts_with_a_desired_one() {
         let rg = |ns: &str| key("ResourceGroup", Some(ns), "rg");
-        let fleet = Fleet::new(&[UnitClaims {
+        let fleet = Fleet::new(vec![UnitClaims {
             unit: "clusters/dev2".into(),
             claims: vec![claim(rg("aro-dev2"), "rg.yaml", Some("/s/rg"))],
         }]);
@@ -513,7 +467,7 @@ mod tests {
     fn an_azure_resource_another_object_stands_for_is_not_deleted() {
         let mine = key("ResourceGroup", Some("aro-dev2"), "rg");
         let theirs = key("ResourceGroup", Some("aro-dev"), "rg");
-        let fleet = Fleet::new(&[UnitClaims {
+        let fleet = Fleet::new(vec![UnitClaims {
             unit: "clusters/dev".into(),
             claims: vec![claim(theirs, "rg.yaml", Some("/s/rg"))],
         }]);

@@ -412,20 +412,17 @@ impl Caches {
         (*cache.ready.borrow()).then(|| cache.generation.load(std::sync::atomic::Ordering::Relaxed))
     }
 
-    /// Every object of `kind` in every namespace; `None` when no synced cache holds that kind.
-    pub fn read_every(&self, kind: &KindKey) -> Option<Vec<Value>> {
+    /// The namespaces holding objects of `kind` (`None` for a cluster-scoped kind); `None` when
+    /// no synced cache holds that kind. Read each with [`Caches::read`]: a fleet-wide question
+    /// goes namespace by namespace, never parsing the whole kind at once.
+    pub fn namespaces(&self, kind: &KindKey) -> Option<Vec<Option<String>>> {
         let kinds = self.kinds.read().expect("caches lock");
         let cache = kinds.get(kind)?;
         if !*cache.ready.borrow() {
             return None;
         }
         let objects = cache.objects.read().expect("cache lock");
-        Some(
-            objects
-                .values()
-                .flat_map(|m| m.values().map(parse))
-                .collect(),
-        )
+        Some(objects.keys().cloned().collect())
     }
 
     /// The ConfigMaps of the agent's namespace (where the inventories are), once the cache holds

@@ -277,8 +277,7 @@ pub(super) async fn against_live(
     let claims: Vec<crate::plan::ownership::UnitClaims> = claims.into_iter().flatten().collect();
     let owners = crate::agent::fleet::live_owners(&inventories);
     let mut conflicts = crate::agent::fleet::conflict_errors(&claims, &owners);
-    let fleet = crate::plan::ownership::Fleet::new(&claims).named(scope.clone());
-    drop(claims);
+    let fleet = crate::plan::ownership::Fleet::new(claims).named(scope.clone());
     // Units whose inventory the agent does not act on.
     for (unit, e) in crate::agent::fleet::refused(&broken) {
         conflicts.entry(unit).or_default().push(e);

@@ -1,0 +1,164 @@
+//! What a revision's units declare, indexed for the deletion guard and the conflict checks.
+//!
+//! The units' claims are kept once; the indexes hold only a hash of what they are looked up by
+//! and where the claim is (unit, claim), and a lookup compares the candidates with the claims
+//! themselves. At 1,000 clusters the claims are 50,000 objects: an index keyed by copies of their
+//! identities and Azure ids cost three times the claims' own size.
+
+use super::{Claim, Id, UnitClaims, id};
+use crate::object::ObjectKey;
+use crate::plan::azure_identity::AzureIdentity;
+use std::collections::{BTreeMap, BTreeSet};
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+/// Where a claim is: its unit's index and its index in that unit's claims.
+type At = (u32, u32);
+
+/// See the module's documentation.
+#[derive(Debug, Default)]
+pub(super) struct Declared {
+    units: Vec<UnitClaims>,
+    /// Every claim, by the hash of its object's identity ([`id`]).
+    objects: BTreeSet<(u64, At)>,
+    /// The claims standing for an Azure resource, by the hash of its identity.
+    azure: BTreeSet<(u64, At)>,
+    /// Namespace → the first object each unit declares in it, in the units' order.
+    namespaces: BTreeMap<String, Vec<At>>,
+}
+
+fn hash_of(v: impl Hash) -> u64 {
+    let mut h = DefaultHasher::new();
+    v.hash(&mut h);
+    h.finish()
+}
+
+/// The entries of `set` under the hash `h`, in the units' order.
+fn under(set: &BTreeSet<(u64, At)>, h: u64) -> impl Iterator<Item = At> + '_ {
+    set.range((h, (0, 0))..=(h, (u32::MAX, u32::MAX)))
+        .map(|(_, at)| *at)
+}
+
+impl Declared {
+    pub(super) fn new(units: Vec<UnitClaims>) -> Declared {
+        let mut d = Declared::default();
+        for (u, unit) in units.iter().enumerate() {
+            for (c, claim) in unit.claims.iter().enumerate() {
+                let at = (u as u32, c as u32);
+                d.objects.insert((hash_of(id(&claim.key)), at));
+                if let Some(a) = &claim.azure {
+                    d.azure.insert((hash_of(&a.id), at));
+                }
+                if let Some(ns) = &claim.key.namespace {
+                    let v = d.namespaces.entry(ns.clone()).or_default();
+                    if !v.iter().any(|(other, _)| *other == at.0) {
+                        v.push(at);
+                    }
+                }
+            }
+        }
+        d.units = units;
+        d
+    }
+
+    fn unit(&self, (u, _): At) -> &str {
+        &self.units[u as usize].unit
+    }
+
+    fn claim(&self, (u, c): At) -> &Claim {
+        &self.units[u as usize].claims[c as usize]
+    }
+
+    /// The unit declaring `key` (of two, the later).
+    pub(super) fn unit_of(&self, key: &ObjectKey) -> Option<&str> {
+        let wanted: Id = id(key);
+        under(&self.objects, hash_of(&wanted))
+            .filter(|&at| id(&self.claim(at).key) == wanted)
+            .last()
+            .map(|at| self.unit(at))
+    }
+
+    /// The claims standing for the Azure resource `azure` names (by id), in the units' order:
+    /// unit, claim, and its identity.
+    pub(super) fn for_azure<'a>(
+        &'a self,
+        azure: &'a str,
+    ) -> impl Iterator<Item = (&'a str, &'a Claim, &'a AzureIdentity)> + 'a {
+        under(&self.azure, hash_of(azure)).filter_map(move |at| {
+            let c = self.claim(at);
+            let a = c.azure.as_ref().filter(|a| a.id == azure)?;
+            Some((self.unit(at), c, a))
+        })
+    }
+
+    /// The units declaring objects in the namespace `ns`, each with the first such object.
+    pub(super) fn in_namespace(&self, ns: &str) -> impl Iterator<Item = (&str, &ObjectKey)> {
+        (self.namespaces.get(ns).into_iter().flatten())
+            .map(|&at| (self.unit(at), &self.claim(at).key))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(kind: &str, ns: &str, name: &str) -> ObjectKey {
+        ObjectKey {
+            group: "g".into(),
+            version: "v1".into(),
+            kind: kind.into(),
+            namespace: Some(ns.into()),
+            name: name.into(),
+        }
+    }
+
+    fn claim(key: ObjectKey, azure: Option<&str>) -> Claim {
+        Claim {
+            key,
+            file: "f.yaml".into(),
+            azure: azure.map(|id| AzureIdentity {
+                id: id.into(),
+                subscription: None,
+                arm_id: id.into(),
+                writes: true,
+            }),
+        }
+    }
+
+    #[test]
+    fn lookups_find_the_claims_they_were_made_of() {
+        let d = Declared::new(vec![
+            UnitClaims {
+                unit: "clusters/a".into(),
+                claims: vec![
+                    claim(key("ResourceGroup", "ns-a", "rg"), Some("/rg/x")),
+                    claim(key("ConfigMap", "ns-a", "cm"), None),
+                ],
+            },
+            UnitClaims {
+                unit: "clusters/b".into(),
+                claims: vec![
+                    claim(key("ResourceGroup", "ns-b", "rg"), Some("/rg/x")),
+                    claim(key("ConfigMap", "ns-a", "cm"), None),
+                ],
+            },
+        ]);
+        // Declared twice: the later unit.
+        assert_eq!(
+            d.unit_of(&key("ConfigMap", "ns-a", "cm")),
+            Some("clusters/b")
+        );
+        assert_eq!(
+            d.unit_of(&key("ResourceGroup", "ns-b", "rg")),
+            Some("clusters/b")
+        );
+        assert_eq!(d.unit_of(&key("ResourceGroup", "ns-c", "rg")), None);
+        let units: Vec<&str> = d.for_azure("/rg/x").map(|(u, _, _)| u).collect();
+        assert_eq!(units, ["clusters/a", "clusters/b"]);
+        assert_eq!(d.for_azure("/rg/y").count(), 0);
+        let in_a: Vec<(&str, &str)> = (d.in_namespace("ns-a"))
+            .map(|(u, k)| (u, k.name.as_str()))
+            .collect();
+        assert_eq!(in_a, [("clusters/a", "rg"), ("clusters/b", "cm")]);
+        assert_eq!(d.in_namespace("ns-c").count(), 0);
+    }
+}
