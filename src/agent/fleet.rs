@@ -9,8 +9,9 @@ use crate::plan::azure_identity::{self, AsoObject, AzureIdentity};
 use crate::plan::ownership::{self, Claim, Fleet, LiveOwners, UnitClaims};
 use crate::report::UnitError;
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// The Azure identities of a prepared unit's objects (by index; `None` for other kinds).
 pub fn azure_identities(p: &Prepared) -> Vec<Option<AzureIdentity>> {
@@ -108,11 +109,8 @@ pub fn claims(p: &Prepared) -> UnitClaims {
 
 /// The errors of each unit in a conflict with another, by unit; `owners`: who owns each object
 /// live ([`live_owners`]): of units declaring an object one of them owns, only the others fail.
-pub fn conflict_errors(
-    claims: &[UnitClaims],
-    owners: &LiveOwners,
-) -> BTreeMap<String, Vec<UnitError>> {
-    by_unit(ownership::conflicts(claims, owners))
+pub fn conflict_errors(fleet: &Fleet, owners: &LiveOwners) -> BTreeMap<String, Vec<UnitError>> {
+    by_unit(fleet.conflicts(owners))
 }
 
 /// Who owns each object live, by the inventories.
@@ -164,26 +162,51 @@ pub fn declared_owners<'a>(claims: impl Iterator<Item = &'a UnitClaims>) -> Live
 /// Fails every unit in a conflict with another (nothing of it is applied; see
 /// [`conflict_errors`] for `owners`), and returns the fleet of every unit that prepared,
 /// conflicting or not (they all still declare their objects), and the names of the units it
-/// failed.
-pub fn check(units: &mut [PreparedUnit], owners: &LiveOwners) -> (Fleet, BTreeSet<String>) {
-    let claims: Vec<UnitClaims> = units
-        .iter()
-        .filter_map(|(_, p)| p.as_deref().ok())
-        .map(claims)
+/// failed. `earlier`: the units and the fleet of the revision before; a unit whose preparation
+/// this one kept (the same one, shared) keeps what it declared.
+pub fn check(
+    units: &mut [PreparedUnit],
+    owners: &LiveOwners,
+    earlier: Option<(&[PreparedUnit], &Fleet)>,
+) -> (Fleet, BTreeSet<String>) {
+    let kept = earlier.map(|(u, f)| kept_claims(u, f)).unwrap_or_default();
+    let claims = (units.iter())
+        .filter_map(|(u, p)| Some((u.name(), p.as_ref().ok()?)))
+        .map(|(name, p)| match kept.get(name.as_str()) {
+            Some((before, c)) if Arc::ptr_eq(before, p) => Arc::clone(c),
+            _ => Arc::new(claims(p)),
+        })
         .collect();
-    let failed = fail_conflicts(units, &claims, owners);
-    (Fleet::new(claims), failed)
+    let fleet = Fleet::new(claims);
+    let failed = fail_conflicts(units, &fleet, owners);
+    (fleet, failed)
 }
 
-/// [`check`] without the fleet, given what each unit that prepared declares (`claims`, in the
-/// units' order, computed before or kept from an identical preparation): fails every unit in a
-/// conflict with another and returns their names.
+/// The preparation and the claims of each unit of `fleet` that prepared among `units`, by name.
+fn kept_claims<'a>(
+    units: &'a [PreparedUnit],
+    fleet: &'a Fleet,
+) -> HashMap<String, (&'a Arc<Prepared>, &'a Arc<UnitClaims>)> {
+    let claims: HashMap<&str, &Arc<UnitClaims>> = (fleet.claims().iter())
+        .map(|c| (c.unit.as_str(), c))
+        .collect();
+    (units.iter())
+        .filter_map(|(u, p)| {
+            let name = u.name();
+            let c = *claims.get(name.as_str())?;
+            Some((name, (p.as_ref().ok()?, c)))
+        })
+        .collect()
+}
+
+/// [`check`] on the fleet made already: fails every unit in a conflict with another and returns
+/// their names.
 pub fn fail_conflicts(
     units: &mut [PreparedUnit],
-    claims: &[UnitClaims],
+    fleet: &Fleet,
     owners: &LiveOwners,
 ) -> BTreeSet<String> {
-    let mut errors = conflict_errors(claims, owners);
+    let mut errors = conflict_errors(fleet, owners);
     let mut failed = BTreeSet::new();
     for (u, p) in units.iter_mut() {
         if let Some(e) = errors.remove(&u.name()) {
@@ -352,4 +375,64 @@ pub fn identity_objects(live: &crate::apply::live_index::LiveIndex) -> Vec<Value
         .filter(|id| is_aso_group(&id.group) || is_aro_kind(&id.group, &id.kind))
         .filter_map(|id| live.get(id))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::pass::prepare::PlannedObject;
+    use crate::unit::Unit;
+    use serde_json::json;
+
+    /// A unit declaring one ConfigMap `name` in namespace `ns`.
+    fn unit(path: &str, ns: &str, name: &str) -> PreparedUnit {
+        let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": ns}});
+        let unit = Unit { path: path.into() };
+        let prepared = Prepared {
+            unit: unit.clone(),
+            objects: vec![PlannedObject {
+                key: ObjectKey::from_object(&object).unwrap(),
+                object,
+                origin: crate::object::Origin {
+                    file: format!("{path}/cm.yaml").into(),
+                    document: 0,
+                },
+                embedded_in: None,
+            }],
+            deps: vec![vec![]],
+            order: vec![0],
+            cluster: None,
+        };
+        (unit, Ok(Arc::new(prepared)))
+    }
+
+    #[test]
+    fn a_kept_preparation_keeps_its_claims_and_conflicts_are_found_again() {
+        let mut first = vec![unit("clusters/a", "a", "x"), unit("clusters/b", "b", "x")];
+        let (fleet, failed) = check(&mut first, &LiveOwners::new(), None);
+        assert!(failed.is_empty());
+        // b is rendered again and now declares a's object; a's preparation is kept.
+        let mut second = vec![first[0].clone(), unit("clusters/b", "a", "x")];
+        let (again, failed) = check(&mut second, &LiveOwners::new(), Some((&first, &fleet)));
+        assert!(Arc::ptr_eq(&fleet.claims()[0], &again.claims()[0]));
+        assert!(!Arc::ptr_eq(&fleet.claims()[1], &again.claims()[1]));
+        assert_eq!(
+            again.claims()[1].claims[0].key.namespace.as_deref(),
+            Some("a")
+        );
+        assert_eq!(
+            failed,
+            BTreeSet::from(["clusters/a".to_string(), "clusters/b".to_string()])
+        );
+        assert!(second.iter().all(|(_, p)| p.is_err()));
+        // Whoever owns it live goes on.
+        let mut third = vec![first[0].clone(), unit("clusters/b", "a", "x")];
+        let owners = LiveOwners::from([(
+            ownership::id(&third[1].1.as_ref().unwrap().objects[0].key),
+            "clusters/a".to_string(),
+        )]);
+        let (_, failed) = check(&mut third, &owners, Some((&first, &fleet)));
+        assert_eq!(failed, BTreeSet::from(["clusters/b".to_string()]));
+    }
 }

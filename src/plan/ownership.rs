@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 mod conflicts;
 mod declared;
 pub mod scope;
-pub use conflicts::{LiveOwners, conflicts};
+pub use conflicts::LiveOwners;
 pub use scope::FleetScope;
 
 /// An object's identity across API versions.
@@ -152,11 +152,26 @@ pub struct Fleet {
 
 impl Fleet {
     /// The fleet of the units that declare `units`.
-    pub fn new(units: Vec<UnitClaims>) -> Fleet {
+    pub fn new(units: Vec<std::sync::Arc<UnitClaims>>) -> Fleet {
         Fleet {
             declared: std::sync::Arc::new(Declared::new(units)),
             ..Fleet::default()
         }
+    }
+
+    /// What each unit declares, in the units' order.
+    pub fn claims(&self) -> &[std::sync::Arc<UnitClaims>] {
+        self.declared.units()
+    }
+
+    /// The conflicts between the fleet's units (see [`conflicts`]): who fails is decided by who
+    /// owns the object live (`owners`).
+    pub fn conflicts(&self, owners: &LiveOwners) -> Vec<Conflict> {
+        let (twice, one_resource) = (
+            self.declared.declared_twice(),
+            self.declared.writing_one_resource(),
+        );
+        conflicts::conflicts(&twice, &one_resource, owners)
     }
 }
 
@@ -374,10 +389,10 @@ mod tests {
     fn prune_deletes_only_its_own_unclaimed_objects() {
         let ns = key("Namespace", None, "aro-dev");
         let cm = key("ConfigMap", Some("aro-dev"), "x");
-        let fleet = Fleet::new(vec![UnitClaims {
+        let fleet = Fleet::new(vec![std::sync::Arc::new(UnitClaims {
             unit: "clusters/dev".into(),
             claims: vec![claim(cm.clone(), "cm.yaml", None)],
-        }]);
+        })]);
         let ours = mark(
             json!({"metadata": {"name": "aro-dev"}}),
             "clusters/copy",
@@ -412,10 +427,10 @@ mod tests {
     #[test]
     fn a_live_object_no_unit_declares_conflicts_with_a_desired_one() {
         let rg = |ns: &str| key("ResourceGroup", Some(ns), "rg");
-        let fleet = Fleet::new(vec![UnitClaims {
+        let fleet = Fleet::new(vec![std::sync::Arc::new(UnitClaims {
             unit: "clusters/dev2".into(),
             claims: vec![claim(rg("aro-dev2"), "rg.yaml", Some("/s/rg"))],
-        }]);
+        })]);
         let a = AzureIdentity {
             id: "/s/rg".into(),
             arm_id: "/s/rg".into(),
@@ -467,10 +482,10 @@ mod tests {
     fn an_azure_resource_another_object_stands_for_is_not_deleted() {
         let mine = key("ResourceGroup", Some("aro-dev2"), "rg");
         let theirs = key("ResourceGroup", Some("aro-dev"), "rg");
-        let fleet = Fleet::new(vec![UnitClaims {
+        let fleet = Fleet::new(vec![std::sync::Arc::new(UnitClaims {
             unit: "clusters/dev".into(),
             claims: vec![claim(theirs, "rg.yaml", Some("/s/rg"))],
-        }]);
+        })]);
         let live = mark(json!({"metadata": {}}), "clusters/dev2", "");
         let a = AzureIdentity {
             id: "/s/rg".into(),

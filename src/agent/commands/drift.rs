@@ -213,7 +213,7 @@ async fn render_commit(
         let checkout = source.materialize_commit(&commit, &into)?;
         let units = crate::unit::discover(&checkout)?;
         let mut units = prepare::prepare_all(&checkout, units);
-        crate::agent::fleet::check(&mut units, &owners);
+        crate::agent::fleet::check(&mut units, &owners, None);
         Ok(units)
     })
     .await

@@ -77,7 +77,7 @@ struct Rendered {
     conflicted: BTreeSet<String>,
     /// What each unit that prepared declares, in the units' order (before the fleet check failed
     /// any): head takes base's for the units it keeps.
-    claims: Vec<crate::plan::ownership::UnitClaims>,
+    claims: Vec<std::sync::Arc<crate::plan::ownership::UnitClaims>>,
 }
 
 /// A unit error as the preview shows it: location (`file:line:column`) and object in their own

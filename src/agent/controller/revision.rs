@@ -206,13 +206,16 @@ async fn prepare_and_check(
             inputs.retain(|u, _| !p.conflicted.contains(&u.name()));
             Arc::new(inputs)
         };
-        (p.fleet_units.clone(), inputs)
+        (p.fleet_units.clone(), inputs, p.fleet.clone())
     });
     let paths = changed;
     tokio::task::spawn_blocking(move || {
+        let before = earlier
+            .as_ref()
+            .map(|(units, _, fleet)| (units.as_slice(), &**fleet));
         let earlier = earlier
             .as_ref()
-            .map(|(units, inputs)| incremental::Earlier {
+            .map(|(units, inputs, _)| incremental::Earlier {
                 units,
                 inputs,
                 changed: paths.as_deref(),
@@ -223,7 +226,7 @@ async fn prepare_and_check(
             elapsed_ms = started.elapsed().as_millis() as u64,
             "revision prepared"
         );
-        let (fleet, conflicted) = fleet::check(&mut prepared.units, &owners);
+        let (fleet, conflicted) = fleet::check(&mut prepared.units, &owners, before);
         let fleet = fleet.named(scope);
         tracing::debug!(
             elapsed_ms = started.elapsed().as_millis() as u64,

@@ -6,7 +6,7 @@
 //! reconciling, as Argo CD flags the newcomer of a shared resource and leaves the owner alone.
 //! When none of them owns it yet, every unit involved fails and nothing of any is applied.
 
-use super::{ADOPT_FROM_ANNOTATION, Claim, Conflict, Id, UnitClaims, id};
+use super::{ADOPT_FROM_ANNOTATION, Claim, Conflict, Id, id};
 use std::collections::BTreeMap;
 
 /// Who owns each object live: the unit whose inventory holds it.
@@ -15,36 +15,29 @@ pub type LiveOwners = BTreeMap<Id, String>;
 /// One unit's side of a pair in a conflict, and whether the other unit owns it live.
 type Pair = (String, String, bool);
 
-/// The conflicts of a revision's units (see the module's documentation). Every unit that fails
-/// gets its own [`Conflict`], naming the other unit and both files.
-pub fn conflicts(units: &[UnitClaims], owners: &LiveOwners) -> Vec<Conflict> {
-    let mut objects: BTreeMap<Id, Vec<(&str, &Claim)>> = BTreeMap::new();
-    let mut azure: BTreeMap<&str, Vec<(&str, &Claim)>> = BTreeMap::new();
-    for u in units {
-        for c in &u.claims {
-            objects
-                .entry(id(&c.key))
-                .or_default()
-                .push((u.unit.as_str(), c));
-            if let Some(a) = c.azure.as_ref().filter(|a| a.writes) {
-                azure.entry(a.id.as_str()).or_default().push((&u.unit, c));
-            }
-        }
-    }
+/// The conflicts of a revision's units (see the module's documentation), from the claims of
+/// objects declared more than once (`twice`) and of Azure resources more than one object writes
+/// to (`one_resource`), each group in the order of the objects' identities (of the Azure ids).
+/// Every unit that fails gets its own [`Conflict`], naming the other unit and both files.
+pub(super) fn conflicts(
+    twice: &[Vec<(&str, &Claim)>],
+    one_resource: &[Vec<(&str, &Claim)>],
+    owners: &LiveOwners,
+) -> Vec<Conflict> {
     let owns = |unit: &str, c: &Claim| owners.get(&id(&c.key)).is_some_and(|o| o == unit);
-    let mut out = declared_twice(&objects, &owns);
-    out.extend(one_azure_resource(&azure, &owns));
+    let mut out = declared_twice(twice, &owns);
+    out.extend(one_azure_resource(one_resource, &owns));
     out
 }
 
 /// Objects two units declare: one conflict per failing unit and other unit, the first object in
 /// full, the others listed.
 fn declared_twice(
-    objects: &BTreeMap<Id, Vec<(&str, &Claim)>>,
+    objects: &[Vec<(&str, &Claim)>],
     owns: &impl Fn(&str, &Claim) -> bool,
 ) -> Vec<Conflict> {
     let mut twice: BTreeMap<Pair, Vec<(&Claim, &Claim)>> = BTreeMap::new();
-    for claims in objects.values().filter(|c| c.len() > 1) {
+    for claims in objects {
         let owner = claims.iter().find(|(u, c)| owns(u, c)).map(|(u, _)| *u);
         for (unit, c) in claims.iter().filter(|(u, _)| Some(*u) != owner) {
             for (other, oc) in claims.iter().filter(|(o, _)| o != unit) {
@@ -92,11 +85,11 @@ fn declared_twice(
 /// Two objects of two units standing for one Azure resource: both fail, but a unit whose object
 /// is live in its inventory when the other's is not (the other is the newcomer).
 fn one_azure_resource(
-    azure: &BTreeMap<&str, Vec<(&str, &Claim)>>,
+    azure: &[Vec<(&str, &Claim)>],
     owns: &impl Fn(&str, &Claim) -> bool,
 ) -> Vec<Conflict> {
     let mut shared: BTreeMap<Pair, Vec<(&Claim, &Claim)>> = BTreeMap::new();
-    for claims in azure.values().filter(|c| c.len() > 1) {
+    for claims in azure {
         for (unit, c) in claims {
             for (other, oc) in claims.iter() {
                 if id(&oc.key) == id(&c.key) {
@@ -194,8 +187,13 @@ fn more(items: impl Iterator<Item = String>, what: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::super::tests::{claim, key};
+    use super::super::{Fleet, UnitClaims};
     use super::*;
     use crate::object::ObjectKey;
+
+    fn conflicts(units: &[UnitClaims], owners: &LiveOwners) -> Vec<Conflict> {
+        Fleet::new(units.iter().cloned().map(std::sync::Arc::new).collect()).conflicts(owners)
+    }
 
     fn unit(name: &str, claims: Vec<Claim>) -> UnitClaims {
         UnitClaims {

@@ -10,6 +10,7 @@ use crate::object::ObjectKey;
 use crate::plan::azure_identity::AzureIdentity;
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::Arc;
 
 /// Where a claim is: its unit's index and its index in that unit's claims.
 type At = (u32, u32);
@@ -17,7 +18,8 @@ type At = (u32, u32);
 /// See the module's documentation.
 #[derive(Debug, Default)]
 pub(super) struct Declared {
-    units: Vec<UnitClaims>,
+    /// Shared: a unit whose preparation a new revision keeps keeps its claims too.
+    units: Vec<Arc<UnitClaims>>,
     /// Every claim, by the hash of its object's identity ([`id`]).
     objects: BTreeSet<(u64, At)>,
     /// The claims standing for an Azure resource, by the hash of its identity.
@@ -39,7 +41,7 @@ fn under(set: &BTreeSet<(u64, At)>, h: u64) -> impl Iterator<Item = At> + '_ {
 }
 
 impl Declared {
-    pub(super) fn new(units: Vec<UnitClaims>) -> Declared {
+    pub(super) fn new(units: Vec<Arc<UnitClaims>>) -> Declared {
         let mut d = Declared::default();
         for (u, unit) in units.iter().enumerate() {
             for (c, claim) in unit.claims.iter().enumerate() {
@@ -90,6 +92,45 @@ impl Declared {
         })
     }
 
+    /// Every unit's claims, in the units' order.
+    pub(super) fn units(&self) -> &[Arc<UnitClaims>] {
+        &self.units
+    }
+
+    /// The claims of one object declared more than once (a unit and the claim), in the order
+    /// of the objects' identities.
+    pub(super) fn declared_twice(&self) -> Vec<Vec<(&str, &Claim)>> {
+        self.shared(&self.objects, |c| Some(id(&c.key)))
+    }
+
+    /// The claims writing to one Azure resource (by id), more than one, in the order of the ids.
+    pub(super) fn writing_one_resource(&self) -> Vec<Vec<(&str, &Claim)>> {
+        self.shared(&self.azure, |c| {
+            c.azure.as_ref().filter(|a| a.writes).map(|a| a.id.as_str())
+        })
+    }
+
+    /// The groups of more than one claim of `set` with the same `key_of`, sorted by it.
+    fn shared<'a, K: Ord>(
+        &'a self,
+        set: &BTreeSet<(u64, At)>,
+        key_of: impl Fn(&'a Claim) -> Option<K>,
+    ) -> Vec<Vec<(&'a str, &'a Claim)>> {
+        let mut groups: BTreeMap<K, Vec<(&str, &Claim)>> = BTreeMap::new();
+        let entries: Vec<(u64, At)> = set.iter().copied().collect();
+        for run in entries.chunk_by(|a, b| a.0 == b.0).filter(|r| r.len() > 1) {
+            let mut by_key: BTreeMap<K, Vec<(&str, &Claim)>> = BTreeMap::new();
+            for &(_, at) in run {
+                let c = self.claim(at);
+                if let Some(k) = key_of(c) {
+                    by_key.entry(k).or_default().push((self.unit(at), c));
+                }
+            }
+            groups.extend(by_key.into_iter().filter(|(_, v)| v.len() > 1));
+        }
+        groups.into_values().collect()
+    }
+
     /// The units declaring objects in the namespace `ns`, each with the first such object.
     pub(super) fn in_namespace(&self, ns: &str) -> impl Iterator<Item = (&str, &ObjectKey)> {
         (self.namespaces.get(ns).into_iter().flatten())
@@ -127,20 +168,20 @@ mod tests {
     #[test]
     fn lookups_find_the_claims_they_were_made_of() {
         let d = Declared::new(vec![
-            UnitClaims {
+            Arc::new(UnitClaims {
                 unit: "clusters/a".into(),
                 claims: vec![
                     claim(key("ResourceGroup", "ns-a", "rg"), Some("/rg/x")),
                     claim(key("ConfigMap", "ns-a", "cm"), None),
                 ],
-            },
-            UnitClaims {
+            }),
+            Arc::new(UnitClaims {
                 unit: "clusters/b".into(),
                 claims: vec![
                     claim(key("ResourceGroup", "ns-b", "rg"), Some("/rg/x")),
                     claim(key("ConfigMap", "ns-a", "cm"), None),
                 ],
-            },
+            }),
         ]);
         // Declared twice: the later unit.
         assert_eq!(
@@ -160,5 +201,10 @@ mod tests {
             .collect();
         assert_eq!(in_a, [("clusters/a", "rg"), ("clusters/b", "cm")]);
         assert_eq!(d.in_namespace("ns-c").count(), 0);
+        let twice: Vec<Vec<&str>> = (d.declared_twice().iter())
+            .map(|g| g.iter().map(|(u, _)| *u).collect())
+            .collect();
+        assert_eq!(twice, [["clusters/a", "clusters/b"]]);
+        assert_eq!(d.writing_one_resource().len(), 1);
     }
 }

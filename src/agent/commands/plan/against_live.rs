@@ -274,10 +274,14 @@ pub(super) async fn against_live(
         Vec<UnitPlan>,
         Vec<Option<crate::plan::ownership::UnitClaims>>,
     ) = first.into_iter().unzip();
-    let claims: Vec<crate::plan::ownership::UnitClaims> = claims.into_iter().flatten().collect();
+    let claims = claims
+        .into_iter()
+        .flatten()
+        .map(std::sync::Arc::new)
+        .collect();
     let owners = crate::agent::fleet::live_owners(&inventories);
-    let mut conflicts = crate::agent::fleet::conflict_errors(&claims, &owners);
     let fleet = crate::plan::ownership::Fleet::new(claims).named(scope.clone());
+    let mut conflicts = crate::agent::fleet::conflict_errors(&fleet, &owners);
     // Units whose inventory the agent does not act on.
     for (unit, e) in crate::agent::fleet::refused(&broken) {
         conflicts.entry(unit).or_default().push(e);

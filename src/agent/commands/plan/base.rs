@@ -23,6 +23,7 @@ use crate::unit::Unit;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Prepares the units of a checkout: every unit, or with `base` (the base side, rendered, and the
 /// paths changed since it), only those whose input closure changed (see
@@ -86,7 +87,7 @@ pub(super) async fn render(
         }
         let fresh: BTreeSet<String> = prepared.rendered.iter().map(|(u, _)| u.name()).collect();
         // What each unit declares: a unit kept declares what it declared at base.
-        let mut base_claims: HashMap<String, UnitClaims> = base
+        let mut base_claims: HashMap<String, Arc<UnitClaims>> = base
             .as_mut()
             .map(|b| std::mem::take(&mut b.claims))
             .unwrap_or_default()
@@ -94,17 +95,18 @@ pub(super) async fn render(
             .map(|c| (c.unit.clone(), c))
             .collect();
         // What base's units declare they own (head's newcomers to an object fail, not its owner).
-        let owners = fleet::declared_owners(base_claims.values());
-        let claims: Vec<UnitClaims> = prepared
+        let owners = fleet::declared_owners(base_claims.values().map(|c| &**c));
+        let claims: Vec<Arc<UnitClaims>> = prepared
             .units
             .iter()
             .filter_map(|(u, p)| Some((u, p.as_ref().ok()?)))
             .map(|(u, p)| match base_claims.remove(&u.name()) {
                 Some(c) if !fresh.contains(&c.unit) => c,
-                _ => fleet::claims(p),
+                _ => Arc::new(fleet::claims(p)),
             })
             .collect();
-        let conflicted = fleet::fail_conflicts(&mut prepared.units, &claims, &owners);
+        let checked = crate::plan::ownership::Fleet::new(claims.clone());
+        let conflicted = fleet::fail_conflicts(&mut prepared.units, &checked, &owners);
         let side = Rendered {
             rendered: prepared.rendered.iter().map(|(u, _)| u.name()).collect(),
             kept: prepared
