@@ -107,22 +107,26 @@ pub fn claims(p: &Prepared) -> UnitClaims {
     }
 }
 
-/// The errors of each unit in a conflict with another, by unit; `owners`: who owns each object
-/// live ([`live_owners`]): of units declaring an object one of them owns, only the others fail.
-pub fn conflict_errors(fleet: &Fleet, owners: &LiveOwners) -> BTreeMap<String, Vec<UnitError>> {
-    by_unit(fleet.conflicts(owners))
+/// The errors of each unit in a conflict with another, by unit; `owner_of`: who owns an object
+/// live ([`owner_in`]): of units declaring an object one of them owns, only the others fail.
+pub fn conflict_errors(
+    fleet: &Fleet,
+    owner_of: impl Fn(&ObjectKey) -> Option<String>,
+) -> BTreeMap<String, Vec<UnitError>> {
+    by_unit(fleet.conflicts(owner_of))
 }
 
-/// Who owns each object live, by the inventories.
-pub fn live_owners(inventories: &BTreeMap<String, Inventory>) -> LiveOwners {
-    inventories
-        .iter()
-        .flat_map(|(unit, inv)| {
-            inv.entries
-                .values()
-                .map(move |e| (ownership::id(&e.key()), unit.clone()))
-        })
-        .collect()
+/// Who owns an object live: the unit whose inventory (among the fleet's, by unit) holds it.
+/// Looked up when asked: only objects in a conflict are.
+pub fn owner_in(
+    inventories: &BTreeMap<String, Inventory>,
+) -> impl Fn(&ObjectKey) -> Option<String> + '_ {
+    |key| inventory_holding(inventories, key).map(str::to_string)
+}
+
+/// Who owns an object, by a map of owners ([`declared_owners`]).
+pub fn owner_by(owners: &LiveOwners) -> impl Fn(&ObjectKey) -> Option<String> + '_ {
+    |key| owners.get(&ownership::id(key)).cloned()
 }
 
 /// Conflicts as the errors of the units they fail, by unit.
@@ -166,7 +170,7 @@ pub fn declared_owners<'a>(claims: impl Iterator<Item = &'a UnitClaims>) -> Live
 /// this one kept (the same one, shared) keeps what it declared.
 pub fn check(
     units: &mut [PreparedUnit],
-    owners: &LiveOwners,
+    owner_of: impl Fn(&ObjectKey) -> Option<String>,
     earlier: Option<(&[PreparedUnit], &Fleet)>,
 ) -> (Fleet, BTreeSet<String>) {
     let kept = earlier.map(|(u, f)| kept_claims(u, f)).unwrap_or_default();
@@ -178,7 +182,7 @@ pub fn check(
         })
         .collect();
     let fleet = Fleet::new(claims);
-    let failed = fail_conflicts(units, &fleet, owners);
+    let failed = fail_conflicts(units, &fleet, owner_of);
     (fleet, failed)
 }
 
@@ -204,9 +208,9 @@ fn kept_claims<'a>(
 pub fn fail_conflicts(
     units: &mut [PreparedUnit],
     fleet: &Fleet,
-    owners: &LiveOwners,
+    owner_of: impl Fn(&ObjectKey) -> Option<String>,
 ) -> BTreeSet<String> {
-    let mut errors = conflict_errors(fleet, owners);
+    let mut errors = conflict_errors(fleet, owner_of);
     let mut failed = BTreeSet::new();
     for (u, p) in units.iter_mut() {
         if let Some(e) = errors.remove(&u.name()) {
@@ -287,7 +291,7 @@ pub fn identity_kinds(units: &[PreparedUnit]) -> std::collections::BTreeSet<Obje
 }
 
 /// The unit whose inventory holds `key`, found by looking through `inventories` (for the rare
-/// question of a live conflict, where building [`live_owners`] would cost more).
+/// question of a conflict, where an index of every inventory's objects would cost more).
 pub fn inventory_holding<'a>(
     inventories: &'a BTreeMap<String, Inventory>,
     key: &ObjectKey,
@@ -410,11 +414,11 @@ mod tests {
     #[test]
     fn a_kept_preparation_keeps_its_claims_and_conflicts_are_found_again() {
         let mut first = vec![unit("clusters/a", "a", "x"), unit("clusters/b", "b", "x")];
-        let (fleet, failed) = check(&mut first, &LiveOwners::new(), None);
+        let (fleet, failed) = check(&mut first, |_| None, None);
         assert!(failed.is_empty());
         // b is rendered again and now declares a's object; a's preparation is kept.
         let mut second = vec![first[0].clone(), unit("clusters/b", "a", "x")];
-        let (again, failed) = check(&mut second, &LiveOwners::new(), Some((&first, &fleet)));
+        let (again, failed) = check(&mut second, |_| None, Some((&first, &fleet)));
         assert!(Arc::ptr_eq(&fleet.claims()[0], &again.claims()[0]));
         assert!(!Arc::ptr_eq(&fleet.claims()[1], &again.claims()[1]));
         assert_eq!(
@@ -432,7 +436,7 @@ mod tests {
             ownership::id(&third[1].1.as_ref().unwrap().objects[0].key),
             "clusters/a".to_string(),
         )]);
-        let (_, failed) = check(&mut third, &owners, Some((&first, &fleet)));
+        let (_, failed) = check(&mut third, owner_by(&owners), Some((&first, &fleet)));
         assert_eq!(failed, BTreeSet::from(["clusters/b".to_string()]));
     }
 }

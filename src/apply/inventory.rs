@@ -342,9 +342,14 @@ pub async fn read_all(
 }
 
 /// A ConfigMap of [`AGENT_NAMESPACE`] labelled [`INVENTORY_LABEL`], decoded: whose it says it
-/// is, and the inventory or why it does not read (see [`decode_config_maps`]).
+/// is, and the inventory or why it does not read (see [`decode_config_maps`]), and the
+/// ConfigMap's name and resourceVersion (what a decoding can be kept by).
 #[derive(Debug, Clone)]
-pub struct Decoded(Whose, Result<Inventory, InventoryError>);
+pub struct Decoded(
+    Whose,
+    Result<Inventory, InventoryError>,
+    Option<(String, String)>,
+);
 
 /// The inventories among `config_maps` (those in [`AGENT_NAMESPACE`] labelled
 /// [`INVENTORY_LABEL`]), decoded, as the fleet `fleet` sees them; another fleet's that does not
@@ -353,6 +358,24 @@ pub fn decode_config_maps(
     config_maps: impl IntoIterator<Item = Value>,
     fleet: &FleetScope,
 ) -> Vec<Decoded> {
+    decode_config_maps_after(config_maps, fleet, &[])
+}
+
+/// [`decode_config_maps`], keeping the decoding in `earlier` (by [`decode_config_maps`] for the
+/// same fleet) of each ConfigMap found at the same resourceVersion: a commit changes a few
+/// inventories of a thousand.
+pub fn decode_config_maps_after(
+    config_maps: impl IntoIterator<Item = Value>,
+    fleet: &FleetScope,
+    earlier: &[Decoded],
+) -> Vec<Decoded> {
+    let kept: std::collections::HashMap<&(String, String), &Decoded> = (earlier.iter())
+        .filter_map(|d| Some((d.2.as_ref()?, d)))
+        .collect();
+    let version = |cm: &Value| {
+        let at = |p: &str| cm.pointer(p).and_then(Value::as_str).map(str::to_string);
+        Some((at("/metadata/name")?, at("/metadata/resourceVersion")?))
+    };
     let label = format!("/metadata/labels/{}", INVENTORY_LABEL.replace('/', "~1"));
     let ours = |cm: &Value| {
         cm.pointer("/metadata/namespace").and_then(Value::as_str) == Some(AGENT_NAMESPACE)
@@ -360,13 +383,17 @@ pub fn decode_config_maps(
     };
     (config_maps.into_iter().filter(ours))
         .filter_map(|cm| {
+            let version = version(&cm);
+            if let Some(d) = version.as_ref().and_then(|v| kept.get(v)) {
+                return Some((*d).clone());
+            }
             let whose = fleet.whose(scope::fleet_of(&cm));
             match (Inventory::from_config_map(&cm), &whose) {
                 (Err(e), Whose::Fleet(_)) => {
                     tracing::debug!(error = %e, "another fleet's inventory does not read");
                     None
                 }
-                (read, _) => Some(Decoded(whose, read)),
+                (read, _) => Some(Decoded(whose, read, version)),
             }
         })
         .collect()
@@ -394,7 +421,7 @@ pub fn assemble(
     let mut found: BTreeMap<String, Inventory> = BTreeMap::new();
     let mut foreign = Foreign::new();
     let mut errors = Vec::new();
-    for Decoded(whose, read) in decoded {
+    for Decoded(whose, read, _) in decoded {
         match read {
             Ok(inv) => match whose {
                 Whose::Fleet(other) => {

@@ -236,3 +236,30 @@ fn an_agent_reads_its_fleets_inventories_and_leaves_the_others_alone() {
         Some(name_for("b", "clusters/theirs"))
     );
 }
+
+#[test]
+fn a_config_map_at_the_same_resource_version_keeps_its_decoding() {
+    let scope = FleetScope::new("a", None);
+    let at = |unit: &str, rv: &str| {
+        let mut cm = config_map("a", unit);
+        cm["metadata"]["resourceVersion"] = Value::String(rv.into());
+        cm
+    };
+    let first = decode_config_maps([at("clusters/x", "1"), at("clusters/y", "1")], &scope);
+    // x's ConfigMap now holds nothing: at the same resourceVersion the earlier decoding is kept
+    // (the cache never shows other contents at one version); at a new one it is decoded again.
+    let mut emptied = Inventory::new("clusters/x").to_config_map("a");
+    emptied["metadata"]["resourceVersion"] = Value::String("1".into());
+    let kept = decode_config_maps_after([emptied.clone(), at("clusters/y", "1")], &scope, &first);
+    let entries = |d: &[Decoded]| -> Vec<usize> {
+        assemble(d, &scope, |_| true)
+            .0
+            .values()
+            .map(|i| i.entries.len())
+            .collect()
+    };
+    assert_eq!(entries(&kept), [1, 1]);
+    emptied["metadata"]["resourceVersion"] = Value::String("2".into());
+    let again = decode_config_maps_after([emptied, at("clusters/y", "1")], &scope, &first);
+    assert_eq!(entries(&again), [0, 1]);
+}

@@ -165,13 +165,14 @@ impl Fleet {
     }
 
     /// The conflicts between the fleet's units (see [`conflicts`]): who fails is decided by who
-    /// owns the object live (`owners`).
-    pub fn conflicts(&self, owners: &LiveOwners) -> Vec<Conflict> {
+    /// owns the object live (`owner_of`: the unit whose inventory holds it), asked only of the
+    /// objects in a conflict.
+    pub fn conflicts(&self, owner_of: impl Fn(&ObjectKey) -> Option<String>) -> Vec<Conflict> {
         let (twice, one_resource) = (
             self.declared.declared_twice(),
             self.declared.writing_one_resource(),
         );
-        conflicts::conflicts(&twice, &one_resource, owners)
+        conflicts::conflicts(&twice, &one_resource, &owner_of)
     }
 }
 

@@ -8,8 +8,8 @@ use crate::agent::{AgentError, Environment, LiveTarget};
 use crate::apply::inventory::{self, Inventory};
 use crate::apply::live_index::LiveIndex;
 use crate::plan::decide;
+use crate::plan::ownership::FleetScope;
 use crate::plan::ownership::scope::{FleetNaming, foreign_line};
-use crate::plan::ownership::{FleetScope, LiveOwners};
 use crate::plan::policy::Policy;
 use crate::source::{GitRef, Source, SourceConfig};
 use serde::Serialize;
@@ -199,7 +199,7 @@ async fn render_commit(
     repo: &str,
     commit: &str,
     state_dir: &Path,
-    owners: Arc<LiveOwners>,
+    owners: Arc<BTreeMap<String, crate::apply::inventory::Inventory>>,
 ) -> Result<Vec<PreparedUnit>, AgentError> {
     let config = SourceConfig {
         url: repo.to_string(),
@@ -213,7 +213,7 @@ async fn render_commit(
         let checkout = source.materialize_commit(&commit, &into)?;
         let units = crate::unit::discover(&checkout)?;
         let mut units = prepare::prepare_all(&checkout, units);
-        crate::agent::fleet::check(&mut units, &owners, None);
+        crate::agent::fleet::check(&mut units, crate::agent::fleet::owner_in(&owners), None);
         Ok(units)
     })
     .await
@@ -281,7 +281,7 @@ pub async fn drift(
         if let Some(e) = live.read(&env.cluster, keys).await.into_iter().next() {
             return Err(e.into());
         }
-        let owners = Arc::new(crate::agent::fleet::live_owners(&inventories));
+        let owners = Arc::new(inventories.clone());
         let mut by_revision: BTreeMap<String, Vec<PreparedUnit>> = BTreeMap::new();
         let mut units = Vec::new();
         for (name, inv) in &inventories {

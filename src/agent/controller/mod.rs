@@ -122,16 +122,15 @@ impl LiveContext {
         self.caches.revision_watched();
     }
 
-    /// Who owns each object live in the fleet `scope`, by its inventories (see
-    /// [`crate::agent::fleet::check`]): found again only when an inventory changed since.
+    /// The fleet `scope`'s own inventories, by unit: who owns each object live (see
+    /// [`crate::agent::fleet::check`]); assembled again only when an inventory changed since.
     pub(super) async fn owners(
         &self,
         scope: &FleetScope,
-    ) -> std::sync::Arc<crate::plan::ownership::LiveOwners> {
-        use crate::agent::fleet::live_owners;
+    ) -> std::sync::Arc<BTreeMap<String, Inventory>> {
         use std::sync::Arc;
         let Some(decoded) = self.cached_inventories(scope).await else {
-            return Arc::new(live_owners(&self.inventories(scope, |_| true).await.0));
+            return Arc::new(self.inventories(scope, |_| true).await.0);
         };
         let mut last = self.owners_read.lock().expect("owners lock");
         if let Some((of, owners)) = &*last
@@ -139,8 +138,7 @@ impl LiveContext {
         {
             return owners.clone();
         }
-        let (own, _, _) = inventory::assemble(&decoded, scope, |_| true);
-        let owners = Arc::new(live_owners(&own));
+        let owners = Arc::new(inventory::assemble(&decoded, scope, |_| true).0);
         *last = Some((decoded, owners.clone()));
         owners
     }
@@ -185,13 +183,31 @@ impl LiveContext {
                 .filter(|(_, fleet, _)| *fleet == scope.name)
                 .map(|(generation, _, _)| *generation)
         };
+        let started = std::time::Instant::now();
         let (generation, config_maps) = self.caches.inventories(&self.env.cluster, known).await?;
+        tracing::debug!(
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            read = config_maps.as_ref().map_or(0, Vec::len),
+            "inventory ConfigMaps read from the cache"
+        );
         let mut last = self.inventories_read.lock().expect("inventories lock");
         match config_maps {
             None => last.as_ref().map(|(_, _, decoded)| decoded.clone()),
             Some(config_maps) => {
-                let decoded =
-                    std::sync::Arc::new(inventory::decode_config_maps(config_maps, scope));
+                let started = std::time::Instant::now();
+                let earlier = (last.as_ref())
+                    .filter(|(_, fleet, _)| *fleet == scope.name)
+                    .map(|(_, _, decoded)| decoded.clone())
+                    .unwrap_or_default();
+                let decoded = std::sync::Arc::new(inventory::decode_config_maps_after(
+                    config_maps,
+                    scope,
+                    &earlier,
+                ));
+                tracing::debug!(
+                    elapsed_ms = started.elapsed().as_millis() as u64,
+                    "inventories decoded"
+                );
                 *last = Some((generation, scope.name.clone(), decoded.clone()));
                 Some(decoded)
             }

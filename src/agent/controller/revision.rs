@@ -5,6 +5,7 @@ use crate::agent::controller::context::SourceContext;
 use crate::agent::controller::{incremental, shard};
 use crate::agent::pass::prepare;
 use crate::agent::{AgentError, fleet};
+use crate::apply::inventory::Inventory;
 use crate::plan::ownership::FleetScope;
 use crate::source::{Source, SyncOutcome};
 use crate::unit::Unit;
@@ -65,7 +66,7 @@ impl SourceContext {
         previous: Option<&Revision>,
         shard: shard::Shard,
         metrics: &crate::metrics::Metrics,
-        owners: impl AsyncFnOnce(&FleetScope) -> Arc<crate::plan::ownership::LiveOwners>,
+        owners: impl AsyncFnOnce(&FleetScope) -> Arc<BTreeMap<String, Inventory>>,
     ) -> Result<(Revision, Option<Vec<PathBuf>>), AgentError> {
         let started = Instant::now();
         let (outcome, verification) = self
@@ -116,6 +117,10 @@ impl SourceContext {
             }
             None => None,
         };
+        tracing::debug!(
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "changed paths read"
+        );
         if let Some(p) = previous
             && p.commit == revision.commit
         {
@@ -147,6 +152,10 @@ impl SourceContext {
             Err(e) => return Err(self.failed_before_units(&revision.commit, e.into())),
         };
         let owners = owners(&scope).await;
+        tracing::debug!(
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "live owners read"
+        );
         let (prepared, fleet, conflicted) =
             match prepare_and_check(root, previous, changed.clone(), owners, scope).await {
                 Ok(prepared) => prepared,
@@ -188,7 +197,7 @@ async fn prepare_and_check(
     root: PathBuf,
     previous: Option<&Revision>,
     changed: Option<Vec<PathBuf>>,
-    owners: Arc<crate::plan::ownership::LiveOwners>,
+    owners: Arc<BTreeMap<String, Inventory>>,
     scope: FleetScope,
 ) -> Result<
     (
@@ -226,7 +235,8 @@ async fn prepare_and_check(
             elapsed_ms = started.elapsed().as_millis() as u64,
             "revision prepared"
         );
-        let (fleet, conflicted) = fleet::check(&mut prepared.units, &owners, before);
+        let owner_of = fleet::owner_in(&owners);
+        let (fleet, conflicted) = fleet::check(&mut prepared.units, owner_of, before);
         let fleet = fleet.named(scope);
         tracing::debug!(
             elapsed_ms = started.elapsed().as_millis() as u64,

@@ -7,9 +7,11 @@
 //! When none of them owns it yet, every unit involved fails and nothing of any is applied.
 
 use super::{ADOPT_FROM_ANNOTATION, Claim, Conflict, Id, id};
+use crate::object::ObjectKey;
 use std::collections::BTreeMap;
 
-/// Who owns each object live: the unit whose inventory holds it.
+/// Who owns each object: the unit whose inventory holds it (or, in a preview against a base
+/// revision, the unit declaring it there).
 pub type LiveOwners = BTreeMap<Id, String>;
 
 /// One unit's side of a pair in a conflict, and whether the other unit owns it live.
@@ -22,9 +24,9 @@ type Pair = (String, String, bool);
 pub(super) fn conflicts(
     twice: &[Vec<(&str, &Claim)>],
     one_resource: &[Vec<(&str, &Claim)>],
-    owners: &LiveOwners,
+    owner_of: &dyn Fn(&ObjectKey) -> Option<String>,
 ) -> Vec<Conflict> {
-    let owns = |unit: &str, c: &Claim| owners.get(&id(&c.key)).is_some_and(|o| o == unit);
+    let owns = |unit: &str, c: &Claim| owner_of(&c.key).is_some_and(|o| o == unit);
     let mut out = declared_twice(twice, &owns);
     out.extend(one_azure_resource(one_resource, &owns));
     out
@@ -189,10 +191,10 @@ mod tests {
     use super::super::tests::{claim, key};
     use super::super::{Fleet, UnitClaims};
     use super::*;
-    use crate::object::ObjectKey;
 
     fn conflicts(units: &[UnitClaims], owners: &LiveOwners) -> Vec<Conflict> {
-        Fleet::new(units.iter().cloned().map(std::sync::Arc::new).collect()).conflicts(owners)
+        Fleet::new(units.iter().cloned().map(std::sync::Arc::new).collect())
+            .conflicts(|k| owners.get(&id(k)).cloned())
     }
 
     fn unit(name: &str, claims: Vec<Claim>) -> UnitClaims {

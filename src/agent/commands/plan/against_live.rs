@@ -279,9 +279,9 @@ pub(super) async fn against_live(
         .flatten()
         .map(std::sync::Arc::new)
         .collect();
-    let owners = crate::agent::fleet::live_owners(&inventories);
     let fleet = crate::plan::ownership::Fleet::new(claims).named(scope.clone());
-    let mut conflicts = crate::agent::fleet::conflict_errors(&fleet, &owners);
+    let owner_of = crate::agent::fleet::owner_in(&inventories);
+    let mut conflicts = crate::agent::fleet::conflict_errors(&fleet, owner_of);
     // Units whose inventory the agent does not act on.
     for (unit, e) in crate::agent::fleet::refused(&broken) {
         conflicts.entry(unit).or_default().push(e);
@@ -300,9 +300,7 @@ pub(super) async fn against_live(
     let live_ids =
         crate::agent::fleet::live_aso_identities(crate::agent::fleet::identity_objects(&live));
     for (unit, errors) in crate::agent::fleet::live_conflict_errors(&fleet, &live_ids, |k| {
-        owners
-            .get(&crate::plan::ownership::id(k))
-            .map(String::as_str)
+        crate::agent::fleet::inventory_holding(&inventories, k)
     }) {
         conflicts.entry(unit).or_default().extend(errors);
     }

@@ -106,7 +106,8 @@ pub(super) async fn render(
             })
             .collect();
         let checked = crate::plan::ownership::Fleet::new(claims.clone());
-        let conflicted = fleet::fail_conflicts(&mut prepared.units, &checked, &owners);
+        let conflicted =
+            fleet::fail_conflicts(&mut prepared.units, &checked, fleet::owner_by(&owners));
         let side = Rendered {
             rendered: prepared.rendered.iter().map(|(u, _)| u.name()).collect(),
             kept: prepared
