@@ -82,7 +82,6 @@ pub async fn run_with(config: RunConfig, lifecycle: Lifecycle) -> Result<RunSumm
             guests: GuestClients::default(),
             foreign_said: Mutex::default(),
             inventories_read: Mutex::default(),
-            owners_read: Mutex::default(),
         },
         git: SourceContext {
             source,

@@ -48,16 +48,7 @@ pub(in crate::agent) struct LiveContext {
     /// The inventories last decoded from the ConfigMaps' cache: at which of its generations, for
     /// which fleet (decoded again once either is another).
     pub inventories_read: Mutex<Option<InventoriesRead>>,
-    /// The fleet's own inventories (who owns each object live), as last assembled from the
-    /// inventories decoded then.
-    pub owners_read: Mutex<Option<OwnersRead>>,
 }
-
-/// See [`LiveContext::owners_read`].
-pub(in crate::agent) type OwnersRead = (
-    Arc<Vec<crate::apply::inventory::Decoded>>,
-    Arc<std::collections::BTreeMap<String, crate::apply::inventory::Inventory>>,
-);
 
 /// See [`LiveContext::inventories_read`].
 pub(in crate::agent) type InventoriesRead =

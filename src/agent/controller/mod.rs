@@ -117,24 +117,17 @@ impl LiveContext {
     }
 
     /// The fleet `scope`'s own inventories, by unit: who owns each object live (see
-    /// [`crate::agent::fleet::check`]); assembled again only when an inventory changed since.
+    /// [`crate::agent::fleet::check`]). Assembled from the decoded ones each time: their entries
+    /// are shared, so that copies no more than a thousand small records.
     pub(super) async fn owners(
         &self,
         scope: &FleetScope,
     ) -> std::sync::Arc<BTreeMap<String, Inventory>> {
-        use std::sync::Arc;
-        let Some(decoded) = self.cached_inventories(scope).await else {
-            return Arc::new(self.inventories(scope, |_| true).await.0);
+        let own = match self.cached_inventories(scope).await {
+            Some(decoded) => inventory::assemble(&decoded, scope, |_| true).0,
+            None => self.inventories(scope, |_| true).await.0,
         };
-        let mut last = self.owners_read.lock().expect("owners lock");
-        if let Some((of, owners)) = &*last
-            && Arc::ptr_eq(of, &decoded)
-        {
-            return owners.clone();
-        }
-        let owners = Arc::new(inventory::assemble(&decoded, scope, |_| true).0);
-        *last = Some((decoded, owners.clone()));
-        owners
+        std::sync::Arc::new(own)
     }
 
     /// The fleet `scope`'s inventories (see [`inventory::from_config_maps`] for `declared`), and
