@@ -35,22 +35,12 @@ fn init_tracing(cli: &Cli) {
     }
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing(&cli);
     let result = match cli.command {
-        Command::Run(args) => run(args).await,
-        Command::Plan(args) => plan(args).await,
-        Command::Drift(args) => drift(args).await,
+        // Rendering starts no runtime: a render per process costs its start-up (BENCHMARKS.md).
         Command::Render(args) => render(args),
-        Command::Validate(args) => validate(args),
-        Command::ControlPlane(ControlPlaneCommand::Serve(args)) => {
-            serve(args).await.map(|()| ExitCode::SUCCESS)
-        }
-        Command::Secrets(SecretsCommand::Encrypt(args)) => secrets_encrypt(args),
-        Command::Rollout(RolloutCommand::Resume(args)) => rollout_resume(args).await,
-        Command::AzureSimulator(args) => azure_simulator(args).await,
         Command::Crds => {
             // Definitions, not user data: printed as they are.
             output::print_verbatim(&aro_gitops::yaml::to_multi_string(
@@ -58,6 +48,13 @@ async fn main() -> ExitCode {
             ));
             Ok(ExitCode::SUCCESS)
         }
+        command => match tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(runtime) => runtime.block_on(with_runtime(command)),
+            Err(e) => Err(anyhow::Error::new(e).context("starting the async runtime")),
+        },
     };
     match result {
         Ok(code) => code,
@@ -65,6 +62,23 @@ async fn main() -> ExitCode {
             eprintln(&format!("error: {e:#}"));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The commands that run on the async runtime.
+async fn with_runtime(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Run(args) => run(args).await,
+        Command::Plan(args) => plan(args).await,
+        Command::Drift(args) => drift(args).await,
+        Command::Validate(args) => validate(args),
+        Command::ControlPlane(ControlPlaneCommand::Serve(args)) => {
+            serve(args).await.map(|()| ExitCode::SUCCESS)
+        }
+        Command::Secrets(SecretsCommand::Encrypt(args)) => secrets_encrypt(args),
+        Command::Rollout(RolloutCommand::Resume(args)) => rollout_resume(args).await,
+        Command::AzureSimulator(args) => azure_simulator(args).await,
+        Command::Render(_) | Command::Crds => unreachable!("run without the runtime"),
     }
 }
 

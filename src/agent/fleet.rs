@@ -258,10 +258,9 @@ fn namespace_identities(objects: Vec<(ObjectKey, Value)>) -> Vec<(ObjectKey, Azu
 /// object no unit declares (`fleet.live_conflicts`), by unit.
 pub fn live_conflict_errors<'a>(
     fleet: &Fleet,
-    live: &[(ObjectKey, AzureIdentity)],
     inventory_of: impl Fn(&ObjectKey) -> Option<&'a str>,
 ) -> BTreeMap<String, Vec<UnitError>> {
-    let conflicts = fleet.live_conflicts(live, inventory_of);
+    let conflicts = fleet.live_conflicts(inventory_of);
     for c in &conflicts {
         tracing::error!(unit = %c.unit, error = %c.message, "conflict with a live object");
     }
@@ -324,25 +323,52 @@ pub fn refused(broken: &[crate::apply::inventory::InventoryError]) -> BTreeMap<S
     out
 }
 
+/// The live Azure identities of one namespace's objects.
+pub type NamespaceIds = Arc<Vec<(ObjectKey, AzureIdentity)>>;
+
+/// What [`live_identities_in`] read from the caches, by namespace, with the kinds read and each
+/// kind's stamp of that namespace then: a namespace whose stamps stayed is not read again.
+#[derive(Default)]
+pub struct IdentitiesRead {
+    kinds: Vec<ObjectKey>,
+    by_namespace: HashMap<Option<String>, Stamped>,
+}
+
+/// A namespace's identities, with the stamps of its kinds (the kind's index, its stamp) then.
+type Stamped = (Vec<(usize, u64)>, NamespaceIds);
+
 /// The Azure identities of the live ASO objects of the revision's kinds (ASO and ARO kinds,
-/// across namespaces), for [`live_conflict_errors`] and [`Fleet::with_live`]: read from the
-/// `caches` when they hold the kind (one namespace parsed at a time), else with one LIST per kind.
+/// across namespaces), for [`live_conflict_errors`] and [`Fleet::with_live`], a namespace at a
+/// time: read from the `caches` when they hold the kind (one namespace parsed at a time; one
+/// whose objects did not change since `read` took it is taken from there), else with one LIST
+/// per kind.
 pub async fn live_identities_in(
     cluster: &crate::apply::Cluster,
     caches: Option<&crate::agent::controller::cache::Caches>,
     units: &[PreparedUnit],
-) -> Vec<(ObjectKey, AzureIdentity)> {
+    read: &mut IdentitiesRead,
+) -> Vec<NamespaceIds> {
+    let kinds: Vec<ObjectKey> = identity_kinds(units).into_iter().collect();
+    if kinds != read.kinds {
+        *read = IdentitiesRead {
+            kinds: kinds.clone(),
+            ..Default::default()
+        };
+    }
     let mut listed = Vec::new();
-    let mut cached = Vec::new();
-    let mut namespaces = BTreeSet::new();
-    for k in identity_kinds(units) {
+    let mut all_cached = true;
+    // Each namespace's stamps of the kinds the caches hold: (the kind's index, its stamp).
+    let mut stamps: BTreeMap<Option<String>, Vec<(usize, u64)>> = BTreeMap::new();
+    for (i, k) in kinds.iter().enumerate() {
         let kind = (k.group.clone(), k.version.clone(), k.kind.clone());
         if let Some(held) = caches.and_then(|c| c.namespaces(&kind)) {
-            namespaces.extend(held.iter().cloned());
-            cached.push((k, held.into_iter().collect::<BTreeSet<_>>()));
+            for (ns, stamp) in held {
+                stamps.entry(ns).or_default().push((i, stamp));
+            }
             continue;
         }
-        match cluster.list_all(&k, None).await {
+        all_cached = false;
+        match cluster.list_all(k, None).await {
             Ok(items) => listed.extend(items),
             Err(crate::apply::ApplyError::UnknownKind { .. }) => {}
             Err(e) => {
@@ -351,14 +377,28 @@ pub async fn live_identities_in(
         }
     }
     let mut listed = by_namespace(listed);
-    namespaces.extend(listed.keys().cloned());
+    let namespaces: BTreeSet<Option<String>> =
+        (stamps.keys()).chain(listed.keys()).cloned().collect();
     let mut out = Vec::new();
+    let mut kept = HashMap::new();
+    let mut reused = 0;
     for ns in namespaces {
-        let mut objects = listed.remove(&ns).unwrap_or_default();
-        for (k, _) in cached.iter().filter(|(_, held)| held.contains(&ns)) {
+        let stamp = stamps.remove(&ns).unwrap_or_default();
+        let from_list = listed.remove(&ns);
+        if all_cached
+            && let Some((then, ids)) = read.by_namespace.remove(&ns)
+            && then == stamp
+        {
+            out.push(ids.clone());
+            kept.insert(ns, (then, ids));
+            reused += 1;
+            continue;
+        }
+        let mut objects = from_list.unwrap_or_default();
+        for &(i, _) in &stamp {
             let key = ObjectKey {
                 namespace: ns.clone(),
-                ..k.clone()
+                ..kinds[i].clone()
             };
             let read = caches
                 .and_then(|c| c.read(cluster, &key))
@@ -367,8 +407,20 @@ pub async fn live_identities_in(
                 (read.into_iter()).filter_map(|o| Some((ObjectKey::from_object(&o).ok()?, o))),
             );
         }
-        out.extend(namespace_identities(objects));
+        let ids = Arc::new(namespace_identities(objects));
+        out.push(ids.clone());
+        // What a LIST gave is read again next time: only the caches say what stayed.
+        if all_cached {
+            kept.insert(ns, (stamp, ids));
+        }
     }
+    tracing::debug!(
+        namespaces = out.len(),
+        read_again = out.len() - reused,
+        all_cached,
+        "live Azure identities read"
+    );
+    read.by_namespace = kept;
     out
 }
 

@@ -194,6 +194,11 @@ impl Fleet {
         })
     }
 
+    /// How many live objects no unit declares stand for an Azure resource.
+    pub fn undeclared_live(&self) -> usize {
+        self.live.values().map(Vec::len).sum()
+    }
+
     /// This fleet, named (see [`scope`]).
     pub fn named(mut self, scope: FleetScope) -> Fleet {
         self.scope = scope;
@@ -201,7 +206,10 @@ impl Fleet {
     }
 
     /// This fleet with the live ASO objects no unit declares, for the deletion guard.
-    pub fn with_live(mut self, live: &[(ObjectKey, AzureIdentity)]) -> Fleet {
+    pub fn with_live<'l>(
+        mut self,
+        live: impl IntoIterator<Item = &'l (ObjectKey, AzureIdentity)>,
+    ) -> Fleet {
         for (k, a) in live {
             if self.declared_by(k).is_none() {
                 self.live
@@ -213,18 +221,18 @@ impl Fleet {
         self
     }
 
-    /// The conflicts of live ASO objects no unit declares (`live`, with their Azure identities)
-    /// with the objects of the revision that stand for the same Azure resource. A live object
-    /// still in the inventory of the unit declaring the other (`inventory_of`: the unit whose
-    /// inventory holds it) is that unit's own business: its prune holds the old object.
+    /// The conflicts of the live ASO objects no unit declares (those [`Fleet::with_live`] took)
+    /// with the objects of the revision that stand for the same Azure resource, in the order of
+    /// their Azure ids. A live object still in the inventory of the unit declaring the other
+    /// (`inventory_of`: the unit whose inventory holds it) is that unit's own business: its prune
+    /// holds the old object.
     pub fn live_conflicts<'a>(
         &self,
-        live: &[(ObjectKey, AzureIdentity)],
         inventory_of: impl Fn(&ObjectKey) -> Option<&'a str>,
     ) -> Vec<Conflict> {
         let mut out = Vec::new();
-        for (key, a) in live {
-            if !a.writes || self.declared_by(key).is_some() {
+        for (key, a) in self.live.values().flatten() {
+            if !a.writes {
                 continue;
             }
             let Some((unit, c, _)) =
@@ -439,7 +447,8 @@ mod tests {
             writes: true,
         };
         let live = vec![(rg("aro-dev"), a.clone()), (rg("aro-dev2"), a)];
-        let c = fleet.live_conflicts(&live, |_| None);
+        let fleet = fleet.with_live(&live);
+        let c = fleet.live_conflicts(|_| None);
         assert_eq!(c.len(), 1, "{c:?}");
         assert_eq!(c[0].unit, "clusters/dev2");
         assert!(
@@ -449,11 +458,7 @@ mod tests {
             c[0].message
         );
         // The declaring unit's own old object: its prune holds it.
-        assert!(
-            fleet
-                .live_conflicts(&live, |_| Some("clusters/dev2"))
-                .is_empty()
-        );
+        assert!(fleet.live_conflicts(|_| Some("clusters/dev2")).is_empty());
     }
 
     #[test]

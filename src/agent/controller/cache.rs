@@ -55,6 +55,9 @@ type Objects = HashMap<Option<String>, HashMap<String, Text>>;
 /// Where an object is: its namespace and name.
 type Place = (Option<String>, String);
 
+/// Each namespace's stamp: the kind's generation at the namespace's last change.
+type Stamps = HashMap<Option<String>, u64>;
+
 /// An object kept as its JSON text: a fraction of a parsed tree's size (every string and map of a
 /// `Value` is its own allocation), parsed again when a pass reads it.
 type Text = Box<str>;
@@ -68,6 +71,9 @@ struct KindCache {
     /// Counts the changes to `objects`: what was computed from them at one count still holds
     /// while it stays.
     generation: Arc<std::sync::atomic::AtomicU64>,
+    /// Each namespace's last change, as a [`generation`](KindCache::generation): what was
+    /// computed from one namespace's objects still holds while its stamp stays.
+    stamps: Arc<RwLock<Stamps>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -111,6 +117,8 @@ struct Follower {
     failed: Arc<RwLock<Option<(String, Instant)>>>,
     /// Moved by every change of the store.
     changed: Arc<std::sync::atomic::AtomicU64>,
+    /// Each namespace's last change.
+    stamps: Arc<RwLock<Stamps>>,
     /// Raised once the first list is in.
     ready: watch::Sender<bool>,
     echoes: Echoes,
@@ -136,9 +144,15 @@ impl Follower {
         format!("{}.{}", self.kind, self.group)
     }
 
-    fn bump(&self) {
-        self.changed
+    /// Counts a change of the objects in `namespaces`.
+    fn bump<'n>(&self, namespaces: impl IntoIterator<Item = &'n Option<String>>) {
+        let generation = 1 + self
+            .changed
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut stamps = self.stamps.write().expect("cache lock");
+        for ns in namespaces {
+            stamps.insert(ns.clone(), generation);
+        }
     }
 
     /// Takes one event of the watch into the cache; the changes it makes to wake for.
@@ -182,7 +196,7 @@ impl Follower {
                     .entry(ns.clone())
                     .or_default()
                     .insert(name.clone(), to_text(o));
-                self.bump();
+                self.bump([&ns]);
                 if echo {
                     return vec![]; // the agent's own write: nothing to wake for
                 }
@@ -193,7 +207,7 @@ impl Follower {
                 if let Some(m) = self.store.write().expect("cache lock").get_mut(&ns) {
                     m.remove(&name);
                 }
-                self.bump();
+                self.bump([&ns]);
                 vec![Change::Object(self.identity((ns, name)), None)]
             }
             Err(e) => {
@@ -221,8 +235,13 @@ impl Follower {
         } else {
             relisted(&self.store.read().expect("cache lock"), &new)
         };
+        // Every namespace before or after counts as changed: a re-list is rare.
+        let namespaces: BTreeSet<Option<String>> = (self.store.read().expect("cache lock").keys())
+            .chain(new.keys())
+            .cloned()
+            .collect();
         *self.store.write().expect("cache lock") = new;
-        self.bump();
+        self.bump(&namespaces);
         self.ready.send_replace(true);
         found
             .into_iter()
@@ -344,10 +363,12 @@ impl Caches {
         let (ready_tx, ready) = watch::channel(false);
         let failing: Arc<RwLock<Option<(String, Instant)>>> = Arc::default();
         let generation: Arc<std::sync::atomic::AtomicU64> = Arc::default();
+        let stamps: Arc<RwLock<Stamps>> = Arc::default();
         let mut follower = Follower {
             store: objects.clone(),
             failed: failing.clone(),
             changed: generation.clone(),
+            stamps: stamps.clone(),
             ready: ready_tx,
             echoes: cluster.echoes().clone(),
             group: resource.group.clone(),
@@ -376,6 +397,7 @@ impl Caches {
             ready,
             failing,
             generation,
+            stamps,
             task,
         }
     }
@@ -412,17 +434,24 @@ impl Caches {
         (*cache.ready.borrow()).then(|| cache.generation.load(std::sync::atomic::Ordering::Relaxed))
     }
 
-    /// The namespaces holding objects of `kind` (`None` for a cluster-scoped kind); `None` when
-    /// no synced cache holds that kind. Read each with [`Caches::read`]: a fleet-wide question
-    /// goes namespace by namespace, never parsing the whole kind at once.
-    pub fn namespaces(&self, kind: &KindKey) -> Option<Vec<Option<String>>> {
+    /// The namespaces holding objects of `kind` (`None` for a cluster-scoped kind), each with
+    /// its stamp (what was read of it at one stamp still holds while the stamp stays); `None`
+    /// when no synced cache holds that kind. Read each with [`Caches::read`]: a fleet-wide
+    /// question goes namespace by namespace, never parsing the whole kind at once.
+    pub fn namespaces(&self, kind: &KindKey) -> Option<Vec<(Option<String>, u64)>> {
         let kinds = self.kinds.read().expect("caches lock");
         let cache = kinds.get(kind)?;
         if !*cache.ready.borrow() {
             return None;
         }
+        // Stamps taken first: a change in between only moves the stamp past what is read.
+        let stamps = cache.stamps.read().expect("cache lock");
         let objects = cache.objects.read().expect("cache lock");
-        Some(objects.keys().cloned().collect())
+        Some(
+            (objects.keys())
+                .map(|ns| (ns.clone(), stamps.get(ns).copied().unwrap_or_default()))
+                .collect(),
+        )
     }
 
     /// The ConfigMaps of the agent's namespace (where the inventories are), once the cache holds
@@ -541,38 +570,5 @@ impl Caches {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn objects(entries: &[(&str, &str, &str)]) -> Objects {
-        let mut out = Objects::new();
-        for (ns, name, rv) in entries {
-            let text = format!(r#"{{"metadata":{{"name":"{name}","resourceVersion":"{rv}"}}}}"#);
-            out.entry(Some(ns.to_string()))
-                .or_default()
-                .insert(name.to_string(), text.into_boxed_str());
-        }
-        out
-    }
-
-    #[test]
-    fn a_relist_names_only_what_changed_meanwhile() {
-        let old = objects(&[
-            ("a", "kept", "1"),
-            ("a", "changed", "2"),
-            ("b", "gone", "3"),
-        ]);
-        let new = objects(&[("a", "kept", "1"), ("a", "changed", "7"), ("c", "new", "8")]);
-        let place = |ns: &str, name: &str| (Some(ns.to_string()), name.to_string());
-        assert_eq!(
-            relisted(&old, &new),
-            vec![
-                (place("a", "changed"), Some("7".to_string())),
-                (place("b", "gone"), None),
-                (place("c", "new"), Some("8".to_string())),
-            ]
-        );
-        // A re-list after a 410 that finds the same objects wakes nothing.
-        assert!(relisted(&old, &old).is_empty());
-    }
-}
+#[path = "cache_tests.rs"]
+mod tests;

@@ -122,9 +122,13 @@ pub(in crate::agent) struct PassPolicy {
 pub(in crate::agent) struct Memo {
     /// The passes the last `converge` ran (its cycle line says how many).
     pub passes: u64,
+    /// Each unit's keys in the wake index (made again only for what changed).
+    pub wake_keys: super::WakeKeys,
     /// The live Azure identities last read from the caches, with the change counts of the kinds
     /// read (read again once one moved).
     pub live_identities: Option<LiveIdentities>,
+    /// The same by namespace: once a kind moved, only the namespaces it moved in are read again.
+    pub identities_read: crate::agent::fleet::IdentitiesRead,
     /// The units the last converge stopped before their pass (a shutdown, a lost Lease): nothing
     /// was done to them, so their last published reports stay as they are.
     pub unreconciled: BTreeSet<String>,
@@ -147,7 +151,11 @@ impl Memo {
         {
             return with.clone();
         }
-        let with = Arc::new((**fleet).clone().with_live(live));
+        let with = Arc::new(
+            (**fleet)
+                .clone()
+                .with_live(live.iter().flat_map(|n| n.iter())),
+        );
         self.fleet_live = Some((fleet.clone(), live.clone(), with.clone()));
         with
     }
@@ -162,12 +170,8 @@ pub(in crate::agent) struct Servers {
 }
 
 /// The live Azure identities of the fleet's kinds.
-pub(in crate::agent) type LiveIds = Arc<
-    Vec<(
-        crate::object::ObjectKey,
-        crate::plan::azure_identity::AzureIdentity,
-    )>,
->;
+/// The live Azure identities of the fleet's kinds, by namespace.
+pub(in crate::agent) type LiveIds = Arc<Vec<crate::agent::fleet::NamespaceIds>>;
 
 pub(in crate::agent) type LiveIdentities = (Vec<(KindKey, u64)>, LiveIds);
 

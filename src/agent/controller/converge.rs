@@ -4,7 +4,7 @@
 //! then only dispatches passes, waits, and hands what happened to the round.
 
 use super::cache::KindKey;
-use super::context::{Agent, LiveContext, LiveIdentities};
+use super::context::{Agent, LiveContext, LiveIdentities, LiveIds};
 use super::lifecycle::Stop;
 use super::progress::Progress;
 use super::queue::{WorkQueue, Workers};
@@ -18,7 +18,6 @@ use crate::agent::pass::{self, guest};
 use crate::agent::{AgentError, fleet};
 use crate::apply::inventory::Inventory;
 use crate::object::ObjectKey;
-use crate::plan::azure_identity::AzureIdentity;
 use crate::plan::ownership::Fleet;
 use crate::report::{self, UnitOutcome};
 use std::collections::BTreeSet;
@@ -49,6 +48,7 @@ impl Agent {
             fleet,
             index,
         } = self.set_up(rev, earlier).await;
+        let started = Instant::now();
         let mut progress = self.signals.progress.take().expect("progress set");
         self.signals.statuses_begin(rev);
         for (i, o) in round.outcomes.iter().enumerate() {
@@ -58,6 +58,11 @@ impl Agent {
                 self.signals.record_events(&self.live, o, inv);
             }
         }
+        tracing::debug!(
+            held = round.held.iter().filter(|h| **h).count(),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "settled units recorded"
+        );
         let mut workers = Workers::new(self.schedule.concurrency);
         // A shutdown or a lost Lease: no new pass; those in flight may end until the deadline.
         let mut stopping: Option<(Stop, Instant)> = None;
@@ -207,11 +212,6 @@ impl Agent {
         rev: &'r Revision,
         earlier: Option<&[UnitOutcome]>,
     ) -> Setup<'r> {
-        let azure = self.live.env.azure;
-        let mut outcomes: Vec<UnitOutcome> = (rev.units.iter())
-            .map(|(u, p)| first_outcome(rev, u, p, azure))
-            .collect();
-        self.signals.feed_revision(rev);
         let started = Instant::now();
         let phase = |what: &str| {
             tracing::debug!(
@@ -220,6 +220,12 @@ impl Agent {
                 "converge setup"
             );
         };
+        let azure = self.live.env.azure;
+        let mut outcomes: Vec<UnitOutcome> = (rev.units.iter())
+            .map(|(u, p)| first_outcome(rev, u, p, azure))
+            .collect();
+        self.signals.feed_revision(rev);
+        phase("first outcomes");
         let present: BTreeSet<String> = rev.fleet_units.iter().map(|(u, _)| u.name()).collect();
         let declared = |u: &str| present.contains(u);
         let (inventories, broken) = self.live.inventories(&rev.fleet.scope, declared).await;
@@ -241,7 +247,7 @@ impl Agent {
         // touched keeps its earlier outcome.
         let between = caches.drain().await;
         phase("caches");
-        let index = wakes_of(rev, &inventories);
+        let index = wakes_of(rev, &inventories, &mut self.memo.wake_keys);
         let mut touched: Vec<bool> = (rev.units.iter())
             .map(|(u, _)| self.memo.judged.touched(&u.name()))
             .collect();
@@ -253,12 +259,20 @@ impl Agent {
         phase("wakes");
         // Live ASO objects no unit declares that stand for an Azure resource a unit declares.
         // The deletion guard counts them too.
-        let live_ids = (self.live)
-            .live_identities(rev, &mut self.memo.live_identities)
-            .await;
-        let holding = |k: &ObjectKey| fleet::inventory_holding(&inventories, k);
-        let mut live_conflicts = fleet::live_conflict_errors(&rev.fleet, &live_ids, holding);
+        let memo = (
+            &mut self.memo.live_identities,
+            &mut self.memo.identities_read,
+        );
+        let live_ids = self.live.live_identities(rev, memo).await;
+        phase("live identities read");
         let fleet = self.memo.fleet_with_live(&rev.fleet, &live_ids);
+        let holding = |k: &ObjectKey| fleet::inventory_holding(&inventories, k);
+        let mut live_conflicts = fleet::live_conflict_errors(&fleet, holding);
+        tracing::debug!(
+            live = live_ids.iter().map(|n| n.len()).sum::<usize>(),
+            undeclared = fleet.undeclared_live(),
+            "live objects standing for Azure resources"
+        );
         phase("live identities");
         for (i, (u, _)) in rev.units.iter().enumerate() {
             if let Some(e) = refused.remove(&u.name()) {
@@ -274,7 +288,8 @@ impl Agent {
             .collect();
         // A converged unit whose judgement still holds is settled as it was.
         let judged = (&self.memo.judged, touched.as_slice());
-        keep_earlier(rev, earlier, judged, &mut outcomes, &mut held);
+        keep_earlier(rev, earlier, judged, &index, &mut outcomes, &mut held);
+        phase("earlier outcomes kept");
         let mut queue: WorkQueue<Job> =
             WorkQueue::new(crate::retry::UNIT_QUEUE, rev.units.len() as u64)
                 .with_debounce(DEBOUNCE);
@@ -356,12 +371,13 @@ impl Agent {
 impl LiveContext {
     /// The live Azure identities of the fleet's kinds: read from the caches again only when one
     /// of their kinds changed since the last time.
-    /// `memo`: the identities last read, with the change counts of their kinds then.
+    /// `memo`: the identities last read, with the change counts of their kinds then, and what
+    /// was read of each namespace.
     async fn live_identities(
         &self,
         rev: &Revision,
-        memo: &mut Option<LiveIdentities>,
-    ) -> Arc<Vec<(ObjectKey, AzureIdentity)>> {
+        (memo, read): (&mut Option<LiveIdentities>, &mut fleet::IdentitiesRead),
+    ) -> LiveIds {
         let stamp: Option<Vec<(KindKey, u64)>> = fleet::identity_kinds(&rev.fleet_units)
             .into_iter()
             .map(|k| {
@@ -375,7 +391,8 @@ impl LiveContext {
             return ids.clone();
         }
         let (cluster, caches) = (&self.env.cluster, Some(&*self.caches));
-        let ids = Arc::new(fleet::live_identities_in(cluster, caches, &rev.fleet_units).await);
+        let ids =
+            Arc::new(fleet::live_identities_in(cluster, caches, &rev.fleet_units, read).await);
         *memo = stamp.map(|s| (s, ids.clone()) as LiveIdentities);
         ids
     }

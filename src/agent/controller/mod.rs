@@ -29,15 +29,21 @@ pub(super) mod status_page;
 pub(super) mod triggers;
 pub(super) mod verify;
 pub mod wakes;
+#[cfg(test)]
+#[path = "wakes_of_tests.rs"]
+mod wakes_of_tests;
 
-use crate::apply::inventory::{self, Identity, Inventory, InventoryError};
+use crate::agent::pass::prepare::Prepared;
+use crate::apply::inventory::{self, Inventory, InventoryError};
+use crate::object::ObjectKey;
 use crate::plan::ownership::{FleetScope, scope as fleets};
 use crate::report::UnitOutcome;
 use cache::KindKey;
 use context::{LiveContext, Signals};
 use revision::Revision;
-use std::collections::{BTreeMap, BTreeSet};
-use wakes::Wakes;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+use wakes::{WakeKey, Wakes};
 
 /// The kinds cached whatever the units declare: Secrets (a unit's readiness may wait on one) and
 /// ConfigMaps (the inventories are read from their cache).
@@ -80,29 +86,78 @@ fn kinds_of(rev: &Revision, inventories: &BTreeMap<String, Inventory>) -> BTreeS
         .collect()
 }
 
+/// Each unit's wake keys, kept while its preparation, its inventory and the Secrets of the
+/// fleet's rendered identities stay: a commit that renders one unit again computes one unit's
+/// keys.
+#[derive(Default)]
+pub(in crate::agent) struct WakeKeys {
+    /// Each identity the fleet renders, with the Secret it reads, when the keys were made.
+    identities: Vec<(ObjectKey, Option<ObjectKey>)>,
+    /// By unit: its preparation and inventory entries then, and its keys.
+    units: HashMap<String, UnitKeys>,
+}
+
+/// A unit's preparation and inventory entries, and the wake keys made of them.
+type UnitKeys = (Arc<Prepared>, Option<Arc<InventoryEntries>>, Vec<WakeKey>);
+
+type InventoryEntries = BTreeMap<inventory::Identity, inventory::Entry>;
+
 /// The wake index of `rev`'s prepared units: what each renders and what its inventory holds
-/// (the identities its clusters name may be rendered by a unit of another shard).
-fn wakes_of(rev: &Revision, inventories: &BTreeMap<String, Inventory>) -> Wakes {
-    let identities = crate::agent::pass::identity_check::rendered_identities(
+/// (the identities its clusters name may be rendered by a unit of another shard). A unit's keys
+/// are taken from `kept` while nothing they are made of changed.
+fn wakes_of(
+    rev: &Revision,
+    inventories: &BTreeMap<String, Inventory>,
+    kept: &mut WakeKeys,
+) -> Wakes {
+    use crate::agent::pass::identity_check::{rendered_identities, secret_of, watched};
+    let identities = rendered_identities(
         rev.fleet_units
             .iter()
             .filter_map(|(_, p)| p.as_deref().ok()),
     );
-    Wakes::new(rev.units.iter().enumerate().filter_map(|(i, (u, p))| {
-        let p = p.as_ref().ok()?;
-        let rendered = p.objects.iter().map(|o| Identity::from(&o.key));
+    let mut made_with: Vec<(ObjectKey, Option<ObjectKey>)> = (identities.iter())
+        .map(|(k, o)| (k.clone(), secret_of(o)))
+        .collect();
+    made_with.sort_unstable();
+    if made_with != kept.identities {
+        *kept = WakeKeys {
+            identities: made_with,
+            ..Default::default()
+        };
+    }
+    let keys_of = |p: &Prepared, inv: Option<&InventoryEntries>| -> Vec<WakeKey> {
+        let rendered = p.objects.iter().map(|o| WakeKey::from(&o.key));
         // The identities its clusters use and their Secrets: a change to one wakes them.
-        let rendered = rendered.chain(
-            crate::agent::pass::identity_check::watched(p, &identities)
-                .into_iter()
-                .map(|k| Identity::from(&k)),
-        );
-        let inventoried = inventories
-            .get(&u.name())
-            .into_iter()
-            .flat_map(|inv| inv.entries.keys().cloned());
-        Some((i, rendered.chain(inventoried).collect::<Vec<_>>()))
-    }))
+        let watched = watched(p, &identities);
+        let watched = watched.iter().map(WakeKey::from);
+        let inventoried = inv.into_iter().flat_map(|e| e.keys().map(WakeKey::from));
+        rendered.chain(watched).chain(inventoried).collect()
+    };
+    let mut units = HashMap::with_capacity(rev.units.len());
+    let mut index = Vec::with_capacity(rev.units.len());
+    for (i, (u, p)) in rev.units.iter().enumerate() {
+        let Ok(p) = p else { continue };
+        let name = u.name();
+        let inv = inventories.get(&name).map(|inv| inv.entries.clone());
+        let keys = match kept.units.remove(&name) {
+            Some((then, inv_then, keys))
+                if Arc::ptr_eq(&then, p)
+                    && match (&inv_then, &inv) {
+                        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                        (None, None) => true,
+                        _ => false,
+                    } =>
+            {
+                keys
+            }
+            _ => keys_of(p, inv.as_deref()),
+        };
+        index.push((i, name.clone()));
+        units.insert(name, (p.clone(), inv, keys));
+    }
+    kept.units = units;
+    Wakes::new((index.iter()).map(|(i, name)| (*i, kept.units[name].2.iter().copied())))
 }
 
 impl LiveContext {

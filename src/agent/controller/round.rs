@@ -95,6 +95,7 @@ pub(super) fn keep_earlier(
     rev: &Revision,
     earlier: Option<&[UnitOutcome]>,
     (judged, touched): (&Judged, &[bool]),
+    index: &super::wakes::Wakes,
     outcomes: &mut [UnitOutcome],
     held: &mut [bool],
 ) {
@@ -121,8 +122,8 @@ pub(super) fn keep_earlier(
         let stands = if before.revision == commit {
             judged.recent(&name, now)
         } else {
-            let reads = reads_rendered.get_or_insert_with(|| reads_what_was_rendered(rev));
-            !rev.rendered.contains(&name) && !p.as_deref().is_ok_and(&*reads)
+            let reads = reads_rendered.get_or_insert_with(|| reads_what_was_rendered(rev, index));
+            !rev.rendered.contains(&name) && !p.as_deref().is_ok_and(|p| reads(i, p))
         };
         let Some(mut o) = kept_outcome(before, commit).filter(|_| stands) else {
             continue;

@@ -158,7 +158,7 @@ fn a_change_wakes_the_unit_it_concerns_or_is_held_while_its_pass_runs_and_a_dele
     let rev = revision(&["clusters/dev"]);
     let mut round = round(&rev, &["clusters/gone"]);
     let id = settings();
-    let index = Wakes::new([(0, vec![id.clone()])]);
+    let index = Wakes::new([(0, vec![super::super::wakes::WakeKey::from(&id)])]);
     let changed: BTreeSet<Change> = [Change::Object(id, Some("7".into()))].into();
     // The unit's pass runs: the change is held for when it ends.
     let job = round.queue.pop(Instant::now()).expect("a unit queued");
@@ -190,7 +190,7 @@ fn a_change_to_a_settled_unit_marks_it_touched_unless_it_is_the_agents_own_write
     let mut round = round(&rev, &[]);
     round.done[0] = true;
     let id = settings();
-    let index = Wakes::new([(0, vec![id.clone()])]);
+    let index = Wakes::new([(0, vec![super::super::wakes::WakeKey::from(&id)])]);
     let echoes = Echoes::default();
     echoes.record(&serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "settings", "namespace": "default", "resourceVersion": "7"}}));
@@ -238,7 +238,15 @@ fn an_earlier_outcome_is_kept_while_no_change_touched_its_unit_and_its_judgement
         let first = first_outcome(rev, &unit, &rev.units[0].1, AzureMode::Simulated);
         let (mut outcomes, mut held) = (vec![first], vec![false]);
         let earlier = Some(std::slice::from_ref(earlier));
-        keep_earlier(rev, earlier, (judged, &[touched]), &mut outcomes, &mut held);
+        let index = super::super::wakes::Wakes::default();
+        keep_earlier(
+            rev,
+            earlier,
+            (judged, &[touched]),
+            &index,
+            &mut outcomes,
+            &mut held,
+        );
         held[0]
     };
 

@@ -9,18 +9,25 @@ use std::collections::BTreeSet;
 /// Whether a unit's pass reads an object a unit (of any shard) rendered again for `rev` renders: the identity its
 /// clusters use or its Secret, or an AutoNodePolicy of its namespace. Such a unit passes again
 /// even when its own preparation did not change.
+/// `index`: the revision's wake index, which knows the identities and Secrets each unit's
+/// clusters use. Asked by the unit's index in the revision.
 pub(super) fn reads_what_was_rendered(
     rev: &Revision,
-) -> impl Fn(&crate::agent::pass::prepare::Prepared) -> bool + '_ {
+    index: &super::wakes::Wakes,
+) -> impl Fn(usize, &crate::agent::pass::prepare::Prepared) -> bool + use<> {
+    use crate::agent::pass::identity_check::may_be_watched;
     let rendered: Vec<&crate::agent::pass::prepare::Prepared> = rev
         .fleet_units
         .iter()
         .filter(|(u, _)| rev.rendered.contains(&u.name()))
         .filter_map(|(_, p)| p.as_deref().ok())
         .collect();
-    let keys: std::collections::HashSet<crate::object::ObjectKey> = rendered
-        .iter()
-        .flat_map(|p| p.objects.iter().map(|o| o.key.clone()))
+    // The units whose clusters use an identity or a Secret rendered again (found in the wake
+    // index, with those whose inventory holds it: a pass more, never one less).
+    let readers: BTreeSet<usize> = (rendered.iter())
+        .flat_map(|p| p.objects.iter().map(|o| &o.key))
+        .filter(|k| may_be_watched(k))
+        .flat_map(|k| index.holding(k.into()))
         .collect();
     let policy_namespaces: BTreeSet<String> = rendered
         .iter()
@@ -28,21 +35,12 @@ pub(super) fn reads_what_was_rendered(
         .filter(|o| crate::reconcile::aro::node_policy::is_policy(&o.object))
         .filter_map(|o| o.key.namespace.clone())
         .collect();
-    let identities = crate::agent::pass::identity_check::rendered_identities(
-        rev.fleet_units
-            .iter()
-            .filter_map(|(_, p)| p.as_deref().ok()),
-    );
-    move |p| {
-        if keys.is_empty() {
-            return false;
-        }
-        crate::agent::pass::identity_check::watched(p, &identities)
-            .iter()
-            .any(|k| keys.contains(k))
-            || p.node_policy_namespaces()
-                .iter()
-                .any(|n| policy_namespaces.contains(n))
+    move |i, p| {
+        readers.contains(&i)
+            || (!policy_namespaces.is_empty()
+                && p.node_policy_namespaces()
+                    .iter()
+                    .any(|n| policy_namespaces.contains(n)))
     }
 }
 

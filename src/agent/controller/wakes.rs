@@ -15,28 +15,64 @@ use crate::apply::Echoes;
 use crate::apply::inventory::Identity;
 use crate::reconcile::aro::node_policy::{POLICY_GROUP, POLICY_KIND};
 use std::collections::{BTreeSet, HashMap};
+use std::hash::{Hash, Hasher};
 
-/// The index of a revision's units (by their index in the revision).
+/// An object as the index holds it: the hash of its identity, and of its namespace. Two objects
+/// of one hash (a 64-bit collision) only wake one unit more, which finds nothing to do: the index
+/// never misses a unit, and holds no copy of the fleet's names.
+pub type WakeKey = (u64, Option<u64>);
+
+/// The [`WakeKey`] of the object `group`/`kind` `namespace`/`name` (its API version aside).
+fn wake_key(group: &str, kind: &str, namespace: Option<&str>, name: &str) -> WakeKey {
+    let mut h = std::hash::DefaultHasher::new();
+    (group, kind, namespace, name).hash(&mut h);
+    (h.finish(), namespace.map(namespace_hash))
+}
+
+fn namespace_hash(namespace: &str) -> u64 {
+    let mut h = std::hash::DefaultHasher::new();
+    namespace.hash(&mut h);
+    h.finish()
+}
+
+impl From<&crate::object::ObjectKey> for WakeKey {
+    fn from(k: &crate::object::ObjectKey) -> Self {
+        wake_key(&k.group, &k.kind, k.namespace.as_deref(), &k.name)
+    }
+}
+
+impl From<&Identity> for WakeKey {
+    fn from(id: &Identity) -> Self {
+        wake_key(&id.group, &id.kind, id.namespace.as_deref(), &id.name)
+    }
+}
+
+/// The index of a revision's units (by their index in the revision): (hash, unit) pairs, sorted,
+/// looked up by binary search.
 #[derive(Debug, Default)]
 pub struct Wakes {
-    by_object: HashMap<Identity, BTreeSet<usize>>,
-    by_namespace: HashMap<String, BTreeSet<usize>>,
+    by_object: Vec<(u64, u32)>,
+    by_namespace: Vec<(u64, u32)>,
 }
 
 impl Wakes {
     /// Indexes each unit's objects: those it renders and those its inventory holds.
     pub fn new<O>(units: impl IntoIterator<Item = (usize, O)>) -> Wakes
     where
-        O: IntoIterator<Item = Identity>,
+        O: IntoIterator<Item = WakeKey>,
     {
         let mut wakes = Wakes::default();
         for (i, objects) in units {
-            for id in objects {
-                if let Some(ns) = &id.namespace {
-                    wakes.by_namespace.entry(ns.clone()).or_default().insert(i);
-                }
-                wakes.by_object.entry(id).or_default().insert(i);
+            let i = u32::try_from(i).expect("fewer than 2^32 units");
+            for (object, namespace) in objects {
+                wakes.by_object.push((object, i));
+                wakes.by_namespace.extend(namespace.map(|ns| (ns, i)));
             }
+        }
+        for index in [&mut wakes.by_object, &mut wakes.by_namespace] {
+            index.sort_unstable();
+            index.dedup();
+            index.shrink_to_fit();
         }
         wakes
     }
@@ -44,22 +80,32 @@ impl Wakes {
     /// The units `change` concerns (see the module header).
     pub fn units(&self, change: &Change) -> BTreeSet<usize> {
         let Change::Object(id, _) = change;
-        let owners = self.by_object.get(id);
+        let (object, namespace) = WakeKey::from(id);
+        let owners = of(&self.by_object, object);
         let policy = id.group == POLICY_GROUP && id.kind == POLICY_KIND;
-        let of_namespace = (owners.is_none() || policy)
-            .then(|| {
-                id.namespace
-                    .as_ref()
-                    .and_then(|ns| self.by_namespace.get(ns))
-            })
-            .flatten();
-        owners
-            .into_iter()
-            .chain(of_namespace)
-            .flatten()
-            .copied()
+        let of_namespace = match namespace {
+            Some(ns) if owners.is_empty() || policy => of(&self.by_namespace, ns),
+            _ => &[],
+        };
+        (owners.iter().chain(of_namespace))
+            .map(|&(_, i)| i as usize)
             .collect()
     }
+}
+
+impl Wakes {
+    /// The units that render `id`, hold it in their inventory, or whose clusters use it (an
+    /// identity or its Secret): its owners and readers, without the namespace's other units.
+    pub fn holding(&self, (object, _): WakeKey) -> impl Iterator<Item = usize> + '_ {
+        of(&self.by_object, object).iter().map(|&(_, i)| i as usize)
+    }
+}
+
+/// The run of `index` (sorted) under `hash`.
+fn of(index: &[(u64, u32)], hash: u64) -> &[(u64, u32)] {
+    let start = index.partition_point(|&(h, _)| h < hash);
+    let end = index.partition_point(|&(h, _)| h <= hash);
+    &index[start..end]
 }
 
 /// The changes seen by units while their pass ran.
@@ -101,7 +147,12 @@ mod tests {
     }
 
     fn wakes() -> Wakes {
-        Wakes::new([
+        wakes_with(vec![])
+    }
+
+    /// The three units below, unit 2 with `more` objects too.
+    fn wakes_with(more: Vec<Identity>) -> Wakes {
+        let units = [
             (
                 0,
                 vec![
@@ -116,8 +167,14 @@ mod tests {
                     id("", "ConfigMap", Some("b"), "settings"),
                 ],
             ),
-            (2, vec![id("", "ConfigMap", Some("b"), "other")]),
-        ])
+            (
+                2,
+                [vec![id("", "ConfigMap", Some("b"), "other")], more].concat(),
+            ),
+        ];
+        Wakes::new(
+            (units.iter()).map(|(i, ids)| (*i, ids.iter().map(WakeKey::from).collect::<Vec<_>>())),
+        )
     }
 
     #[test]
@@ -173,11 +230,7 @@ mod tests {
     #[test]
     fn a_policy_wakes_its_whole_namespace() {
         let (g, k) = (POLICY_GROUP, POLICY_KIND);
-        let mut w = wakes();
-        w.by_object
-            .entry(id(g, k, Some("b"), "default"))
-            .or_default()
-            .insert(2);
+        let w = wakes_with(vec![id(g, k, Some("b"), "default")]);
         assert_eq!(
             w.units(&change(&id(g, k, Some("b"), "default"))),
             [1, 2].into()

@@ -88,14 +88,23 @@ pub fn watched(prepared: &Prepared, rendered: &HashMap<ObjectKey, &Value>) -> Ve
     let mut out = Vec::new();
     for r in credentials::cluster_refs(of_git, aro_cluster_name) {
         let key = identity_key(&r.identity.0, &r.identity.1);
-        let secret = rendered
-            .get(&key)
-            .and_then(|o| AzureIdentity::parse(o).ok())
-            .and_then(|i| i.secret_ref.map(|s| s.key()));
+        let secret = rendered.get(&key).and_then(|o| secret_of(o));
         out.extend(secret);
         out.push(key);
     }
     out
+}
+
+/// The Secret a rendered AzureClusterIdentity reads its credential from, if any.
+pub fn secret_of(identity: &Value) -> Option<ObjectKey> {
+    let identity = AzureIdentity::parse(identity).ok()?;
+    identity.secret_ref.map(|s| s.key())
+}
+
+/// Whether [`watched`] can give `key`: an AzureClusterIdentity or a Secret.
+pub fn may_be_watched(key: &ObjectKey) -> bool {
+    let id = identity_key("", "");
+    (key.group == id.group && key.kind == id.kind) || (key.group.is_empty() && key.kind == "Secret")
 }
 
 /// The AzureClusterIdentities `units` render, by key (for [`watched`]).
@@ -421,4 +430,37 @@ pub async fn check(
         out.by_object.insert(r.secret_key(), verdict);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_a_cluster_watches_is_an_identity_or_a_secret() {
+        let root = std::fs::canonicalize(concat!(env!("CARGO_MANIFEST_DIR"), "/examples-repo"))
+            .expect("the examples repository");
+        let unit = crate::unit::Unit {
+            path: "clusters/dev".into(),
+        };
+        let p = crate::agent::pass::prepare::prepare(&root, &unit).expect("prepared");
+        let mut identities = rendered_identities([&*p]);
+        let keys = watched(&p, &identities);
+        assert!(!keys.is_empty());
+        assert!(keys.iter().all(may_be_watched), "{keys:?}");
+        // An identity that reads a Secret: the Secret is watched too.
+        let (key, body) = identities
+            .iter()
+            .next()
+            .map(|(k, v)| (k.clone(), (*v).clone()))
+            .unwrap();
+        let mut with_secret = body;
+        with_secret["spec"]["type"] = "ServicePrincipal".into();
+        with_secret["spec"]["clientSecret"] =
+            serde_json::json!({"name": "sp-secret", "namespace": "aro-dev"});
+        identities.insert(key, &with_secret);
+        let keys = watched(&p, &identities);
+        assert!(keys.iter().any(|k| k.kind == "Secret"), "{keys:?}");
+        assert!(keys.iter().all(may_be_watched), "{keys:?}");
+    }
 }

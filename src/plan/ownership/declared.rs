@@ -5,10 +5,10 @@
 //! themselves. At 1,000 clusters the claims are 50,000 objects: an index keyed by copies of their
 //! identities and Azure ids cost three times the claims' own size.
 
-use super::{Claim, Id, UnitClaims, id};
+use super::{Claim, UnitClaims, id};
 use crate::object::ObjectKey;
 use crate::plan::azure_identity::AzureIdentity;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, HashMap};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
@@ -20,10 +20,13 @@ type At = (u32, u32);
 pub(super) struct Declared {
     /// Shared: a unit whose preparation a new revision keeps keeps its claims too.
     units: Vec<Arc<UnitClaims>>,
-    /// Every claim, by the hash of its object's identity ([`id`]).
-    objects: BTreeSet<(u64, At)>,
-    /// The claims standing for an Azure resource, by the hash of its identity.
-    azure: BTreeSet<(u64, At)>,
+    /// Every claim, by the hash of its object's identity ([`id`]), sorted.
+    objects: Vec<(u64, At)>,
+    /// Where each hash's run in `objects` starts: a lookup goes straight to it (the deletion
+    /// guard and the live checks look up tens of thousands of live objects per revision).
+    object_runs: HashMap<u64, u32>,
+    /// The claims standing for an Azure resource, by the hash of its identity, sorted.
+    azure: Vec<(u64, At)>,
     /// Namespace → the first object each unit declares in it, in the units' order.
     namespaces: BTreeMap<String, Vec<At>>,
 }
@@ -34,10 +37,26 @@ fn hash_of(v: impl Hash) -> u64 {
     h.finish()
 }
 
-/// The entries of `set` under the hash `h`, in the units' order.
-fn under(set: &BTreeSet<(u64, At)>, h: u64) -> impl Iterator<Item = At> + '_ {
-    set.range((h, (0, 0))..=(h, (u32::MAX, u32::MAX)))
-        .map(|(_, at)| *at)
+/// The hash of `key`'s [`id`], from its borrowed fields (no copy of them made).
+fn id_hash(key: &ObjectKey) -> u64 {
+    hash_of((
+        key.group.as_str(),
+        key.kind.as_str(),
+        key.namespace.as_deref(),
+        key.name.as_str(),
+    ))
+}
+
+/// Whether two keys have one [`id`].
+fn same_id(a: &ObjectKey, b: &ObjectKey) -> bool {
+    a.name == b.name && a.namespace == b.namespace && a.kind == b.kind && a.group == b.group
+}
+
+/// The entries of `set` (sorted) under the hash `h`, in the units' order.
+fn under(set: &[(u64, At)], h: u64) -> impl Iterator<Item = At> + '_ {
+    let start = set.partition_point(|&(x, _)| x < h);
+    let end = set.partition_point(|&(x, _)| x <= h);
+    set[start..end].iter().map(|(_, at)| *at)
 }
 
 impl Declared {
@@ -46,17 +65,26 @@ impl Declared {
         for (u, unit) in units.iter().enumerate() {
             for (c, claim) in unit.claims.iter().enumerate() {
                 let at = (u as u32, c as u32);
-                d.objects.insert((hash_of(id(&claim.key)), at));
+                d.objects.push((id_hash(&claim.key), at));
                 if let Some(a) = &claim.azure {
-                    d.azure.insert((hash_of(&a.id), at));
+                    d.azure.push((hash_of(a.id.as_str()), at));
                 }
                 if let Some(ns) = &claim.key.namespace {
-                    let v = d.namespaces.entry(ns.clone()).or_default();
-                    if !v.iter().any(|(other, _)| *other == at.0) {
-                        v.push(at);
+                    match d.namespaces.get_mut(ns) {
+                        Some(v) if v.iter().any(|(other, _)| *other == at.0) => {}
+                        Some(v) => v.push(at),
+                        None => {
+                            d.namespaces.insert(ns.clone(), vec![at]);
+                        }
                     }
                 }
             }
+        }
+        d.objects.sort_unstable();
+        d.azure.sort_unstable();
+        d.object_runs.reserve(d.objects.len());
+        for (i, (h, _)) in d.objects.iter().enumerate().rev() {
+            d.object_runs.insert(*h, i as u32);
         }
         d.units = units;
         d
@@ -72,9 +100,12 @@ impl Declared {
 
     /// The unit declaring `key` (of two, the later).
     pub(super) fn unit_of(&self, key: &ObjectKey) -> Option<&str> {
-        let wanted: Id = id(key);
-        under(&self.objects, hash_of(&wanted))
-            .filter(|&at| id(&self.claim(at).key) == wanted)
+        let h = id_hash(key);
+        let start = *self.object_runs.get(&h)? as usize;
+        (self.objects[start..].iter())
+            .take_while(|(x, _)| *x == h)
+            .map(|&(_, at)| at)
+            .filter(|&at| same_id(&self.claim(at).key, key))
             .last()
             .map(|at| self.unit(at))
     }
@@ -113,12 +144,11 @@ impl Declared {
     /// The groups of more than one claim of `set` with the same `key_of`, sorted by it.
     fn shared<'a, K: Ord>(
         &'a self,
-        set: &BTreeSet<(u64, At)>,
+        set: &[(u64, At)],
         key_of: impl Fn(&'a Claim) -> Option<K>,
     ) -> Vec<Vec<(&'a str, &'a Claim)>> {
         let mut groups: BTreeMap<K, Vec<(&str, &Claim)>> = BTreeMap::new();
-        let entries: Vec<(u64, At)> = set.iter().copied().collect();
-        for run in entries.chunk_by(|a, b| a.0 == b.0).filter(|r| r.len() > 1) {
+        for run in set.chunk_by(|a, b| a.0 == b.0).filter(|r| r.len() > 1) {
             let mut by_key: BTreeMap<K, Vec<(&str, &Claim)>> = BTreeMap::new();
             for &(_, at) in run {
                 let c = self.claim(at);

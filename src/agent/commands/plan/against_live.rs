@@ -299,12 +299,12 @@ pub(super) async fn against_live(
     // Live ASO objects no unit declares that stand for an Azure resource a unit declares.
     let live_ids =
         crate::agent::fleet::live_aso_identities(crate::agent::fleet::identity_objects(&live));
-    for (unit, errors) in crate::agent::fleet::live_conflict_errors(&fleet, &live_ids, |k| {
+    let fleet = fleet.with_live(&live_ids);
+    for (unit, errors) in crate::agent::fleet::live_conflict_errors(&fleet, |k| {
         crate::agent::fleet::inventory_holding(&inventories, k)
     }) {
         conflicts.entry(unit).or_default().extend(errors);
     }
-    let fleet = fleet.with_live(&live_ids);
     let empty = Inventory::default();
     let mut clusters = Vec::with_capacity(first.len());
     for (u, planned) in units.iter().zip(first) {
