@@ -41,7 +41,7 @@ impl Agent {
         &mut self,
         rev: &Revision,
         deadline: Option<Instant>,
-        earlier: Option<&[UnitOutcome]>,
+        earlier: Option<&mut [UnitOutcome]>,
     ) -> Result<Vec<UnitOutcome>, AgentError> {
         let Setup {
             mut round,
@@ -210,7 +210,7 @@ impl Agent {
     async fn set_up<'r>(
         &mut self,
         rev: &'r Revision,
-        earlier: Option<&[UnitOutcome]>,
+        earlier: Option<&mut [UnitOutcome]>,
     ) -> Setup<'r> {
         let started = Instant::now();
         let phase = |what: &str| {

@@ -134,9 +134,13 @@ impl Agent {
                 tracing::info!(commit = %rev.commit, "the push brought no new revision");
                 self.memo.passes = 0;
             } else {
-                let earlier = scoped.then_some(outcomes.as_slice());
+                // The outcomes before: moved into the converge (those it keeps) and replaced.
+                let before = (scoped || outcomes_current).then_some(outcomes.as_mut_slice());
                 // A converge over the same revision corrects drift (windows permitting).
-                let drift = (!scoped && outcomes_current).then_some(outcomes.as_slice());
+                let (earlier, drift) = match scoped {
+                    true => (before, None),
+                    false => (None, before),
+                };
                 outcomes = self.roll(&rev, None, earlier, drift).await?;
                 outcomes_current = true;
                 match self.publish(&outcomes, &mut published).await {

@@ -114,8 +114,8 @@ impl Agent {
         &mut self,
         target: &Revision,
         deadline: Option<Instant>,
-        earlier: Option<&[UnitOutcome]>,
-        drift: Option<&[UnitOutcome]>,
+        earlier: Option<&mut [UnitOutcome]>,
+        mut drift: Option<&mut [UnitOutcome]>,
     ) -> Result<Vec<UnitOutcome>, AgentError> {
         if self.memo.rollout.idle(target) {
             self.memo.rollout.view = None;
@@ -125,7 +125,7 @@ impl Agent {
             return self.converge(target, deadline, earlier.or(drift)).await;
         }
         self.memo.rollout.start(&target.commit);
-        let frozen = drift
+        let frozen = (drift.as_deref())
             .map(|before| frozen(target, before))
             .unwrap_or_default();
         if !frozen.is_empty() {
@@ -134,7 +134,7 @@ impl Agent {
                 "drift not corrected outside the maintenance windows"
             );
         }
-        let mut earlier: Option<Vec<UnitOutcome>> = earlier.map(<[_]>::to_vec);
+        let mut earlier: Option<Vec<UnitOutcome>> = earlier.map(|e| e.to_vec());
         let mut first = true;
         loop {
             let decision = self.rollout_decision(target, earlier.as_deref()).await;
@@ -164,7 +164,11 @@ impl Agent {
             let composed = self.compose(target, &decision, &frozen);
             self.memo.rollout.taking = taking;
             let mut outcomes = self
-                .converge(&composed, deadline, earlier.as_deref().or(drift))
+                .converge(
+                    &composed,
+                    deadline,
+                    earlier.as_deref_mut().or(drift.as_deref_mut()),
+                )
                 .await?;
             outcomes.extend(frozen.values().cloned());
             self.note_converged(target, &outcomes);

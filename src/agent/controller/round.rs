@@ -13,7 +13,7 @@ use super::wakes::{DuringPass, Wakes};
 use crate::apply::Echoes;
 use crate::apply::inventory::Inventory;
 use crate::report::{self, AzureMode, ObjectAction, UnitOutcome};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 /// How long a woken unit waits before its pass, so that the changes that follow (an Azure
@@ -91,20 +91,22 @@ pub(super) fn first_outcome(
 ///   again renders;
 /// - on the same commit (a drift check, a fetch that found nothing new): whose last pass is
 ///   recent enough to stand ([`Judged::recent`]).
+///
+/// A kept outcome is moved, not copied: its place in `earlier` gets the unit's first outcome
+/// (the caller has no more use for `earlier` once the converge begins).
 pub(super) fn keep_earlier(
     rev: &Revision,
-    earlier: Option<&[UnitOutcome]>,
+    earlier: Option<&mut [UnitOutcome]>,
     (judged, touched): (&Judged, &[bool]),
     index: &super::wakes::Wakes,
     outcomes: &mut [UnitOutcome],
     held: &mut [bool],
 ) {
-    let earlier: BTreeMap<&str, &UnitOutcome> = earlier
-        .unwrap_or_default()
-        .iter()
-        .map(|o| (o.unit.as_str(), o))
+    let earlier = earlier.unwrap_or_default();
+    let at: HashMap<String, usize> = (earlier.iter().enumerate())
+        .map(|(j, o)| (o.unit.clone(), j))
         .collect();
-    if earlier.is_empty() {
+    if at.is_empty() {
         return;
     }
     let now = Instant::now();
@@ -115,9 +117,10 @@ pub(super) fn keep_earlier(
         if held[i] || touched[i] {
             continue;
         }
-        let Some(before) = earlier.get(name.as_str()) else {
+        let Some(&j) = at.get(&name) else {
             continue;
         };
+        let before = &mut earlier[j];
         let commit = rev.commit_of(&name);
         let stands = if before.revision == commit {
             judged.recent(&name, now)
@@ -125,11 +128,11 @@ pub(super) fn keep_earlier(
             let reads = reads_rendered.get_or_insert_with(|| reads_what_was_rendered(rev, index));
             !rev.rendered.contains(&name) && !p.as_deref().is_ok_and(|p| reads(i, p))
         };
-        let Some(mut o) = kept_outcome(before, commit).filter(|_| stands) else {
+        if !stands || !kept_outcome(before, commit) {
             continue;
-        };
-        o.stale_source = rev.stale.clone();
-        outcomes[i] = o;
+        }
+        before.stale_source = rev.stale.clone();
+        std::mem::swap(&mut outcomes[i], before);
         held[i] = true;
     }
 }

@@ -237,16 +237,22 @@ fn an_earlier_outcome_is_kept_while_no_change_touched_its_unit_and_its_judgement
     let kept = |rev: &Revision, earlier: &UnitOutcome, judged: &Judged, touched: bool| {
         let first = first_outcome(rev, &unit, &rev.units[0].1, AzureMode::Simulated);
         let (mut outcomes, mut held) = (vec![first], vec![false]);
-        let earlier = Some(std::slice::from_ref(earlier));
+        let mut before = vec![earlier.clone()];
         let index = super::super::wakes::Wakes::default();
         keep_earlier(
             rev,
-            earlier,
+            Some(&mut before),
             (judged, &[touched]),
             &index,
             &mut outcomes,
             &mut held,
         );
+        if held[0] {
+            // Moved, not copied: the earlier outcome is the unit's now, its place given the
+            // first outcome.
+            assert_eq!(outcomes[0].objects, earlier.objects);
+            assert!(before[0].objects.is_empty());
+        }
         held[0]
     };
 

@@ -49,7 +49,10 @@ pub(super) fn reads_what_was_rendered(
 /// waiting for consent, no drift). It is the earlier outcome as it was, on `revision`: its report
 /// goes on naming the commit whose rendering is applied (`rendered_at`), with what applying it
 /// did, byte for byte, so a commit that leaves a cluster's rendering as it is rewrites no report.
-pub(super) fn kept_outcome(earlier: &UnitOutcome, revision: &str) -> Option<UnitOutcome> {
+///
+/// Whether `earlier` is such an outcome; if so, it is made that outcome in place (so the caller
+/// moves it, never copies it).
+pub(super) fn kept_outcome(earlier: &mut UnitOutcome, revision: &str) -> bool {
     let settled = report::phase(earlier) == report::Phase::Converged
         && earlier.stale_source.is_none()
         && earlier.objects.iter().all(|o| {
@@ -64,13 +67,12 @@ pub(super) fn kept_outcome(earlier: &UnitOutcome, revision: &str) -> Option<Unit
             )
         });
     if !settled {
-        return None;
+        return false;
     }
-    let mut o = earlier.clone();
     let reported = earlier.reported_revision();
-    o.rendered_at = (reported != revision).then(|| reported.to_string());
-    o.revision = revision.to_string();
-    Some(o)
+    earlier.rendered_at = (reported != revision).then(|| reported.to_string());
+    earlier.revision = revision.to_string();
+    true
 }
 
 #[cfg(test)]
@@ -87,6 +89,10 @@ mod tests {
 
     #[test]
     fn a_kept_unit_is_on_the_new_revision_and_its_report_is_the_same_bytes() {
+        let kept_outcome = |o: &UnitOutcome, revision: &str| {
+            let mut o = o.clone();
+            super::kept_outcome(&mut o, revision).then_some(o)
+        };
         let earlier = converged("r1");
         let kept = kept_outcome(&earlier, "r2").expect("kept");
         assert_eq!(kept.revision, "r2");
@@ -110,8 +116,8 @@ mod tests {
     fn a_unit_not_settled_is_not_kept() {
         let mut o = converged("r1");
         o.stale_source = Some("unreachable".into());
-        assert!(kept_outcome(&o, "r2").is_none());
+        assert!(!kept_outcome(&mut o.clone(), "r2"));
         let progressing = fixtures::outcome_at(1);
-        assert!(kept_outcome(&progressing, "r2").is_none());
+        assert!(!kept_outcome(&mut progressing.clone(), "r2"));
     }
 }
