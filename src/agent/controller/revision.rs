@@ -249,6 +249,25 @@ async fn prepare_and_check(
 }
 
 impl Revision {
+    /// A revision of `units` (each unit of the fleet), for tests.
+    #[cfg(test)]
+    pub(super) fn of_units(units: Vec<prepare::PreparedUnit>) -> Revision {
+        let units = Arc::new(units);
+        Revision {
+            commit: "0123456789abcdef".into(),
+            checkout: Default::default(),
+            stale: None,
+            units: units.clone(),
+            fleet_units: units,
+            inputs: Arc::default(),
+            conflicted: Arc::default(),
+            fleet: Arc::default(),
+            rendered: Arc::default(),
+            rollout: None,
+            held_at: Arc::default(),
+        }
+    }
+
     /// The commit `unit` runs at in this revision: the revision's own, unless a rollout holds the
     /// unit on another.
     pub(in crate::agent) fn commit_of(&self, unit: &str) -> &str {

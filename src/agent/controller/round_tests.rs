@@ -14,20 +14,7 @@ fn revision(units: &[&str]) -> Revision {
             (unit, Err(vec![]))
         })
         .collect();
-    let units = Arc::new(units);
-    Revision {
-        commit: "0123456789abcdef".into(),
-        checkout: Default::default(),
-        stale: None,
-        units: units.clone(),
-        fleet_units: units,
-        inputs: Arc::default(),
-        conflicted: Arc::default(),
-        fleet: Arc::default(),
-        rendered: Arc::default(),
-        rollout: None,
-        held_at: Arc::default(),
-    }
+    Revision::of_units(units)
 }
 
 fn round<'r>(rev: &'r Revision, removals: &[&str]) -> Round<'r> {

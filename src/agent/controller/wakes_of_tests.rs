@@ -19,20 +19,7 @@ fn prepared(unit: &str) -> PreparedUnit {
 }
 
 fn revision(units: Vec<PreparedUnit>) -> Revision {
-    let units = Arc::new(units);
-    Revision {
-        commit: "0123456789abcdef".into(),
-        checkout: Default::default(),
-        stale: None,
-        units: units.clone(),
-        fleet_units: units,
-        inputs: Arc::default(),
-        conflicted: Arc::default(),
-        fleet: Arc::default(),
-        rendered: Arc::default(),
-        rollout: None,
-        held_at: Arc::default(),
-    }
+    Revision::of_units(units)
 }
 
 fn created() -> crate::plan::policy::Decision {
