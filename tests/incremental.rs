@@ -52,7 +52,7 @@ impl Agent {
             let objects = |p: &aro_gitops::agent::prepare::Prepared| {
                 p.objects
                     .iter()
-                    .map(|o| o.object.clone())
+                    .map(|o| serde_json::Value::clone(&o.object()))
                     .collect::<Vec<_>>()
             };
             assert_eq!(objects(kept), objects(fresh), "{}", u.name());

@@ -15,15 +15,14 @@ use std::sync::Arc;
 
 /// The Azure identities of a prepared unit's objects (by index; `None` for other kinds).
 pub fn azure_identities(p: &Prepared) -> Vec<Option<AzureIdentity>> {
-    let bodies = || p.objects.iter().map(|o| &o.object);
-    let aso: Vec<AsoObject> = p
-        .objects
-        .iter()
-        .map(|o| AsoObject {
+    let thawed = p.thawed();
+    let bodies = || thawed.iter().map(|b| &**b);
+    let aso: Vec<AsoObject> = (p.objects.iter().zip(&thawed))
+        .map(|(o, body)| AsoObject {
             key: &o.key,
-            body: &o.object,
+            body,
             subscription: o.embedded_in.and_then(|i| {
-                azure_identity::subscription_of(&p.objects[i].object, bodies(), aro_cluster_name)
+                azure_identity::subscription_of(&thawed[i], bodies(), aro_cluster_name)
             }),
         })
         .collect();
@@ -79,7 +78,8 @@ pub fn taken_over<'a>(
     let unit = p.unit.name();
     (p.objects.iter().enumerate())
         .filter_map(|(i, o)| {
-            let message = ownership::take_over(scope, &unit, &o.key, &o.object, live(i)?)?;
+            let live = live(i)?;
+            let message = ownership::take_over(scope, &unit, &o.key, &o.object(), live)?;
             Some(UnitError {
                 object: Some(o.key.clone()),
                 file: Some(o.origin.file.clone()),
@@ -447,18 +447,19 @@ mod tests {
         let unit = Unit { path: path.into() };
         let prepared = Prepared {
             unit: unit.clone(),
-            objects: vec![PlannedObject {
-                key: ObjectKey::from_object(&object).unwrap(),
-                object,
-                origin: crate::object::Origin {
+            objects: vec![PlannedObject::new(
+                ObjectKey::from_object(&object).unwrap(),
+                &object,
+                crate::object::Origin {
                     file: format!("{path}/cm.yaml").into(),
                     document: 0,
                 },
-                embedded_in: None,
-            }],
+                None,
+            )],
             deps: vec![vec![]],
             order: vec![0],
             cluster: None,
+            rollout: Default::default(),
         };
         (unit, Ok(Arc::new(prepared)))
     }

@@ -129,6 +129,7 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
     let mut pass = Pass {
         ctx,
         prepared,
+        bodies: prepared.thawed(),
         unit: prepared.unit.name(),
         written: inv.clone(),
         inv,
@@ -175,6 +176,8 @@ pub async fn run(ctx: &PassContext<'_>, prepared: &Prepared, inv: &mut Inventory
 struct Pass<'a, 'c> {
     ctx: &'a PassContext<'c>,
     prepared: &'a Prepared,
+    /// The bodies of its objects, parsed for the pass (by index).
+    bodies: Vec<std::sync::Arc<Value>>,
     unit: String,
     inv: &'a mut Inventory,
     /// The inventory as last written.
@@ -258,18 +261,17 @@ impl Pass<'_, '_> {
     /// reconcile-policy-if-exists are taken just before their create. False when the inventory
     /// could not be written.
     async fn record_before_create(&mut self) -> bool {
-        for o in &self.prepared.objects {
+        for (o, body) in self.prepared.objects.iter().zip(&self.bodies) {
             if self.inv.get(&o.key).is_some() {
                 continue;
             }
             match self.live.get(&o.key) {
                 Some(l) => self
                     .inv
-                    .record(&o.key, policy::decide_live(&o.object, l, None), None),
-                None if policy::if_exists(&o.object).is_none() => self.inv.record(
+                    .record(&o.key, policy::decide_live(body, l, None), None),
+                None if policy::if_exists(body).is_none() => self.inv.record(
                     &o.key,
-                    policy::decide_create(&o.object, None, Ok(false))
-                        .expect("no Azure view needed"),
+                    policy::decide_create(body, None, Ok(false)).expect("no Azure view needed"),
                     None,
                 ),
                 None => {}
@@ -292,8 +294,8 @@ impl Pass<'_, '_> {
         let unit_consent = prepared
             .cluster
             .as_ref()
-            .and_then(|c| prepared.objects.iter().find(|o| &o.key == c))
-            .is_some_and(|o| crate::plan::prune::consents(&o.object));
+            .and_then(|c| prepared.objects.iter().position(|o| &o.key == c))
+            .is_some_and(|i| crate::plan::prune::consents(&self.bodies[i]));
         let how = pruning::UnitPruning {
             rendered: Some(prepared.objects.len()),
             stale_source: self.ctx.stale_source.as_deref(),
@@ -381,7 +383,7 @@ fn standing_of(
         ObjectState::Missing if o.reason.is_none() => o.reason = Some("NotCreated".into()),
         _ => {}
     }
-    if let Some(why) = node_policy::ignored(&prepared.objects[i].object)
+    if let Some(why) = node_policy::ignored(&prepared.objects[i].object())
         && o.reason.is_none()
     {
         o.reason = Some(node_policy::NOT_DEFAULT.into());

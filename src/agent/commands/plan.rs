@@ -395,7 +395,7 @@ fn unit_consents(p: &prepare::Prepared) -> bool {
     p.cluster
         .as_ref()
         .and_then(|c| p.objects.iter().find(|o| &o.key == c))
-        .is_some_and(|o| prune::consents(&o.object))
+        .is_some_and(|o| prune::consents(&o.object()))
 }
 
 /// Adds one object's planned diff to a cluster preview.
@@ -498,10 +498,10 @@ fn policy_effect(c: &mut ClusterPreview, key: &ObjectKey, policy: Policy, effect
 /// as the plan compares it) does not carry yet: the plan cannot know them.
 fn pending_values(c: &mut ClusterPreview, p: &prepare::Prepared, i: usize, desired: &Value) {
     let o = &p.objects[i];
-    let Some(owner) = o.embedded_in.map(|pi| &p.objects[pi].object) else {
+    let Some(owner) = o.embedded_in.map(|pi| p.objects[pi].object()) else {
         return;
     };
-    if let Some((field, reason)) = crate::reconcile::aro::keyvault::unknown_version(owner, desired)
+    if let Some((field, reason)) = crate::reconcile::aro::keyvault::unknown_version(&owner, desired)
     {
         c.pending_values.push(PendingValue {
             object: ObjectRef::from(&o.key),

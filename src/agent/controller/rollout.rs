@@ -94,7 +94,7 @@ fn same_render(a: &Preparation, b: &Preparation) -> bool {
                 && a.objects
                     .iter()
                     .zip(&b.objects)
-                    .all(|(x, y)| x.key == y.key && x.object == y.object)
+                    .all(|(x, y)| x.key == y.key && x.same_body(y))
         }
         _ => false,
     }
@@ -207,10 +207,10 @@ impl Agent {
                 let kept = state.kept.get(&name);
                 // A unit that does not render at the newest revision is placed by what it renders
                 // where it is.
-                let objects = (p.as_ref().ok())
+                let facts = (p.as_ref().ok())
                     .or_else(|| kept.and_then(|(_, k)| k.as_ref().ok()))
-                    .map(|p| p.objects.as_slice())
-                    .unwrap_or(&[]);
+                    .map(|p| p.rollout.clone())
+                    .unwrap_or_default();
                 let on = match kept {
                     Some((commit, _)) => Some(commit.clone()),
                     None => applied.get(&name).cloned().flatten(),
@@ -265,11 +265,11 @@ impl Agent {
                     };
                 UnitInput {
                     unit: name,
-                    labels: rollout::units::cluster_labels(objects.iter().map(|o| &o.object)),
+                    labels: facts.labels,
                     on,
                     change,
                     newest,
-                    apply_now: rollout::units::apply_now(objects.iter().map(|o| &o.object)),
+                    apply_now: facts.apply_now,
                 }
             })
             .collect();
@@ -510,8 +510,10 @@ fn frozen(target: &Revision, before: &[UnitOutcome]) -> BTreeMap<String, UnitOut
     (target.units.iter())
         .filter_map(|(u, p)| {
             let name = u.name();
-            let objects = p.as_ref().map(|p| p.objects.as_slice()).unwrap_or(&[]);
-            let labels = rollout::units::cluster_labels(objects.iter().map(|o| &o.object));
+            let labels = p
+                .as_ref()
+                .map(|p| p.rollout.labels.clone())
+                .unwrap_or_default();
             let gate = rollout::windows::gate(&settings.windows, &name, &labels, now, true);
             if gate == rollout::windows::Gate::Open {
                 return None;

@@ -63,6 +63,7 @@ fn prepared(unit: &crate::unit::Unit) -> Arc<crate::agent::pass::prepare::Prepar
         deps: vec![],
         order: vec![],
         cluster: None,
+        rollout: Default::default(),
     })
 }
 

@@ -32,7 +32,7 @@ pub(super) fn reads_what_was_rendered(
     let policy_namespaces: BTreeSet<String> = rendered
         .iter()
         .flat_map(|p| &p.objects)
-        .filter(|o| crate::reconcile::aro::node_policy::is_policy(&o.object))
+        .filter(|o| crate::reconcile::aro::node_policy::is_policy_key(&o.key))
         .filter_map(|o| o.key.namespace.clone())
         .collect();
     move |i, p| {

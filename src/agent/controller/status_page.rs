@@ -68,7 +68,7 @@ impl Signals {
                 let p = prepared.as_ref().ok()?;
                 let key = p.cluster.as_ref()?;
                 let cluster = p.objects.iter().find(|o| &o.key == key)?;
-                Some((unit.name(), annotations_of(&cluster.object)))
+                Some((unit.name(), annotations_of(&cluster.object())))
             })
             .collect();
         feed.annotate(annotations);

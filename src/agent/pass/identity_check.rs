@@ -33,6 +33,7 @@ use crate::reconcile::credentials::{self, ClusterIdentityRef, Verdict};
 use crate::report::UnitError;
 use serde_json::Value;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// Where the check reads live state.
 #[derive(Clone, Copy)]
@@ -79,14 +80,9 @@ pub fn read_kinds() -> [(String, String, String); 2] {
 /// What a change to concerns the clusters of `prepared`: the identities they name and, for
 /// those `rendered` (every identity the revision's units render, by key), the identity's Secret
 /// (a rotated secret reaches the clusters' ASO credential Secrets).
-pub fn watched(prepared: &Prepared, rendered: &HashMap<ObjectKey, &Value>) -> Vec<ObjectKey> {
-    let of_git = prepared
-        .objects
-        .iter()
-        .filter(|o| o.embedded_in.is_none())
-        .map(|o| &o.object);
+pub fn watched(prepared: &Prepared, rendered: &HashMap<ObjectKey, Arc<Value>>) -> Vec<ObjectKey> {
     let mut out = Vec::new();
-    for r in credentials::cluster_refs(of_git, aro_cluster_name) {
+    for r in prepared.cluster_refs() {
         let key = identity_key(&r.identity.0, &r.identity.1);
         let secret = rendered.get(&key).and_then(|o| secret_of(o));
         out.extend(secret);
@@ -110,7 +106,7 @@ pub fn may_be_watched(key: &ObjectKey) -> bool {
 /// The AzureClusterIdentities `units` render, by key (for [`watched`]).
 pub fn rendered_identities<'a>(
     units: impl IntoIterator<Item = &'a Prepared>,
-) -> HashMap<ObjectKey, &'a Value> {
+) -> HashMap<ObjectKey, Arc<Value>> {
     let id = identity_key("", "");
     units
         .into_iter()
@@ -118,7 +114,7 @@ pub fn rendered_identities<'a>(
         .filter(|o| o.key.group == id.group && o.key.kind == id.kind)
         .map(|o| {
             let key = identity_key(o.key.namespace.as_deref().unwrap_or_default(), &o.key.name);
-            (key, &o.object)
+            (key, o.object())
         })
         .collect()
 }
@@ -130,12 +126,7 @@ pub fn unresolved_offline(units: &[&Prepared]) -> Vec<(usize, UnitError)> {
     let rendered = rendered_identities(units.iter().copied());
     let mut out = Vec::new();
     for (index, prepared) in units.iter().enumerate() {
-        let of_git = prepared
-            .objects
-            .iter()
-            .filter(|o| o.embedded_in.is_none())
-            .map(|o| &o.object);
-        for r in credentials::cluster_refs(of_git, aro_cluster_name) {
+        for r in prepared.cluster_refs() {
             let (namespace, name) = r.identity.clone();
             if rendered.contains_key(&identity_key(&namespace, &name)) {
                 continue;
@@ -166,7 +157,7 @@ pub fn unresolved_offline(units: &[&Prepared]) -> Vec<(usize, UnitError)> {
 }
 
 /// The object `key` names as the unit renders it (this pass applies it), if it does.
-fn rendered<'a>(prepared: &'a Prepared, key: &ObjectKey) -> Option<&'a Value> {
+fn rendered(prepared: &Prepared, key: &ObjectKey) -> Option<Arc<Value>> {
     prepared
         .objects
         .iter()
@@ -174,7 +165,7 @@ fn rendered<'a>(prepared: &'a Prepared, key: &ObjectKey) -> Option<&'a Value> {
             (&o.key.group, &o.key.kind, &o.key.namespace, &o.key.name)
                 == (&key.group, &key.kind, &key.namespace, &key.name)
         })
-        .map(|o| &o.object)
+        .map(|o| o.object())
 }
 
 /// Reads `key` from the caches, else with a GET; one the unit renders counts as rendered (this
@@ -185,7 +176,7 @@ async fn read_one(
     key: &ObjectKey,
 ) -> Result<Option<Value>, String> {
     if let Some(o) = rendered(prepared, key) {
-        return Ok(Some(o.clone()));
+        return Ok(Some(Value::clone(&o)));
     }
     read_live(reads, key).await
 }
@@ -270,7 +261,7 @@ async fn judge(
             let mut labels = ns.as_ref().map(namespace_labels).unwrap_or_default();
             labels.extend(
                 rendered(prepared, &ns_key)
-                    .map(namespace_labels)
+                    .map(|ns| namespace_labels(&ns))
                     .unwrap_or_default(),
             );
             labels
@@ -346,7 +337,8 @@ async fn verify_rotated(
     identity: &AzureIdentity,
     secret: Option<&Value>,
 ) -> Result<(), String> {
-    let environment = rendered(prepared, &r.referrer)
+    let referrer = rendered(prepared, &r.referrer);
+    let environment = (referrer.as_ref())
         .and_then(|o| o.pointer("/spec/azureEnvironment"))
         .and_then(Value::as_str);
     let environment = AzureEnvironment::parse(environment).map_err(|e| e.to_string())?;
@@ -371,12 +363,7 @@ pub async fn check(
     fleet: &Fleet,
     errors: &mut Vec<UnitError>,
 ) -> Identities {
-    let of_git = prepared
-        .objects
-        .iter()
-        .filter(|o| o.embedded_in.is_none())
-        .map(|o| &o.object);
-    let refs = credentials::cluster_refs(of_git, aro_cluster_name);
+    let refs = prepared.cluster_refs();
     let mut out = Identities::default();
     let mut read = HashMap::new();
     for r in &refs {
@@ -422,7 +409,7 @@ pub async fn check(
             let of_cluster = o.embedded_in.is_none()
                 && crate::kinds::is_aro_kind(&o.key.group, &o.key.kind)
                 && o.key.namespace.as_deref() == Some(r.namespace.as_str())
-                && aro_cluster_name(&o.object) == r.cluster;
+                && aro_cluster_name(&o.object()) == r.cluster;
             if of_cluster {
                 out.by_object.insert(o.key.clone(), verdict.clone());
             }
@@ -452,13 +439,13 @@ mod tests {
         let (key, body) = identities
             .iter()
             .next()
-            .map(|(k, v)| (k.clone(), (*v).clone()))
+            .map(|(k, v)| (k.clone(), Value::clone(v)))
             .unwrap();
         let mut with_secret = body;
         with_secret["spec"]["type"] = "ServicePrincipal".into();
         with_secret["spec"]["clientSecret"] =
             serde_json::json!({"name": "sp-secret", "namespace": "aro-dev"});
-        identities.insert(key, &with_secret);
+        identities.insert(key, Arc::new(with_secret));
         let keys = watched(&p, &identities);
         assert!(keys.iter().any(|k| k.kind == "Secret"), "{keys:?}");
         assert!(keys.iter().all(may_be_watched), "{keys:?}");

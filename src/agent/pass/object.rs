@@ -53,7 +53,7 @@ impl Pass<'_, '_> {
         let owner = planned.embedded_in.map(|p| &prepared.objects[p].key);
         let deleting_owner = owner.filter(|o| super::aro_deletion::is_deleting(self.live.get(*o)));
         let owned = planned.embedded_in.is_some()
-            || crate::reconcile::credentials::is_credential_secret(&planned.object);
+            || crate::reconcile::credentials::is_credential_secret(&self.bodies[i]);
         let blockers = blockers_of(prepared, i, &self.live);
         let mut answers = Answers::default();
         let step = loop {
@@ -61,7 +61,7 @@ impl Pass<'_, '_> {
                 key,
                 unit: &self.unit,
                 fleet: &self.ctx.fleet.scope.name,
-                object: &planned.object,
+                object: &self.bodies[i],
                 owned,
                 unreadable: unreadable.as_ref(),
                 deleting_owner,
@@ -91,10 +91,9 @@ impl Pass<'_, '_> {
                 Verdict::Ask(Question::AzureExists) => {
                     let body = match &answers.gate {
                         Some(Gate::Open(body)) => body,
-                        _ => &planned.object,
+                        _ => &*self.bodies[i],
                     };
-                    let unit_objects: Vec<&Value> =
-                        prepared.objects.iter().map(|o| &o.object).collect();
+                    let unit_objects: Vec<&Value> = self.bodies.iter().map(|b| &**b).collect();
                     answers.azure = Some(self.ctx.azure_view.exists(body, &unit_objects).await);
                 }
                 Verdict::Ask(Question::WholeObject) => {

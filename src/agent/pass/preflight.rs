@@ -30,8 +30,8 @@ pub async fn check(
     inv: &Inventory,
     revision: &str,
 ) -> Vec<UnitError> {
-    let defined =
-        crate::validate::builtin::defined_kinds(prepared.objects.iter().map(|o| &o.object));
+    let bodies = prepared.thawed();
+    let defined = crate::validate::builtin::defined_kinds(bodies.iter().map(|b| &**b));
     let defined_here = |key: &ObjectKey| {
         defined
             .iter()
@@ -39,7 +39,7 @@ pub async fn check(
     };
     let mut errors = Vec::new();
     let mut dry_run = Vec::new();
-    for o in &prepared.objects {
+    for (o, body) in prepared.objects.iter().zip(&bodies) {
         let key = &o.key;
         if unserved.contains(&list_key(key)) {
             if !defined_here(key) {
@@ -67,18 +67,15 @@ pub async fn check(
             // Not served (a CRD of the unit still to come) or discovery failing: the pass says.
             Ok(None) | Err(_) => continue,
         }
-        if wants_dry_run(prepared, o, live) {
-            dry_run.push(o);
+        if wants_dry_run(prepared, o, body, live) {
+            dry_run.push((o, body));
         }
     }
     if !errors.is_empty() || inv.revision.as_deref() == Some(revision) {
         return errors;
     }
-    for o in dry_run {
-        if let Err(e) = cluster
-            .dry_run_apply(&o.key, &o.object, FIELD_MANAGER)
-            .await
-        {
+    for (o, body) in dry_run {
+        if let Err(e) = cluster.dry_run_apply(&o.key, body, FIELD_MANAGER).await {
             match refused_by_server(&e) {
                 Some(what) => errors.push(refusal(o, what)),
                 None => {
@@ -92,9 +89,14 @@ pub async fn check(
 
 /// Whether `o` is worth a dry run now: a top-level object the pass may write (not under policy
 /// `skip`), absent or different live, whose namespace exists or is not the unit's to create.
-fn wants_dry_run(prepared: &Prepared, o: &PlannedObject, live: &HashMap<ObjectKey, Value>) -> bool {
+fn wants_dry_run(
+    prepared: &Prepared,
+    o: &PlannedObject,
+    body: &Value,
+    live: &HashMap<ObjectKey, Value>,
+) -> bool {
     if o.embedded_in.is_some()
-        || o.object
+        || body
             .pointer("/metadata/annotations")
             .and_then(|a| a.get(RECONCILE_POLICY))
             .and_then(Value::as_str)
@@ -114,7 +116,7 @@ fn wants_dry_run(prepared: &Prepared, o: &PlannedObject, live: &HashMap<ObjectKe
         return false;
     }
     matches!(
-        diff_object(Some(&o.object), live.get(&o.key)).action,
+        diff_object(Some(body), live.get(&o.key)).action,
         Action::Create | Action::Update
     )
 }

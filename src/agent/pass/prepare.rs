@@ -2,7 +2,7 @@
 //! embed, and order everything by the dependency graph. Any error stops this unit only.
 
 use crate::kinds::HCP_CLUSTER;
-use crate::object::{ObjectKey, Origin, SourcedObject};
+use crate::object::{Frozen, ObjectKey, Origin, SourcedObject};
 use crate::plan::graph::{self, Node};
 use crate::reconcile::aro::{self, node_policy};
 use crate::reconcile::credentials;
@@ -11,15 +11,44 @@ use crate::unit::Unit;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::Path;
+use std::sync::Arc;
 
-/// One object the unit wants live: from git, or embedded in an ARO object from git.
+/// One object the unit wants live: from git, or embedded in an ARO object from git. Its body is
+/// kept as text between passes (see [`Frozen`]): a pass holds it parsed while it runs
+/// ([`Prepared::thawed`]).
 #[derive(Debug, Clone)]
 pub struct PlannedObject {
     pub key: ObjectKey,
-    pub object: Value,
+    body: Frozen,
     pub origin: Origin,
     /// Index (in [`Prepared::objects`]) of the ARO object this one is embedded in.
     pub embedded_in: Option<usize>,
+}
+
+impl PlannedObject {
+    pub fn new(
+        key: ObjectKey,
+        object: &Value,
+        origin: Origin,
+        embedded_in: Option<usize>,
+    ) -> PlannedObject {
+        PlannedObject {
+            key,
+            body: Frozen::new(object),
+            origin,
+            embedded_in,
+        }
+    }
+
+    /// The object's body, parsed.
+    pub fn object(&self) -> Arc<Value> {
+        self.body.get()
+    }
+
+    /// Whether `other` has the same body.
+    pub fn same_body(&self, other: &PlannedObject) -> bool {
+        self.body == other.body
+    }
 }
 
 /// A unit ready for passes: its objects, their dependencies and the order to apply them in.
@@ -32,16 +61,50 @@ pub struct Prepared {
     pub order: Vec<usize>,
     /// The unit's CAPI Cluster, which names its report.
     pub cluster: Option<ObjectKey>,
+    /// What the rollout decision reads of its objects.
+    pub rollout: RolloutFacts,
+}
+
+/// What the rollout decision reads of a unit's objects (see [`crate::rollout::units`]), kept
+/// with its preparation so a decision over the fleet parses no object.
+#[derive(Debug, Clone, Default)]
+pub struct RolloutFacts {
+    /// The labels of its CAPI Cluster.
+    pub labels: std::collections::BTreeMap<String, String>,
+    /// The revision its `apply-now` annotation names.
+    pub apply_now: Option<String>,
+}
+
+impl RolloutFacts {
+    pub fn of(bodies: &[Value]) -> RolloutFacts {
+        RolloutFacts {
+            labels: crate::rollout::units::cluster_labels(bodies),
+            apply_now: crate::rollout::units::apply_now(bodies),
+        }
+    }
 }
 
 impl Prepared {
     /// The AutoNodePolicies the unit renders (they count before they are live).
-    pub fn node_policies(&self) -> Vec<&Value> {
-        self.objects
-            .iter()
-            .map(|o| &o.object)
-            .filter(|o| node_policy::is_policy(o))
+    pub fn node_policies(&self) -> Vec<Arc<Value>> {
+        (self.objects.iter())
+            .filter(|o| node_policy::is_policy_key(&o.key))
+            .map(PlannedObject::object)
             .collect()
+    }
+
+    /// The clusters of the unit's objects from git that name an identity.
+    pub fn cluster_refs(&self) -> Vec<credentials::ClusterIdentityRef> {
+        let of_git: Vec<Arc<Value>> = (self.objects.iter())
+            .filter(|o| o.embedded_in.is_none())
+            .map(PlannedObject::object)
+            .collect();
+        credentials::cluster_refs(of_git.iter().map(|b| &**b), aro_cluster_name)
+    }
+
+    /// Every object's body, parsed: held while a pass runs, so its reads share one parse.
+    pub fn thawed(&self) -> Vec<Arc<Value>> {
+        self.objects.iter().map(PlannedObject::object).collect()
     }
 
     /// The namespaces whose node pools the unit reconciles (those holding its AROMachinePools),
@@ -51,7 +114,7 @@ impl Prepared {
             .iter()
             .filter(|o| {
                 (o.key.kind == "AROMachinePool" && o.key.group == crate::kinds::INFRA_GROUP)
-                    || node_policy::is_policy(&o.object)
+                    || node_policy::is_policy_key(&o.key)
             })
             .filter_map(|o| o.key.namespace.clone())
             .collect()
@@ -73,7 +136,9 @@ impl Prepared {
         }
         let ns = o.key.namespace.as_deref().unwrap_or("default");
         let live = live_policies(ns);
-        let policy = node_policy::effective_policy(ns, &self.node_policies(), &live);
+        let rendered = self.node_policies();
+        let rendered: Vec<&Value> = rendered.iter().map(|p| &**p).collect();
+        let policy = node_policy::effective_policy(ns, &rendered, &live);
         node_policy::merge(&body, policy)
     }
 }
@@ -248,7 +313,9 @@ fn expand(unit: &Unit, rendered: Vec<SourcedObject>) -> Result<Prepared, Vec<Uni
     // The clusters that name an identity: their ASO resources use its credential Secret.
     let credentials =
         credentials::cluster_refs(rendered.iter().map(|s| &s.object), aro_cluster_name);
+    // The objects, and their bodies parsed while the graph is built.
     let mut objects = Vec::new();
+    let mut bodies = Vec::new();
     let mut errors = Vec::new();
     for s in rendered {
         let key = ObjectKey::from_object(&s.object).expect("validated objects have an identity");
@@ -263,20 +330,14 @@ fn expand(unit: &Unit, rendered: Vec<SourcedObject>) -> Result<Prepared, Vec<Uni
             vec![]
         };
         let origin = s.origin.clone();
-        objects.push(PlannedObject {
-            key,
-            object: s.object,
-            origin: s.origin,
-            embedded_in: None,
-        });
+        objects.push(PlannedObject::new(key, &s.object, s.origin, None));
+        bodies.push(s.object);
         for e in embedded {
             match ObjectKey::from_object(&e) {
-                Ok(k) => objects.push(PlannedObject {
-                    key: k,
-                    object: e,
-                    origin: origin.clone(),
-                    embedded_in: Some(parent),
-                }),
+                Ok(k) => {
+                    objects.push(PlannedObject::new(k, &e, origin.clone(), Some(parent)));
+                    bodies.push(e);
+                }
                 Err(err) => errors.push(error(
                     Some(&origin),
                     Some(objects[parent].key.clone()),
@@ -291,23 +352,24 @@ fn expand(unit: &Unit, rendered: Vec<SourcedObject>) -> Result<Prepared, Vec<Uni
             .find(|o: &&PlannedObject| o.key == r.referrer)
             .map(|o| o.origin.clone());
         if let Some(origin) = origin {
-            objects.push(PlannedObject {
-                key: r.secret_key(),
-                object: r.placeholder(),
+            let placeholder = r.placeholder();
+            objects.push(PlannedObject::new(
+                r.secret_key(),
+                &placeholder,
                 origin,
-                embedded_in: None,
-            });
+                None,
+            ));
+            bodies.push(placeholder);
         }
     }
     errors.extend(defined_twice(&objects));
     if !errors.is_empty() {
         return Err(errors);
     }
-    let nodes: Vec<Node> = objects
-        .iter()
-        .map(|o| Node {
+    let nodes: Vec<Node> = (objects.iter().zip(&bodies))
+        .map(|(o, body)| Node {
             key: o.key.clone(),
-            object: &o.object,
+            object: body,
             embedded_in: o.embedded_in.map(|p| objects[p].key.clone()),
         })
         .collect();
@@ -336,6 +398,7 @@ fn expand(unit: &Unit, rendered: Vec<SourcedObject>) -> Result<Prepared, Vec<Uni
         deps,
         order,
         cluster,
+        rollout: RolloutFacts::of(&bodies),
     })
 }
 

@@ -118,16 +118,16 @@ pub enum Step {
 /// What a key manager sees: the unit's live objects, its AROClusters as in git (the Vault a
 /// cluster declares is what git says now; whether it is Ready is what the live Vault says).
 fn key_world(prepared: &Prepared, live: &HashMap<ObjectKey, Value>) -> Vec<Value> {
-    let clusters: HashMap<&ObjectKey, &Value> = aro_objects(prepared)
+    let clusters: HashMap<&ObjectKey, std::sync::Arc<Value>> = aro_objects(prepared)
         .filter(|o| o.key.kind == "AROCluster")
-        .map(|o| (&o.key, &o.object))
+        .map(|o| (&o.key, o.object()))
         .collect();
     let mut world: Vec<Value> = live
         .iter()
         .filter(|(k, _)| !clusters.contains_key(k))
         .map(|(_, v)| v.clone())
         .collect();
-    world.extend(clusters.into_values().cloned());
+    world.extend(clusters.into_values().map(|c| Value::clone(&c)));
     world
 }
 
@@ -171,15 +171,15 @@ impl Reconcilers {
         let mut states = HashMap::new();
         let mut world: Option<Vec<Value>> = None;
         for o in aro_objects(prepared).filter(|o| o.key.kind == "AROControlPlane") {
-            let hcp = o
-                .object
+            let body = o.object();
+            let hcp = body
                 .pointer("/spec/resources")
                 .and_then(Value::as_array)
                 .and_then(|l| l.iter().find(|r| r["kind"] == crate::kinds::HCP_CLUSTER));
             let state = match hcp {
                 Some(h) if h.pointer(aro::KMS_POINTER).is_some() => {
                     let world = world.get_or_insert_with(|| key_world(prepared, live));
-                    let state = keys.key_state(&o.object, h, world).await;
+                    let state = keys.key_state(&body, h, world).await;
                     // The version the agent fills in is in place before the object meets the
                     // cluster's schema (the render left the field out).
                     aro::keyvault::checked_with_version(
@@ -188,7 +188,7 @@ impl Reconcilers {
                         crate::validate::crd::cluster_problems,
                     )
                 }
-                Some(h) => keys.key_state(&o.object, h, &[]).await,
+                Some(h) => keys.key_state(&body, h, &[]).await,
                 None => KeyState::NotConfigured,
             };
             states.insert(o.key.clone(), state);
@@ -218,7 +218,9 @@ impl Reconcilers {
     /// again only when `live` changed since the last time (a pass asks at each owner's first
     /// resource, before pruning and at the end; most of the time nothing was written between).
     fn decide(&mut self, prepared: &Prepared, live: &HashMap<ObjectKey, Value>) -> Vec<Decision> {
-        let desired: Vec<&Value> = aro_objects(prepared).map(|o| &o.object).collect();
+        let bodies: Vec<std::sync::Arc<Value>> =
+            aro_objects(prepared).map(|o| o.object()).collect();
+        let desired: Vec<&Value> = bodies.iter().map(|b| &**b).collect();
         if desired.is_empty() {
             return vec![];
         }
@@ -241,8 +243,8 @@ impl Reconcilers {
             )
         };
         for policy in prepared.node_policies() {
-            snapshot.retain(|o| !node_policy::is_policy(o) || id(o) != id(policy));
-            snapshot.push(policy.clone());
+            snapshot.retain(|o| !node_policy::is_policy(o) || id(o) != id(&policy));
+            snapshot.push(Value::clone(&policy));
         }
         let mut decisions = aro::decide_all(&desired, snapshot, &self.keys, &self.now);
         // A cluster its identity stops: nothing applied, the condition says why.
@@ -268,7 +270,7 @@ impl Reconcilers {
     ) {
         for o in aro_objects(prepared).filter(|o| o.key.kind == "AROControlPlane") {
             let read = guests
-                .read(cluster, &o.object, live.get(&o.key), live)
+                .read(cluster, &o.object(), live.get(&o.key), live)
                 .await;
             self.guests.insert(o.key.clone(), read);
         }
@@ -291,7 +293,8 @@ impl Reconcilers {
             };
             let read = self.guests.get(&d.owner).unwrap_or(&GuestRead::NotUp);
             let previous = live.get(&d.owner).and_then(|l| l.get("status"));
-            d.status = apiservices::gate_status(&o.object, &d.status, previous, read, &self.now);
+            let body = o.object();
+            d.status = apiservices::gate_status(&body, &d.status, previous, read, &self.now);
         }
     }
 
@@ -352,7 +355,7 @@ impl Reconcilers {
             .map_or(Step::Failed("NotDecided"), |b| {
                 let mut body = b.clone();
                 // The cluster's credential, as the unit was prepared with it.
-                if let Some(secret) = identity_aso::credential_from(&planned.object) {
+                if let Some(secret) = identity_aso::credential_from(&planned.object()) {
                     identity_aso::annotate(&mut body, secret);
                 }
                 Step::Apply(body)
@@ -362,8 +365,9 @@ impl Reconcilers {
     /// A cluster's ASO credential Secret is applied as its identity's verdict says; any other
     /// object of git as it is.
     fn credential_step(&self, planned: &crate::agent::pass::prepare::PlannedObject) -> Step {
-        if !identity_aso::is_credential_secret(&planned.object) {
-            return Step::Apply(planned.object.clone());
+        let body = planned.object();
+        if !identity_aso::is_credential_secret(&body) {
+            return Step::Apply(Value::clone(&body));
         }
         match self.identities.verdict(&planned.key) {
             Some(identity_aso::Verdict::Allowed { secret }) => Step::Apply((**secret).clone()),
@@ -377,7 +381,7 @@ impl Reconcilers {
                 })
             }
             // A Secret of git that only looks like one.
-            None => Step::Apply(planned.object.clone()),
+            None => Step::Apply(Value::clone(&body)),
         }
     }
 

@@ -131,6 +131,11 @@ pub fn is_policy(obj: &Value) -> bool {
         && str_at(obj, "/apiVersion").is_some_and(|a| a.starts_with(&format!("{POLICY_GROUP}/")))
 }
 
+/// Whether `key` names an AutoNodePolicy (any version).
+pub fn is_policy_key(key: &ObjectKey) -> bool {
+    key.kind == POLICY_KIND && key.group == POLICY_GROUP
+}
+
 /// The key that lists the AutoNodePolicies of `namespace` (every namespace when `None`).
 pub fn list_key(namespace: Option<&str>) -> ObjectKey {
     ObjectKey {

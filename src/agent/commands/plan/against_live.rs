@@ -32,7 +32,7 @@ fn asks_azure<'a>(
 ) -> impl Iterator<Item = &'a prepare::PlannedObject> + 'a {
     p.objects.iter().filter(|o| {
         inv.get(&o.key).is_none()
-            && policy::if_exists(&o.object).is_some()
+            && policy::if_exists(&o.object()).is_some()
             && !live.contains(&Identity::from(&o.key))
     })
 }
@@ -215,10 +215,11 @@ async fn second_round(
     if !refusals.is_empty() {
         return (refused_unit(name, p, &refusals), Leaving::default());
     }
-    let unit_objects: Vec<&Value> = p.objects.iter().map(|o| &o.object).collect();
+    let bodies = p.thawed();
+    let unit_objects: Vec<&Value> = bodies.iter().map(|b| &**b).collect();
     let mut findings = AzureFindings::new();
     for o in asks_azure(p, inv, live) {
-        let found = azure_view.exists(&o.object, &unit_objects).await;
+        let found = azure_view.exists(&o.object(), &unit_objects).await;
         findings.insert(o.key.clone(), found);
     }
     plan_unit(name, p, inv, live, &findings, &fleet.scope)

@@ -188,21 +188,25 @@ pub(super) fn against_base(
                 _ => None,
             }
         };
-        let old: HashMap<Identity, &Value> = match base_unit {
-            Some(b) => b
-                .objects
-                .iter()
-                .map(|o| (Identity::from(&o.key), &o.object))
+        // A unit kept: every object unchanged, without normalising and diffing it.
+        let kept = head.kept.contains(&name);
+        let bodies = p.thawed();
+        let base_bodies = base_unit.filter(|_| !kept).map(|b| b.thawed());
+        let old: HashMap<Identity, &Value> = match (base_unit, &base_bodies) {
+            (Some(b), Some(bodies)) => (b.objects.iter().zip(bodies))
+                .map(|(o, body)| (Identity::from(&o.key), &**body))
+                .collect(),
+            (Some(_), None) => (p.objects.iter().zip(&bodies))
+                .map(|(o, body)| (Identity::from(&o.key), &**body))
                 .collect(),
             // A base that did not render shows head as all new.
             _ => HashMap::new(),
         };
         for &i in &p.order {
-            let o = &p.objects[i];
+            let (o, body) = (&p.objects[i], &*bodies[i]);
             let before = old.get(&Identity::from(&o.key)).copied();
-            // The same object (a unit kept): unchanged, without normalising and diffing it.
-            let same = before.is_some_and(|b| std::ptr::eq(b, &o.object));
-            let declared = policy::declared(&o.object);
+            let same = kept && before.is_some();
+            let declared = policy::declared(body);
             if declared == Policy::Skip {
                 policy_effect(
                     &mut c,
@@ -220,7 +224,7 @@ pub(super) fn against_base(
                     "applied; when it leaves git, the Azure resource is kept",
                 );
             }
-            if let Some(p) = policy::if_exists(&o.object)
+            if let Some(p) = policy::if_exists(body)
                 && before.is_none()
             {
                 policy_effect(
@@ -237,8 +241,8 @@ pub(super) fn against_base(
             } else {
                 // A value the agent fills in is worth a note only where the object changes: an
                 // unchanged object keeps the live value.
-                pending_values(&mut c, p, i, &o.object);
-                add_diff(&mut c, diff_revisions(Some(&o.object), before), false);
+                pending_values(&mut c, p, i, body);
+                add_diff(&mut c, diff_revisions(Some(body), before), false);
             }
         }
         // A unit kept has nothing leaving (its objects are base's).
@@ -290,14 +294,13 @@ fn deletions_from_base(
         return;
     }
     let keys: Vec<ObjectKey> = leaving.iter().map(|o| o.key.clone()).collect();
-    let old: Vec<Option<&Value>> = leaving.iter().map(|o| Some(&o.object)).collect();
-    let cands: Vec<Candidate> = keys
-        .iter()
-        .zip(leaving)
-        .map(|(k, o)| Candidate {
+    let bodies: Vec<std::sync::Arc<Value>> = leaving.iter().map(|o| o.object()).collect();
+    let old: Vec<Option<&Value>> = bodies.iter().map(|b| Some(&**b)).collect();
+    let cands: Vec<Candidate> = (keys.iter().zip(&bodies))
+        .map(|(k, body)| Candidate {
             key: k,
-            live: Some(&o.object),
-            recorded: policy::declared(&o.object),
+            live: Some(body),
+            recorded: policy::declared(body),
         })
         .collect();
     let consent = Consent {

@@ -263,21 +263,16 @@ impl RenderCache {
             Some(f) if f.to_string() == named => {}
             _ => return Ok(None),
         }
+        let bodies: Vec<Value> = entry.objects.iter().map(|o| o.object.clone()).collect();
         let prepared = Prepared {
             unit: unit.clone(),
-            objects: entry
-                .objects
-                .into_iter()
-                .map(|o| PlannedObject {
-                    key: o.key,
-                    object: o.object,
-                    origin: o.origin,
-                    embedded_in: o.embedded_in,
-                })
+            objects: (entry.objects.into_iter())
+                .map(|o| PlannedObject::new(o.key, &o.object, o.origin, o.embedded_in))
                 .collect(),
             deps: entry.deps,
             order: entry.order,
             cluster: entry.cluster,
+            rollout: crate::agent::pass::prepare::RolloutFacts::of(&bodies),
         };
         Ok(Some((prepared, inputs)))
     }
@@ -304,7 +299,7 @@ impl RenderCache {
                 .iter()
                 .map(|o| Object {
                     key: o.key.clone(),
-                    object: o.object.clone(),
+                    object: Value::clone(&o.object()),
                     origin: o.origin.clone(),
                     embedded_in: o.embedded_in,
                 })
@@ -353,20 +348,15 @@ pub fn prepare(
         // As a render would, from the rendered objects (not those embedded in another, nor the
         // credential Secrets' placeholders preparing adds): later messages must not show their
         // secret values.
+        let bodies = prepared.thawed();
         crate::redact::learn(
-            prepared
-                .objects
-                .iter()
-                .filter(|o| o.embedded_in.is_none() && !is_placeholder(&o.object))
-                .map(|o| &o.object),
+            (prepared.objects.iter().zip(&bodies))
+                .filter(|(o, body)| o.embedded_in.is_none() && !is_placeholder(body))
+                .map(|(_, body)| &**body),
         );
         // Its encrypted values were compared by digest when it was rendered; the plan says so
         // again.
-        if prepared
-            .objects
-            .iter()
-            .any(|o| !crate::decrypt::fields::encrypted_pointers(&o.object).is_empty())
-        {
+        if (bodies.iter()).any(|b| !crate::decrypt::fields::encrypted_pointers(b).is_empty()) {
             crate::decrypt::note_digests_used(root);
         }
         return (Ok(std::sync::Arc::new(prepared)), inputs, true);

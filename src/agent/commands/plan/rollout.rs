@@ -4,9 +4,8 @@
 //! changes, and the clusters whose maintenance window is closed now.
 
 use super::Rendered;
-use crate::agent::prepare;
 use crate::plan::preview::{ClusterPreview, RolloutPreview, WavePreview, WindowWait};
-use crate::rollout::units::{apply_now, change_of, cluster_labels};
+use crate::rollout::units::change_of;
 use crate::rollout::{Rollout, UnitChange, UnitInput, decide};
 use chrono::{DateTime, SecondsFormat, Utc};
 use std::collections::{BTreeMap, BTreeSet};
@@ -33,10 +32,9 @@ pub(super) fn foresee(
         .iter()
         .map(|(unit, prepared)| {
             let name = unit.name();
-            let objects: &[prepare::PlannedObject] = match prepared {
-                Ok(p) => &p.objects,
-                Err(_) => &[],
-            };
+            let facts = (prepared.as_ref())
+                .map(|p| p.rollout.clone())
+                .unwrap_or_default();
             let same = head.kept.contains(&name)
                 || previews
                     .get(name.as_str())
@@ -58,8 +56,8 @@ pub(super) fn foresee(
                 }
             };
             UnitInput {
-                labels: cluster_labels(objects.iter().map(|o| &o.object)),
-                apply_now: apply_now(objects.iter().map(|o| &o.object)),
+                labels: facts.labels,
+                apply_now: facts.apply_now,
                 unit: name,
                 on: (!new).then(|| base.revision.commit.clone()),
                 change,

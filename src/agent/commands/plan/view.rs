@@ -22,6 +22,8 @@ pub struct ListedView<'a> {
     /// The unit's fleet's name (empty: unnamed).
     fleet: &'a str,
     p: &'a prepare::Prepared,
+    /// Its objects' bodies, parsed.
+    bodies: Vec<std::sync::Arc<Value>>,
     inv: &'a Inventory,
     live: &'a LiveIndex,
     azure: &'a AzureFindings,
@@ -47,6 +49,7 @@ impl<'a> ListedView<'a> {
             name,
             fleet: "",
             p,
+            bodies: p.thawed(),
             inv,
             live,
             azure,
@@ -93,7 +96,7 @@ impl<'a> ListedView<'a> {
     fn gate(&self, i: usize) -> decide::Gate {
         let o = &self.p.objects[i];
         let current = self.current[i].as_ref();
-        let mut body = o.object.clone();
+        let mut body = Value::clone(&self.bodies[i]);
         if let Some(parent) = o.embedded_in.and_then(|pi| self.current[pi].as_ref()) {
             crate::reconcile::aro::set_controller(&mut body, parent);
         }
@@ -124,9 +127,9 @@ impl decide::UnitView for ListedView<'_> {
             key: &o.key,
             unit: self.name,
             fleet: self.fleet,
-            object: &o.object,
+            object: &self.bodies[i],
             owned: o.embedded_in.is_some()
-                || crate::reconcile::credentials::is_credential_secret(&o.object),
+                || crate::reconcile::credentials::is_credential_secret(&self.bodies[i]),
             unreadable: self.unreadable[i].as_ref(),
             // A plan shows where the unit converges: what waits now is applied later.
             deleting_owner: None,
