@@ -46,7 +46,8 @@ impl Change {
 /// How long a new kind's first LIST may take before passes fall back to listing it themselves.
 const SYNC_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// How long reading the inventories waits for the cache to see the agent's own last writes.
+/// How long reading the inventories, or a unit's objects for a pass, waits for the caches to see
+/// the agent's own last writes.
 const CATCH_UP: Duration = Duration::from_secs(2);
 
 /// Objects of one kind: namespace → name → object.
@@ -189,7 +190,6 @@ impl Follower {
                 let (ns, name) = place(&o);
                 let id = self.identity((ns.clone(), name.clone()));
                 let rv = o.metadata.resource_version.clone();
-                let echo = rv.as_deref().is_some_and(|rv| self.echoes.take(&id, rv));
                 self.store
                     .write()
                     .expect("cache lock")
@@ -197,6 +197,9 @@ impl Follower {
                     .or_default()
                     .insert(name.clone(), to_text(o));
                 self.bump([&ns]);
+                // Taken once the cache holds it: while an echo waits, a pass reading the object
+                // waits for it ([`Caches::caught_up`]).
+                let echo = rv.as_deref().is_some_and(|rv| self.echoes.take(&id, rv));
                 if echo {
                     return vec![]; // the agent's own write: nothing to wake for
                 }
@@ -467,35 +470,18 @@ impl Caches {
         let key = inventory::config_map_key("");
         let kind = (key.group.clone(), key.version.clone(), key.kind.clone());
         let ours = |id: &Identity| {
-            id.group == kind.0 && id.kind == kind.2 && id.namespace == key.namespace
+            (id.group == kind.0 && id.kind == kind.2 && id.namespace == key.namespace)
+                .then(|| kind.clone())
         };
-        let deadline = tokio::time::Instant::now() + CATCH_UP;
-        loop {
-            // A write the cache has not taken as its echo: either not seen yet, or a write that
-            // changed nothing (the same resourceVersion, no event) and that the cache holds.
-            let pending = cluster.echoes().pending(ours);
-            let behind = pending.iter().any(|(id, rv)| {
-                let held = self.resource_version(&kind, id);
-                if held.as_deref() == Some(rv.as_str()) {
-                    cluster.echoes().take(id, rv);
-                    return false;
-                }
-                true
-            });
-            if !behind {
-                break;
+        if let Err(pending) = self.caught_up(cluster, ours).await {
+            tracing::debug!(
+                "the cache has not seen the agent's last inventory writes: they are listed"
+            );
+            // The LIST reads what they wrote: their echoes are of no more use.
+            for (id, rv) in pending {
+                cluster.echoes().take(&id, &rv);
             }
-            if tokio::time::Instant::now() >= deadline {
-                tracing::debug!(
-                    "the cache has not seen the agent's last inventory writes: they are listed"
-                );
-                // The LIST reads what they wrote: their echoes are of no more use.
-                for (id, rv) in pending {
-                    cluster.echoes().take(&id, &rv);
-                }
-                return None;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            return None;
         }
         // Taken before the read: a change in between makes the next generation another.
         let generation = self.generation(&kind)?;
@@ -503,6 +489,37 @@ impl Caches {
             return Some((generation, None));
         }
         Some((generation, Some(self.read(cluster, &key)?)))
+    }
+
+    /// Waits, within [`CATCH_UP`], until the caches hold the agent's own last write of each
+    /// object `kind_of` gives a kind for: a pass that reads a cache behind its own writes would
+    /// write them again. The writes still not seen then, when some are.
+    pub async fn caught_up(
+        &self,
+        cluster: &Cluster,
+        kind_of: impl Fn(&Identity) -> Option<KindKey>,
+    ) -> Result<(), Vec<(Identity, String)>> {
+        let deadline = tokio::time::Instant::now() + CATCH_UP;
+        loop {
+            // A write the cache has not taken as its echo: either not seen yet, or a write that
+            // changed nothing (the same resourceVersion, no event) and that the cache holds.
+            let pending = cluster.echoes().pending(|id| kind_of(id).is_some());
+            let behind = pending.iter().any(|(id, rv)| {
+                let held = (kind_of(id)).and_then(|kind| self.resource_version(&kind, id));
+                if held.as_deref() == Some(rv.as_str()) {
+                    cluster.echoes().take(id, rv);
+                    return false;
+                }
+                true
+            });
+            if !behind {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(pending);
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 
     /// The resourceVersion of the object `id` of `kind` as cached.

@@ -4,9 +4,10 @@
 //! `aro-gitops drift` compares them), the AutoNodePolicies of the namespaces of its node pools,
 //! and the kinds its ARO objects recorded as owned but no longer render.
 
-use crate::agent::controller::cache::Caches;
+use crate::agent::controller::cache::{Caches, KindKey};
 use crate::agent::pass::prepare::Prepared;
 use crate::apply::Cluster;
+use crate::apply::inventory::Identity;
 use crate::object::ObjectKey;
 use crate::reconcile::aro::node_policy;
 use crate::report::UnitError;
@@ -99,6 +100,21 @@ pub async fn read(
     prepared: &Prepared,
     errors: &mut Vec<UnitError>,
 ) -> Live {
+    if let Some(caches) = caches {
+        // A pass reading its objects before the caches saw its last writes of them would write
+        // them again, for nothing.
+        let kinds: HashMap<Identity, KindKey> = (prepared.objects.iter())
+            .map(|o| {
+                let k = &o.key;
+                let kind = (k.group.clone(), k.version.clone(), k.kind.clone());
+                (Identity::from(k), kind)
+            })
+            .collect();
+        if let Err(lagging) = caches.caught_up(cluster, |id| kinds.get(id).cloned()).await {
+            tracing::debug!(unit = %prepared.unit.name(), lagging = lagging.len(),
+                "the caches have not seen the agent's last writes of the unit: read as they are");
+        }
+    }
     let mut live: HashMap<ObjectKey, Value> = HashMap::new();
     let mut listed = BTreeSet::new();
     let mut unserved = BTreeSet::new();
