@@ -20,6 +20,7 @@ pub mod metrics;
 pub mod notify;
 pub mod object;
 pub mod output;
+pub mod packed;
 pub mod plan;
 pub mod reconcile;
 pub mod redact;

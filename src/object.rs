@@ -134,20 +134,20 @@ pub struct SourcedObject {
     pub origin: Origin,
 }
 
-/// An object kept as compact JSON text and parsed when read: a tenth of the memory of the parsed
-/// tree, for objects read only now and then (a converged unit's rendered objects, between its
-/// passes). One parse is shared by every reader while any of them holds it, and freed with the
-/// last.
+/// An object kept as packed JSON text ([`crate::packed`]) and parsed when read: a tenth of the
+/// memory of the parsed tree or less, for objects read only now and then (a converged unit's
+/// rendered objects, between its passes). One parse is shared by every reader while any of them
+/// holds it, and freed with the last.
 pub struct Frozen {
-    text: Box<str>,
+    text: Box<[u8]>,
     thawed: std::sync::Mutex<std::sync::Weak<Value>>,
 }
 
 impl Frozen {
     pub fn new(value: &Value) -> Frozen {
-        let text = serde_json::to_string(value).expect("JSON values serialise");
+        let text = serde_json::to_vec(value).expect("JSON values serialise");
         Frozen {
-            text: text.into_boxed_str(),
+            text: crate::packed::PLAIN.pack(&text),
             thawed: Default::default(),
         }
     }
@@ -159,13 +159,14 @@ impl Frozen {
             return v;
         }
         let v = std::sync::Arc::new(
-            serde_json::from_str(&self.text).expect("frozen objects are the JSON they wrote"),
+            serde_json::from_slice(&crate::packed::PLAIN.unpack(&self.text))
+                .expect("frozen objects are the JSON they wrote"),
         );
         *thawed = std::sync::Arc::downgrade(&v);
         v
     }
 
-    /// The size of its text, in bytes.
+    /// The size of its packed text, in bytes.
     pub fn size(&self) -> usize {
         self.text.len()
     }

@@ -11,6 +11,7 @@
 use crate::apply::inventory::{self, Identity};
 use crate::apply::{Cluster, Echoes, LIST_PAGE_SIZE};
 use crate::object::ObjectKey;
+use crate::packed::{Codec, PLAIN};
 use futures::StreamExt;
 use kube::api::{Api, ApiResource, DynamicObject, TypeMeta};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -59,13 +60,23 @@ type Place = (Option<String>, String);
 /// Each namespace's stamp: the kind's generation at the namespace's last change.
 type Stamps = HashMap<Option<String>, u64>;
 
-/// An object kept as its JSON text: a fraction of a parsed tree's size (every string and map of a
-/// `Value` is its own allocation), parsed again when a pass reads it.
-type Text = Box<str>;
+/// An object kept as its JSON text, packed ([`crate::packed`]): a fraction of a parsed tree's
+/// size (every string and map of a `Value` is its own allocation), parsed again when a pass
+/// reads it.
+type Text = Box<[u8]>;
+
+/// How a kind's objects are packed: without a dictionary until the kind has enough objects to
+/// train one on ([`Follower::train`]).
+type KindCodec = Arc<std::sync::OnceLock<Codec>>;
+
+fn codec_of(codec: &KindCodec) -> &Codec {
+    codec.get().unwrap_or(&PLAIN)
+}
 
 struct KindCache {
     namespaced: bool,
     objects: Arc<RwLock<Objects>>,
+    codec: KindCodec,
     ready: watch::Receiver<bool>,
     /// The error of the watch's last failed try and when, until it resumes (for `/readyz`).
     failing: Arc<RwLock<Option<(String, Instant)>>>,
@@ -114,6 +125,7 @@ impl Default for Caches {
 /// building.
 struct Follower {
     store: Arc<RwLock<Objects>>,
+    codec: KindCodec,
     /// Why the watch fails, since when (cleared once it resumes).
     failed: Arc<RwLock<Option<(String, Instant)>>>,
     /// Moved by every change of the store.
@@ -143,6 +155,29 @@ impl Follower {
 
     fn what(&self) -> String {
         format!("{}.{}", self.kind, self.group)
+    }
+
+    /// Once the kind holds [`SAMPLES`](crate::packed::SAMPLES) objects, trains its packing
+    /// dictionary on them and packs every object with it (once in the cache's life).
+    fn train(&self) {
+        if self.codec.get().is_some() {
+            return;
+        }
+        let mut store = self.store.write().expect("cache lock");
+        let samples: Vec<Vec<u8>> = (store.values().flat_map(HashMap::values))
+            .take(crate::packed::SAMPLES)
+            .map(|text| PLAIN.unpack(text))
+            .collect();
+        if samples.len() < crate::packed::SAMPLES {
+            return;
+        }
+        let trained = self.codec.get_or_init(|| Codec::trained(&samples));
+        if trained.has_dictionary() {
+            for text in store.values_mut().flat_map(HashMap::values_mut) {
+                *text = trained.pack(&PLAIN.unpack(text));
+            }
+        }
+        tracing::debug!(kind = %self.what(), dictionary = trained.has_dictionary(), "objects packed");
     }
 
     /// Counts a change of the objects in `namespaces`.
@@ -178,11 +213,12 @@ impl Follower {
                 {
                     self.echoed.insert((ns.clone(), name.clone()));
                 }
+                let text = to_text(codec_of(&self.codec), o);
                 self.building
                     .get_or_insert_default()
                     .entry(ns)
                     .or_default()
-                    .insert(name, to_text(o));
+                    .insert(name, text);
                 vec![]
             }
             Ok(watcher::Event::InitDone) => self.relist_done(),
@@ -190,13 +226,15 @@ impl Follower {
                 let (ns, name) = place(&o);
                 let id = self.identity((ns.clone(), name.clone()));
                 let rv = o.metadata.resource_version.clone();
+                let text = to_text(codec_of(&self.codec), o);
                 self.store
                     .write()
                     .expect("cache lock")
                     .entry(ns.clone())
                     .or_default()
-                    .insert(name.clone(), to_text(o));
+                    .insert(name.clone(), text);
                 self.bump([&ns]);
+                self.train();
                 // Taken once the cache holds it: while an echo waits, a pass reading the object
                 // waits for it ([`Caches::caught_up`]).
                 let echo = rv.as_deref().is_some_and(|rv| self.echoes.take(&id, rv));
@@ -236,7 +274,8 @@ impl Follower {
         let found = if first {
             Vec::new()
         } else {
-            relisted(&self.store.read().expect("cache lock"), &new)
+            let codec = codec_of(&self.codec);
+            relisted(&self.store.read().expect("cache lock"), &new, codec)
         };
         // Every namespace before or after counts as changed: a re-list is rare.
         let namespaces: BTreeSet<Option<String>> = (self.store.read().expect("cache lock").keys())
@@ -245,6 +284,7 @@ impl Follower {
             .collect();
         *self.store.write().expect("cache lock") = new;
         self.bump(&namespaces);
+        self.train();
         self.ready.send_replace(true);
         found
             .into_iter()
@@ -296,22 +336,24 @@ fn place(obj: &DynamicObject) -> (Option<String>, String) {
     )
 }
 
-fn to_text(obj: DynamicObject) -> Text {
-    serde_json::to_string(&obj)
-        .expect("objects serialise")
-        .into_boxed_str()
+fn to_text(codec: &Codec, obj: DynamicObject) -> Text {
+    codec.pack(&serde_json::to_vec(&obj).expect("objects serialise"))
 }
 
 /// What a re-list found changed since the cache's last view (`old`): each object added, changed
 /// (its text, resourceVersion included, differs) or gone, with the resourceVersion it has now.
-fn relisted(old: &Objects, new: &Objects) -> Vec<(Place, Option<String>)> {
+fn relisted(old: &Objects, new: &Objects, codec: &Codec) -> Vec<(Place, Option<String>)> {
     let empty = HashMap::new();
     let mut out = Vec::new();
     for (ns, objects) in new {
         let before = old.get(ns).unwrap_or(&empty);
         for (name, text) in objects {
-            if before.get(name) != Some(text) {
-                let rv = parse(text)
+            // The same bytes, or the same text packed before and after a dictionary was trained.
+            let same = before
+                .get(name)
+                .is_some_and(|b| b == text || codec.unpack(b) == codec.unpack(text));
+            if !same {
+                let rv = parse(codec, text)
                     .pointer("/metadata/resourceVersion")
                     .and_then(Value::as_str)
                     .map(str::to_string);
@@ -329,8 +371,8 @@ fn relisted(old: &Objects, new: &Objects) -> Vec<(Place, Option<String>)> {
     out
 }
 
-fn parse(text: &Text) -> Value {
-    serde_json::from_str(text).expect("the cache holds JSON it wrote")
+fn parse(codec: &Codec, text: &Text) -> Value {
+    serde_json::from_slice(&codec.unpack(text)).expect("the cache holds JSON it wrote")
 }
 
 impl Caches {
@@ -363,12 +405,14 @@ impl Caches {
     fn start(&self, cluster: &Cluster, resource: ApiResource, namespaced: bool) -> KindCache {
         let api: Api<DynamicObject> = Api::all_with(cluster.client().clone(), &resource);
         let objects: Arc<RwLock<Objects>> = Arc::default();
+        let codec = KindCodec::default();
         let (ready_tx, ready) = watch::channel(false);
         let failing: Arc<RwLock<Option<(String, Instant)>>> = Arc::default();
         let generation: Arc<std::sync::atomic::AtomicU64> = Arc::default();
         let stamps: Arc<RwLock<Stamps>> = Arc::default();
         let mut follower = Follower {
             store: objects.clone(),
+            codec: codec.clone(),
             failed: failing.clone(),
             changed: generation.clone(),
             stamps: stamps.clone(),
@@ -397,6 +441,7 @@ impl Caches {
         KindCache {
             namespaced,
             objects,
+            codec,
             ready,
             failing,
             generation,
@@ -424,6 +469,7 @@ impl Caches {
         let Some(in_ns) = objects.get(&ns) else {
             return Some(vec![]);
         };
+        let parse = |text| parse(codec_of(&cache.codec), text);
         if !cache.namespaced && !key.name.is_empty() {
             return Some(in_ns.get(&key.name).map(parse).into_iter().collect());
         }
@@ -525,9 +571,11 @@ impl Caches {
     /// The resourceVersion of the object `id` of `kind` as cached.
     fn resource_version(&self, kind: &KindKey, id: &Identity) -> Option<String> {
         let kinds = self.kinds.read().expect("caches lock");
-        let objects = kinds.get(kind)?.objects.read().expect("cache lock");
+        let cache = kinds.get(kind)?;
+        let objects = cache.objects.read().expect("cache lock");
         let text = objects.get(&id.namespace)?.get(&id.name)?;
-        crate::object::str_at(&parse(text), "/metadata/resourceVersion").map(str::to_string)
+        let object = parse(codec_of(&cache.codec), text);
+        crate::object::str_at(&object, "/metadata/resourceVersion").map(str::to_string)
     }
 
     /// Where the caches stand: how many kinds have one, and those whose first LIST has not ended
