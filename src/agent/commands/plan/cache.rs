@@ -209,8 +209,10 @@ impl RenderCache {
         self.dir.join(id.to_string())
     }
 
-    /// `unit`'s preparation at this commit, and its closure, if an entry stands for it.
-    pub fn get(&self, unit: &Unit) -> Option<(Prepared, Inputs)> {
+    /// `unit`'s preparation at this commit, and its closure, if an entry stands for it; and
+    /// whether it holds encrypted values. The secret values of its rendered objects are learnt for
+    /// redaction, as a render would learn them.
+    pub fn get(&self, unit: &Unit) -> Option<(Prepared, Inputs, bool)> {
         let dir = self.unit_dir(unit);
         let entries = std::fs::read_dir(&dir).ok()?;
         for path in entries.flatten().map(|e| e.path()) {
@@ -244,7 +246,7 @@ impl RenderCache {
         &self,
         unit: &Unit,
         path: &Path,
-    ) -> Result<Option<(Prepared, Inputs)>, CacheError> {
+    ) -> Result<Option<(Prepared, Inputs, bool)>, CacheError> {
         let corrupt = |message: String| CacheError::Corrupt {
             path: path.to_path_buf(),
             message,
@@ -263,6 +265,16 @@ impl RenderCache {
             Some(f) if f.to_string() == named => {}
             _ => return Ok(None),
         }
+        // As a render would, from the rendered objects (not those embedded in another, nor the
+        // credential Secrets' placeholders preparing adds): later messages must not show their
+        // secret values.
+        crate::redact::learn(
+            (entry.objects.iter())
+                .filter(|o| o.embedded_in.is_none() && !is_placeholder(&o.object))
+                .map(|o| &o.object),
+        );
+        let encrypted = (entry.objects.iter())
+            .any(|o| !crate::decrypt::fields::encrypted_pointers(&o.object).is_empty());
         let bodies: Vec<Value> = entry.objects.iter().map(|o| o.object.clone()).collect();
         let prepared = Prepared {
             unit: unit.clone(),
@@ -274,7 +286,7 @@ impl RenderCache {
             cluster: entry.cluster,
             rollout: crate::agent::pass::prepare::RolloutFacts::of(&bodies),
         };
-        Ok(Some((prepared, inputs)))
+        Ok(Some((prepared, inputs, encrypted)))
     }
 
     /// Keeps `prepared` (rendered at this commit, reading `inputs`), evicting the unit's entries
@@ -344,19 +356,10 @@ pub fn prepare(
     root: &Path,
     unit: &Unit,
 ) -> (crate::agent::pass::prepare::Preparation, Inputs, bool) {
-    if let Some((prepared, inputs)) = cache.and_then(|c| c.get(unit)) {
-        // As a render would, from the rendered objects (not those embedded in another, nor the
-        // credential Secrets' placeholders preparing adds): later messages must not show their
-        // secret values.
-        let bodies = prepared.thawed();
-        crate::redact::learn(
-            (prepared.objects.iter().zip(&bodies))
-                .filter(|(o, body)| o.embedded_in.is_none() && !is_placeholder(body))
-                .map(|(_, body)| &**body),
-        );
+    if let Some((prepared, inputs, encrypted)) = cache.and_then(|c| c.get(unit)) {
         // Its encrypted values were compared by digest when it was rendered; the plan says so
         // again.
-        if (bodies.iter()).any(|b| !crate::decrypt::fields::encrypted_pointers(b).is_empty()) {
+        if encrypted {
             crate::decrypt::note_digests_used(root);
         }
         return (Ok(std::sync::Arc::new(prepared)), inputs, true);
