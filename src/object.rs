@@ -134,67 +134,6 @@ pub struct SourcedObject {
     pub origin: Origin,
 }
 
-/// An object kept as packed JSON text ([`crate::packed`]) and parsed when read: a tenth of the
-/// memory of the parsed tree or less, for objects read only now and then (a converged unit's
-/// rendered objects, between its passes). One parse is shared by every reader while any of them
-/// holds it, and freed with the last.
-pub struct Frozen {
-    text: Box<[u8]>,
-    thawed: std::sync::Mutex<std::sync::Weak<Value>>,
-}
-
-impl Frozen {
-    pub fn new(value: &Value) -> Frozen {
-        let text = serde_json::to_vec(value).expect("JSON values serialise");
-        Frozen {
-            text: crate::packed::PLAIN.pack(&text),
-            thawed: Default::default(),
-        }
-    }
-
-    /// The object, parsed (or the parse another reader holds).
-    pub fn get(&self) -> std::sync::Arc<Value> {
-        let mut thawed = self.thawed.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(v) = thawed.upgrade() {
-            return v;
-        }
-        let v = std::sync::Arc::new(
-            serde_json::from_slice(&crate::packed::PLAIN.unpack(&self.text))
-                .expect("frozen objects are the JSON they wrote"),
-        );
-        *thawed = std::sync::Arc::downgrade(&v);
-        v
-    }
-
-    /// The size of its packed text, in bytes.
-    pub fn size(&self) -> usize {
-        self.text.len()
-    }
-}
-
-impl Clone for Frozen {
-    fn clone(&self) -> Frozen {
-        Frozen {
-            text: self.text.clone(),
-            thawed: Default::default(),
-        }
-    }
-}
-
-/// Equal when they hold equal objects.
-impl PartialEq for Frozen {
-    fn eq(&self, other: &Frozen) -> bool {
-        self.text == other.text || *self.get() == *other.get()
-    }
-}
-
-/// Its size only: an object may hold secret values.
-impl fmt::Debug for Frozen {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Frozen({} bytes)", self.text.len())
-    }
-}
-
 /// The value at the JSON pointer `pointer` (RFC 6901), as `Value::pointer` finds it, without
 /// allocating for the tokens that hold no escape (the decisions look up paths in hot loops).
 pub fn at<'a>(value: &'a Value, pointer: &str) -> Option<&'a Value> {
@@ -323,22 +262,6 @@ mod tests {
         assert_eq!(key.group, "infrastructure.cluster.x-k8s.io");
         assert_eq!(key.to_string(), "AROCluster/team-a/dev");
         assert_eq!(key.api_version(), "infrastructure.cluster.x-k8s.io/v1beta2");
-    }
-
-    #[test]
-    fn a_frozen_object_reads_as_it_was_and_shares_one_parse_while_held() {
-        let v = json!({"kind": "X", "spec": {"b": 1.5, "a": [true, null, "s"], "n": -3}});
-        let f = Frozen::new(&v);
-        let (one, two) = (f.get(), f.get());
-        assert_eq!(*one, v);
-        assert_eq!(
-            serde_json::to_string(&*one).unwrap(),
-            serde_json::to_string(&v).unwrap()
-        );
-        assert!(std::sync::Arc::ptr_eq(&one, &two));
-        drop((one, two));
-        assert_eq!(*f.clone().get(), v);
-        assert_eq!(format!("{f:?}"), format!("Frozen({} bytes)", f.size()));
     }
 
     #[test]

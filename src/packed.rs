@@ -6,6 +6,7 @@
 //! A packed object says whether it used a dictionary: a reader given a codec without one (not
 //! trained yet) still reads those packed without.
 
+use serde_json::Value;
 use std::cell::RefCell;
 use zstd::zstd_safe::{CCtx, CDict, DCtx, DDict};
 
@@ -92,6 +93,67 @@ impl Codec {
     }
 }
 
+/// An object kept as packed JSON text and parsed when read: a tenth of the memory of the parsed
+/// tree or less, for objects read only now and then (a converged unit's rendered objects, between
+/// its passes). One parse is shared by every reader while any of them holds it, and freed with
+/// the last.
+pub struct Frozen {
+    text: Box<[u8]>,
+    thawed: std::sync::Mutex<std::sync::Weak<Value>>,
+}
+
+impl Frozen {
+    pub fn new(value: &Value) -> Frozen {
+        let text = serde_json::to_vec(value).expect("JSON values serialise");
+        Frozen {
+            text: PLAIN.pack(&text),
+            thawed: Default::default(),
+        }
+    }
+
+    /// The object, parsed (or the parse another reader holds).
+    pub fn get(&self) -> std::sync::Arc<Value> {
+        let mut thawed = self.thawed.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(v) = thawed.upgrade() {
+            return v;
+        }
+        let v = std::sync::Arc::new(
+            serde_json::from_slice(&PLAIN.unpack(&self.text))
+                .expect("frozen objects are the JSON they wrote"),
+        );
+        *thawed = std::sync::Arc::downgrade(&v);
+        v
+    }
+
+    /// The size of its packed text, in bytes.
+    pub fn size(&self) -> usize {
+        self.text.len()
+    }
+}
+
+impl Clone for Frozen {
+    fn clone(&self) -> Frozen {
+        Frozen {
+            text: self.text.clone(),
+            thawed: Default::default(),
+        }
+    }
+}
+
+/// Equal when they hold equal objects.
+impl PartialEq for Frozen {
+    fn eq(&self, other: &Frozen) -> bool {
+        self.text == other.text || *self.get() == *other.get()
+    }
+}
+
+/// Its size only: an object may hold secret values.
+impl std::fmt::Debug for Frozen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Frozen({} bytes)", self.text.len())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,5 +189,22 @@ mod tests {
             trained.pack(&one),
             "the same text packs the same"
         );
+    }
+
+    #[test]
+    fn a_frozen_object_reads_as_it_was_and_shares_one_parse_while_held() {
+        let v =
+            serde_json::json!({"kind": "X", "spec": {"b": 1.5, "a": [true, null, "s"], "n": -3}});
+        let f = Frozen::new(&v);
+        let (one, two) = (f.get(), f.get());
+        assert_eq!(*one, v);
+        assert_eq!(
+            serde_json::to_string(&*one).unwrap(),
+            serde_json::to_string(&v).unwrap()
+        );
+        assert!(std::sync::Arc::ptr_eq(&one, &two));
+        drop((one, two));
+        assert_eq!(*f.clone().get(), v);
+        assert_eq!(format!("{f:?}"), format!("Frozen({} bytes)", f.size()));
     }
 }

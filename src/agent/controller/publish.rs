@@ -3,6 +3,7 @@
 use crate::agent::controller::context::{LiveContext, SourceContext};
 use crate::agent::controller::shard::Shard;
 use crate::agent::{AgentError, RunSummary};
+use crate::packed::PLAIN;
 use crate::report::{self, UnitOutcome};
 use crate::source::Identity;
 use crate::source::ReportTarget;
@@ -10,11 +11,11 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// What this process last published: each report file's bytes (as committed, or as found on the
-/// branch), and the outcome each unit's files were built from, so a publish builds only the
-/// reports of outcomes that changed since.
+/// branch; packed, see [`crate::packed`]), and the outcome each unit's files were built from, so
+/// a publish builds only the reports of outcomes that changed since.
 #[derive(Debug, Default)]
 pub(in crate::agent) struct Published {
-    files: BTreeMap<PathBuf, Vec<u8>>,
+    files: BTreeMap<PathBuf, Box<[u8]>>,
     outcomes: BTreeMap<String, UnitOutcome>,
 }
 
@@ -43,7 +44,7 @@ impl SourceContext {
                 .map(|o| report::outcome_paths(o).1)
                 .collect();
             match self.blocking(move |s| s.published(&target, &paths)).await? {
-                Ok(found) => published.files = found,
+                Ok(found) => published.files = packed(found).collect(),
                 Err(e) => {
                     tracing::warn!(error = %e, "the reports published earlier could not be read");
                 }
@@ -90,7 +91,7 @@ impl SourceContext {
             Err(e) => return Err(AgentError::Publish(Box::new(e))),
         };
         let files_changed = changed.len();
-        published.files.extend(changed);
+        published.files.extend(packed(changed));
         published
             .outcomes
             .extend(built.into_iter().map(|o| (o.unit.clone(), o)));
@@ -151,7 +152,7 @@ fn same_report(a: &UnitOutcome, b: &UnitOutcome) -> bool {
 /// earlier report names keeps what applying it did.
 fn build_reports(
     outcomes: &[&UnitOutcome],
-    earlier: &BTreeMap<PathBuf, Vec<u8>>,
+    earlier: &BTreeMap<PathBuf, Box<[u8]>>,
 ) -> BTreeMap<PathBuf, Vec<u8>> {
     let mut files = BTreeMap::new();
     for &o in outcomes {
@@ -164,7 +165,7 @@ fn build_reports(
         let o = match earlier.get(&yaml) {
             Some(before) => {
                 let mut next = o.clone();
-                carry_from_report(before, &mut next);
+                carry_from_report(&PLAIN.unpack(before), &mut next);
                 carried = next;
                 &carried
             }
@@ -180,12 +181,17 @@ fn build_reports(
 /// The files of `files` whose bytes differ from those published (`earlier`).
 fn changed_files(
     files: BTreeMap<PathBuf, Vec<u8>>,
-    earlier: &BTreeMap<PathBuf, Vec<u8>>,
+    earlier: &BTreeMap<PathBuf, Box<[u8]>>,
 ) -> BTreeMap<PathBuf, Vec<u8>> {
     files
         .into_iter()
-        .filter(|(p, b)| earlier.get(p) != Some(b))
+        .filter(|(p, b)| earlier.get(p).is_none_or(|e| PLAIN.unpack(e) != *b))
         .collect()
+}
+
+/// `files`, packed.
+fn packed(files: BTreeMap<PathBuf, Vec<u8>>) -> impl Iterator<Item = (PathBuf, Box<[u8]>)> {
+    files.into_iter().map(|(p, b)| (p, PLAIN.pack(&b)))
 }
 
 impl LiveContext {
@@ -410,7 +416,7 @@ mod tests {
         kept.revision = "r2".into();
         assert!(changed_outcomes(&[&kept, &b], &last).is_empty());
         // Built anyway, it would find the same bytes: nothing to commit.
-        let earlier = build_reports(&[&a], &BTreeMap::new());
+        let earlier: BTreeMap<_, _> = packed(build_reports(&[&a], &BTreeMap::new())).collect();
         let files = build_reports(&[&kept], &earlier);
         assert_eq!(files.len(), 2, "its Markdown and YAML");
         assert!(

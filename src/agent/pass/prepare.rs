@@ -2,7 +2,8 @@
 //! embed, and order everything by the dependency graph. Any error stops this unit only.
 
 use crate::kinds::HCP_CLUSTER;
-use crate::object::{Frozen, ObjectKey, Origin, SourcedObject};
+use crate::object::{ObjectKey, Origin, SourcedObject};
+use crate::packed::Frozen;
 use crate::plan::graph::{self, Node};
 use crate::reconcile::aro::{self, node_policy};
 use crate::reconcile::credentials;

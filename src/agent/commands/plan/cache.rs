@@ -23,6 +23,7 @@ use crate::render::Inputs;
 use crate::unit::Unit;
 use git2::{ObjectType, Oid, Repository};
 use serde_json::Value;
+use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
 
 /// Entries kept per unit (each a closure seen: base's and head's, and a few earlier ones).
@@ -44,7 +45,7 @@ pub enum PathState {
 
 /// The fingerprint of `inputs` at a commit whose paths `state` tells; `None` when a symbolic link
 /// makes it unknowable. Pure: equal fingerprints mean every path of the closure reads alike.
-pub fn fingerprint(inputs: &Inputs, state: impl Fn(&Path) -> PathState) -> Option<Oid> {
+pub fn fingerprint(inputs: &Inputs, mut state: impl FnMut(&Path) -> PathState) -> Option<Oid> {
     let mut text = String::new();
     let lists = [("file", &inputs.files), ("folder", &inputs.folders)];
     for (kind, paths) in lists {
@@ -64,47 +65,63 @@ pub fn fingerprint(inputs: &Inputs, state: impl Fn(&Path) -> PathState) -> Optio
     Oid::hash_object(ObjectType::Blob, text.as_bytes()).ok()
 }
 
-/// What `path` (repository-relative) is in `tree`.
-pub fn path_state(repo: &Repository, tree: &git2::Tree<'_>, path: &Path) -> PathState {
-    let mut current = tree.clone();
-    let parts: Vec<&std::ffi::OsStr> = path
-        .components()
-        .filter_map(|c| match c {
-            Component::Normal(n) => Some(n),
-            _ => None,
-        })
-        .collect();
-    if parts.is_empty() {
-        return PathState::Entry {
-            mode: 0o040000,
-            id: tree.id(),
-        };
+/// The trees of a mirror read so far, by id: each is read (inflated, its hash checked) once, not
+/// once per unit whose closure walks through it (the `clusters` folder of a 1,000-cluster fleet).
+struct Trees {
+    repo: Repository,
+    listings: HashMap<Oid, HashMap<String, (i32, Oid)>>,
+}
+
+impl Trees {
+    /// The entries of the tree `id`; `None` when `id` is not a tree.
+    fn listing(&mut self, id: Oid) -> Option<&HashMap<String, (i32, Oid)>> {
+        if !self.listings.contains_key(&id) {
+            let tree = self.repo.find_tree(id).ok()?;
+            let entries = (tree.iter())
+                .filter_map(|e| Some((e.name().ok()?.to_string(), (e.filemode(), e.id()))))
+                .collect();
+            self.listings.insert(id, entries);
+        }
+        self.listings.get(&id)
     }
-    for (depth, part) in parts.iter().enumerate() {
-        let Some((mode, id)) = part
-            .to_str()
-            .and_then(|p| current.get_name(p))
-            .map(|e| (e.filemode(), e.id()))
-        else {
-            return PathState::Absent { depth, on: None };
-        };
-        if mode == 0o120000 {
-            return PathState::Link;
+
+    /// What `path` (repository-relative) is in the tree `root`.
+    fn path_state(&mut self, root: Oid, path: &Path) -> PathState {
+        let parts: Vec<&std::ffi::OsStr> = path
+            .components()
+            .filter_map(|c| match c {
+                Component::Normal(n) => Some(n),
+                _ => None,
+            })
+            .collect();
+        if parts.is_empty() {
+            return PathState::Entry {
+                mode: 0o040000,
+                id: root,
+            };
         }
-        if depth + 1 == parts.len() {
-            return PathState::Entry { mode, id };
-        }
-        match repo.find_tree(id) {
-            Ok(t) => current = t,
-            Err(_) => {
+        let mut current = root;
+        for (depth, part) in parts.iter().enumerate() {
+            let found = (part.to_str()).and_then(|p| self.listing(current)?.get(p).copied());
+            let Some((mode, id)) = found else {
+                return PathState::Absent { depth, on: None };
+            };
+            if mode == 0o120000 {
+                return PathState::Link;
+            }
+            if depth + 1 == parts.len() {
+                return PathState::Entry { mode, id };
+            }
+            if self.listing(id).is_none() {
                 return PathState::Absent {
                     depth: depth + 1,
                     on: Some(id),
                 };
             }
+            current = id;
         }
+        unreachable!("the last component returns")
     }
-    unreachable!("the last component returns")
 }
 
 /// A cache error, with the path it concerns.
@@ -132,6 +149,18 @@ pub struct RenderCache {
     dir: PathBuf,
     mirror: PathBuf,
     commit: Oid,
+    repos: Repos,
+}
+
+/// The mirror's repositories opened so far with the trees read in each, one per thread at a time
+/// (a [`Repository`] is not shared between threads).
+#[derive(Clone, Default)]
+struct Repos(std::sync::Arc<std::sync::Mutex<Vec<Trees>>>);
+
+impl std::fmt::Debug for Repos {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Repos")
+    }
 }
 
 /// The version folder: the entry format and this build of the agent (its size and time), so a
@@ -186,22 +215,31 @@ impl RenderCache {
             dir: root.join(version()),
             mirror,
             commit,
+            repos: Repos::default(),
         })
     }
 
-    /// Opens the mirror (one per call: a [`Repository`] is not shared between threads).
+    /// The fingerprint of `inputs` at the cache's commit (see [`fingerprint`]).
     fn fingerprint_of(&self, inputs: &Inputs) -> Result<Option<Oid>, CacheError> {
         let git = |e: git2::Error| CacheError::Git {
             commit: self.commit.to_string(),
             mirror: self.mirror.clone(),
             message: e.message().to_string(),
         };
-        let repo = Repository::open_bare(&self.mirror).map_err(git)?;
-        let tree = repo
-            .find_commit(self.commit)
-            .and_then(|c| c.tree())
-            .map_err(git)?;
-        Ok(fingerprint(inputs, |p| path_state(&repo, &tree, p)))
+        let taken = self.repos.0.lock().expect("repositories lock").pop();
+        let mut trees = match taken {
+            Some(trees) => trees,
+            None => Trees {
+                repo: Repository::open_bare(&self.mirror).map_err(git)?,
+                listings: HashMap::new(),
+            },
+        };
+        let root = (trees.repo.find_commit(self.commit))
+            .map(|c| c.tree_id())
+            .map_err(git);
+        let found = root.map(|root| fingerprint(inputs, |p| trees.path_state(root, p)));
+        self.repos.0.lock().expect("repositories lock").push(trees);
+        found
     }
 
     fn unit_dir(&self, unit: &Unit) -> PathBuf {
