@@ -10,6 +10,7 @@ pub(super) mod context;
 mod converge;
 pub mod cycle_line;
 pub(super) mod cycles;
+mod follower;
 pub mod incremental;
 mod judged;
 pub(super) mod k8s_events;
