@@ -124,11 +124,6 @@ impl Frozen {
         *thawed = std::sync::Arc::downgrade(&v);
         v
     }
-
-    /// The size of its packed text, in bytes.
-    pub fn size(&self) -> usize {
-        self.text.len()
-    }
 }
 
 impl Clone for Frozen {
@@ -205,6 +200,6 @@ mod tests {
         assert!(std::sync::Arc::ptr_eq(&one, &two));
         drop((one, two));
         assert_eq!(*f.clone().get(), v);
-        assert_eq!(format!("{f:?}"), format!("Frozen({} bytes)", f.size()));
+        assert_eq!(format!("{f:?}"), format!("Frozen({} bytes)", f.text.len()));
     }
 }

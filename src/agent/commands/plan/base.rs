@@ -192,15 +192,16 @@ pub(super) fn against_base(
         let kept = head.kept.contains(&name);
         let bodies = p.thawed();
         let base_bodies = base_unit.filter(|_| !kept).map(|b| b.thawed());
-        let old: HashMap<Identity, &Value> = match (base_unit, &base_bodies) {
-            (Some(b), Some(bodies)) => (b.objects.iter().zip(bodies))
-                .map(|(o, body)| (Identity::from(&o.key), &**body))
-                .collect(),
-            (Some(_), None) => (p.objects.iter().zip(&bodies))
-                .map(|(o, body)| (Identity::from(&o.key), &**body))
-                .collect(),
+        // A unit kept is its own base: head's bodies are base's.
+        let old: HashMap<Identity, &Value> = match base_unit {
+            Some(b) => (b
+                .objects
+                .iter()
+                .zip(base_bodies.as_ref().unwrap_or(&bodies)))
+            .map(|(o, body)| (Identity::from(&o.key), &**body))
+            .collect(),
             // A base that did not render shows head as all new.
-            _ => HashMap::new(),
+            None => HashMap::new(),
         };
         for &i in &p.order {
             let (o, body) = (&p.objects[i], &*bodies[i]);
