@@ -111,6 +111,11 @@ impl Frozen {
         }
     }
 
+    /// The object as compact JSON text, unparsed.
+    pub fn text(&self) -> Vec<u8> {
+        PLAIN.unpack(&self.text)
+    }
+
     /// The object, parsed (or the parse another reader holds).
     pub fn get(&self) -> std::sync::Arc<Value> {
         let mut thawed = self.thawed.lock().unwrap_or_else(|e| e.into_inner());
@@ -118,8 +123,7 @@ impl Frozen {
             return v;
         }
         let v = std::sync::Arc::new(
-            serde_json::from_slice(&PLAIN.unpack(&self.text))
-                .expect("frozen objects are the JSON they wrote"),
+            serde_json::from_slice(&self.text()).expect("frozen objects are the JSON they wrote"),
         );
         *thawed = std::sync::Arc::downgrade(&v);
         v

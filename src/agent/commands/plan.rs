@@ -471,21 +471,6 @@ fn add_deletions(
     }
 }
 
-/// The prepared unit, or (when it failed) a cluster preview holding its errors.
-fn prepared_or_errors<'a>(
-    prepared: &'a prepare::Preparation,
-    unit: &str,
-    clusters: &mut Vec<ClusterPreview>,
-) -> Option<&'a prepare::Prepared> {
-    match prepared {
-        Ok(p) => Some(p),
-        Err(errors) => {
-            clusters.push(failed_unit(unit, errors));
-            None
-        }
-    }
-}
-
 fn policy_effect(c: &mut ClusterPreview, key: &ObjectKey, policy: Policy, effect: &str) {
     c.policy_effects.push(PolicyEffect {
         object: ObjectRef::from(key),

@@ -46,6 +46,11 @@ impl PlannedObject {
         self.body.get()
     }
 
+    /// The object as compact JSON text, unparsed (what a writer copies without reading it).
+    pub fn text(&self) -> Vec<u8> {
+        self.body.text()
+    }
+
     /// Whether `other` has the same body.
     pub fn same_body(&self, other: &PlannedObject) -> bool {
         self.body == other.body

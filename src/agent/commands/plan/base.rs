@@ -7,7 +7,7 @@
 use super::cache::{self, RenderCache};
 use super::{
     Checkout, Rendered, add_deletions, add_diff, cluster_name, empty_cluster, held, pending_values,
-    policy_effect, prepared_or_errors, unit_consents,
+    policy_effect, unit_consents,
 };
 use crate::agent::{AgentError, Safety};
 use crate::agent::{fleet, prepare};
@@ -96,15 +96,20 @@ pub(super) async fn render(
             .collect();
         // What base's units declare they own (head's newcomers to an object fail, not its owner).
         let owners = fleet::declared_owners(base_claims.values().map(|c| &**c));
-        let claims: Vec<Arc<UnitClaims>> = prepared
+        // A unit kept declares what it declared at base; the others' claims are computed on
+        // every core (each reads its unit's objects).
+        let claimed: Vec<(&prepare::Prepared, Option<Arc<UnitClaims>>)> = prepared
             .units
             .iter()
             .filter_map(|(u, p)| Some((u, p.as_ref().ok()?)))
             .map(|(u, p)| match base_claims.remove(&u.name()) {
-                Some(c) if !fresh.contains(&c.unit) => c,
-                _ => Arc::new(fleet::claims(p)),
+                Some(c) if !fresh.contains(&c.unit) => (&**p, Some(c)),
+                _ => (&**p, None),
             })
             .collect();
+        let claims: Vec<Arc<UnitClaims>> = prepare::on_every_core(&claimed, |(p, kept)| {
+            kept.clone().unwrap_or_else(|| Arc::new(fleet::claims(p)))
+        });
         let checked = crate::plan::ownership::Fleet::new(claims.clone());
         let conflicted =
             fleet::fail_conflicts(&mut prepared.units, &checked, fleet::owner_by(&owners));
@@ -172,101 +177,13 @@ pub(super) fn against_base(
 ) -> Vec<ClusterPreview> {
     let base_units: BTreeMap<String, &prepare::Preparation> =
         base.units.iter().map(|(u, p)| (u.name(), p)).collect();
-    let mut clusters = Vec::new();
-    for (unit, prepared) in &head.units {
-        let name = unit.name();
-        let Some(p) = prepared_or_errors(prepared, &name, &mut clusters) else {
-            continue;
-        };
-        let mut c = empty_cluster(&name, cluster_name(p));
-        // A unit head kept is base's preparation itself (moved out of base).
-        let base_unit = if head.kept.contains(&name) {
-            Some(p)
-        } else {
-            match base_units.get(&name) {
-                Some(Ok(b)) => Some(&**b),
-                _ => None,
-            }
-        };
-        // A unit kept: every object unchanged, without normalising and diffing it.
-        let kept = head.kept.contains(&name);
-        let bodies = p.thawed();
-        let base_bodies = base_unit.filter(|_| !kept).map(|b| b.thawed());
-        // A unit kept is its own base: head's bodies are base's.
-        let old: HashMap<Identity, &Value> = match base_unit {
-            Some(b) => (b
-                .objects
-                .iter()
-                .zip(base_bodies.as_ref().unwrap_or(&bodies)))
-            .map(|(o, body)| (Identity::from(&o.key), &**body))
-            .collect(),
-            // A base that did not render shows head as all new.
-            None => HashMap::new(),
-        };
-        for &i in &p.order {
-            let (o, body) = (&p.objects[i], &*bodies[i]);
-            let before = old.get(&Identity::from(&o.key)).copied();
-            let same = kept && before.is_some();
-            let declared = policy::declared(body);
-            if declared == Policy::Skip {
-                policy_effect(
-                    &mut c,
-                    &o.key,
-                    Policy::Skip,
-                    "not applied: reconcile-policy skip (read and reported only)",
-                );
-                continue;
-            }
-            if declared == Policy::DetachOnDelete {
-                policy_effect(
-                    &mut c,
-                    &o.key,
-                    Policy::DetachOnDelete,
-                    "applied; when it leaves git, the Azure resource is kept",
-                );
-            }
-            if let Some(p) = policy::if_exists(body)
-                && before.is_none()
-            {
-                policy_effect(
-                    &mut c,
-                    &o.key,
-                    p,
-                    &format!(
-                        "decided at create time: policy {p} if the Azure resource already exists, else manage"
-                    ),
-                );
-            }
-            if same {
-                c.counts.unchanged += 1;
-            } else {
-                // A value the agent fills in is worth a note only where the object changes: an
-                // unchanged object keeps the live value.
-                pending_values(&mut c, p, i, body);
-                add_diff(&mut c, diff_revisions(Some(body), before), false);
-            }
-        }
-        // A unit kept has nothing leaving (its objects are base's).
-        if let Some(b) = base_unit.filter(|_| !head.kept.contains(&name)) {
-            let wanted: BTreeSet<Identity> =
-                p.objects.iter().map(|o| Identity::from(&o.key)).collect();
-            let leaving: Vec<&prepare::PlannedObject> = b
-                .objects
-                .iter()
-                .filter(|o| !wanted.contains(&Identity::from(&o.key)))
-                .collect();
-            let rendered = Some(p.objects.len());
-            deletions_from_base(
-                &mut c,
-                &leaving,
-                rendered,
-                b.objects.len(),
-                unit_consents(p),
-                safety,
-            );
-        }
-        clusters.push(c);
-    }
+    // Each unit's preview on every core (each reads only its own objects), in the units' order.
+    let mut clusters: Vec<ClusterPreview> = prepare::on_every_core(&head.units, |(unit, p)| {
+        unit_against_base(unit, p, &base_units, head, safety)
+    })
+    .into_iter()
+    .flatten()
+    .collect();
     // Units only in base: all of it leaves.
     let present: BTreeSet<String> = head.units.iter().map(|(u, _)| u.name()).collect();
     if !head.units.is_empty() {
@@ -279,6 +196,108 @@ pub(super) fn against_base(
         }
     }
     clusters
+}
+
+/// One head unit's preview against base (a unit that failed to prepare: its errors).
+fn unit_against_base(
+    unit: &Unit,
+    prepared: &prepare::Preparation,
+    base_units: &BTreeMap<String, &prepare::Preparation>,
+    head: &Rendered,
+    safety: Safety,
+) -> Option<ClusterPreview> {
+    let name = unit.name();
+    let p = match prepared {
+        Ok(p) => &**p,
+        Err(errors) => return Some(super::failed_unit(&name, errors)),
+    };
+    let mut c = empty_cluster(&name, cluster_name(p));
+    // A unit head kept is base's preparation itself (moved out of base).
+    let base_unit = if head.kept.contains(&name) {
+        Some(p)
+    } else {
+        match base_units.get(&name) {
+            Some(Ok(b)) => Some(&**b),
+            _ => None,
+        }
+    };
+    // A unit kept: every object unchanged, without normalising and diffing it.
+    let kept = head.kept.contains(&name);
+    let bodies = p.thawed();
+    let base_bodies = base_unit.filter(|_| !kept).map(|b| b.thawed());
+    // A unit kept is its own base: head's bodies are base's.
+    let old: HashMap<Identity, &Value> = match base_unit {
+        Some(b) => (b
+            .objects
+            .iter()
+            .zip(base_bodies.as_ref().unwrap_or(&bodies)))
+        .map(|(o, body)| (Identity::from(&o.key), &**body))
+        .collect(),
+        // A base that did not render shows head as all new.
+        None => HashMap::new(),
+    };
+    for &i in &p.order {
+        let (o, body) = (&p.objects[i], &*bodies[i]);
+        let before = old.get(&Identity::from(&o.key)).copied();
+        let same = kept && before.is_some();
+        let declared = policy::declared(body);
+        if declared == Policy::Skip {
+            policy_effect(
+                &mut c,
+                &o.key,
+                Policy::Skip,
+                "not applied: reconcile-policy skip (read and reported only)",
+            );
+            continue;
+        }
+        if declared == Policy::DetachOnDelete {
+            policy_effect(
+                &mut c,
+                &o.key,
+                Policy::DetachOnDelete,
+                "applied; when it leaves git, the Azure resource is kept",
+            );
+        }
+        if let Some(p) = policy::if_exists(body)
+            && before.is_none()
+        {
+            policy_effect(
+                &mut c,
+                &o.key,
+                p,
+                &format!(
+                    "decided at create time: policy {p} if the Azure resource already exists, else manage"
+                ),
+            );
+        }
+        if same {
+            c.counts.unchanged += 1;
+        } else {
+            // A value the agent fills in is worth a note only where the object changes: an
+            // unchanged object keeps the live value.
+            pending_values(&mut c, p, i, body);
+            add_diff(&mut c, diff_revisions(Some(body), before), false);
+        }
+    }
+    // A unit kept has nothing leaving (its objects are base's).
+    if let Some(b) = base_unit.filter(|_| !head.kept.contains(&name)) {
+        let wanted: BTreeSet<Identity> = p.objects.iter().map(|o| Identity::from(&o.key)).collect();
+        let leaving: Vec<&prepare::PlannedObject> = b
+            .objects
+            .iter()
+            .filter(|o| !wanted.contains(&Identity::from(&o.key)))
+            .collect();
+        let rendered = Some(p.objects.len());
+        deletions_from_base(
+            &mut c,
+            &leaving,
+            rendered,
+            b.objects.len(),
+            unit_consents(p),
+            safety,
+        );
+    }
+    Some(c)
 }
 
 /// The deletions of what left git between base and head, decided as a pass decides them

@@ -182,23 +182,24 @@ fn version() -> String {
     format!("v{FORMAT}-{}", &id.to_string()[..16])
 }
 
-/// One entry as written.
+/// One entry as written: objects as `Box<RawValue>` (their frozen text, copied unparsed), read back
+/// as `Value`.
 #[derive(serde::Serialize, serde::Deserialize)]
-struct Entry {
+struct Entry<B> {
     format: u32,
     unit: PathBuf,
     files: Vec<PathBuf>,
     folders: Vec<PathBuf>,
-    objects: Vec<Object>,
+    objects: Vec<Object<B>>,
     deps: Vec<Vec<usize>>,
     order: Vec<usize>,
     cluster: Option<ObjectKey>,
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
-struct Object {
+struct Object<B> {
     key: ObjectKey,
-    object: Value,
+    object: B,
     origin: Origin,
     embedded_in: Option<usize>,
 }
@@ -290,7 +291,8 @@ impl RenderCache {
             message,
         };
         let text = std::fs::read(path).map_err(|e| corrupt(e.to_string()))?;
-        let entry: Entry = serde_json::from_slice(&text).map_err(|e| corrupt(e.to_string()))?;
+        let entry: Entry<Value> =
+            serde_json::from_slice(&text).map_err(|e| corrupt(e.to_string()))?;
         if entry.format != FORMAT || entry.unit != unit.path {
             return Err(corrupt("written for another unit or format".into()));
         }
@@ -349,7 +351,7 @@ impl RenderCache {
                 .iter()
                 .map(|o| Object {
                     key: o.key.clone(),
-                    object: Value::clone(&o.object()),
+                    object: frozen_text(o),
                     origin: o.origin.clone(),
                     embedded_in: o.embedded_in,
                 })
@@ -366,6 +368,12 @@ impl RenderCache {
         evict(&dir, PER_UNIT);
         Ok(())
     }
+}
+
+/// An object's frozen text as a raw JSON value, for writing as it is.
+fn frozen_text(o: &PlannedObject) -> Box<serde_json::value::RawValue> {
+    let text = String::from_utf8(o.text()).expect("frozen text is the JSON it wrote");
+    serde_json::value::RawValue::from_string(text).expect("frozen text is one JSON value")
 }
 
 /// Removes the entries of `dir` beyond the `keep` modified last (best effort).
