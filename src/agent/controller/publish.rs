@@ -11,13 +11,18 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// What this process last published: each report file's bytes (as committed, or as found on the
-/// branch; packed, see [`crate::packed`]), and the outcome each unit's files were built from, so
-/// a publish builds only the reports of outcomes that changed since.
+/// branch; packed, see [`crate::packed`]), and the digest of the outcome each unit's files were
+/// built from ([`report_digest`]), so a publish builds only the reports of outcomes that changed
+/// since.
 #[derive(Debug, Default)]
 pub(in crate::agent) struct Published {
     files: BTreeMap<PathBuf, Box<[u8]>>,
-    outcomes: BTreeMap<String, UnitOutcome>,
+    outcomes: BTreeMap<String, ReportDigest>,
 }
+
+/// What an outcome's report is built from, digested (SHA-256): equal digests, equal reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::agent) struct ReportDigest([u8; 32]);
 
 impl SourceContext {
     /// Commits to `target`, in one commit, the report files of `reported` whose content changed
@@ -52,7 +57,10 @@ impl SourceContext {
         }
         let files = build_reports(&to_build, &published.files);
         let changed = changed_files(files, &published.files);
-        let built: Vec<UnitOutcome> = to_build.iter().map(|o| (*o).clone()).collect();
+        let built: Vec<(String, ReportDigest)> = to_build
+            .iter()
+            .map(|o| (o.unit.clone(), report_digest(o)))
+            .collect();
         tracing::debug!(
             units = reported.len(),
             built = built.len(),
@@ -61,9 +69,7 @@ impl SourceContext {
             "reports built"
         );
         if changed.is_empty() {
-            published
-                .outcomes
-                .extend(built.into_iter().map(|o| (o.unit.clone(), o)));
+            published.outcomes.extend(built);
             return Ok(None);
         }
         let target = target.clone();
@@ -92,9 +98,7 @@ impl SourceContext {
         };
         let files_changed = changed.len();
         published.files.extend(packed(changed));
-        published
-            .outcomes
-            .extend(built.into_iter().map(|o| (o.unit.clone(), o)));
+        published.outcomes.extend(built);
         tracing::debug!(
             files_changed,
             elapsed_ms = started.elapsed().as_millis() as u64,
@@ -107,23 +111,27 @@ impl SourceContext {
     }
 }
 
-/// The outcomes of `reported` whose reports may differ from those last published (`last`, by
-/// unit): only theirs are built again. A unit a commit left as it was keeps its outcome but moves
-/// to the new revision; its report names the commit whose rendering is applied, so it is not
-/// built again.
+/// The outcomes of `reported` whose reports may differ from those last published (`last`, the
+/// digests by unit): only theirs are built again. A unit a commit left as it was keeps its outcome
+/// but moves to the new revision; its report names the commit whose rendering is applied, so it
+/// is not built again.
 fn changed_outcomes<'a>(
     reported: &[&'a UnitOutcome],
-    last: &BTreeMap<String, UnitOutcome>,
+    last: &BTreeMap<String, ReportDigest>,
 ) -> Vec<&'a UnitOutcome> {
     (reported.iter().copied())
-        .filter(|o| !last.get(&o.unit).is_some_and(|l| same_report(l, o)))
+        .filter(|o| last.get(&o.unit) != Some(&report_digest(o)))
         .collect()
 }
 
-/// Whether two outcomes make the same report: every field the report is built from, the
-/// revision as the report names it ([`UnitOutcome::reported_revision`]).
-fn same_report(a: &UnitOutcome, b: &UnitOutcome) -> bool {
-    // Destructured whole, so a field added to the outcome is not left out of the comparison.
+/// The digest of every field an outcome's report is built from, the revision as the report names
+/// it ([`UnitOutcome::reported_revision`]): what a publish keeps of an outcome to tell whether the
+/// next one makes the same report, instead of a copy of it. The fields are written in their
+/// `Debug` form (every derived field, in order; no map there iterates in a random order) straight
+/// into the hash.
+fn report_digest(o: &UnitOutcome) -> ReportDigest {
+    use std::fmt::Write;
+    // Destructured whole, so a field added to the outcome is not left out of the digest.
     let UnitOutcome {
         unit,
         cluster,
@@ -135,16 +143,34 @@ fn same_report(a: &UnitOutcome, b: &UnitOutcome) -> bool {
         errors,
         standing,
         held,
-    } = a;
-    a.reported_revision() == b.reported_revision()
-        && *unit == b.unit
-        && *cluster == b.cluster
-        && *stale_source == b.stale_source
-        && *azure == b.azure
-        && *objects == b.objects
-        && *errors == b.errors
-        && *standing == b.standing
-        && *held == b.held
+    } = o;
+    struct Hashing(ring::digest::Context);
+    impl Write for Hashing {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.0.update(s.as_bytes());
+            Ok(())
+        }
+    }
+    let mut h = Hashing(ring::digest::Context::new(&ring::digest::SHA256));
+    write!(
+        h,
+        "{:?}",
+        (
+            o.reported_revision(),
+            unit,
+            cluster,
+            stale_source,
+            azure,
+            objects,
+            errors,
+            standing,
+            held
+        )
+    )
+    .expect("hashing cannot fail");
+    let mut out = [0u8; 32];
+    out.copy_from_slice(h.0.finish().as_ref());
+    ReportDigest(out)
 }
 
 /// The report files (Markdown and YAML) of `outcomes`, given what was published before
@@ -405,9 +431,21 @@ mod tests {
         let a = outcome("r1", &[("a", ObjectAction::Created)]);
         let mut b = outcome("r1", &[("b", ObjectAction::Created)]);
         b.unit = "clusters/prod".into();
-        let last: BTreeMap<String, UnitOutcome> =
-            [(a.unit.clone(), a.clone()), (b.unit.clone(), b.clone())].into();
+        let last: BTreeMap<String, ReportDigest> = [
+            (a.unit.clone(), report_digest(&a)),
+            (b.unit.clone(), report_digest(&b)),
+        ]
+        .into();
         assert!(changed_outcomes(&[&a, &b], &last).is_empty());
+        // Any field the report shows counts: an error more, or a held unit.
+        let mut failed = a.clone();
+        failed.errors.push(crate::report::UnitError::default());
+        let mut held = a.clone();
+        held.held = Some(crate::report::Held {
+            newest: "r2".into(),
+            why: "waiting for wave dev".into(),
+        });
+        assert_eq!(changed_outcomes(&[&failed, &held, &b], &last).len(), 2);
 
         // A kept unit on the next commit: its report names the commit it was rendered at, the
         // same as before, so it is not built again.
