@@ -17,9 +17,20 @@ use std::process::ExitCode;
 /// mimalloc: rendering and diffing allocate many small JSON values; it is markedly faster than the
 /// system allocator for that (see BENCHMARKS.md). The `system-alloc` feature leaves it out, for
 /// heap profilers that watch the system allocator (heaptrack).
+/// Built without transparent huge pages (`no_thp`), and set here to give freed memory back to the
+/// system at once: by default it waits a second and then acts only when allocating again, so an
+/// idle agent kept what its last burst freed (both measured in BENCHMARKS.md).
 #[cfg(not(feature = "system-alloc"))]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[cfg(not(feature = "system-alloc"))]
+fn tune_allocator() {
+    // `mi_option_purge_delay`, the 16th of mimalloc's `mi_option_t` (mimalloc.h, v2 and v3).
+    const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+    // SAFETY: sets an option mimalloc reads on each purge; any value is valid.
+    unsafe { libmimalloc_sys::mi_option_set(PURGE_DELAY, 0) };
+}
 
 fn init_tracing(cli: &Cli) {
     let filter = tracing_subscriber::EnvFilter::try_new(&cli.logging.log)
@@ -36,6 +47,8 @@ fn init_tracing(cli: &Cli) {
 }
 
 fn main() -> ExitCode {
+    #[cfg(not(feature = "system-alloc"))]
+    tune_allocator();
     let cli = Cli::parse();
     init_tracing(&cli);
     let result = match cli.command {
