@@ -17,15 +17,24 @@ use std::process::ExitCode;
 /// mimalloc: rendering and diffing allocate many small JSON values; it is markedly faster than the
 /// system allocator for that (see BENCHMARKS.md). The `system-alloc` feature leaves it out, for
 /// heap profilers that watch the system allocator (heaptrack).
-/// Built without transparent huge pages (`no_thp`), and set here to give freed memory back to the
-/// system at once: by default it waits a second and then acts only when allocating again, so an
-/// idle agent kept what its last burst freed (both measured in BENCHMARKS.md).
+/// Built without transparent huge pages (`no_thp`). The long-running commands set it to give
+/// freed memory back at once ([`tune_allocator`]); both measured in BENCHMARKS.md.
 #[cfg(not(feature = "system-alloc"))]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// For the long-running commands (`run`, `control-plane serve`): freed memory goes back to the
+/// system at once. By default mimalloc waits a second and then acts only when allocating again, so
+/// an idle agent kept what its last burst freed. A one-shot command keeps the default: purging at
+/// once costs a cold plan 0.4 s of 3.
 #[cfg(not(feature = "system-alloc"))]
-fn tune_allocator() {
+fn tune_allocator(command: &Command) {
+    if !matches!(
+        command,
+        Command::Run(_) | Command::ControlPlane(ControlPlaneCommand::Serve(_))
+    ) {
+        return;
+    }
     // `mi_option_purge_delay`, the 16th of mimalloc's `mi_option_t` (mimalloc.h, v2 and v3).
     const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
     // SAFETY: sets an option mimalloc reads on each purge; any value is valid.
@@ -47,9 +56,9 @@ fn init_tracing(cli: &Cli) {
 }
 
 fn main() -> ExitCode {
-    #[cfg(not(feature = "system-alloc"))]
-    tune_allocator();
     let cli = Cli::parse();
+    #[cfg(not(feature = "system-alloc"))]
+    tune_allocator(&cli.command);
     init_tracing(&cli);
     let result = match cli.command {
         // Rendering starts no runtime: a render per process costs its start-up (BENCHMARKS.md).
