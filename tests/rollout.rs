@@ -329,6 +329,17 @@ fn waves() {
         "wave 1 is not applied again"
     );
     assert_eq!(live_clusters(&fleet, &envs["prod"]), prod_before);
+    // The waves held on "two" were rendered again at that revision (a new process), from a
+    // checkout removed once they were.
+    let kept = fleet.state.join("source/rollout/checkout");
+    assert!(
+        kept.is_dir(),
+        "the revision the held waves are on was checked out"
+    );
+    let left: Vec<_> = std::fs::read_dir(&kept)
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "kept checkouts left: {left:?}");
     for unit in &envs["staging"] {
         assert_eq!(
             annotation(&live_clusters(&fleet, std::slice::from_ref(unit))[unit]),

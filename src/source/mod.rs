@@ -462,9 +462,16 @@ impl Source {
     }
 
     /// Checks out `commit` for a rollout that keeps units on it (see
-    /// [`crate::agent::controller`]'s rollout), under `state_dir/rollout`, once.
+    /// [`crate::agent::controller`]'s rollout), under `state_dir/rollout`, to render them there
+    /// again; [`Source::remove_kept`] removes it once they are.
     pub fn materialize_kept(&self, commit: &str) -> Result<PathBuf, SourceError> {
-        self.materialize_commit(commit, &self.state_dir.join("rollout"))
+        self.materialize_commit(commit, &self.state_dir.join(KEPT_DIR))
+    }
+
+    /// Removes every checkout [`Source::materialize_kept`] made (best effort): a unit kept on a
+    /// revision holds its rendering in memory, so its checkout is needed only while rendering.
+    pub fn remove_kept(&self) {
+        checkout::remove_other_checkouts(&self.state_dir.join(KEPT_DIR), "");
     }
 
     fn mirror(&self) -> Result<Repository, SourceError> {
@@ -477,6 +484,9 @@ impl Source {
             )
     }
 }
+
+/// Where the checkouts of revisions a rollout keeps units on are made, in the state directory.
+const KEPT_DIR: &str = "rollout";
 
 /// The local bare repository of the source whose state directory is `state_dir`.
 pub fn mirror_path(state_dir: &Path) -> PathBuf {

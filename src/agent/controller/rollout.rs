@@ -368,11 +368,14 @@ impl Agent {
         let checkout = (self.git)
             .blocking(move |s| s.materialize_kept(&commit))
             .await??;
-        tokio::task::spawn_blocking(move || -> Result<_, AgentError> {
+        let prepared = tokio::task::spawn_blocking(move || -> Result<_, AgentError> {
             Ok(crate::agent::pass::prepare::prepare_all(&checkout, units))
         })
         .await
-        .map_err(|e| AgentError::Task(e.to_string()))?
+        .map_err(|e| AgentError::Task(e.to_string()));
+        // The preparations hold what the units need: the checkout goes, rendered or not.
+        self.git.blocking(|s| s.remove_kept()).await?;
+        prepared?
     }
 
     /// The revision the decision allows: `target`'s units that take it, the others with the
