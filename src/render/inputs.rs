@@ -71,6 +71,15 @@ impl Inputs {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// A closure of these files and listed folders (tests write closures by hand).
+    #[cfg(test)]
+    pub fn of(files: &[&str], folders: &[&str]) -> Inputs {
+        Inputs {
+            files: files.iter().map(PathBuf::from).collect(),
+            folders: folders.iter().map(PathBuf::from).collect(),
+        }
+    }
 }
 
 /// The renderer's only door to the filesystem: reads and looks up paths, noting each one.
@@ -215,16 +224,9 @@ impl Loader {
 mod tests {
     use super::*;
 
-    fn inputs(files: &[&str], folders: &[&str]) -> Inputs {
-        Inputs {
-            files: files.iter().map(PathBuf::from).collect(),
-            folders: folders.iter().map(PathBuf::from).collect(),
-        }
-    }
-
     #[test]
     fn a_change_touches_a_file_read_a_folder_on_its_way_or_a_listed_folder() {
-        let i = inputs(
+        let i = Inputs::of(
             &["base/kustomization.yaml", "clusters/dev/kustomization.yaml"],
             &["plain"],
         );
@@ -242,7 +244,7 @@ mod tests {
         ] {
             assert_eq!(i.touched_by(Path::new(changed)), touched, "{changed}");
         }
-        let all = inputs(&[], &[""]);
+        let all = Inputs::of(&[], &[""]);
         assert!(all.touched_by(Path::new("anything/at/all")));
     }
 
@@ -291,7 +293,7 @@ mod tests {
         let got = l.into_inputs();
         assert_eq!(
             got,
-            inputs(
+            Inputs::of(
                 &["a/b/f.yaml", "a/link", "a/link/f.yaml", "a/missing.yaml"],
                 &["a"]
             )

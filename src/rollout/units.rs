@@ -113,10 +113,7 @@ mod tests {
     }
 
     fn inputs(files: &[&str]) -> Inputs {
-        Inputs {
-            files: files.iter().map(PathBuf::from).collect(),
-            folders: Default::default(),
-        }
+        Inputs::of(files, &[])
     }
 
     fn paths(p: &[&str]) -> Vec<PathBuf> {

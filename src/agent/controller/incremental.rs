@@ -215,13 +215,6 @@ mod tests {
         Unit { path: p.into() }
     }
 
-    fn inputs(files: &[&str], folders: &[&str]) -> Inputs {
-        Inputs {
-            files: files.iter().map(PathBuf::from).collect(),
-            folders: folders.iter().map(PathBuf::from).collect(),
-        }
-    }
-
     /// dev and prod share base/ and the monitoring component; each has its own environment
     /// component; dev has a generator file and a plain folder of extras.
     fn fleet() -> BTreeMap<Unit, Inputs> {
@@ -258,7 +251,7 @@ mod tests {
             } else {
                 &[]
             };
-            out.insert(unit(name), inputs(&files, folders));
+            out.insert(unit(name), Inputs::of(&files, folders));
         }
         out
     }

@@ -212,8 +212,10 @@ fn unit_against_base(
         Err(errors) => return Some(super::failed_unit(&name, errors)),
     };
     let mut c = empty_cluster(&name, cluster_name(p));
+    // A unit kept: every object unchanged, without normalising and diffing it.
+    let kept = head.kept.contains(&name);
     // A unit head kept is base's preparation itself (moved out of base).
-    let base_unit = if head.kept.contains(&name) {
+    let base_unit = if kept {
         Some(p)
     } else {
         match base_units.get(&name) {
@@ -221,8 +223,6 @@ fn unit_against_base(
             _ => None,
         }
     };
-    // A unit kept: every object unchanged, without normalising and diffing it.
-    let kept = head.kept.contains(&name);
     let bodies = p.thawed();
     let base_bodies = base_unit.filter(|_| !kept).map(|b| b.thawed());
     // A unit kept is its own base: head's bodies are base's.
@@ -280,7 +280,7 @@ fn unit_against_base(
         }
     }
     // A unit kept has nothing leaving (its objects are base's).
-    if let Some(b) = base_unit.filter(|_| !head.kept.contains(&name)) {
+    if let Some(b) = base_unit.filter(|_| !kept) {
         let wanted: BTreeSet<Identity> = p.objects.iter().map(|o| Identity::from(&o.key)).collect();
         let leaving: Vec<&prepare::PlannedObject> = b
             .objects

@@ -3,16 +3,9 @@
 use super::*;
 use crate::source::testutil::{Upstream, git};
 
-fn inputs(files: &[&str], folders: &[&str]) -> Inputs {
-    Inputs {
-        files: files.iter().map(PathBuf::from).collect(),
-        folders: folders.iter().map(PathBuf::from).collect(),
-    }
-}
-
 #[test]
 fn a_fingerprint_changes_with_any_path_and_a_link_makes_none() {
-    let closure = inputs(&["a/k.yaml", "a/gone.yaml"], &["a/plain"]);
+    let closure = Inputs::of(&["a/k.yaml", "a/gone.yaml"], &["a/plain"]);
     let id = |n: u8| Oid::from_bytes(&[n; 20]).unwrap();
     let at = |k: u8, gone: PathState| {
         move |p: &Path| match p.to_str().unwrap() {
