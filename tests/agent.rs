@@ -20,7 +20,7 @@
 //! `k8s_events` its Kubernetes Events (events.k8s.io) and the controller's metrics (passes,
 //! renders, queue).
 //! `sharding` runs two and three shards (`--shard-index`, `--shard-count`) against one served
-//! control plane.
+//! control plane, `sharded_rollout` a rollout over two shards.
 //! `faults` has runs with injected API faults (`--inject-faults`) and runs killed with SIGKILL;
 //! `faults_proxy` runs through a loopback fault proxy to a server reached by `--kubeconfig`.
 //! `leader` has two replicas with `--leader-elect` against a served control plane (one leads, the
@@ -76,6 +76,8 @@ mod pruning;
 mod rerun;
 #[path = "agent/resync.rs"]
 mod resync;
+#[path = "agent/sharded_rollout.rs"]
+mod sharded_rollout;
 #[path = "agent/sharding.rs"]
 mod sharding;
 #[path = "agent/shared_identities.rs"]

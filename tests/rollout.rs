@@ -305,13 +305,18 @@ fn waves() {
     }
     agent.kill().expect("kill -9");
     agent.wait().unwrap();
+    let soak_end = |text: &str| {
+        let at = text.rfind("(dev) soaking until ")?;
+        Some(text[at..].chars().take(43).collect::<String>())
+    };
+    let soaking = soak_end(&std::fs::read_to_string(&logs).unwrap()).expect("a soak end");
 
     let dev_before = live_clusters(&fleet, &envs["dev"]);
     for (unit, live) in &dev_before {
         assert_eq!(annotation(live), Some("three"), "{unit} took the change");
     }
     let prod_before = live_clusters(&fleet, &envs["prod"]);
-    // The next agent: wave 1 is on the revision and soaks again; nothing else moves.
+    // The next agent: wave 1 is on the revision and soaks on; nothing else moves.
     let out = run_once(&fleet);
     assert_eq!(out.code, 0, "{}", out.all());
     let lines = rollout_lines(&out);
@@ -323,6 +328,9 @@ fn waves() {
         "{lines:?}"
     );
     assert!(!lines.iter().any(|l| l.contains("rolling")), "{lines:?}");
+    // The soak goes on from when wave 1 converged (the agent's standing on the rollout's
+    // Lease), not from the restart.
+    assert_eq!(soak_end(&out.stdout), Some(soaking), "{lines:?}");
     assert_eq!(
         live_clusters(&fleet, &envs["dev"]),
         dev_before,

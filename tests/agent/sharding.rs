@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 const ROUND_DEADLINE: Duration = Duration::from_secs(240);
 
 /// The units of a four-cluster `aro-gitops-fleetgen` fleet owned by each of two shards.
-const OF_TWO: [&[&str]; 2] = [
+pub(super) const OF_TWO: [&[&str]; 2] = [
     &["clusters/c00002", "clusters/c00004"],
     &["clusters/c00001", "clusters/c00003"],
 ];
@@ -29,16 +29,16 @@ const OF_THREE: [&[&str]; 3] = [
 const APPS: [(&str, u32); 2] = [("clusters/apps-a", 1), ("clusters/apps-b", 0)];
 
 /// A generated fleet in a git work tree, pushed to a bare remote the shards follow and report to.
-struct ShardedFleet {
+pub(super) struct ShardedFleet {
     dir: tempfile::TempDir,
-    repo: PathBuf,
+    pub(super) repo: PathBuf,
     remote: PathBuf,
 }
 
 impl ShardedFleet {
     /// A fleet of `clusters` generated clusters, or with none (and one file), an empty one to
     /// add units to.
-    fn new(clusters: usize) -> ShardedFleet {
+    pub(super) fn new(clusters: usize) -> ShardedFleet {
         let dir = tempfile::tempdir().expect("tempdir");
         let repo = dir.path().join("repo");
         if clusters == 0 {
@@ -57,10 +57,11 @@ impl ShardedFleet {
         ShardedFleet { dir, repo, remote }
     }
 
-    /// Commits the work tree and pushes it.
-    fn push(&self, message: &str) {
-        git::commit_all(&self.repo, message);
+    /// Commits the work tree and pushes it; returns the commit.
+    pub(super) fn push(&self, message: &str) -> String {
+        let commit = git::commit_all(&self.repo, message);
         git::git(&self.repo, &["push", "-q", "origin", "main"]);
+        commit
     }
 
     /// Adds a unit holding a Namespace and a ConfigMap.
@@ -84,62 +85,70 @@ impl ShardedFleet {
 
     /// Runs shards `0..count` at once (`run --once`), each with its own state directory, until
     /// all have exited.
-    fn round(&self, server: &Server, round: usize, count: u32, extra: &[&str]) -> Vec<ShardRun> {
-        let kubeconfig = server.kubeconfig.to_str().expect("UTF-8 path");
-        let mut children: Vec<(Child, PathBuf)> = (0..count)
-            .map(|i| {
-                let logs = self.dir.path().join(format!("round-{round}-shard-{i}"));
-                let file =
-                    |ext: &str| std::fs::File::create(logs.with_extension(ext)).expect("log file");
-                let child = Command::new(env!("CARGO_BIN_EXE_aro-gitops"))
-                    .args(["run", "--once", "--timeout", "180s", "--repo"])
-                    .arg(&self.remote)
-                    .arg("--state")
-                    .arg(self.dir.path().join(format!("state-{i}")))
-                    .args(["--kubeconfig", kubeconfig])
-                    .args(["--shard-index", &i.to_string()])
-                    .args(["--shard-count", &count.to_string()])
-                    .args(extra)
-                    .env("ARO_GITOPS_LOG", "warn,aro_gitops::agent::controller=debug")
-                    .env("NO_COLOR", "1")
-                    .env("GIT_CONFIG_GLOBAL", "/dev/null")
-                    .env("GIT_CONFIG_NOSYSTEM", "1")
-                    .stdin(Stdio::null())
-                    .stdout(file("out"))
-                    .stderr(file("err"))
-                    .spawn()
-                    .expect("the agent starts");
-                (child, logs)
-            })
+    pub(super) fn round(
+        &self,
+        server: &Server,
+        round: usize,
+        count: u32,
+        extra: &[&str],
+    ) -> Vec<ShardRun> {
+        let children = (0..count)
+            .map(|i| self.spawn(server, round, (i, count), extra))
             .collect();
-        let deadline = Instant::now() + ROUND_DEADLINE;
-        let mut runs = Vec::new();
-        for (i, (child, logs)) in children.iter_mut().enumerate() {
-            let code = loop {
-                if let Some(status) = child.try_wait().expect("wait") {
-                    break status.code().unwrap_or(-1);
-                }
-                if Instant::now() > deadline {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    break -1;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            };
-            let read = |ext: &str| std::fs::read_to_string(logs.with_extension(ext)).unwrap();
-            runs.push(ShardRun {
-                index: i as u32,
-                count,
-                code,
-                stdout: read("out"),
-                stderr: read("err"),
-            });
+        wait_all(children)
+    }
+
+    /// Runs shard `index` of `count` alone (`run --once`) until it exits.
+    pub(super) fn one(
+        &self,
+        server: &Server,
+        round: usize,
+        shard: (u32, u32),
+        extra: &[&str],
+    ) -> ShardRun {
+        let child = self.spawn(server, round, shard, extra);
+        wait_all(vec![child]).pop().expect("one run")
+    }
+
+    /// Starts shard `index` of `count` (`run --once`) with its own state directory.
+    fn spawn(
+        &self,
+        server: &Server,
+        round: usize,
+        (i, count): (u32, u32),
+        extra: &[&str],
+    ) -> Spawned {
+        let kubeconfig = server.kubeconfig.to_str().expect("UTF-8 path");
+        let logs = self.dir.path().join(format!("round-{round}-shard-{i}"));
+        let file = |ext: &str| std::fs::File::create(logs.with_extension(ext)).expect("log file");
+        let child = Command::new(env!("CARGO_BIN_EXE_aro-gitops"))
+            .args(["run", "--once", "--timeout", "180s", "--repo"])
+            .arg(&self.remote)
+            .arg("--state")
+            .arg(self.dir.path().join(format!("state-{i}")))
+            .args(["--kubeconfig", kubeconfig])
+            .args(["--shard-index", &i.to_string()])
+            .args(["--shard-count", &count.to_string()])
+            .args(extra)
+            .env("ARO_GITOPS_LOG", "warn,aro_gitops::agent::controller=debug")
+            .env("NO_COLOR", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .stdin(Stdio::null())
+            .stdout(file("out"))
+            .stderr(file("err"))
+            .spawn()
+            .expect("the agent starts");
+        Spawned {
+            child,
+            logs,
+            index: i,
+            count,
         }
-        runs
     }
 
     /// Every report on the status branch: the unit it is about → the YAML report.
-    fn reports(&self) -> BTreeMap<String, String> {
+    pub(super) fn reports(&self) -> BTreeMap<String, String> {
         let names = git::git(
             &self.remote,
             &["ls-tree", "-r", "--name-only", STATUS_BRANCH],
@@ -179,17 +188,53 @@ impl ShardedFleet {
     }
 }
 
-/// What one shard's process did.
-struct ShardRun {
+/// A shard's process, started.
+struct Spawned {
+    child: Child,
+    logs: PathBuf,
     index: u32,
     count: u32,
-    code: i32,
-    stdout: String,
+}
+
+/// Waits for every shard's process to exit (killed past [`ROUND_DEADLINE`]).
+fn wait_all(mut children: Vec<Spawned>) -> Vec<ShardRun> {
+    let deadline = Instant::now() + ROUND_DEADLINE;
+    let mut runs = Vec::new();
+    for s in children.iter_mut() {
+        let code = loop {
+            if let Some(status) = s.child.try_wait().expect("wait") {
+                break status.code().unwrap_or(-1);
+            }
+            if Instant::now() > deadline {
+                let _ = s.child.kill();
+                let _ = s.child.wait();
+                break -1;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let read = |ext: &str| std::fs::read_to_string(s.logs.with_extension(ext)).unwrap();
+        runs.push(ShardRun {
+            index: s.index,
+            count: s.count,
+            code,
+            stdout: read("out"),
+            stderr: read("err"),
+        });
+    }
+    runs
+}
+
+/// What one shard's process did.
+pub(super) struct ShardRun {
+    index: u32,
+    count: u32,
+    pub(super) code: i32,
+    pub(super) stdout: String,
     stderr: String,
 }
 
 impl ShardRun {
-    fn all(&self) -> String {
+    pub(super) fn all(&self) -> String {
         format!(
             "shard {} of {} (exit {}):\n{}\n--- stderr ---\n{}",
             self.index, self.count, self.code, self.stdout, self.stderr
@@ -197,7 +242,7 @@ impl ShardRun {
     }
 
     /// The summary table's rows: unit → phase.
-    fn summary(&self) -> BTreeMap<String, String> {
+    pub(super) fn summary(&self) -> BTreeMap<String, String> {
         let mut lines = self.stdout.lines().skip_while(|l| !l.starts_with("UNIT "));
         let header = lines
             .next()

@@ -22,6 +22,7 @@ pub mod queue;
 pub(super) mod revision;
 pub(super) mod rollout;
 pub mod rollout_record;
+mod rollout_standing;
 mod round;
 mod scope;
 pub(super) mod servers;

@@ -4,12 +4,14 @@
 //! revision; when it ends, the decision is taken again, until it admits no one more.
 //!
 //! What a rollout stands on lives outside the process: which revision each unit converged on is
-//! in its inventory, the failures come back with the next pass, and a resume is on a Lease. What
-//! this keeps in memory only saves work.
+//! in its inventory, and each shard's standing (its units that took the newest revision, failed
+//! or converged there since when) and a resume are on the rollout's Lease (see
+//! [`super::rollout_standing`]). What this keeps in memory only saves work.
 
 use super::context::Agent;
 use super::revision::Revision;
 use super::rollout_record as record;
+use super::rollout_standing::Standing;
 use crate::agent::AgentError;
 use crate::agent::pass::prepare::{Preparation, PreparedUnit};
 use crate::report::{self, Held, UnitOutcome};
@@ -28,9 +30,9 @@ pub(in crate::agent) struct Rollouts {
     kept: BTreeMap<String, (String, Preparation)>,
     /// The newest revision, and when each unit that took it was first seen converged on it.
     newest: String,
-    converged_since: BTreeMap<String, DateTime<Utc>>,
+    pub(super) converged_since: BTreeMap<String, DateTime<Utc>>,
     /// The units the last composed revision let take the newest revision.
-    taking: BTreeSet<String>,
+    pub(super) taking: BTreeSet<String>,
     /// The paths changed from each commit a unit is kept on to the newest revision.
     changed: BTreeMap<String, Vec<PathBuf>>,
     /// How the newest revision changed each unit, as first seen (see `rollout_decision`).
@@ -41,6 +43,8 @@ pub(in crate::agent) struct Rollouts {
     pub view: Option<rollout::RolloutView>,
     /// The rollout's last line said on the terminal (said again only when it changes).
     said: Option<String>,
+    /// This shard's standing as last recorded on the rollout's Lease.
+    pub(super) recorded: Option<Standing>,
 }
 
 impl Rollouts {
@@ -189,6 +193,14 @@ impl Agent {
         target: &Revision,
         outcomes: Option<&[UnitOutcome]>,
     ) -> Decision {
+        let record = self.rollout_record(target).await;
+        let shard = (self.shard.index(), self.shard.count());
+        // The other shards' units, as their standings say (this layout's, on this revision).
+        let theirs: BTreeMap<String, State> = (record.standings.iter())
+            .filter(|((i, c), s)| *c == shard.1 && *i != shard.0 && s.revision == target.commit)
+            .flat_map(|(_, s)| s.units.clone())
+            .collect();
+        self.resume_standing(target, record.standings.get(&shard));
         let inventories = self.live.inventories(&target.fleet.scope, |_| true).await.0;
         let applied: BTreeMap<String, Option<String>> = (inventories.into_iter())
             .map(|(u, inv)| (u, inv.revision))
@@ -251,18 +263,25 @@ impl Agent {
                 let on_it = applied
                     .get(&name)
                     .is_some_and(|a| a.as_deref() == Some(&target.commit));
-                let newest =
-                    if !state.taking.contains(&name) && !on_it && change != UnitChange::None {
-                        None
-                    } else {
-                        Some(newest_state(
-                            outcomes.get(name.as_str()).copied(),
-                            &target.commit,
-                            applied.get(&name).cloned().flatten().as_deref(),
-                            state.converged_since.entry(name.clone()),
-                            now,
-                        ))
-                    };
+                // Another shard's unit stands as that shard recorded it.
+                let recorded = theirs.get(&name).filter(|_| !self.shard.owns(&name));
+                let newest = if recorded.is_none()
+                    && !state.taking.contains(&name)
+                    && !on_it
+                    && change != UnitChange::None
+                {
+                    None
+                } else if let Some(recorded) = recorded {
+                    Some(recorded.clone())
+                } else {
+                    Some(newest_state(
+                        outcomes.get(name.as_str()).copied(),
+                        &target.commit,
+                        applied.get(&name).cloned().flatten().as_deref(),
+                        state.converged_since.entry(name.clone()),
+                        now,
+                    ))
+                };
                 UnitInput {
                     unit: name,
                     labels: facts.labels,
@@ -273,14 +292,14 @@ impl Agent {
                 }
             })
             .collect();
-        let resume = self.rollout_resume(target).await;
         let decision = rollout::decide(
             &target.commit,
             target.rollout.as_deref(),
             &inputs,
-            resume.as_ref(),
+            record.resume.as_ref(),
             now,
         );
+        self.record_standing(target, &inputs, &decision).await;
         self.memo.rollout.next_check = decision.next_check;
         self.memo.rollout.view = decision.view.clone();
         let line = decision.view.as_ref().map(rollout::view::headline);
@@ -558,19 +577,6 @@ impl Agent {
         let fleet = &target.fleet.scope.name;
         if let Err(e) = record::record_paused(client, fleet, paused, &view.revision).await {
             tracing::warn!(error = %e, "the paused rollout could not be recorded on its Lease");
-        }
-    }
-
-    /// The resume recorded for the fleet's rollout, if any (none when the Lease cannot be read:
-    /// the rollout stays paused).
-    async fn rollout_resume(&self, target: &Revision) -> Option<rollout::Resume> {
-        let client = self.live.env.cluster.client();
-        match record::read(client, &target.fleet.scope.name).await {
-            Ok(r) => r.resume,
-            Err(e) => {
-                tracing::warn!(error = %e, "the rollout's Lease could not be read: no resume taken");
-                None
-            }
         }
     }
 }

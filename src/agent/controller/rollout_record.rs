@@ -7,7 +7,10 @@
 //! Writes go through create, or replace with the Lease's resourceVersion: a concurrent writer
 //! gets a conflict and the write is tried again on what it wrote, never overwriting it blindly.
 //! The errors recorded are those of the reports, already redacted.
+//!
+//! Each shard's standing in the rollout is recorded there too (see [`super::rollout_standing`]).
 
+use super::rollout_standing::{self as standing, Standing};
 use crate::marks::AGENT_NAMESPACE;
 use crate::rollout::{Paused, Resume};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -29,6 +32,8 @@ pub struct Record {
     /// The paused rollout: its revision, and where and why it stopped.
     pub paused: Option<(String, Paused)>,
     pub resume: Option<Resume>,
+    /// Each shard's standing, by shard (index, count).
+    pub standings: BTreeMap<(u32, u32), Standing>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -130,7 +135,23 @@ impl Record {
                 })
             }
         };
-        Ok(Record { paused, resume })
+        let mut standings = BTreeMap::new();
+        for (key, text) in annotations {
+            let Some(shard) = standing::shard_of(key) else {
+                continue;
+            };
+            let s = Standing::decode(text).map_err(|e| RecordError::Decode {
+                name: name.to_string(),
+                annotation: standing::STANDING_PREFIX,
+                why: format!("{key}: {e}"),
+            })?;
+            standings.insert(shard, s);
+        }
+        Ok(Record {
+            paused,
+            resume,
+            standings,
+        })
     }
 
     /// The record as annotations (both keys always present: an absent part is removed).
@@ -155,10 +176,14 @@ impl Record {
             };
             serde_json::to_string(&json).expect("plain data serialises")
         });
-        BTreeMap::from([
+        let mut annotations = BTreeMap::from([
             (PAUSED_ANNOTATION.to_string(), paused),
             (RESUME_ANNOTATION.to_string(), resume),
-        ])
+        ]);
+        for ((index, count), s) in &self.standings {
+            annotations.insert(standing::key(*index, *count), Some(s.encode()));
+        }
+        annotations
     }
 
     /// The resume of the paused rollout `revision` (the commit id or a prefix of at least 7
@@ -229,6 +254,33 @@ pub async fn record_paused(
             return false;
         }
         r.paused = wanted.clone();
+        true
+    })
+    .await
+    .map(|_| ())
+}
+
+/// Records shard `shard`'s standing (see [`super::rollout_standing`]); writes only when the Lease
+/// records something else. A standing too large for an annotation keeps its failures only.
+pub async fn record_standing(
+    client: &kube::Client,
+    fleet: &str,
+    shard: (u32, u32),
+    wanted: &Standing,
+) -> Result<(), RecordError> {
+    let mut wanted = wanted.as_recorded();
+    if wanted.encode().len() > standing::MAX_STANDING_BYTES {
+        tracing::warn!(
+            units = wanted.units.len(),
+            "the rollout standing is too large for the Lease: only its failures are recorded"
+        );
+        (wanted.units).retain(|_, s| matches!(s, crate::rollout::State::Failed { .. }));
+    }
+    update(client, fleet, |r| {
+        if r.standings.get(&shard) == Some(&wanted) {
+            return false;
+        }
+        r.standings.insert(shard, wanted.clone());
         true
     })
     .await
@@ -418,6 +470,7 @@ mod tests {
                 revision: REV.into(),
                 forgiven: ["clusters/dev-1".to_string()].into(),
             }),
+            ..Default::default()
         };
         let a = annotations(&record);
         assert_eq!(Record::from_annotations("l", &a).unwrap(), record);
@@ -438,6 +491,7 @@ mod tests {
         let record = Record {
             paused: Some((REV.into(), paused())),
             resume: None,
+            ..Default::default()
         };
         let r = record.resume("0123456").unwrap();
         assert_eq!(r.revision, REV, "the full id is recorded");
@@ -459,6 +513,7 @@ mod tests {
                 revision: REV.into(),
                 forgiven: ["clusters/canary".to_string()].into(),
             }),
+            ..Default::default()
         };
         assert_eq!(record.resume(REV).unwrap().forgiven.len(), 3);
         record.resume.as_mut().unwrap().revision = "ffffffffff".into();
@@ -480,6 +535,7 @@ mod tests {
         let record = Record {
             paused: Some((REV.into(), paused())),
             resume: None,
+            ..Default::default()
         };
         let e = record.resume("abcdef0").unwrap_err().to_string();
         assert!(e.contains("the paused rollout is that of 0123456"), "{e}");
@@ -521,8 +577,25 @@ mod tests {
         assert_eq!(record_resume(&client, "fleet", REV).await.unwrap(), resume);
         assert_eq!(version().await, second, "the same resume writes nothing");
         let record = read(&client, "fleet").await.unwrap();
-        assert_eq!(record.resume, Some(resume));
+        assert_eq!(record.resume.as_ref(), Some(&resume));
         assert_eq!(record.paused, Some((REV.to_string(), paused())));
+        // A shard's standing: written once, beside the pause and the resume.
+        let standing = Standing {
+            revision: REV.into(),
+            units: BTreeMap::from([("clusters/dev-1".into(), crate::rollout::State::Progressing)]),
+        };
+        record_standing(&client, "fleet", (1, 2), &standing)
+            .await
+            .unwrap();
+        let third = version().await;
+        assert_ne!(third, second);
+        record_standing(&client, "fleet", (1, 2), &standing)
+            .await
+            .unwrap();
+        assert_eq!(version().await, third, "the same standing writes nothing");
+        let record = read(&client, "fleet").await.unwrap();
+        assert_eq!(record.standings[&(1, 2)], standing);
+        assert_eq!(record.resume, Some(resume));
         // Another fleet's Lease is another record.
         assert_eq!(read(&client, "other").await.unwrap(), Record::default());
         let lease = api(&client).get(&lease_name("fleet")).await.unwrap();
