@@ -157,6 +157,10 @@ pub struct RunArgs {
     /// The Azure simulator's provisioning delay per resource (embedded control plane only).
     #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
     pub sim_delay: Duration,
+    /// For tests: the rollout's clock (maintenance windows, soaks) reads this RFC 3339 instant at
+    /// start and runs on from it.
+    #[arg(long, hide = true, value_name = "RFC3339", value_parser = instant)]
+    pub rollout_clock: Option<chrono::DateTime<chrono::Utc>>,
     /// Branch the reports are committed to (default: a dedicated status branch).
     #[arg(
         long,
@@ -359,6 +363,13 @@ fn share(s: &str) -> Result<f64, String> {
     } else {
         Err(format!("{v} is not between 0 and 1"))
     }
+}
+
+/// An RFC 3339 instant (`2031-05-06T02:59:58Z`).
+fn instant(s: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
+    chrono::DateTime::parse_from_rfc3339(s)
+        .map(|t| t.with_timezone(&chrono::Utc))
+        .map_err(|e| format!("{s:?} is not an RFC 3339 instant (2031-05-06T02:59:58Z): {e}"))
 }
 
 /// How a plan is printed.

@@ -97,6 +97,8 @@ pub struct RunConfig {
     pub use_azure_simulator: bool,
     /// Commit statuses to post (`--commit-status`), when asked.
     pub commit_status: Option<crate::notify::commit_status::Config>,
+    /// The rollout's time source (maintenance windows, soaks): the system's unless a test set it.
+    pub clock: crate::rollout::Clock,
 }
 
 #[derive(Debug, thiserror::Error)]

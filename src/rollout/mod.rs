@@ -7,6 +7,7 @@
 //! the clock to which units may take the newest revision now. The controller carries it out: a
 //! unit held back keeps being reconciled at the revision it is on.
 
+pub mod clock;
 pub mod decide;
 pub mod select;
 pub mod settings;
@@ -14,6 +15,7 @@ pub mod units;
 pub mod view;
 pub mod windows;
 
+pub use clock::Clock;
 pub use decide::{
     Decision, Hold, Paused, Resume, RolloutView, State, UnitChange, UnitInput, Verdict, WaveState,
     WaveView, decide,

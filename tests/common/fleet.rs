@@ -269,6 +269,7 @@ impl Fleet {
             decryption: None,
             use_azure_simulator: false,
             commit_status: None,
+            clock: Default::default(),
         }
     }
 

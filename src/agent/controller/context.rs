@@ -106,6 +106,8 @@ pub(in crate::agent) struct Schedule {
     pub concurrency: usize,
     /// Progress bars (a terminal) instead of plain lines.
     pub progress_bars: bool,
+    /// The rollout's time source.
+    pub clock: crate::rollout::Clock,
 }
 
 /// What a pass may do beyond applying what git says.
@@ -184,6 +186,7 @@ impl Schedule {
             drift_interval: config.drift_interval,
             concurrency: config.concurrency,
             progress_bars: config.progress_bars,
+            clock: config.clock,
         }
     }
 }

@@ -86,8 +86,7 @@ impl Agent {
             let wake = next_drift.map_or(next_fetch, |d| d.min(next_fetch));
             // A soak ending or a window opening: the rollout is decided again then.
             let wake = match self.memo.rollout.next_check {
-                Some(at) => wake
-                    .min(Instant::now() + (at - chrono::Utc::now()).to_std().unwrap_or_default()),
+                Some(at) => wake.min(Instant::now() + self.schedule.clock.until(at)),
                 None => wake,
             };
             let pushed = tokio::select! {

@@ -130,7 +130,7 @@ impl Agent {
         }
         self.memo.rollout.start(&target.commit);
         let frozen = (drift.as_deref())
-            .map(|before| frozen(target, before))
+            .map(|before| frozen(target, before, self.schedule.clock.now()))
             .unwrap_or_default();
         if !frozen.is_empty() {
             tracing::info!(
@@ -151,7 +151,7 @@ impl Agent {
                 let waiting = (decision.verdicts.values())
                     .any(|v| matches!(v, Verdict::Hold(rollout::Hold::Wave { .. })));
                 let soak_ends = soak_end(&decision).filter(|_| deadline.is_some() && waiting);
-                match soak_ends.and_then(|t| instant_of(t, deadline)) {
+                match soak_ends.and_then(|t| instant_of(self.schedule.clock.until(t), deadline)) {
                     Some(at) => {
                         tracing::info!(until = %soak_ends.expect("soak end"), "soaking");
                         tokio::time::sleep_until(at.into()).await;
@@ -210,7 +210,7 @@ impl Agent {
         let outcomes: BTreeMap<&str, &UnitOutcome> = (outcomes.unwrap_or_default().iter())
             .map(|o| (o.unit.as_str(), o))
             .collect();
-        let now = Utc::now();
+        let now = self.schedule.clock.now();
         let state = &mut self.memo.rollout;
         let in_progress = !state.kept.is_empty();
         let inputs: Vec<UnitInput> = (target.fleet_units.iter())
@@ -446,7 +446,7 @@ impl Agent {
     /// leaves what it kept (until then, a unit that took it and fails stays placed by what it
     /// kept, and goes back to it if a later revision holds it).
     fn note_converged(&mut self, target: &Revision, outcomes: &[UnitOutcome]) {
-        let now = Utc::now();
+        let now = self.schedule.clock.now();
         for o in outcomes {
             if o.revision == target.commit && report::phase(o) == report::Phase::Converged {
                 self.memo.rollout.kept.remove(&o.unit);
@@ -524,11 +524,14 @@ fn newest_state(
 
 /// The units of `target` whose windows keep drift from being corrected now, with their outcomes
 /// of the converge `before` (a unit without one passes).
-fn frozen(target: &Revision, before: &[UnitOutcome]) -> BTreeMap<String, UnitOutcome> {
+fn frozen(
+    target: &Revision,
+    before: &[UnitOutcome],
+    now: DateTime<Utc>,
+) -> BTreeMap<String, UnitOutcome> {
     let Some(settings) = target.rollout.as_deref().filter(|r| !r.windows.is_empty()) else {
         return BTreeMap::new();
     };
-    let now = Utc::now();
     (target.units.iter())
         .filter_map(|(u, p)| {
             let name = u.name();
@@ -555,9 +558,8 @@ fn soak_end(decision: &Decision) -> Option<DateTime<Utc>> {
     })
 }
 
-/// `at` as an instant, when it comes before `deadline`.
-fn instant_of(at: DateTime<Utc>, deadline: Option<Instant>) -> Option<Instant> {
-    let wait = (at - Utc::now()).to_std().unwrap_or_default();
+/// The instant `wait` from now, when it comes before `deadline`.
+fn instant_of(wait: std::time::Duration, deadline: Option<Instant>) -> Option<Instant> {
     let at = Instant::now() + wait;
     deadline.is_none_or(|d| at < d).then_some(at)
 }

@@ -204,6 +204,10 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         ),
         use_azure_simulator: args.source.use_azure_simulator,
         commit_status,
+        clock: args
+            .rollout_clock
+            .map(aro_gitops::rollout::Clock::starting_at)
+            .unwrap_or_default(),
     };
     let lifecycle = agent::Lifecycle {
         shutdown: watch_signals().context("watching for SIGTERM and SIGINT")?,
