@@ -41,12 +41,10 @@
 
 mod common;
 
-use common::{ARO_GITOPS, Server, TIME, log_tail, mb, run_measured, yes};
+use common::{ARO_GITOPS, TIME, log_tail, mb, run_measured, yes};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-
-use std::time::Duration;
 
 #[path = "fleet/plot.rs"]
 mod plot;
@@ -199,25 +197,13 @@ fn embedded(bin: &str, series: Series, n: usize, repo: &Path, state: &Path, o: &
     row(series, n, &m)
 }
 
-/// `control-plane serve --simulate-azure --sim-delay 0s` in its own process, serving the store in
-/// `dir`.
-pub fn serve_simulated(dir: &Path) -> Option<Server> {
-    Server::start(
-        ARO_GITOPS,
-        dir,
-        &["--simulate-azure", "--sim-delay", "0s"],
-        "Azure is SIMULATED",
-        Duration::from_secs(120),
-    )
-}
-
 /// The agent with `--kubeconfig` against a control plane served in its own process.
 fn separate(n: usize, repo: &Path, dir: &Path, o: &Options) -> Row {
     let (state, served) = (dir.join("agent-state"), dir.join("served-state"));
     let _ = std::fs::remove_dir_all(&state);
     let _ = std::fs::remove_dir_all(&served);
     eprintln!("fleet bench: {n} clusters against `control-plane serve` in its own process...");
-    let Some(mut server) = serve_simulated(&served) else {
+    let Some(mut server) = common::serve_simulated(&served) else {
         eprintln!("fleet bench: `control-plane serve --simulate-azure` did not start");
         return Row::failed(Series::Separate, n);
     };

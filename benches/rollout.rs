@@ -6,6 +6,14 @@
 //! units converge (no time passes for them here: that is the waiting for health the agent does not
 //! spend). Run with `cargo bench --bench rollout` (`-- --clusters N`, default 1,000 and 2,000);
 //! results go to stdout as Markdown.
+//!
+//! `cargo bench --bench rollout -- --agent [--clusters N]` (default 1,000) measures a rollout
+//! through the binary instead, against a served control plane (see `rollout/agent.rs`).
+
+#[path = "rollout/agent.rs"]
+mod agent;
+#[path = "common/mod.rs"]
+mod common;
 
 use aro_gitops::rollout::{self, Rollout, State, UnitChange, UnitInput, Verdict};
 use chrono::Utc;
@@ -79,10 +87,20 @@ fn walk(n: usize, settings: &Rollout) -> Walk {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let sizes: Vec<usize> = match args.iter().position(|a| a == "--clusters") {
-        Some(i) => vec![args[i + 1].parse().expect("--clusters N")],
-        None => vec![1000, 2000],
-    };
+    let clusters = (args.iter().position(|a| a == "--clusters"))
+        .map(|i| args[i + 1].parse::<usize>().expect("--clusters N"));
+    if args.iter().any(|a| a == "--agent") {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        match agent::through_the_binary(clusters.unwrap_or(1000), dir.path()) {
+            Ok(r) => agent::print(&r),
+            Err(e) => {
+                eprintln!("rollout bench: {e}");
+                std::process::exit(1);
+            }
+        }
+        return;
+    }
+    let sizes: Vec<usize> = clusters.map_or(vec![1000, 2000], |n| vec![n]);
     let value: serde_json::Value = serde_json::from_str(SETTINGS).expect("settings JSON");
     let settings = Rollout::parse(Some(&value))
         .expect("settings")

@@ -1,4 +1,4 @@
-//! What the process benchmarks share (`plan`, `fleet`): a real git repository for a generated
+//! What the process benchmarks share (`plan`, `fleet`, `rollout`): a real git repository for a generated
 //! fleet, a measured run of a binary (wall time, and peak RSS and CPU from `/usr/bin/time -v`),
 //! and the formatting of their figures.
 
@@ -63,9 +63,22 @@ pub fn run_measured(bin: &str, args: &[&str], time_v: bool) -> Measured {
     let out: Output = cmd.output().expect("the measured binary runs");
     let wall = start.elapsed();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let (peak_rss_mb, cpu) = time_report(&stderr);
+    // `time -v` passes the command's exit code on as its own.
+    Measured {
+        wall,
+        peak_rss_mb,
+        cpu,
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr,
+    }
+}
+
+/// The peak RSS (MB) and CPU time (user and system) in a report of `/usr/bin/time -v`.
+pub fn time_report(text: &str) -> (Option<f64>, Option<Duration>) {
     let field = |name: &str| {
-        stderr
-            .lines()
+        text.lines()
             .find_map(|l| l.trim().strip_prefix(name))
             .map(|v| v.trim().to_string())
     };
@@ -77,15 +90,19 @@ pub fn run_measured(bin: &str, args: &[&str], time_v: bool) -> Measured {
         (Some(u), Some(s)) => Some(Duration::from_secs_f64(u + s)),
         _ => None,
     };
-    // `time -v` passes the command's exit code on as its own.
-    Measured {
-        wall,
-        peak_rss_mb,
-        cpu,
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr,
-    }
+    (peak_rss_mb, cpu)
+}
+
+/// The CPU time (user and system) a running process has used so far, from `/proc/PID/stat`
+/// (clock ticks of 10 ms).
+pub fn cpu_of(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the command's name, which is in parentheses and may hold spaces.
+    let rest = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i)?.parse::<u64>().ok();
+    // utime and stime are the stat file's fields 14 and 15: the 12th and 13th after the name.
+    Some(Duration::from_millis((ticks(11)? + ticks(12)?) * 10))
 }
 
 /// The last `n` log lines and errors of a run, without `time -v`'s report.
@@ -194,6 +211,18 @@ impl Drop for Server {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// `control-plane serve --simulate-azure --sim-delay 0s` in its own process, serving the store in
+/// `dir`.
+pub fn serve_simulated(dir: &Path) -> Option<Server> {
+    Server::start(
+        ARO_GITOPS,
+        dir,
+        &["--simulate-azure", "--sim-delay", "0s"],
+        "Azure is SIMULATED",
+        Duration::from_secs(120),
+    )
 }
 
 /// Writes a fleet of `n` clusters with `aro-gitops-fleetgen` and `flags` into `repo` and makes it

@@ -150,7 +150,7 @@ pub fn noop_resync(n: usize, repo: &Path, dir: &Path, served: bool, cycles: usiz
     }
     let _ = std::fs::remove_dir_all(&served_state);
     let server = if served {
-        match super::serve_simulated(&served_state) {
+        match super::common::serve_simulated(&served_state) {
             Some(s) => Some(s),
             None => {
                 eprintln!("fleet bench: `control-plane serve --simulate-azure` did not start");
