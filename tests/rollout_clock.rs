@@ -1,13 +1,13 @@
 //! The rollout's clock is injectable through the binary (`run --rollout-clock`, hidden): an agent
-//! started ten seconds before a cluster's maintenance window opens holds it, reporting when the
+//! started thirty seconds before a cluster's maintenance window opens holds it, reporting when the
 //! window opens, then takes it when its clock reaches the window, on its own, without waiting for
 //! the wall clock's hour. On the embedded control plane with the Azure simulator.
 
 mod common;
 
 use common::fleet::Fleet;
+use common::running::Running;
 use serde_json::Value;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Production changes only inside its window, 03:00 to 04:00 UTC.
@@ -19,16 +19,6 @@ const WINDOW: &str = "rollout:
       timeZone: UTC
       units: [\"clusters/prod\"]
 ";
-
-/// Kills the agent when the test ends, passed or not.
-struct Agent(Child);
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// The report of `unit` (`dev`, `prod`) on the status branch, parsed, once there is one.
 fn report(fleet: &Fleet, unit: &str) -> Option<Value> {
@@ -58,23 +48,11 @@ fn a_window_opens_on_the_rollouts_clock() {
     let (fleet, _) = Fleet::git();
     fleet.write("aro-gitops.yaml", WINDOW);
     let revision = fleet.commit("production changes inside its maintenance window");
-    let logs = fleet.dir().join("agent.out");
-    let agent = Agent(
-        Command::new(env!("CARGO_BIN_EXE_aro-gitops"))
-            .args(["run", "--sim-delay", "0s", "--interval", "1h"])
-            .args(["--rollout-clock", "2031-05-06T02:59:50Z", "--repo"])
-            .arg(&fleet.url)
-            .arg("--state")
-            .arg(&fleet.state)
-            .env("NO_COLOR", "1")
-            .env("ARO_GITOPS_LOG", "warn")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .stdin(Stdio::null())
-            .stdout(std::fs::File::create(&logs).unwrap())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the agent starts"),
+    let agent = Running::start(
+        &fleet.url,
+        &fleet.state,
+        &["--rollout-clock", "2031-05-06T02:59:30Z"],
+        false,
     );
 
     // Outside its window, production waits and says until when; development has no window.
@@ -88,15 +66,15 @@ fn a_window_opens_on_the_rollouts_clock() {
     assert_eq!(dev["revision"], revision.as_str(), "{dev}");
     assert_eq!(dev["phase"], "Converged", "{dev}");
 
-    // The agent's clock reaches 03:00 in ten seconds: production takes the revision then, on
+    // The agent's clock reaches 03:00 thirty seconds after it started: production takes the revision then, on
     // the agent's own (no push, no fetch: the interval is an hour).
     poll_report(&fleet, "prod", Duration::from_secs(300), |r| {
         r["phase"] == "Converged" && r["revision"] == revision.as_str() && r["held"].is_null()
     });
-    drop(agent);
-    let out = std::fs::read_to_string(&logs).unwrap();
+    let said: Vec<String> = agent.lines.try_iter().collect();
     assert!(
-        out.contains("1 waiting for the maintenance window"),
-        "{out}"
+        said.iter()
+            .any(|l| l.ends_with("; 1 waiting for the maintenance window")),
+        "{said:?}"
     );
 }
