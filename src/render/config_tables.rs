@@ -195,192 +195,197 @@ fn back_ref(
     }
 }
 
+/// A field naming an object of another type: the referring type's group, version and kind, and
+/// the field's path.
+type Referrer = (&'static str, &'static str, &'static str, &'static str);
+
+const RBAC: &str = "rbac.authorization.k8s.io";
+const ADMISSION: &str = "admissionregistration.k8s.io";
+
+/// Where a pod spec names a ConfigMap (in every kind holding one), then the other places.
+const CONFIG_MAP_IN_PODS: &[&str] = &[
+    "volumes/configMap/name",
+    "containers/env/valueFrom/configMapKeyRef/name",
+    "initContainers/env/valueFrom/configMapKeyRef/name",
+    "containers/envFrom/configMapRef/name",
+    "initContainers/envFrom/configMapRef/name",
+    "volumes/projected/sources/configMap/name",
+];
+const CONFIG_MAP_ELSEWHERE: &[Referrer] = &[
+    ("", "", "Node", "spec/configSource/configMap"),
+    ("", "", "Role", "rules/resourceNames"),
+    ("", "", "ClusterRole", "rules/resourceNames"),
+    (
+        "",
+        "",
+        "Ingress",
+        "metadata/annotations/nginx.ingress.kubernetes.io\\/fastcgi-params-configmap",
+    ),
+];
+
+/// Where a pod spec names a Secret, then the other places.
+const SECRET_IN_PODS: &[&str] = &[
+    "volumes/secret/secretName",
+    "containers/env/valueFrom/secretKeyRef/name",
+    "initContainers/env/valueFrom/secretKeyRef/name",
+    "containers/envFrom/secretRef/name",
+    "initContainers/envFrom/secretRef/name",
+    "imagePullSecrets/name",
+    "volumes/projected/sources/secret/name",
+];
+const SECRET_ELSEWHERE: &[Referrer] = &[
+    ("", "", "Ingress", "spec/tls/secretName"),
+    (
+        "",
+        "",
+        "Ingress",
+        "metadata/annotations/ingress.kubernetes.io\\/auth-secret",
+    ),
+    (
+        "",
+        "",
+        "Ingress",
+        "metadata/annotations/nginx.ingress.kubernetes.io\\/auth-secret",
+    ),
+    (
+        "",
+        "",
+        "Ingress",
+        "metadata/annotations/nginx.ingress.kubernetes.io\\/auth-tls-secret",
+    ),
+    ("", "", "ServiceAccount", "imagePullSecrets/name"),
+    ("", "", "StorageClass", "parameters/secretName"),
+    ("", "", "StorageClass", "parameters/adminSecretName"),
+    ("", "", "StorageClass", "parameters/userSecretName"),
+    ("", "", "StorageClass", "parameters/secretRef"),
+    ("", "", "Role", "rules/resourceNames"),
+    ("", "", "ClusterRole", "rules/resourceNames"),
+    (
+        "serving.knative.dev",
+        "v1",
+        "Service",
+        "spec/template/spec/containers/env/valueFrom/secretKeyRef/name",
+    ),
+    ("", "", "PersistentVolume", "spec/azureFile/secretName"),
+];
+
+const SERVICE: &[Referrer] = &[
+    ("apps", "", "StatefulSet", "spec/serviceName"),
+    (
+        "",
+        "",
+        "Ingress",
+        "spec/rules/http/paths/backend/serviceName",
+    ),
+    ("", "", "Ingress", "spec/backend/serviceName"),
+    (
+        "",
+        "",
+        "Ingress",
+        "spec/rules/http/paths/backend/service/name",
+    ),
+    ("", "", "Ingress", "spec/defaultBackend/service/name"),
+    (
+        "apiregistration.k8s.io",
+        "",
+        "APIService",
+        "spec/service/name",
+    ),
+    (
+        ADMISSION,
+        "",
+        "ValidatingWebhookConfiguration",
+        "webhooks/clientConfig/service",
+    ),
+    (
+        ADMISSION,
+        "",
+        "MutatingWebhookConfiguration",
+        "webhooks/clientConfig/service",
+    ),
+];
+
+/// Where a ServiceAccount is named besides the pod specs' `serviceAccountName`.
+const SERVICE_ACCOUNT_ELSEWHERE: &[Referrer] = &[
+    (RBAC, "", "RoleBinding", "subjects"),
+    (RBAC, "", "ClusterRoleBinding", "subjects"),
+];
+
+const ROLE: &[Referrer] = &[(RBAC, "", "RoleBinding", "roleRef/name")];
+
+const CLUSTER_ROLE: &[Referrer] = &[
+    (RBAC, "", "RoleBinding", "roleRef/name"),
+    (RBAC, "", "ClusterRoleBinding", "roleRef/name"),
+];
+
+const PERSISTENT_VOLUME: &[Referrer] = &[
+    ("", "", "PersistentVolumeClaim", "spec/volumeName"),
+    ("", "", "ClusterRole", "rules/resourceNames"),
+];
+
+const STORAGE_CLASS: &[Referrer] = &[
+    ("", "", "PersistentVolume", "spec/storageClassName"),
+    ("", "", "PersistentVolumeClaim", "spec/storageClassName"),
+    (
+        "",
+        "",
+        "StatefulSet",
+        "spec/volumeClaimTemplates/spec/storageClassName",
+    ),
+];
+
+const INGRESS_CLASS: &[Referrer] = &[("", "", "Ingress", "spec/ingressClassName")];
+
+const VALIDATING_ADMISSION_POLICY: &[Referrer] = &[(
+    ADMISSION,
+    "",
+    "ValidatingAdmissionPolicyBinding",
+    "spec/policyName",
+)];
+
+/// The referrers' field specs (names are never created).
+fn referrers(list: &[Referrer]) -> Vec<FieldSpec> {
+    (list.iter())
+        .map(|(g, v, k, path)| fs(g, v, k, path, false))
+        .collect()
+}
+
 fn name_reference() -> Vec<NameBackReference> {
     let hpa = || {
-        vec![fs(
+        referrers(&[(
             "",
             "",
             "HorizontalPodAutoscaler",
             "spec/scaleTargetRef/name",
-            false,
-        )]
+        )])
     };
-    let mut config_map = pod_refs(&[
-        "volumes/configMap/name",
-        "containers/env/valueFrom/configMapKeyRef/name",
-        "initContainers/env/valueFrom/configMapKeyRef/name",
-        "containers/envFrom/configMapRef/name",
-        "initContainers/envFrom/configMapRef/name",
-        "volumes/projected/sources/configMap/name",
-    ]);
-    config_map.extend([
-        fs("", "", "Node", "spec/configSource/configMap", false),
-        fs("", "", "Role", "rules/resourceNames", false),
-        fs("", "", "ClusterRole", "rules/resourceNames", false),
-        fs(
-            "",
-            "",
-            "Ingress",
-            "metadata/annotations/nginx.ingress.kubernetes.io\\/fastcgi-params-configmap",
-            false,
-        ),
-    ]);
-    let mut secret = pod_refs(&[
-        "volumes/secret/secretName",
-        "containers/env/valueFrom/secretKeyRef/name",
-        "initContainers/env/valueFrom/secretKeyRef/name",
-        "containers/envFrom/secretRef/name",
-        "initContainers/envFrom/secretRef/name",
-        "imagePullSecrets/name",
-        "volumes/projected/sources/secret/name",
-    ]);
-    secret.extend([
-        fs("", "", "Ingress", "spec/tls/secretName", false),
-        fs(
-            "",
-            "",
-            "Ingress",
-            "metadata/annotations/ingress.kubernetes.io\\/auth-secret",
-            false,
-        ),
-        fs(
-            "",
-            "",
-            "Ingress",
-            "metadata/annotations/nginx.ingress.kubernetes.io\\/auth-secret",
-            false,
-        ),
-        fs(
-            "",
-            "",
-            "Ingress",
-            "metadata/annotations/nginx.ingress.kubernetes.io\\/auth-tls-secret",
-            false,
-        ),
-        fs("", "", "ServiceAccount", "imagePullSecrets/name", false),
-        fs("", "", "StorageClass", "parameters/secretName", false),
-        fs("", "", "StorageClass", "parameters/adminSecretName", false),
-        fs("", "", "StorageClass", "parameters/userSecretName", false),
-        fs("", "", "StorageClass", "parameters/secretRef", false),
-        fs("", "", "Role", "rules/resourceNames", false),
-        fs("", "", "ClusterRole", "rules/resourceNames", false),
-        fs(
-            "serving.knative.dev",
-            "v1",
-            "Service",
-            "spec/template/spec/containers/env/valueFrom/secretKeyRef/name",
-            false,
-        ),
-        fs(
-            "",
-            "",
-            "PersistentVolume",
-            "spec/azureFile/secretName",
-            false,
-        ),
-    ]);
-    let mut service_account = vec![
-        fs(
-            "rbac.authorization.k8s.io",
-            "",
-            "RoleBinding",
-            "subjects",
-            false,
-        ),
-        fs(
-            "rbac.authorization.k8s.io",
-            "",
-            "ClusterRoleBinding",
-            "subjects",
-            false,
-        ),
-    ];
+    let in_pods_and = |in_pods: &[&str], elsewhere: &[Referrer]| {
+        let mut specs = pod_refs(in_pods);
+        specs.extend(referrers(elsewhere));
+        specs
+    };
+    let mut service_account = referrers(SERVICE_ACCOUNT_ELSEWHERE);
     service_account.extend(owner_refs("serviceAccountName"));
     vec![
         back_ref("", "", "Deployment", hpa()),
         back_ref("", "", "ReplicationController", hpa()),
         back_ref("", "", "ReplicaSet", hpa()),
         back_ref("", "", "StatefulSet", hpa()),
-        back_ref("", "v1", "ConfigMap", config_map),
-        back_ref("", "v1", "Secret", secret),
         back_ref(
             "",
             "v1",
-            "Service",
-            vec![
-                fs("apps", "", "StatefulSet", "spec/serviceName", false),
-                fs(
-                    "",
-                    "",
-                    "Ingress",
-                    "spec/rules/http/paths/backend/serviceName",
-                    false,
-                ),
-                fs("", "", "Ingress", "spec/backend/serviceName", false),
-                fs(
-                    "",
-                    "",
-                    "Ingress",
-                    "spec/rules/http/paths/backend/service/name",
-                    false,
-                ),
-                fs("", "", "Ingress", "spec/defaultBackend/service/name", false),
-                fs(
-                    "apiregistration.k8s.io",
-                    "",
-                    "APIService",
-                    "spec/service/name",
-                    false,
-                ),
-                fs(
-                    "admissionregistration.k8s.io",
-                    "",
-                    "ValidatingWebhookConfiguration",
-                    "webhooks/clientConfig/service",
-                    false,
-                ),
-                fs(
-                    "admissionregistration.k8s.io",
-                    "",
-                    "MutatingWebhookConfiguration",
-                    "webhooks/clientConfig/service",
-                    false,
-                ),
-            ],
+            "ConfigMap",
+            in_pods_and(CONFIG_MAP_IN_PODS, CONFIG_MAP_ELSEWHERE),
         ),
         back_ref(
-            "rbac.authorization.k8s.io",
             "",
-            "Role",
-            vec![fs(
-                "rbac.authorization.k8s.io",
-                "",
-                "RoleBinding",
-                "roleRef/name",
-                false,
-            )],
+            "v1",
+            "Secret",
+            in_pods_and(SECRET_IN_PODS, SECRET_ELSEWHERE),
         ),
-        back_ref(
-            "rbac.authorization.k8s.io",
-            "",
-            "ClusterRole",
-            vec![
-                fs(
-                    "rbac.authorization.k8s.io",
-                    "",
-                    "RoleBinding",
-                    "roleRef/name",
-                    false,
-                ),
-                fs(
-                    "rbac.authorization.k8s.io",
-                    "",
-                    "ClusterRoleBinding",
-                    "roleRef/name",
-                    false,
-                ),
-            ],
-        ),
+        back_ref("", "v1", "Service", referrers(SERVICE)),
+        back_ref(RBAC, "", "Role", referrers(ROLE)),
+        back_ref(RBAC, "", "ClusterRole", referrers(CLUSTER_ROLE)),
         back_ref("", "v1", "ServiceAccount", service_account),
         back_ref(
             "",
@@ -388,36 +393,12 @@ fn name_reference() -> Vec<NameBackReference> {
             "PersistentVolumeClaim",
             owner_refs("volumes/persistentVolumeClaim/claimName"),
         ),
-        back_ref(
-            "",
-            "v1",
-            "PersistentVolume",
-            vec![
-                fs("", "", "PersistentVolumeClaim", "spec/volumeName", false),
-                fs("", "", "ClusterRole", "rules/resourceNames", false),
-            ],
-        ),
+        back_ref("", "v1", "PersistentVolume", referrers(PERSISTENT_VOLUME)),
         back_ref(
             "storage.k8s.io",
             "v1",
             "StorageClass",
-            vec![
-                fs("", "", "PersistentVolume", "spec/storageClassName", false),
-                fs(
-                    "",
-                    "",
-                    "PersistentVolumeClaim",
-                    "spec/storageClassName",
-                    false,
-                ),
-                fs(
-                    "",
-                    "",
-                    "StatefulSet",
-                    "spec/volumeClaimTemplates/spec/storageClassName",
-                    false,
-                ),
-            ],
+            referrers(STORAGE_CLASS),
         ),
         back_ref(
             "scheduling.k8s.io",
@@ -430,19 +411,13 @@ fn name_reference() -> Vec<NameBackReference> {
             "networking.k8s.io/v1",
             "v1",
             "IngressClass",
-            vec![fs("", "", "Ingress", "spec/ingressClassName", false)],
+            referrers(INGRESS_CLASS),
         ),
         back_ref(
-            "admissionregistration.k8s.io",
+            ADMISSION,
             "",
             "ValidatingAdmissionPolicy",
-            vec![fs(
-                "admissionregistration.k8s.io",
-                "",
-                "ValidatingAdmissionPolicyBinding",
-                "spec/policyName",
-                false,
-            )],
+            referrers(VALIDATING_ADMISSION_POLICY),
         ),
     ]
 }
