@@ -191,6 +191,126 @@ async fn against_live_state(
     Ok(requests)
 }
 
+/// Base checked out and rendered. Its mirror reads head's objects (the repository's history is
+/// fetched once) and its checkout is head's, linked, with the files the two differ in written.
+/// `Err` holds the refusal of `--verify-signatures` (a commit between base and head it refuses).
+async fn base_rendered(
+    req: &PlanRequest,
+    plan_state: &std::path::Path,
+    head: &Checkout,
+    base: &GitRef,
+    digests: bool,
+) -> Result<Result<Rendered, crate::source::signature::Refusal>, AgentError> {
+    let (base_state, head_state) = (plan_state.join("base"), plan_state.join("head"));
+    if let Err(e) = crate::source::share_objects(&base_state, &head_state) {
+        tracing::warn!(error = %e, "base fetches its own copy of the repository");
+    }
+    let checkout = checkout_revision(
+        &req.repo,
+        base,
+        base_state.clone(),
+        None,
+        Some(head_state.clone()),
+    )
+    .await?;
+    if let Some(v) = &req.verify_signatures
+        && let Some(refusal) = verify::since_base(
+            v,
+            &req.repo,
+            &head_state,
+            &head.revision.commit,
+            &checkout.revision.commit,
+        )
+    {
+        return Ok(Err(refusal));
+    }
+    let cache = render_cache(plan_state, &base_state, &checkout, digests);
+    Ok(Ok(render(checkout, None, cache).await?.0))
+}
+
+/// Head against the base revision's render: the preview's clusters and rollout (and an error for
+/// bad rollout settings); returns which units each side rendered. `digests`: with no key, the
+/// ciphertexts' digests stand in for encrypted values (the description says so once base used
+/// them).
+async fn against_base_revision(
+    req: &PlanRequest,
+    plan_state: &std::path::Path,
+    head: Checkout,
+    base: Rendered,
+    digests: Option<&crate::decrypt::Registration>,
+    preview: &mut Preview,
+) -> Result<(RenderedUnits, RenderedNames), AgentError> {
+    preview.against_description = format!(
+        "the base revision {} ({})",
+        base.revision.reference,
+        short(&base.revision.commit)
+    );
+    if digests.is_some_and(|d| d.digests_used()) {
+        preview.against_description = format!(
+            "{}; {}",
+            preview.against_description,
+            crate::decrypt::DIGESTS_NOTE
+        );
+    }
+    let changed = changed_paths(
+        &req.repo,
+        &req.head,
+        plan_state.join("head"),
+        base.revision.commit.clone(),
+        head.revision.commit.clone(),
+    )
+    .await;
+    // Head's rollout settings (a bad `rollout:` is an error of the plan, as of a run).
+    let settings = match crate::rollout::rollout_setting(&head.root) {
+        Ok(settings) => settings,
+        Err(e) => {
+            // The message names the file and the field.
+            preview.errors.push(Problem {
+                message: e.to_string(),
+                ..Default::default()
+            });
+            None
+        }
+    };
+    let changed_for_rollout = settings.as_ref().and(changed.clone());
+    let cache = render_cache(
+        plan_state,
+        &plan_state.join("head"),
+        &head,
+        digests.is_some(),
+    );
+    let (head, base) = render(head, Some((base, changed)), cache).await?;
+    let base = base.expect("render gives base back");
+    let rendered = RenderedUnits {
+        base: base.rendered.len(),
+        head: head.rendered.len(),
+    };
+    tracing::info!(
+        base = base.rendered.len(),
+        head = head.rendered.len(),
+        units = head.units.len(),
+        "units rendered"
+    );
+    preview.clusters = base::against_base(&base, &head, req.safety);
+    if let Some(settings) = &settings {
+        preview.rollout = rollout::foresee(
+            settings,
+            &base,
+            &head,
+            &preview.clusters,
+            changed_for_rollout.as_deref(),
+            chrono::Utc::now(),
+        );
+    }
+    Ok((
+        rendered,
+        RenderedNames {
+            base: base.rendered,
+            head: head.rendered,
+        },
+    ))
+}
+
 /// Plans `req`.
 pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
     crate::agent::env::prepare_state_dir(&req.state_dir)?;
@@ -219,33 +339,10 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
         .then(|| crate::decrypt::register(&plan_state, crate::decrypt::Decryption::digests()));
     let base = match (&env, &req.base) {
         (None, Some(b)) => {
-            // Base's mirror reads head's objects: the repository's history is fetched once.
-            let (base_state, head_state) = (plan_state.join("base"), plan_state.join("head"));
-            if let Err(e) = crate::source::share_objects(&base_state, &head_state) {
-                tracing::warn!(error = %e, "base fetches its own copy of the repository");
+            match base_rendered(&req, &plan_state, &head, b, digests.is_some()).await? {
+                Ok(base) => Some(base),
+                Err(refusal) => return Ok(refused(&req, &refusal)),
             }
-            // Base's checkout is head's, linked, with the files the two differ in written.
-            let checkout = checkout_revision(
-                &req.repo,
-                b,
-                base_state.clone(),
-                None,
-                Some(head_state.clone()),
-            )
-            .await?;
-            if let Some(v) = &req.verify_signatures
-                && let Some(refusal) = verify::since_base(
-                    v,
-                    &req.repo,
-                    &head_state,
-                    &head.revision.commit,
-                    &checkout.revision.commit,
-                )
-            {
-                return Ok(refused(&req, &refusal));
-            }
-            let cache = render_cache(&plan_state, &base_state, &checkout, digests.is_some());
-            Some(render(checkout, None, cache).await?.0)
         }
         _ => None,
     };
@@ -276,72 +373,15 @@ pub async fn plan(req: PlanRequest) -> Result<PlanRun, AgentError> {
             requests = against_live_state(&req, env, &target, head, &mut preview).await?;
         }
         (None, Some(base)) => {
-            preview.against_description = format!(
-                "the base revision {} ({})",
-                base.revision.reference,
-                short(&base.revision.commit)
-            );
-            if digests.as_ref().is_some_and(|d| d.digests_used()) {
-                preview.against_description = format!(
-                    "{}; {}",
-                    preview.against_description,
-                    crate::decrypt::DIGESTS_NOTE
-                );
-            }
-            let changed = changed_paths(
-                &req.repo,
-                &req.head,
-                plan_state.join("head"),
-                base.revision.commit.clone(),
-                head.revision.commit.clone(),
-            )
-            .await;
-            // Head's rollout settings (a bad `rollout:` is an error of the plan, as of a run).
-            let settings = match crate::rollout::rollout_setting(&head.root) {
-                Ok(settings) => settings,
-                Err(e) => {
-                    // The message names the file and the field.
-                    preview.errors.push(Problem {
-                        message: e.to_string(),
-                        ..Default::default()
-                    });
-                    None
-                }
-            };
-            let changed_for_rollout = settings.as_ref().and(changed.clone());
-            let cache = render_cache(
+            (rendered, rendered_names) = against_base_revision(
+                &req,
                 &plan_state,
-                &plan_state.join("head"),
-                &head,
-                digests.is_some(),
-            );
-            let (head, base) = render(head, Some((base, changed)), cache).await?;
-            let base = base.expect("render gives base back");
-            rendered = RenderedUnits {
-                base: base.rendered.len(),
-                head: head.rendered.len(),
-            };
-            tracing::info!(
-                base = base.rendered.len(),
-                head = head.rendered.len(),
-                units = head.units.len(),
-                "units rendered"
-            );
-            preview.clusters = base::against_base(&base, &head, req.safety);
-            if let Some(settings) = &settings {
-                preview.rollout = rollout::foresee(
-                    settings,
-                    &base,
-                    &head,
-                    &preview.clusters,
-                    changed_for_rollout.as_deref(),
-                    chrono::Utc::now(),
-                );
-            }
-            rendered_names = RenderedNames {
-                base: base.rendered,
-                head: head.rendered,
-            };
+                head,
+                base,
+                digests.as_ref(),
+                &mut preview,
+            )
+            .await?;
         }
         (None, None) => unreachable!("without a cluster there is always a base"),
     }
