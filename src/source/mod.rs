@@ -437,11 +437,34 @@ impl Source {
         publish.run(before_push)
     }
 
-    /// The local bare repository the remote is fetched into.
     /// Checks out `commit` under `into` (not this source's own checkouts, which a running agent
     /// uses), from the local mirror, fetching first when the mirror does not have it yet. For
     /// looking at a revision applied earlier (drift), whatever the reference says now.
     pub fn materialize_commit(&self, commit: &str, into: &Path) -> Result<PathBuf, SourceError> {
+        self.materialize_seeded(commit, into, None)
+    }
+
+    /// Checks out `commit` for a rollout that keeps units on it (see
+    /// [`crate::agent::controller`]'s rollout), under `state_dir/rollout`, to render them there
+    /// again; [`Source::remove_kept`] removes it once they are. With `seed` (the checkout of
+    /// another commit: the newest revision's), its files are hard-linked and only those the two
+    /// commits differ in are written.
+    pub fn materialize_kept(
+        &self,
+        commit: &str,
+        seed: Option<(&Path, &str)>,
+    ) -> Result<PathBuf, SourceError> {
+        self.materialize_seeded(commit, &self.state_dir.join(KEPT_DIR), seed)
+    }
+
+    /// `commit` checked out under `into` (fetched first when the mirror lacks it), from `seed`'s
+    /// files when one is given (see [`checkout::materialize_seeded`]).
+    fn materialize_seeded(
+        &self,
+        commit: &str,
+        into: &Path,
+        seed: Option<(&Path, &str)>,
+    ) -> Result<PathBuf, SourceError> {
         let git_error = self.remote.git_error(commit, "check out");
         let repo = self.mirror()?;
         let oid = git2::Oid::from_str(commit).map_err(&git_error)?;
@@ -458,14 +481,8 @@ impl Source {
             })?;
         }
         std::fs::create_dir_all(into).map_err(SourceError::io(into, "create directory"))?;
-        checkout::materialize(&repo, oid, into, &git_error)
-    }
-
-    /// Checks out `commit` for a rollout that keeps units on it (see
-    /// [`crate::agent::controller`]'s rollout), under `state_dir/rollout`, to render them there
-    /// again; [`Source::remove_kept`] removes it once they are.
-    pub fn materialize_kept(&self, commit: &str) -> Result<PathBuf, SourceError> {
-        self.materialize_commit(commit, &self.state_dir.join(KEPT_DIR))
+        let seed = seed.and_then(|(dir, c)| Some((dir, git2::Oid::from_str(c).ok()?)));
+        checkout::materialize_seeded(&repo, oid, seed, into, &git_error)
     }
 
     /// Removes every checkout [`Source::materialize_kept`] made (best effort): a unit kept on a
@@ -474,6 +491,7 @@ impl Source {
         checkout::remove_other_checkouts(&self.state_dir.join(KEPT_DIR), "");
     }
 
+    /// The local bare repository the remote is fetched into.
     fn mirror(&self) -> Result<Repository, SourceError> {
         let path = mirror_path(&self.state_dir);
         Repository::open_bare(&path)

@@ -315,7 +315,9 @@ impl Agent {
 
     /// After a restart, a unit whose inventory says it converged on another commit than the
     /// newest keeps that commit's preparation (rendered again from git) when it renders
-    /// differently at the newest: the decision then says whether it takes the newest.
+    /// differently at the newest: the decision then says whether it takes the newest. Only the
+    /// units whose input closure a change since that commit touches are rendered again (none:
+    /// no checkout either).
     async fn keep_at_applied(
         &mut self,
         target: &Revision,
@@ -335,11 +337,24 @@ impl Agent {
                 wanted.entry(commit.clone()).or_default().push(u.clone());
             }
         }
-        for (commit, units) in wanted {
+        for (commit, mut units) in wanted {
+            // A unit whose input closure no change since `commit` touches renders the same
+            // there: it has nothing to keep, and is not rendered again.
+            if let Some(changed) = self.changed_since(&commit, target).await {
+                units.retain(|u| {
+                    (target.inputs.get(u)).is_none_or(|i| i.first_touched(changed).is_some())
+                });
+            }
+            if units.is_empty() {
+                continue;
+            }
             let fresh: BTreeMap<String, &Preparation> = (target.fleet_units.iter())
                 .map(|(u, p)| (u.name(), p))
                 .collect();
-            match self.render_at(&commit, units).await {
+            let (started, count) = (Instant::now(), units.len());
+            let rendered = self.render_at(&commit, target, units).await;
+            tracing::debug!(commit = %commit, units = count, elapsed_ms = started.elapsed().as_millis() as u64, "units rendered again at the revision they converged on");
+            match rendered {
                 Ok(prepared) => {
                     for (u, p) in prepared {
                         let name = u.name();
@@ -359,13 +374,20 @@ impl Agent {
     async fn changed_since_kept(&mut self, target: &Revision) {
         let commits: BTreeSet<String> = (self.memo.rollout.kept.values())
             .map(|(c, _)| c.clone())
-            .filter(|c| !self.memo.rollout.changed.contains_key(c))
             .collect();
         for from in commits {
-            let (f, to) = (from.clone(), target.commit.clone());
+            self.changed_since(&from, target).await;
+        }
+    }
+
+    /// The paths changed from `from` to `target`, asked of git once per `from` (`None`, said,
+    /// when git cannot tell: the units kept there count as shared changes).
+    async fn changed_since(&mut self, from: &str, target: &Revision) -> Option<&Vec<PathBuf>> {
+        if !self.memo.rollout.changed.contains_key(from) {
+            let (f, to) = (from.to_string(), target.commit.clone());
             match self.git.blocking(move |s| s.changed_paths(&f, &to)).await {
                 Ok(Ok(paths)) => {
-                    self.memo.rollout.changed.insert(from, paths);
+                    self.memo.rollout.changed.insert(from.to_string(), paths);
                 }
                 Ok(Err(e)) => {
                     tracing::warn!(from = %from, error = %e, "the changes since a kept revision are unknown: its units count as shared changes")
@@ -375,17 +397,21 @@ impl Agent {
                 }
             }
         }
+        self.memo.rollout.changed.get(from)
     }
 
-    /// Renders `units` at `commit`, checked out from the source's mirror.
+    /// Renders `units` at `commit`, checked out from the source's mirror (linked from the
+    /// checkout of `target`, the newest revision: only the files the two differ in are written).
     async fn render_at(
         &self,
         commit: &str,
+        target: &Revision,
         units: Vec<Unit>,
     ) -> Result<Vec<PreparedUnit>, AgentError> {
         let commit = commit.to_string();
+        let seed = (target.checkout.clone(), target.commit.clone());
         let checkout = (self.git)
-            .blocking(move |s| s.materialize_kept(&commit))
+            .blocking(move |s| s.materialize_kept(&commit, Some((&seed.0, &seed.1))))
             .await??;
         let prepared = tokio::task::spawn_blocking(move || -> Result<_, AgentError> {
             Ok(crate::agent::pass::prepare::prepare_all(&checkout, units))
