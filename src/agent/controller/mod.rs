@@ -21,6 +21,7 @@ pub(super) mod publish;
 pub mod queue;
 pub(super) mod revision;
 pub(super) mod rollout;
+mod rollout_durable;
 pub mod rollout_record;
 mod rollout_standing;
 mod round;

@@ -16,7 +16,6 @@ use crate::agent::AgentError;
 use crate::agent::pass::prepare::{Preparation, PreparedUnit};
 use crate::report::{self, Held, UnitOutcome};
 use crate::rollout::{self, Decision, State, UnitChange, UnitInput, Verdict};
-use crate::unit::Unit;
 use chrono::{DateTime, Utc};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -27,14 +26,14 @@ use std::time::Instant;
 #[derive(Default)]
 pub(in crate::agent) struct Rollouts {
     /// The units that run another revision than the newest: that commit and its preparation.
-    kept: BTreeMap<String, (String, Preparation)>,
+    pub(super) kept: BTreeMap<String, (String, Preparation)>,
     /// The newest revision, and when each unit that took it was first seen converged on it.
     newest: String,
     pub(super) converged_since: BTreeMap<String, DateTime<Utc>>,
     /// The units the last composed revision let take the newest revision.
     pub(super) taking: BTreeSet<String>,
     /// The paths changed from each commit a unit is kept on to the newest revision.
-    changed: BTreeMap<String, Vec<PathBuf>>,
+    pub(super) changed: BTreeMap<String, Vec<PathBuf>>,
     /// How the newest revision changed each unit, as first seen (see `rollout_decision`).
     changes: BTreeMap<String, UnitChange>,
     /// When to decide again with no other change (a soak ends, a window opens).
@@ -91,7 +90,7 @@ impl Rollouts {
 }
 
 /// Whether two preparations render the same objects.
-fn same_render(a: &Preparation, b: &Preparation) -> bool {
+pub(super) fn same_render(a: &Preparation, b: &Preparation) -> bool {
     match (a, b) {
         (Ok(a), Ok(b)) => {
             a.objects.len() == b.objects.len()
@@ -311,116 +310,6 @@ impl Agent {
         self.memo.rollout.said = line;
         self.rollout_shown(target, decision.view.as_ref()).await;
         decision
-    }
-
-    /// After a restart, a unit whose inventory says it converged on another commit than the
-    /// newest keeps that commit's preparation (rendered again from git) when it renders
-    /// differently at the newest: the decision then says whether it takes the newest. Only the
-    /// units whose input closure a change since that commit touches are rendered again (none:
-    /// no checkout either).
-    async fn keep_at_applied(
-        &mut self,
-        target: &Revision,
-        applied: &BTreeMap<String, Option<String>>,
-    ) {
-        let state = &self.memo.rollout;
-        let mut wanted: BTreeMap<String, Vec<Unit>> = BTreeMap::new();
-        for (u, _) in target.fleet_units.iter() {
-            let name = u.name();
-            if state.kept.contains_key(&name) || state.taking.contains(&name) {
-                continue;
-            }
-            if let Some(Some(commit)) = applied.get(&name)
-                && *commit != target.commit
-                && !state.converged_since.contains_key(&name)
-            {
-                wanted.entry(commit.clone()).or_default().push(u.clone());
-            }
-        }
-        for (commit, mut units) in wanted {
-            // A unit whose input closure no change since `commit` touches renders the same
-            // there: it has nothing to keep, and is not rendered again.
-            if let Some(changed) = self.changed_since(&commit, target).await {
-                units.retain(|u| {
-                    (target.inputs.get(u)).is_none_or(|i| i.first_touched(changed).is_some())
-                });
-            }
-            if units.is_empty() {
-                continue;
-            }
-            let fresh: BTreeMap<String, &Preparation> = (target.fleet_units.iter())
-                .map(|(u, p)| (u.name(), p))
-                .collect();
-            let (started, count) = (Instant::now(), units.len());
-            let rendered = self.render_at(&commit, target, units).await;
-            tracing::debug!(commit = %commit, units = count, elapsed_ms = started.elapsed().as_millis() as u64, "units rendered again at the revision they converged on");
-            match rendered {
-                Ok(prepared) => {
-                    for (u, p) in prepared {
-                        let name = u.name();
-                        if fresh.get(&name).is_some_and(|n| !same_render(n, &p)) {
-                            self.memo.rollout.kept.insert(name, (commit.clone(), p));
-                        }
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(commit = %commit, error = %e, "the revision units converged on cannot be rendered again: they take the newest");
-                }
-            }
-        }
-    }
-
-    /// The paths changed from each commit a unit is kept on to `target` (each asked of git once).
-    async fn changed_since_kept(&mut self, target: &Revision) {
-        let commits: BTreeSet<String> = (self.memo.rollout.kept.values())
-            .map(|(c, _)| c.clone())
-            .collect();
-        for from in commits {
-            self.changed_since(&from, target).await;
-        }
-    }
-
-    /// The paths changed from `from` to `target`, asked of git once per `from` (`None`, said,
-    /// when git cannot tell: the units kept there count as shared changes).
-    async fn changed_since(&mut self, from: &str, target: &Revision) -> Option<&Vec<PathBuf>> {
-        if !self.memo.rollout.changed.contains_key(from) {
-            let (f, to) = (from.to_string(), target.commit.clone());
-            match self.git.blocking(move |s| s.changed_paths(&f, &to)).await {
-                Ok(Ok(paths)) => {
-                    self.memo.rollout.changed.insert(from.to_string(), paths);
-                }
-                Ok(Err(e)) => {
-                    tracing::warn!(from = %from, error = %e, "the changes since a kept revision are unknown: its units count as shared changes")
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "the changes since a kept revision are unknown")
-                }
-            }
-        }
-        self.memo.rollout.changed.get(from)
-    }
-
-    /// Renders `units` at `commit`, checked out from the source's mirror (linked from the
-    /// checkout of `target`, the newest revision: only the files the two differ in are written).
-    async fn render_at(
-        &self,
-        commit: &str,
-        target: &Revision,
-        units: Vec<Unit>,
-    ) -> Result<Vec<PreparedUnit>, AgentError> {
-        let commit = commit.to_string();
-        let seed = (target.checkout.clone(), target.commit.clone());
-        let checkout = (self.git)
-            .blocking(move |s| s.materialize_kept(&commit, Some((&seed.0, &seed.1))))
-            .await??;
-        let prepared = tokio::task::spawn_blocking(move || -> Result<_, AgentError> {
-            Ok(crate::agent::pass::prepare::prepare_all(&checkout, units))
-        })
-        .await
-        .map_err(|e| AgentError::Task(e.to_string()));
-        // The preparations hold what the units need: the checkout goes, rendered or not.
-        self.git.blocking(|s| s.remove_kept()).await?;
-        prepared?
     }
 
     /// The revision the decision allows: `target`'s units that take it, the others with the

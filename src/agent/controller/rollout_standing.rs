@@ -9,10 +9,7 @@
 //! reads its own back (a soak goes on from when the units converged, not from the restart).
 //! Standings of another shard layout (`--shard-count`) are not read.
 
-use super::context::Agent;
-use super::revision::Revision;
-use super::rollout_record as record;
-use crate::rollout::{Decision, State, UnitChange, UnitInput, Verdict};
+use crate::rollout::State;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -118,79 +115,6 @@ fn shorten(error: &str) -> String {
     match error.char_indices().nth(ERROR_CHARS) {
         Some((i, _)) => format!("{}…", &error[..i]),
         None => error.to_string(),
-    }
-}
-
-impl Agent {
-    /// The fleet's rollout record (empty when the Lease cannot be read: no resume is taken, the
-    /// rollout stays paused, and the other shards' units stand as their inventories say).
-    pub(super) async fn rollout_record(&self, target: &Revision) -> record::Record {
-        let client = self.live.env.cluster.client();
-        match record::read(client, &target.fleet.scope.name).await {
-            Ok(r) => r,
-            Err(e) => {
-                tracing::warn!(error = %e, "the rollout's Lease could not be read: no resume taken");
-                record::Record::default()
-            }
-        }
-    }
-
-    /// After a restart or a handover, what this shard recorded of the newest revision: the units
-    /// that took it, and since when those converged (a soak goes on from then).
-    pub(super) fn resume_standing(&mut self, target: &Revision, mine: Option<&Standing>) {
-        let state = &mut self.memo.rollout;
-        let Some(mine) = mine.filter(|s| s.revision == target.commit) else {
-            return;
-        };
-        if state.recorded.is_none() {
-            state.recorded = Some(mine.clone());
-        }
-        for (unit, s) in &mine.units {
-            if let State::Converged { since } = s {
-                state.converged_since.entry(unit.clone()).or_insert(*since);
-            }
-            state.taking.insert(unit.clone());
-        }
-    }
-
-    /// Records this shard's standing on the newest revision when it changed, if this instance
-    /// leads: its units the revision changes that took it (or take it now), and their state.
-    pub(super) async fn record_standing(
-        &mut self,
-        target: &Revision,
-        inputs: &[UnitInput],
-        decision: &Decision,
-    ) {
-        if target.rollout.is_none() || !self.stopping.leading() {
-            return;
-        }
-        let units = (inputs.iter())
-            .filter(|u| u.change != UnitChange::None && self.shard.owns(&u.unit))
-            .filter_map(|u| {
-                let taken = matches!(decision.verdicts.get(&u.unit), Some(Verdict::Take));
-                let state = u.newest.clone().or(taken.then_some(State::Progressing))?;
-                Some((u.unit.clone(), state))
-            })
-            .collect();
-        let standing = Standing {
-            revision: target.commit.clone(),
-            units,
-        }
-        .as_recorded();
-        if self.memo.rollout.recorded.as_ref() == Some(&standing) {
-            return;
-        }
-        let client = self.live.env.cluster.client();
-        let (fleet, shard) = (
-            &target.fleet.scope.name,
-            (self.shard.index(), self.shard.count()),
-        );
-        match record::record_standing(client, fleet, shard, &standing).await {
-            Ok(()) => self.memo.rollout.recorded = Some(standing),
-            Err(e) => {
-                tracing::warn!(error = %e, "the rollout standing could not be recorded on its Lease")
-            }
-        }
     }
 }
 
