@@ -193,13 +193,13 @@ impl Agent {
         outcomes: Option<&[UnitOutcome]>,
     ) -> Decision {
         let record = self.rollout_record(target).await;
-        let shard = (self.shard.index(), self.shard.count());
+        let (index, count) = self.shard.layout();
         // The other shards' units, as their standings say (this layout's, on this revision).
         let theirs: BTreeMap<String, State> = (record.standings.iter())
-            .filter(|((i, c), s)| *c == shard.1 && *i != shard.0 && s.revision == target.commit)
+            .filter(|((i, c), s)| *c == count && *i != index && s.revision == target.commit)
             .flat_map(|(_, s)| s.units.clone())
             .collect();
-        self.resume_standing(target, record.standings.get(&shard));
+        self.resume_standing(target, record.standings.get(&(index, count)));
         let inventories = self.live.inventories(&target.fleet.scope, |_| true).await.0;
         let applied: BTreeMap<String, Option<String>> = (inventories.into_iter())
             .map(|(u, inv)| (u, inv.revision))
@@ -262,24 +262,22 @@ impl Agent {
                 let on_it = applied
                     .get(&name)
                     .is_some_and(|a| a.as_deref() == Some(&target.commit));
-                // Another shard's unit stands as that shard recorded it.
-                let recorded = theirs.get(&name).filter(|_| !self.shard.owns(&name));
-                let newest = if recorded.is_none()
-                    && !state.taking.contains(&name)
-                    && !on_it
-                    && change != UnitChange::None
-                {
-                    None
-                } else if let Some(recorded) = recorded {
-                    Some(recorded.clone())
-                } else {
-                    Some(newest_state(
+                let newest = match theirs.get(&name) {
+                    // Another shard's unit stands as that shard recorded it.
+                    Some(recorded) => Some(recorded.clone()),
+                    None if !state.taking.contains(&name)
+                        && !on_it
+                        && change != UnitChange::None =>
+                    {
+                        None
+                    }
+                    None => Some(newest_state(
                         outcomes.get(name.as_str()).copied(),
                         &target.commit,
                         applied.get(&name).cloned().flatten().as_deref(),
                         state.converged_since.entry(name.clone()),
                         now,
-                    ))
+                    )),
                 };
                 UnitInput {
                     unit: name,

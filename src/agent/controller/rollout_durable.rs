@@ -76,11 +76,8 @@ impl Agent {
             return;
         }
         let client = self.live.env.cluster.client();
-        let (fleet, shard) = (
-            &target.fleet.scope.name,
-            (self.shard.index(), self.shard.count()),
-        );
-        match record::record_standing(client, fleet, shard, &standing).await {
+        let fleet = &target.fleet.scope.name;
+        match record::record_standing(client, fleet, self.shard.layout(), &standing).await {
             Ok(()) => self.memo.rollout.recorded = Some(standing),
             Err(e) => {
                 tracing::warn!(error = %e, "the rollout standing could not be recorded on its Lease")
@@ -112,6 +109,9 @@ impl Agent {
                 wanted.entry(commit.clone()).or_default().push(u.clone());
             }
         }
+        let fresh: BTreeMap<String, &Preparation> = (target.fleet_units.iter())
+            .map(|(u, p)| (u.name(), p))
+            .collect();
         for (commit, mut units) in wanted {
             // A unit whose input closure no change since `commit` touches renders the same
             // there: it has nothing to keep, and is not rendered again.
@@ -123,9 +123,6 @@ impl Agent {
             if units.is_empty() {
                 continue;
             }
-            let fresh: BTreeMap<String, &Preparation> = (target.fleet_units.iter())
-                .map(|(u, p)| (u.name(), p))
-                .collect();
             let (started, count) = (Instant::now(), units.len());
             let rendered = self.render_at(&commit, target, units).await;
             tracing::debug!(commit = %commit, units = count, elapsed_ms = started.elapsed().as_millis() as u64, "units rendered again at the revision they converged on");

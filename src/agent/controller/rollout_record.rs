@@ -260,15 +260,16 @@ pub async fn record_paused(
     .map(|_| ())
 }
 
-/// Records shard `shard`'s standing (see [`super::rollout_standing`]); writes only when the Lease
-/// records something else. A standing too large for an annotation keeps its failures only.
+/// Records shard `shard`'s standing (see [`super::rollout_standing`]), `wanted` in the form the
+/// Lease keeps ([`Standing::as_recorded`]); writes only when the Lease records something else. A
+/// standing too large for an annotation keeps its failures only.
 pub async fn record_standing(
     client: &kube::Client,
     fleet: &str,
     shard: (u32, u32),
     wanted: &Standing,
 ) -> Result<(), RecordError> {
-    let mut wanted = wanted.as_recorded();
+    let mut wanted = wanted.clone();
     if wanted.encode().len() > standing::MAX_STANDING_BYTES {
         tracing::warn!(
             units = wanted.units.len(),

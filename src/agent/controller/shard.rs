@@ -60,6 +60,11 @@ impl Shard {
         self.count
     }
 
+    /// The shard as (index, count): what its records on the cluster are keyed by.
+    pub fn layout(self) -> (u32, u32) {
+        (self.index, self.count)
+    }
+
     /// More than one shard: this agent reconciles only part of the fleet.
     pub fn is_partial(self) -> bool {
         self.count > 1
