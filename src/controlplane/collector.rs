@@ -36,6 +36,10 @@ struct MetaFields<'a> {
 struct OwnerRef<'a> {
     #[serde(borrow, default)]
     uid: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
     #[serde(default, rename = "blockOwnerDeletion")]
     block: Option<bool>,
 }
@@ -86,11 +90,17 @@ fn work_of(type_: EventType, key: &str, object: &[u8], previous: Option<&[u8]>) 
         out.extend(meta.owners().map(|u| Work::Uid(u.to_string())));
         return out;
     }
-    if !meta.owner_references.is_empty() || meta.awaits_collector() {
+    let before = previous.map(MetaFields::parse);
+    let refs_changed = before
+        .as_ref()
+        .is_none_or(|b| b.owner_references != meta.owner_references);
+    // As upstream's graph builder: a dependent is looked at when it comes or its references
+    // change (an owner's going or deleting wakes it through the owner's own event), so an update
+    // of anything else, such as a status, costs the collector nothing.
+    if (!meta.owner_references.is_empty() && refs_changed) || meta.awaits_collector() {
         out.push(Work::Key(key.to_string()));
     }
-    let before = previous.map(MetaFields::parse).unwrap_or_default();
-    if before.owner_references != meta.owner_references {
+    if let Some(before) = before.filter(|_| refs_changed) {
         // An owner waiting for this dependent may no longer be blocked by it.
         out.extend(before.owners().map(|u| Work::Uid(u.to_string())));
     }
@@ -284,10 +294,39 @@ mod tests {
             work_of(EventType::Modified, "/ConfigMap/ns/d", after, Some(before)),
             vec![Work::Uid("o".into())]
         );
+        assert!(
+            work_of(EventType::Modified, "/ConfigMap/ns/d", before, Some(before)).is_empty(),
+            "references unchanged: nothing to look at"
+        );
+        let renamed = br#"{"metadata":{"uid":"u","ownerReferences":[{"uid":"o","name":"b","blockOwnerDeletion":true}]}}"#;
         assert_eq!(
-            work_of(EventType::Modified, "/ConfigMap/ns/d", before, Some(before)),
+            work_of(
+                EventType::Modified,
+                "/ConfigMap/ns/d",
+                renamed,
+                Some(before)
+            ),
+            vec![key("/ConfigMap/ns/d"), Work::Uid("o".into())],
+            "a reference renamed: the dependent and its former owner"
+        );
+    }
+
+    #[test]
+    fn a_dependent_updated_without_touching_its_references_causes_no_work() {
+        let before =
+            br#"{"metadata":{"uid":"u","ownerReferences":[{"uid":"o","kind":"K","name":"a"}]}}"#;
+        let after = br#"{"metadata":{"uid":"u","ownerReferences":[{"uid":"o","kind":"K","name":"a"}]},"status":{"x":1}}"#;
+        assert!(work_of(EventType::Modified, "/ConfigMap/ns/d", after, Some(before)).is_empty());
+        let deleting = br#"{"metadata":{"uid":"u","deletionTimestamp":"t","finalizers":["foregroundDeletion"],"ownerReferences":[{"uid":"o","kind":"K","name":"a"}]}}"#;
+        assert_eq!(
+            work_of(
+                EventType::Modified,
+                "/ConfigMap/ns/d",
+                deleting,
+                Some(before)
+            ),
             vec![key("/ConfigMap/ns/d")],
-            "references unchanged: only the dependent"
+            "a deleting object with a collection finalizer is the collector's to finish"
         );
     }
 }

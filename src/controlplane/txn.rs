@@ -95,9 +95,23 @@ impl<'s> Txn<'s> {
             }
         }
         let key = self.state.uids.get(uid)?;
-        self.get(key)
-            .filter(|v| object_uid(v) == Some(uid))
-            .map(|_| key.clone())
+        // A staged object at that key has another uid (the loop above would have found it).
+        if self.overlay.contains_key(key) || self.state.pending.contains_key(key) {
+            return None;
+        }
+        let entry = self.state.objects.get(key)?;
+        (entry.uid().as_deref() == Some(uid)).then(|| key.clone())
+    }
+
+    /// Whether an object (committed or staged) is at `key`, without building it.
+    pub fn contains(&self, key: &str) -> bool {
+        if let Some(v) = self.overlay.get(key) {
+            return v.is_some();
+        }
+        if let Some(p) = self.state.pending.get(key) {
+            return p.value.is_some();
+        }
+        self.state.objects.contains_key(key)
     }
 
     /// Holds namespace-completion checks for `namespace` (while its content is deleted in bulk).
@@ -177,11 +191,11 @@ impl<'s> Txn<'s> {
 
     /// Stages a create or update; sets `metadata.resourceVersion`.
     pub fn put(&mut self, key: &str, mut object: Value) -> Arc<Value> {
-        let previous = self.get(key);
+        let existed = self.contains(key);
         let rv = self.next_rv();
         object["metadata"]["resourceVersion"] = json!(rv.to_string());
         let object = Arc::new(object);
-        let type_ = if previous.is_some() {
+        let type_ = if existed {
             EventType::Modified
         } else {
             EventType::Added

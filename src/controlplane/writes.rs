@@ -140,10 +140,7 @@ async fn write_warned(
     }
     let t = target.clone();
     let (obj, created) = run_write_many(&shared, dry, move |txn| {
-        let existed = t
-            .name
-            .as_deref()
-            .is_some_and(|n| txn.get(&t.key(n)).is_some());
+        let existed = t.name.as_deref().is_some_and(|n| txn.contains(&t.key(n)));
         let obj = match (method.as_str(), patch_type) {
             ("POST", _) => objects::create(txn, &t, body, &opts),
             ("PUT", _) => objects::update(txn, &t, body, &opts),
