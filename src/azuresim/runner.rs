@@ -342,14 +342,13 @@ impl Runner {
         // complete yet): then the API server's.
         let fresh = self.state().fresh.remove(key);
         let live = match watched.cached(&key.namespace, &key.name) {
-            Some(cached) if !fresh => Some(DynamicObject::clone(&cached)),
-            _ => api.get_opt(&key.name).await?,
+            Some(cached) if !fresh => Some(cached),
+            _ => api.get_opt(&key.name).await?.map(|o| to_value(o, ar)),
         };
-        let Some(live) = live else {
+        let Some(mut obj) = live else {
             self.state().forget(key);
             return Ok(());
         };
-        let mut obj = to_value(live, ar);
         if let Some(vaults) = &self.key_vaults
             && key.kind == "Vault"
             && key.group == KEY_VAULT_GROUP
@@ -492,7 +491,7 @@ impl Runner {
         };
         let ar = &watched.ar;
         if let Some(cached) = watched.cached(namespace, name) {
-            return Ok(Some(to_value(DynamicObject::clone(&cached), ar)));
+            return Ok(Some(cached));
         }
         Ok(self
             .api(ar, namespace)

@@ -1,19 +1,18 @@
 //! How the simulator learns about ASO objects: discovery of the ASO kinds served (every group ending
 //! in `.azure.com`) and one watcher per kind that reports which objects changed or went away, and
-//! keeps what it saw in a cache ([`Watched::store`]) the reconciles read instead of the API server.
+//! keeps what it saw in a cache ([`Watched::cache`]) the reconciles read instead of the API server.
 
 use super::policy;
 use crate::arm::OwnerRef;
 use futures::StreamExt;
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::discovery::{Discovery, Scope, verbs};
-use kube::runtime::reflector::{ObjectRef, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
@@ -54,15 +53,77 @@ pub(super) struct Watched {
     pub ar: ApiResource,
     /// Updated before the watcher reports the change, so a reconcile woken by a change reads at
     /// least that version. Empty until the first list is complete; readers fall back to the API.
-    pub store: Store<DynamicObject>,
+    pub cache: Cache,
 }
 
 impl Watched {
-    /// The cached object, if the watch has delivered it.
-    pub fn cached(&self, namespace: &str, name: &str) -> Option<Arc<DynamicObject>> {
-        self.store
-            .get(&ObjectRef::new_with(name, self.ar.clone()).within(namespace))
+    /// The cached object (see [`to_value`]), if the watch has delivered it.
+    pub fn cached(&self, namespace: &str, name: &str) -> Option<Value> {
+        self.cache.get(namespace, name)
     }
+}
+
+/// (namespace, name) → the object's JSON text.
+type Texts = HashMap<(String, String), Box<[u8]>>;
+
+/// A kind's objects as the watch delivered them, kept as JSON text without managedFields (the
+/// reconciles read none and write patches of their own) and parsed when a reconcile reads one:
+/// a parsed object takes several times its text's memory, and a reconcile already paid for a
+/// conversion of the object.
+#[derive(Clone, Default)]
+pub(super) struct Cache(Arc<RwLock<CacheState>>);
+
+#[derive(Default)]
+struct CacheState {
+    /// What reads see: the last complete list and the changes since.
+    objects: Texts,
+    /// A list in progress (after a watch restarted), swapped in once complete.
+    listing: Option<Texts>,
+}
+
+impl Cache {
+    fn get(&self, namespace: &str, name: &str) -> Option<Value> {
+        let state = self.0.read().expect("simulator cache lock");
+        let text = state
+            .objects
+            .get(&(namespace.to_string(), name.to_string()))?;
+        serde_json::from_slice(text).ok()
+    }
+
+    /// Records one watch event's effect.
+    fn record(&self, event: &Recorded<'_>) {
+        let mut state = self.0.write().expect("simulator cache lock");
+        let text = |v: &Value| serde_json::to_vec(v).map(Vec::into_boxed_slice);
+        match event {
+            Recorded::ListStarted => state.listing = Some(Texts::new()),
+            Recorded::ListDone => {
+                let listed = state.listing.take().unwrap_or_default();
+                state.objects = listed;
+            }
+            Recorded::Listed(key, obj) => {
+                if let (Some(listing), Ok(t)) = (state.listing.as_mut(), text(obj)) {
+                    listing.insert((*key).clone(), t);
+                }
+            }
+            Recorded::Applied(key, obj) => {
+                if let Ok(t) = text(obj) {
+                    state.objects.insert((*key).clone(), t);
+                }
+            }
+            Recorded::Deleted(key) => {
+                state.objects.remove(key);
+            }
+        }
+    }
+}
+
+/// A watch event as the cache takes it.
+enum Recorded<'a> {
+    ListStarted,
+    Listed(&'a (String, String), &'a Value),
+    ListDone,
+    Applied(&'a (String, String), &'a Value),
+    Deleted(&'a (String, String)),
 }
 
 /// Watched kinds by (group, kind).
@@ -111,10 +172,14 @@ pub(super) async fn discover(
                 continue;
             }
             tracing::info!(group = %ar.group, version = %ar.version, kind = %ar.kind, "Azure simulator: watching ASO kind");
-            let writer = Writer::new(ar.clone());
-            let store = writer.as_reader();
-            watchers.spawn(watch_kind(client.clone(), ar.clone(), writer, tx.clone()));
-            kinds.insert(gk, Watched { ar, store });
+            let cache = Cache::default();
+            watchers.spawn(watch_kind(
+                client.clone(),
+                ar.clone(),
+                cache.clone(),
+                tx.clone(),
+            ));
+            kinds.insert(gk, Watched { ar, cache });
         }
     }
     !kinds.is_empty()
@@ -124,24 +189,25 @@ pub(super) async fn discover(
 async fn watch_kind(
     client: Client,
     ar: ApiResource,
-    writer: Writer<DynamicObject>,
+    cache: Cache,
     tx: mpsc::UnboundedSender<Seen>,
 ) {
     let api: Api<DynamicObject> = Api::all_with(client, &ar);
     let mut events = watcher(api, watcher::Config::default())
         .default_backoff()
-        .reflect(writer)
+        .modify(|o| o.metadata.managed_fields = None)
         .boxed();
     while let Some(event) = events.next().await {
         let seen = match event {
-            Ok(watcher::Event::Apply(obj) | watcher::Event::InitApply(obj)) => {
-                let key = key_of(&obj, &ar);
-                let owner = crate::arm::owner_of(&to_value(obj, &ar));
-                Seen::Applied { key, owner }
-            }
+            Ok(watcher::Event::Apply(obj)) => applied(&cache, &ar, obj, false),
+            Ok(watcher::Event::InitApply(obj)) => applied(&cache, &ar, obj, true),
             Ok(watcher::Event::Delete(obj)) => {
                 let key = key_of(&obj, &ar);
                 let uid = obj.uid().unwrap_or_default();
+                cache.record(&Recorded::Deleted(&(
+                    key.namespace.clone(),
+                    key.name.clone(),
+                )));
                 let obj = to_value(obj, &ar);
                 Seen::Deleted {
                     key,
@@ -149,7 +215,14 @@ async fn watch_kind(
                     arm_id: policy::deleted_in_azure(&obj),
                 }
             }
-            Ok(watcher::Event::Init | watcher::Event::InitDone) => continue,
+            Ok(watcher::Event::Init) => {
+                cache.record(&Recorded::ListStarted);
+                continue;
+            }
+            Ok(watcher::Event::InitDone) => {
+                cache.record(&Recorded::ListDone);
+                continue;
+            }
             Err(error) => {
                 tracing::warn!(kind = %ar.kind, %error, "Azure simulator: watch failed; retrying");
                 continue;
@@ -159,6 +232,20 @@ async fn watch_kind(
             return;
         }
     }
+}
+
+/// An object the watch delivered (`listed`: by a list in progress): cached, then reported.
+fn applied(cache: &Cache, ar: &ApiResource, obj: DynamicObject, listed: bool) -> Seen {
+    let key = key_of(&obj, ar);
+    let id = (key.namespace.clone(), key.name.clone());
+    let obj = to_value(obj, ar);
+    let owner = crate::arm::owner_of(&obj);
+    cache.record(&if listed {
+        Recorded::Listed(&id, &obj)
+    } else {
+        Recorded::Applied(&id, &obj)
+    });
+    Seen::Applied { key, owner }
 }
 
 fn key_of(obj: &DynamicObject, ar: &ApiResource) -> Key {
@@ -188,4 +275,40 @@ pub(super) fn to_value(obj: DynamicObject, ar: &ApiResource) -> Value {
         value["apiVersion"] = json!(ar.api_version);
     }
     value
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_list_is_read_once_complete_and_changes_at_once() {
+        let cache = Cache::default();
+        let id = ("ns".to_string(), "rg".to_string());
+        let obj = json!({"kind": "ResourceGroup", "metadata": {"name": "rg"}, "spec": {"location": "eastus"}});
+        cache.record(&Recorded::ListStarted);
+        cache.record(&Recorded::Listed(&id, &obj));
+        assert_eq!(
+            cache.get("ns", "rg"),
+            None,
+            "a list in progress is not read"
+        );
+        cache.record(&Recorded::ListDone);
+        assert_eq!(cache.get("ns", "rg"), Some(obj.clone()));
+
+        let changed = json!({"kind": "ResourceGroup", "metadata": {"name": "rg"}, "spec": {"location": "westus"}});
+        cache.record(&Recorded::Applied(&id, &changed));
+        assert_eq!(cache.get("ns", "rg"), Some(changed));
+        // A watch that restarts lists again: what the new list lacks is gone once it completes.
+        cache.record(&Recorded::ListStarted);
+        assert!(
+            cache.get("ns", "rg").is_some(),
+            "the last list stands meanwhile"
+        );
+        cache.record(&Recorded::ListDone);
+        assert_eq!(cache.get("ns", "rg"), None);
+        cache.record(&Recorded::Applied(&id, &obj));
+        cache.record(&Recorded::Deleted(&id));
+        assert_eq!(cache.get("ns", "rg"), None);
+    }
 }
