@@ -33,6 +33,7 @@ use crate::reconcile::credentials as identity_aso;
 use crate::report::UnitError;
 use serde_json::{Value, json};
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 fn now() -> String {
     chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
@@ -118,7 +119,7 @@ pub enum Step {
 /// What a key manager sees: the unit's live objects, its AROClusters as in git (the Vault a
 /// cluster declares is what git says now; whether it is Ready is what the live Vault says).
 fn key_world(prepared: &Prepared, live: &HashMap<ObjectKey, Value>) -> Vec<Value> {
-    let clusters: HashMap<&ObjectKey, std::sync::Arc<Value>> = aro_objects(prepared)
+    let clusters: HashMap<&ObjectKey, Arc<Value>> = aro_objects(prepared)
         .filter(|o| o.key.kind == "AROCluster")
         .map(|o| (&o.key, o.object()))
         .collect();
@@ -144,7 +145,7 @@ pub struct Reconcilers {
     /// Owners whose owned kinds are recorded this pass.
     recorded: BTreeSet<usize>,
     /// The last decisions taken, and the fingerprint of the live state they were taken on.
-    last: Option<(u64, Vec<Decision>)>,
+    last: Option<(u64, Arc<[Decision]>)>,
     /// What the identities of the unit's clusters say (`agent::identity`).
     identities: crate::agent::pass::identity_check::Identities,
 }
@@ -217,18 +218,17 @@ impl Reconcilers {
     /// The decisions of the unit's ARO objects against `live` (see [`aro::decide_all`]). Taken
     /// again only when `live` changed since the last time (a pass asks at each owner's first
     /// resource, before pruning and at the end; most of the time nothing was written between).
-    fn decide(&mut self, prepared: &Prepared, live: &HashMap<ObjectKey, Value>) -> Vec<Decision> {
-        let bodies: Vec<std::sync::Arc<Value>> =
-            aro_objects(prepared).map(|o| o.object()).collect();
-        let desired: Vec<&Value> = bodies.iter().map(|b| &**b).collect();
-        if desired.is_empty() {
-            return vec![];
-        }
+    fn decide(&mut self, prepared: &Prepared, live: &HashMap<ObjectKey, Value>) -> Arc<[Decision]> {
         let seen = fingerprint(live);
         if let Some((at, decisions)) = &self.last
             && *at == seen
         {
             return decisions.clone();
+        }
+        let bodies: Vec<Arc<Value>> = aro_objects(prepared).map(|o| o.object()).collect();
+        let desired: Vec<&Value> = bodies.iter().map(|b| &**b).collect();
+        if desired.is_empty() {
+            return Arc::new([]);
         }
         // A stable world: decisions do not depend on the map's iteration order.
         let mut entries: Vec<(&ObjectKey, &Value)> = live.iter().collect();
@@ -255,6 +255,7 @@ impl Reconcilers {
             }
         }
         self.gate(prepared, live, &mut decisions);
+        let decisions: Arc<[Decision]> = decisions.into();
         self.last = Some((seen, decisions.clone()));
         decisions
     }
@@ -312,12 +313,8 @@ impl Reconcilers {
         };
         if !self.decisions.contains_key(&p) {
             let owner = &prepared.objects[p].key;
-            if let Some(d) = self
-                .decide(prepared, live)
-                .into_iter()
-                .find(|d| &d.owner == owner)
-            {
-                self.decisions.insert(p, d);
+            if let Some(d) = self.decide(prepared, live).iter().find(|d| &d.owner == owner) {
+                self.decisions.insert(p, d.clone());
             }
         }
         let Some(d) = self.decisions.get(&p) else {
@@ -445,8 +442,8 @@ impl Reconcilers {
         live: &HashMap<ObjectKey, Value>,
         inv: &mut Inventory,
     ) {
-        for d in self.decide(prepared, live) {
-            for k in d.deletions {
+        for d in self.decide(prepared, live).iter() {
+            for k in &d.deletions {
                 let found = live.iter().find(|(lk, _)| {
                     (&lk.group, &lk.kind, &lk.namespace, &lk.name)
                         == (&k.group, &k.kind, &k.namespace, &k.name)
@@ -471,7 +468,7 @@ impl Reconcilers {
         live: &mut HashMap<ObjectKey, Value>,
         errors: &mut Vec<UnitError>,
     ) {
-        for d in self.decide(prepared, live) {
+        for d in self.decide(prepared, live).iter() {
             let Some(obj) = live.get(&d.owner).cloned() else {
                 continue;
             };
