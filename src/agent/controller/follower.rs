@@ -98,6 +98,10 @@ impl Follower {
             return;
         }
         let mut store = self.store.write().expect("cache lock");
+        // Counted before anything is unpacked: a kind short of the samples is asked at each event.
+        if store.values().map(HashMap::len).sum::<usize>() < crate::packed::SAMPLES {
+            return;
+        }
         let samples: Vec<Vec<u8>> = (store.values().flat_map(HashMap::values))
             .take(crate::packed::SAMPLES)
             .map(|text| PLAIN.unpack(text))

@@ -313,7 +313,11 @@ impl Reconcilers {
         };
         if !self.decisions.contains_key(&p) {
             let owner = &prepared.objects[p].key;
-            if let Some(d) = self.decide(prepared, live).iter().find(|d| &d.owner == owner) {
+            if let Some(d) = self
+                .decide(prepared, live)
+                .iter()
+                .find(|d| &d.owner == owner)
+            {
                 self.decisions.insert(p, d.clone());
             }
         }
