@@ -20,6 +20,7 @@ mod defaults;
 mod delete;
 mod discovery;
 mod discovery_aggregated;
+mod entry;
 pub mod error;
 mod escalation;
 mod events;
