@@ -90,40 +90,35 @@ impl Cache {
         serde_json::from_slice(text).ok()
     }
 
-    /// Records one watch event's effect.
-    fn record(&self, event: &Recorded<'_>) {
-        let mut state = self.0.write().expect("simulator cache lock");
-        let text = |v: &Value| serde_json::to_vec(v).map(Vec::into_boxed_slice);
-        match event {
-            Recorded::ListStarted => state.listing = Some(Texts::new()),
-            Recorded::ListDone => {
-                let listed = state.listing.take().unwrap_or_default();
-                state.objects = listed;
-            }
-            Recorded::Listed(key, obj) => {
-                if let (Some(listing), Ok(t)) = (state.listing.as_mut(), text(obj)) {
-                    listing.insert((*key).clone(), t);
-                }
-            }
-            Recorded::Applied(key, obj) => {
-                if let Ok(t) = text(obj) {
-                    state.objects.insert((*key).clone(), t);
-                }
-            }
-            Recorded::Deleted(key) => {
-                state.objects.remove(key);
-            }
-        }
+    /// A list begins (the watch started or restarted): what it delivers is read once it ends.
+    fn list_started(&self) {
+        self.0.write().expect("simulator cache lock").listing = Some(Texts::new());
     }
-}
 
-/// A watch event as the cache takes it.
-enum Recorded<'a> {
-    ListStarted,
-    Listed(&'a (String, String), &'a Value),
-    ListDone,
-    Applied(&'a (String, String), &'a Value),
-    Deleted(&'a (String, String)),
+    /// The list ended: it replaces what was read before.
+    fn list_done(&self) {
+        let mut state = self.0.write().expect("simulator cache lock");
+        state.objects = state.listing.take().unwrap_or_default();
+    }
+
+    /// An object the watch delivered: into the list in progress, if one is, else read at once.
+    fn put(&self, id: (String, String), obj: &Value) {
+        let Ok(text) = serde_json::to_vec(obj) else {
+            return;
+        };
+        let mut state = self.0.write().expect("simulator cache lock");
+        let state = &mut *state;
+        let texts = state.listing.as_mut().unwrap_or(&mut state.objects);
+        texts.insert(id, text.into_boxed_slice());
+    }
+
+    fn remove(&self, id: &(String, String)) {
+        self.0
+            .write()
+            .expect("simulator cache lock")
+            .objects
+            .remove(id);
+    }
 }
 
 /// Watched kinds by (group, kind).
@@ -199,15 +194,17 @@ async fn watch_kind(
         .boxed();
     while let Some(event) = events.next().await {
         let seen = match event {
-            Ok(watcher::Event::Apply(obj)) => applied(&cache, &ar, obj, false),
-            Ok(watcher::Event::InitApply(obj)) => applied(&cache, &ar, obj, true),
+            Ok(watcher::Event::Apply(obj) | watcher::Event::InitApply(obj)) => {
+                let key = key_of(&obj, &ar);
+                let obj = to_value(obj, &ar);
+                cache.put((key.namespace.clone(), key.name.clone()), &obj);
+                let owner = crate::arm::owner_of(&obj);
+                Seen::Applied { key, owner }
+            }
             Ok(watcher::Event::Delete(obj)) => {
                 let key = key_of(&obj, &ar);
                 let uid = obj.uid().unwrap_or_default();
-                cache.record(&Recorded::Deleted(&(
-                    key.namespace.clone(),
-                    key.name.clone(),
-                )));
+                cache.remove(&(key.namespace.clone(), key.name.clone()));
                 let obj = to_value(obj, &ar);
                 Seen::Deleted {
                     key,
@@ -216,11 +213,11 @@ async fn watch_kind(
                 }
             }
             Ok(watcher::Event::Init) => {
-                cache.record(&Recorded::ListStarted);
+                cache.list_started();
                 continue;
             }
             Ok(watcher::Event::InitDone) => {
-                cache.record(&Recorded::ListDone);
+                cache.list_done();
                 continue;
             }
             Err(error) => {
@@ -232,20 +229,6 @@ async fn watch_kind(
             return;
         }
     }
-}
-
-/// An object the watch delivered (`listed`: by a list in progress): cached, then reported.
-fn applied(cache: &Cache, ar: &ApiResource, obj: DynamicObject, listed: bool) -> Seen {
-    let key = key_of(&obj, ar);
-    let id = (key.namespace.clone(), key.name.clone());
-    let obj = to_value(obj, ar);
-    let owner = crate::arm::owner_of(&obj);
-    cache.record(&if listed {
-        Recorded::Listed(&id, &obj)
-    } else {
-        Recorded::Applied(&id, &obj)
-    });
-    Seen::Applied { key, owner }
 }
 
 fn key_of(obj: &DynamicObject, ar: &ApiResource) -> Key {
@@ -286,29 +269,29 @@ mod tests {
         let cache = Cache::default();
         let id = ("ns".to_string(), "rg".to_string());
         let obj = json!({"kind": "ResourceGroup", "metadata": {"name": "rg"}, "spec": {"location": "eastus"}});
-        cache.record(&Recorded::ListStarted);
-        cache.record(&Recorded::Listed(&id, &obj));
+        cache.list_started();
+        cache.put(id.clone(), &obj);
         assert_eq!(
             cache.get("ns", "rg"),
             None,
             "a list in progress is not read"
         );
-        cache.record(&Recorded::ListDone);
+        cache.list_done();
         assert_eq!(cache.get("ns", "rg"), Some(obj.clone()));
 
         let changed = json!({"kind": "ResourceGroup", "metadata": {"name": "rg"}, "spec": {"location": "westus"}});
-        cache.record(&Recorded::Applied(&id, &changed));
+        cache.put(id.clone(), &changed);
         assert_eq!(cache.get("ns", "rg"), Some(changed));
         // A watch that restarts lists again: what the new list lacks is gone once it completes.
-        cache.record(&Recorded::ListStarted);
+        cache.list_started();
         assert!(
             cache.get("ns", "rg").is_some(),
             "the last list stands meanwhile"
         );
-        cache.record(&Recorded::ListDone);
+        cache.list_done();
         assert_eq!(cache.get("ns", "rg"), None);
-        cache.record(&Recorded::Applied(&id, &obj));
-        cache.record(&Recorded::Deleted(&id));
+        cache.put(id.clone(), &obj);
+        cache.remove(&id);
         assert_eq!(cache.get("ns", "rg"), None);
     }
 }
