@@ -132,6 +132,38 @@ fn cases() -> Vec<Case> {
             (K, b"configMapGenerator:\n- name: big\n  files: [long.txt]\nsecretGenerator:\n- name: big\n  files: [long.txt]\n"),
         ]),
         case("symlink inside", &[(K, b"configMapGenerator:\n- name: x\n  files: [link.txt]\n"), ("real.txt", b"real\n")]),
+    ];
+    cases.extend(overlays_and_failing());
+    for case in &mut cases {
+        match case.name {
+            "binary data" => case.files.push(("long.bin", binary_long.clone())),
+            "secrets" | "large values" => case
+                .files
+                .push(("long.txt", long_text.clone().into_bytes())),
+            "symlink inside" => case.links.push(("link.txt", "real.txt")),
+            "symlink outside fails" => case.links.push(("escape.txt", "../outside.txt")),
+            _ => {}
+        }
+    }
+    cases.push(randomized());
+    let mut long_line = b"A=".to_vec();
+    long_line.resize(70_000, b'x');
+    long_line.extend_from_slice(b"\nB=2\n");
+    cases.push(Case {
+        expect: Expect::Stricter,
+        ..case(
+            "env line over 64 KiB",
+            &[(K, b"configMapGenerator:\n- name: x\n  envs: [e.env]\n")],
+        )
+        .fails("line 1: is 64 KiB or longer")
+    });
+    cases.last_mut().unwrap().files.push(("e.env", long_line));
+    cases
+}
+
+/// Cases over a base (`overlay`) and cases the renderer must refuse.
+fn overlays_and_failing() -> Vec<Case> {
+    vec![
         overlay("merge", &[
             ("base/kustomization.yaml", b"configMapGenerator:\n- name: cm\n  literals: [fruit=apple, year=2020]\n  options: {labels: {l1: base, l2: base}, annotations: {a1: base}}\n"),
             ("overlay/kustomization.yaml", b"resources: [../base]\nconfigMapGenerator:\n- name: cm\n  behavior: merge\n  literals: [veggie=broccoli, year=2021]\n  options: {labels: {l2: overlay}}\n"),
@@ -207,32 +239,7 @@ fn cases() -> Vec<Case> {
             expect: Expect::Stricter,
             ..case("env key with a space", &[(K, b"configMapGenerator:\n- name: x\n  envs: [e.env]\n"), ("e.env", b"KEY =value\n")]).fails("is not a valid key")
         },
-    ];
-    for case in &mut cases {
-        match case.name {
-            "binary data" => case.files.push(("long.bin", binary_long.clone())),
-            "secrets" | "large values" => case
-                .files
-                .push(("long.txt", long_text.clone().into_bytes())),
-            "symlink inside" => case.links.push(("link.txt", "real.txt")),
-            "symlink outside fails" => case.links.push(("escape.txt", "../outside.txt")),
-            _ => {}
-        }
-    }
-    cases.push(randomized());
-    let mut long_line = b"A=".to_vec();
-    long_line.resize(70_000, b'x');
-    long_line.extend_from_slice(b"\nB=2\n");
-    cases.push(Case {
-        expect: Expect::Stricter,
-        ..case(
-            "env line over 64 KiB",
-            &[(K, b"configMapGenerator:\n- name: x\n  envs: [e.env]\n")],
-        )
-        .fails("line 1: is 64 KiB or longer")
-    });
-    cases.last_mut().unwrap().files.push(("e.env", long_line));
-    cases
+    ]
 }
 
 /// Many ConfigMaps and Secrets with pseudo-random keys, literal values and binary files (fixed seed).
