@@ -31,7 +31,7 @@ fn outcome(i: usize) -> UnitOutcome {
         group: "cluster.x-k8s.io".into(),
         version: "v1beta1".into(),
         kind: "Cluster".into(),
-        namespace: Some(namespace.clone()),
+        namespace: Some(namespace.as_str().into()),
         name: format!("c{i:04}"),
     };
     let failed = i.is_multiple_of(10);
@@ -41,7 +41,7 @@ fn outcome(i: usize) -> UnitOutcome {
                 group: "example.azure.com".into(),
                 version: "v1".into(),
                 kind: KINDS[j % KINDS.len()].into(),
-                namespace: Some(namespace.clone()),
+                namespace: Some(namespace.as_str().into()),
                 name: format!("c{i:04}-object-{j}"),
             },
             action: if failed && j == 28 {

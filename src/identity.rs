@@ -121,10 +121,10 @@ pub struct SecretRef {
 impl SecretRef {
     pub fn key(&self) -> ObjectKey {
         ObjectKey {
-            group: String::new(),
+            group: Default::default(),
             version: "v1".into(),
             kind: "Secret".into(),
-            namespace: Some(self.namespace.clone()),
+            namespace: Some(crate::object::Sym::new(&self.namespace)),
             name: self.name.clone(),
         }
     }
@@ -330,7 +330,7 @@ pub fn identity_key(namespace: &str, name: &str) -> ObjectKey {
         group: IDENTITY_GROUP.into(),
         version: IDENTITY_VERSION.into(),
         kind: IDENTITY_KIND.into(),
-        namespace: Some(namespace.to_string()),
+        namespace: Some(namespace.into()),
         name: name.to_string(),
     }
 }

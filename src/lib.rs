@@ -33,6 +33,7 @@ pub mod selector;
 pub mod serving;
 pub mod source;
 pub mod statuspage;
+pub mod sym;
 pub mod trigger;
 pub mod unit;
 pub mod validate;

@@ -3,6 +3,7 @@
 //! Objects flow through the agent as `serde_json::Value` (key order preserved); an [`ObjectKey`] is
 //! how errors, plans and reports name one: `Kind/namespace/name` (or `Kind/name` when cluster-scoped).
 
+pub use crate::sym::Sym;
 use serde_json::Value;
 use std::fmt;
 use std::path::PathBuf;
@@ -12,11 +13,12 @@ use std::path::PathBuf;
     Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
 )]
 pub struct ObjectKey {
-    /// API group; empty for the core group.
-    pub group: String,
-    pub version: String,
-    pub kind: String,
-    pub namespace: Option<String>,
+    /// API group; empty for the core group. Group, version, kind and namespace are interned
+    /// ([`Sym`]): a fleet repeats them in every key.
+    pub group: Sym,
+    pub version: Sym,
+    pub kind: Sym,
+    pub namespace: Option<Sym>,
     pub name: String,
 }
 
@@ -59,12 +61,12 @@ impl ObjectKey {
             .and_then(|m| m.get("namespace"))
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
-            .map(str::to_string);
+            .map(Sym::new);
         let (group, version) = split_api_version(api_version);
         Ok(ObjectKey {
-            group: group.to_string(),
-            version: version.to_string(),
-            kind: kind.to_string(),
+            group: Sym::new(group),
+            version: Sym::new(version),
+            kind: Sym::new(kind),
             namespace,
             name: name.to_string(),
         })

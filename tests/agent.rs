@@ -154,10 +154,10 @@ pub fn with_action(o: &UnitOutcome, action: &ObjectAction) -> Vec<String> {
 pub fn key(api_version: &str, kind: &str, namespace: &str, name: &str) -> ObjectKey {
     let (group, version) = aro_gitops::object::split_api_version(api_version);
     ObjectKey {
-        group: group.to_string(),
-        version: version.to_string(),
-        kind: kind.to_string(),
-        namespace: Some(namespace.to_string()),
+        group: group.into(),
+        version: version.into(),
+        kind: kind.into(),
+        namespace: Some(namespace.into()),
         name: name.to_string(),
     }
 }

@@ -238,7 +238,9 @@ fn by_namespace(objects: Vec<Value>) -> BTreeMap<Option<String>, Vec<(ObjectKey,
     let mut out: BTreeMap<Option<String>, Vec<(ObjectKey, Value)>> = BTreeMap::new();
     for o in objects {
         if let Ok(k) = ObjectKey::from_object(&o) {
-            out.entry(k.namespace.clone()).or_default().push((k, o));
+            out.entry(k.namespace.as_deref().map(str::to_string))
+                .or_default()
+                .push((k, o));
         }
     }
     out
@@ -397,7 +399,7 @@ pub async fn live_identities_in(
         let mut objects = from_list.unwrap_or_default();
         for &(i, _) in &stamp {
             let key = ObjectKey {
-                namespace: ns.clone(),
+                namespace: ns.as_deref().map(crate::object::Sym::new),
                 ..kinds[i].clone()
             };
             let read = caches

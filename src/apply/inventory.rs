@@ -14,7 +14,7 @@ use super::{ApplyError, Cluster};
 use crate::marks::{
     AGENT_NAMESPACE, FIELD_MANAGER, FLEET_ANNOTATION, INVENTORY_LABEL, OWNER_ANNOTATION,
 };
-use crate::object::ObjectKey;
+use crate::object::{ObjectKey, Sym};
 use crate::plan::ownership::scope::{self, FleetScope, Whose};
 use crate::plan::policy::{Decision, Policy, Provenance};
 use serde::{Deserialize, Serialize};
@@ -24,10 +24,10 @@ use std::collections::BTreeMap;
 /// An object's identity across API versions: group, kind, namespace, name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Identity {
-    pub group: String,
-    pub kind: String,
+    pub group: Sym,
+    pub kind: Sym,
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub namespace: Option<String>,
+    pub namespace: Option<Sym>,
     pub name: String,
 }
 
@@ -48,7 +48,7 @@ pub struct Entry {
     #[serde(flatten)]
     pub id: Identity,
     /// The API version last applied (deletes and reads use it).
-    pub version: String,
+    pub version: Sym,
     pub provenance: Provenance,
     pub policy: Policy,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -318,7 +318,7 @@ impl Inventory {
 /// The key of the inventory ConfigMaps, for LIST calls.
 pub fn config_map_key(name: &str) -> ObjectKey {
     ObjectKey {
-        group: String::new(),
+        group: Default::default(),
         version: "v1".into(),
         kind: "ConfigMap".into(),
         namespace: Some(AGENT_NAMESPACE.into()),

@@ -5,7 +5,7 @@
 
 use super::inventory::Identity;
 use super::{ApplyError, Cluster, parse_item};
-use crate::object::ObjectKey;
+use crate::object::{ObjectKey, Sym};
 use kube::api::ApiResource;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -30,12 +30,12 @@ struct HeadMeta<'a> {
 #[derive(Default)]
 pub struct LiveIndex {
     /// `(group, kind)` → how it was served (`None`: the cluster does not serve it).
-    kinds: BTreeMap<(String, String), Option<ApiResource>>,
+    kinds: BTreeMap<(Sym, Sym), Option<ApiResource>>,
     /// Identity → (index into `served`, the item's JSON text).
     objects: HashMap<Identity, (usize, Box<RawValue>)>,
     served: Vec<ApiResource>,
     /// `(group, kind)` → why its LIST failed: nothing can be said of its objects.
-    failed: BTreeMap<(String, String), String>,
+    failed: BTreeMap<(Sym, Sym), String>,
 }
 
 impl LiveIndex {
@@ -59,7 +59,7 @@ impl LiveIndex {
         cluster: &Cluster,
         keys: impl IntoIterator<Item = ObjectKey>,
     ) -> Vec<ApplyError> {
-        let mut wanted: BTreeMap<(String, String), ObjectKey> = BTreeMap::new();
+        let mut wanted: BTreeMap<(Sym, Sym), ObjectKey> = BTreeMap::new();
         for k in keys {
             let gk = (k.group.clone(), k.kind.clone());
             if !self.kinds.contains_key(&gk) && !self.failed.contains_key(&gk) {
@@ -95,7 +95,7 @@ impl LiveIndex {
             let id = Identity {
                 group: key.group.clone(),
                 kind: key.kind.clone(),
-                namespace: head.metadata.namespace.map(|n| n.into_owned()),
+                namespace: head.metadata.namespace.map(|n| Sym::new(&n)),
                 name: head.metadata.name.into_owned(),
             };
             self.objects.insert(id, (at, raw));
@@ -164,7 +164,7 @@ mod tests {
             group: group.into(),
             version: "v1".into(),
             kind: kind.into(),
-            namespace: ns.map(str::to_string),
+            namespace: ns.map(Into::into),
             name: name.into(),
         }
     }

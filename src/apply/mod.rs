@@ -177,7 +177,7 @@ impl Cluster {
             .await?
             .ok_or_else(|| ApplyError::UnknownKind {
                 key: key.clone(),
-                kind: key.kind.clone(),
+                kind: key.kind.to_string(),
                 api_version: key.api_version(),
             })
     }
@@ -208,10 +208,9 @@ impl Cluster {
         key: &ObjectKey,
         label_selector: Option<&str>,
     ) -> Result<Vec<Value>, ApplyError> {
-        let namespace = key
-            .namespace
-            .clone()
-            .unwrap_or_else(|| self.client.default_namespace().to_string());
+        let namespace = (key.namespace.as_deref())
+            .unwrap_or_else(|| self.client.default_namespace())
+            .to_string();
         list_parsed(self, key, Some(&namespace), label_selector).await
     }
 

@@ -372,7 +372,7 @@ mod tests {
         Attributes {
             verb: verb.into(),
             resource: Some(ResourceAttributes {
-                group: String::new(),
+                group: Default::default(),
                 resource: resource.into(),
                 subresource: sub.map(str::to_string),
                 namespace: ns.into(),

@@ -61,10 +61,10 @@ impl KeySource {
         match self {
             KeySource::File(_) => None,
             KeySource::Secret { namespace, name } => Some(ObjectKey {
-                group: String::new(),
+                group: Default::default(),
                 version: "v1".into(),
                 kind: "Secret".into(),
-                namespace: Some(namespace.clone()),
+                namespace: Some(crate::object::Sym::new(namespace)),
                 name: name.clone(),
             }),
         }

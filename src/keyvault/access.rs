@@ -60,7 +60,7 @@ impl ClusterAccess {
             })?;
         let identity = AzureIdentity::parse(&object).map_err(|e| e.to_string())?;
         let ns_key = ObjectKey {
-            group: String::new(),
+            group: Default::default(),
             version: "v1".into(),
             kind: "Namespace".into(),
             namespace: None,

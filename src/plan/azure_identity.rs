@@ -15,7 +15,7 @@
 //! [`AzureIdentity::writes`] says whether the object writes to Azure.
 
 use crate::arm::OwnerRef;
-use crate::object::ObjectKey;
+use crate::object::{ObjectKey, Sym};
 use serde_json::Value;
 
 /// ARM types whose names are unique in all of Azure (their DNS names derive from them).
@@ -32,12 +32,14 @@ pub const GLOBAL_TYPES: [&str; 6] = [
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct AzureIdentity {
     /// What identities compare by: the lowercased ARM id after its subscription, or
-    /// `global:<type>/<name>`.
-    pub id: String,
+    /// `global:<type>/<name>`. (Boxed, the texts keep no spare capacity: a fleet holds the
+    /// identities of all its declared and live ASO objects.)
+    pub id: Box<str>,
     /// The subscription (lowercased), when known: from an owner's ARM id, or the ARO object.
-    pub subscription: Option<String>,
+    /// A fleet names a few: interned.
+    pub subscription: Option<Sym>,
     /// The ARM id as the object gives it, for messages.
-    pub arm_id: String,
+    pub arm_id: Box<str>,
     /// The object writes to Azure (its policy is not `skip`).
     pub writes: bool,
 }
@@ -129,9 +131,9 @@ pub fn of_unit(objects: &[AsoObject]) -> Vec<Option<AzureIdentity>> {
                 path.to_ascii_lowercase()
             };
             Some(AzureIdentity {
-                id,
-                subscription: subscription.map(|s| s.to_ascii_lowercase()),
-                arm_id,
+                id: id.into_boxed_str(),
+                subscription: subscription.map(|s| Sym::new(&s.to_ascii_lowercase())),
+                arm_id: arm_id.into_boxed_str(),
                 writes: !skipped(o.body),
             })
         })
@@ -207,7 +209,7 @@ mod tests {
         let b = ids(&[rg("aro-dev2", "other", "ARO-DEV-RG")], Some("SUB-1"));
         assert!(a[0].as_ref().unwrap().same(b[0].as_ref().unwrap()));
         assert_eq!(
-            a[0].as_ref().unwrap().arm_id,
+            &*a[0].as_ref().unwrap().arm_id,
             "/subscriptions/sub-1/resourceGroups/aro-dev-rg"
         );
         let c = ids(&[rg("aro-dev2", "other", "aro-dev-rg")], Some("sub-2"));
@@ -228,7 +230,7 @@ mod tests {
             Some("sub-2"),
         );
         assert_eq!(
-            a[1].as_ref().unwrap().id,
+            &*a[1].as_ref().unwrap().id,
             "global:microsoft.keyvault/vaults/kv"
         );
         assert!(a[1].as_ref().unwrap().same(b[1].as_ref().unwrap()));

@@ -5,7 +5,7 @@ use serde_json::json;
 
 fn key(kind: &str, name: &str) -> ObjectKey {
     ObjectKey {
-        group: String::new(),
+        group: Default::default(),
         version: "v1".into(),
         kind: kind.into(),
         namespace: Some("ns".into()),

@@ -6,7 +6,7 @@
 
 use super::normalize::comparable;
 use crate::kinds::is_secret;
-use crate::object::ObjectKey;
+use crate::object::{ObjectKey, Sym};
 use serde_json::{Map, Value};
 use std::fmt;
 
@@ -232,8 +232,8 @@ fn key_of(obj: &Value) -> ObjectKey {
         ObjectKey {
             group: group.into(),
             version: version.into(),
-            kind: s("/kind"),
-            namespace,
+            kind: s("/kind").into(),
+            namespace: namespace.map(Sym::from),
             name: s("/metadata/name"),
         }
     })
@@ -241,9 +241,9 @@ fn key_of(obj: &Value) -> ObjectKey {
 
 fn empty_key() -> ObjectKey {
     ObjectKey {
-        group: String::new(),
-        version: String::new(),
-        kind: String::new(),
+        group: Default::default(),
+        version: Default::default(),
+        kind: Default::default(),
         namespace: None,
         name: String::new(),
     }

@@ -17,7 +17,7 @@
 
 use super::azure_identity::AzureIdentity;
 use crate::marks::{ADOPT_FROM_ANNOTATION, FLEET_ANNOTATION, OWNER_ANNOTATION, OWNER_LABEL};
-use crate::object::ObjectKey;
+use crate::object::{ObjectKey, Sym};
 use declared::Declared;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -29,7 +29,7 @@ pub use conflicts::LiveOwners;
 pub use scope::FleetScope;
 
 /// An object's identity across API versions.
-pub type Id = (String, String, Option<String>, String);
+pub type Id = (Sym, Sym, Option<Sym>, String);
 
 /// The identity ownership judges by (the version does not count).
 pub fn id(key: &ObjectKey) -> Id {
@@ -187,7 +187,7 @@ impl Fleet {
             .map(|(other, c, _)| format!("{} of unit {other}", c.key));
         declared.or_else(|| {
             self.live
-                .get(&azure.id)?
+                .get(&*azure.id)?
                 .iter()
                 .find(|(object, a)| id(object) != id(key) && a.same(azure))
                 .map(|(object, _)| format!("the live object {object}"))
@@ -213,7 +213,7 @@ impl Fleet {
         for (k, a) in live {
             if self.declared_by(k).is_none() {
                 self.live
-                    .entry(a.id.clone())
+                    .entry(a.id.to_string())
                     .or_default()
                     .push((k.clone(), a.clone()));
             }
@@ -341,10 +341,10 @@ mod tests {
 
     pub(super) fn key(kind: &str, ns: Option<&str>, name: &str) -> ObjectKey {
         ObjectKey {
-            group: String::new(),
+            group: Default::default(),
             version: "v1".into(),
             kind: kind.into(),
-            namespace: ns.map(str::to_string),
+            namespace: ns.map(Into::into),
             name: name.into(),
         }
     }
@@ -354,7 +354,7 @@ mod tests {
             key: k,
             file: file.into(),
             azure: azure.map(|a| AzureIdentity {
-                id: a.to_lowercase(),
+                id: a.to_lowercase().into(),
                 arm_id: a.into(),
                 subscription: None,
                 writes: true,

@@ -52,10 +52,10 @@ impl ClusterIdentityRef {
     /// The key of the cluster's credential Secret.
     pub fn secret_key(&self) -> ObjectKey {
         ObjectKey {
-            group: String::new(),
+            group: Default::default(),
             version: "v1".into(),
             kind: "Secret".into(),
-            namespace: Some(self.namespace.clone()),
+            namespace: Some(crate::object::Sym::new(&self.namespace)),
             name: self.secret_name(),
         }
     }
@@ -90,7 +90,11 @@ pub fn cluster_refs<'a>(
             let identity = crate::identity::identity_ref_of(o)?;
             let referrer = ObjectKey::from_object(o).ok()?;
             Some(ClusterIdentityRef {
-                namespace: referrer.namespace.clone().unwrap_or_default(),
+                namespace: referrer
+                    .namespace
+                    .as_deref()
+                    .unwrap_or_default()
+                    .to_string(),
                 cluster: cluster_of(o).to_string(),
                 identity,
                 subscription_id: text_at(o, "/spec/subscriptionID")

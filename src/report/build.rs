@@ -58,8 +58,9 @@ pub fn build(outcome: &UnitOutcome) -> ClusterReport {
         cluster: outcome.cluster.as_ref().map(|c| ClusterRef {
             namespace: c
                 .namespace
-                .clone()
-                .unwrap_or_else(|| DEFAULT_NAMESPACE.to_string()),
+                .as_deref()
+                .unwrap_or(DEFAULT_NAMESPACE)
+                .to_string(),
             name: c.name.clone(),
         }),
         revision: match outcome.reported_revision().trim() {
@@ -161,8 +162,8 @@ fn report_object(o: &ObjectOutcome) -> ReportObject {
     };
     ReportObject {
         api_version: o.key.api_version(),
-        kind: o.key.kind.clone(),
-        namespace: o.key.namespace.clone(),
+        kind: o.key.kind.to_string(),
+        namespace: o.key.namespace.as_deref().map(str::to_string),
         name: o.key.name.clone(),
         action,
         blocked_on,

@@ -153,7 +153,7 @@ impl Chain {
 /// `live` is taken, and without one the chain says no cluster is known.
 pub fn chain(live: &[Value], cluster: Option<&ObjectKey>) -> Chain {
     let target = match cluster {
-        Some(c) => Some((c.namespace.clone(), c.name.clone())),
+        Some(c) => Some((c.namespace.as_deref().map(str::to_string), c.name.clone())),
         None => infer_cluster(live),
     };
     let Some((namespace, name)) = target else {

@@ -168,7 +168,7 @@ fn identity_in_use(live: &[Value]) -> Option<IdentityInUse> {
         .find(|o| kind_of(o) == "AROControlPlane" && identity_ref_of(o).is_some())?;
     let (id_ns, id_name) = identity_ref_of(referrer)?;
     let key = ObjectKey::from_object(referrer).ok()?;
-    let namespace = key.namespace.clone().unwrap_or_default();
+    let namespace = key.namespace.as_deref().unwrap_or_default().to_string();
     let refused = live.iter().any(|o| {
         o.pointer("/status/conditions")
             .and_then(Value::as_array)

@@ -162,7 +162,7 @@ fn cluster_report(namespace: &str, name: &str) -> std::path::PathBuf {
         group: "cluster.x-k8s.io".into(),
         version: "v1beta1".into(),
         kind: "Cluster".into(),
-        namespace: Some(namespace.to_string()),
+        namespace: Some(namespace.into()),
         name: name.to_string(),
     };
     crate::report::report_paths(&key).1

@@ -76,7 +76,10 @@ fn each_cluster_unit_validates_clean_in_its_namespace() {
         ];
         assert_eq!(
             kinds,
-            expected.iter().map(|k| k.to_string()).collect(),
+            expected
+                .iter()
+                .map(|k| crate::object::Sym::new(k))
+                .collect(),
             "{name}"
         );
         let pools = objects

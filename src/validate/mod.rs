@@ -126,7 +126,7 @@ pub fn validate_against(
         let scope = builtin::namespaced(&key.group, &key.kind).or_else(|| {
             defined
                 .iter()
-                .find(|(g, k, _)| (g, k) == (&key.group, &key.kind))
+                .find(|(g, k, _)| (g.as_str(), k.as_str()) == (&*key.group, &*key.kind))
                 .map(|(_, _, namespaced)| *namespaced)
         });
         errors.extend(

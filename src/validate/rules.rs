@@ -85,7 +85,7 @@ fn annotation_pointer(key: &str) -> String {
 }
 
 /// The identity duplicates are judged by: group, kind, namespace, name (the version does not count).
-type DuplicateKey = (String, String, Option<String>, String);
+type DuplicateKey = crate::plan::ownership::Id;
 
 /// Where an object was first seen: its file, and for an embedded resource, the owner and index.
 #[derive(Debug, Clone)]

@@ -232,7 +232,7 @@ async fn deletions(c: &Cluster, objects: &[Owned]) -> BTreeMap<(String, String),
     let mut by_kind: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     for o in objects {
         by_kind
-            .entry((o.key.api_version(), o.key.kind.clone()))
+            .entry((o.key.api_version(), o.key.kind.to_string()))
             .or_default()
             .push(o.key.name.clone());
     }

@@ -97,7 +97,7 @@ async fn a_dependency_cycle_fails_its_unit_naming_both_members() {
     );
     // Nothing of dev was applied.
     let namespace = ObjectKey {
-        group: String::new(),
+        group: Default::default(),
         version: "v1".into(),
         kind: "Namespace".into(),
         namespace: None,

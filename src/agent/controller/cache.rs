@@ -10,7 +10,7 @@
 
 use crate::apply::inventory::{self, Identity};
 use crate::apply::{Cluster, LIST_PAGE_SIZE};
-use crate::object::ObjectKey;
+use crate::object::{ObjectKey, Sym};
 use futures::StreamExt;
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -24,7 +24,7 @@ pub use super::follower::Change;
 use super::follower::{Follower, KindCodec, Objects, Stamps, codec_of, parse, prepare};
 
 /// A kind: group, version, kind.
-pub type KindKey = (String, String, String);
+pub type KindKey = (Sym, Sym, Sym);
 
 /// How long a new kind's first LIST may take before passes fall back to listing it themselves.
 const SYNC_TIMEOUT: Duration = Duration::from_secs(60);
@@ -124,8 +124,8 @@ impl Caches {
             stamps: stamps.clone(),
             ready: ready_tx,
             echoes: cluster.echoes().clone(),
-            group: resource.group.clone(),
-            kind: resource.kind.clone(),
+            group: Sym::new(&resource.group),
+            kind: Sym::new(&resource.kind),
             building: None,
             echoed: BTreeSet::new(),
         };
@@ -168,7 +168,7 @@ impl Caches {
         }
         let ns = match (&key.namespace, cache.namespaced) {
             (_, false) => None,
-            (Some(ns), true) => Some(ns.clone()),
+            (Some(ns), true) => Some(ns.to_string()),
             (None, true) => Some(cluster.client().default_namespace().to_string()),
         };
         let objects = cache.objects.read().expect("cache lock");
@@ -279,7 +279,9 @@ impl Caches {
         let kinds = self.kinds.read().expect("caches lock");
         let cache = kinds.get(kind)?;
         let objects = cache.objects.read().expect("cache lock");
-        let text = objects.get(&id.namespace)?.get(&id.name)?;
+        let text = objects
+            .get(&id.namespace.as_deref().map(str::to_string))?
+            .get(&id.name)?;
         let object = parse(codec_of(&cache.codec), text);
         crate::object::str_at(&object, "/metadata/resourceVersion").map(str::to_string)
     }

@@ -58,7 +58,7 @@ mod tests {
                 .iter()
                 .map(|(n, a)| ObjectOutcome {
                     key: ObjectKey {
-                        group: String::new(),
+                        group: Default::default(),
                         version: "v1".into(),
                         kind: "ConfigMap".into(),
                         namespace: None,

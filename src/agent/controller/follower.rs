@@ -4,6 +4,7 @@
 
 use crate::apply::Echoes;
 use crate::apply::inventory::{self, Identity};
+use crate::object::Sym;
 use crate::packed::{Codec, PLAIN};
 use kube::api::{ApiResource, DynamicObject, TypeMeta};
 use kube::runtime::watcher;
@@ -69,8 +70,8 @@ pub(super) struct Follower {
     /// Raised once the first list is in.
     pub(super) ready: watch::Sender<bool>,
     pub(super) echoes: Echoes,
-    pub(super) group: String,
-    pub(super) kind: String,
+    pub(super) group: Sym,
+    pub(super) kind: Sym,
     /// The objects of a re-list in progress.
     pub(super) building: Option<Objects>,
     /// The objects a re-list found at the agent's own last write of them.
@@ -82,7 +83,7 @@ impl Follower {
         Identity {
             group: self.group.clone(),
             kind: self.kind.clone(),
-            namespace,
+            namespace: namespace.map(Sym::from),
             name,
         }
     }

@@ -45,7 +45,7 @@ fn follower() -> Follower {
         stamps: Arc::default(),
         ready,
         echoes: Echoes::default(),
-        group: String::new(),
+        group: Default::default(),
         kind: "ConfigMap".into(),
         building: None,
         echoed: BTreeSet::new(),

@@ -39,6 +39,7 @@ mod wakes_of_tests;
 use crate::agent::pass::prepare::Prepared;
 use crate::apply::inventory::{self, Inventory, InventoryError};
 use crate::object::ObjectKey;
+use crate::object::Sym;
 use crate::plan::ownership::{FleetScope, scope as fleets};
 use crate::report::UnitOutcome;
 use cache::KindKey;
@@ -53,7 +54,7 @@ use wakes::{WakeKey, Wakes};
 fn always() -> [KindKey; 2] {
     let inventories = crate::apply::inventory::config_map_key("");
     [
-        (String::new(), "v1".to_string(), "Secret".to_string()),
+        (Sym::new(""), Sym::new("v1"), Sym::new("Secret")),
         (inventories.group, inventories.version, inventories.kind),
     ]
 }
@@ -70,7 +71,7 @@ fn kinds_of(rev: &Revision, inventories: &BTreeMap<String, Inventory>) -> BTreeS
         .flat_map(|inv| (inv.entries.values()).map(|e| (&*e.id.group, &*e.version, &*e.id.kind)));
     let borrowed: BTreeSet<(&str, &str, &str)> = rendered.chain(inventoried).collect();
     let owned = (borrowed.into_iter())
-        .map(|(group, version, kind)| (group.to_string(), version.to_string(), kind.to_string()));
+        .map(|(group, version, kind)| (Sym::new(group), Sym::new(version), Sym::new(kind)));
     // A live AutoNodePolicy changes the node pools of its namespace, in git or not.
     let policies = prepared()
         .any(|p| !p.node_policy_namespaces().is_empty())

@@ -359,7 +359,7 @@ mod tests {
                 .iter()
                 .map(|(n, a)| ObjectOutcome {
                     key: ObjectKey {
-                        group: String::new(),
+                        group: Default::default(),
                         version: "v1".into(),
                         kind: "ConfigMap".into(),
                         namespace: Some("ns".into()),

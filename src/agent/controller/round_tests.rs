@@ -48,7 +48,7 @@ fn round<'r>(rev: &'r Revision, removals: &[&str]) -> Round<'r> {
 /// The ConfigMap `default/settings` the tests' units own.
 fn settings() -> Identity {
     Identity {
-        group: String::new(),
+        group: Default::default(),
         kind: "ConfigMap".into(),
         namespace: Some("default".into()),
         name: "settings".into(),
@@ -78,7 +78,7 @@ fn outcome(unit: &str, action: ObjectAction, ready: bool) -> UnitOutcome {
         azure: AzureMode::Simulated,
         objects: vec![ObjectOutcome {
             key: crate::object::ObjectKey {
-                group: String::new(),
+                group: Default::default(),
                 version: "v1".into(),
                 kind: "ConfigMap".into(),
                 namespace: Some("default".into()),

@@ -33,7 +33,7 @@ pub(super) fn reads_what_was_rendered(
         .iter()
         .flat_map(|p| &p.objects)
         .filter(|o| crate::reconcile::aro::node_policy::is_policy_key(&o.key))
-        .filter_map(|o| o.key.namespace.clone())
+        .filter_map(|o| o.key.namespace.as_deref().map(str::to_string))
         .collect();
     move |i, p| {
         readers.contains(&i)

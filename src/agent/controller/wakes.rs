@@ -137,7 +137,7 @@ mod tests {
         Identity {
             group: group.into(),
             kind: kind.into(),
-            namespace: ns.map(str::to_string),
+            namespace: ns.map(Into::into),
             name: name.into(),
         }
     }

@@ -54,7 +54,7 @@ fn a_units_keys_are_made_again_only_when_what_they_are_made_of_changed() {
     // prod's inventory holds an object no unit renders: its change wakes prod, and dev's keys
     // are the ones made before.
     let stray = ObjectKey {
-        group: String::new(),
+        group: Default::default(),
         version: "v1".into(),
         kind: "ConfigMap".into(),
         namespace: Some("elsewhere".into()),

@@ -91,7 +91,7 @@ pub async fn drive(
             && deletion::holds_finalizer(v)
         {
             owners
-                .entry(k.namespace.clone())
+                .entry(k.namespace.as_deref().map(str::to_string))
                 .or_default()
                 .insert(k.clone());
         }
@@ -178,10 +178,10 @@ async fn read_namespace(
     errors: &mut Vec<UnitError>,
 ) -> Vec<Value> {
     let list_key = |(group, version, kind): (&str, &str, &str)| ObjectKey {
-        group: group.to_string(),
-        version: version.to_string(),
-        kind: kind.to_string(),
-        namespace: namespace.map(str::to_string),
+        group: group.into(),
+        version: version.into(),
+        kind: kind.into(),
+        namespace: namespace.map(crate::object::Sym::new),
         name: String::new(),
     };
     let mut objects = Vec::new();

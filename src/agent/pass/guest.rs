@@ -151,7 +151,7 @@ async fn build_client(
     data_key: &str,
 ) -> Result<kube::Client, String> {
     let key = ObjectKey {
-        group: String::new(),
+        group: Default::default(),
         version: "v1".into(),
         kind: "Secret".into(),
         namespace: Some(namespace.into()),

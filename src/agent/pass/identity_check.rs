@@ -69,11 +69,11 @@ impl Identities {
 }
 
 /// The kinds the check reads beyond a unit's own: the identities and the Namespaces.
-pub fn read_kinds() -> [(String, String, String); 2] {
+pub fn read_kinds() -> [crate::agent::controller::cache::KindKey; 2] {
     let id = identity_key("", "");
     [
         (id.group, id.version, id.kind),
-        (String::new(), "v1".into(), "Namespace".into()),
+        ("".into(), "v1".into(), "Namespace".into()),
     ]
 }
 
@@ -202,7 +202,7 @@ async fn read_live(reads: Reads<'_>, key: &ObjectKey) -> Result<Option<Value>, S
 
 fn namespace_key(name: &str) -> ObjectKey {
     ObjectKey {
-        group: String::new(),
+        group: Default::default(),
         version: "v1".into(),
         kind: "Namespace".into(),
         namespace: None,

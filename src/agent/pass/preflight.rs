@@ -35,7 +35,7 @@ pub async fn check(
     let defined_here = |key: &ObjectKey| {
         defined
             .iter()
-            .any(|(g, k, _)| (g, k) == (&key.group, &key.kind))
+            .any(|(g, k, _)| (g.as_str(), k.as_str()) == (&*key.group, &*key.kind))
     };
     let mut errors = Vec::new();
     let mut dry_run = Vec::new();

@@ -122,7 +122,7 @@ impl Prepared {
                 (o.key.kind == "AROMachinePool" && o.key.group == crate::kinds::INFRA_GROUP)
                     || node_policy::is_policy_key(&o.key)
             })
-            .filter_map(|o| o.key.namespace.clone())
+            .filter_map(|o| o.key.namespace.as_deref().map(str::to_string))
             .collect()
     }
 
@@ -254,7 +254,7 @@ fn embedded_of(
     key: &ObjectKey,
     (hcps, clusters, credentials): (&[HcpName], &[&Value], &[credentials::ClusterIdentityRef]),
 ) -> Result<Vec<Value>, String> {
-    let ns = key.namespace.clone();
+    let ns = key.namespace.as_deref().map(str::to_string);
     let cluster = aro_cluster_name(object).to_string();
     let in_ns: Vec<&HcpName> = hcps.iter().filter(|(n, _, _)| *n == ns).collect();
     let hcp = in_ns

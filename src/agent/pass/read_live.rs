@@ -8,14 +8,14 @@ use crate::agent::controller::cache::{Caches, KindKey};
 use crate::agent::pass::prepare::Prepared;
 use crate::apply::Cluster;
 use crate::apply::inventory::Identity;
-use crate::object::ObjectKey;
+use crate::object::{ObjectKey, Sym};
 use crate::reconcile::aro::node_policy;
 use crate::report::UnitError;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// A listing: group, version, kind, namespace.
-pub type ListKey = (String, String, String, Option<String>);
+pub type ListKey = (Sym, Sym, Sym, Option<Sym>);
 
 /// What a pass reads before it acts.
 pub struct Live {
@@ -118,13 +118,13 @@ pub async fn read(
     let mut live: HashMap<ObjectKey, Value> = HashMap::new();
     let mut listed = BTreeSet::new();
     let mut unserved = BTreeSet::new();
-    let namespaces: BTreeSet<Option<String>> = prepared
+    let namespaces: BTreeSet<Option<Sym>> = prepared
         .objects
         .iter()
         .map(|o| o.key.namespace.clone())
         .collect();
     let secret_keys = namespaces.iter().flatten().map(|ns| ObjectKey {
-        group: String::new(),
+        group: Default::default(),
         version: "v1".into(),
         kind: "Secret".into(),
         namespace: Some(ns.clone()),

@@ -56,9 +56,9 @@ pub fn recorded_kind_keys(prepared: &Prepared, live: &HashMap<ObjectKey, Value>)
             owned_kinds(l)
                 .into_iter()
                 .map(|(group, version, kind)| ObjectKey {
-                    group,
-                    version,
-                    kind,
+                    group: group.into(),
+                    version: version.into(),
+                    kind: kind.into(),
                     namespace: o.key.namespace.clone(),
                     name: String::new(),
                 })

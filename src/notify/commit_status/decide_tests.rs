@@ -15,7 +15,7 @@ fn outcome(unit: &str, action: ObjectAction, ready: bool) -> UnitOutcome {
         azure: AzureMode::Simulated,
         objects: vec![ObjectOutcome {
             key: ObjectKey {
-                group: String::new(),
+                group: Default::default(),
                 version: "v1".into(),
                 kind: "ConfigMap".into(),
                 namespace: Some("default".into()),

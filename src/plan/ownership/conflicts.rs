@@ -120,7 +120,7 @@ fn one_azure_resource(
     let mut out = Vec::new();
     for ((unit, other, owned), list) in shared {
         let (c, oc) = list[0];
-        let arm = c.azure.as_ref().map(|a| a.arm_id.as_str()).unwrap_or("");
+        let arm = c.azure.as_ref().map(|a| &*a.arm_id).unwrap_or("");
         let its = if global(c) {
             " (its name is global in Azure)"
         } else {

@@ -6,7 +6,7 @@
 //! identities and Azure ids cost three times the claims' own size.
 
 use super::{Claim, UnitClaims, id};
-use crate::object::ObjectKey;
+use crate::object::{ObjectKey, Sym};
 use crate::plan::azure_identity::AzureIdentity;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -28,7 +28,7 @@ pub(super) struct Declared {
     /// The claims standing for an Azure resource, by the hash of its identity, sorted.
     azure: Vec<(u64, At)>,
     /// Namespace → the first object each unit declares in it, in the units' order.
-    namespaces: BTreeMap<String, Vec<At>>,
+    namespaces: BTreeMap<Sym, Vec<At>>,
 }
 
 fn hash_of(v: impl Hash) -> u64 {
@@ -67,7 +67,7 @@ impl Declared {
                 let at = (u as u32, c as u32);
                 d.objects.push((id_hash(&claim.key), at));
                 if let Some(a) = &claim.azure {
-                    d.azure.push((hash_of(a.id.as_str()), at));
+                    d.azure.push((hash_of(&*a.id), at));
                 }
                 if let Some(ns) = &claim.key.namespace {
                     match d.namespaces.get_mut(ns) {
@@ -118,7 +118,7 @@ impl Declared {
     ) -> impl Iterator<Item = (&'a str, &'a Claim, &'a AzureIdentity)> + 'a {
         under(&self.azure, hash_of(azure)).filter_map(move |at| {
             let c = self.claim(at);
-            let a = c.azure.as_ref().filter(|a| a.id == azure)?;
+            let a = c.azure.as_ref().filter(|a| *a.id == *azure)?;
             Some((self.unit(at), c, a))
         })
     }
@@ -137,7 +137,7 @@ impl Declared {
     /// The claims writing to one Azure resource (by id), more than one, in the order of the ids.
     pub(super) fn writing_one_resource(&self) -> Vec<Vec<(&str, &Claim)>> {
         self.shared(&self.azure, |c| {
-            c.azure.as_ref().filter(|a| a.writes).map(|a| a.id.as_str())
+            c.azure.as_ref().filter(|a| a.writes).map(|a| &*a.id)
         })
     }
 

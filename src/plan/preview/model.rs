@@ -190,8 +190,8 @@ impl From<&crate::object::ObjectKey> for ObjectRef {
     fn from(k: &crate::object::ObjectKey) -> Self {
         ObjectRef {
             api_version: k.api_version(),
-            kind: k.kind.clone(),
-            namespace: k.namespace.clone(),
+            kind: k.kind.to_string(),
+            namespace: k.namespace.as_deref().map(str::to_string),
             name: k.name.clone(),
         }
     }

@@ -80,8 +80,8 @@ pub fn embedded_resources(
 ) -> Result<Vec<Value>, AroError> {
     let owner_key = ObjectKey::from_object(owner).map_err(|e| AroError::Invalid {
         owner: Box::new(ObjectKey {
-            group: String::new(),
-            version: String::new(),
+            group: Default::default(),
+            version: Default::default(),
             kind: "?".into(),
             namespace: None,
             name: "?".into(),

@@ -115,8 +115,8 @@ pub fn decide_all(
 /// The identity of an ARO object from git (validated, so it has one).
 fn owner_key(desired: &Value) -> ObjectKey {
     ObjectKey::from_object(desired).unwrap_or_else(|_| ObjectKey {
-        group: String::new(),
-        version: String::new(),
+        group: Default::default(),
+        version: Default::default(),
         kind: str_at(desired, "/kind").unwrap_or("?").into(),
         namespace: None,
         name: "?".into(),

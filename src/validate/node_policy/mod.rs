@@ -142,7 +142,7 @@ pub fn list_key(namespace: Option<&str>) -> ObjectKey {
         group: POLICY_GROUP.into(),
         version: POLICY_VERSION.into(),
         kind: POLICY_KIND.into(),
-        namespace: namespace.map(str::to_string),
+        namespace: namespace.map(crate::object::Sym::new),
         name: String::new(),
     }
 }

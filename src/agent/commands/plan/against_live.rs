@@ -88,7 +88,11 @@ async fn list_live(
 /// The kinds the identity check reads (the identities, the Namespaces, and Secrets for the
 /// identities' own), listed like every other kind.
 fn identity_kinds() -> impl Iterator<Item = ObjectKey> {
-    let secret = (String::new(), "v1".to_string(), "Secret".to_string());
+    let secret = (
+        crate::object::Sym::new(""),
+        crate::object::Sym::new("v1"),
+        crate::object::Sym::new("Secret"),
+    );
     crate::agent::pass::identity_check::read_kinds()
         .into_iter()
         .chain([secret])

@@ -95,9 +95,9 @@ impl Events {
         let references: Vec<ObjectReference> = (about.into_iter())
             .map(|key| ObjectReference {
                 api_version: Some(crate::object::join_api_version(&key.group, &key.version)),
-                kind: Some(key.kind.clone()),
+                kind: Some(key.kind.to_string()),
                 name: Some(key.name.clone()),
-                namespace: Some(key.namespace.clone().unwrap_or_else(|| namespace.into())),
+                namespace: Some(key.namespace.as_deref().unwrap_or(namespace).to_string()),
                 uid: uid(&key),
                 ..Default::default()
             })
