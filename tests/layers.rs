@@ -10,6 +10,7 @@ use std::path::Path;
 const LAYERS: &[&[&str]] = &[
     &[
         "object",
+        "sym",
         "packed",
         "kinds",
         "marks",

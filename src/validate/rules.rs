@@ -2,7 +2,7 @@
 //! reconcile-policy annotations (on top-level objects and on ASO resources embedded in the ARO
 //! kinds' `spec.resources`).
 
-use crate::object::{ObjectKey, Origin};
+use crate::object::{ObjectKey, Origin, Sym};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -85,7 +85,7 @@ fn annotation_pointer(key: &str) -> String {
 }
 
 /// The identity duplicates are judged by: group, kind, namespace, name (the version does not count).
-type DuplicateKey = crate::plan::ownership::Id;
+type DuplicateKey = (Sym, Sym, Option<Sym>, String);
 
 /// Where an object was first seen: its file, and for an embedded resource, the owner and index.
 #[derive(Debug, Clone)]
