@@ -22,6 +22,9 @@ pub struct ObjectKey {
     pub name: String,
 }
 
+/// An object's identity across API versions ([`ObjectKey::versionless`]).
+pub type VersionlessId = (Sym, Sym, Option<Sym>, String);
+
 /// An object that cannot be identified.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ObjectKeyError {
@@ -70,6 +73,17 @@ impl ObjectKey {
             namespace,
             name: name.to_string(),
         })
+    }
+
+    /// The identity across API versions: group, kind, namespace, name (what ownership and
+    /// duplicate checks judge by).
+    pub fn versionless(&self) -> VersionlessId {
+        (
+            self.group.clone(),
+            self.kind.clone(),
+            self.namespace.clone(),
+            self.name.clone(),
+        )
     }
 
     /// `group/version`, or `version` for the core group.

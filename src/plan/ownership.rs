@@ -17,7 +17,7 @@
 
 use super::azure_identity::AzureIdentity;
 use crate::marks::{ADOPT_FROM_ANNOTATION, FLEET_ANNOTATION, OWNER_ANNOTATION, OWNER_LABEL};
-use crate::object::{ObjectKey, Sym};
+use crate::object::ObjectKey;
 use declared::Declared;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -29,16 +29,11 @@ pub use conflicts::LiveOwners;
 pub use scope::FleetScope;
 
 /// An object's identity across API versions.
-pub type Id = (Sym, Sym, Option<Sym>, String);
+pub type Id = crate::object::VersionlessId;
 
 /// The identity ownership judges by (the version does not count).
 pub fn id(key: &ObjectKey) -> Id {
-    (
-        key.group.clone(),
-        key.kind.clone(),
-        key.namespace.clone(),
-        key.name.clone(),
-    )
+    key.versionless()
 }
 
 /// The label value of a unit: the first 16 hex digits of the SHA-256 of its path.

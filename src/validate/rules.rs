@@ -2,7 +2,7 @@
 //! reconcile-policy annotations (on top-level objects and on ASO resources embedded in the ARO
 //! kinds' `spec.resources`).
 
-use crate::object::{ObjectKey, Origin, Sym};
+use crate::object::{ObjectKey, Origin};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -85,7 +85,7 @@ fn annotation_pointer(key: &str) -> String {
 }
 
 /// The identity duplicates are judged by: group, kind, namespace, name (the version does not count).
-type DuplicateKey = (Sym, Sym, Option<Sym>, String);
+type DuplicateKey = crate::object::VersionlessId;
 
 /// Where an object was first seen: its file, and for an embedded resource, the owner and index.
 #[derive(Debug, Clone)]
@@ -112,12 +112,7 @@ pub struct Duplicates {
 impl Duplicates {
     /// Records `key` at `place`; if it was seen before, returns the message naming both places.
     pub fn record(&mut self, key: &ObjectKey, place: Place) -> Option<String> {
-        let id = (
-            key.group.clone(),
-            key.kind.clone(),
-            key.namespace.clone(),
-            key.name.clone(),
-        );
+        let id = key.versionless();
         match self.seen.get(&id) {
             Some(first) => Some(format!(
                 "defined twice: in {} and in {}",
